@@ -1,0 +1,78 @@
+// What came out of one run. Produced by sim::Engine, read by the report, the
+// JSON writer and the HDF5 writer. Plain data; no behaviour beyond derived
+// figures that every consumer needs identically.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wafersim::analysis {
+
+// Where the cycles on a token's critical path went. Categories add up to the
+// token's latency in cycles.
+struct CycleBreakdown {
+  std::uint64_t compute = 0;        // SIMD-bound core work on the critical path
+  std::uint64_t sram = 0;           // SRAM-read-bound core work on the critical path
+  std::uint64_t hops = 0;           // router/link traversal latency
+  std::uint64_t serialization = 0;  // bytes / link bandwidth
+  std::uint64_t contention = 0;     // waiting for a link already reserved
+  std::uint64_t io = 0;             // wafer edge I/O (host <-> wafer)
+  std::uint64_t total() const { return compute + sram + hops + serialization + contention + io; }
+};
+
+struct TokenRecord {
+  int position = 0;          // position in the sequence (0-based)
+  bool prefill = false;      // a prompt token (true) or a generated one (false)
+  std::uint64_t start_cycle = 0;
+  std::uint64_t end_cycle = 0;  // cycle its logits (or last layer output) were ready
+  std::int32_t token_in = 0;    // token id fed at this position
+  CycleBreakdown critical_path;
+};
+
+struct RunResult {
+  // Identification.
+  std::string scenario_name;
+  std::string scenario_file;
+  std::string hardware_name;
+  std::string model_name;
+  std::string precision;
+  std::string placement_strategy;
+  std::uint64_t seed = 0;
+  bool functional = false;
+
+  // Hardware figures the consumers need.
+  int mesh_width = 0;
+  int mesh_height = 0;
+  double clock_hz = 0.0;
+  std::uint64_t link_bytes_per_cycle = 0;
+
+  // Fit.
+  std::uint64_t cores_used = 0;
+  std::uint64_t sram_bytes_used = 0;
+  std::uint64_t sram_bytes_capacity = 0;
+  std::uint64_t parameter_count = 0;
+
+  // Per core, row-major [y][x] (size mesh_height * mesh_width).
+  std::vector<std::uint64_t> core_busy_cycles;
+  std::vector<std::uint64_t> core_sram_bytes;
+  // Per outgoing link, [y][x][dir] with dir 0=E, 1=W, 2=S, 3=N.
+  std::vector<std::uint64_t> link_bytes;
+
+  // Tokens.
+  std::vector<std::int32_t> prompt_ids;
+  std::vector<std::int32_t> tokens;            // generated ids
+  std::vector<std::int32_t> reference_tokens;  // from the reference forward pass (functional)
+  double max_logit_abs_error = 0.0;            // functional vs reference, over all steps
+  std::vector<TokenRecord> token_records;      // one per position processed
+
+  // Timeline summary (cycles).
+  std::uint64_t total_cycles = 0;    // end of the simulation
+  std::uint64_t ttft_cycles = 0;     // request arrival to first generated token
+  std::uint64_t decode_cycles_per_token = 0;  // mean over generated tokens after the first
+
+  // The resolved scenario, as YAML, so the run can be reproduced.
+  std::string resolved_scenario_yaml;
+};
+
+}  // namespace wafersim::analysis

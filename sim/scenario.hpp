@@ -1,0 +1,86 @@
+// A validated scenario: hardware, model, precision, placement choices and
+// workload, with presets resolved. Immutable after load.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fabric/wafer_spec.hpp"
+#include "models/model_config.hpp"
+
+namespace wafersim::sim {
+
+// A scenario (or preset) file that cannot be used. The message already names
+// the file, line, column and key path; the fields let tests check them.
+class ScenarioError : public std::runtime_error {
+ public:
+  ScenarioError(std::string file, int line, int column, std::string key_path, const std::string& what);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }      // 1-based; 0 when unknown
+  int column() const { return column_; }  // 1-based; 0 when unknown
+  const std::string& key_path() const { return key_path_; }  // e.g. "hardware.core.sram"
+
+ private:
+  std::string file_;
+  int line_;
+  int column_;
+  std::string key_path_;
+};
+
+enum class ReductionScheme { chain, tree };
+const char* reduction_name(ReductionScheme s);
+
+struct PlacementOptions {
+  std::string strategy = "layer-rectangles";
+  ReductionScheme reduction = ReductionScheme::chain;
+};
+
+struct Workload {
+  // Either given explicitly, or drawn from `seed` when only a count was given
+  // (the loader fills prompt_ids in both cases).
+  std::vector<std::int32_t> prompt_ids;
+  int generate_tokens = 0;
+  std::uint64_t seed = 0;
+};
+
+struct Outputs {
+  std::optional<std::string> results;  // HDF5 path, relative to the current directory
+  bool functional = true;              // compute real numbers (false: timing only)
+};
+
+struct Scenario {
+  std::string name;
+  std::string source_file;  // path as given by the user
+  std::string hardware_preset;  // name of the preset used (or "inline")
+  std::string model_preset;     // name of the preset used (or "inline")
+  fabric::WaferSpec hardware;
+  models::ModelConfig model;
+  models::DType precision = models::DType::bf16;
+  PlacementOptions placement;
+  Workload workload;
+  Outputs outputs;
+  // The fully resolved scenario (presets expanded, defaults filled) as YAML
+  // that load_scenario() accepts again and that reproduces this run.
+  std::string resolved_yaml;
+};
+
+// Where preset files are looked up: $WAFERSIM_PRESETS if set, else the
+// scenarios/ folder of the source tree the binary was built from.
+std::filesystem::path default_preset_dir();
+
+// Loads, validates and resolves a scenario. Throws ScenarioError.
+Scenario load_scenario(const std::filesystem::path& file,
+                       const std::filesystem::path& preset_dir = default_preset_dir());
+
+// Loads a preset by name from <preset_dir>/hardware/<name>.yaml or
+// <preset_dir>/models/<name>.yaml. Throws ScenarioError.
+fabric::WaferSpec load_hardware_preset(const std::string& name,
+                                       const std::filesystem::path& preset_dir = default_preset_dir());
+models::ModelConfig load_model_preset(const std::string& name,
+                                      const std::filesystem::path& preset_dir = default_preset_dir());
+
+}  // namespace wafersim::sim
