@@ -1,1 +1,114 @@
-// placeholder: filled in by the walking skeleton
+#include "analysis/json_output.hpp"
+
+namespace wafersim::analysis {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json breakdown_json(const CycleBreakdown& b) {
+  Json j = Json::object();
+  for (PathCategory c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c);
+  return j;
+}
+
+Json token_record_json(const TokenRecord& t) {
+  Json j = Json::object();
+  j["position"] = t.position;
+  j["prefill"] = t.prefill;
+  j["start_cycle"] = t.start_cycle;
+  j["end_cycle"] = t.end_cycle;
+  j["token_in"] = t.token_in;
+  j["critical_path_cycles"] = breakdown_json(t.critical_path);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
+  Json j = Json::object();
+  j["format"] = "wafersim-result";
+  j["format_version"] = kJsonFormatVersion;
+
+  // Identification.
+  j["scenario"] = r.scenario_name;
+  j["scenario_file"] = r.scenario_file;
+  j["hardware"] = r.hardware_name;
+  j["model"] = r.model_name;
+  j["precision"] = r.precision;
+  j["placement_strategy"] = r.placement_strategy;
+  j["seed"] = r.seed;
+  j["functional"] = r.functional;
+
+  // Hardware.
+  j["mesh_width"] = r.mesh_width;
+  j["mesh_height"] = r.mesh_height;
+  j["clock_hz"] = r.clock_hz;
+  j["link_bytes_per_cycle"] = r.link_bytes_per_cycle;
+
+  // Fit.
+  j["cores_used"] = r.cores_used;
+  j["cores_total"] = m.cores_total;
+  j["sram_bytes_used"] = r.sram_bytes_used;
+  j["sram_bytes_capacity"] = r.sram_bytes_capacity;
+  j["sram_bytes_per_core_capacity"] = m.sram_bytes_per_core_capacity;
+  j["sram_bytes_max_per_core"] = m.max_core_sram_bytes;
+  j["parameter_count"] = r.parameter_count;
+
+  // Performance.
+  j["decode_tokens_per_s_per_user"] = m.decode_tokens_per_s_per_user;
+  j["inter_token_latency_s"] = m.inter_token_latency_s;
+  j["ttft_s"] = m.ttft_s;
+  j["total_time_s"] = m.total_time_s;
+  j["cycles_per_token"] = m.cycles_per_token;
+  j["ttft_cycles"] = r.ttft_cycles;
+  j["total_cycles"] = r.total_cycles;
+
+  // Utilisation.
+  j["core_utilisation"] = m.core_utilisation;
+  j["cores_with_sram"] = m.cores_with_sram;
+  j["sram_utilisation"] = m.sram_utilisation;
+  if (m.busiest_link) {
+    const BusiestLink& l = *m.busiest_link;
+    j["busiest_link"] = Json{{"x", l.x},
+                             {"y", l.y},
+                             {"dir", std::string(direction_name(l.dir))},
+                             {"bytes", l.bytes},
+                             {"load", l.load}};
+  } else {
+    j["busiest_link"] = nullptr;
+  }
+  j["total_link_bytes"] = m.total_link_bytes;
+
+  // What limits it.
+  j["bottleneck"] = m.bottleneck;
+  j["critical_path_basis"] = m.critical_path_basis;
+  j["critical_path_tokens"] = m.critical_path_tokens;
+  j["critical_path_cycles"] = breakdown_json(m.critical_path);
+  Json share = Json::object();
+  for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
+    share[std::string(category_key(kPathCategories[i]))] = m.critical_path_share[i];
+  }
+  j["critical_path_share"] = share;
+
+  // Tokens.
+  j["prompt_ids"] = r.prompt_ids;
+  if (r.functional) {
+    j["tokens"] = r.tokens;
+    j["reference_tokens"] = r.reference_tokens;
+    j["tokens_match_reference"] = m.tokens_match_reference;
+    j["max_logit_abs_error"] = r.max_logit_abs_error;
+  }
+  Json records = Json::array();
+  for (const TokenRecord& t : r.token_records) records.push_back(token_record_json(t));
+  j["token_records"] = std::move(records);
+  return j;
+}
+
+std::string to_json_text(const RunResult& result, const Metrics& metrics) {
+  // Replace invalid UTF-8 (a mangled scenario name) rather than fail the run's output.
+  return to_json(result, metrics).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
+}
+
+}  // namespace wafersim::analysis

@@ -1,1 +1,216 @@
-// placeholder: filled in by the walking skeleton
+#include "analysis/metrics.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace wafersim::analysis {
+
+std::string_view category_key(PathCategory c) {
+  switch (c) {
+    case PathCategory::compute:
+      return "compute";
+    case PathCategory::sram:
+      return "sram";
+    case PathCategory::hops:
+      return "hops";
+    case PathCategory::serialization:
+      return "serialization";
+    case PathCategory::contention:
+      return "contention";
+    case PathCategory::io:
+      return "io";
+  }
+  throw std::logic_error("unknown critical-path category");
+}
+
+std::string_view resource_name(PathCategory c) {
+  switch (c) {
+    case PathCategory::compute:
+      return "core compute";
+    case PathCategory::sram:
+      return "SRAM bandwidth";
+    case PathCategory::hops:
+      return "mesh hop latency";
+    case PathCategory::serialization:
+      return "mesh link bandwidth";
+    case PathCategory::contention:
+      return "mesh link contention";
+    case PathCategory::io:
+      return "wafer I/O";
+  }
+  throw std::logic_error("unknown critical-path category");
+}
+
+std::uint64_t cycles_in(const CycleBreakdown& b, PathCategory c) {
+  switch (c) {
+    case PathCategory::compute:
+      return b.compute;
+    case PathCategory::sram:
+      return b.sram;
+    case PathCategory::hops:
+      return b.hops;
+    case PathCategory::serialization:
+      return b.serialization;
+    case PathCategory::contention:
+      return b.contention;
+    case PathCategory::io:
+      return b.io;
+  }
+  throw std::logic_error("unknown critical-path category");
+}
+
+std::string_view direction_name(int dir) {
+  static constexpr std::array<std::string_view, kLinkDirections> kNames = {"E", "W", "S", "N"};
+  if (dir < 0 || dir >= kLinkDirections) throw std::logic_error("link direction out of range");
+  return kNames[static_cast<std::size_t>(dir)];
+}
+
+namespace {
+
+void add(CycleBreakdown& sum, const CycleBreakdown& b) {
+  sum.compute += b.compute;
+  sum.sram += b.sram;
+  sum.hops += b.hops;
+  sum.serialization += b.serialization;
+  sum.contention += b.contention;
+  sum.io += b.io;
+}
+
+// A per-core (or per-link) array is either absent (empty: nothing recorded)
+// or shaped exactly like the mesh.
+void check_shape(const std::vector<std::uint64_t>& v, std::uint64_t expected, const char* name) {
+  if (!v.empty() && v.size() != expected) {
+    throw std::logic_error(std::string("RunResult::") + name + " has " + std::to_string(v.size()) +
+                           " entries, the mesh needs " + std::to_string(expected));
+  }
+}
+
+void derive_timing(const RunResult& r, Metrics& m) {
+  m.cycles_per_token = r.decode_cycles_per_token;
+  if (r.clock_hz <= 0.0) return;  // no clock, no seconds
+  const double clock = r.clock_hz;
+  if (r.decode_cycles_per_token > 0) {
+    m.decode_tokens_per_s_per_user = clock / static_cast<double>(r.decode_cycles_per_token);
+    m.inter_token_latency_s = static_cast<double>(r.decode_cycles_per_token) / clock;
+  }
+  m.ttft_s = static_cast<double>(r.ttft_cycles) / clock;
+  m.total_time_s = static_cast<double>(r.total_cycles) / clock;
+}
+
+void derive_cores(const RunResult& r, Metrics& m) {
+  check_shape(r.core_busy_cycles, m.cores_total, "core_busy_cycles");
+  check_shape(r.core_sram_bytes, m.cores_total, "core_sram_bytes");
+  if (r.sram_bytes_capacity > 0) {
+    m.sram_utilisation =
+        static_cast<double>(r.sram_bytes_used) / static_cast<double>(r.sram_bytes_capacity);
+  }
+  if (m.cores_total > 0) m.sram_bytes_per_core_capacity = r.sram_bytes_capacity / m.cores_total;
+
+  // Long double keeps the busy-cycle sum exact well past 2^53 (a full wafer
+  // for a long run); the ratio is what we keep.
+  long double busy = 0.0L;
+  for (std::size_t i = 0; i < r.core_sram_bytes.size(); ++i) {
+    if (r.core_sram_bytes[i] == 0) continue;
+    ++m.cores_with_sram;
+    if (r.core_sram_bytes[i] > m.max_core_sram_bytes) m.max_core_sram_bytes = r.core_sram_bytes[i];
+    if (!r.core_busy_cycles.empty()) busy += static_cast<long double>(r.core_busy_cycles[i]);
+  }
+  for (std::size_t i = 0; i < r.core_busy_cycles.size(); ++i) {
+    if (r.core_busy_cycles[i] > r.total_cycles) {
+      throw std::logic_error("core " + std::to_string(i) + " busy for " +
+                             std::to_string(r.core_busy_cycles[i]) + " cycles in a run of " +
+                             std::to_string(r.total_cycles));
+    }
+  }
+  if (m.cores_with_sram > 0 && r.total_cycles > 0) {
+    m.core_utilisation = static_cast<double>(
+        busy / (static_cast<long double>(m.cores_with_sram) * r.total_cycles));
+  }
+}
+
+void derive_links(const RunResult& r, Metrics& m) {
+  check_shape(r.link_bytes, m.cores_total * kLinkDirections, "link_bytes");
+  std::size_t busiest = 0;
+  for (std::size_t i = 0; i < r.link_bytes.size(); ++i) {
+    m.total_link_bytes += r.link_bytes[i];
+    if (r.link_bytes[i] > r.link_bytes[busiest]) busiest = i;  // first of equals wins
+  }
+  if (r.link_bytes.empty() || r.link_bytes[busiest] == 0) return;
+
+  BusiestLink link;
+  const auto width = static_cast<std::size_t>(r.mesh_width);
+  link.dir = static_cast<int>(busiest % kLinkDirections);
+  link.x = static_cast<int>((busiest / kLinkDirections) % width);
+  link.y = static_cast<int>((busiest / kLinkDirections) / width);
+  link.bytes = r.link_bytes[busiest];
+  // A link carries at most link_bytes_per_cycle each cycle; more is an engine
+  // bug. Compare in integers so a load of exactly 1.0 is not rejected by rounding.
+  const unsigned __int128 capacity =
+      static_cast<unsigned __int128>(r.total_cycles) * r.link_bytes_per_cycle;
+  if (link.bytes > capacity) {
+    throw std::logic_error(
+        "link (" + std::to_string(link.x) + ", " + std::to_string(link.y) + ") " +
+        std::string(direction_name(link.dir)) + " carried " + std::to_string(link.bytes) +
+        " bytes in " + std::to_string(r.total_cycles) + " cycles at " +
+        std::to_string(r.link_bytes_per_cycle) + " bytes/cycle: above its bandwidth");
+  }
+  link.load = static_cast<double>(link.bytes) / static_cast<double>(capacity);
+  m.busiest_link = link;
+}
+
+void derive_critical_path(const RunResult& r, Metrics& m) {
+  CycleBreakdown decode;
+  CycleBreakdown prefill;
+  std::uint64_t decode_tokens = 0;
+  std::uint64_t prefill_tokens = 0;
+  for (const TokenRecord& t : r.token_records) {
+    if (t.prefill) {
+      add(prefill, t.critical_path);
+      ++prefill_tokens;
+    } else {
+      add(decode, t.critical_path);
+      ++decode_tokens;
+    }
+  }
+  if (decode_tokens > 0) {
+    m.critical_path_basis = "decode";
+    m.critical_path_tokens = decode_tokens;
+    m.critical_path = decode;
+  } else if (prefill_tokens > 0) {
+    m.critical_path_basis = "prefill";
+    m.critical_path_tokens = prefill_tokens;
+    m.critical_path = prefill;
+  } else {
+    return;
+  }
+
+  const std::uint64_t total = m.critical_path.total();
+  if (total == 0) return;  // tokens with no recorded cycles: nothing dominates
+  PathCategory largest = PathCategory::compute;
+  for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
+    const PathCategory c = kPathCategories[i];
+    const std::uint64_t cycles = cycles_in(m.critical_path, c);
+    m.critical_path_share[i] = static_cast<double>(cycles) / static_cast<double>(total);
+    if (cycles > cycles_in(m.critical_path, largest)) largest = c;  // first of equals wins
+  }
+  m.bottleneck = std::string(resource_name(largest));
+}
+
+}  // namespace
+
+Metrics compute_metrics(const RunResult& result) {
+  if (result.mesh_width < 0 || result.mesh_height < 0) {
+    throw std::logic_error("RunResult has a negative mesh size");
+  }
+  Metrics m;
+  m.cores_total = static_cast<std::uint64_t>(result.mesh_width) *
+                  static_cast<std::uint64_t>(result.mesh_height);
+  derive_timing(result, m);
+  derive_cores(result, m);
+  derive_links(result, m);
+  derive_critical_path(result, m);
+  m.tokens_match_reference = result.functional && result.tokens == result.reference_tokens;
+  return m;
+}
+
+}  // namespace wafersim::analysis

@@ -1,1 +1,199 @@
-// placeholder: filled in by the walking skeleton
+#include "analysis/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace wafersim::analysis {
+
+namespace {
+
+// Three significant digits, the precision a person compares at a glance.
+std::string sig3(double v) {
+  if (v >= 100.0) return fmt::format("{:.0f}", v);
+  if (v >= 10.0) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+std::string scaled(double v, std::span<const std::string_view> units, double step) {
+  std::size_t i = 0;
+  while (v >= step && i + 1 < units.size()) {
+    v /= step;
+    ++i;
+  }
+  return fmt::format("{} {}", i == 0 ? fmt::format("{:.0f}", v) : sig3(v), units[i]);
+}
+
+// A rate with thousands grouping and one decimal: "12,345.6".
+std::string format_rate(double v) {
+  if (!std::isfinite(v) || v < 0.0) return fmt::format("{}", v);
+  const double rounded = std::round(v * 10.0) / 10.0;
+  const auto whole = static_cast<std::uint64_t>(rounded);
+  const auto tenth = static_cast<int>(std::llround((rounded - static_cast<double>(whole)) * 10.0));
+  return fmt::format("{}.{}", format_grouped(whole), tenth);
+}
+
+std::string bar(double fraction, int width) {
+  const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
+  std::string s;
+  for (int i = 0; i < width; ++i) s += i < filled ? "\u2588" : "\u00b7";
+  return s;
+}
+
+std::string token_list(const std::vector<std::int32_t>& ids) {
+  constexpr std::size_t kShown = 24;  // enough to eyeball, short enough for one line
+  std::string s = "[";
+  for (std::size_t i = 0; i < ids.size() && i < kShown; ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(ids[i]);
+  }
+  if (ids.size() > kShown) s += fmt::format(", ... +{} more", ids.size() - kShown);
+  return s + "]";
+}
+
+// One aligned "  label   value" line.
+void line(std::ostream& out, std::string_view label, std::string_view value) {
+  out << fmt::format("  {:<16} {}\n", label, value);
+}
+
+}  // namespace
+
+std::string format_grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string s;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
+  return s;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  return scaled(static_cast<double>(bytes), kUnits, 1024.0);
+}
+
+std::string format_count(std::uint64_t n) {
+  static constexpr std::string_view kUnits[] = {"", "K", "M", "B", "T"};
+  if (n < 1000) return std::to_string(n);
+  return scaled(static_cast<double>(n), kUnits, 1000.0);
+}
+
+std::string format_hz(double hz) {
+  static constexpr std::string_view kUnits[] = {"Hz", "kHz", "MHz", "GHz"};
+  if (!(hz > 0.0)) return "0 Hz";
+  return hz < 1000.0 ? fmt::format("{} Hz", sig3(hz)) : scaled(hz, kUnits, 1000.0);
+}
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s)) return fmt::format("{} s", s);
+  if (s == 0.0) return "0 s";
+  if (s < 1e-6) return fmt::format("{} ns", sig3(s * 1e9));
+  if (s < 1e-3) return fmt::format("{} \u00b5s", sig3(s * 1e6));
+  if (s < 1.0) return fmt::format("{} ms", sig3(s * 1e3));
+  return fmt::format("{} s", sig3(s));
+}
+
+std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+
+void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
+  out << fmt::format("wafersim: {}{}\n", r.scenario_name,
+                     r.scenario_file.empty() ? "" : fmt::format(" ({})", r.scenario_file));
+  out << fmt::format("  hardware {} | model {} | precision {} | placement {} | seed {} | {}\n",
+                     r.hardware_name, r.model_name, r.precision, r.placement_strategy, r.seed,
+                     r.functional ? "functional" : "timing only");
+
+  out << "\nFit\n";
+  const double core_share =
+      m.cores_total > 0 ? static_cast<double>(r.cores_used) / static_cast<double>(m.cores_total)
+                        : 0.0;
+  line(out, "cores",
+       fmt::format("{} of {} ({}), {} x {} mesh", format_grouped(r.cores_used),
+                   format_grouped(m.cores_total), format_percent(core_share), r.mesh_width,
+                   r.mesh_height));
+  line(out, "SRAM",
+       fmt::format("{} of {} ({})", format_bytes(r.sram_bytes_used),
+                   format_bytes(r.sram_bytes_capacity), format_percent(m.sram_utilisation)));
+  const double core_fill = m.sram_bytes_per_core_capacity > 0
+                               ? static_cast<double>(m.max_core_sram_bytes) /
+                                     static_cast<double>(m.sram_bytes_per_core_capacity)
+                               : 0.0;
+  line(out, "max per core",
+       fmt::format("{} of {} ({})", format_bytes(m.max_core_sram_bytes),
+                   format_bytes(m.sram_bytes_per_core_capacity), format_percent(core_fill)));
+  line(out, "parameters", format_count(r.parameter_count));
+
+  out << "\nPerformance\n";
+  if (m.cycles_per_token > 0) {
+    line(out, "decode",
+         fmt::format("{} tokens/s per user", format_rate(m.decode_tokens_per_s_per_user)));
+    line(out, "inter-token", format_seconds(m.inter_token_latency_s));
+  } else {
+    line(out, "decode", "no decode steps timed");
+  }
+  line(out, "TTFT",
+       fmt::format("{} ({} cycles)", format_seconds(m.ttft_s), format_grouped(r.ttft_cycles)));
+  line(out, "cycles/token", format_grouped(m.cycles_per_token));
+  line(out, "clock", format_hz(r.clock_hz));
+  line(out, "simulated",
+       fmt::format("{} ({} cycles)", format_seconds(m.total_time_s),
+                   format_grouped(r.total_cycles)));
+
+  if (m.critical_path_tokens > 0) {
+    const double mean_total = static_cast<double>(m.critical_path.total()) /
+                              static_cast<double>(m.critical_path_tokens);
+    out << fmt::format("\nWhere a {} token's cycles go (mean of {} tokens: {} cycles)\n",
+                       m.critical_path_basis == "decode" ? "decode" : "prompt",
+                       m.critical_path_tokens, format_grouped(static_cast<std::uint64_t>(std::llround(mean_total))));
+    for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
+      const PathCategory c = kPathCategories[i];
+      const double mean = static_cast<double>(cycles_in(m.critical_path, c)) /
+                          static_cast<double>(m.critical_path_tokens);
+      out << fmt::format("  {:<22} {:>12} {:>6}  {}\n", resource_name(c),
+                         format_grouped(static_cast<std::uint64_t>(std::llround(mean))),
+                         format_percent(m.critical_path_share[i]),
+                         bar(m.critical_path_share[i], 20));
+    }
+  }
+
+  out << "\nUtilisation\n";
+  line(out, "cores busy",
+       fmt::format("{} (over {} used cores, whole run)", format_percent(m.core_utilisation),
+                   format_grouped(m.cores_with_sram)));
+  line(out, "SRAM", fmt::format("{} of capacity", format_percent(m.sram_utilisation)));
+  if (m.busiest_link) {
+    const BusiestLink& l = *m.busiest_link;
+    line(out, "busiest link",
+         fmt::format("({}, {}) {}: {}, load {}", l.x, l.y, direction_name(l.dir),
+                     format_bytes(l.bytes), format_percent(l.load)));
+  } else {
+    line(out, "busiest link", "no link traffic");
+  }
+  line(out, "all links", fmt::format("{} moved", format_bytes(m.total_link_bytes)));
+
+  out << '\n';
+  if (m.critical_path_tokens > 0 && m.critical_path.total() > 0) {
+    double share = 0.0;
+    for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
+      if (resource_name(kPathCategories[i]) == m.bottleneck) share = m.critical_path_share[i];
+    }
+    out << fmt::format("Bottleneck: {} ({} of the {} critical path)\n", m.bottleneck,
+                       format_percent(share), m.critical_path_basis);
+  } else {
+    out << "Bottleneck: none (no token cycles recorded)\n";
+  }
+
+  if (r.functional) {
+    out << "\nFunctional check\n";
+    line(out, "prompt", token_list(r.prompt_ids));
+    line(out, "generated", token_list(r.tokens));
+    line(out, "reference", token_list(r.reference_tokens));
+    out << fmt::format("  tokens match reference: {}\n", m.tokens_match_reference ? "yes" : "no");
+    line(out, "max logit error", fmt::format("{:.3g}", r.max_logit_abs_error));
+  }
+}
+
+}  // namespace wafersim::analysis

@@ -7,19 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "fabric/critical_path.hpp"
+
 namespace wafersim::analysis {
 
-// Where the cycles on a token's critical path went. Categories add up to the
-// token's latency in cycles.
-struct CycleBreakdown {
-  std::uint64_t compute = 0;        // SIMD-bound core work on the critical path
-  std::uint64_t sram = 0;           // SRAM-read-bound core work on the critical path
-  std::uint64_t hops = 0;           // router/link traversal latency
-  std::uint64_t serialization = 0;  // bytes / link bandwidth
-  std::uint64_t contention = 0;     // waiting for a link already reserved
-  std::uint64_t io = 0;             // wafer edge I/O (host <-> wafer)
-  std::uint64_t total() const { return compute + sram + hops + serialization + contention + io; }
-};
+// Where the cycles on a token's critical path went (fabric/critical_path.hpp);
+// the categories add up to the token's latency in cycles.
+using CycleBreakdown = wafersim::CycleBreakdown;
 
 struct TokenRecord {
   int position = 0;          // position in the sequence (0-based)

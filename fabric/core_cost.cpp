@@ -1,1 +1,44 @@
-// placeholder: filled in by the walking skeleton
+#include "fabric/core_cost.hpp"
+
+#include <algorithm>
+
+namespace wafersim::fabric {
+
+CoreCost CoreCostModel::streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read) const {
+  const std::uint64_t simd = ceil_div(macs, static_cast<std::uint64_t>(spec_.simd_lanes(bits)));
+  const std::uint64_t sram = ceil_div(bytes_read, spec_.sram_read_bytes_per_cycle.value);
+  CoreCost c;
+  c.overhead = spec_.task_overhead;
+  c.bound = sram > simd ? Resource::sram : Resource::compute;
+  c.cycles = Cycles{std::max(simd, sram)} + spec_.task_overhead;
+  return c;
+}
+
+CoreCost CoreCostModel::gemv_tile(std::uint64_t rows, std::uint64_t cols, int weight_bits) const {
+  const std::uint64_t macs = rows * cols;
+  return streaming(macs, weight_bits, ceil_div(macs * static_cast<std::uint64_t>(weight_bits), 8));
+}
+
+CoreCost CoreCostModel::vector_op(std::uint64_t elements, std::uint64_t ops_per_element) const {
+  return streaming(elements * ops_per_element, 32, elements * 4);
+}
+
+CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_dim, std::uint64_t heads,
+                                  int kv_bits) const {
+  // Per head: q.k over every position, then the weighted sum of v: 2 MACs per
+  // (position, dim); plus ~4 fp32 ops per position for max/exp/sum. The cache
+  // (K and V) is read once per head group.
+  const std::uint64_t macs = heads * positions * (2 * head_dim + 4);
+  const std::uint64_t bytes = ceil_div(2 * positions * head_dim * static_cast<std::uint64_t>(kv_bits), 8);
+  return streaming(macs, kv_bits, bytes);
+}
+
+Timed CoreTimeline::run(CoreId core, const Timed& ready, const CoreCost& cost) {
+  Timed t = ready.not_before(Cycles{free_at_[core.value]}, Resource::queueing);
+  t = t.plus(Resource::compute, cost.overhead).plus(cost.bound, cost.cycles - cost.overhead);
+  free_at_[core.value] = t.at.value;
+  busy_[core.value] += cost.cycles.value;
+  return t;
+}
+
+}  // namespace wafersim::fabric

@@ -1,1 +1,171 @@
-// placeholder: filled in by the walking skeleton
+#include "models/kernels.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace wafersim::models {
+
+namespace {
+
+void require_size(std::size_t got, std::size_t want, const char* what) {
+  if (got != want) {
+    throw std::invalid_argument(std::string(what) + ": size " + std::to_string(got) +
+                                " where " + std::to_string(want) + " is required");
+  }
+}
+
+}  // namespace
+
+void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  const std::size_t rows = static_cast<std::size_t>(w.rows());
+  const std::size_t cols = static_cast<std::size_t>(w.cols());
+  require_size(x.size(), cols, "gemv_tile x");
+  require_size(y.size(), rows, "gemv_tile y");
+  const std::size_t ld = w.leading_dim();
+  const float* base = w.data();
+
+  // Four rows at a time: each row keeps its own accumulator and its own
+  // increasing-j order (the contract); interleaving rows only gives the CPU
+  // independent dependency chains to overlap.
+  std::size_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* r0 = base + i * ld;
+    const float* r1 = r0 + ld;
+    const float* r2 = r1 + ld;
+    const float* r3 = r2 + ld;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    for (std::size_t j = 0; j < cols; ++j) {
+      const float xj = x[j];
+      a0 += r0[j] * xj;
+      a1 += r1[j] * xj;
+      a2 += r2[j] * xj;
+      a3 += r3[j] * xj;
+    }
+    y[i] = a0;
+    y[i + 1] = a1;
+    y[i + 2] = a2;
+    y[i + 3] = a3;
+  }
+  for (; i < rows; ++i) {
+    const float* r = base + i * ld;
+    float a = 0.0f;
+    for (std::size_t j = 0; j < cols; ++j) a += r[j] * x[j];
+    y[i] = a;
+  }
+}
+
+float sum_of_squares(std::span<const float> x) {
+  float s = 0.0f;
+  for (float v : x) s += v * v;
+  return s;
+}
+
+void rmsnorm_apply(std::span<const float> x, float sum_sq, int n, std::span<const float> gamma,
+                   float eps, std::span<float> out) {
+  require_size(gamma.size(), x.size(), "rmsnorm_apply gamma");
+  require_size(out.size(), x.size(), "rmsnorm_apply out");
+  if (n <= 0) throw std::invalid_argument("rmsnorm_apply: n must be > 0");
+  const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = (x[i] * inv) * gamma[i];
+}
+
+void rmsnorm(std::span<const float> x, std::span<const float> gamma, float eps,
+             std::span<float> out) {
+  rmsnorm_apply(x, sum_of_squares(x), static_cast<int>(x.size()), gamma, eps, out);
+}
+
+void rope_apply(std::span<float> head, int position, double theta) {
+  const std::size_t d = head.size();
+  if (d % 2 != 0) throw std::invalid_argument("rope_apply: head size must be even");
+  const std::size_t half = d / 2;
+  for (std::size_t i = 0; i < half; ++i) {
+    const double inv_freq =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    const double angle = static_cast<double>(position) * inv_freq;
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    const float x0 = head[i];
+    const float x1 = head[i + half];
+    head[i] = x0 * c - x1 * s;
+    head[i + half] = x1 * c + x0 * s;
+  }
+}
+
+AttentionPartial attention_partial(std::span<const float> q, const float* k_rows,
+                                   const float* v_rows, int n_positions, int head_dim,
+                                   float scale) {
+  if (head_dim <= 0 || n_positions < 0) {
+    throw std::invalid_argument("attention_partial: head_dim must be > 0 and n_positions >= 0");
+  }
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  require_size(q.size(), hd, "attention_partial q");
+  AttentionPartial p{-std::numeric_limits<float>::infinity(), 0.0f, std::vector<float>(hd, 0.0f)};
+  if (n_positions == 0) return p;
+
+  const std::size_t n = static_cast<std::size_t>(n_positions);
+  std::vector<float> scores(n);
+  for (std::size_t t = 0; t < n; ++t) {
+    const float* k = k_rows + t * hd;
+    float dot = 0.0f;
+    for (std::size_t d = 0; d < hd; ++d) dot += q[d] * k[d];
+    scores[t] = scale * dot;
+    if (scores[t] > p.max) p.max = scores[t];
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    const float w = std::exp(scores[t] - p.max);
+    p.sum += w;
+    const float* v = v_rows + t * hd;
+    for (std::size_t d = 0; d < hd; ++d) p.acc[d] += w * v[d];
+  }
+  return p;
+}
+
+AttentionPartial combine(const AttentionPartial& a, const AttentionPartial& b) {
+  constexpr float kEmpty = -std::numeric_limits<float>::infinity();
+  if (b.max == kEmpty) return a;
+  if (a.max == kEmpty) return b;
+  require_size(b.acc.size(), a.acc.size(), "combine b.acc");
+  const float m = a.max > b.max ? a.max : b.max;
+  const float fa = std::exp(a.max - m);
+  const float fb = std::exp(b.max - m);
+  AttentionPartial out{m, a.sum * fa + b.sum * fb, std::vector<float>(a.acc.size())};
+  for (std::size_t d = 0; d < a.acc.size(); ++d) out.acc[d] = a.acc[d] * fa + b.acc[d] * fb;
+  return out;
+}
+
+void attention_finalize(const AttentionPartial& p, std::span<float> out) {
+  require_size(out.size(), p.acc.size(), "attention_finalize out");
+  if (!(p.sum > 0.0f)) {
+    throw std::invalid_argument("attention_finalize: partial covers no positions (sum must be > 0)");
+  }
+  for (std::size_t d = 0; d < out.size(); ++d) out[d] = p.acc[d] / p.sum;
+}
+
+void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out) {
+  require_size(up.size(), gate.size(), "silu_mul up");
+  require_size(out.size(), gate.size(), "silu_mul out");
+  for (std::size_t i = 0; i < gate.size(); ++i) {
+    const float g = gate[i];
+    const float sig = 1.0f / (1.0f + std::exp(-g));
+    out[i] = (g * sig) * up[i];
+  }
+}
+
+void add_inplace(std::span<float> acc, std::span<const float> x) {
+  require_size(x.size(), acc.size(), "add_inplace x");
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += x[i];
+}
+
+std::int32_t argmax(std::span<const float> x) {
+  if (x.empty()) throw std::invalid_argument("argmax: the span must not be empty");
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < x.size(); ++i) {
+    if (x[i] > x[best] || (std::isnan(x[best]) && !std::isnan(x[i]))) best = i;
+  }
+  return static_cast<std::int32_t>(best);
+}
+
+}  // namespace wafersim::models

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/collectives.hpp"
 #include "fabric/wafer_spec.hpp"
 #include "models/model_config.hpp"
 
@@ -31,7 +32,7 @@ class ScenarioError : public std::runtime_error {
   std::string key_path_;
 };
 
-enum class ReductionScheme { chain, tree };
+using ReductionScheme = fabric::ReductionScheme;
 const char* reduction_name(ReductionScheme s);
 
 struct PlacementOptions {

@@ -1,0 +1,80 @@
+// Figures derived once from a RunResult and shared by every output (terminal
+// report, JSON, HDF5), so that all of them say the same thing about a run.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "analysis/run_result.hpp"
+
+namespace wafersim::analysis {
+
+// The categories of a token's critical path, in the order of CycleBreakdown.
+enum class PathCategory : int { compute, sram, hops, serialization, contention, io };
+inline constexpr std::size_t kPathCategoryCount = 6;
+inline constexpr std::array<PathCategory, kPathCategoryCount> kPathCategories = {
+    PathCategory::compute,       PathCategory::sram,       PathCategory::hops,
+    PathCategory::serialization, PathCategory::contention, PathCategory::io};
+
+// Machine name of a category, the CycleBreakdown field name: "compute", "sram", ...
+std::string_view category_key(PathCategory c);
+// The resource a category stands for, as users read it: "core compute", ...
+std::string_view resource_name(PathCategory c);
+// Cycles of one category in a breakdown.
+std::uint64_t cycles_in(const CycleBreakdown& b, PathCategory c);
+
+// Outgoing link directions, the last index of RunResult::link_bytes.
+inline constexpr int kLinkDirections = 4;
+// "E", "W", "S" or "N" for dir 0..3.
+std::string_view direction_name(int dir);
+
+struct BusiestLink {
+  int x = 0;  // core the link leaves from
+  int y = 0;
+  int dir = 0;  // 0=E, 1=W, 2=S, 3=N
+  std::uint64_t bytes = 0;
+  double load = 0.0;  // bytes / (total_cycles * link_bytes_per_cycle), in [0, 1]
+};
+
+struct Metrics {
+  // Performance (per user: one sequence).
+  double decode_tokens_per_s_per_user = 0.0;  // clock_hz / decode_cycles_per_token; 0 if none
+  double inter_token_latency_s = 0.0;         // decode_cycles_per_token / clock_hz
+  double ttft_s = 0.0;                        // ttft_cycles / clock_hz
+  double total_time_s = 0.0;                  // total_cycles / clock_hz
+  std::uint64_t cycles_per_token = 0;         // = decode_cycles_per_token
+
+  // Fit and utilisation.
+  std::uint64_t cores_total = 0;      // mesh_width * mesh_height
+  std::uint64_t cores_with_sram = 0;  // cores holding at least one byte: the used cores
+  double core_utilisation = 0.0;  // sum(busy of used cores) / (used cores * total_cycles)
+  double sram_utilisation = 0.0;  // sram_bytes_used / sram_bytes_capacity
+  std::uint64_t max_core_sram_bytes = 0;       // the fullest core
+  std::uint64_t sram_bytes_per_core_capacity = 0;  // sram_bytes_capacity / cores_total
+
+  // Links.
+  std::optional<BusiestLink> busiest_link;  // empty when no link carried a byte
+  std::uint64_t total_link_bytes = 0;
+
+  // Critical path of the tokens the bottleneck is judged on: the decode
+  // (generated) tokens, or the prompt tokens when nothing was generated.
+  std::string critical_path_basis = "none";  // "decode", "prefill" or "none"
+  std::uint64_t critical_path_tokens = 0;    // how many token records were summed
+  CycleBreakdown critical_path;              // summed over those tokens
+  std::array<double, kPathCategoryCount> critical_path_share{};  // each / total; 0 if total 0
+  std::string bottleneck = "none";  // resource_name() of the largest category
+
+  // Functional mode: generated tokens equal the reference forward pass's.
+  bool tokens_match_reference = false;
+};
+
+// Derives the metrics. Throws std::logic_error when the result is physically
+// impossible (a link above its bandwidth, a core busier than the run is long,
+// per-core arrays not shaped like the mesh): those are engine bugs, not user errors.
+Metrics compute_metrics(const RunResult& result);
+
+}  // namespace wafersim::analysis

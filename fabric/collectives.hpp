@@ -1,0 +1,46 @@
+// Communication primitives built on the flow-level link model: multicast
+// along a line of cores and reduction along a line (chain or tree). Costs come
+// out of the per-link reservations, never a closed formula. Each reduction
+// also yields the order in which partial sums are combined, so functional
+// mode adds them exactly as the simulated hardware does.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "fabric/link_timing.hpp"
+
+namespace wafersim::fabric {
+
+enum class ReductionScheme { chain, tree };
+
+// One combine of a reduction: partial[into] += partial[from].
+struct CombineStep {
+  int into = 0;
+  int from = 0;
+};
+
+// The combine order of reducing n partials into index 0. Chain: the stream
+// starts at the far end (n-1 into n-2, ..., 1 into 0). Tree: pairwise,
+// stride 1, 2, 4, ... toward index 0.
+std::vector<CombineStep> reduction_order(ReductionScheme scheme, int n);
+
+// A straight line of n cores starting at `first` and stepping `along`.
+struct Line {
+  Coord first;
+  Direction along = Direction::east;
+  int length = 1;
+  Coord at(int i) const;
+};
+
+// Multicast a message from line.at(0) to every core of the line; `arrivals`
+// receives the time each core has the whole message (size line.length).
+void multicast_line(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes bytes, const Timed& ready,
+                    std::vector<Timed>& arrivals);
+
+// Reduce one partial per core of the line into line.at(0). `ready[i]` is
+// when core i's partial is ready. Returns when the sum is complete at core 0.
+Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line, Bytes bytes,
+                  std::span<const Timed> ready);
+
+}  // namespace wafersim::fabric

@@ -1,0 +1,53 @@
+// What a core's work costs in cycles, and each core's busy timeline. A core
+// streams its weight tile through its SIMD unit; the tile takes the larger of
+// the SIMD time and the SRAM read time, plus a fixed task start-up.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fabric/critical_path.hpp"
+#include "fabric/wafer_spec.hpp"
+
+namespace wafersim::fabric {
+
+struct CoreCost {
+  Cycles cycles{0};        // total, including the task overhead
+  Cycles overhead{0};      // part of `cycles` that is task start-up
+  Resource bound = Resource::compute;  // what limits the rest: compute or sram
+};
+
+class CoreCostModel {
+ public:
+  explicit CoreCostModel(const WaferSpec& spec) : spec_(spec) {}
+
+  // y = W x for a rows x cols tile of `weight_bits`-bit weights.
+  CoreCost gemv_tile(std::uint64_t rows, std::uint64_t cols, int weight_bits) const;
+  // An fp32 vector operation of `ops_per_element` operations per element.
+  CoreCost vector_op(std::uint64_t elements, std::uint64_t ops_per_element) const;
+  // Decode attention of `heads` query heads over `positions` cached positions
+  // of one kv head (scores q.k, softmax terms, weighted sum of v), with a KV
+  // cache held in `kv_bits`-bit values.
+  CoreCost attention(std::uint64_t positions, std::uint64_t head_dim, std::uint64_t heads, int kv_bits) const;
+
+ private:
+  CoreCost streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read) const;
+  const WaferSpec& spec_;
+};
+
+// Per-core timeline: a core runs one task at a time. Busy cycles are counted
+// per core (flat array indexed by core id).
+class CoreTimeline {
+ public:
+  explicit CoreTimeline(std::size_t cores) : free_at_(cores, 0), busy_(cores, 0) {}
+  // Runs `cost` on `core` once `ready`; waiting for the core is queueing.
+  Timed run(CoreId core, const Timed& ready, const CoreCost& cost);
+  std::uint64_t busy_cycles(CoreId core) const { return busy_[core.value]; }
+  const std::vector<std::uint64_t>& all_busy_cycles() const { return busy_; }
+
+ private:
+  std::vector<std::uint64_t> free_at_;
+  std::vector<std::uint64_t> busy_;
+};
+
+}  // namespace wafersim::fabric

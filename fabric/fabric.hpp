@@ -1,0 +1,44 @@
+// The live state of one wafer during a run: its geometry, SRAM map, link
+// reservations and core timelines, built from a validated WaferSpec.
+#pragma once
+
+#include "fabric/core_cost.hpp"
+#include "fabric/link_timing.hpp"
+#include "fabric/mesh.hpp"
+#include "fabric/sram.hpp"
+#include "fabric/wafer_spec.hpp"
+
+namespace wafersim::fabric {
+
+class Fabric {
+ public:
+  explicit Fabric(const WaferSpec& spec)
+      : spec_(spec),
+        mesh_(spec.mesh_width, spec.mesh_height),
+        sram_(mesh_, spec.sram_per_core),
+        flow_(mesh_, spec_),
+        cores_(mesh_.core_count()),
+        cost_(spec_) {}
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  const WaferSpec& spec() const { return spec_; }
+  const Mesh& mesh() const { return mesh_; }
+  SramMap& sram() { return sram_; }
+  const SramMap& sram() const { return sram_; }
+  FlowModel& flow() { return flow_; }
+  const FlowModel& flow() const { return flow_; }
+  CoreTimeline& cores() { return cores_; }
+  const CoreTimeline& cores() const { return cores_; }
+  const CoreCostModel& cost() const { return cost_; }
+
+ private:
+  WaferSpec spec_;
+  Mesh mesh_;
+  SramMap sram_;
+  FlowModel flow_;
+  CoreTimeline cores_;
+  CoreCostModel cost_;
+};
+
+}  // namespace wafersim::fabric

@@ -1,0 +1,47 @@
+// Per-core SRAM accounting. Every allocation names what it holds; an
+// allocation that would overflow a core is refused with a FitError that says
+// how much the core has and what is already there.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fabric/mesh.hpp"
+
+namespace wafersim::fabric {
+
+class FitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What an allocation holds, for the per-core breakdown.
+enum class SramUse : std::uint8_t { weights = 0, kv_cache = 1, activations = 2 };
+inline constexpr int kSramUses = 3;
+const char* sram_use_name(SramUse u);
+
+class SramMap {
+ public:
+  SramMap(const Mesh& mesh, Bytes capacity_per_core);
+
+  Bytes capacity_per_core() const { return capacity_; }
+  Bytes used(CoreId core) const { return Bytes{used_[core.value]}; }
+  Bytes free(CoreId core) const { return capacity_ - used(core); }
+  Bytes used_for(SramUse use) const { return Bytes{by_use_[static_cast<int>(use)]}; }
+  Bytes total_used() const;
+  std::size_t cores_used() const;  // cores with at least one byte allocated
+  const std::vector<std::uint64_t>& all_used() const { return used_; }
+
+  // Allocates `bytes` on `core` for `use`; throws FitError naming `what`.
+  void allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what);
+
+ private:
+  const Mesh& mesh_;
+  Bytes capacity_;
+  std::vector<std::uint64_t> used_;
+  std::uint64_t by_use_[kSramUses] = {0, 0, 0};
+};
+
+}  // namespace wafersim::fabric

@@ -1,0 +1,93 @@
+// Functional kernels: small pure functions used by both the reference forward
+// pass and the simulated cores. All arithmetic is fp32 (except where noted).
+//
+// Summation order is part of the contract. The simulator adds partial sums in
+// the order its simulated reduction adds them, so each kernel below states
+// the exact order of its floating-point operations, and the library is built
+// with -ffp-contract=off so that a*b + c is never fused into one rounding.
+// Same inputs give bit-identical outputs on every IEEE-754 platform, given
+// the same libm for expf/sqrtf/cos/sin/pow (glibc on Debian 12 here).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/weights.hpp"
+
+namespace wafersim::models {
+
+// y[i] = sum over j = 0, 1, ..., cols-1 of w(i, j) * x[j]: the accumulator
+// starts at 0.0f, each product is rounded to fp32 and added in increasing j.
+// Overwrites y. Requires x.size() == w.cols() and y.size() == w.rows()
+// (std::invalid_argument otherwise).
+void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y);
+
+// Sum of x[i]^2 in increasing i, fp32, starting at 0.0f.
+float sum_of_squares(std::span<const float> x);
+
+// RMSNorm given the (possibly reduced) sum of squares of the full vector of
+// length n, applied to a slice x with its gains gamma:
+//   inv = 1.0f / sqrtf(sum_sq / float(n) + eps);  out[i] = (x[i] * inv) * gamma[i].
+// out may alias x. Requires x, gamma, out of equal size.
+void rmsnorm_apply(std::span<const float> x, float sum_sq, int n, std::span<const float> gamma,
+                   float eps, std::span<float> out);
+
+// rmsnorm_apply(x, sum_of_squares(x), x.size(), gamma, eps, out).
+void rmsnorm(std::span<const float> x, std::span<const float> gamma, float eps,
+             std::span<float> out);
+
+// Rotary position embedding of one head in place, Llama / Hugging Face
+// "rotate_half" convention: with d = head.size() (even) and half = d / 2, for
+// i in [0, half) the pair (head[i], head[i + half]) is rotated by
+//   angle = position * theta^(-2i/d)          (computed in double)
+//   c = float(cos(angle)), s = float(sin(angle))
+//   head[i]        = x0 * c - x1 * s
+//   head[i + half] = x1 * c + x0 * s          (fp32, x0/x1 the old values).
+// Hugging Face computes the angle in fp32; double keeps long positions exact
+// enough and the simulator uses this same function.
+void rope_apply(std::span<float> head, int position, double theta);
+
+// Flash-decoding partial attention state over a set of positions:
+//   max = the largest score, sum = sum of exp(score - max),
+//   acc = sum of exp(score - max) * v.
+// An empty partial (no positions) has max = -inf, sum = 0, acc all zero.
+struct AttentionPartial {
+  float max;
+  float sum;
+  std::vector<float> acc;  // [head_dim]
+};
+
+// Attention of one query head over n_positions keys/values, each a row of
+// head_dim contiguous floats (row p at k_rows + p * head_dim).
+//   score_p = scale * dot(q, k_p), dot summed in increasing index from 0.0f
+//   max     = max over p of score_p
+//   w_p     = expf(score_p - max)
+//   sum     = sum of w_p in increasing p from 0.0f
+//   acc[d]  = sum of w_p * v_p[d] in increasing p from 0.0f
+AttentionPartial attention_partial(std::span<const float> q, const float* k_rows,
+                                   const float* v_rows, int n_positions, int head_dim, float scale);
+
+// Merges two partials over disjoint position sets (not commutative in the
+// last bit: a's terms come first):
+//   m = max(a.max, b.max), fa = expf(a.max - m), fb = expf(b.max - m)
+//   sum = a.sum * fa + b.sum * fb, acc[d] = a.acc[d] * fa + b.acc[d] * fb.
+// If one side is empty (max = -inf) the other is returned unchanged.
+AttentionPartial combine(const AttentionPartial& a, const AttentionPartial& b);
+
+// out[d] = p.acc[d] / p.sum. Requires out.size() == p.acc.size() and a
+// non-empty partial.
+void attention_finalize(const AttentionPartial& p, std::span<float> out);
+
+// SwiGLU activation: out[i] = (gate[i] * sig) * up[i], sig = 1.0f / (1.0f + expf(-gate[i])).
+// out may alias gate or up.
+void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out);
+
+// acc[i] += x[i].
+void add_inplace(std::span<float> acc, std::span<const float> x);
+
+// Index of the largest value; the lowest index wins ties; NaNs are never
+// chosen unless all values are NaN (then 0). Throws for an empty span.
+std::int32_t argmax(std::span<const float> x);
+
+}  // namespace wafersim::models

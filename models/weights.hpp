@@ -1,0 +1,141 @@
+// Model weights held on the host as fp32 values that are exactly
+// representable in the storage dtype, plus non-owning views of rectangles of a
+// matrix (what one simulated core multiplies).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/model_config.hpp"
+
+namespace wafersim::models {
+
+// A non-owning rectangle of a row-major matrix: element (i, j) lives at
+// data[i * leading_dim + j]. Valid while the matrix it came from lives.
+class MatrixView {
+ public:
+  MatrixView() = default;
+  MatrixView(const float* data, int rows, int cols, std::size_t leading_dim)
+      : data_(data), rows_(rows), cols_(cols), leading_dim_(leading_dim) {}
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  std::size_t leading_dim() const { return leading_dim_; }
+  const float* data() const { return data_; }
+  float operator()(int i, int j) const {
+    return data_[static_cast<std::size_t>(i) * leading_dim_ + static_cast<std::size_t>(j)];
+  }
+  std::span<const float> row(int i) const {
+    return {data_ + static_cast<std::size_t>(i) * leading_dim_, static_cast<std::size_t>(cols_)};
+  }
+
+ private:
+  const float* data_ = nullptr;
+  int rows_ = 0;
+  int cols_ = 0;
+  std::size_t leading_dim_ = 0;
+};
+
+// Dense row-major fp32 matrix [rows][cols]. Rows are output features, columns
+// input features: y = W x.
+class Matrix {
+ public:
+  Matrix() = default;
+  // Zero-filled. Throws std::invalid_argument for a negative dimension.
+  Matrix(int rows, int cols);
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  std::size_t size() const { return values_.size(); }
+  float* data() { return values_.data(); }
+  const float* data() const { return values_.data(); }
+  float& operator()(int i, int j) { return values_[index(i, j)]; }
+  float operator()(int i, int j) const { return values_[index(i, j)]; }
+  std::span<const float> row(int i) const {
+    return {values_.data() + index(i, 0), static_cast<std::size_t>(cols_)};
+  }
+  std::span<float> mutable_row(int i) {
+    return {values_.data() + index(i, 0), static_cast<std::size_t>(cols_)};
+  }
+
+  // The rectangle rows [row0, row0 + nrows) x cols [col0, col0 + ncols),
+  // without copying. Throws std::out_of_range if it does not lie inside.
+  MatrixView view(int row0, int nrows, int col0, int ncols) const;
+  // The whole matrix.
+  MatrixView view() const { return view(0, rows_, 0, cols_); }
+
+  friend bool operator==(const Matrix&, const Matrix&) = default;
+
+ private:
+  std::size_t index(int i, int j) const {
+    return static_cast<std::size_t>(i) * static_cast<std::size_t>(cols_) +
+           static_cast<std::size_t>(j);
+  }
+  int rows_ = 0;
+  int cols_ = 0;
+  std::vector<float> values_;
+};
+
+struct LayerWeights {
+  Matrix wq;      // [q_dim][hidden]
+  Matrix wk;      // [kv_dim][hidden]
+  Matrix wv;      // [kv_dim][hidden]
+  Matrix wo;      // [hidden][q_dim]
+  Matrix w_gate;  // [intermediate][hidden]
+  Matrix w_up;    // [intermediate][hidden]
+  Matrix w_down;  // [hidden][intermediate]
+  std::vector<float> attn_norm;  // [hidden]
+  std::vector<float> ffn_norm;   // [hidden]
+
+  friend bool operator==(const LayerWeights&, const LayerWeights&) = default;
+};
+
+// All values are fp32 but exactly representable in `dtype`: they were
+// rounded to it when made, so consumers see what the hardware would hold.
+struct Weights {
+  ModelConfig config;
+  DType dtype = DType::bf16;
+  Matrix embedding;  // [vocab][hidden]
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;  // [hidden]
+  // [vocab][hidden]. When config.tie_embeddings it holds the same values as
+  // `embedding` (a copy for now: host memory doubles for that matrix, the
+  // placement must still count it once).
+  Matrix lm_head;
+
+  // Deterministic synthetic weights: same (config, dtype, seed) gives the same
+  // bits on every platform. Each tensor draws from its own stream, derived
+  // from (seed, tensor index), so no tensor depends on another's size:
+  //   embedding 0, lm_head 1, final_norm 2,
+  //   layer l: 16 + 16*l + {0 wq, 1 wk, 2 wv, 3 wo, 4 w_gate, 5 w_up,
+  //                         6 w_down, 7 attn_norm, 8 ffn_norm}.
+  // Entries, drawn in row-major order with u uniform in [-1, 1):
+  //   matrices   u * sqrt(3 / fan_in)  (variance 1/fan_in; fan_in = cols)
+  //   embedding  u * sqrt(3)           (variance 1)
+  //   norm gains 1 + 0.1 * u
+  // each then rounded to `dtype`. Validates the config (ConfigError).
+  static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed);
+};
+
+// Indices of the synthetic streams (see Weights::synthetic).
+enum class TensorKind {
+  wq = 0,
+  wk,
+  wv,
+  wo,
+  w_gate,
+  w_up,
+  w_down,
+  attn_norm,
+  ffn_norm,
+};
+constexpr std::uint64_t kEmbeddingStream = 0;
+constexpr std::uint64_t kLmHeadStream = 1;
+constexpr std::uint64_t kFinalNormStream = 2;
+constexpr std::uint64_t layer_stream(int layer, TensorKind kind) {
+  return 16 + 16 * static_cast<std::uint64_t>(layer) + static_cast<std::uint64_t>(kind);
+}
+
+}  // namespace wafersim::models
