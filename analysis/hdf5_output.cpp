@@ -1,1 +1,570 @@
-// placeholder: filled in by the walking skeleton
+#include "analysis/hdf5_output.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#include <H5Cpp.h>
+#include <fmt/format.h>
+
+namespace wafersim::analysis {
+
+OutputError::OutputError(std::filesystem::path path, const std::string& message)
+    : std::runtime_error(fmt::format("cannot write results to '{}': {}", path.string(), message)),
+      path_(std::move(path)) {}
+
+ResultReadError::ResultReadError(std::filesystem::path path, const std::string& message)
+    : std::runtime_error(fmt::format("cannot read results from '{}': {}", path.string(), message)),
+      path_(std::move(path)) {}
+
+namespace {
+
+constexpr std::string_view kFormatName = "wafersim-result";
+constexpr std::string_view kDirections = "E,W,S,N";
+
+// ---- HDF5 plumbing -------------------------------------------------------
+
+// Collects the deepest message of an HDF5 error stack: the one that says what
+// went wrong ("unable to open file ... No such file or directory").
+herr_t collect_deepest(unsigned, const H5E_error2_t* err, void* out) {
+  if (err->desc != nullptr && *err->desc != '\0') *static_cast<std::string*>(out) = err->desc;
+  return 0;
+}
+
+// HDF5 prints its error stack to stderr by default. While this guard lives it
+// prints nothing and keeps the first failure's message instead, for the typed
+// exception we throw: by the time the C++ exception is caught, destructors have
+// made other HDF5 calls, which clear the stack.
+class QuietHdf5Errors {
+ public:
+  QuietHdf5Errors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, &QuietHdf5Errors::record, &first_error_);
+  }
+  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietHdf5Errors(const QuietHdf5Errors&) = delete;
+  QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
+
+  std::string describe(const H5::Exception& e) const {
+    std::string message =
+        e.getFuncName().empty() ? e.getDetailMsg() : e.getFuncName() + ": " + e.getDetailMsg();
+    if (!first_error_.empty()) message += " (" + first_error_ + ")";
+    return message;
+  }
+
+ private:
+  static herr_t record(hid_t stack, void* client) {
+    auto* first = static_cast<std::string*>(client);
+    if (first->empty()) H5Ewalk2(stack, H5E_WALK_DOWNWARD, collect_deepest, first);
+    return 0;
+  }
+
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+  std::string first_error_;
+};
+
+// File (little-endian, fixed) and memory (native) types per C++ type.
+template <class T>
+struct H5Type;
+template <>
+struct H5Type<std::uint64_t> {
+  static const H5::PredType& file() { return H5::PredType::STD_U64LE; }
+  static const H5::PredType& memory() { return H5::PredType::NATIVE_UINT64; }
+};
+template <>
+struct H5Type<std::int32_t> {
+  static const H5::PredType& file() { return H5::PredType::STD_I32LE; }
+  static const H5::PredType& memory() { return H5::PredType::NATIVE_INT32; }
+};
+template <>
+struct H5Type<std::uint8_t> {
+  static const H5::PredType& file() { return H5::PredType::STD_U8LE; }
+  static const H5::PredType& memory() { return H5::PredType::NATIVE_UINT8; }
+};
+template <>
+struct H5Type<double> {
+  static const H5::PredType& file() { return H5::PredType::IEEE_F64LE; }
+  static const H5::PredType& memory() { return H5::PredType::NATIVE_DOUBLE; }
+};
+
+H5::StrType utf8_string() {
+  H5::StrType t(H5::PredType::C_S1, H5T_VARIABLE);
+  t.setCset(H5T_CSET_UTF8);
+  return t;
+}
+
+// ---- writing -------------------------------------------------------------
+
+// Objects carry no creation/modification times, so identical runs give
+// byte-identical files.
+H5::DSetCreatPropList dataset_properties() {
+  H5::DSetCreatPropList p;
+  H5Pset_obj_track_times(p.getId(), false);
+  return p;
+}
+
+// The C++ API has no setter for time tracking on groups, so the group is made
+// with the C API and handed to an H5::Group.
+H5::Group make_group(H5::Group& parent, const char* name) {
+  const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  if (gcpl < 0) throw H5::PropListIException("make_group", "H5Pcreate failed");
+  H5Pset_obj_track_times(gcpl, false);
+  const hid_t id = H5Gcreate2(parent.getId(), name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  H5Pclose(gcpl);
+  if (id < 0) throw H5::GroupIException("make_group", std::string("H5Gcreate2 failed: ") + name);
+  H5::Group group(id);  // takes a reference of its own...
+  H5Idec_ref(id);       // ...so drop ours, or the group (and the file) would stay open
+  return group;
+}
+
+void set_attr(H5::H5Object& obj, const char* name, std::string_view value) {
+  const H5::StrType type = utf8_string();
+  H5::Attribute a = obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
+  a.write(type, std::string(value));
+}
+
+template <class T>
+requires std::is_arithmetic_v<T>
+void set_attr(H5::H5Object& obj, const char* name, T value) {
+  H5::Attribute a = obj.createAttribute(name, H5Type<T>::file(), H5::DataSpace(H5S_SCALAR));
+  a.write(H5Type<T>::memory(), &value);
+}
+
+void describe_dataset(H5::DataSet& ds, std::string_view units, std::string_view description) {
+  set_attr(ds, "units", units);
+  set_attr(ds, "description", description);
+}
+
+template <class T>
+H5::DataSet write_scalar(H5::Group& g, const char* name, T value, std::string_view units,
+                         std::string_view description) {
+  H5::DataSet ds =
+      g.createDataSet(name, H5Type<T>::file(), H5::DataSpace(H5S_SCALAR), dataset_properties());
+  ds.write(&value, H5Type<T>::memory());
+  describe_dataset(ds, units, description);
+  return ds;
+}
+
+// An N-D array. Large ones (per-core arrays of a full wafer: ~900k cores) are
+// chunked by rows and deflated; they are mostly zeros outside the placement.
+template <class T>
+H5::DataSet write_array(H5::Group& g, const char* name, std::span<const T> data,
+                        std::vector<hsize_t> dims, std::string_view units,
+                        std::string_view description) {
+  hsize_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (count != data.size()) throw std::logic_error(std::string("HDF5 array shape: ") + name);
+
+  H5::DSetCreatPropList props = dataset_properties();
+  constexpr hsize_t kChunkElements = 64 * 1024;  // 512 KiB of uint64
+  if (count >= 4096 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+    std::vector<hsize_t> chunk = dims;
+    const hsize_t row = count / dims[0];  // elements per index of the first axis
+    chunk[0] = std::clamp<hsize_t>(kChunkElements / std::max<hsize_t>(row, 1), 1, dims[0]);
+    props.setChunk(static_cast<int>(chunk.size()), chunk.data());
+    props.setShuffle();
+    props.setDeflate(4);
+  }
+  H5::DataSpace space(static_cast<int>(dims.size()), dims.data());
+  H5::DataSet ds = g.createDataSet(name, H5Type<T>::file(), space, props);
+  if (count > 0) ds.write(data.data(), H5Type<T>::memory());
+  describe_dataset(ds, units, description);
+  return ds;
+}
+
+template <class T>
+H5::DataSet write_vector(H5::Group& g, const char* name, const std::vector<T>& v,
+                         std::string_view units, std::string_view description) {
+  return write_array<T>(g, name, v, {static_cast<hsize_t>(v.size())}, units, description);
+}
+
+// A per-core (or per-link) array shaped like the mesh; zeros when the run recorded none.
+H5::DataSet write_mesh_array(H5::Group& g, const char* name, const std::vector<std::uint64_t>& v,
+                             std::vector<hsize_t> dims, std::string_view units,
+                             std::string_view description) {
+  hsize_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (v.empty() && count > 0) {
+    const std::vector<std::uint64_t> zeros(count, 0);
+    return write_array<std::uint64_t>(g, name, zeros, std::move(dims), units, description);
+  }
+  return write_array<std::uint64_t>(g, name, v, std::move(dims), units, description);
+}
+
+void write_root(H5::H5File& f, const RunResult& r, const Metrics& m) {
+  set_attr(f, "format", kFormatName);
+  set_attr<std::int32_t>(f, "format_version", kHdf5FormatVersion);
+  set_attr(f, "scenario", r.scenario_name);
+  set_attr(f, "scenario_file", r.scenario_file);
+  set_attr(f, "hardware", r.hardware_name);
+  set_attr(f, "model", r.model_name);
+  set_attr(f, "precision", r.precision);
+  set_attr(f, "placement_strategy", r.placement_strategy);
+  set_attr<std::uint64_t>(f, "seed", r.seed);
+  set_attr<std::uint8_t>(f, "functional", r.functional ? 1 : 0);
+  set_attr<std::int32_t>(f, "mesh_width", r.mesh_width);
+  set_attr<std::int32_t>(f, "mesh_height", r.mesh_height);
+  set_attr(f, "bottleneck", m.bottleneck);
+}
+
+void write_summary(H5::H5File& f, const RunResult& r, const Metrics& m) {
+  H5::Group g = make_group(f, "summary");
+  using u64 = std::uint64_t;
+  write_scalar<double>(g, "clock_hz", r.clock_hz, "Hz", "core clock frequency");
+  write_scalar<u64>(g, "link_bytes_per_cycle", r.link_bytes_per_cycle, "bytes/cycle",
+                    "bandwidth of one mesh link in one direction");
+  write_scalar<u64>(g, "cores_total", m.cores_total, "cores", "cores in the mesh");
+  write_scalar<u64>(g, "cores_used", r.cores_used, "cores", "cores the placement uses");
+  write_scalar<u64>(g, "cores_with_sram", m.cores_with_sram, "cores",
+                    "cores holding at least one byte (the denominator of core_utilisation)");
+  write_scalar<u64>(g, "sram_bytes_used", r.sram_bytes_used, "bytes",
+                    "SRAM allocated over all cores");
+  write_scalar<u64>(g, "sram_bytes_capacity", r.sram_bytes_capacity, "bytes",
+                    "SRAM of the whole mesh");
+  write_scalar<u64>(g, "sram_bytes_per_core_capacity", m.sram_bytes_per_core_capacity, "bytes",
+                    "SRAM of one core");
+  write_scalar<u64>(g, "sram_bytes_max_per_core", m.max_core_sram_bytes, "bytes",
+                    "SRAM allocated on the fullest core");
+  write_scalar<u64>(g, "parameter_count", r.parameter_count, "parameters",
+                    "model parameters placed on the wafer");
+  write_scalar<u64>(g, "total_cycles", r.total_cycles, "cycles", "end of the simulation");
+  write_scalar<u64>(g, "ttft_cycles", r.ttft_cycles, "cycles",
+                    "request arrival to first generated token");
+  write_scalar<u64>(g, "decode_cycles_per_token", r.decode_cycles_per_token, "cycles/token",
+                    "mean over generated tokens after the first");
+  write_scalar<double>(g, "decode_tokens_per_s_per_user", m.decode_tokens_per_s_per_user,
+                       "tokens/s", "clock_hz / decode_cycles_per_token; 0 if nothing decoded");
+  write_scalar<double>(g, "inter_token_latency_s", m.inter_token_latency_s, "s",
+                       "decode_cycles_per_token / clock_hz");
+  write_scalar<double>(g, "ttft_s", m.ttft_s, "s", "time to first token: ttft_cycles / clock_hz");
+  write_scalar<double>(g, "total_time_s", m.total_time_s, "s", "total_cycles / clock_hz");
+  write_scalar<double>(g, "core_utilisation", m.core_utilisation, "fraction",
+                       "busy cycles of the cores holding SRAM / (those cores * total_cycles)");
+  write_scalar<double>(g, "sram_utilisation", m.sram_utilisation, "fraction",
+                       "sram_bytes_used / sram_bytes_capacity");
+  write_scalar<u64>(g, "total_link_bytes", m.total_link_bytes, "bytes",
+                    "bytes carried by all mesh links");
+
+  const BusiestLink none{-1, -1, 0, 0, 0.0};
+  const BusiestLink& l = m.busiest_link ? *m.busiest_link : none;
+  const std::string_view dir = m.busiest_link ? direction_name(l.dir) : "";
+  H5::DataSet bytes = write_scalar<u64>(
+      g, "busiest_link_bytes", l.bytes, "bytes",
+      "bytes carried by the busiest link (x, y, direction attributes; x = y = -1 if none)");
+  H5::DataSet load =
+      write_scalar<double>(g, "busiest_link_load", l.load, "fraction",
+                           "busiest link bytes / (total_cycles * link_bytes_per_cycle), at most 1");
+  for (H5::DataSet* ds : {&bytes, &load}) {
+    set_attr<std::int32_t>(*ds, "x", l.x);
+    set_attr<std::int32_t>(*ds, "y", l.y);
+    set_attr(*ds, "direction", dir);
+  }
+
+  if (r.functional) {
+    write_scalar<double>(g, "max_logit_abs_error", r.max_logit_abs_error, "logit",
+                         "largest |functional - reference| logit over all steps");
+    write_scalar<std::uint8_t>(g, "tokens_match_reference", m.tokens_match_reference ? 1 : 0,
+                               "boolean", "1 if the generated tokens equal the reference's");
+  }
+}
+
+// "compute,sram,...": the order of the category axis.
+std::string category_list() {
+  std::string s;
+  for (Resource c : kPathCategories) {
+    if (!s.empty()) s += ',';
+    s += category_key(c);
+  }
+  return s;
+}
+
+void write_critical_path(H5::H5File& f, const Metrics& m) {
+  H5::Group g = make_group(f, "critical_path");
+  set_attr(g, "basis", m.critical_path_basis);
+  set_attr<std::uint64_t>(g, "tokens", m.critical_path_tokens);
+  set_attr(g, "bottleneck", m.bottleneck);
+  std::vector<std::uint64_t> cycles;
+  for (Resource c : kPathCategories) cycles.push_back(cycles_in(m.critical_path, c));
+  const std::vector<double> share(m.critical_path_share.begin(), m.critical_path_share.end());
+  H5::DataSet c = write_vector(g, "cycles", cycles, "cycles",
+                               "critical-path cycles summed over the basis tokens, per category");
+  set_attr(c, "categories", category_list());
+  H5::DataSet s =
+      write_vector(g, "share", share, "fraction", "each category's share of the critical path");
+  set_attr(s, "categories", category_list());
+}
+
+void write_mesh(H5::H5File& f, const RunResult& r) {
+  const auto h = static_cast<hsize_t>(r.mesh_height);
+  const auto w = static_cast<hsize_t>(r.mesh_width);
+  H5::Group cores = make_group(f, "cores");
+  set_attr(cores, "layout", "[y][x]: y = row (grows south), x = column (grows east)");
+  write_mesh_array(cores, "busy_cycles", r.core_busy_cycles, {h, w}, "cycles",
+                   "cycles each core spent computing");
+  write_mesh_array(cores, "sram_bytes", r.core_sram_bytes, {h, w}, "bytes",
+                   "SRAM allocated on each core");
+
+  H5::Group links = make_group(f, "links");
+  set_attr(links, "layout", "[y][x][dir]: the link leaving core (x, y) in direction dir");
+  H5::DataSet bytes = write_mesh_array(links, "bytes", r.link_bytes, {h, w, kLinkDirections},
+                                       "bytes", "bytes carried by each outgoing link");
+  set_attr(bytes, "directions", kDirections);
+}
+
+void write_tokens(H5::H5File& f, const RunResult& r) {
+  H5::Group g = make_group(f, "tokens");
+  const auto& t = r.token_records;
+  std::vector<std::int32_t> position;
+  std::vector<std::uint8_t> prefill;
+  std::vector<std::uint64_t> start;
+  std::vector<std::uint64_t> end;
+  std::vector<std::int32_t> token_in;
+  for (const TokenRecord& rec : t) {
+    position.push_back(rec.position);
+    prefill.push_back(rec.prefill ? 1 : 0);
+    start.push_back(rec.start_cycle);
+    end.push_back(rec.end_cycle);
+    token_in.push_back(rec.token_in);
+  }
+  write_vector(g, "position", position, "position", "position in the sequence (0-based)");
+  write_vector(g, "prefill", prefill, "boolean", "1 for a prompt token, 0 for a generated one");
+  write_vector(g, "start_cycle", start, "cycles", "cycle the token's processing started");
+  write_vector(g, "end_cycle", end, "cycles", "cycle its logits were ready");
+  write_vector(g, "token_in", token_in, "token id", "token id fed at this position");
+
+  H5::Group cp = make_group(g, "critical_path");
+  set_attr(cp, "description",
+           "per-token critical-path cycles by category; they add up to the "
+           "token's latency");
+  for (Resource c : kPathCategories) {
+    std::vector<std::uint64_t> v;
+    v.reserve(t.size());
+    for (const TokenRecord& rec : t) v.push_back(cycles_in(rec.critical_path, c));
+    write_vector(cp, std::string(category_key(c)).c_str(), v, "cycles",
+                 fmt::format("critical-path cycles spent on {}", resource_name(c)));
+  }
+
+  write_vector(g, "prompt_ids", r.prompt_ids, "token id", "the prompt's token ids");
+  if (r.functional) {
+    write_vector(g, "generated", r.tokens, "token id", "token ids generated by the simulation");
+    write_vector(g, "reference", r.reference_tokens, "token id",
+                 "token ids from the reference forward pass");
+  }
+}
+
+void write_scenario(H5::H5File& f, const RunResult& r) {
+  H5::Group g = make_group(f, "scenario");
+  set_attr(g, "file", r.scenario_file);
+  const H5::StrType type = utf8_string();
+  H5::DataSet ds =
+      g.createDataSet("resolved_yaml", type, H5::DataSpace(H5S_SCALAR), dataset_properties());
+  ds.write(r.resolved_scenario_yaml, type);
+  describe_dataset(ds, "text", "the fully resolved scenario (YAML) that reproduces this run");
+}
+
+void write_file(const std::filesystem::path& file_path, const RunResult& r, const Metrics& m) {
+  H5::FileCreatPropList fcpl;
+  H5Pset_obj_track_times(fcpl.getId(), false);  // the root group too
+  H5::H5File f(file_path.string(), H5F_ACC_TRUNC, fcpl);
+  write_root(f, r, m);
+  write_summary(f, r, m);
+  write_critical_path(f, m);
+  write_mesh(f, r);
+  write_tokens(f, r);
+  write_scenario(f, r);
+  f.close();
+}
+
+// Data reaches the disk before the rename makes it visible under the real name.
+void sync_file(const std::filesystem::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open for fsync");
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw std::system_error(err, std::generic_category(), "fsync");
+}
+
+// ---- reading -------------------------------------------------------------
+
+std::string read_string_attr(const H5::H5Object& obj, const char* name) {
+  H5::Attribute a = obj.openAttribute(name);
+  std::string s;
+  a.read(a.getStrType(), s);
+  return s;
+}
+
+template <class T>
+T read_attr(const H5::H5Object& obj, const char* name) {
+  H5::Attribute a = obj.openAttribute(name);
+  T value{};
+  a.read(H5Type<T>::memory(), &value);
+  return value;
+}
+
+template <class T>
+T read_scalar(const H5::Group& g, const char* name) {
+  H5::DataSet ds = g.openDataSet(name);
+  if (ds.getSpace().getSimpleExtentNpoints() != 1) {
+    throw std::runtime_error(std::string(name) + " is not a scalar");
+  }
+  T value{};
+  ds.read(&value, H5Type<T>::memory());
+  return value;
+}
+
+// Reads an array and checks its shape.
+template <class T>
+std::vector<T> read_array(const H5::Group& g, const char* name, const std::vector<hsize_t>& dims) {
+  H5::DataSet ds = g.openDataSet(name);
+  H5::DataSpace space = ds.getSpace();
+  std::vector<hsize_t> actual(static_cast<std::size_t>(space.getSimpleExtentNdims()));
+  space.getSimpleExtentDims(actual.data());
+  if (actual != dims) {
+    throw std::runtime_error(fmt::format("{} has shape [{}], expected [{}]", name,
+                                         fmt::join(actual, ", "), fmt::join(dims, ", ")));
+  }
+  hsize_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  std::vector<T> v(count);
+  if (count > 0) ds.read(v.data(), H5Type<T>::memory());
+  return v;
+}
+
+template <class T>
+std::vector<T> read_vector(const H5::Group& g, const char* name) {
+  H5::DataSet ds = g.openDataSet(name);
+  H5::DataSpace space = ds.getSpace();
+  if (space.getSimpleExtentNdims() != 1) throw std::runtime_error(std::string(name) + ": not 1-D");
+  hsize_t n = 0;
+  space.getSimpleExtentDims(&n);
+  return read_array<T>(g, name, {n});
+}
+
+RunResult read_file(const std::filesystem::path& path) {
+  H5::H5File f(path.string(), H5F_ACC_RDONLY);
+  if (!f.attrExists("format") || read_string_attr(f, "format") != kFormatName) {
+    throw std::runtime_error("not a wafersim results file (no format = \"wafersim-result\")");
+  }
+  const auto version = read_attr<std::int32_t>(f, "format_version");
+  if (version > kHdf5FormatVersion) {
+    throw std::runtime_error(fmt::format("format version {} is newer than this wafersim reads ({})",
+                                         version, kHdf5FormatVersion));
+  }
+
+  RunResult r;
+  r.scenario_name = read_string_attr(f, "scenario");
+  r.scenario_file = read_string_attr(f, "scenario_file");
+  r.hardware_name = read_string_attr(f, "hardware");
+  r.model_name = read_string_attr(f, "model");
+  r.precision = read_string_attr(f, "precision");
+  r.placement_strategy = read_string_attr(f, "placement_strategy");
+  r.seed = read_attr<std::uint64_t>(f, "seed");
+  r.functional = read_attr<std::uint8_t>(f, "functional") != 0;
+  r.mesh_width = read_attr<std::int32_t>(f, "mesh_width");
+  r.mesh_height = read_attr<std::int32_t>(f, "mesh_height");
+  if (r.mesh_width < 0 || r.mesh_height < 0) throw std::runtime_error("negative mesh size");
+
+  const H5::Group s = f.openGroup("summary");
+  r.clock_hz = read_scalar<double>(s, "clock_hz");
+  r.link_bytes_per_cycle = read_scalar<std::uint64_t>(s, "link_bytes_per_cycle");
+  r.cores_used = read_scalar<std::uint64_t>(s, "cores_used");
+  r.sram_bytes_used = read_scalar<std::uint64_t>(s, "sram_bytes_used");
+  r.sram_bytes_capacity = read_scalar<std::uint64_t>(s, "sram_bytes_capacity");
+  r.parameter_count = read_scalar<std::uint64_t>(s, "parameter_count");
+  r.total_cycles = read_scalar<std::uint64_t>(s, "total_cycles");
+  r.ttft_cycles = read_scalar<std::uint64_t>(s, "ttft_cycles");
+  r.decode_cycles_per_token = read_scalar<std::uint64_t>(s, "decode_cycles_per_token");
+  if (r.functional) r.max_logit_abs_error = read_scalar<double>(s, "max_logit_abs_error");
+
+  const auto h = static_cast<hsize_t>(r.mesh_height);
+  const auto w = static_cast<hsize_t>(r.mesh_width);
+  const H5::Group cores = f.openGroup("cores");
+  r.core_busy_cycles = read_array<std::uint64_t>(cores, "busy_cycles", {h, w});
+  r.core_sram_bytes = read_array<std::uint64_t>(cores, "sram_bytes", {h, w});
+  r.link_bytes = read_array<std::uint64_t>(f.openGroup("links"), "bytes", {h, w, kLinkDirections});
+
+  const H5::Group t = f.openGroup("tokens");
+  const auto position = read_vector<std::int32_t>(t, "position");
+  const hsize_t n = position.size();
+  const auto prefill = read_array<std::uint8_t>(t, "prefill", {n});
+  const auto start = read_array<std::uint64_t>(t, "start_cycle", {n});
+  const auto end = read_array<std::uint64_t>(t, "end_cycle", {n});
+  const auto token_in = read_array<std::int32_t>(t, "token_in", {n});
+  const H5::Group cp = t.openGroup("critical_path");
+  std::array<std::vector<std::uint64_t>, kPathCategoryCount> cycles;
+  for (std::size_t c = 0; c < kPathCategoryCount; ++c) {
+    cycles[c] =
+        read_array<std::uint64_t>(cp, std::string(category_key(kPathCategories[c])).c_str(), {n});
+  }
+  r.token_records.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    TokenRecord& rec = r.token_records[i];
+    rec.position = position[i];
+    rec.prefill = prefill[i] != 0;
+    rec.start_cycle = start[i];
+    rec.end_cycle = end[i];
+    rec.token_in = token_in[i];
+    for (std::size_t c = 0; c < kPathCategoryCount; ++c) {
+      rec.critical_path[kPathCategories[c]] = cycles[c][i];
+    }
+  }
+  r.prompt_ids = read_vector<std::int32_t>(t, "prompt_ids");
+  if (r.functional) {
+    r.tokens = read_vector<std::int32_t>(t, "generated");
+    r.reference_tokens = read_vector<std::int32_t>(t, "reference");
+  }
+
+  const H5::Group scenario = f.openGroup("scenario");
+  H5::DataSet yaml = scenario.openDataSet("resolved_yaml");
+  yaml.read(r.resolved_scenario_yaml, yaml.getStrType());
+  return r;
+}
+
+}  // namespace
+
+void write_hdf5(const std::filesystem::path& path, const RunResult& result,
+                const Metrics& metrics) {
+  std::filesystem::path temp = path;
+  temp += fmt::format(".tmp.{}", ::getpid());
+  const QuietHdf5Errors quiet;
+  const auto discard_temp = [&] {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+  };
+  try {
+    write_file(temp, result, metrics);
+    sync_file(temp);
+    std::filesystem::rename(temp, path);
+  } catch (const H5::Exception& e) {
+    discard_temp();
+    throw OutputError(path, "HDF5: " + quiet.describe(e));
+  } catch (const std::exception& e) {  // filesystem, fsync, a result not shaped like its mesh
+    discard_temp();
+    throw OutputError(path, e.what());
+  } catch (...) {
+    discard_temp();
+    throw;
+  }
+}
+
+RunResult read_hdf5(const std::filesystem::path& path) {
+  const QuietHdf5Errors quiet;
+  try {
+    return read_file(path);
+  } catch (const H5::Exception& e) {
+    throw ResultReadError(path, "HDF5: " + quiet.describe(e));
+  } catch (const std::runtime_error& e) {
+    throw ResultReadError(path, e.what());
+  }
+}
+
+}  // namespace wafersim::analysis

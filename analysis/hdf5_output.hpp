@@ -41,8 +41,7 @@ class ResultReadError : public std::runtime_error {
 // Writes atomically: to `<path>.tmp.<pid>` in the same directory, then renames
 // over `path`. Throws OutputError (after removing the temporary file) on any
 // I/O or HDF5 failure.
-void write_hdf5(const std::filesystem::path& path, const RunResult& result,
-                const Metrics& metrics);
+void write_hdf5(const std::filesystem::path& path, const RunResult& result, const Metrics& metrics);
 
 // Reads back what write_hdf5 wrote: identification, hardware, fit and timeline
 // figures, the per-core and per-link arrays, the prompt and (functional) the

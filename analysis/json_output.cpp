@@ -8,7 +8,7 @@ using Json = nlohmann::ordered_json;
 
 Json breakdown_json(const CycleBreakdown& b) {
   Json j = Json::object();
-  for (PathCategory c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c);
+  for (Resource c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c);
   return j;
 }
 

@@ -5,56 +5,62 @@
 
 namespace wafersim::analysis {
 
-std::string_view category_key(PathCategory c) {
+std::string_view category_key(Resource c) {
   switch (c) {
-    case PathCategory::compute:
+    case Resource::compute:
       return "compute";
-    case PathCategory::sram:
+    case Resource::sram:
       return "sram";
-    case PathCategory::hops:
+    case Resource::hops:
       return "hops";
-    case PathCategory::serialization:
+    case Resource::serialization:
       return "serialization";
-    case PathCategory::contention:
+    case Resource::contention:
       return "contention";
-    case PathCategory::io:
+    case Resource::io:
       return "io";
+    case Resource::queueing:
+      return "queueing";
   }
   throw std::logic_error("unknown critical-path category");
 }
 
-std::string_view resource_name(PathCategory c) {
+std::string_view resource_name(Resource c) {
   switch (c) {
-    case PathCategory::compute:
+    case Resource::compute:
       return "core compute";
-    case PathCategory::sram:
+    case Resource::sram:
       return "SRAM bandwidth";
-    case PathCategory::hops:
+    case Resource::hops:
       return "mesh hop latency";
-    case PathCategory::serialization:
+    case Resource::serialization:
       return "mesh link bandwidth";
-    case PathCategory::contention:
+    case Resource::contention:
       return "mesh link contention";
-    case PathCategory::io:
+    case Resource::io:
       return "wafer I/O";
+    case Resource::queueing:
+      return "core queueing";
   }
   throw std::logic_error("unknown critical-path category");
 }
 
-std::uint64_t cycles_in(const CycleBreakdown& b, PathCategory c) {
+std::uint64_t cycles_in(const CycleBreakdown& b, Resource c) {
   switch (c) {
-    case PathCategory::compute:
+    case Resource::compute:
       return b.compute;
-    case PathCategory::sram:
+    case Resource::sram:
       return b.sram;
-    case PathCategory::hops:
+    case Resource::hops:
       return b.hops;
-    case PathCategory::serialization:
+    case Resource::serialization:
       return b.serialization;
-    case PathCategory::contention:
+    case Resource::contention:
       return b.contention;
-    case PathCategory::io:
+    case Resource::io:
       return b.io;
+    case Resource::queueing:
+      return b.queueing;
   }
   throw std::logic_error("unknown critical-path category");
 }
@@ -66,15 +72,6 @@ std::string_view direction_name(int dir) {
 }
 
 namespace {
-
-void add(CycleBreakdown& sum, const CycleBreakdown& b) {
-  sum.compute += b.compute;
-  sum.sram += b.sram;
-  sum.hops += b.hops;
-  sum.serialization += b.serialization;
-  sum.contention += b.contention;
-  sum.io += b.io;
-}
 
 // A per-core (or per-link) array is either absent (empty: nothing recorded)
 // or shaped exactly like the mesh.
@@ -123,8 +120,8 @@ void derive_cores(const RunResult& r, Metrics& m) {
     }
   }
   if (m.cores_with_sram > 0 && r.total_cycles > 0) {
-    m.core_utilisation = static_cast<double>(
-        busy / (static_cast<long double>(m.cores_with_sram) * r.total_cycles));
+    m.core_utilisation =
+        static_cast<double>(busy / (static_cast<long double>(m.cores_with_sram) * r.total_cycles));
   }
 }
 
@@ -165,10 +162,10 @@ void derive_critical_path(const RunResult& r, Metrics& m) {
   std::uint64_t prefill_tokens = 0;
   for (const TokenRecord& t : r.token_records) {
     if (t.prefill) {
-      add(prefill, t.critical_path);
+      prefill += t.critical_path;
       ++prefill_tokens;
     } else {
-      add(decode, t.critical_path);
+      decode += t.critical_path;
       ++decode_tokens;
     }
   }
@@ -186,9 +183,9 @@ void derive_critical_path(const RunResult& r, Metrics& m) {
 
   const std::uint64_t total = m.critical_path.total();
   if (total == 0) return;  // tokens with no recorded cycles: nothing dominates
-  PathCategory largest = PathCategory::compute;
+  Resource largest = Resource::compute;
   for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
-    const PathCategory c = kPathCategories[i];
+    const Resource c = kPathCategories[i];
     const std::uint64_t cycles = cycles_in(m.critical_path, c);
     m.critical_path_share[i] = static_cast<double>(cycles) / static_cast<double>(total);
     if (cycles > cycles_in(m.critical_path, largest)) largest = c;  // first of equals wins

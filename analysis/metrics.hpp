@@ -10,22 +10,25 @@
 #include <string_view>
 
 #include "analysis/run_result.hpp"
+#include "fabric/critical_path.hpp"
 
 namespace wafersim::analysis {
 
-// The categories of a token's critical path, in the order of CycleBreakdown.
-enum class PathCategory : int { compute, sram, hops, serialization, contention, io };
-inline constexpr std::size_t kPathCategoryCount = 6;
-inline constexpr std::array<PathCategory, kPathCategoryCount> kPathCategories = {
-    PathCategory::compute,       PathCategory::sram,       PathCategory::hops,
-    PathCategory::serialization, PathCategory::contention, PathCategory::io};
+// The categories of a token's critical path: fabric's Resource, in the order
+// of CycleBreakdown's fields.
+inline constexpr std::size_t kPathCategoryCount = 7;
+inline constexpr std::array<Resource, kPathCategoryCount> kPathCategories = {
+    Resource::compute,    Resource::sram, Resource::hops,    Resource::serialization,
+    Resource::contention, Resource::io,   Resource::queueing};
+// A new CycleBreakdown field needs a category here (and a name below).
+static_assert(sizeof(CycleBreakdown) == kPathCategoryCount * sizeof(std::uint64_t));
 
-// Machine name of a category, the CycleBreakdown field name: "compute", "sram", ...
-std::string_view category_key(PathCategory c);
+// Machine name of a category, the CycleBreakdown field name: "compute", "sram", ..., "queueing"
+std::string_view category_key(Resource c);
 // The resource a category stands for, as users read it: "core compute", ...
-std::string_view resource_name(PathCategory c);
+std::string_view resource_name(Resource c);
 // Cycles of one category in a breakdown.
-std::uint64_t cycles_in(const CycleBreakdown& b, PathCategory c);
+std::uint64_t cycles_in(const CycleBreakdown& b, Resource c);
 
 // Outgoing link directions, the last index of RunResult::link_bytes.
 inline constexpr int kLinkDirections = 4;
@@ -49,11 +52,11 @@ struct Metrics {
   std::uint64_t cycles_per_token = 0;         // = decode_cycles_per_token
 
   // Fit and utilisation.
-  std::uint64_t cores_total = 0;      // mesh_width * mesh_height
-  std::uint64_t cores_with_sram = 0;  // cores holding at least one byte: the used cores
-  double core_utilisation = 0.0;  // sum(busy of used cores) / (used cores * total_cycles)
-  double sram_utilisation = 0.0;  // sram_bytes_used / sram_bytes_capacity
-  std::uint64_t max_core_sram_bytes = 0;       // the fullest core
+  std::uint64_t cores_total = 0;          // mesh_width * mesh_height
+  std::uint64_t cores_with_sram = 0;      // cores holding at least one byte: the used cores
+  double core_utilisation = 0.0;          // sum(busy of used cores) / (used cores * total_cycles)
+  double sram_utilisation = 0.0;          // sram_bytes_used / sram_bytes_capacity
+  std::uint64_t max_core_sram_bytes = 0;  // the fullest core
   std::uint64_t sram_bytes_per_core_capacity = 0;  // sram_bytes_capacity / cores_total
 
   // Links.

@@ -97,7 +97,9 @@ std::string format_seconds(double s) {
   return fmt::format("{} s", sig3(s));
 }
 
-std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+std::string format_percent(double fraction) {
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
 
 void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   out << fmt::format("wafersim: {}{}\n", r.scenario_name,
@@ -143,13 +145,14 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
                    format_grouped(r.total_cycles)));
 
   if (m.critical_path_tokens > 0) {
-    const double mean_total = static_cast<double>(m.critical_path.total()) /
-                              static_cast<double>(m.critical_path_tokens);
+    const double mean_total =
+        static_cast<double>(m.critical_path.total()) / static_cast<double>(m.critical_path_tokens);
     out << fmt::format("\nWhere a {} token's cycles go (mean of {} tokens: {} cycles)\n",
                        m.critical_path_basis == "decode" ? "decode" : "prompt",
-                       m.critical_path_tokens, format_grouped(static_cast<std::uint64_t>(std::llround(mean_total))));
+                       m.critical_path_tokens,
+                       format_grouped(static_cast<std::uint64_t>(std::llround(mean_total))));
     for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
-      const PathCategory c = kPathCategories[i];
+      const Resource c = kPathCategories[i];
       const double mean = static_cast<double>(cycles_in(m.critical_path, c)) /
                           static_cast<double>(m.critical_path_tokens);
       out << fmt::format("  {:<22} {:>12} {:>6}  {}\n", resource_name(c),

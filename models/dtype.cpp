@@ -46,7 +46,7 @@ std::uint16_t float_to_fp16_bits(float f) {
   // Subnormal half (or zero): the result counts units of 2^-24. The fp32
   // value is m * 2^(e - 150) with m the 24-bit significand.
   const int e = static_cast<int>(a >> 23);
-  const int shift = 126 - e;  // >= 14 here
+  const int shift = 126 - e;    // >= 14 here
   if (shift > 24) return sign;  // below 2^-25: rounds to (signed) zero
   const std::uint32_t m = (a & 0x007fffffu) | 0x00800000u;
   std::uint32_t q = m >> shift;

@@ -12,8 +12,8 @@ namespace {
 
 void require_size(std::size_t got, std::size_t want, const char* what) {
   if (got != want) {
-    throw std::invalid_argument(std::string(what) + ": size " + std::to_string(got) +
-                                " where " + std::to_string(want) + " is required");
+    throw std::invalid_argument(std::string(what) + ": size " + std::to_string(got) + " where " +
+                                std::to_string(want) + " is required");
   }
 }
 
@@ -82,8 +82,7 @@ void rope_apply(std::span<float> head, int position, double theta) {
   if (d % 2 != 0) throw std::invalid_argument("rope_apply: head size must be even");
   const std::size_t half = d / 2;
   for (std::size_t i = 0; i < half; ++i) {
-    const double inv_freq =
-        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
     const double angle = static_cast<double>(position) * inv_freq;
     const float c = static_cast<float>(std::cos(angle));
     const float s = static_cast<float>(std::sin(angle));
@@ -139,7 +138,8 @@ AttentionPartial combine(const AttentionPartial& a, const AttentionPartial& b) {
 void attention_finalize(const AttentionPartial& p, std::span<float> out) {
   require_size(out.size(), p.acc.size(), "attention_finalize out");
   if (!(p.sum > 0.0f)) {
-    throw std::invalid_argument("attention_finalize: partial covers no positions (sum must be > 0)");
+    throw std::invalid_argument(
+        "attention_finalize: partial covers no positions (sum must be > 0)");
   }
   for (std::size_t d = 0; d < out.size(); ++d) out[d] = p.acc[d] / p.sum;
 }

@@ -53,23 +53,22 @@ std::uint64_t ModelConfig::parameter_count() const {
   const std::uint64_t vocab = static_cast<std::uint64_t>(vocab_size);
   const std::uint64_t embedding = vocab * hidden;
   const std::uint64_t lm_head = tie_embeddings ? 0 : vocab * hidden;
-  return embedding + static_cast<std::uint64_t>(num_layers) * layer_parameters() + hidden +
-         lm_head;
+  return embedding + static_cast<std::uint64_t>(num_layers) * layer_parameters() + hidden + lm_head;
 }
 
 namespace {
 
 void require_positive(int value, const char* field) {
   if (value <= 0) {
-    throw ConfigError(field, std::string(field) + " must be a positive integer, got " +
-                                 std::to_string(value));
+    throw ConfigError(
+        field, std::string(field) + " must be a positive integer, got " + std::to_string(value));
   }
 }
 
 void require_positive_finite(double value, const char* field) {
   if (!(value > 0.0) || !std::isfinite(value)) {
-    throw ConfigError(field, std::string(field) + " must be a finite number > 0, got " +
-                                 std::to_string(value));
+    throw ConfigError(
+        field, std::string(field) + " must be a finite number > 0, got " + std::to_string(value));
   }
 }
 
@@ -88,8 +87,8 @@ void ModelConfig::validate() const {
   }
   require_positive(head_dim, "head_dim");
   if (head_dim % 2 != 0) {
-    throw ConfigError("head_dim", "head_dim must be even (RoPE rotates pairs), got " +
-                                      std::to_string(head_dim));
+    throw ConfigError(
+        "head_dim", "head_dim must be even (RoPE rotates pairs), got " + std::to_string(head_dim));
   }
   // q_dim() and kv_dim() are computed in int; keep them representable.
   if (static_cast<long long>(num_heads) * head_dim > INT_MAX) {

@@ -38,10 +38,10 @@ struct ModelConfig {
   int intermediate_size = 0;  // SwiGLU hidden width
   int num_layers = 0;
   int num_heads = 0;
-  int num_kv_heads = 0;       // grouped-query attention: num_heads % num_kv_heads == 0
-  int head_dim = 0;           // usually hidden_size / num_heads
+  int num_kv_heads = 0;  // grouped-query attention: num_heads % num_kv_heads == 0
+  int head_dim = 0;      // usually hidden_size / num_heads
   int vocab_size = 0;
-  int max_position = 0;       // longest context the model supports
+  int max_position = 0;  // longest context the model supports
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-5;
   bool tie_embeddings = false;  // lm_head shares the embedding matrix

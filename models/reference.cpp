@@ -13,12 +13,14 @@ namespace wafersim::models {
 
 namespace {
 
-std::size_t sz(int n) { return static_cast<std::size_t>(n); }
+std::size_t sz(int n) {
+  return static_cast<std::size_t>(n);
+}
 
 void check_token(std::int32_t token, int vocab) {
   if (token < 0 || token >= vocab) {
-    throw std::invalid_argument("token id " + std::to_string(token) + " out of range: allowed are 0.." +
-                                std::to_string(vocab - 1));
+    throw std::invalid_argument("token id " + std::to_string(token) +
+                                " out of range: allowed are 0.." + std::to_string(vocab - 1));
   }
 }
 

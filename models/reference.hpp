@@ -46,8 +46,8 @@ class ReferenceModel {
 };
 
 struct Generation {
-  std::vector<std::int32_t> tokens;         // the generated tokens only (not the prompt)
-  std::vector<std::vector<float>> logits;   // logits[i] are the logits tokens[i] was chosen from
+  std::vector<std::int32_t> tokens;        // the generated tokens only (not the prompt)
+  std::vector<std::vector<float>> logits;  // logits[i] are the logits tokens[i] was chosen from
 };
 
 // Runs the prompt from position 0, then greedily generates `new_tokens`

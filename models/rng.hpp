@@ -55,9 +55,7 @@ class Xoshiro256StarStar {
   constexpr float uniform_pm1() { return 2.0f * uniform01() - 1.0f; }
 
  private:
-  static constexpr std::uint64_t rotl(std::uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-  }
+  static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   std::uint64_t s_[4];
 };
 

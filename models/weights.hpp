@@ -79,13 +79,13 @@ class Matrix {
 };
 
 struct LayerWeights {
-  Matrix wq;      // [q_dim][hidden]
-  Matrix wk;      // [kv_dim][hidden]
-  Matrix wv;      // [kv_dim][hidden]
-  Matrix wo;      // [hidden][q_dim]
-  Matrix w_gate;  // [intermediate][hidden]
-  Matrix w_up;    // [intermediate][hidden]
-  Matrix w_down;  // [hidden][intermediate]
+  Matrix wq;                     // [q_dim][hidden]
+  Matrix wk;                     // [kv_dim][hidden]
+  Matrix wv;                     // [kv_dim][hidden]
+  Matrix wo;                     // [hidden][q_dim]
+  Matrix w_gate;                 // [intermediate][hidden]
+  Matrix w_up;                   // [intermediate][hidden]
+  Matrix w_down;                 // [hidden][intermediate]
   std::vector<float> attn_norm;  // [hidden]
   std::vector<float> ffn_norm;   // [hidden]
 

@@ -1,1 +1,152 @@
-int main() { return 0; }
+// wafersim: the command-line front end. Library code throws typed errors;
+// only this file turns them into messages and exit codes:
+//   0 success, 1 bad input (scenario, fit, output), 2 usage, 3 internal error.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "analysis/hdf5_output.hpp"
+#include "analysis/json_output.hpp"
+#include "analysis/metrics.hpp"
+#include "analysis/report.hpp"
+#include "fabric/sram.hpp"
+#include "sim/engine.hpp"
+#include "sim/presets.hpp"
+#include "sim/scenario.hpp"
+
+namespace {
+
+using namespace wafersim;
+
+std::filesystem::path preset_dir(const std::string& flag) {
+  return flag.empty() ? sim::default_preset_dir() : std::filesystem::path(flag);
+}
+
+// Writes `text` to `path` atomically (temporary file, then rename).
+void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f.good()) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw analysis::OutputError(path, "cannot write " + path.string());
+    }
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// A one-line progress bar on stderr, only when stderr is a terminal.
+void show_progress(int done, int total) {
+  if (!::isatty(STDERR_FILENO) || total <= 0) return;
+  const int width = 30;
+  const int filled = done * width / total;
+  std::fprintf(stderr, "\r  simulating tokens [%s%s] %d/%d", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total);
+  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
+  std::fflush(stderr);
+}
+
+int cmd_run(const std::string& file, const std::string& presets, bool json, const std::string& out,
+            std::optional<bool> functional_flag) {
+  const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets));
+  sim::RunOptions options;
+  options.functional = functional_flag.value_or(sc.outputs.functional);
+  options.progress = show_progress;
+  const analysis::RunResult result = sim::run_scenario(sc, options);
+  const analysis::Metrics metrics = analysis::compute_metrics(result);
+  const std::string results = out.empty() ? sc.outputs.results.value_or("") : out;
+  if (!results.empty()) {
+    analysis::write_hdf5(results, result, metrics);
+    // The resolved scenario next to the results reproduces the run.
+    write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
+  }
+  if (json) {
+    std::cout << analysis::to_json_text(result, metrics) << "\n";
+  } else {
+    analysis::write_report(std::cout, result, metrics);
+    if (!results.empty()) std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";
+  }
+  if (options.functional && result.tokens != result.reference_tokens) {
+    std::cerr << "wafersim: error: simulated tokens differ from the reference forward pass\n";
+    return 3;
+  }
+  return 0;
+}
+
+int cmd_validate(const std::string& file, const std::string& presets) {
+  const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets));
+  fmt::print("{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n", file, sc.model.name,
+             sc.hardware.name, sc.hardware.mesh_width, sc.hardware.mesh_height, models::dtype_name(sc.precision),
+             sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed);
+  return 0;
+}
+
+int cmd_list(const std::string& presets) {
+  std::string kind;
+  for (const sim::PresetInfo& p : sim::list_presets(preset_dir(presets))) {
+    if (p.kind != kind) fmt::print("{}{}:\n", kind.empty() ? "" : "\n", kind = p.kind);
+    fmt::print("  {:<16} {}\n", p.name, p.summary);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"wafersim: a wafer-scale hardware simulator for LLM decoding"};
+  app.require_subcommand(1);
+  std::string presets;
+  app.add_option("--presets", presets, "Folder of hardware/ and models/ presets (default: $WAFERSIM_PRESETS or the source tree)");
+
+  std::string file, out;
+  bool json = false, functional = false, timing_only = false;
+  auto* run = app.add_subcommand("run", "Simulate a scenario and report");
+  run->add_option("scenario", file, "Scenario YAML file")->required();
+  run->add_flag("--json", json, "Print one JSON object to stdout instead of the report");
+  run->add_option("--out", out, "Write results to this HDF5 file (and the resolved scenario beside it)");
+  auto* f_opt = run->add_flag("--functional", functional, "Compute real numbers and compare with the reference");
+  auto* t_opt = run->add_flag("--timing-only", timing_only, "Timing only: skip the arithmetic");
+  f_opt->excludes(t_opt);
+
+  auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
+  validate->add_option("scenario", file, "Scenario YAML file")->required();
+  auto* list = app.add_subcommand("list", "List hardware and model presets");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*run) {
+      std::optional<bool> fn;
+      if (functional) fn = true;
+      if (timing_only) fn = false;
+      return cmd_run(file, presets, json, out, fn);
+    }
+    if (*validate) return cmd_validate(file, presets);
+    if (*list) return cmd_list(presets);
+  } catch (const sim::ScenarioError& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  } catch (const fabric::FitError& e) {
+    std::cerr << "wafersim: error: " << file << ": the model does not fit: " << e.what() << "\n";
+    return 1;
+  } catch (const analysis::OutputError& e) {
+    std::cerr << "wafersim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "wafersim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 2;
+}

@@ -1,1 +1,239 @@
-// placeholder: filled in by the walking skeleton
+#include "sim/placement.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace wafersim::sim {
+
+using fabric::FitError;
+using fabric::Rect;
+using fabric::SramUse;
+
+std::uint64_t MatrixPlacement::max_tile_elements() const {
+  const std::uint64_t rows =
+      row_granule * ceil_div(static_cast<std::uint64_t>(out_features / row_granule), static_cast<std::uint64_t>(p()));
+  const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(in_features), static_cast<std::uint64_t>(q()));
+  return rows * cols;
+}
+
+std::vector<std::string> placement_strategies() { return {"layer-rectangles"}; }
+
+namespace {
+
+std::string human_bytes(std::uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+// What one strip needs: rows of cores for each of its blocks.
+struct MatrixShape {
+  std::string name;
+  int out = 0, in = 0;
+  int granule = 1;  // output rows are split in whole groups of this many
+};
+
+// Fewest rows of cores (with q = min(width, in) columns) so that every tile,
+// its fp32 input chunk and its fp32 partial sums fit one core's SRAM.
+int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits) {
+  const std::uint64_t q = static_cast<std::uint64_t>(std::min(width, m.in));
+  const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in), q);
+  const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4;  // + partial
+  if (capacity <= cols * 4 + row_bytes) return -1;  // not even one row fits
+  const std::uint64_t granule = static_cast<std::uint64_t>(m.granule);
+  const std::uint64_t groups_per_core = (capacity - cols * 4) / row_bytes / granule;
+  if (groups_per_core == 0) return -1;
+  return static_cast<int>(ceil_div(static_cast<std::uint64_t>(m.out) / granule, groups_per_core));
+}
+
+MatrixPlacement make_matrix(const MatrixShape& m, int x0, int y0, int width, int rows,
+                            fabric::ReductionScheme reduction) {
+  MatrixPlacement mp;
+  mp.name = m.name;
+  mp.out_features = m.out;
+  mp.in_features = m.in;
+  mp.rect = Rect{x0, y0, std::min(width, m.in), std::min(rows, m.out)};
+  mp.reduction = reduction;
+  return mp;
+}
+
+void allocate_matrix(fabric::Fabric& fab, const MatrixPlacement& mp, int weight_bits) {
+  const fabric::Mesh& mesh = fab.mesh();
+  for (int pi = 0; pi < mp.p(); ++pi)
+    for (int qi = 0; qi < mp.q(); ++qi) {
+      const std::uint64_t rows = static_cast<std::uint64_t>(mp.row_begin(pi + 1) - mp.row_begin(pi));
+      const std::uint64_t cols = static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
+      const CoreId core = mesh.id(mp.core(pi, qi));
+      fab.sram().allocate(core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
+                          SramUse::weights, mp.name + " weight tile");
+      fab.sram().allocate(core, Bytes{(rows + cols) * 4}, SramUse::activations, mp.name + " buffers");
+    }
+}
+
+// Splits `extra` rows among matrices in proportion to their weights, never
+// giving a matrix more rows of cores than it has output rows.
+void share_rows(std::vector<int>& rows, const std::vector<MatrixShape>& shapes, int extra) {
+  std::uint64_t total = 0;
+  for (const auto& s : shapes) total += static_cast<std::uint64_t>(s.out) * s.in;
+  for (std::size_t i = 0; i < shapes.size() && total > 0; ++i) {
+    const auto share = static_cast<int>(static_cast<std::uint64_t>(extra) * shapes[i].out * shapes[i].in / total);
+    rows[i] = std::min(rows[i] + share, shapes[i].out);
+  }
+}
+
+}  // namespace
+
+Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const PlacementRequest& req) {
+  const auto strategies = placement_strategies();
+  if (std::find(strategies.begin(), strategies.end(), req.strategy) == strategies.end())
+    throw std::invalid_argument("unknown placement strategy '" + req.strategy + "'");
+  const fabric::WaferSpec& spec = fab.spec();
+  const std::uint64_t capacity = spec.sram_per_core.value;
+  const int bits = req.weight_bits;
+  const int kv_bits = req.weight_bits;
+  const int W = spec.mesh_width, H = spec.mesh_height;
+
+  // Whole-model check first, so the common failure reads in model terms.
+  const std::uint64_t weight_bytes = ceil_div(model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
+  const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) * req.context_tokens * 2 *
+                                 static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
+  if (weight_bytes + kv_bytes > spec.sram_capacity().value)
+    throw FitError(fmt::format(
+        "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} tokens), "
+        "but {} has {} ({} cores x {}); use a larger wafer or more wafers",
+        model.name, human_bytes(weight_bytes + kv_bytes), human_bytes(weight_bytes), model.parameter_count(), bits,
+        human_bytes(kv_bytes), req.context_tokens, spec.name, human_bytes(spec.sram_capacity().value),
+        spec.core_count(), human_bytes(capacity)));
+
+  // Strips: one per layer plus the head, widths in proportion to bytes held.
+  const bool tied = model.tie_embeddings;
+  const std::uint64_t layer_bytes =
+      ceil_div(model.layer_parameters() * bits, 8) + kv_bytes / static_cast<std::uint64_t>(model.num_layers);
+  const std::uint64_t head_bytes =
+      ceil_div((tied ? 1u : 2u) * static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits, 8);
+  const int stages = model.num_layers + 1;
+  if (W < stages)
+    throw FitError(fmt::format("layer-rectangles gives each of the {} stages ({} layers + head) at least one column, "
+                               "but {} is only {} columns wide",
+                               stages, model.num_layers, spec.name, W));
+  const double total_bytes = static_cast<double>(layer_bytes) * model.num_layers + static_cast<double>(head_bytes);
+  int head_width = std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total_bytes)));
+  int layer_width = std::max(1, (W - head_width) / model.num_layers);
+  head_width = W - layer_width * model.num_layers;  // the head takes the remainder
+
+  const int hd = model.head_dim;
+  const int ctx = std::max(1, req.context_tokens);
+  Placement pl;
+  pl.strategy = req.strategy;
+  pl.context_tokens = req.context_tokens;
+
+  const std::vector<MatrixShape> layer_shapes{
+      {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
+      {"o", model.hidden_size, model.q_dim()},
+      {"gate_up", 2 * model.intermediate_size, model.hidden_size, 2},
+      {"down", model.hidden_size, model.intermediate_size},
+  };
+  // Attention: kv heads stacked in columns; each head's segment must hold the
+  // context's K and V plus the query group and partial results.
+  const int group = model.num_heads / model.num_kv_heads;
+  const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(hd) * kv_bits / 8;
+  const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * hd + 2) * 4;
+  if (capacity <= att_buffers + slot_bytes)
+    throw FitError(fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
+                               human_bytes(capacity), model.name));
+  const int slots_per_core = static_cast<int>((capacity - att_buffers) / slot_bytes);
+  const int att_width = std::min(layer_width, model.num_kv_heads);
+  const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
+  const int min_segment = static_cast<int>(ceil_div(ctx, slots_per_core));
+
+  std::vector<int> rows(layer_shapes.size());
+  for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
+    rows[i] = min_rows(layer_shapes[i], layer_width, capacity, bits);
+    if (rows[i] < 0)
+      throw FitError(fmt::format("a {}-column strip cannot hold even one row of the {} matrix of {} on {}",
+                                 layer_width, layer_shapes[i].name, model.name, spec.name));
+  }
+  const int att_rows_min = segments_per_column * min_segment;
+  const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
+  if (needed > H)
+    throw FitError(fmt::format("each layer of {} needs {} rows of {}-core-wide strip for its weights and a {}-token "
+                               "KV cache, but {} has {} rows",
+                               model.name, needed, layer_width, ctx, spec.name, H));
+  // Spread what is left over the matrices (less work per core), and give the
+  // attention segments any rows they can still use.
+  share_rows(rows, layer_shapes, H - needed);
+  const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
+  const int segment = std::max(min_segment, std::min(ctx, (H - used_by_matrices) / segments_per_column));
+
+  for (int l = 0; l < model.num_layers; ++l) {
+    LayerStage st;
+    st.layer = l;
+    st.strip = Rect{l * layer_width, 0, layer_width, H};
+    const int x0 = st.strip.x0;
+    int y = 0;
+    auto next_matrix = [&](std::size_t i) {
+      MatrixShape s = layer_shapes[i];
+      s.name = fmt::format("layer {} {}", l, s.name);
+      MatrixPlacement mp = make_matrix(s, x0, y, layer_width, rows[i], req.reduction);
+      y += mp.rect.height;
+      return mp;
+    };
+    st.qkv = next_matrix(0);
+    st.attention.rect = Rect{x0, y, att_width, segments_per_column * segment};
+    st.attention.num_kv_heads = model.num_kv_heads;
+    st.attention.segment_length = segment;
+    st.attention.segments_per_column = segments_per_column;
+    st.attention.reduction = req.reduction;
+    st.attention.max_positions_per_core = static_cast<int>(ceil_div(ctx, segment));
+    y += st.attention.rect.height;
+    st.o = next_matrix(1);
+    st.gate_up = next_matrix(2);
+    st.gate_up.row_granule = 2;  // rows interleave gate and up: 2i = gate i, 2i+1 = up i
+    st.gate_up.rect.height = std::min(st.gate_up.rect.height, model.intermediate_size);
+    y -= rows[2] - st.gate_up.rect.height;
+    st.down = next_matrix(3);
+    pl.layers.push_back(std::move(st));
+  }
+
+  // Head strip: lm_head over all rows that fit; the embedding shares it when tied.
+  HeadStage& head = pl.head;
+  head.strip = Rect{model.num_layers * layer_width, 0, head_width, H};
+  head.tied = tied;
+  const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
+  const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
+  const int lm_min = min_rows(lm, head_width, capacity, bits);
+  if (lm_min < 0 || lm_min * (tied ? 1 : 2) > H)
+    throw FitError(fmt::format("the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head on {}",
+                               head_width, spec.name, model.vocab_size, model.hidden_size, spec.name));
+  const int lm_rows = tied ? H : std::max(lm_min, H - lm_min);
+  head.lm_head = make_matrix(lm, head.strip.x0, 0, head_width, lm_rows, req.reduction);
+  head.embedding = tied ? head.lm_head
+                        : make_matrix(emb, head.strip.x0, head.lm_head.rect.height, head_width,
+                                      H - head.lm_head.rect.height, req.reduction);
+  if (!tied) head.embedding.name = "embedding";
+
+  // Allocate every byte; the allocator is the final word on fit.
+  for (const LayerStage& st : pl.layers) {
+    for (const MatrixPlacement* mp : {&st.qkv, &st.o, &st.gate_up, &st.down}) allocate_matrix(fab, *mp, bits);
+    const AttentionPlacement& a = st.attention;
+    for (int h = 0; h < a.num_kv_heads; ++h)
+      for (int i = 0; i < a.segment_length; ++i) {
+        const CoreId core = fab.mesh().id(a.segment_core(h, i));
+        fab.sram().allocate(core, Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
+                            SramUse::kv_cache, fmt::format("layer {} KV cache", st.layer));
+        fab.sram().allocate(core, Bytes{att_buffers}, SramUse::activations,
+                            fmt::format("layer {} attention buffers", st.layer));
+      }
+  }
+  allocate_matrix(fab, head.lm_head, bits);
+  if (!tied) allocate_matrix(fab, head.embedding, bits);
+  return pl;
+}
+
+}  // namespace wafersim::sim

@@ -1,1 +1,139 @@
-// placeholder: filled in by the walking skeleton
+#include "sim/program.hpp"
+
+#include <fmt/format.h>
+
+namespace wafersim::sim {
+
+Layout input_layout(const MatrixPlacement& m) {
+  Layout l;
+  l.reserve(static_cast<std::size_t>(m.q()));
+  for (int qi = 0; qi < m.q(); ++qi) l.push_back(Piece{m.core(0, qi), m.col_begin(qi), m.col_begin(qi + 1)});
+  return l;
+}
+
+Layout output_layout(const MatrixPlacement& m) {
+  Layout l;
+  l.reserve(static_cast<std::size_t>(m.p()));
+  for (int pi = 0; pi < m.p(); ++pi) l.push_back(Piece{m.root(pi), m.row_begin(pi), m.row_begin(pi + 1)});
+  return l;
+}
+
+const char* phase_name(PhaseKind k) {
+  switch (k) {
+    case PhaseKind::move: return "move";
+    case PhaseKind::rmsnorm: return "rmsnorm";
+    case PhaseKind::gemv: return "gemv";
+    case PhaseKind::rope: return "rope";
+    case PhaseKind::attention: return "attention";
+    case PhaseKind::silu_mul: return "silu_mul";
+    case PhaseKind::add: return "add";
+    case PhaseKind::argmax: return "argmax";
+  }
+  return "?";
+}
+
+Layout swiglu_output_layout(const Layout& gate_up) {
+  Layout h = gate_up;
+  for (Piece& p : h) p.begin /= 2, p.end /= 2;
+  return h;
+}
+
+namespace {
+
+// A vector of n elements split evenly over the first k cores of column x0,
+// from row y0 down: where the head keeps the final hidden state.
+Layout column_layout(int x0, int y0, int k, int n) {
+  Layout l;
+  for (int i = 0; i < k; ++i) l.push_back(Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1)});
+  return l;
+}
+
+Phase move(Slot s, Layout target, std::string label) {
+  Phase p;
+  p.kind = PhaseKind::move;
+  p.a = s;
+  p.out = s;
+  p.target = std::move(target);
+  p.label = std::move(label);
+  return p;
+}
+
+Phase gemv(const MatrixPlacement& m, WeightRef w, Slot in, Slot out) {
+  Phase p;
+  p.kind = PhaseKind::gemv;
+  p.matrix = &m;
+  p.weights = w;
+  p.a = in;
+  p.out = out;
+  p.label = m.name + " gemv";
+  return p;
+}
+
+Phase unary(PhaseKind k, Slot a, Slot out, std::string label) {
+  Phase p;
+  p.kind = k;
+  p.a = a;
+  p.out = out;
+  p.label = std::move(label);
+  return p;
+}
+
+}  // namespace
+
+Program lower(const models::ModelConfig& model, const Placement& pl) {
+  Program prog;
+  for (const LayerStage& st : pl.layers) {
+    StageProgram sp;
+    sp.layer = st.layer;
+    sp.name = fmt::format("layer {}", st.layer);
+    const std::string L = sp.name;
+    const Layout residual = output_layout(st.o);  // the residual stream lives at o's roots
+    sp.input = residual;
+    auto& ph = sp.phases;
+    Phase norm1 = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, L + " attn rmsnorm");
+    norm1.gamma = Phase::Gamma::attn_norm;
+    ph.push_back(norm1);
+    ph.push_back(move(Slot::normed, input_layout(st.qkv), L + " move to qkv"));
+    ph.push_back(gemv(st.qkv, WeightRef::qkv, Slot::normed, Slot::qkv));
+    ph.push_back(unary(PhaseKind::rope, Slot::qkv, Slot::qkv, L + " rope"));
+    Phase att = unary(PhaseKind::attention, Slot::qkv, Slot::attn, L + " attention");
+    att.attention = &st.attention;
+    ph.push_back(att);
+    ph.push_back(move(Slot::attn, input_layout(st.o), L + " move to o"));
+    ph.push_back(gemv(st.o, WeightRef::o, Slot::attn, Slot::proj));
+    Phase add1 = unary(PhaseKind::add, Slot::x, Slot::h, L + " residual");
+    add1.b = Slot::proj;
+    ph.push_back(add1);
+    Phase norm2 = unary(PhaseKind::rmsnorm, Slot::h, Slot::normed, L + " ffn rmsnorm");
+    norm2.gamma = Phase::Gamma::ffn_norm;
+    ph.push_back(norm2);
+    ph.push_back(move(Slot::normed, input_layout(st.gate_up), L + " move to gate_up"));
+    ph.push_back(gemv(st.gate_up, WeightRef::gate_up, Slot::normed, Slot::gate_up));
+    ph.push_back(unary(PhaseKind::silu_mul, Slot::gate_up, Slot::act, L + " silu*up"));
+    ph.push_back(move(Slot::act, input_layout(st.down), L + " move to down"));
+    ph.push_back(gemv(st.down, WeightRef::down, Slot::act, Slot::ffn));
+    ph.push_back(move(Slot::h, output_layout(st.down), L + " move residual"));
+    Phase add2 = unary(PhaseKind::add, Slot::h, Slot::out, L + " residual");
+    add2.b = Slot::ffn;
+    ph.push_back(add2);
+    sp.output = output_layout(st.down);
+    prog.stages.push_back(std::move(sp));
+  }
+  // Between stages the engine moves `out` to the next stage's input layout.
+  const HeadStage& head = pl.head;
+  StageProgram hp;
+  hp.name = "head";
+  const int home_cores = std::min(head.lm_head.p(), model.hidden_size);
+  hp.input = column_layout(head.strip.x0, 0, home_cores, model.hidden_size);
+  Phase fnorm = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, "final rmsnorm");
+  fnorm.gamma = Phase::Gamma::final_norm;
+  hp.phases.push_back(fnorm);
+  hp.phases.push_back(move(Slot::normed, input_layout(head.lm_head), "move to lm_head"));
+  hp.phases.push_back(gemv(head.lm_head, WeightRef::lm_head, Slot::normed, Slot::logits));
+  hp.phases.push_back(unary(PhaseKind::argmax, Slot::logits, Slot::logits, "argmax"));
+  hp.output = output_layout(head.lm_head);
+  prog.stages.push_back(std::move(hp));
+  return prog;
+}
+
+}  // namespace wafersim::sim

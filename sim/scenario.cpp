@@ -1,1 +1,1016 @@
-// placeholder: filled in by the walking skeleton
+// Scenario loading: YAML -> validated, resolved sim::Scenario.
+//
+// Strict in both directions (STYLE.md, "Configuration and errors"): every key
+// is checked against the schema (unknown keys are errors with a did-you-mean),
+// required keys must be present, quantities need explicit units, and
+// impossible hardware or models are reported at the line that set the value,
+// whether that line is in the scenario or in the preset file it refers to.
+#include "sim/scenario.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "sim/quantity.hpp"
+
+namespace wafersim::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string format_error(const std::string& file, int line, int column, const std::string& key_path,
+                         const std::string& what) {
+  std::string out;
+  if (!file.empty()) {
+    out += file;
+    if (line > 0) {
+      out += fmt::format(":{}", line);
+      if (column > 0) out += fmt::format(":{}", column);
+    }
+    out += ": ";
+  }
+  out += "error: ";
+  if (!key_path.empty()) out += key_path + ": ";
+  out += what;
+  return out;
+}
+
+}  // namespace
+
+ScenarioError::ScenarioError(std::string file, int line, int column, std::string key_path,
+                             const std::string& what)
+    : std::runtime_error(format_error(file, line, column, key_path, what)),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      key_path_(std::move(key_path)) {}
+
+const char* reduction_name(ReductionScheme s) {
+  switch (s) {
+    case ReductionScheme::chain:
+      return "chain";
+    case ReductionScheme::tree:
+      return "tree";
+  }
+  return "chain";
+}
+
+std::filesystem::path default_preset_dir() {
+  if (const char* env = std::getenv("WAFERSIM_PRESETS"); env != nullptr && *env != '\0') {
+    return env;
+  }
+#ifdef WAFERSIM_SCENARIO_DIR
+  return WAFERSIM_SCENARIO_DIR;
+#else
+  return "scenarios";
+#endif
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Locations and messages.
+
+// A position in a file, 1-based; line 0 means "the file as a whole".
+struct Loc {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+// yaml-cpp marks are 0-based (BUILD-NOTES.md pitfall 5).
+Loc at(const std::string& file, const YAML::Mark& m) {
+  if (m.is_null() || m.line < 0) return {file, 0, 0};
+  return {file, m.line + 1, m.column + 1};
+}
+
+[[noreturn]] void fail(const Loc& where, const std::string& key_path, const std::string& what) {
+  throw ScenarioError(where.file, where.line, where.column, key_path, what);
+}
+
+std::string join_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Levenshtein distance, ignoring case.
+std::size_t edit_distance(std::string_view a_in, std::string_view b_in) {
+  const std::string a = lower(a_in);
+  const std::string b = lower(b_in);
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "\n  did you mean 'sram'?" for the closest candidate, or "" when none is close:
+// within a third of the longer word (at least 2 edits), or one contains the other.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  const std::string w = lower(word);
+  for (const std::string& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    const std::size_t threshold = std::max<std::size_t>(2, std::max(word.size(), c.size()) / 3);
+    const std::string lc = lower(c);
+    const bool contains = std::min(w.size(), lc.size()) >= 3 &&
+                          (w.find(lc) != std::string::npos || lc.find(w) != std::string::npos);
+    if ((d <= threshold || contains) && d < best_distance) {
+      best = &c;
+      best_distance = d;
+    }
+  }
+  return best == nullptr ? std::string() : fmt::format("\n  did you mean '{}'?", *best);
+}
+
+// ---------------------------------------------------------------------------
+// YAML values with their origin.
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return n.Tag() == "!" ? fmt::format("the quoted string \"{}\"", n.Scalar())
+                            : fmt::format("'{}'", n.Scalar());
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "an undefined value";
+}
+
+// A value from a YAML file, with its key path in the resolved scenario and
+// where its key was written.
+struct Value {
+  YAML::Node node;
+  std::string file;
+  std::string path;     // e.g. "hardware.core.sram"
+  YAML::Mark key_mark;  // the key's position (the node's own for a document)
+
+  // Where the value is; for an empty value (`sram:`), where its key is.
+  Loc loc() const {
+    if (!node.IsNull()) {
+      const YAML::Mark m = node.Mark();
+      if (!m.is_null() && m.line >= 0) return at(file, m);
+    }
+    return at(file, key_mark);
+  }
+  Loc key_loc() const { return at(file, key_mark); }
+  std::string leaf() const {
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? path : path.substr(dot + 1);
+  }
+};
+
+Value document(const YAML::Node& root, const std::string& file, const std::string& path) {
+  return Value{root, file, path, root.Mark()};
+}
+
+// A mapping whose keys are checked against a fixed schema on construction:
+// not a mapping, an unknown key or a duplicate key is an error.
+class Mapping {
+ public:
+  Mapping(Value self, std::vector<std::string> keys)
+      : self_(std::move(self)), keys_(std::move(keys)) {
+    if (!self_.node.IsMap()) {
+      fail(self_.loc(), self_.path,
+           fmt::format("expected a mapping with keys {}, got {}", join_list(keys_),
+                       describe(self_.node)));
+    }
+    for (auto it = self_.node.begin(); it != self_.node.end(); ++it) {
+      const YAML::Node key = it->first;
+      const Loc key_at = at(self_.file, key.Mark());
+      if (!key.IsScalar()) {
+        fail(key_at, self_.path,
+             fmt::format("keys must be plain names, got {}; valid keys here: {}", describe(key),
+                         join_list(keys_)));
+      }
+      const std::string name = key.Scalar();
+      const std::string path = join_path(self_.path, name);
+      if (std::find(keys_.begin(), keys_.end(), name) == keys_.end()) {
+        fail(key_at, path,
+             fmt::format("unknown key '{}'; valid keys here: {}{}", name, join_list(keys_),
+                         did_you_mean(name, keys_)));
+      }
+      for (const auto& [seen, value] : entries_) {
+        if (seen == name) {
+          fail(key_at, path,
+               fmt::format("duplicate key '{}'; it was already given on line {}", name,
+                           value.key_loc().line));
+        }
+      }
+      entries_.emplace_back(name, Value{it->second, self_.file, path, key.Mark()});
+    }
+  }
+
+  const Value& self() const { return self_; }
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+  const Value& get(const std::string& key) const { return *find(key); }
+
+  // Missing keys are reported at the key that opens this mapping (line 1 for a file).
+  const Value& require(const std::string& key) const {
+    if (const Value* v = find(key)) return *v;
+    fail(self_.key_loc(), join_path(self_.path, key),
+         fmt::format("missing required key '{}'; this mapping takes {}", key, join_list(keys_)));
+  }
+
+ private:
+  const Value* find(const std::string& key) const {
+    for (const auto& [name, value] : entries_) {
+      if (name == key) return &value;
+    }
+    return nullptr;
+  }
+
+  Value self_;
+  std::vector<std::string> keys_;
+  std::vector<std::pair<std::string, Value>> entries_;
+};
+
+// ---------------------------------------------------------------------------
+// Scalar readers. Numbers must be plain (unquoted) YAML scalars.
+
+const std::string& scalar_text(const Value& v, const std::string& expected) {
+  if (!v.node.IsScalar()) {
+    fail(v.loc(), v.path, fmt::format("expected {}, got {}", expected, describe(v.node)));
+  }
+  return v.node.Scalar();
+}
+
+bool is_plain(const Value& v) {
+  return v.node.Tag() == "?";
+}
+
+std::string read_string(const Value& v, const std::string& expected = "a string") {
+  const std::string& s = scalar_text(v, expected);
+  if (s.empty()) fail(v.loc(), v.path, fmt::format("must not be empty; expected {}", expected));
+  return s;
+}
+
+std::uint64_t read_unsigned(const Value& v, std::uint64_t max, const std::string& example) {
+  const std::string expected = fmt::format("a whole number such as {}", example);
+  const std::string& s = scalar_text(v, expected);
+  if (!is_plain(v)) {
+    fail(v.loc(), v.path,
+         fmt::format("expected {}, got {}; write numbers without quotes", expected,
+                     describe(v.node)));
+  }
+  std::uint64_t value = 0;
+  const char* first = s.data();
+  const char* last = s.data() + s.size();
+  if (!s.empty() && s.front() == '-') {
+    std::uint64_t magnitude = 0;
+    const auto r = std::from_chars(first + 1, last, magnitude);
+    if (r.ec == std::errc{} && r.ptr == last && magnitude != 0) {
+      fail(v.loc(), v.path, fmt::format("cannot be negative (got {}); expected {}", s, expected));
+    }
+  }
+  const auto r = std::from_chars(first, last, value);
+  if (r.ec == std::errc::result_out_of_range ||
+      (r.ec == std::errc{} && r.ptr == last && value > max)) {
+    fail(v.loc(), v.path, fmt::format("{} is too large; at most {}", s, max));
+  }
+  if (r.ec != std::errc{} || r.ptr != last) {
+    fail(v.loc(), v.path, fmt::format("expected {}, got {}", expected, describe(v.node)));
+  }
+  return value;
+}
+
+int read_count(const Value& v, const std::string& example) {
+  return static_cast<int>(read_unsigned(v, static_cast<std::uint64_t>(INT_MAX), example));
+}
+
+double read_real(const Value& v, const std::string& example) {
+  const std::string expected = fmt::format("a number such as {}", example);
+  const std::string& s = scalar_text(v, expected);
+  double value = 0.0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (!is_plain(v) || r.ec != std::errc{} || r.ptr != s.data() + s.size() ||
+      !std::isfinite(value)) {
+    fail(v.loc(), v.path, fmt::format("expected {}, got {}", expected, describe(v.node)));
+  }
+  return value;
+}
+
+bool read_bool(const Value& v) {
+  const std::string& s = scalar_text(v, "true or false");
+  if (is_plain(v)) {
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+  }
+  fail(v.loc(), v.path, fmt::format("expected true or false, got {}", describe(v.node)));
+}
+
+template <class Parse>
+auto read_quantity(const Value& v, Parse parse, const std::string& example) {
+  if (!v.node.IsScalar()) {
+    fail(v.loc(), v.path,
+         fmt::format("expected a quantity with a unit such as {}, got {}", example,
+                     describe(v.node)));
+  }
+  try {
+    return parse(v.node.Scalar());
+  } catch (const QuantityError& e) {
+    fail(v.loc(), v.path, fmt::format("{} {}", v.leaf(), e.what()));
+  }
+}
+
+// One of a fixed set of names, e.g. a precision or a reduction scheme.
+std::string read_choice(const Value& v, const std::string& what,
+                        const std::vector<std::string>& valid) {
+  const std::string s = read_string(v, fmt::format("{}: one of {}", what, join_list(valid)));
+  if (std::find(valid.begin(), valid.end(), s) == valid.end()) {
+    fail(v.loc(), v.path,
+         fmt::format("unknown {} '{}'; valid: {}{}", what, s, join_list(valid),
+                     did_you_mean(s, valid)));
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Provenance: where each hardware/model field was last set (preset file or
+// override), so that validate() errors point at the right line.
+
+class Provenance {
+ public:
+  void note(const Value& v) { where_[v.path] = v.key_loc(); }
+
+  // The location of `path`, or of its closest parent that was set.
+  std::optional<Loc> find(std::string path) const {
+    while (!path.empty()) {
+      if (auto it = where_.find(path); it != where_.end()) return it->second;
+      const auto dot = path.rfind('.');
+      if (dot == std::string::npos) break;
+      path.resize(dot);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::map<std::string, Loc> where_;
+};
+
+// Applies the keys present in a mapping to a config struct. With `complete`
+// (a preset file or an inline description) every key is required; without it
+// (overrides on top of a preset) only the given keys are read.
+class Section {
+ public:
+  Section(const Mapping& m, bool complete, Provenance& prov)
+      : m_(m), complete_(complete), prov_(prov) {}
+
+  template <class Assign>
+  void field(const std::string& key, Assign&& assign) {
+    if (!m_.has(key)) {
+      if (complete_) m_.require(key);
+      return;
+    }
+    const Value& v = m_.get(key);
+    prov_.note(v);
+    assign(v);
+  }
+
+  template <class Assign>
+  void optional_field(const std::string& key, Assign&& assign) {
+    if (m_.has(key)) assign(m_.get(key));
+  }
+
+  template <class Body>
+  void section(const std::string& key, std::vector<std::string> keys, Body&& body) {
+    if (!m_.has(key)) {
+      if (complete_) m_.require(key);
+      return;
+    }
+    const Value& v = m_.get(key);
+    prov_.note(v);
+    const Mapping sub(v, std::move(keys));
+    Section inner(sub, complete_, prov_);
+    body(inner);
+  }
+
+ private:
+  const Mapping& m_;
+  bool complete_;
+  Provenance& prov_;
+};
+
+// ---------------------------------------------------------------------------
+// Hardware and model schemas.
+
+const std::vector<std::string> kHardwareKeys = {"name", "description", "mesh", "dies",
+                                                "core", "router",      "io"};
+const std::vector<std::string> kModelKeys = {
+    "name",         "description", "architecture", "hidden_size",   "intermediate_size",
+    "num_layers",   "num_heads",   "num_kv_heads", "head_dim",      "vocab_size",
+    "max_position", "rope_theta",  "rms_norm_eps", "tie_embeddings"};
+const std::vector<std::string> kScenarioKeys = {"name",      "hardware", "model",  "precision",
+                                                "placement", "workload", "outputs"};
+
+void apply_hardware(const Mapping& m, bool complete, fabric::WaferSpec& hw, Provenance& prov) {
+  Section s(m, complete, prov);
+  s.field("name", [&](const Value& v) { hw.name = read_string(v); });
+  s.optional_field("description", [&](const Value& v) { read_string(v); });
+  s.section("mesh", {"width", "height"}, [&](Section& mesh) {
+    mesh.field("width", [&](const Value& v) { hw.mesh_width = read_count(v, "762"); });
+    mesh.field("height", [&](const Value& v) { hw.mesh_height = read_count(v, "1176"); });
+  });
+  s.section("dies", {"x", "y"}, [&](Section& dies) {
+    dies.field("x", [&](const Value& v) { hw.dies_x = read_count(v, "7"); });
+    dies.field("y", [&](const Value& v) { hw.dies_y = read_count(v, "12"); });
+  });
+  s.section("core",
+            {"clock", "sram", "simd_lanes_16bit", "simd_lanes_32bit", "sram_read_bandwidth",
+             "task_overhead"},
+            [&](Section& core) {
+              core.field("clock", [&](const Value& v) {
+                hw.clock_hz = read_quantity(v, parse_frequency, "1.1 GHz");
+              });
+              core.field("sram", [&](const Value& v) {
+                hw.sram_per_core = read_quantity(v, parse_size, "48 KiB");
+              });
+              core.field("simd_lanes_16bit",
+                         [&](const Value& v) { hw.simd_lanes_16bit = read_count(v, "8"); });
+              core.field("simd_lanes_32bit",
+                         [&](const Value& v) { hw.simd_lanes_32bit = read_count(v, "4"); });
+              core.field("sram_read_bandwidth", [&](const Value& v) {
+                hw.sram_read_bytes_per_cycle =
+                    read_quantity(v, parse_bytes_per_cycle, "16 B/cycle");
+              });
+              core.field("task_overhead", [&](const Value& v) {
+                hw.task_overhead = read_quantity(v, parse_cycles, "20 cycles");
+              });
+            });
+  s.section("router", {"hop_latency", "link_bandwidth", "virtual_channels", "reduce_hop_overhead"},
+            [&](Section& router) {
+              router.field("hop_latency", [&](const Value& v) {
+                hw.hop_latency = read_quantity(v, parse_cycles, "1 cycle");
+              });
+              router.field("link_bandwidth", [&](const Value& v) {
+                hw.link_bytes_per_cycle = read_quantity(v, parse_bytes_per_cycle, "32 bit/cycle");
+              });
+              router.field("virtual_channels",
+                           [&](const Value& v) { hw.virtual_channels = read_count(v, "24"); });
+              router.field("reduce_hop_overhead", [&](const Value& v) {
+                hw.reduce_hop_overhead = read_quantity(v, parse_cycles, "2 cycles");
+              });
+            });
+  s.section("io", {"bandwidth", "latency"}, [&](Section& io) {
+    io.field("bandwidth", [&](const Value& v) {
+      hw.io_bandwidth_bytes_per_s = read_quantity(v, parse_data_rate, "1200 Gbit/s");
+    });
+    io.field("latency",
+             [&](const Value& v) { hw.io_latency_s = read_quantity(v, parse_duration, "1 us"); });
+  });
+}
+
+void apply_model(const Mapping& m, bool complete, models::ModelConfig& model, Provenance& prov) {
+  Section s(m, complete, prov);
+  s.field("name", [&](const Value& v) { model.name = read_string(v); });
+  s.optional_field("description", [&](const Value& v) { read_string(v); });
+  s.field("architecture", [&](const Value& v) {
+    read_choice(v, "architecture", {"llama"});
+    model.architecture = models::Architecture::llama;
+  });
+  s.field("hidden_size", [&](const Value& v) { model.hidden_size = read_count(v, "4096"); });
+  s.field("intermediate_size",
+          [&](const Value& v) { model.intermediate_size = read_count(v, "14336"); });
+  s.field("num_layers", [&](const Value& v) { model.num_layers = read_count(v, "32"); });
+  s.field("num_heads", [&](const Value& v) { model.num_heads = read_count(v, "32"); });
+  s.field("num_kv_heads", [&](const Value& v) { model.num_kv_heads = read_count(v, "8"); });
+  s.field("head_dim", [&](const Value& v) { model.head_dim = read_count(v, "128"); });
+  s.field("vocab_size", [&](const Value& v) { model.vocab_size = read_count(v, "128256"); });
+  s.field("max_position", [&](const Value& v) { model.max_position = read_count(v, "131072"); });
+  s.field("rope_theta", [&](const Value& v) { model.rope_theta = read_real(v, "500000.0"); });
+  s.field("rms_norm_eps", [&](const Value& v) { model.rms_norm_eps = read_real(v, "1.0e-5"); });
+  s.field("tie_embeddings", [&](const Value& v) { model.tie_embeddings = read_bool(v); });
+}
+
+// ---------------------------------------------------------------------------
+// Files and presets.
+
+YAML::Node parse_file(const fs::path& path) {
+  const std::string shown = path.string();
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail({shown, 0, 0}, "", "is a folder; expected a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail({shown, 0, 0}, "", fmt::format("cannot open file: {}", std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return YAML::Load(text.str());
+  } catch (const YAML::Exception& e) {
+    fail(at(shown, e.mark), "",
+         fmt::format("invalid YAML: {}; check the indentation, brackets and quotes here", e.msg));
+  }
+}
+
+// Names of the presets of one kind: the *.yaml files of <preset_dir>/<folder>.
+std::vector<std::string> preset_names(const fs::path& folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".yaml" && it->is_regular_file(ec)) {
+      names.push_back(it->path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_preset_name(const std::string& s) {
+  if (s.empty() || s.front() == '.') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// <preset_dir>/<folder>/<name>.yaml, or an error at `where` listing the presets there.
+fs::path find_preset(const std::string& kind, const std::string& folder, const std::string& name,
+                     const fs::path& preset_dir, const Loc& where, const std::string& key_path) {
+  const fs::path dir = preset_dir / folder;
+  const fs::path file = dir / (name + ".yaml");
+  std::error_code ec;
+  if (is_preset_name(name) && fs::is_regular_file(file, ec)) return file;
+  const std::vector<std::string> names = preset_names(dir);
+  if (names.empty()) {
+    fail(where, key_path,
+         fmt::format("unknown {} preset '{}'; no presets found in {}", kind, name, dir.string()));
+  }
+  fail(where, key_path,
+       fmt::format("unknown {} preset '{}'; available presets: {}{}", kind, name, join_list(names),
+                   did_you_mean(name, names)));
+}
+
+// Reads a preset file as a complete description. `root_path` is the key path
+// its contents get in error messages ("hardware" inside a scenario, "" alone).
+template <class Config, class Apply>
+Config read_preset_file(const fs::path& file, const std::string& expected_name,
+                        const std::string& root_path, const std::vector<std::string>& keys,
+                        Apply apply, Provenance& prov) {
+  const std::string shown = file.string();
+  const YAML::Node root = parse_file(file);
+  if (root.IsNull()) {
+    fail({shown, 0, 0}, root_path,
+         fmt::format("the preset file is empty; expected a mapping with keys {}", join_list(keys)));
+  }
+  const Mapping m(document(root, shown, root_path), keys);
+  Config config;
+  apply(m, /*complete=*/true, config, prov);
+  const Value& name = m.get("name");
+  if (read_string(name) != expected_name) {
+    fail(name.loc(), name.path,
+         fmt::format("preset name '{}' does not match its file name '{}.yaml'; presets are looked "
+                     "up by file name, so the two must agree",
+                     name.node.Scalar(), expected_name));
+  }
+  return config;
+}
+
+void validate_hardware(const fabric::WaferSpec& hw, const std::string& root_path,
+                       const Provenance& prov, const Loc& fallback) {
+  try {
+    hw.validate();
+  } catch (const fabric::SpecError& e) {
+    const std::string path = join_path(root_path, e.field());
+    fail(prov.find(path).value_or(fallback), path, e.what());
+  }
+}
+
+void validate_model(const models::ModelConfig& model, const std::string& root_path,
+                    const Provenance& prov, const Loc& fallback) {
+  try {
+    model.validate();
+  } catch (const models::ConfigError& e) {
+    const std::string path = join_path(root_path, e.field());
+    fail(prov.find(path).value_or(fallback), path, e.what());
+  }
+}
+
+// What one kind of preset needs to be resolved from a scenario.
+template <class Config>
+struct PresetKind {
+  std::string kind;    // "hardware" / "model", for messages
+  std::string folder;  // "hardware" / "models"
+  std::string example;
+  const std::vector<std::string>& keys;
+  void (*apply)(const Mapping&, bool, Config&, Provenance&);
+  void (*validate)(const Config&, const std::string&, const Provenance&, const Loc&);
+};
+
+const PresetKind<fabric::WaferSpec>& hardware_kind() {
+  static const PresetKind<fabric::WaferSpec> k{"hardware",    "hardware",     "wse3",
+                                               kHardwareKeys, apply_hardware, validate_hardware};
+  return k;
+}
+
+const PresetKind<models::ModelConfig>& model_kind() {
+  static const PresetKind<models::ModelConfig> k{"model",    "models",    "tiny-llama",
+                                                 kModelKeys, apply_model, validate_model};
+  return k;
+}
+
+template <class Config>
+Config load_preset(const PresetKind<Config>& kind, const std::string& name,
+                   const fs::path& preset_dir) {
+  const fs::path file = find_preset(kind.kind, kind.folder, name, preset_dir,
+                                    Loc{(preset_dir / kind.folder).string(), 0, 0}, "");
+  Provenance prov;
+  Config config = read_preset_file<Config>(file, name, "", kind.keys, kind.apply, prov);
+  kind.validate(config, "", prov, Loc{file.string(), 1, 1});
+  return config;
+}
+
+// A scenario's `hardware:` or `model:` value: a preset name, a preset with
+// overrides ({preset: NAME, ...}), or a complete inline description.
+template <class Config>
+Config resolve(const PresetKind<Config>& kind, const Value& v, const fs::path& preset_dir,
+               std::string& preset_name) {
+  Provenance prov;
+  Config config;
+  auto from_preset = [&](const Value& name_value) {
+    const std::string name = read_string(
+        name_value, fmt::format("a {} preset name such as {}", kind.kind, kind.example));
+    const fs::path file =
+        find_preset(kind.kind, kind.folder, name, preset_dir, name_value.loc(), name_value.path);
+    config = read_preset_file<Config>(file, name, v.path, kind.keys, kind.apply, prov);
+    preset_name = name;
+  };
+  if (v.node.IsScalar()) {
+    from_preset(v);
+  } else if (v.node.IsMap()) {
+    std::vector<std::string> keys = kind.keys;
+    keys.insert(keys.begin(), "preset");
+    const Mapping m(v, keys);
+    if (m.has("preset")) {
+      from_preset(m.get("preset"));
+      kind.apply(m, /*complete=*/false, config, prov);
+    } else {
+      kind.apply(m, /*complete=*/true, config, prov);
+      preset_name = "inline";
+    }
+  } else {
+    fail(v.loc(), v.path,
+         fmt::format("expected a {} preset name (e.g. {}) or a mapping, got {}", kind.kind,
+                     kind.example, describe(v.node)));
+  }
+  kind.validate(config, v.path, prov, v.key_loc());
+  return config;
+}
+
+// ---------------------------------------------------------------------------
+// Placement, workload, outputs.
+
+void read_placement(const Value& v, PlacementOptions& placement) {
+  const Mapping m(v, {"strategy", "reduction"});
+  if (m.has("strategy")) {
+    placement.strategy = read_choice(m.get("strategy"), "placement strategy", {"layer-rectangles"});
+  }
+  if (m.has("reduction")) {
+    const std::string r = read_choice(m.get("reduction"), "reduction scheme", {"chain", "tree"});
+    placement.reduction = r == "tree" ? ReductionScheme::tree : ReductionScheme::chain;
+  }
+}
+
+// SplitMix64 (Steele, Lea, Flood 2014): the generator behind prompt_tokens.
+// Its whole definition is here, so ids do not depend on the standard library.
+std::uint64_t splitmix64(std::uint64_t& state) {
+  state += 0x9E3779B97F4A7C15ull;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Prompt ids drawn from `seed`: the generator starts at seed XOR "prompt" (in
+// ASCII) so that the prompt stream differs from anything else seeded with the
+// same number; each draw maps to [0, vocab) by multiply-high (no modulo bias
+// beyond 2^-64).
+std::vector<std::int32_t> draw_prompt(int count, int vocab, std::uint64_t seed) {
+  constexpr std::uint64_t kPromptStream = 0x70726F6D7074ull;  // "prompt"
+  std::uint64_t state = seed ^ kPromptStream;
+  std::vector<std::int32_t> ids;
+  ids.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const unsigned __int128 wide =
+        static_cast<unsigned __int128>(splitmix64(state)) * static_cast<unsigned>(vocab);
+    ids.push_back(static_cast<std::int32_t>(wide >> 64));
+  }
+  return ids;
+}
+
+void read_workload(const Value& v, const models::ModelConfig& model, Workload& w) {
+  const Mapping m(v, {"prompt_ids", "prompt_tokens", "generate_tokens", "seed"});
+  const bool explicit_ids = m.has("prompt_ids");
+  if (explicit_ids && m.has("prompt_tokens")) {
+    const Value& count = m.get("prompt_tokens");
+    fail(count.key_loc(), count.path,
+         "give either prompt_ids (explicit token ids) or prompt_tokens (a count of ids drawn "
+         "from the seed), not both");
+  }
+  if (!explicit_ids && !m.has("prompt_tokens")) {
+    fail(v.key_loc(), join_path(v.path, "prompt_tokens"),
+         "missing the prompt; give prompt_tokens (a count, e.g. prompt_tokens: 8) or prompt_ids "
+         "(e.g. prompt_ids: [1, 2, 3])");
+  }
+  if (m.has("seed")) w.seed = read_unsigned(m.get("seed"), UINT64_MAX, "42");
+
+  const Value& generate = m.require("generate_tokens");
+  w.generate_tokens = read_count(generate, "16");
+  if (w.generate_tokens < 1) {
+    fail(generate.loc(), generate.path, "must be at least 1 (the number of tokens to decode)");
+  }
+
+  // The prompt: its length first, so that an absurd count fails before any drawing.
+  const Value& prompt = m.get(explicit_ids ? "prompt_ids" : "prompt_tokens");
+  std::vector<Value> id_values;
+  long long prompt_length = 0;
+  if (explicit_ids) {
+    if (!prompt.node.IsSequence()) {
+      fail(prompt.loc(), prompt.path,
+           fmt::format("expected a list of token ids such as [1, 2, 3], got {}",
+                       describe(prompt.node)));
+    }
+    std::size_t i = 0;
+    for (auto it = prompt.node.begin(); it != prompt.node.end(); ++it, ++i) {
+      id_values.push_back(
+          Value{*it, prompt.file, fmt::format("{}[{}]", prompt.path, i), it->Mark()});
+    }
+    prompt_length = static_cast<long long>(id_values.size());
+    if (prompt_length == 0) {
+      fail(prompt.loc(), prompt.path, "needs at least one token id, e.g. [1, 2, 3]");
+    }
+  } else {
+    prompt_length = read_count(prompt, "8");
+    if (prompt_length < 1) fail(prompt.loc(), prompt.path, "must be at least 1 token");
+  }
+
+  const long long total = prompt_length + w.generate_tokens;
+  if (total > model.max_position) {
+    const std::string sum = fmt::format(
+        "the prompt ({} tokens) + generate_tokens ({}) = {} tokens, more than "
+        "max_position {} of model {}",
+        prompt_length, w.generate_tokens, total, model.max_position, model.name);
+    if (prompt_length >= model.max_position) {
+      fail(prompt.loc(), prompt.path,
+           fmt::format("{}; the prompt must be shorter than {} tokens", sum, model.max_position));
+    }
+    fail(generate.loc(), generate.path,
+         fmt::format("{}; with this prompt generate_tokens can be at most {}", sum,
+                     model.max_position - prompt_length));
+  }
+
+  if (explicit_ids) {
+    w.prompt_ids.clear();
+    for (const Value& id_value : id_values) {
+      const int id = read_count(id_value, "42");
+      if (id >= model.vocab_size) {
+        fail(id_value.loc(), id_value.path,
+             fmt::format("token id {} is out of range; ids must be in [0, {}) for model {} "
+                         "(vocab_size {})",
+                         id, model.vocab_size, model.name, model.vocab_size));
+      }
+      w.prompt_ids.push_back(id);
+    }
+  } else {
+    w.prompt_ids = draw_prompt(static_cast<int>(prompt_length), model.vocab_size, w.seed);
+  }
+}
+
+void read_outputs(const Value& v, Outputs& outputs) {
+  const Mapping m(v, {"results", "functional"});
+  if (m.has("results")) {
+    outputs.results = read_string(m.get("results"), "a file path such as out/run.h5");
+  }
+  if (m.has("functional")) outputs.functional = read_bool(m.get("functional"));
+}
+
+// ---------------------------------------------------------------------------
+// The resolved scenario, as YAML that load_scenario() reads back to an equal Scenario.
+
+bool yaml_reserved(const std::string& s) {
+  static const std::array<std::string_view, 11> kWords = {
+      "true", "false", "null", "yes", "no", "on", "off", "y", "n", "~", "nan"};
+  const std::string l = lower(s);
+  return std::find(kWords.begin(), kWords.end(), l) != kWords.end();
+}
+
+// A string as a YAML scalar: plain when that is unambiguous, double-quoted otherwise.
+std::string yaml_string(const std::string& s) {
+  const bool plain = !s.empty() &&
+                     (std::isalpha(static_cast<unsigned char>(s.front())) || s.front() == '_') &&
+                     std::all_of(s.begin(), s.end(),
+                                 [](char c) {
+                                   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                                          c == '-' || c == '.' || c == '/';
+                                 }) &&
+                     !yaml_reserved(s);
+  if (plain) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// The shortest decimal that reads back as `v`, always with a '.' or an
+// exponent: fixed notation for everyday magnitudes ("500000.0"), scientific
+// for tiny or huge ones ("1e-05").
+std::string yaml_real(double v) {
+  std::array<char, 400> buf{};
+  const double magnitude = std::fabs(v);
+  const auto format = (magnitude == 0.0 || (magnitude >= 1e-4 && magnitude < 1e16))
+                          ? std::chars_format::fixed
+                          : std::chars_format::scientific;
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v, format);
+  std::string s(buf.data(), r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string one_line(std::string s) {
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  return s;
+}
+
+std::string emit_resolved(const Scenario& s) {
+  const fabric::WaferSpec& h = s.hardware;
+  const models::ModelConfig& m = s.model;
+  std::string o;
+  o += "# Fully resolved scenario written by wafersim: presets expanded, defaults filled.\n";
+  o += "# Loading this file reproduces the run.\n";
+  o += fmt::format("# Source: {} (hardware preset: {}, model preset: {})\n",
+                   one_line(s.source_file), s.hardware_preset, s.model_preset);
+  o += fmt::format("name: {}\n", yaml_string(s.name));
+
+  o += "hardware:\n";
+  o += fmt::format("  name: {}\n", yaml_string(h.name));
+  o += fmt::format("  mesh:\n    width: {}\n    height: {}\n", h.mesh_width, h.mesh_height);
+  o += fmt::format("  dies:\n    x: {}\n    y: {}\n", h.dies_x, h.dies_y);
+  o += "  core:\n";
+  o += fmt::format("    clock: {}\n", format_frequency(h.clock_hz));
+  o += fmt::format("    sram: {}\n", format_size(h.sram_per_core));
+  o += fmt::format("    simd_lanes_16bit: {}\n", h.simd_lanes_16bit);
+  o += fmt::format("    simd_lanes_32bit: {}\n", h.simd_lanes_32bit);
+  o += fmt::format("    sram_read_bandwidth: {}\n",
+                   format_bytes_per_cycle(h.sram_read_bytes_per_cycle));
+  o += fmt::format("    task_overhead: {}\n", format_cycles(h.task_overhead));
+  o += "  router:\n";
+  o += fmt::format("    hop_latency: {}\n", format_cycles(h.hop_latency));
+  o += fmt::format("    link_bandwidth: {}\n", format_bits_per_cycle(h.link_bytes_per_cycle));
+  o += fmt::format("    virtual_channels: {}\n", h.virtual_channels);
+  o += fmt::format("    reduce_hop_overhead: {}\n", format_cycles(h.reduce_hop_overhead));
+  o += "  io:\n";
+  o += fmt::format("    bandwidth: {}\n", format_data_rate(h.io_bandwidth_bytes_per_s));
+  o += fmt::format("    latency: {}\n", format_duration(h.io_latency_s));
+
+  o += "model:\n";
+  o += fmt::format("  name: {}\n", yaml_string(m.name));
+  o += "  architecture: llama\n";
+  o += fmt::format("  hidden_size: {}\n", m.hidden_size);
+  o += fmt::format("  intermediate_size: {}\n", m.intermediate_size);
+  o += fmt::format("  num_layers: {}\n", m.num_layers);
+  o += fmt::format("  num_heads: {}\n", m.num_heads);
+  o += fmt::format("  num_kv_heads: {}\n", m.num_kv_heads);
+  o += fmt::format("  head_dim: {}\n", m.head_dim);
+  o += fmt::format("  vocab_size: {}\n", m.vocab_size);
+  o += fmt::format("  max_position: {}\n", m.max_position);
+  o += fmt::format("  rope_theta: {}\n", yaml_real(m.rope_theta));
+  o += fmt::format("  rms_norm_eps: {}\n", yaml_real(m.rms_norm_eps));
+  o += fmt::format("  tie_embeddings: {}\n", m.tie_embeddings ? "true" : "false");
+
+  o += fmt::format("precision: {}\n", models::dtype_name(s.precision));
+  o += "placement:\n";
+  o += fmt::format("  strategy: {}\n", yaml_string(s.placement.strategy));
+  o += fmt::format("  reduction: {}\n", reduction_name(s.placement.reduction));
+
+  o += "workload:\n";
+  // A flow list, wrapped so that long prompts stay readable.
+  std::string ids = "  prompt_ids: [";
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < s.workload.prompt_ids.size(); ++i) {
+    std::string item = std::to_string(s.workload.prompt_ids[i]);
+    if (i + 1 < s.workload.prompt_ids.size()) item += ",";
+    if (i > 0) {
+      if (ids.size() - line_start + 1 + item.size() > 96) {
+        ids += "\n    ";
+        line_start = ids.size() - 4;
+      } else {
+        ids += " ";
+      }
+    }
+    ids += item;
+  }
+  o += ids + "]\n";
+  o += fmt::format("  generate_tokens: {}\n", s.workload.generate_tokens);
+  o += fmt::format("  seed: {}\n", s.workload.seed);
+
+  o += "outputs:\n";
+  if (s.outputs.results) o += fmt::format("  results: {}\n", yaml_string(*s.outputs.results));
+  o += fmt::format("  functional: {}\n", s.outputs.functional ? "true" : "false");
+  return o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+fabric::WaferSpec load_hardware_preset(const std::string& name, const fs::path& preset_dir) {
+  return load_preset(hardware_kind(), name, preset_dir);
+}
+
+models::ModelConfig load_model_preset(const std::string& name, const fs::path& preset_dir) {
+  return load_preset(model_kind(), name, preset_dir);
+}
+
+Scenario load_scenario(const fs::path& file, const fs::path& preset_dir) {
+  const std::string shown = file.string();
+  const YAML::Node root = parse_file(file);
+  if (root.IsNull()) {
+    fail({shown, 0, 0}, "",
+         "the file is empty; a scenario needs at least name, hardware, model and workload");
+  }
+  const Mapping top(document(root, shown, ""), kScenarioKeys);
+
+  Scenario s;
+  s.source_file = shown;
+  s.name = read_string(top.require("name"), "a scenario name");
+  s.hardware = resolve(hardware_kind(), top.require("hardware"), preset_dir, s.hardware_preset);
+  s.model = resolve(model_kind(), top.require("model"), preset_dir, s.model_preset);
+  if (top.has("precision")) {
+    s.precision = models::parse_dtype(
+        read_choice(top.get("precision"), "precision", {"fp32", "fp16", "bf16"}));
+  }
+  if (top.has("placement")) read_placement(top.get("placement"), s.placement);
+  read_workload(top.require("workload"), s.model, s.workload);
+  if (top.has("outputs")) read_outputs(top.get("outputs"), s.outputs);
+  s.resolved_yaml = emit_resolved(s);
+  return s;
+}
+
+}  // namespace wafersim::sim

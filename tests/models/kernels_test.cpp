@@ -1,1 +1,237 @@
+#include "models/kernels.hpp"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "models/rng.hpp"
+
+namespace wafersim::models {
+namespace {
+
+TEST(GemvTile, HandComputed3x4) {
+  Matrix w(3, 4);
+  const float values[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) w(i, j) = values[i][j];
+  const std::vector<float> x = {1, 0, -1, 2};
+  std::vector<float> y(3, 99.0f);  // overwritten, not accumulated into
+  gemv_tile(w.view(), x, y);
+  EXPECT_EQ(y, (std::vector<float>{1 - 3 + 8, 5 - 7 + 16, 9 - 11 + 24}));
+}
+
+TEST(GemvTile, ThroughAViewOfARectangle) {
+  Matrix w(4, 6);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) w(i, j) = static_cast<float>(10 * i + j);
+  // Rows 1..2, cols 3..4: [[13, 14], [23, 24]].
+  const std::vector<float> x = {2, -1};
+  std::vector<float> y(2);
+  gemv_tile(w.view(1, 2, 3, 2), x, y);
+  EXPECT_EQ(y[0], 26.0f - 14.0f);
+  EXPECT_EQ(y[1], 46.0f - 24.0f);
+}
+
+TEST(GemvTile, AddsInIncreasingColumnOrder) {
+  // In fp32, ((0 + 1e8) + 1) - 1e8 + 1 = 1 exactly: the first +1 is absorbed.
+  // Pairwise or reversed orders give 0 or 2, so this pins the order, for rows
+  // in the unrolled blocks of four and in the remainder.
+  Matrix w(5, 4);
+  for (int i = 0; i < 5; ++i) {
+    w(i, 0) = 1e8f;
+    w(i, 1) = 1.0f;
+    w(i, 2) = -1e8f;
+    w(i, 3) = 1.0f;
+  }
+  const std::vector<float> x = {1, 1, 1, 1};
+  std::vector<float> y(5);
+  gemv_tile(w.view(), x, y);
+  for (float v : y) EXPECT_EQ(v, 1.0f);
+}
+
+TEST(GemvTile, RejectsMismatchedSizes) {
+  Matrix w(3, 4);
+  std::vector<float> x(3), y(3);
+  EXPECT_THROW(gemv_tile(w.view(), x, y), std::invalid_argument);
+  std::vector<float> x4(4), y2(2);
+  EXPECT_THROW(gemv_tile(w.view(), x4, y2), std::invalid_argument);
+}
+
+TEST(RmsNorm, HandVector) {
+  const std::vector<float> x = {1, 2, 3, 4};
+  const std::vector<float> gamma = {1, 0.5f, 2, 1};
+  EXPECT_EQ(sum_of_squares(x), 30.0f);
+  std::vector<float> out(4);
+  rmsnorm(x, gamma, 0.0f, out);
+  const double inv = 1.0 / std::sqrt(30.0 / 4.0);  // rms = sqrt(7.5)
+  EXPECT_NEAR(out[0], 1 * inv * 1, 1e-6);
+  EXPECT_NEAR(out[1], 2 * inv * 0.5, 1e-6);
+  EXPECT_NEAR(out[2], 3 * inv * 2, 1e-6);
+  EXPECT_NEAR(out[3], 4 * inv * 1, 1e-6);
+  // eps matters when the vector is small.
+  const std::vector<float> small = {1e-3f, 0, 0, 0};
+  rmsnorm(small, std::vector<float>(4, 1.0f), 1e-6f, out);
+  EXPECT_NEAR(out[0], 1e-3 / std::sqrt(1e-6 / 4 + 1e-6), 1e-6);
+}
+
+TEST(RmsNorm, SplitSumOfSquaresMatchesTheWhole) {
+  const std::vector<float> x = {0.5f, -1.5f, 2.0f, 3.0f, -0.25f, 1.0f};
+  const std::vector<float> gamma = {1, 1, 1, 2, 2, 2};
+  std::vector<float> whole(6);
+  rmsnorm(x, gamma, 1e-5f, whole);
+  const std::span<const float> xs(x);
+  const float ss =
+      sum_of_squares(xs.subspan(0, 3)) + sum_of_squares(xs.subspan(3, 3));  // exact here
+  std::vector<float> part(3);
+  rmsnorm_apply(xs.subspan(3, 3), ss, 6, std::span<const float>(gamma).subspan(3, 3), 1e-5f, part);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(part[i], whole[3 + i]);
+}
+
+TEST(Rope, HandComputedPosition1) {
+  // head_dim 4, theta 10000: pair (0, 2) has inv_freq 1, pair (1, 3) has
+  // inv_freq 10000^(-1/2) = 0.01. At position 1 the angles are 1 and 0.01.
+  std::vector<float> head = {1, 2, 3, 4};
+  rope_apply(head, 1, 10000.0);
+  const double c1 = 0.5403023058681398, s1 = 0.8414709848078965;
+  const double c2 = 0.9999500004166653, s2 = 0.009999833334166664;
+  EXPECT_NEAR(head[0], 1 * c1 - 3 * s1, 1e-6);
+  EXPECT_NEAR(head[2], 3 * c1 + 1 * s1, 1e-6);
+  EXPECT_NEAR(head[1], 2 * c2 - 4 * s2, 1e-6);
+  EXPECT_NEAR(head[3], 4 * c2 + 2 * s2, 1e-6);
+}
+
+TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
+  std::vector<float> head = {0.3f, -1.2f, 2.5f, 0.7f, -0.1f, 4.0f};
+  const std::vector<float> before = head;
+  rope_apply(head, 0, 10000.0);
+  EXPECT_EQ(head, before);
+  rope_apply(head, 77, 500000.0);
+  for (int i = 0; i < 3; ++i) {
+    const double n0 = std::hypot(before[i], before[i + 3]);
+    const double n1 = std::hypot(head[i], head[i + 3]);
+    EXPECT_NEAR(n1, n0, 1e-5);
+  }
+  EXPECT_NE(head, before);
+  std::vector<float> odd(3);
+  EXPECT_THROW(rope_apply(odd, 1, 10000.0), std::invalid_argument);
+}
+
+// Plain softmax attention in double, written independently of the kernels.
+std::vector<double> softmax_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                      const std::vector<float>& v, int n, int d, double scale) {
+  std::vector<double> s(n);
+  double m = -1e300;
+  for (int t = 0; t < n; ++t) {
+    double dot = 0;
+    for (int i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * k[t * d + i];
+    s[t] = scale * dot;
+    m = std::max(m, s[t]);
+  }
+  double z = 0;
+  for (int t = 0; t < n; ++t) z += std::exp(s[t] - m);
+  std::vector<double> out(d, 0.0);
+  for (int t = 0; t < n; ++t)
+    for (int i = 0; i < d; ++i) out[i] += std::exp(s[t] - m) / z * v[t * d + i];
+  return out;
+}
+
+class AttentionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Xoshiro256StarStar rng(2024);
+    q.resize(d);
+    k.resize(n * d);
+    v.resize(n * d);
+    for (float& x : q) x = 2.0f * rng.uniform_pm1();
+    for (float& x : k) x = 2.0f * rng.uniform_pm1();
+    for (float& x : v) x = rng.uniform_pm1();
+    expected = softmax_attention(q, k, v, n, d, scale);
+  }
+  AttentionPartial part(int from, int count) const {
+    return attention_partial(q, k.data() + from * d, v.data() + from * d, count, d, scale);
+  }
+  void expect_matches(const AttentionPartial& p) const {
+    std::vector<float> out(d);
+    attention_finalize(p, out);
+    for (int i = 0; i < d; ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << "dim " << i;
+  }
+  static constexpr int n = 11;
+  static constexpr int d = 8;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::vector<float> q, k, v;
+  std::vector<double> expected;
+};
+
+TEST_F(AttentionTest, UnsplitMatchesSoftmax) {
+  expect_matches(part(0, n));
+}
+
+TEST_F(AttentionTest, SplitAndCombinedMatchesSoftmax) {
+  expect_matches(combine(part(0, 4), part(4, 7)));
+  expect_matches(combine(part(0, 1), part(1, 10)));
+  // Three slices, combined as a chain and as a tree.
+  expect_matches(combine(combine(part(0, 3), part(3, 5)), part(8, 3)));
+  expect_matches(combine(part(0, 3), combine(part(3, 5), part(8, 3))));
+}
+
+TEST_F(AttentionTest, EmptyPartialIsTheIdentity) {
+  const AttentionPartial empty = part(0, 0);
+  EXPECT_EQ(empty.max, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(empty.sum, 0.0f);
+  EXPECT_EQ(empty.acc, std::vector<float>(d, 0.0f));
+  const AttentionPartial whole = part(0, n);
+  const AttentionPartial left = combine(empty, whole);
+  const AttentionPartial right = combine(whole, empty);
+  EXPECT_EQ(left.max, whole.max);
+  EXPECT_EQ(left.sum, whole.sum);
+  EXPECT_EQ(left.acc, whole.acc);
+  EXPECT_EQ(right.acc, whole.acc);
+  expect_matches(combine(combine(empty, part(0, 5)), combine(part(5, 6), empty)));
+  std::vector<float> out(d);
+  EXPECT_THROW(attention_finalize(combine(empty, empty), out), std::invalid_argument);
+}
+
+TEST(Attention, PartialOfOnePositionIsItsValue) {
+  const std::vector<float> q = {1, 2};
+  const std::vector<float> k = {3, -1};
+  const std::vector<float> v = {0.25f, -4.0f};
+  const AttentionPartial p = attention_partial(q, k.data(), v.data(), 1, 2, 0.5f);
+  EXPECT_EQ(p.max, 0.5f);  // 0.5 * (3 - 2)
+  EXPECT_EQ(p.sum, 1.0f);
+  EXPECT_EQ(p.acc, v);
+}
+
+TEST(Activations, SiluMulHandValues) {
+  const std::vector<float> gate = {0, 1, -2};
+  const std::vector<float> up = {2, 3, 4};
+  std::vector<float> out(3);
+  silu_mul(gate, up, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_NEAR(out[1], 3.0 / (1.0 + 0.36787944117144233), 1e-6);  // 1 * sigmoid(1) * 3
+  EXPECT_NEAR(out[2], -8.0 / (1.0 + 7.38905609893065), 1e-6);    // -2 * sigmoid(-2) * 4
+}
+
+TEST(Activations, AddInplace) {
+  std::vector<float> acc = {1, 2, 3};
+  add_inplace(acc, std::vector<float>{0.5f, -2, 10});
+  EXPECT_EQ(acc, (std::vector<float>{1.5f, 0, 13}));
+  std::vector<float> shorter(2);
+  EXPECT_THROW(add_inplace(acc, shorter), std::invalid_argument);
+}
+
+TEST(Argmax, LowestIndexWinsTies) {
+  EXPECT_EQ(argmax(std::vector<float>{1, 3, 3, 2}), 1);
+  EXPECT_EQ(argmax(std::vector<float>{-1, -1}), 0);
+  EXPECT_EQ(argmax(std::vector<float>{5}), 0);
+  EXPECT_EQ(argmax(std::vector<float>{0, 1, 2, 7, 7, 7}), 3);
+  EXPECT_EQ(argmax(std::vector<float>{-INFINITY, -5}), 1);
+  EXPECT_EQ(argmax(std::vector<float>{NAN, 1, 2}), 2);
+  EXPECT_EQ(argmax(std::vector<float>{1, NAN, 2}), 2);
+  EXPECT_THROW(argmax(std::vector<float>{}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace wafersim::models

@@ -1,0 +1,98 @@
+// Placement: where every weight tile, KV-cache slice and activation buffer of
+// the model sits on the mesh. Pure C++ (no SystemC): placement is computed,
+// checked against per-core SRAM, and then lowered to a program.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fabric/collectives.hpp"
+#include "fabric/fabric.hpp"
+#include "models/model_config.hpp"
+
+namespace wafersim::sim {
+
+// Balanced split of n items into k blocks: block i is [begin(i), begin(i+1)).
+inline int block_begin(int n, int k, int i) { return static_cast<int>(static_cast<std::int64_t>(n) * i / k); }
+
+// A weight matrix W [out][in] tiled over rect: core (x0+q, y0+p) holds the
+// tile of out rows block p and in columns block q. Input chunk q is multicast
+// down column q; partial sums of row p are reduced west to the root (x0, y0+p).
+struct MatrixPlacement {
+  std::string name;  // e.g. "layer 3 qkv"
+  int out_features = 0;
+  int in_features = 0;
+  fabric::Rect rect;  // P = rect.height, Q = rect.width
+  fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  // Output rows are split in whole groups of this many rows (2 for the
+  // interleaved gate/up matrix, so each root holds whole gate/up pairs).
+  int row_granule = 1;
+
+  int p() const { return rect.height; }
+  int q() const { return rect.width; }
+  int row_begin(int pi) const { return row_granule * block_begin(out_features / row_granule, p(), pi); }
+  int col_begin(int qi) const { return block_begin(in_features, q(), qi); }
+  Coord core(int pi, int qi) const { return Coord{rect.x0 + qi, rect.y0 + pi}; }
+  Coord root(int pi) const { return core(pi, 0); }
+  std::uint64_t max_tile_elements() const;
+};
+
+// The KV cache of every kv head of one layer: kv head h owns a vertical
+// segment of `segment_length` cores; position t is cached on core
+// (t mod segment_length) of the segment. Partial attention results are
+// reduced up the segment to its first core.
+struct AttentionPlacement {
+  fabric::Rect rect;
+  int num_kv_heads = 0;
+  int segment_length = 0;       // cores per kv head
+  int segments_per_column = 0;  // kv heads stacked in one column
+  fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  int max_positions_per_core = 0;  // KV slots reserved per core
+
+  Coord segment_core(int kv_head, int i) const {
+    return Coord{rect.x0 + kv_head / segments_per_column,
+                 rect.y0 + (kv_head % segments_per_column) * segment_length + i};
+  }
+  Coord position_core(int kv_head, int position) const { return segment_core(kv_head, position % segment_length); }
+};
+
+// One pipeline stage: a decoder layer, or the head (embedding + final norm +
+// lm_head) that turns the last hidden state into the next token.
+struct LayerStage {
+  int layer = 0;
+  fabric::Rect strip;
+  MatrixPlacement qkv, o, gate_up, down;
+  AttentionPlacement attention;
+};
+
+struct HeadStage {
+  fabric::Rect strip;
+  MatrixPlacement embedding;  // [vocab][hidden]; the same placement as lm_head when tied
+  MatrixPlacement lm_head;    // [vocab][hidden]
+  bool tied = false;
+};
+
+struct Placement {
+  std::string strategy;
+  int context_tokens = 0;  // KV slots reserved per sequence
+  std::vector<LayerStage> layers;
+  HeadStage head;
+};
+
+struct PlacementRequest {
+  std::string strategy = "layer-rectangles";
+  fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  int context_tokens = 0;  // prompt + generated tokens to reserve KV for
+  int weight_bits = 16;
+};
+
+// Strategy names that place() accepts.
+std::vector<std::string> placement_strategies();
+
+// Places the model and allocates every byte in fabric.sram(). Throws
+// fabric::FitError (with how much is needed and how much there is) when the
+// model does not fit.
+Placement place(const models::ModelConfig& model, fabric::Fabric& fabric, const PlacementRequest& request);
+
+}  // namespace wafersim::sim

@@ -1,0 +1,79 @@
+// Lowering: a placement becomes a program, per pipeline stage an ordered list
+// of phases (move a vector between cores, mesh GEMV, RMSNorm, elementwise
+// work, attention over the distributed KV cache, argmax). The engine
+// interprets the phases in simulated time; functional mode also computes
+// their numbers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/model_config.hpp"
+#include "sim/placement.hpp"
+
+namespace wafersim::sim {
+
+// Where one piece of an activation vector lives: elements [begin, end) on core.
+struct Piece {
+  Coord core;
+  int begin = 0;
+  int end = 0;
+  int size() const { return end - begin; }
+};
+using Layout = std::vector<Piece>;
+
+// Layouts a matrix placement defines: its input (one piece per column, at the
+// column's top core) and its output (one piece per row of cores, at the root).
+Layout input_layout(const MatrixPlacement& m);
+Layout output_layout(const MatrixPlacement& m);
+// The SwiGLU output of an interleaved gate/up matrix lands where the pairs
+// were reduced: a root holding gate/up rows [r0, r1) holds outputs [r0/2, r1/2).
+Layout swiglu_output_layout(const Layout& gate_up);
+
+// Named activation vectors of one token as it flows through a stage.
+enum class Slot : int { x, normed, qkv, attn, proj, h, gate_up, act, ffn, out, logits, count };
+
+enum class PhaseKind {
+  move,       // redistribute slot `a` to layout `target` (point-to-point transfers)
+  rmsnorm,    // out = RMSNorm(a) with gains `gamma` (on a's layout, a line of cores)
+  gemv,       // out = matrix * a; `a` must sit on the matrix's input layout
+  rope,       // rotate the q and k parts of `a` in place
+  attention,  // out = attention of `a` (qkv) over the layer's KV cache (appending k, v)
+  silu_mul,   // out = silu(gate) * up of interleaved `a`
+  add,        // out = a + b (same layout)
+  argmax,     // the next token from `a` (logits)
+};
+const char* phase_name(PhaseKind k);
+
+// What a fused weight matrix is made of, for functional mode.
+enum class WeightRef { qkv, o, gate_up, down, lm_head };
+
+struct Phase {
+  PhaseKind kind = PhaseKind::move;
+  std::string label;  // for traces and errors, e.g. "layer 3 qkv gemv"
+  Slot a = Slot::x;
+  Slot b = Slot::x;
+  Slot out = Slot::x;
+  Layout target;  // move: where the vector goes
+  const MatrixPlacement* matrix = nullptr;
+  WeightRef weights = WeightRef::qkv;
+  const AttentionPlacement* attention = nullptr;
+  enum class Gamma { attn_norm, ffn_norm, final_norm } gamma = Gamma::attn_norm;
+};
+
+struct StageProgram {
+  std::string name;  // "layer 3" or "head"
+  int layer = -1;    // -1 for the head
+  std::vector<Phase> phases;
+  Layout input;   // where the stage expects its input (slot x)
+  Layout output;  // where its output lands (slot out / x for the next stage)
+};
+
+struct Program {
+  std::vector<StageProgram> stages;  // layers in order, then the head
+  Layout embedding_output;           // pieces of an embedding row, per token (cores of row block 0; see engine)
+};
+
+Program lower(const models::ModelConfig& model, const Placement& placement);
+
+}  // namespace wafersim::sim

@@ -1,0 +1,55 @@
+// Quantities with explicit units, as written in scenario and preset files:
+// `48 KiB`, `1.1 GHz`, `20 cycles`, `32 bit/cycle`, `1200 Gbit/s`, `1 us`.
+// Each string is parsed once, when the scenario is loaded; the rest of the
+// simulator sees only strong types (Bytes, Cycles) or SI base units.
+//
+// The format_* functions write the canonical spelling used in resolved
+// scenarios; parse(format(x)) == x exactly for every value they accept.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "fabric/units.hpp"
+
+namespace wafersim::sim {
+
+// A quantity string that cannot be read. what() is a phrase meant to follow
+// the name of the key it belongs to, and lists the accepted units:
+//   "needs a unit, e.g. 48 KiB; accepted units: B, kB, KB, ..."
+// so that the scenario loader can write "sram needs a unit, e.g. 48 KiB; ...".
+class QuantityError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Sizes: B, kB/KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers
+// of 1024). Must come to a whole number of bytes: "1.5 KiB" is fine, "0.5 B" is not.
+Bytes parse_size(std::string_view text);
+// Frequencies: Hz, kHz, MHz, GHz. Returns hertz.
+double parse_frequency(std::string_view text);
+// Whole cycles: "1 cycle", "20 cycles".
+Cycles parse_cycles(std::string_view text);
+// Per-cycle bandwidth: "32 bit/cycle" or "4 B/cycle". Must be a whole number of
+// bytes per cycle (the fabric moves whole 32-bit wavelets). Returns bytes per cycle.
+Bytes parse_bytes_per_cycle(std::string_view text);
+// Data rates: bit/s, kbit/s, Mbit/s, Gbit/s, Tbit/s and B/s, kB/s (KB/s), MB/s,
+// GB/s, TB/s (powers of 1000). Returns bytes per second.
+double parse_data_rate(std::string_view text);
+// Durations: s, ms, us (or µs), ns, ps. Returns seconds.
+double parse_duration(std::string_view text);
+
+// Canonical spellings. Sizes use the largest unit that divides them exactly
+// ("48 KiB", "1 KB", "1536 B"); real-valued quantities use the largest unit in
+// which they are at least 1, with the shortest digits that read back exactly
+// ("1.1 GHz", "1.2 Tbit/s", "1 us").
+std::string format_size(Bytes size);
+std::string format_frequency(double hz);
+std::string format_cycles(Cycles cycles);
+std::string format_bits_per_cycle(Bytes per_cycle);   // "32 bit/cycle"
+std::string format_bytes_per_cycle(Bytes per_cycle);  // "16 B/cycle"
+std::string format_data_rate(double bytes_per_s);     // in bit/s units
+std::string format_duration(double seconds);
+
+}  // namespace wafersim::sim

@@ -1,0 +1,231 @@
+#include "models/weights.hpp"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+
+#include "models/dtype.hpp"
+#include "models/rng.hpp"
+
+namespace wafersim::models {
+namespace {
+
+ModelConfig tiny_llama() {
+  ModelConfig c;
+  c.name = "tiny-llama";
+  c.hidden_size = 64;
+  c.intermediate_size = 192;
+  c.num_layers = 4;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.vocab_size = 256;
+  c.max_position = 128;
+  return c;
+}
+
+TEST(Rng, SplitMix64MatchesTheReferenceOutputs) {
+  // Vigna's splitmix64.c seeded with 0.
+  SplitMix64 sm(0);
+  EXPECT_EQ(sm.next(), 0xe220a8397b1dcdafull);
+  EXPECT_EQ(sm.next(), 0x6e789e6aa1b965f4ull);
+  EXPECT_EQ(sm.next(), 0x06c45d188009454full);
+}
+
+TEST(Rng, Xoshiro256StarStarMatchesTheReferenceOutputs) {
+  // xoshiro256starstar.c with state {1, 2, 3, 4}.
+  Xoshiro256StarStar x(1, 2, 3, 4);
+  EXPECT_EQ(x.next(), 11520ull);
+  EXPECT_EQ(x.next(), 0ull);
+  EXPECT_EQ(x.next(), 1509978240ull);
+  EXPECT_EQ(x.next(), 1215971899390074240ull);
+}
+
+TEST(Rng, UniformStaysInRange) {
+  Xoshiro256StarStar x(5);
+  double sum = 0.0;
+  for (int i = 0; i < 10000; ++i) {
+    const float u = x.uniform_pm1();
+    ASSERT_GE(u, -1.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 10000.0, 0.0, 0.03);
+}
+
+TEST(Matrix, ViewIsANonOwningRectangle) {
+  Matrix m(4, 5);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j) m(i, j) = static_cast<float>(10 * i + j);
+  const MatrixView v = m.view(1, 2, 2, 3);
+  EXPECT_EQ(v.rows(), 2);
+  EXPECT_EQ(v.cols(), 3);
+  EXPECT_EQ(v.leading_dim(), 5u);
+  EXPECT_EQ(v.data(), m.data() + 1 * 5 + 2);  // points into the matrix: no copy
+  EXPECT_EQ(v(0, 0), 12.0f);
+  EXPECT_EQ(v(1, 2), 24.0f);
+  EXPECT_EQ(v.row(1)[1], 23.0f);
+  EXPECT_EQ(v.row(1).size(), 3u);
+  m(2, 4) = -1.0f;  // writes through to the view
+  EXPECT_EQ(v(1, 2), -1.0f);
+  EXPECT_EQ(m.row(3)[4], 34.0f);
+  EXPECT_EQ(m.view().rows(), 4);
+  EXPECT_EQ(m.view().cols(), 5);
+}
+
+TEST(Matrix, ViewOutsideThrows) {
+  Matrix m(4, 5);
+  EXPECT_THROW(m.view(3, 2, 0, 1), std::out_of_range);
+  EXPECT_THROW(m.view(0, 1, 4, 2), std::out_of_range);
+  EXPECT_THROW(m.view(-1, 1, 0, 1), std::out_of_range);
+  EXPECT_NO_THROW(m.view(4, 0, 5, 0));
+  EXPECT_THROW(Matrix(-1, 2), std::invalid_argument);
+}
+
+TEST(Weights, ShapesFollowTheConfig) {
+  const ModelConfig c = tiny_llama();
+  const Weights w = Weights::synthetic(c, DType::bf16, 1);
+  EXPECT_EQ(w.dtype, DType::bf16);
+  EXPECT_EQ(w.embedding.rows(), 256);
+  EXPECT_EQ(w.embedding.cols(), 64);
+  ASSERT_EQ(w.layers.size(), 4u);
+  const LayerWeights& l = w.layers[3];
+  EXPECT_EQ(l.wq.rows(), 64);
+  EXPECT_EQ(l.wq.cols(), 64);
+  EXPECT_EQ(l.wk.rows(), 32);
+  EXPECT_EQ(l.wk.cols(), 64);
+  EXPECT_EQ(l.wv.rows(), 32);
+  EXPECT_EQ(l.wv.cols(), 64);
+  EXPECT_EQ(l.wo.rows(), 64);
+  EXPECT_EQ(l.wo.cols(), 64);
+  EXPECT_EQ(l.w_gate.rows(), 192);
+  EXPECT_EQ(l.w_gate.cols(), 64);
+  EXPECT_EQ(l.w_up.rows(), 192);
+  EXPECT_EQ(l.w_up.cols(), 64);
+  EXPECT_EQ(l.w_down.rows(), 64);
+  EXPECT_EQ(l.w_down.cols(), 192);
+  EXPECT_EQ(l.attn_norm.size(), 64u);
+  EXPECT_EQ(l.ffn_norm.size(), 64u);
+  EXPECT_EQ(w.final_norm.size(), 64u);
+  EXPECT_EQ(w.lm_head.rows(), 256);
+  EXPECT_EQ(w.lm_head.cols(), 64);
+}
+
+TEST(Weights, SameSeedSameBitsDifferentSeedDifferentBits) {
+  const ModelConfig c = tiny_llama();
+  const Weights a = Weights::synthetic(c, DType::bf16, 42);
+  const Weights b = Weights::synthetic(c, DType::bf16, 42);
+  const Weights d = Weights::synthetic(c, DType::bf16, 43);
+  EXPECT_TRUE(a.embedding == b.embedding);
+  EXPECT_TRUE(a.layers == b.layers);
+  EXPECT_EQ(a.final_norm, b.final_norm);
+  EXPECT_TRUE(a.lm_head == b.lm_head);
+  EXPECT_FALSE(a.embedding == d.embedding);
+  EXPECT_FALSE(a.lm_head == d.lm_head);
+  EXPECT_NE(a.final_norm, d.final_norm);
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    EXPECT_FALSE(a.layers[l].wq == d.layers[l].wq);
+    EXPECT_FALSE(a.layers[l].w_down == d.layers[l].w_down);
+    EXPECT_NE(a.layers[l].attn_norm, d.layers[l].attn_norm);
+  }
+  // Different tensors of one model are not copies of each other.
+  EXPECT_FALSE(a.layers[0].wq == a.layers[1].wq);
+  EXPECT_FALSE(a.layers[0].wq == a.layers[0].wo);
+  EXPECT_FALSE(a.embedding == a.lm_head);
+}
+
+TEST(Weights, GoldenValuesCatchPlatformDrift) {
+  // Computed by an independent Python re-implementation of the documented
+  // scheme (SplitMix64 / xoshiro256**, streams, bounds, bf16 RNE).
+  const Weights w = Weights::synthetic(tiny_llama(), DType::bf16, 42);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(w.embedding(3, 5)), 0x3e930000u);          // 0.287109375
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(w.layers[0].wq(1, 2)), 0x3e540000u);       // 0.20703125
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(w.layers[1].w_down(7, 11)), 0xbd2f0000u);  // -0.0427246
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(w.final_norm[4]), 0x3f8c0000u);            // 1.09375
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(w.lm_head(10, 20)), 0x3e0a0000u);          // 0.134765625
+}
+
+TEST(Weights, TensorsDoNotDependOnOtherTensorsSizes) {
+  ModelConfig c = tiny_llama();
+  const Weights a = Weights::synthetic(c, DType::fp32, 9);
+  c.num_layers = 2;
+  c.vocab_size = 100;
+  c.intermediate_size = 128;
+  const Weights b = Weights::synthetic(c, DType::fp32, 9);
+  EXPECT_TRUE(a.layers[1].wq == b.layers[1].wq);
+  EXPECT_TRUE(a.layers[1].wo == b.layers[1].wo);
+  EXPECT_EQ(a.layers[0].ffn_norm, b.layers[0].ffn_norm);
+  EXPECT_EQ(a.final_norm, b.final_norm);
+  // The embedding's first rows are the same stream prefix.
+  for (int j = 0; j < 64; ++j) EXPECT_EQ(a.embedding(99, j), b.embedding(99, j));
+}
+
+TEST(Weights, ValuesAreExactlyRepresentableInTheStorageDtype) {
+  for (DType t : {DType::bf16, DType::fp16}) {
+    const Weights w = Weights::synthetic(tiny_llama(), t, 3);
+    for (std::size_t i = 0; i < w.layers[2].w_up.size(); ++i) {
+      const float v = w.layers[2].w_up.data()[i];
+      ASSERT_EQ(round_to_dtype(v, t), v) << dtype_name(t) << " element " << i;
+    }
+    for (float g : w.layers[0].attn_norm) ASSERT_EQ(round_to_dtype(g, t), g);
+    for (std::size_t i = 0; i < w.embedding.size(); ++i)
+      ASSERT_EQ(round_to_dtype(w.embedding.data()[i], t), w.embedding.data()[i]);
+  }
+  // bf16 values have 16 zero low bits.
+  const Weights w = Weights::synthetic(tiny_llama(), DType::bf16, 3);
+  for (std::size_t i = 0; i < w.lm_head.size(); ++i)
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(w.lm_head.data()[i]) & 0xffffu, 0u);
+}
+
+TEST(Weights, DistributionsHaveTheDocumentedScale) {
+  const Weights w = Weights::synthetic(tiny_llama(), DType::fp32, 11);
+  auto moments = [](const float* p, std::size_t n, double& mean, double& var, double& maxabs) {
+    double s = 0.0, s2 = 0.0;
+    maxabs = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      s += p[i];
+      s2 += static_cast<double>(p[i]) * p[i];
+      maxabs = std::max(maxabs, std::abs(static_cast<double>(p[i])));
+    }
+    mean = s / n;
+    var = s2 / n - mean * mean;
+  };
+  double mean, var, maxabs;
+  const Matrix& down = w.layers[0].w_down;  // fan_in 192
+  moments(down.data(), down.size(), mean, var, maxabs);
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(var * 192.0, 1.0, 0.05);
+  EXPECT_LE(maxabs, std::sqrt(3.0 / 192.0));
+  moments(w.embedding.data(), w.embedding.size(), mean, var, maxabs);
+  EXPECT_NEAR(var, 1.0, 0.05);
+  EXPECT_LE(maxabs, std::sqrt(3.0) * (1 + 1e-7));
+  moments(w.final_norm.data(), w.final_norm.size(), mean, var, maxabs);
+  EXPECT_NEAR(mean, 1.0, 0.03);
+  for (float g : w.final_norm) {
+    EXPECT_GE(g, 0.9f);
+    EXPECT_LE(g, 1.1f);
+  }
+}
+
+TEST(Weights, TiedEmbeddingsShareValues) {
+  ModelConfig c = tiny_llama();
+  c.tie_embeddings = true;
+  const Weights w = Weights::synthetic(c, DType::bf16, 5);
+  EXPECT_TRUE(w.lm_head == w.embedding);
+  c.tie_embeddings = false;
+  const Weights u = Weights::synthetic(c, DType::bf16, 5);
+  EXPECT_TRUE(u.embedding == w.embedding);
+  EXPECT_FALSE(u.lm_head == u.embedding);
+}
+
+TEST(Weights, SyntheticValidatesTheConfig) {
+  ModelConfig c = tiny_llama();
+  c.num_kv_heads = 3;
+  EXPECT_THROW(Weights::synthetic(c, DType::bf16, 1), ConfigError);
+}
+
+}  // namespace
+}  // namespace wafersim::models
