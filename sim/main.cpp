@@ -70,7 +70,7 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
     write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
   }
   if (json) {
-    std::cout << analysis::to_json_text(result, metrics) << "\n";
+    std::cout << analysis::to_json_text(result, metrics);
   } else {
     analysis::write_report(std::cout, result, metrics);
     if (!results.empty()) std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";

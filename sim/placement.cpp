@@ -233,6 +233,21 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
   }
   allocate_matrix(fab, head.lm_head, bits);
   if (!tied) allocate_matrix(fab, head.embedding, bits);
+  // RMSNorm gains sit where their vectors are normalised: both of a layer's
+  // on its residual cores (the o roots), the final one on the head's first
+  // roots (the layout lower() uses for the final hidden state).
+  auto allocate_gains = [&](Coord c, int elements, const std::string& what) {
+    fab.sram().allocate(fab.mesh().id(c), Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
+                        SramUse::weights, what);
+  };
+  for (const LayerStage& st : pl.layers)
+    for (int pi = 0; pi < st.o.p(); ++pi)
+      allocate_gains(st.o.root(pi), 2 * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
+                     fmt::format("layer {} norm gains", st.layer));
+  const int home = std::min(head.lm_head.p(), model.hidden_size);
+  for (int i = 0; i < home; ++i)
+    allocate_gains(head.lm_head.root(i), block_begin(model.hidden_size, home, i + 1) - block_begin(model.hidden_size, home, i),
+                   "final norm gains");
   return pl;
 }
 
