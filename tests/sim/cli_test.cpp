@@ -1,1 +1,144 @@
+// The wafersim command line, run as a user runs it: a child process, its exit
+// code, stdout and stderr.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome wafersim(const std::string& args) {
+  const fs::path err_file = fs::temp_directory_path() / ("wafersim_cli_err_" + std::to_string(::getpid()));
+  const std::string cmd = std::string(WAFERSIM_BINARY) + " " + args + " 2>" + err_file.string();
+  Outcome o;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  o.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err_file);
+  return o;
+}
+
+std::string src(const std::string& rel) { return std::string(WAFERSIM_SOURCE_DIR) + "/" + rel; }
+
+fs::path scratch_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("wafersim_cli_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(Cli, RunJsonIsOneObjectWithTheDocumentedKeys) {
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);  // nothing but JSON on stdout
+  for (const char* key : {"scenario", "hardware", "model", "cores_used", "sram_bytes_used", "sram_bytes_capacity",
+                          "decode_tokens_per_s_per_user", "inter_token_latency_s", "ttft_s", "cycles_per_token",
+                          "clock_hz", "bottleneck", "tokens", "reference_tokens", "prompt_ids"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+  EXPECT_EQ(j["tokens"].size(), 16u);
+  // tokens/s per user is the inverse of the inter-token latency.
+  EXPECT_NEAR(j["decode_tokens_per_s_per_user"].get<double>() * j["inter_token_latency_s"].get<double>(), 1.0, 1e-12);
+  EXPECT_LE(j["sram_bytes_used"].get<double>(), j["sram_bytes_capacity"].get<double>());
+}
+
+TEST(Cli, SameScenarioTwiceGivesBitIdenticalJson) {
+  const Outcome a = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
+  const Outcome b = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, TimingOnlyHasNoTokens) {
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json --timing-only");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_FALSE(j.contains("tokens"));
+  EXPECT_FALSE(j["functional"].get<bool>());
+}
+
+TEST(Cli, OutWritesResultsAndTheResolvedScenarioThatReproducesTheRun) {
+  const fs::path d = scratch_dir("out");
+  const fs::path h5 = d / "r.h5";
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --out " + h5.string() + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(fs::exists(h5));
+  const fs::path resolved = h5.string() + ".scenario.yaml";
+  ASSERT_TRUE(fs::exists(resolved));
+  // Rerunning the resolved scenario gives the same numbers.
+  const Outcome again = wafersim("run " + resolved.string() + " --json");
+  ASSERT_EQ(again.code, 0) << again.err;
+  auto a = nlohmann::json::parse(o.out), b = nlohmann::json::parse(again.out);
+  for (auto* j : {&a, &b}) j->erase("scenario_file");
+  EXPECT_EQ(a, b);
+  for (const auto& entry : fs::directory_iterator(d))
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  fs::remove_all(d);
+}
+
+TEST(Cli, ModelTooLargeIsAClearErrorAndWritesNothing) {
+  const fs::path d = scratch_dir("fit");
+  const fs::path scenario = d / "big.yaml";
+  std::ofstream(scenario) << "name: big\nhardware: small\nmodel: llama-3.1-8b\nworkload:\n"
+                             "  prompt_tokens: 4\n  generate_tokens: 4\n";
+  const Outcome o = wafersim("run " + scenario.string() + " --out " + (d / "r.h5").string());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("does not fit"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("needs"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("big.yaml"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(d / "r.h5"));
+  EXPECT_FALSE(fs::exists(d / "r.h5.scenario.yaml"));
+  fs::remove_all(d);
+}
+
+TEST(Cli, BrokenScenarioNamesFileLineAndKey) {
+  const fs::path d = scratch_dir("bad");
+  const fs::path scenario = d / "typo.yaml";
+  std::ofstream(scenario) << "name: typo\nhardware: small\nmodel: tiny-llama\nworkload:\n"
+                             "  prompt_tokens: 4\n  generate_tokns: 4\n";
+  const Outcome o = wafersim("validate " + scenario.string());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("typo.yaml:6:3"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("workload.generate_tokns"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("generate_tokens"), std::string::npos) << o.err;  // did you mean
+  fs::remove_all(d);
+}
+
+TEST(Cli, ValidateSummarisesAGoodScenario) {
+  const Outcome o = wafersim("validate " + src("scenarios/quickstart.yaml"));
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("ok: tiny-llama on small"), std::string::npos) << o.out;
+}
+
+TEST(Cli, ListShowsThePresets) {
+  const Outcome o = wafersim("list");
+  EXPECT_EQ(o.code, 0) << o.err;
+  for (const char* name : {"wse3", "wse2", "small", "tiny-llama", "llama-3.1-8b"})
+    EXPECT_NE(o.out.find(name), std::string::npos) << name;
+}
+
+TEST(Cli, UnknownCommandIsAUsageError) {
+  EXPECT_EQ(wafersim("frobnicate").code, 2);
+  EXPECT_EQ(wafersim("run").code, 2);
+}
+
+}  // namespace

@@ -1,1 +1,146 @@
+// Engine tests. Each TEST runs in its own process (gtest_discover_tests), as a
+// SystemC simulation can run only once per process.
+#include "sim/engine.hpp"
+
 #include <gtest/gtest.h>
+
+#include "../fabric/test_spec.hpp"
+#include "analysis/metrics.hpp"
+#include "sim/executor.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+// ---- A GEMV on a 2 x 2 region, timed by hand (no SystemC) -----------------
+
+TEST(MeshGemv, CyclesMatchAHandComputation) {
+  // W is 4 x 8 bf16 on a 2 x 2 region at (0,0): core (q,p) holds rows
+  // [2p, 2p+2) x cols [4q, 4q+4). Spec: 1 cycle/hop, 4 B/cycle links,
+  // 8 lanes at 16 bit, 16 B/cycle SRAM, 10 cycles task overhead, 2 cycles
+  // per reduction add.
+  //  - multicast of 4 fp32 (16 B = 4 cycles) down each column: row 0 has it
+  //    at 0, row 1 at 0 + 1 hop + 4 = 5;
+  //  - each tile: 8 MACs / 8 lanes = 1 cycle (16 B / 16 B/cycle = 1) + 10 = 11:
+  //    row 0 done at 11, row 1 at 16;
+  //  - chain reduction of 2 fp32 (8 B = 2 cycles) west over 1 hop, plus the
+  //    root's add: row 0 = 11 + 1 + 2 + 2 = 16, row 1 = 16 + 1 + 2 + 2 = 21.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  MatrixPlacement m;
+  m.name = "w";
+  m.out_features = 4;
+  m.in_features = 8;
+  m.rect = fabric::Rect{0, 0, 2, 2};
+  Vec x;
+  x.layout = input_layout(m);
+  x.ready.assign(2, Timed{});
+  const Vec y = ex.gemv(m, WeightRef::o, 0, x);
+  ASSERT_EQ(y.ready.size(), 2u);
+  EXPECT_EQ(y.ready[0].at.value, 16u);
+  EXPECT_EQ(y.ready[1].at.value, 21u);
+  // The critical path of row 1 explains all 21 cycles.
+  EXPECT_EQ(y.ready[1].path.compute, 11u);
+  EXPECT_EQ(y.ready[1].path.serialization, 4u + 2u);
+  EXPECT_EQ(y.ready[1].path.hops, 1u + 1u + 2u);
+  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.layout[1].core, (Coord{0, 1}));
+  EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
+}
+
+TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
+  // With Q = 2 both schemes are one hop; with Q = 8 and a short vector the
+  // tree's log-depth wins (see fabric collectives tests for the arithmetic).
+  auto time_of = [](fabric::ReductionScheme s, int q) {
+    fabric::Fabric fab(fabric::testing::small_spec(8, 2));
+    models::ModelConfig model;
+    Placement pl;
+    Program prog;
+    Executor ex(fab, model, pl, prog, nullptr, 16);
+    MatrixPlacement m;
+    m.out_features = 2;
+    m.in_features = 8 * q;
+    m.rect = fabric::Rect{0, 0, q, 1};
+    m.reduction = s;
+    Vec x;
+    x.layout = input_layout(m);
+    x.ready.assign(static_cast<std::size_t>(q), Timed{});
+    return ex.gemv(m, WeightRef::o, 0, x).ready[0].at.value;
+  };
+  EXPECT_EQ(time_of(fabric::ReductionScheme::chain, 2), time_of(fabric::ReductionScheme::tree, 2));
+  EXPECT_LT(time_of(fabric::ReductionScheme::tree, 8), time_of(fabric::ReductionScheme::chain, 8));
+}
+
+// ---- Whole runs -------------------------------------------------------------
+
+Scenario quickstart(std::uint64_t seed, fabric::ReductionScheme reduction = fabric::ReductionScheme::chain) {
+  Scenario sc = load_scenario(std::string(WAFERSIM_SOURCE_DIR) + "/scenarios/quickstart.yaml");
+  sc.workload.seed = seed;
+  sc.placement.reduction = reduction;
+  return sc;
+}
+
+void expect_tokens_match_reference(const Scenario& sc) {
+  RunOptions opt;
+  opt.functional = true;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  ASSERT_EQ(r.tokens.size(), static_cast<std::size_t>(sc.workload.generate_tokens));
+  EXPECT_EQ(r.tokens, r.reference_tokens);
+  EXPECT_LT(r.max_logit_abs_error, 1e-3);
+}
+
+TEST(Functional, TokensMatchReferenceSeed1) { expect_tokens_match_reference(quickstart(1)); }
+TEST(Functional, TokensMatchReferenceSeed7) { expect_tokens_match_reference(quickstart(7)); }
+TEST(Functional, TokensMatchReferenceSeed42Tree) {
+  expect_tokens_match_reference(quickstart(42, fabric::ReductionScheme::tree));
+}
+TEST(Functional, TokensMatchReferenceFp32) {
+  Scenario sc = quickstart(3);
+  sc.precision = models::DType::fp32;
+  expect_tokens_match_reference(sc);
+}
+
+TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(quickstart(5), opt);
+  const Scenario sc = quickstart(5);
+  ASSERT_EQ(r.token_records.size(), sc.workload.prompt_ids.size() + sc.workload.generate_tokens - 1);
+  for (const analysis::TokenRecord& t : r.token_records) {
+    EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
+    EXPECT_GE(t.end_cycle, t.start_cycle);
+  }
+  // Decode tokens follow one another: each starts when the previous one ended.
+  for (std::size_t i = 1; i < r.token_records.size(); ++i)
+    if (!r.token_records[i].prefill)
+      EXPECT_EQ(r.token_records[i].start_cycle, r.token_records[i - 1].end_cycle);
+  // The per-token latency is the mean decode step.
+  EXPECT_GT(r.decode_cycles_per_token, 0u);
+  EXPECT_GT(r.ttft_cycles, r.decode_cycles_per_token);  // the prompt takes longer than one step
+}
+
+TEST(Timing, NoLinkCarriesMoreThanItsBandwidthAndNoCoreIsOverfull) {
+  RunOptions opt;
+  opt.functional = false;
+  const Scenario sc = quickstart(9);
+  const analysis::RunResult r = run_scenario(sc, opt);
+  const analysis::Metrics m = analysis::compute_metrics(r);  // throws on a link above its bandwidth
+  ASSERT_TRUE(m.busiest_link.has_value());
+  EXPECT_LE(m.busiest_link->load, 1.0);
+  for (std::uint64_t b : r.core_sram_bytes) EXPECT_LE(b, sc.hardware.sram_per_core.value);
+  for (std::uint64_t busy : r.core_busy_cycles) EXPECT_LE(busy, r.total_cycles);
+}
+
+TEST(Timing, TimingOnlyRunComputesNoTokens) {
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(quickstart(2), opt);
+  EXPECT_TRUE(r.tokens.empty());
+  EXPECT_TRUE(r.reference_tokens.empty());
+  EXPECT_GT(r.total_cycles, 0u);
+}
+
+}  // namespace
+}  // namespace wafersim::sim

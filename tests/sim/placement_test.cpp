@@ -1,1 +1,112 @@
+#include "sim/placement.hpp"
+
 #include <gtest/gtest.h>
+
+#include "../fabric/test_spec.hpp"
+#include "sim/scenario.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+models::ModelConfig tiny() { return load_model_preset("tiny-llama"); }
+
+std::vector<const MatrixPlacement*> matrices(const Placement& pl) {
+  std::vector<const MatrixPlacement*> all;
+  for (const LayerStage& st : pl.layers)
+    for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down}) all.push_back(m);
+  all.push_back(&pl.head.lm_head);
+  if (!pl.head.tied) all.push_back(&pl.head.embedding);
+  return all;
+}
+
+bool overlap(const fabric::Rect& a, const fabric::Rect& b) {
+  return a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width && a.y0 < b.y0 + b.height && b.y0 < a.y0 + a.height;
+}
+
+TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
+  // Conservation: every parameter is stored exactly once, at 2 bytes (bf16).
+  for (bool tied : {false, true}) {
+    models::ModelConfig m = tiny();
+    m.tie_embeddings = tied;
+    fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+    PlacementRequest req;
+    req.context_tokens = 24;
+    place(m, fab, req);
+    EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << "tied=" << tied;
+    // KV cache: each layer reserves whole slots per core, at least the context.
+    const std::uint64_t kv_min = static_cast<std::uint64_t>(m.num_layers) * 24 * 2 * m.kv_dim() * 2;
+    EXPECT_GE(fab.sram().used_for(fabric::SramUse::kv_cache).value, kv_min);
+  }
+}
+
+TEST(Placement, RegionsAreInsideTheMeshAndDisjoint) {
+  const models::ModelConfig m = tiny();
+  fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+  PlacementRequest req;
+  req.context_tokens = 24;
+  const Placement pl = place(m, fab, req);
+  std::vector<fabric::Rect> rects;
+  for (const MatrixPlacement* mp : matrices(pl)) rects.push_back(mp->rect);
+  for (const LayerStage& st : pl.layers) rects.push_back(st.attention.rect);
+  const fabric::Rect mesh{0, 0, 32, 32};
+  for (std::size_t i = 0; i < rects.size(); ++i) {
+    EXPECT_TRUE(mesh.contains({rects[i].x0, rects[i].y0}));
+    EXPECT_TRUE(mesh.contains({rects[i].x0 + rects[i].width - 1, rects[i].y0 + rects[i].height - 1}));
+    for (std::size_t j = i + 1; j < rects.size(); ++j) EXPECT_FALSE(overlap(rects[i], rects[j])) << i << " " << j;
+  }
+}
+
+TEST(Placement, TilesCoverEveryWeightExactlyOnce) {
+  const models::ModelConfig m = tiny();
+  fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+  PlacementRequest req;
+  req.context_tokens = 24;
+  const Placement pl = place(m, fab, req);
+  for (const MatrixPlacement* mp : matrices(pl)) {
+    EXPECT_EQ(mp->row_begin(0), 0);
+    EXPECT_EQ(mp->row_begin(mp->p()), mp->out_features) << mp->name;
+    EXPECT_EQ(mp->col_begin(mp->q()), mp->in_features) << mp->name;
+    for (int p = 0; p < mp->p(); ++p) EXPECT_LT(mp->row_begin(p), mp->row_begin(p + 1)) << mp->name;
+    EXPECT_EQ(mp->row_begin(1) % mp->row_granule, 0);
+  }
+}
+
+TEST(Placement, NoCoreHoldsMoreThanItsSram) {
+  const models::ModelConfig m = tiny();
+  fabric::WaferSpec spec = fabric::testing::small_spec(12, 16);
+  spec.sram_per_core = Bytes{6 * 1024};  // tight: forces many rows of cores
+  fabric::Fabric fab(spec);
+  PlacementRequest req;
+  req.context_tokens = 24;
+  place(m, fab, req);
+  for (std::uint64_t used : fab.sram().all_used()) EXPECT_LE(used, spec.sram_per_core.value);
+}
+
+TEST(Placement, ModelTooLargeForTheMeshSaysHowMuchItNeedsAndHas) {
+  const models::ModelConfig m = load_model_preset("llama-3.1-8b");
+  fabric::Fabric fab(load_hardware_preset("small"));
+  PlacementRequest req;
+  req.context_tokens = 256;
+  try {
+    place(m, fab, req);
+    FAIL() << "an 8B model was placed on a 32x32 mesh";
+  } catch (const fabric::FitError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("llama-3.1-8b needs 15."), std::string::npos) << msg;  // 16.06e9 B = 15.0 GiB
+    EXPECT_NE(msg.find("48.0 MiB"), std::string::npos) << msg;             // 1024 x 48 KiB
+    EXPECT_NE(msg.find("1024 cores"), std::string::npos) << msg;
+  }
+}
+
+TEST(Placement, ContextTooLongForTheKvCacheIsAFitError) {
+  const models::ModelConfig m = tiny();
+  fabric::WaferSpec spec = fabric::testing::small_spec(32, 32);
+  spec.sram_per_core = Bytes{4 * 1024};
+  fabric::Fabric fab(spec);
+  PlacementRequest req;
+  req.context_tokens = 100000;
+  EXPECT_THROW(place(m, fab, req), fabric::FitError);
+}
+
+}  // namespace
+}  // namespace wafersim::sim
