@@ -8,9 +8,18 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
     : hop_latency_(spec.hop_latency),
       link_bytes_per_cycle_(spec.link_bytes_per_cycle),
       reduce_hop_overhead_(spec.reduce_hop_overhead),
-      free_at_(mesh.link_count(), 0),
-      bytes_(mesh.link_count(), 0),
-      busy_(mesh.link_count(), 0) {}
+      mesh_(mesh),
+      links_(mesh.link_count()) {}
+
+std::vector<std::uint64_t> FlowModel::link_bytes_by_core() const {
+  std::vector<std::uint64_t> out(mesh_.link_count(), 0);
+  for (int y = 0; y < mesh_.height(); ++y)
+    for (int x = 0; x < mesh_.width(); ++x)
+      for (int d = 0; d < kDirections; ++d)
+        out[mesh_.id(Coord{x, y}).value * kDirections + static_cast<std::uint32_t>(d)] =
+            links_[mesh_.link(Coord{x, y}, static_cast<Direction>(d)).value].bytes;
+  return out;
+}
 
 Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                       std::vector<Timed>* arrivals) {
@@ -40,11 +49,11 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
       head = head.plus(Resource::hops, hop_latency_ + per_hop_extra);
       if (!node_ready.empty()) head = later(head, node_ready[k]);
     }
-    const std::uint32_t l = links[k].value;
-    head = head.not_before(Cycles{free_at_[l]}, Resource::contention);
-    free_at_[l] = (head.at + ser).value;
-    bytes_[l] += bytes.value;
-    busy_[l] += ser.value;
+    LinkState& link = links_[links[k].value];
+    head = head.not_before(Cycles{link.free_at}, Resource::contention);
+    link.free_at = (head.at + ser).value;
+    link.bytes += bytes.value;
+    link.busy += ser.value;
     tail_arrival = head.plus(Resource::hops, hop_latency_).plus(Resource::serialization, ser);
     if (arrivals) arrivals->push_back(tail_arrival);
   }

@@ -47,11 +47,11 @@ class FlowModel {
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
   // Per-link counters.
-  std::uint64_t link_bytes(LinkId l) const { return bytes_[l.value]; }
-  std::uint64_t link_busy_cycles(LinkId l) const { return busy_[l.value]; }
-  Cycles link_free_at(LinkId l) const { return Cycles{free_at_[l.value]}; }
-  const std::vector<std::uint64_t>& all_link_bytes() const { return bytes_; }
-  const std::vector<std::uint64_t>& all_link_busy_cycles() const { return busy_; }
+  std::uint64_t link_bytes(LinkId l) const { return links_[l.value].bytes; }
+  std::uint64_t link_busy_cycles(LinkId l) const { return links_[l.value].busy; }
+  Cycles link_free_at(LinkId l) const { return Cycles{links_[l.value].free_at}; }
+  // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
+  std::vector<std::uint64_t> link_bytes_by_core() const;
 
  private:
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
@@ -60,9 +60,14 @@ class FlowModel {
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
-  std::vector<std::uint64_t> free_at_;  // per link: reserved until this cycle
-  std::vector<std::uint64_t> bytes_;    // per link: bytes carried
-  std::vector<std::uint64_t> busy_;     // per link: cycles reserved
+  // One record per link, so a hop touches one cache line.
+  struct LinkState {
+    std::uint64_t free_at = 0;  // reserved until this cycle
+    std::uint64_t bytes = 0;    // bytes carried
+    std::uint64_t busy = 0;     // cycles reserved
+  };
+  const Mesh& mesh_;
+  std::vector<LinkState> links_;
 };
 
 }  // namespace wafersim::fabric

@@ -19,7 +19,10 @@ enum class Direction : std::uint8_t { east = 0, west = 1, south = 2, north = 3 }
 inline constexpr int kDirections = 4;
 const char* direction_name(Direction d);  // "E", "W", "S", "N"
 
-// Dense link index: core_id * 4 + direction.
+// Dense link index. Links are stored in one plane per direction, laid out so
+// that the common walks touch consecutive memory: east/west planes are
+// row-major (a walk along a row is sequential), south/north planes are
+// column-major (a walk down a column is sequential).
 struct LinkId {
   std::uint32_t value = 0;
   constexpr auto operator<=>(const LinkId&) const = default;
@@ -51,9 +54,20 @@ class Mesh {
   Coord coord(CoreId id) const {
     return Coord{static_cast<std::int32_t>(id.value % width_), static_cast<std::int32_t>(id.value / width_)};
   }
-  LinkId link(Coord from, Direction d) const { return LinkId{id(from).value * kDirections + static_cast<std::uint32_t>(d)}; }
-  Coord link_source(LinkId l) const { return coord(CoreId{l.value / kDirections}); }
-  static Direction link_direction(LinkId l) { return static_cast<Direction>(l.value % kDirections); }
+  LinkId link(Coord from, Direction d) const {
+    const auto plane = static_cast<std::uint32_t>(d) * static_cast<std::uint32_t>(core_count());
+    const bool vertical = d == Direction::south || d == Direction::north;
+    const auto offset = vertical ? static_cast<std::uint32_t>(from.x) * height_ + from.y
+                                 : static_cast<std::uint32_t>(from.y) * width_ + from.x;
+    return LinkId{plane + offset};
+  }
+  Direction link_direction(LinkId l) const { return static_cast<Direction>(l.value / core_count()); }
+  Coord link_source(LinkId l) const {
+    const auto offset = static_cast<std::int32_t>(l.value % core_count());
+    const Direction d = link_direction(l);
+    if (d == Direction::south || d == Direction::north) return Coord{offset / height_, offset % height_};
+    return Coord{offset % width_, offset / width_};
+  }
   static Coord step(Coord c, Direction d);
 
   // Dimension-ordered route (X first, then Y): the links a message from `src`

@@ -1,6 +1,8 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <array>
 #include <cmath>
 #include <memory>
@@ -72,9 +74,13 @@ SC_MODULE(StageModule) {
       if (!head || m->needs_logits) {
         enter_stage(ex_, *m, program_.input);
         wait_until(x.latest());
+        Timed before = x.latest();
+        trace(*m, "enter " + program_.name, before);
         for (const Phase& ph : program_.phases) {
           ex_.run(ph, *m, program_.layer);
-          wait_until(ph.kind == PhaseKind::argmax ? m->done : slot(*m, ph.out).latest());
+          const Timed after = ph.kind == PhaseKind::argmax ? m->done : slot(*m, ph.out).latest();
+          trace(*m, ph.label, after);
+          wait_until(after);
         }
         if (!head) x = slot(*m, Slot::out);
       } else {
@@ -84,8 +90,20 @@ SC_MODULE(StageModule) {
     }
   }
 
+  // WAFERSIM_TRACE=POSITION prints, for that token, when each phase's output
+  // is complete and the critical path so far (cycles by resource).
+  void trace(const TokenMessage& m, const std::string& label, const Timed& t) const {
+    if (trace_position_ != m.position) return;
+    const CycleBreakdown& b = t.path;
+    std::fprintf(stderr, "trace pos %d %-28s at %10llu  compute %8llu hops %7llu ser %7llu contention %8llu\n",
+                 m.position, label.c_str(), static_cast<unsigned long long>(t.at.value),
+                 static_cast<unsigned long long>(b.compute + b.sram), static_cast<unsigned long long>(b.hops),
+                 static_cast<unsigned long long>(b.serialization), static_cast<unsigned long long>(b.contention));
+  }
+
   Executor& ex_;
   const StageProgram& program_;
+  int trace_position_ = std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
 };
 
 // The host: sends the prompt in over the wafer's I/O, collects each step's
@@ -231,7 +249,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   // Counters.
   r.core_busy_cycles = fab.cores().all_busy_cycles();
   r.core_sram_bytes = fab.sram().all_used();
-  r.link_bytes = fab.flow().all_link_bytes();
+  r.link_bytes = fab.flow().link_bytes_by_core();
   r.cores_used = fab.sram().cores_used();
   r.sram_bytes_used = fab.sram().total_used().value;
   r.sram_bytes_capacity = sc.hardware.sram_capacity().value;

@@ -59,7 +59,7 @@ TEST_F(LinkTiming, BytesAreConservedOnEveryLinkOfTheRoute) {
   const auto r = route({1, 1}, {4, 3});
   flow.send(r, Bytes{100}, Timed{});
   std::uint64_t total = 0;
-  for (auto b : flow.all_link_bytes()) total += b;
+  for (auto b : flow.link_bytes_by_core()) total += b;
   EXPECT_EQ(total, 100u * r.size());
   for (LinkId l : r) {
     EXPECT_EQ(flow.link_bytes(l), 100u);

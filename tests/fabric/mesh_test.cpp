@@ -16,7 +16,22 @@ TEST(Mesh, IdAndCoordRoundTrip) {
   EXPECT_EQ(m.id(Coord{4, 2}).value, 14u);
   EXPECT_EQ(m.coord(CoreId{7}), (Coord{2, 1}));
   EXPECT_EQ(m.link_source(m.link(Coord{3, 1}, Direction::south)), (Coord{3, 1}));
-  EXPECT_EQ(Mesh::link_direction(m.link(Coord{3, 1}, Direction::north)), Direction::north);
+  // Every (core, direction) has its own link id, and ids are dense.
+  std::vector<int> seen(m.link_count(), 0);
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 5; ++x)
+      for (int d = 0; d < kDirections; ++d) {
+        const LinkId l = m.link(Coord{x, y}, static_cast<Direction>(d));
+        ASSERT_LT(l.value, m.link_count());
+        ++seen[l.value];
+        EXPECT_EQ(m.link_source(l), (Coord{x, y}));
+        EXPECT_EQ(m.link_direction(l), static_cast<Direction>(d));
+      }
+  for (int s : seen) EXPECT_EQ(s, 1);
+  // A walk down a column and along a row uses consecutive ids.
+  EXPECT_EQ(m.link(Coord{2, 1}, Direction::south).value, m.link(Coord{2, 0}, Direction::south).value + 1);
+  EXPECT_EQ(m.link(Coord{3, 1}, Direction::east).value, m.link(Coord{2, 1}, Direction::east).value + 1);
+  EXPECT_EQ(m.link_direction(m.link(Coord{3, 1}, Direction::north)), Direction::north);
 }
 
 TEST(Mesh, XyRouteGoesXThenYAndHasManhattanLength) {
