@@ -7,10 +7,14 @@ namespace wafersim::fabric {
 namespace {
 Direction opposite(Direction d) {
   switch (d) {
-    case Direction::east: return Direction::west;
-    case Direction::west: return Direction::east;
-    case Direction::south: return Direction::north;
-    case Direction::north: return Direction::south;
+    case Direction::east:
+      return Direction::west;
+    case Direction::west:
+      return Direction::east;
+    case Direction::south:
+      return Direction::north;
+    case Direction::north:
+      return Direction::south;
   }
   return d;
 }
@@ -18,10 +22,14 @@ Direction opposite(Direction d) {
 
 Coord Line::at(int i) const {
   switch (along) {
-    case Direction::east: return {first.x + i, first.y};
-    case Direction::west: return {first.x - i, first.y};
-    case Direction::south: return {first.x, first.y + i};
-    case Direction::north: return {first.x, first.y - i};
+    case Direction::east:
+      return {first.x + i, first.y};
+    case Direction::west:
+      return {first.x - i, first.y};
+    case Direction::south:
+      return {first.x, first.y + i};
+    case Direction::north:
+      return {first.x, first.y - i};
   }
   return first;
 }
@@ -39,17 +47,18 @@ std::vector<CombineStep> reduction_order(ReductionScheme scheme, int n) {
   return steps;
 }
 
-void multicast_line(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes bytes, const Timed& ready,
-                    std::vector<Timed>& arrivals) {
+void multicast_line(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes bytes,
+                    const Timed& ready, std::vector<Timed>& arrivals) {
   std::vector<LinkId> links;
   mesh.straight_route(line.first, line.along, line.length - 1, links);
   flow.send(links, bytes, ready, &arrivals);
 }
 
-Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line, Bytes bytes,
-                  std::span<const Timed> ready) {
+Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line,
+                  Bytes bytes, std::span<const Timed> ready) {
   const int n = line.length;
-  if (static_cast<int>(ready.size()) != n) throw std::invalid_argument("reduce_line: one ready time per core");
+  if (static_cast<int>(ready.size()) != n)
+    throw std::invalid_argument("reduce_line: one ready time per core");
   if (n == 1) return ready[0];
   const Direction toward_root = opposite(line.along);
   std::vector<LinkId> links;
@@ -68,7 +77,8 @@ Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, con
     const Timed arrival = flow.send(links, bytes, partial[step.from]);
     // The receiver adds the incoming stream as it arrives (same per-hop add
     // cost as a chain node).
-    partial[step.into] = later(partial[step.into], arrival).plus(Resource::hops, flow.reduce_hop_overhead());
+    partial[step.into] =
+        later(partial[step.into], arrival).plus(Resource::hops, flow.reduce_hop_overhead());
   }
   return partial[0];
 }

@@ -35,12 +35,12 @@ struct Line {
 
 // Multicast a message from line.at(0) to every core of the line; `arrivals`
 // receives the time each core has the whole message (size line.length).
-void multicast_line(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes bytes, const Timed& ready,
-                    std::vector<Timed>& arrivals);
+void multicast_line(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes bytes,
+                    const Timed& ready, std::vector<Timed>& arrivals);
 
 // Reduce one partial per core of the line into line.at(0). `ready[i]` is
 // when core i's partial is ready. Returns when the sum is complete at core 0.
-Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line, Bytes bytes,
-                  std::span<const Timed> ready);
+Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line,
+                  Bytes bytes, std::span<const Timed> ready);
 
 }  // namespace wafersim::fabric

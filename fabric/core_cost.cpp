@@ -23,13 +23,14 @@ CoreCost CoreCostModel::vector_op(std::uint64_t elements, std::uint64_t ops_per_
   return streaming(elements * ops_per_element, 32, elements * 4);
 }
 
-CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_dim, std::uint64_t heads,
-                                  int kv_bits) const {
+CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_dim,
+                                  std::uint64_t heads, int kv_bits) const {
   // Per head: q.k over every position, then the weighted sum of v: 2 MACs per
   // (position, dim); plus ~4 fp32 ops per position for max/exp/sum. The cache
   // (K and V) is read once per head group.
   const std::uint64_t macs = heads * positions * (2 * head_dim + 4);
-  const std::uint64_t bytes = ceil_div(2 * positions * head_dim * static_cast<std::uint64_t>(kv_bits), 8);
+  const std::uint64_t bytes =
+      ceil_div(2 * positions * head_dim * static_cast<std::uint64_t>(kv_bits), 8);
   return streaming(macs, kv_bits, bytes);
 }
 

@@ -12,8 +12,8 @@
 namespace wafersim::fabric {
 
 struct CoreCost {
-  Cycles cycles{0};        // total, including the task overhead
-  Cycles overhead{0};      // part of `cycles` that is task start-up
+  Cycles cycles{0};                    // total, including the task overhead
+  Cycles overhead{0};                  // part of `cycles` that is task start-up
   Resource bound = Resource::compute;  // what limits the rest: compute or sram
 };
 
@@ -28,7 +28,8 @@ class CoreCostModel {
   // Decode attention of `heads` query heads over `positions` cached positions
   // of one kv head (scores q.k, softmax terms, weighted sum of v), with a KV
   // cache held in `kv_bits`-bit values.
-  CoreCost attention(std::uint64_t positions, std::uint64_t head_dim, std::uint64_t heads, int kv_bits) const;
+  CoreCost attention(std::uint64_t positions, std::uint64_t head_dim, std::uint64_t heads,
+                     int kv_bits) const;
 
  private:
   CoreCost streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read) const;

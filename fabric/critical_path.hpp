@@ -14,23 +14,32 @@ namespace wafersim {
 enum class Resource : std::uint8_t { compute, sram, hops, serialization, contention, io, queueing };
 
 struct CycleBreakdown {
-  std::uint64_t compute = 0;        // SIMD-bound core work
-  std::uint64_t sram = 0;           // SRAM-read-bound core work
-  std::uint64_t hops = 0;           // router/link traversal latency (incl. per-hop add in reductions)
+  std::uint64_t compute = 0;  // SIMD-bound core work
+  std::uint64_t sram = 0;     // SRAM-read-bound core work
+  std::uint64_t hops = 0;     // router/link traversal latency (incl. per-hop add in reductions)
   std::uint64_t serialization = 0;  // bytes / link bandwidth
   std::uint64_t contention = 0;     // waiting for a link already reserved by another transfer
   std::uint64_t io = 0;             // wafer edge I/O
   std::uint64_t queueing = 0;       // waiting for a core still busy with other work
-  std::uint64_t total() const { return compute + sram + hops + serialization + contention + io + queueing; }
+  std::uint64_t total() const {
+    return compute + sram + hops + serialization + contention + io + queueing;
+  }
   std::uint64_t& operator[](Resource r) {
     switch (r) {
-      case Resource::compute: return compute;
-      case Resource::sram: return sram;
-      case Resource::hops: return hops;
-      case Resource::serialization: return serialization;
-      case Resource::contention: return contention;
-      case Resource::io: return io;
-      case Resource::queueing: return queueing;
+      case Resource::compute:
+        return compute;
+      case Resource::sram:
+        return sram;
+      case Resource::hops:
+        return hops;
+      case Resource::serialization:
+        return serialization;
+      case Resource::contention:
+        return contention;
+      case Resource::io:
+        return io;
+      case Resource::queueing:
+        return queueing;
     }
     return queueing;
   }
@@ -59,6 +68,8 @@ struct Timed {
 };
 
 // The later of two moments carries its own critical path (ties keep `a`).
-inline const Timed& later(const Timed& a, const Timed& b) { return b.at > a.at ? b : a; }
+inline const Timed& later(const Timed& a, const Timed& b) {
+  return b.at > a.at ? b : a;
+}
 
 }  // namespace wafersim

@@ -26,16 +26,20 @@ Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& r
   return traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
 }
 
-Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes, std::span<const Timed> node_ready) {
-  if (node_ready.size() != links.size() + 1) throw std::invalid_argument("reduce_chain: one ready time per node");
-  const Timed done = traverse(links, bytes, node_ready[0], node_ready, reduce_hop_overhead_, nullptr);
+Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
+                              std::span<const Timed> node_ready) {
+  if (node_ready.size() != links.size() + 1)
+    throw std::invalid_argument("reduce_chain: one ready time per node");
+  const Timed done =
+      traverse(links, bytes, node_ready[0], node_ready, reduce_hop_overhead_, nullptr);
   // The last node adds its own contribution as the stream arrives, like every
   // node before it.
   return later(done.plus(Resource::hops, reduce_hop_overhead_), node_ready.back());
 }
 
 Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
-                          std::span<const Timed> node_ready, Cycles per_hop_extra, std::vector<Timed>* arrivals) {
+                          std::span<const Timed> node_ready, Cycles per_hop_extra,
+                          std::vector<Timed>* arrivals) {
   if (arrivals) {
     arrivals->clear();
     arrivals->push_back(ready);

@@ -55,7 +55,8 @@ class FlowModel {
 
  private:
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
-                 std::span<const Timed> node_ready, Cycles per_hop_extra, std::vector<Timed>* arrivals);
+                 std::span<const Timed> node_ready, Cycles per_hop_extra,
+                 std::vector<Timed>* arrivals);
 
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;

@@ -15,10 +15,14 @@ Mesh::Mesh(int width, int height) : width_(width), height_(height) {
 
 Coord Mesh::step(Coord c, Direction d) {
   switch (d) {
-    case Direction::east: return {c.x + 1, c.y};
-    case Direction::west: return {c.x - 1, c.y};
-    case Direction::south: return {c.x, c.y + 1};
-    case Direction::north: return {c.x, c.y - 1};
+    case Direction::east:
+      return {c.x + 1, c.y};
+    case Direction::west:
+      return {c.x - 1, c.y};
+    case Direction::south:
+      return {c.x, c.y + 1};
+    case Direction::north:
+      return {c.x, c.y - 1};
   }
   return c;
 }
@@ -42,7 +46,8 @@ void Mesh::xy_route(Coord src, Coord dst, std::vector<LinkId>& out) const {
 }
 
 Mesh::Graph Mesh::graph() const {
-  const boost::array<std::size_t, 2> lengths{{static_cast<std::size_t>(width_), static_cast<std::size_t>(height_)}};
+  const boost::array<std::size_t, 2> lengths{
+      {static_cast<std::size_t>(width_), static_cast<std::size_t>(height_)}};
   return Graph(lengths);
 }
 

@@ -28,13 +28,17 @@ struct LinkId {
   constexpr auto operator<=>(const LinkId&) const = default;
 };
 
-inline int manhattan(Coord a, Coord b) { return std::abs(a.x - b.x) + std::abs(a.y - b.y); }
+inline int manhattan(Coord a, Coord b) {
+  return std::abs(a.x - b.x) + std::abs(a.y - b.y);
+}
 
 // An axis-aligned rectangle of cores: [x0, x0+width) x [y0, y0+height).
 struct Rect {
   int x0 = 0, y0 = 0, width = 0, height = 0;
   int cores() const { return width * height; }
-  bool contains(Coord c) const { return c.x >= x0 && c.x < x0 + width && c.y >= y0 && c.y < y0 + height; }
+  bool contains(Coord c) const {
+    return c.x >= x0 && c.x < x0 + width && c.y >= y0 && c.y < y0 + height;
+  }
   constexpr auto operator<=>(const Rect&) const = default;
 };
 
@@ -52,7 +56,8 @@ class Mesh {
   bool contains(Coord c) const { return c.x >= 0 && c.x < width_ && c.y >= 0 && c.y < height_; }
   CoreId id(Coord c) const { return CoreId{static_cast<std::uint32_t>(c.y) * width_ + c.x}; }
   Coord coord(CoreId id) const {
-    return Coord{static_cast<std::int32_t>(id.value % width_), static_cast<std::int32_t>(id.value / width_)};
+    return Coord{static_cast<std::int32_t>(id.value % width_),
+                 static_cast<std::int32_t>(id.value / width_)};
   }
   LinkId link(Coord from, Direction d) const {
     const auto plane = static_cast<std::uint32_t>(d) * static_cast<std::uint32_t>(core_count());
@@ -61,11 +66,14 @@ class Mesh {
                                  : static_cast<std::uint32_t>(from.y) * width_ + from.x;
     return LinkId{plane + offset};
   }
-  Direction link_direction(LinkId l) const { return static_cast<Direction>(l.value / core_count()); }
+  Direction link_direction(LinkId l) const {
+    return static_cast<Direction>(l.value / core_count());
+  }
   Coord link_source(LinkId l) const {
     const auto offset = static_cast<std::int32_t>(l.value % core_count());
     const Direction d = link_direction(l);
-    if (d == Direction::south || d == Direction::north) return Coord{offset / height_, offset % height_};
+    if (d == Direction::south || d == Direction::north)
+      return Coord{offset / height_, offset % height_};
     return Coord{offset % width_, offset / width_};
   }
   static Coord step(Coord c, Direction d);

@@ -7,9 +7,12 @@ namespace wafersim::fabric {
 
 const char* sram_use_name(SramUse u) {
   switch (u) {
-    case SramUse::weights: return "weights";
-    case SramUse::kv_cache: return "KV cache";
-    case SramUse::activations: return "activations";
+    case SramUse::weights:
+      return "weights";
+    case SramUse::kv_cache:
+      return "KV cache";
+    case SramUse::activations:
+      return "activations";
   }
   return "?";
 }
@@ -17,10 +20,13 @@ const char* sram_use_name(SramUse u) {
 SramMap::SramMap(const Mesh& mesh, Bytes capacity_per_core)
     : mesh_(mesh), capacity_(capacity_per_core), used_(mesh.core_count(), 0) {}
 
-Bytes SramMap::total_used() const { return Bytes{std::accumulate(used_.begin(), used_.end(), std::uint64_t{0})}; }
+Bytes SramMap::total_used() const {
+  return Bytes{std::accumulate(used_.begin(), used_.end(), std::uint64_t{0})};
+}
 
 std::size_t SramMap::cores_used() const {
-  return static_cast<std::size_t>(std::count_if(used_.begin(), used_.end(), [](std::uint64_t b) { return b > 0; }));
+  return static_cast<std::size_t>(
+      std::count_if(used_.begin(), used_.end(), [](std::uint64_t b) { return b > 0; }));
 }
 
 void SramMap::allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what) {
@@ -28,8 +34,9 @@ void SramMap::allocate(CoreId core, Bytes bytes, SramUse use, const std::string&
   if (u + bytes.value > capacity_.value) {
     const Coord c = mesh_.coord(core);
     throw FitError("core (" + std::to_string(c.x) + "," + std::to_string(c.y) + ") cannot hold " +
-                   std::to_string(bytes.value) + " B of " + what + ": it has " + std::to_string(capacity_.value) +
-                   " B of SRAM and " + std::to_string(u) + " B are already in use");
+                   std::to_string(bytes.value) + " B of " + what + ": it has " +
+                   std::to_string(capacity_.value) + " B of SRAM and " + std::to_string(u) +
+                   " B are already in use");
   }
   u += bytes.value;
   by_use_[static_cast<int>(use)] += bytes.value;

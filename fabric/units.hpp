@@ -26,8 +26,12 @@ struct Quantity {
     value -= o.value;
     return *this;
   }
-  friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity{a.value + b.value}; }
-  friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity{a.value - b.value}; }
+  friend constexpr Quantity operator+(Quantity a, Quantity b) {
+    return Quantity{a.value + b.value};
+  }
+  friend constexpr Quantity operator-(Quantity a, Quantity b) {
+    return Quantity{a.value - b.value};
+  }
   friend constexpr Quantity operator*(Quantity a, std::uint64_t k) { return Quantity{a.value * k}; }
   friend constexpr Quantity operator*(std::uint64_t k, Quantity a) { return Quantity{a.value * k}; }
 };
@@ -37,10 +41,14 @@ struct BytesTag {};
 using Cycles = Quantity<CyclesTag>;
 using Bytes = Quantity<BytesTag>;
 
-constexpr Cycles max(Cycles a, Cycles b) { return a < b ? b : a; }
+constexpr Cycles max(Cycles a, Cycles b) {
+  return a < b ? b : a;
+}
 
 // Ceiling division, used wherever a size is served in whole units per cycle.
-constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return (a + b - 1) / b;
+}
 
 // A core's position on the mesh: x grows east (columns), y grows south (rows).
 struct Coord {

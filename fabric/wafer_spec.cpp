@@ -15,8 +15,10 @@ void WaferSpec::validate() const {
   require(mesh_height > 0, "mesh.height", "mesh height must be at least 1 core");
   require(static_cast<long long>(mesh_width) * mesh_height <= 4'000'000, "mesh",
           "mesh larger than 4,000,000 cores is not supported");
-  require(dies_x > 0 && dies_x <= mesh_width, "dies.x", "die columns must be between 1 and the mesh width");
-  require(dies_y > 0 && dies_y <= mesh_height, "dies.y", "die rows must be between 1 and the mesh height");
+  require(dies_x > 0 && dies_x <= mesh_width, "dies.x",
+          "die columns must be between 1 and the mesh width");
+  require(dies_y > 0 && dies_y <= mesh_height, "dies.y",
+          "die rows must be between 1 and the mesh height");
   require(clock_hz > 0.0, "core.clock", "clock must be positive (e.g. 1.1 GHz)");
   require(sram_per_core.value > 0, "core.sram", "SRAM per core must be positive (e.g. 48 KiB)");
   require(simd_lanes_16bit > 0, "core.simd_lanes_16bit", "16-bit SIMD lanes must be at least 1");
@@ -26,7 +28,8 @@ void WaferSpec::validate() const {
   require(hop_latency.value > 0, "router.hop_latency", "hop latency must be at least 1 cycle");
   require(link_bytes_per_cycle.value > 0, "router.link_bandwidth",
           "link bandwidth must be positive (e.g. 32 bit/cycle)");
-  require(virtual_channels > 0, "router.virtual_channels", "a router needs at least 1 virtual channel");
+  require(virtual_channels > 0, "router.virtual_channels",
+          "a router needs at least 1 virtual channel");
   require(io_bandwidth_bytes_per_s > 0.0, "io.bandwidth", "wafer I/O bandwidth must be positive");
   require(io_latency_s >= 0.0, "io.latency", "wafer I/O latency cannot be negative");
 }

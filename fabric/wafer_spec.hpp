@@ -35,16 +35,16 @@ struct WaferSpec {
   // Core.
   double clock_hz = 0.0;
   Bytes sram_per_core{0};
-  int simd_lanes_16bit = 0;          // 16-bit multiply-accumulates per cycle
-  int simd_lanes_32bit = 0;          // 32-bit multiply-accumulates per cycle
+  int simd_lanes_16bit = 0;            // 16-bit multiply-accumulates per cycle
+  int simd_lanes_32bit = 0;            // 32-bit multiply-accumulates per cycle
   Bytes sram_read_bytes_per_cycle{0};  // weight bytes the datapath can read per cycle
-  Cycles task_overhead{0};           // fixed cycles to start a kernel tile on a core
+  Cycles task_overhead{0};             // fixed cycles to start a kernel tile on a core
 
   // Router and links.
-  Cycles hop_latency{0};             // cycles for a wavelet to cross one router + link
-  Bytes link_bytes_per_cycle{0};     // per link per direction (one 32-bit wavelet = 4 B)
-  int virtual_channels = 0;          // colors
-  Cycles reduce_hop_overhead{0};     // extra cycles per hop when a core adds and forwards
+  Cycles hop_latency{0};          // cycles for a wavelet to cross one router + link
+  Bytes link_bytes_per_cycle{0};  // per link per direction (one 32-bit wavelet = 4 B)
+  int virtual_channels = 0;       // colors
+  Cycles reduce_hop_overhead{0};  // extra cycles per hop when a core adds and forwards
 
   // Wafer edge I/O (host and other wafers).
   double io_bandwidth_bytes_per_s = 0.0;
@@ -53,7 +53,9 @@ struct WaferSpec {
   int core_count() const { return mesh_width * mesh_height; }
   Bytes sram_capacity() const { return sram_per_core * static_cast<std::uint64_t>(core_count()); }
   // Multiply-accumulates per cycle for elements of the given width in bits.
-  int simd_lanes(int element_bits) const { return element_bits <= 16 ? simd_lanes_16bit : simd_lanes_32bit; }
+  int simd_lanes(int element_bits) const {
+    return element_bits <= 16 ? simd_lanes_16bit : simd_lanes_32bit;
+  }
 
   // Throws SpecError naming the offending field when the hardware is impossible.
   void validate() const;

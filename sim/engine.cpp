@@ -1,10 +1,10 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -25,8 +25,12 @@ namespace {
 
 // SystemC time base: one fabric clock cycle is represented as 1 ns of
 // sc_time, so cycle counts stay exact integers; seconds come from clock_hz.
-sc_core::sc_time to_sc(Cycles c) { return sc_core::sc_time(static_cast<double>(c.value), sc_core::SC_NS); }
-Cycles now_cycles() { return Cycles{static_cast<std::uint64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 + 0.5)}; }
+sc_core::sc_time to_sc(Cycles c) {
+  return sc_core::sc_time(static_cast<double>(c.value), sc_core::SC_NS);
+}
+Cycles now_cycles() {
+  return Cycles{static_cast<std::uint64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 + 0.5)};
+}
 
 // ---------------------------------------------------------------- SystemC --
 
@@ -51,7 +55,7 @@ SC_MODULE(StageModule) {
   sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> in;
   sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> out;
 
-  StageModule(sc_core::sc_module_name name, Executor& ex, const StageProgram& program)
+  StageModule(sc_core::sc_module_name name, Executor & ex, const StageProgram& program)
       : sc_module(name), ex_(ex), program_(program) {
     SC_THREAD(process);
   }
@@ -95,15 +99,19 @@ SC_MODULE(StageModule) {
   void trace(const TokenMessage& m, const std::string& label, const Timed& t) const {
     if (trace_position_ != m.position) return;
     const CycleBreakdown& b = t.path;
-    std::fprintf(stderr, "trace pos %d %-28s at %10llu  compute %8llu hops %7llu ser %7llu contention %8llu\n",
-                 m.position, label.c_str(), static_cast<unsigned long long>(t.at.value),
-                 static_cast<unsigned long long>(b.compute + b.sram), static_cast<unsigned long long>(b.hops),
-                 static_cast<unsigned long long>(b.serialization), static_cast<unsigned long long>(b.contention));
+    std::fprintf(
+        stderr,
+        "trace pos %d %-28s at %10llu  compute %8llu hops %7llu ser %7llu contention %8llu\n",
+        m.position, label.c_str(), static_cast<unsigned long long>(t.at.value),
+        static_cast<unsigned long long>(b.compute + b.sram),
+        static_cast<unsigned long long>(b.hops), static_cast<unsigned long long>(b.serialization),
+        static_cast<unsigned long long>(b.contention));
   }
 
   Executor& ex_;
   const StageProgram& program_;
-  int trace_position_ = std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
+  int trace_position_ =
+      std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
 };
 
 // The host: sends the prompt in over the wafer's I/O, collects each step's
@@ -112,9 +120,15 @@ SC_MODULE(HostModule) {
   sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> to_wafer;
   sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> from_wafer;
 
-  HostModule(sc_core::sc_module_name name, Executor& ex, const Scenario& sc, Cycles io_cycles,
+  HostModule(sc_core::sc_module_name name, Executor & ex, const Scenario& sc, Cycles io_cycles,
              analysis::RunResult& result, HostLog& log, const RunOptions& options)
-      : sc_module(name), ex_(ex), sc_(sc), io_(io_cycles), result_(result), log_(log), options_(options) {
+      : sc_module(name),
+        ex_(ex),
+        sc_(sc),
+        io_(io_cycles),
+        result_(result),
+        log_(log),
+        options_(options) {
     SC_THREAD(process);
   }
   SC_HAS_PROCESS(HostModule);
@@ -122,7 +136,8 @@ SC_MODULE(HostModule) {
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
  private:
-  TokenMessage* make(int position, std::int32_t token, bool prefill, const Timed& id_ready, bool from_host) {
+  TokenMessage* make(int position, std::int32_t token, bool prefill, const Timed& id_ready,
+                     bool from_host) {
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
     m->position = position;
@@ -219,11 +234,13 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   const Program program = lower(sc.model, placement);
 
   std::optional<models::Weights> weights;
-  if (options.functional) weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed);
+  if (options.functional)
+    weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed);
   Executor ex(fab, sc.model, placement, program, weights ? &*weights : nullptr, bits);
 
   // The prompt's token ids reach the wafer over its edge I/O.
-  const double io_s = sc.hardware.io_latency_s + 4.0 * n_prompt / sc.hardware.io_bandwidth_bytes_per_s;
+  const double io_s =
+      sc.hardware.io_latency_s + 4.0 * n_prompt / sc.hardware.io_bandwidth_bytes_per_s;
   const Cycles io_cycles{static_cast<std::uint64_t>(std::ceil(io_s * sc.hardware.clock_hz))};
 
   // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
@@ -235,7 +252,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::vector<std::unique_ptr<StageModule>> stages;
   for (std::size_t i = 0; i < n_stages; ++i) {
     const StageProgram& sp = program.stages[i];
-    const std::string name = sp.layer < 0 ? std::string("head") : "layer_" + std::to_string(sp.layer);
+    const std::string name =
+        sp.layer < 0 ? std::string("head") : "layer_" + std::to_string(sp.layer);
     stages.push_back(std::make_unique<StageModule>(name.c_str(), ex, sp));
     stages.back()->in(*fifos[i]);
     stages.back()->out(*fifos[i + 1]);
@@ -258,16 +276,20 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   // Latencies: the first token is ready when the last prompt token's logits
   // have been reduced, and reaches the user over the I/O link; every later
   // token costs one decode pass.
-  const Cycles io_out{static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz))};
+  const Cycles io_out{
+      static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz))};
   r.ttft_cycles = log.ready_cycles.front() + io_out.value;
   if (log.ready_cycles.size() > 1)
-    r.decode_cycles_per_token = (log.ready_cycles.back() - log.ready_cycles.front()) / (log.ready_cycles.size() - 1);
+    r.decode_cycles_per_token =
+        (log.ready_cycles.back() - log.ready_cycles.front()) / (log.ready_cycles.size() - 1);
   else
-    r.decode_cycles_per_token = r.token_records.back().end_cycle - r.token_records.back().start_cycle;
+    r.decode_cycles_per_token =
+        r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 
   if (options.functional) {
     r.tokens = log.tokens;
-    const models::Generation ref = models::greedy_generate(*weights, sc.workload.prompt_ids, sc.workload.generate_tokens);
+    const models::Generation ref =
+        models::greedy_generate(*weights, sc.workload.prompt_ids, sc.workload.generate_tokens);
     r.reference_tokens = ref.tokens;
     double err = 0.0;
     for (std::size_t t = 0; t < std::min(ref.logits.size(), log.logits.size()); ++t)

@@ -20,8 +20,8 @@
 namespace wafersim::sim {
 
 using fabric::Line;
-using fabric::ReductionScheme;
 using fabric::reduction_order;
+using fabric::ReductionScheme;
 inline constexpr int kSlots = static_cast<int>(Slot::count);
 
 // An activation vector of one token: where its pieces are, when each piece
@@ -50,13 +50,15 @@ struct TokenMessage {
   std::vector<float> logits;
 };
 
-inline Vec& slot(TokenMessage& m, Slot s) { return m.slots[static_cast<int>(s)]; }
+inline Vec& slot(TokenMessage& m, Slot s) {
+  return m.slots[static_cast<int>(s)];
+}
 
 // Interprets phases: timing through the fabric model, numbers when functional.
 class Executor {
  public:
-  Executor(fabric::Fabric& fab, const models::ModelConfig& model, const Placement& pl, const Program& prog,
-           const models::Weights* weights, int weight_bits)
+  Executor(fabric::Fabric& fab, const models::ModelConfig& model, const Placement& pl,
+           const Program& prog, const models::Weights* weights, int weight_bits)
       : fab_(fab), model_(model), pl_(pl), prog_(prog), w_(weights), bits_(weight_bits) {
     if (w_) {
       kv_k_.resize(pl.layers.size());
@@ -85,8 +87,9 @@ class Executor {
       fab_.mesh().xy_route(pl_.head.lm_head.root(0), e.root(p), route_);
       at_row = fab_.flow().send(route_, Bytes{4}, id_ready);
     }
-    fabric::multicast_line(fab_.mesh(), fab_.flow(), Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4},
-                           at_row, arrivals);
+    fabric::multicast_line(fab_.mesh(), fab_.flow(),
+                           Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_row,
+                           arrivals);
     for (int q = 0; q < e.q(); ++q) {
       v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1)});
       v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
@@ -116,7 +119,8 @@ class Executor {
         if (n <= 0) continue;
         route_.clear();
         fab_.mesh().xy_route(src.core, t.core, route_);
-        const Timed arrival = fab_.flow().send(route_, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k]);
+        const Timed arrival =
+            fab_.flow().send(route_, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k]);
         ready = ready ? later(*ready, arrival) : arrival;
       }
       if (!ready) throw std::logic_error("move: target piece not covered by the source vector");
@@ -127,14 +131,30 @@ class Executor {
 
   void run(const Phase& ph, TokenMessage& m, int layer) {
     switch (ph.kind) {
-      case PhaseKind::move: slot(m, ph.out) = move(slot(m, ph.a), ph.target); break;
-      case PhaseKind::rmsnorm: slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(ph, layer)); break;
-      case PhaseKind::gemv: slot(m, ph.out) = gemv(*ph.matrix, ph.weights, layer, slot(m, ph.a)); break;
-      case PhaseKind::rope: rope(slot(m, ph.a), m.position); break;
-      case PhaseKind::attention: slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.position); break;
-      case PhaseKind::silu_mul: slot(m, ph.out) = silu_mul(slot(m, ph.a)); break;
-      case PhaseKind::add: slot(m, ph.out) = add(slot(m, ph.a), slot(m, ph.b)); break;
-      case PhaseKind::argmax: argmax(slot(m, ph.a), m); break;
+      case PhaseKind::move:
+        slot(m, ph.out) = move(slot(m, ph.a), ph.target);
+        break;
+      case PhaseKind::rmsnorm:
+        slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(ph, layer));
+        break;
+      case PhaseKind::gemv:
+        slot(m, ph.out) = gemv(*ph.matrix, ph.weights, layer, slot(m, ph.a));
+        break;
+      case PhaseKind::rope:
+        rope(slot(m, ph.a), m.position);
+        break;
+      case PhaseKind::attention:
+        slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.position);
+        break;
+      case PhaseKind::silu_mul:
+        slot(m, ph.out) = silu_mul(slot(m, ph.a));
+        break;
+      case PhaseKind::add:
+        slot(m, ph.out) = add(slot(m, ph.a), slot(m, ph.b));
+        break;
+      case PhaseKind::argmax:
+        argmax(slot(m, ph.a), m);
+        break;
     }
   }
 
@@ -143,9 +163,12 @@ class Executor {
     static const std::vector<float> none;
     if (!w_) return none;
     switch (ph.gamma) {
-      case Phase::Gamma::attn_norm: return w_->layers[static_cast<std::size_t>(layer)].attn_norm;
-      case Phase::Gamma::ffn_norm: return w_->layers[static_cast<std::size_t>(layer)].ffn_norm;
-      case Phase::Gamma::final_norm: return w_->final_norm;
+      case Phase::Gamma::attn_norm:
+        return w_->layers[static_cast<std::size_t>(layer)].attn_norm;
+      case Phase::Gamma::ffn_norm:
+        return w_->layers[static_cast<std::size_t>(layer)].ffn_norm;
+      case Phase::Gamma::final_norm:
+        return w_->final_norm;
     }
     return none;
   }
@@ -167,21 +190,26 @@ class Executor {
     const Line line = column_line(x.layout);
     std::vector<Timed> partial(x.layout.size());
     for (std::size_t i = 0; i < x.layout.size(); ++i)
-      partial[i] = run_core(x.layout[i].core, x.ready[i], fab_.cost().vector_op(x.layout[i].size(), 2));
-    const Timed sum = fabric::reduce_line(fab_.mesh(), fab_.flow(), ReductionScheme::chain, line, Bytes{4}, partial);
+      partial[i] =
+          run_core(x.layout[i].core, x.ready[i], fab_.cost().vector_op(x.layout[i].size(), 2));
+    const Timed sum = fabric::reduce_line(fab_.mesh(), fab_.flow(), ReductionScheme::chain, line,
+                                          Bytes{4}, partial);
     std::vector<Timed> back;
     fabric::multicast_line(fab_.mesh(), fab_.flow(), line, Bytes{4}, sum, back);
     Vec out;
     out.layout = x.layout;
     for (std::size_t i = 0; i < x.layout.size(); ++i)
-      out.ready.push_back(run_core(x.layout[i].core, back[i], fab_.cost().vector_op(x.layout[i].size(), 2)));
+      out.ready.push_back(
+          run_core(x.layout[i].core, back[i], fab_.cost().vector_op(x.layout[i].size(), 2)));
     if (functional()) {
       // Sum of squares per piece, combined in the order the chain adds them.
       std::vector<float> sums(x.layout.size());
       for (std::size_t i = 0; i < x.layout.size(); ++i)
-        sums[i] = models::sum_of_squares(std::span(x.values).subspan(static_cast<std::size_t>(x.layout[i].begin),
-                                                                     static_cast<std::size_t>(x.layout[i].size())));
-      for (const auto& step : reduction_order(ReductionScheme::chain, static_cast<int>(sums.size())))
+        sums[i] = models::sum_of_squares(
+            std::span(x.values).subspan(static_cast<std::size_t>(x.layout[i].begin),
+                                        static_cast<std::size_t>(x.layout[i].size())));
+      for (const auto& step :
+           reduction_order(ReductionScheme::chain, static_cast<int>(sums.size())))
         sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
       out.values.resize(x.values.size());
       models::rmsnorm_apply(x.values, sums[0], static_cast<int>(x.values.size()), g,
@@ -192,15 +220,16 @@ class Executor {
 
   // Partial products of one core's tile: rows [r0, r1) of the fused matrix,
   // input columns [c0, c1).
-  void tile_product(WeightRef ref, int layer, int r0, int r1, int c0, int c1, std::span<const float> x,
-                    std::span<float> y) {
+  void tile_product(WeightRef ref, int layer, int r0, int r1, int c0, int c1,
+                    std::span<const float> x, std::span<float> y) {
     const int nc = c1 - c0;
     const auto xs = x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc));
     auto part = [&](const models::Matrix& m, int row_offset, int lo, int hi) {
       const int a = std::max(r0, lo), b = std::min(r1, hi);
       if (a >= b) return;
-      models::gemv_tile(m.view(a - row_offset, b - a, c0, nc), xs,
-                        y.subspan(static_cast<std::size_t>(a - r0), static_cast<std::size_t>(b - a)));
+      models::gemv_tile(
+          m.view(a - row_offset, b - a, c0, nc), xs,
+          y.subspan(static_cast<std::size_t>(a - r0), static_cast<std::size_t>(b - a)));
     };
     if (ref == WeightRef::lm_head) return part(w_->lm_head, 0, 0, model_.vocab_size);
     const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
@@ -211,8 +240,12 @@ class Executor {
         part(lw.wk, q, q, q + kv);
         part(lw.wv, q + kv, q + kv, q + 2 * kv);
         break;
-      case WeightRef::o: part(lw.wo, 0, 0, model_.hidden_size); break;
-      case WeightRef::down: part(lw.w_down, 0, 0, model_.hidden_size); break;
+      case WeightRef::o:
+        part(lw.wo, 0, 0, model_.hidden_size);
+        break;
+      case WeightRef::down:
+        part(lw.w_down, 0, 0, model_.hidden_size);
+        break;
       case WeightRef::gate_up: {
         // Interleaved rows: 2i is gate row i, 2i+1 is up row i (r0, r1 even).
         const int n = (r1 - r0) / 2;
@@ -226,7 +259,8 @@ class Executor {
         }
         break;
       }
-      case WeightRef::lm_head: break;
+      case WeightRef::lm_head:
+        break;
     }
   }
 
@@ -234,26 +268,29 @@ class Executor {
   // its tile; partial sums of each row of cores reduced west to its root.
   Vec gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x) {
     const int P = m.p(), Q = m.q();
-    if (static_cast<int>(x.layout.size()) != Q) throw std::logic_error(m.name + ": input is not on its columns");
+    if (static_cast<int>(x.layout.size()) != Q)
+      throw std::logic_error(m.name + ": input is not on its columns");
     done_.resize(static_cast<std::size_t>(P) * Q);
     std::vector<Timed> arrivals;
     for (int qi = 0; qi < Q; ++qi) {
       const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
-      fabric::multicast_line(fab_.mesh(), fab_.flow(), Line{m.core(0, qi), fabric::Direction::south, P},
-                             Bytes{cols * 4}, x.ready[static_cast<std::size_t>(qi)], arrivals);
+      fabric::multicast_line(fab_.mesh(), fab_.flow(),
+                             Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4},
+                             x.ready[static_cast<std::size_t>(qi)], arrivals);
       for (int pi = 0; pi < P; ++pi) {
         const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
         done_[static_cast<std::size_t>(pi) * Q + qi] =
-            run_core(m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)], fab_.cost().gemv_tile(rows, cols, bits_));
+            run_core(m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)],
+                     fab_.cost().gemv_tile(rows, cols, bits_));
       }
     }
     Vec y;
     y.layout = output_layout(m);
     for (int pi = 0; pi < P; ++pi) {
       const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-      y.ready.push_back(fabric::reduce_line(fab_.mesh(), fab_.flow(), m.reduction,
-                                            Line{m.root(pi), fabric::Direction::east, Q}, Bytes{rows * 4},
-                                            std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
+      y.ready.push_back(fabric::reduce_line(
+          fab_.mesh(), fab_.flow(), m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
+          Bytes{rows * 4}, std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
     }
     if (functional()) {
       y.values.assign(static_cast<std::size_t>(m.out_features), 0.0f);
@@ -266,8 +303,9 @@ class Executor {
           tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x.values,
                        std::span(partials_).subspan(static_cast<std::size_t>(qi) * n, n));
         for (const auto& step : order)
-          models::add_inplace(std::span(partials_).subspan(static_cast<std::size_t>(step.into) * n, n),
-                              std::span(partials_).subspan(static_cast<std::size_t>(step.from) * n, n));
+          models::add_inplace(
+              std::span(partials_).subspan(static_cast<std::size_t>(step.into) * n, n),
+              std::span(partials_).subspan(static_cast<std::size_t>(step.from) * n, n));
         std::copy(partials_.begin(), partials_.begin() + static_cast<std::ptrdiff_t>(n),
                   y.values.begin() + r0);
       }
@@ -277,7 +315,8 @@ class Executor {
 
   void elementwise(Vec& v, std::uint64_t ops_per_element) {
     for (std::size_t i = 0; i < v.layout.size(); ++i)
-      v.ready[i] = run_core(v.layout[i].core, v.ready[i], fab_.cost().vector_op(v.layout[i].size(), ops_per_element));
+      v.ready[i] = run_core(v.layout[i].core, v.ready[i],
+                            fab_.cost().vector_op(v.layout[i].size(), ops_per_element));
   }
 
   void rope(Vec& qkv, int position) {
@@ -285,8 +324,10 @@ class Executor {
     if (!functional()) return;
     const int hd = model_.head_dim;
     for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
-      models::rope_apply(std::span(qkv.values).subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
-                         position, model_.rope_theta);
+      models::rope_apply(
+          std::span(qkv.values)
+              .subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
+          position, model_.rope_theta);
   }
 
   Vec silu_mul(const Vec& gu) {
@@ -305,10 +346,12 @@ class Executor {
   }
 
   Vec add(const Vec& a, const Vec& b) {
-    if (a.layout.size() != b.layout.size()) throw std::logic_error("add: operands on different layouts");
+    if (a.layout.size() != b.layout.size())
+      throw std::logic_error("add: operands on different layouts");
     Vec out;
     out.layout = a.layout;
-    for (std::size_t i = 0; i < a.layout.size(); ++i) out.ready.push_back(later(a.ready[i], b.ready[i]));
+    for (std::size_t i = 0; i < a.layout.size(); ++i)
+      out.ready.push_back(later(a.ready[i], b.ready[i]));
     elementwise(out, 1);
     if (functional()) {
       out.values = a.values;
@@ -338,19 +381,22 @@ class Executor {
       fabric::multicast_line(fab_.mesh(), fab_.flow(), Line{top, fabric::Direction::south, L},
                              Bytes{static_cast<std::uint64_t>(g * hd) * 4}, q.ready[0], arrivals);
       for (int i = 0; i < L; ++i) {
-        const int mine = positions > i ? (positions - i + L - 1) / L : 0;  // positions i, i+L, ... < positions
+        const int mine =
+            positions > i ? (positions - i + L - 1) / L : 0;  // positions i, i+L, ... < positions
         Timed ready = arrivals[static_cast<std::size_t>(i)];
         if (a.segment_core(h, i) == owner) ready = later(later(ready, k.ready[0]), v.ready[0]);
         done[static_cast<std::size_t>(i)] =
-            mine == 0 ? ready
-                      : run_core(a.segment_core(h, i), ready,
-                                 fab_.cost().attention(static_cast<std::uint64_t>(mine), hd, g, bits_));
+            mine == 0
+                ? ready
+                : run_core(a.segment_core(h, i), ready,
+                           fab_.cost().attention(static_cast<std::uint64_t>(mine), hd, g, bits_));
       }
-      const Timed reduced =
-          fabric::reduce_line(fab_.mesh(), fab_.flow(), a.reduction, Line{top, fabric::Direction::south, L},
-                              Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4}, done);
+      const Timed reduced = fabric::reduce_line(
+          fab_.mesh(), fab_.flow(), a.reduction, Line{top, fabric::Direction::south, L},
+          Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4}, done);
       out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd});
-      out.ready.push_back(run_core(top, reduced, fab_.cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
+      out.ready.push_back(
+          run_core(top, reduced, fab_.cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
     }
     if (functional()) {
       out.values.assign(static_cast<std::size_t>(q_dim), 0.0f);
@@ -366,20 +412,26 @@ class Executor {
         vc.insert(vc.end(), vp, vp + hd);
         for (int j = 0; j < g; ++j) {
           const int head = h * g + j;
-          const auto qs = std::span(qkv.values).subspan(static_cast<std::size_t>(head * hd), static_cast<std::size_t>(hd));
+          const auto qs =
+              std::span(qkv.values)
+                  .subspan(static_cast<std::size_t>(head * hd), static_cast<std::size_t>(hd));
           std::vector<models::AttentionPartial> parts;
           parts.reserve(static_cast<std::size_t>(L));
           for (int i = 0; i < L; ++i) {
-            const auto& kci = kv_k_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h * L + i)];
-            const auto& vci = kv_v_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h * L + i)];
-            parts.push_back(models::attention_partial(qs, kci.data(), vci.data(), static_cast<int>(kci.size()) / hd,
-                                                      hd, scale));
+            const auto& kci =
+                kv_k_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h * L + i)];
+            const auto& vci =
+                kv_v_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h * L + i)];
+            parts.push_back(models::attention_partial(
+                qs, kci.data(), vci.data(), static_cast<int>(kci.size()) / hd, hd, scale));
           }
           for (const auto& step : reduction_order(a.reduction, L))
             parts[static_cast<std::size_t>(step.into)] =
-                models::combine(parts[static_cast<std::size_t>(step.into)], parts[static_cast<std::size_t>(step.from)]);
-          models::attention_finalize(parts[0], std::span(out.values).subspan(static_cast<std::size_t>(head * hd),
-                                                                             static_cast<std::size_t>(hd)));
+                models::combine(parts[static_cast<std::size_t>(step.into)],
+                                parts[static_cast<std::size_t>(step.from)]);
+          models::attention_finalize(parts[0], std::span(out.values)
+                                                   .subspan(static_cast<std::size_t>(head * hd),
+                                                            static_cast<std::size_t>(hd)));
         }
       }
     }
@@ -391,9 +443,10 @@ class Executor {
   void argmax(const Vec& logits, TokenMessage& m) {
     std::vector<Timed> local(logits.layout.size());
     for (std::size_t i = 0; i < logits.layout.size(); ++i)
-      local[i] = run_core(logits.layout[i].core, logits.ready[i], fab_.cost().vector_op(logits.layout[i].size(), 1));
-    m.done = fabric::reduce_line(fab_.mesh(), fab_.flow(), ReductionScheme::chain, column_line(logits.layout),
-                                 Bytes{8}, local);
+      local[i] = run_core(logits.layout[i].core, logits.ready[i],
+                          fab_.cost().vector_op(logits.layout[i].size(), 1));
+    m.done = fabric::reduce_line(fab_.mesh(), fab_.flow(), ReductionScheme::chain,
+                                 column_line(logits.layout), Bytes{8}, local);
     if (functional()) {
       m.next_token = models::argmax(logits.values);
       m.logits = logits.values;
@@ -413,6 +466,5 @@ class Executor {
   // Functional KV cache: [layer][kv_head * segment_length + core] -> rows.
   std::vector<std::vector<std::vector<float>>> kv_k_, kv_v_;
 };
-
 
 }  // namespace wafersim::sim

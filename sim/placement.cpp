@@ -15,12 +15,16 @@ using fabric::SramUse;
 
 std::uint64_t MatrixPlacement::max_tile_elements() const {
   const std::uint64_t rows =
-      row_granule * ceil_div(static_cast<std::uint64_t>(out_features / row_granule), static_cast<std::uint64_t>(p()));
-  const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(in_features), static_cast<std::uint64_t>(q()));
+      row_granule * ceil_div(static_cast<std::uint64_t>(out_features / row_granule),
+                             static_cast<std::uint64_t>(p()));
+  const std::uint64_t cols =
+      ceil_div(static_cast<std::uint64_t>(in_features), static_cast<std::uint64_t>(q()));
   return rows * cols;
 }
 
-std::vector<std::string> placement_strategies() { return {"layer-rectangles"}; }
+std::vector<std::string> placement_strategies() {
+  return {"layer-rectangles"};
+}
 
 namespace {
 
@@ -44,8 +48,9 @@ struct MatrixShape {
 int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits) {
   const std::uint64_t q = static_cast<std::uint64_t>(std::min(width, m.in));
   const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in), q);
-  const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4;  // + partial
-  if (capacity <= cols * 4 + row_bytes) return -1;  // not even one row fits
+  const std::uint64_t row_bytes =
+      ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4;  // + partial
+  if (capacity <= cols * 4 + row_bytes) return -1;                      // not even one row fits
   const std::uint64_t granule = static_cast<std::uint64_t>(m.granule);
   const std::uint64_t groups_per_core = (capacity - cols * 4) / row_bytes / granule;
   if (groups_per_core == 0) return -1;
@@ -67,12 +72,16 @@ void allocate_matrix(fabric::Fabric& fab, const MatrixPlacement& mp, int weight_
   const fabric::Mesh& mesh = fab.mesh();
   for (int pi = 0; pi < mp.p(); ++pi)
     for (int qi = 0; qi < mp.q(); ++qi) {
-      const std::uint64_t rows = static_cast<std::uint64_t>(mp.row_begin(pi + 1) - mp.row_begin(pi));
-      const std::uint64_t cols = static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
+      const std::uint64_t rows =
+          static_cast<std::uint64_t>(mp.row_begin(pi + 1) - mp.row_begin(pi));
+      const std::uint64_t cols =
+          static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
       const CoreId core = mesh.id(mp.core(pi, qi));
-      fab.sram().allocate(core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
+      fab.sram().allocate(core,
+                          Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
                           SramUse::weights, mp.name + " weight tile");
-      fab.sram().allocate(core, Bytes{(rows + cols) * 4}, SramUse::activations, mp.name + " buffers");
+      fab.sram().allocate(core, Bytes{(rows + cols) * 4}, SramUse::activations,
+                          mp.name + " buffers");
     }
 }
 
@@ -82,14 +91,16 @@ void share_rows(std::vector<int>& rows, const std::vector<MatrixShape>& shapes, 
   std::uint64_t total = 0;
   for (const auto& s : shapes) total += static_cast<std::uint64_t>(s.out) * s.in;
   for (std::size_t i = 0; i < shapes.size() && total > 0; ++i) {
-    const auto share = static_cast<int>(static_cast<std::uint64_t>(extra) * shapes[i].out * shapes[i].in / total);
+    const auto share =
+        static_cast<int>(static_cast<std::uint64_t>(extra) * shapes[i].out * shapes[i].in / total);
     rows[i] = std::min(rows[i] + share, shapes[i].out);
   }
 }
 
 }  // namespace
 
-Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const PlacementRequest& req) {
+Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
+                const PlacementRequest& req) {
   const auto strategies = placement_strategies();
   if (std::find(strategies.begin(), strategies.end(), req.strategy) == strategies.end())
     throw std::invalid_argument("unknown placement strategy '" + req.strategy + "'");
@@ -100,30 +111,36 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
   const int W = spec.mesh_width, H = spec.mesh_height;
 
   // Whole-model check first, so the common failure reads in model terms.
-  const std::uint64_t weight_bytes = ceil_div(model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
-  const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) * req.context_tokens * 2 *
-                                 static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
+  const std::uint64_t weight_bytes =
+      ceil_div(model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
+  const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) * req.context_tokens *
+                                 2 * static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
   if (weight_bytes + kv_bytes > spec.sram_capacity().value)
     throw FitError(fmt::format(
-        "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} tokens), "
+        "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} "
+        "tokens), "
         "but {} has {} ({} cores x {}); use a larger wafer or more wafers",
-        model.name, human_bytes(weight_bytes + kv_bytes), human_bytes(weight_bytes), model.parameter_count(), bits,
-        human_bytes(kv_bytes), req.context_tokens, spec.name, human_bytes(spec.sram_capacity().value),
-        spec.core_count(), human_bytes(capacity)));
+        model.name, human_bytes(weight_bytes + kv_bytes), human_bytes(weight_bytes),
+        model.parameter_count(), bits, human_bytes(kv_bytes), req.context_tokens, spec.name,
+        human_bytes(spec.sram_capacity().value), spec.core_count(), human_bytes(capacity)));
 
   // Strips: one per layer plus the head, widths in proportion to bytes held.
   const bool tied = model.tie_embeddings;
-  const std::uint64_t layer_bytes =
-      ceil_div(model.layer_parameters() * bits, 8) + kv_bytes / static_cast<std::uint64_t>(model.num_layers);
-  const std::uint64_t head_bytes =
-      ceil_div((tied ? 1u : 2u) * static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits, 8);
+  const std::uint64_t layer_bytes = ceil_div(model.layer_parameters() * bits, 8) +
+                                    kv_bytes / static_cast<std::uint64_t>(model.num_layers);
+  const std::uint64_t head_bytes = ceil_div(
+      (tied ? 1u : 2u) * static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits,
+      8);
   const int stages = model.num_layers + 1;
   if (W < stages)
-    throw FitError(fmt::format("layer-rectangles gives each of the {} stages ({} layers + head) at least one column, "
-                               "but {} is only {} columns wide",
-                               stages, model.num_layers, spec.name, W));
-  const double total_bytes = static_cast<double>(layer_bytes) * model.num_layers + static_cast<double>(head_bytes);
-  int head_width = std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total_bytes)));
+    throw FitError(fmt::format(
+        "layer-rectangles gives each of the {} stages ({} layers + head) at least one column, "
+        "but {} is only {} columns wide",
+        stages, model.num_layers, spec.name, W));
+  const double total_bytes =
+      static_cast<double>(layer_bytes) * model.num_layers + static_cast<double>(head_bytes);
+  int head_width =
+      std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total_bytes)));
   int layer_width = std::max(1, (W - head_width) / model.num_layers);
   head_width = W - layer_width * model.num_layers;  // the head takes the remainder
 
@@ -145,8 +162,9 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
   const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(hd) * kv_bits / 8;
   const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * hd + 2) * 4;
   if (capacity <= att_buffers + slot_bytes)
-    throw FitError(fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
-                               human_bytes(capacity), model.name));
+    throw FitError(
+        fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
+                    human_bytes(capacity), model.name));
   const int slots_per_core = static_cast<int>((capacity - att_buffers) / slot_bytes);
   const int att_width = std::min(layer_width, model.num_kv_heads);
   const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
@@ -156,20 +174,23 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
   for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
     rows[i] = min_rows(layer_shapes[i], layer_width, capacity, bits);
     if (rows[i] < 0)
-      throw FitError(fmt::format("a {}-column strip cannot hold even one row of the {} matrix of {} on {}",
-                                 layer_width, layer_shapes[i].name, model.name, spec.name));
+      throw FitError(
+          fmt::format("a {}-column strip cannot hold even one row of the {} matrix of {} on {}",
+                      layer_width, layer_shapes[i].name, model.name, spec.name));
   }
   const int att_rows_min = segments_per_column * min_segment;
   const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
   if (needed > H)
-    throw FitError(fmt::format("each layer of {} needs {} rows of {}-core-wide strip for its weights and a {}-token "
-                               "KV cache, but {} has {} rows",
-                               model.name, needed, layer_width, ctx, spec.name, H));
+    throw FitError(fmt::format(
+        "each layer of {} needs {} rows of {}-core-wide strip for its weights and a {}-token "
+        "KV cache, but {} has {} rows",
+        model.name, needed, layer_width, ctx, spec.name, H));
   // Spread what is left over the matrices (less work per core), and give the
   // attention segments any rows they can still use.
   share_rows(rows, layer_shapes, H - needed);
   const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
-  const int segment = std::max(min_segment, std::min(ctx, (H - used_by_matrices) / segments_per_column));
+  const int segment =
+      std::max(min_segment, std::min(ctx, (H - used_by_matrices) / segments_per_column));
 
   for (int l = 0; l < model.num_layers; ++l) {
     LayerStage st;
@@ -209,8 +230,9 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
   const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
   const int lm_min = min_rows(lm, head_width, capacity, bits);
   if (lm_min < 0 || lm_min * (tied ? 1 : 2) > H)
-    throw FitError(fmt::format("the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head on {}",
-                               head_width, spec.name, model.vocab_size, model.hidden_size, spec.name));
+    throw FitError(
+        fmt::format("the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head on {}",
+                    head_width, spec.name, model.vocab_size, model.hidden_size, spec.name));
   const int lm_rows = tied ? H : std::max(lm_min, H - lm_min);
   head.lm_head = make_matrix(lm, head.strip.x0, 0, head_width, lm_rows, req.reduction);
   head.embedding = tied ? head.lm_head
@@ -220,13 +242,15 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
 
   // Allocate every byte; the allocator is the final word on fit.
   for (const LayerStage& st : pl.layers) {
-    for (const MatrixPlacement* mp : {&st.qkv, &st.o, &st.gate_up, &st.down}) allocate_matrix(fab, *mp, bits);
+    for (const MatrixPlacement* mp : {&st.qkv, &st.o, &st.gate_up, &st.down})
+      allocate_matrix(fab, *mp, bits);
     const AttentionPlacement& a = st.attention;
     for (int h = 0; h < a.num_kv_heads; ++h)
       for (int i = 0; i < a.segment_length; ++i) {
         const CoreId core = fab.mesh().id(a.segment_core(h, i));
-        fab.sram().allocate(core, Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
-                            SramUse::kv_cache, fmt::format("layer {} KV cache", st.layer));
+        fab.sram().allocate(
+            core, Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
+            SramUse::kv_cache, fmt::format("layer {} KV cache", st.layer));
         fab.sram().allocate(core, Bytes{att_buffers}, SramUse::activations,
                             fmt::format("layer {} attention buffers", st.layer));
       }
@@ -237,7 +261,8 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
   // on its residual cores (the o roots), the final one on the head's first
   // roots (the layout lower() uses for the final hidden state).
   auto allocate_gains = [&](Coord c, int elements, const std::string& what) {
-    fab.sram().allocate(fab.mesh().id(c), Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
+    fab.sram().allocate(fab.mesh().id(c),
+                        Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
                         SramUse::weights, what);
   };
   for (const LayerStage& st : pl.layers)
@@ -246,8 +271,10 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab, const Pla
                      fmt::format("layer {} norm gains", st.layer));
   const int home = std::min(head.lm_head.p(), model.hidden_size);
   for (int i = 0; i < home; ++i)
-    allocate_gains(head.lm_head.root(i), block_begin(model.hidden_size, home, i + 1) - block_begin(model.hidden_size, home, i),
-                   "final norm gains");
+    allocate_gains(
+        head.lm_head.root(i),
+        block_begin(model.hidden_size, home, i + 1) - block_begin(model.hidden_size, home, i),
+        "final norm gains");
   return pl;
 }
 

@@ -14,7 +14,9 @@
 namespace wafersim::sim {
 
 // Balanced split of n items into k blocks: block i is [begin(i), begin(i+1)).
-inline int block_begin(int n, int k, int i) { return static_cast<int>(static_cast<std::int64_t>(n) * i / k); }
+inline int block_begin(int n, int k, int i) {
+  return static_cast<int>(static_cast<std::int64_t>(n) * i / k);
+}
 
 // A weight matrix W [out][in] tiled over rect: core (x0+q, y0+p) holds the
 // tile of out rows block p and in columns block q. Input chunk q is multicast
@@ -31,7 +33,9 @@ struct MatrixPlacement {
 
   int p() const { return rect.height; }
   int q() const { return rect.width; }
-  int row_begin(int pi) const { return row_granule * block_begin(out_features / row_granule, p(), pi); }
+  int row_begin(int pi) const {
+    return row_granule * block_begin(out_features / row_granule, p(), pi);
+  }
   int col_begin(int qi) const { return block_begin(in_features, q(), qi); }
   Coord core(int pi, int qi) const { return Coord{rect.x0 + qi, rect.y0 + pi}; }
   Coord root(int pi) const { return core(pi, 0); }
@@ -54,7 +58,9 @@ struct AttentionPlacement {
     return Coord{rect.x0 + kv_head / segments_per_column,
                  rect.y0 + (kv_head % segments_per_column) * segment_length + i};
   }
-  Coord position_core(int kv_head, int position) const { return segment_core(kv_head, position % segment_length); }
+  Coord position_core(int kv_head, int position) const {
+    return segment_core(kv_head, position % segment_length);
+  }
 };
 
 // One pipeline stage: a decoder layer, or the head (embedding + final norm +
@@ -93,6 +99,7 @@ std::vector<std::string> placement_strategies();
 // Places the model and allocates every byte in fabric.sram(). Throws
 // fabric::FitError (with how much is needed and how much there is) when the
 // model does not fit.
-Placement place(const models::ModelConfig& model, fabric::Fabric& fabric, const PlacementRequest& request);
+Placement place(const models::ModelConfig& model, fabric::Fabric& fabric,
+                const PlacementRequest& request);
 
 }  // namespace wafersim::sim

@@ -7,27 +7,37 @@ namespace wafersim::sim {
 Layout input_layout(const MatrixPlacement& m) {
   Layout l;
   l.reserve(static_cast<std::size_t>(m.q()));
-  for (int qi = 0; qi < m.q(); ++qi) l.push_back(Piece{m.core(0, qi), m.col_begin(qi), m.col_begin(qi + 1)});
+  for (int qi = 0; qi < m.q(); ++qi)
+    l.push_back(Piece{m.core(0, qi), m.col_begin(qi), m.col_begin(qi + 1)});
   return l;
 }
 
 Layout output_layout(const MatrixPlacement& m) {
   Layout l;
   l.reserve(static_cast<std::size_t>(m.p()));
-  for (int pi = 0; pi < m.p(); ++pi) l.push_back(Piece{m.root(pi), m.row_begin(pi), m.row_begin(pi + 1)});
+  for (int pi = 0; pi < m.p(); ++pi)
+    l.push_back(Piece{m.root(pi), m.row_begin(pi), m.row_begin(pi + 1)});
   return l;
 }
 
 const char* phase_name(PhaseKind k) {
   switch (k) {
-    case PhaseKind::move: return "move";
-    case PhaseKind::rmsnorm: return "rmsnorm";
-    case PhaseKind::gemv: return "gemv";
-    case PhaseKind::rope: return "rope";
-    case PhaseKind::attention: return "attention";
-    case PhaseKind::silu_mul: return "silu_mul";
-    case PhaseKind::add: return "add";
-    case PhaseKind::argmax: return "argmax";
+    case PhaseKind::move:
+      return "move";
+    case PhaseKind::rmsnorm:
+      return "rmsnorm";
+    case PhaseKind::gemv:
+      return "gemv";
+    case PhaseKind::rope:
+      return "rope";
+    case PhaseKind::attention:
+      return "attention";
+    case PhaseKind::silu_mul:
+      return "silu_mul";
+    case PhaseKind::add:
+      return "add";
+    case PhaseKind::argmax:
+      return "argmax";
   }
   return "?";
 }
@@ -44,7 +54,8 @@ namespace {
 // from row y0 down: where the head keeps the final hidden state.
 Layout column_layout(int x0, int y0, int k, int n) {
   Layout l;
-  for (int i = 0; i < k; ++i) l.push_back(Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1)});
+  for (int i = 0; i < k; ++i)
+    l.push_back(Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1)});
   return l;
 }
 

@@ -71,7 +71,8 @@ struct StageProgram {
 
 struct Program {
   std::vector<StageProgram> stages;  // layers in order, then the head
-  Layout embedding_output;           // pieces of an embedding row, per token (cores of row block 0; see engine)
+  Layout
+      embedding_output;  // pieces of an embedding row, per token (cores of row block 0; see engine)
 };
 
 Program lower(const models::ModelConfig& model, const Placement& placement);

@@ -53,7 +53,8 @@ TEST_F(Collectives, ChainReductionOfReadyPartials) {
   // 8 cores, all ready at 0, 64 B (16 cycles): 7 hops * (1 + 2 add) - 2 + 16 + last add 2 ...
   // s0 = 0, s_k = 3k, last link k=6 starts at 18, tail at 18 + 1 + 16 = 35, root add +2 = 37.
   std::vector<Timed> ready(8);
-  const Timed t = reduce_line(mesh, flow, ReductionScheme::chain, Line{{0, 0}, Direction::east, 8}, Bytes{64}, ready);
+  const Timed t = reduce_line(mesh, flow, ReductionScheme::chain, Line{{0, 0}, Direction::east, 8},
+                              Bytes{64}, ready);
   EXPECT_EQ(t.at.value, 37u);
 }
 
@@ -63,7 +64,8 @@ TEST_F(Collectives, TreeReductionOfReadyPartials) {
   //   arrival 19 + 2 + 16 = 37, +2 = 39 at 0 and 4.
   // Stride 4: from 4 (ready 39) over 4 hops: 39 + 4 + 16 = 59, +2 = 61.
   std::vector<Timed> ready(8);
-  const Timed t = reduce_line(mesh, flow, ReductionScheme::tree, Line{{0, 0}, Direction::east, 8}, Bytes{64}, ready);
+  const Timed t = reduce_line(mesh, flow, ReductionScheme::tree, Line{{0, 0}, Direction::east, 8},
+                              Bytes{64}, ready);
   EXPECT_EQ(t.at.value, 61u);
 }
 

@@ -10,7 +10,8 @@ namespace {
 TEST(CoreCost, GemvTileIsSimdBoundAt16Bit) {
   const WaferSpec spec = testing::small_spec();
   CoreCostModel cost(spec);
-  // 24 x 40 bf16 tile: 960 MACs / 8 lanes = 120 cycles; 1920 B / 16 B = 120 cycles (tie -> compute).
+  // 24 x 40 bf16 tile: 960 MACs / 8 lanes = 120 cycles; 1920 B / 16 B = 120 cycles (tie ->
+  // compute).
   // + 10 task overhead = 130.
   const CoreCost c = cost.gemv_tile(24, 40, 16);
   EXPECT_EQ(c.cycles.value, 130u);

@@ -29,8 +29,10 @@ TEST(Mesh, IdAndCoordRoundTrip) {
       }
   for (int s : seen) EXPECT_EQ(s, 1);
   // A walk down a column and along a row uses consecutive ids.
-  EXPECT_EQ(m.link(Coord{2, 1}, Direction::south).value, m.link(Coord{2, 0}, Direction::south).value + 1);
-  EXPECT_EQ(m.link(Coord{3, 1}, Direction::east).value, m.link(Coord{2, 1}, Direction::east).value + 1);
+  EXPECT_EQ(m.link(Coord{2, 1}, Direction::south).value,
+            m.link(Coord{2, 0}, Direction::south).value + 1);
+  EXPECT_EQ(m.link(Coord{3, 1}, Direction::east).value,
+            m.link(Coord{2, 1}, Direction::east).value + 1);
   EXPECT_EQ(m.link_direction(m.link(Coord{3, 1}, Direction::north)), Direction::north);
 }
 
@@ -66,10 +68,12 @@ TEST(Mesh, BoostGraphDistancesEqualManhattan) {
   auto dist_map = boost::make_iterator_property_map(dist.begin(), index);
   const Mesh::Graph::vertex_descriptor src{{2, 1}};
   boost::breadth_first_search(g, src,
-                              boost::visitor(boost::make_bfs_visitor(boost::record_distances(dist_map, boost::on_tree_edge()))));
+                              boost::visitor(boost::make_bfs_visitor(
+                                  boost::record_distances(dist_map, boost::on_tree_edge()))));
   for (int y = 0; y < 5; ++y)
     for (int x = 0; x < 7; ++x) {
-      const Mesh::Graph::vertex_descriptor v{{static_cast<std::size_t>(x), static_cast<std::size_t>(y)}};
+      const Mesh::Graph::vertex_descriptor v{
+          {static_cast<std::size_t>(x), static_cast<std::size_t>(y)}};
       EXPECT_EQ(dist[get(index, v)], static_cast<std::size_t>(manhattan(Coord{2, 1}, Coord{x, y})));
     }
 }

@@ -22,7 +22,8 @@ struct Outcome {
 };
 
 Outcome wafersim(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / ("wafersim_cli_err_" + std::to_string(::getpid()));
+  const fs::path err_file =
+      fs::temp_directory_path() / ("wafersim_cli_err_" + std::to_string(::getpid()));
   const std::string cmd = std::string(WAFERSIM_BINARY) + " " + args + " 2>" + err_file.string();
   Outcome o;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -37,10 +38,13 @@ Outcome wafersim(const std::string& args) {
   return o;
 }
 
-std::string src(const std::string& rel) { return std::string(WAFERSIM_SOURCE_DIR) + "/" + rel; }
+std::string src(const std::string& rel) {
+  return std::string(WAFERSIM_SOURCE_DIR) + "/" + rel;
+}
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("wafersim_cli_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("wafersim_cli_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -50,14 +54,17 @@ TEST(Cli, RunJsonIsOneObjectWithTheDocumentedKeys) {
   const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
   ASSERT_EQ(o.code, 0) << o.err;
   const auto j = nlohmann::json::parse(o.out);  // nothing but JSON on stdout
-  for (const char* key : {"scenario", "hardware", "model", "cores_used", "sram_bytes_used", "sram_bytes_capacity",
-                          "decode_tokens_per_s_per_user", "inter_token_latency_s", "ttft_s", "cycles_per_token",
-                          "clock_hz", "bottleneck", "tokens", "reference_tokens", "prompt_ids"})
+  for (const char* key :
+       {"scenario", "hardware", "model", "cores_used", "sram_bytes_used", "sram_bytes_capacity",
+        "decode_tokens_per_s_per_user", "inter_token_latency_s", "ttft_s", "cycles_per_token",
+        "clock_hz", "bottleneck", "tokens", "reference_tokens", "prompt_ids"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["tokens"], j["reference_tokens"]);
   EXPECT_EQ(j["tokens"].size(), 16u);
   // tokens/s per user is the inverse of the inter-token latency.
-  EXPECT_NEAR(j["decode_tokens_per_s_per_user"].get<double>() * j["inter_token_latency_s"].get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(
+      j["decode_tokens_per_s_per_user"].get<double>() * j["inter_token_latency_s"].get<double>(),
+      1.0, 1e-12);
   EXPECT_LE(j["sram_bytes_used"].get<double>(), j["sram_bytes_capacity"].get<double>());
 }
 
@@ -79,7 +86,8 @@ TEST(Cli, TimingOnlyHasNoTokens) {
 TEST(Cli, OutWritesResultsAndTheResolvedScenarioThatReproducesTheRun) {
   const fs::path d = scratch_dir("out");
   const fs::path h5 = d / "r.h5";
-  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --out " + h5.string() + " --json");
+  const Outcome o =
+      wafersim("run " + src("scenarios/quickstart.yaml") + " --out " + h5.string() + " --json");
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_TRUE(fs::exists(h5));
   const fs::path resolved = h5.string() + ".scenario.yaml";

@@ -75,7 +75,8 @@ TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
 
 // ---- Whole runs -------------------------------------------------------------
 
-Scenario quickstart(std::uint64_t seed, fabric::ReductionScheme reduction = fabric::ReductionScheme::chain) {
+Scenario quickstart(std::uint64_t seed,
+                    fabric::ReductionScheme reduction = fabric::ReductionScheme::chain) {
   Scenario sc = load_scenario(std::string(WAFERSIM_SOURCE_DIR) + "/scenarios/quickstart.yaml");
   sc.workload.seed = seed;
   sc.placement.reduction = reduction;
@@ -91,8 +92,12 @@ void expect_tokens_match_reference(const Scenario& sc) {
   EXPECT_LT(r.max_logit_abs_error, 1e-3);
 }
 
-TEST(Functional, TokensMatchReferenceSeed1) { expect_tokens_match_reference(quickstart(1)); }
-TEST(Functional, TokensMatchReferenceSeed7) { expect_tokens_match_reference(quickstart(7)); }
+TEST(Functional, TokensMatchReferenceSeed1) {
+  expect_tokens_match_reference(quickstart(1));
+}
+TEST(Functional, TokensMatchReferenceSeed7) {
+  expect_tokens_match_reference(quickstart(7));
+}
 TEST(Functional, TokensMatchReferenceSeed42Tree) {
   expect_tokens_match_reference(quickstart(42, fabric::ReductionScheme::tree));
 }
@@ -107,7 +112,8 @@ TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
   opt.functional = false;
   const analysis::RunResult r = run_scenario(quickstart(5), opt);
   const Scenario sc = quickstart(5);
-  ASSERT_EQ(r.token_records.size(), sc.workload.prompt_ids.size() + sc.workload.generate_tokens - 1);
+  ASSERT_EQ(r.token_records.size(),
+            sc.workload.prompt_ids.size() + sc.workload.generate_tokens - 1);
   for (const analysis::TokenRecord& t : r.token_records) {
     EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
     EXPECT_GE(t.end_cycle, t.start_cycle);

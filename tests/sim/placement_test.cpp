@@ -8,7 +8,9 @@
 namespace wafersim::sim {
 namespace {
 
-models::ModelConfig tiny() { return load_model_preset("tiny-llama"); }
+models::ModelConfig tiny() {
+  return load_model_preset("tiny-llama");
+}
 
 std::vector<const MatrixPlacement*> matrices(const Placement& pl) {
   std::vector<const MatrixPlacement*> all;
@@ -20,7 +22,8 @@ std::vector<const MatrixPlacement*> matrices(const Placement& pl) {
 }
 
 bool overlap(const fabric::Rect& a, const fabric::Rect& b) {
-  return a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width && a.y0 < b.y0 + b.height && b.y0 < a.y0 + a.height;
+  return a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width && a.y0 < b.y0 + b.height &&
+         b.y0 < a.y0 + a.height;
 }
 
 TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
@@ -32,7 +35,8 @@ TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
     PlacementRequest req;
     req.context_tokens = 24;
     place(m, fab, req);
-    EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << "tied=" << tied;
+    EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2)
+        << "tied=" << tied;
     // KV cache: each layer reserves whole slots per core, at least the context.
     const std::uint64_t kv_min = static_cast<std::uint64_t>(m.num_layers) * 24 * 2 * m.kv_dim() * 2;
     EXPECT_GE(fab.sram().used_for(fabric::SramUse::kv_cache).value, kv_min);
@@ -51,8 +55,10 @@ TEST(Placement, RegionsAreInsideTheMeshAndDisjoint) {
   const fabric::Rect mesh{0, 0, 32, 32};
   for (std::size_t i = 0; i < rects.size(); ++i) {
     EXPECT_TRUE(mesh.contains({rects[i].x0, rects[i].y0}));
-    EXPECT_TRUE(mesh.contains({rects[i].x0 + rects[i].width - 1, rects[i].y0 + rects[i].height - 1}));
-    for (std::size_t j = i + 1; j < rects.size(); ++j) EXPECT_FALSE(overlap(rects[i], rects[j])) << i << " " << j;
+    EXPECT_TRUE(
+        mesh.contains({rects[i].x0 + rects[i].width - 1, rects[i].y0 + rects[i].height - 1}));
+    for (std::size_t j = i + 1; j < rects.size(); ++j)
+      EXPECT_FALSE(overlap(rects[i], rects[j])) << i << " " << j;
   }
 }
 
@@ -92,8 +98,9 @@ TEST(Placement, ModelTooLargeForTheMeshSaysHowMuchItNeedsAndHas) {
     FAIL() << "an 8B model was placed on a 32x32 mesh";
   } catch (const fabric::FitError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("llama-3.1-8b needs 15."), std::string::npos) << msg;  // 16.06e9 B = 15.0 GiB
-    EXPECT_NE(msg.find("48.0 MiB"), std::string::npos) << msg;             // 1024 x 48 KiB
+    EXPECT_NE(msg.find("llama-3.1-8b needs 15."), std::string::npos)
+        << msg;                                                 // 16.06e9 B = 15.0 GiB
+    EXPECT_NE(msg.find("48.0 MiB"), std::string::npos) << msg;  // 1024 x 48 KiB
     EXPECT_NE(msg.find("1024 cores"), std::string::npos) << msg;
   }
 }
