@@ -14,6 +14,7 @@ Json breakdown_json(const CycleBreakdown& b) {
 
 Json token_record_json(const TokenRecord& t) {
   Json j = Json::object();
+  j["user"] = t.user;
   j["position"] = t.position;
   j["prefill"] = t.prefill;
   j["start_cycle"] = t.start_cycle;
@@ -57,6 +58,9 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
 
   // Performance.
   j["decode_tokens_per_s_per_user"] = m.decode_tokens_per_s_per_user;
+  j["users"] = r.users;
+  j["aggregate_tokens_per_s"] = m.aggregate_tokens_per_s;
+  j["max_context_tokens"] = r.max_context_tokens;
   j["inter_token_latency_s"] = m.inter_token_latency_s;
   j["ttft_s"] = m.ttft_s;
   j["total_time_s"] = m.total_time_s;

@@ -46,6 +46,9 @@ struct BusiestLink {
 struct Metrics {
   // Performance (per user: one sequence).
   double decode_tokens_per_s_per_user = 0.0;  // clock_hz / decode_cycles_per_token; 0 if none
+  // Steady-state tokens/s over all users: the sum of every user's own rate
+  // (clock_hz / that user's mean decode step).
+  double aggregate_tokens_per_s = 0.0;
   double inter_token_latency_s = 0.0;         // decode_cycles_per_token / clock_hz
   double ttft_s = 0.0;                        // ttft_cycles / clock_hz
   double total_time_s = 0.0;                  // total_cycles / clock_hz

@@ -127,12 +127,18 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
        fmt::format("{} of {} ({})", format_bytes(m.max_core_sram_bytes),
                    format_bytes(m.sram_bytes_per_core_capacity), format_percent(core_fill)));
   line(out, "parameters", format_count(r.parameter_count));
+  if (r.max_context_tokens > 0)
+    line(out, "max context", fmt::format("{} tokens per user ({} users)",
+                                         format_grouped(r.max_context_tokens), r.users));
 
   out << "\nPerformance\n";
   if (m.cycles_per_token > 0) {
     line(out, "decode",
          fmt::format("{} tokens/s per user", format_rate(m.decode_tokens_per_s_per_user)));
     line(out, "inter-token", format_seconds(m.inter_token_latency_s));
+    if (r.users > 1)
+      line(out, "aggregate",
+           fmt::format("{} tokens/s over {} users", format_rate(m.aggregate_tokens_per_s), r.users));
   } else {
     line(out, "decode", "no decode steps timed");
   }

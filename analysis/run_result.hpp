@@ -16,6 +16,7 @@ namespace wafersim::analysis {
 using CycleBreakdown = wafersim::CycleBreakdown;
 
 struct TokenRecord {
+  int user = 0;              // which sequence (0-based)
   int position = 0;          // position in the sequence (0-based)
   bool prefill = false;      // a prompt token (true) or a generated one (false)
   std::uint64_t start_cycle = 0;
@@ -63,7 +64,10 @@ struct RunResult {
   // Timeline summary (cycles).
   std::uint64_t total_cycles = 0;    // end of the simulation
   std::uint64_t ttft_cycles = 0;     // request arrival to first generated token
-  std::uint64_t decode_cycles_per_token = 0;  // mean over generated tokens after the first
+  std::uint64_t decode_cycles_per_token = 0;  // mean over users of each user's mean decode step
+  int users = 1;  // sequences decoded at once
+  std::vector<std::uint64_t> user_decode_cycles_per_token;  // per user: mean decode step
+  std::uint64_t max_context_tokens = 0;  // longest context per user the placement could hold
 
   // The resolved scenario, as YAML, so the run can be reproduced.
   std::string resolved_scenario_yaml;

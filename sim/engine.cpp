@@ -36,12 +36,15 @@ Cycles now_cycles() {
 
 using MessageFifo = sc_core::sc_fifo<TokenMessage*>;
 
-// What the host saw: each generated token, when it was ready, its logits.
-struct HostLog {
+// What the host saw of one user: each generated token, when it was ready,
+// its logits (functional mode).
+struct UserLog {
+  std::vector<std::int32_t> prompt;
   std::vector<std::int32_t> tokens;
   std::vector<std::uint64_t> ready_cycles;
   std::vector<std::vector<float>> logits;
 };
+using HostLog = std::vector<UserLog>;
 
 // Moves a vector to `target` at the start of a stage.
 void enter_stage(Executor& ex, TokenMessage& m, const Layout& target) {
@@ -136,10 +139,11 @@ SC_MODULE(HostModule) {
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
  private:
-  TokenMessage* make(int position, std::int32_t token, bool prefill, const Timed& id_ready,
-                     bool from_host) {
+  TokenMessage* make(int user, int position, std::int32_t token, bool prefill,
+                     const Timed& id_ready, bool from_host) {
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
+    m->user = user;
     m->position = position;
     m->token = token;
     m->prefill = prefill;
@@ -150,6 +154,7 @@ SC_MODULE(HostModule) {
 
   void record(const TokenMessage& m) {
     analysis::TokenRecord r;
+    r.user = m.user;
     r.position = m.position;
     r.prefill = m.prefill;
     r.start_cycle = m.start_cycle;
@@ -160,31 +165,38 @@ SC_MODULE(HostModule) {
   }
 
   void process() {
-    const auto& prompt = sc_.workload.prompt_ids;
-    const int n_prompt = static_cast<int>(prompt.size());
-    const int total = n_prompt + sc_.workload.generate_tokens - 1;
-    // The whole prompt arrives over the wafer I/O at once.
+    const int users = static_cast<int>(log_.size());
+    const int n_prompt = static_cast<int>(sc_.workload.prompt_ids.size());
+    const int total = users * (n_prompt + sc_.workload.generate_tokens - 1);
+    // Every user's prompt arrives over the wafer I/O at once; the prompts
+    // stream through the pipeline one user after another.
     const Timed arrived = Timed{}.plus(Resource::io, io_);
-    for (int i = 0; i < n_prompt; ++i) {
-      TokenMessage* m = make(i, prompt[static_cast<std::size_t>(i)], true, arrived, true);
-      m->needs_logits = (i == n_prompt - 1);
-      to_wafer->write(m);
-    }
-    int processed = 0;
-    std::int32_t fallback_token = prompt.back();
-    for (;;) {
+    for (int u = 0; u < users; ++u)
+      for (int i = 0; i < n_prompt; ++i) {
+        TokenMessage* m = make(u, i, log_[static_cast<std::size_t>(u)].prompt[static_cast<std::size_t>(i)],
+                               true, arrived, true);
+        m->needs_logits = (i == n_prompt - 1);
+        to_wafer->write(m);
+      }
+    int processed = 0, finished = 0;
+    while (finished < users) {
       TokenMessage* m = from_wafer->read();
       record(*m);
       ++processed;
       if (options_.progress) options_.progress(processed, total);
       if (!m->needs_logits) continue;
-      // Timing-only runs have no logits: decode continues with a stand-in id.
-      const std::int32_t next = ex_.functional() ? m->next_token : fallback_token;
-      log_.tokens.push_back(next);
-      log_.ready_cycles.push_back(m->done.at.value);
-      if (ex_.functional()) log_.logits.push_back(std::move(m->logits));
-      if (static_cast<int>(log_.tokens.size()) == sc_.workload.generate_tokens) break;
-      TokenMessage* nm = make(m->position + 1, next, false, Timed{m->done.at, {}}, false);
+      UserLog& user = log_[static_cast<std::size_t>(m->user)];
+      // Timing-only runs have no logits: decode goes on with a stand-in id
+      // (the last prompt id), which only changes which embedding row is read.
+      const std::int32_t next = ex_.functional() ? m->next_token : user.prompt.back();
+      user.tokens.push_back(next);
+      user.ready_cycles.push_back(m->done.at.value);
+      if (ex_.functional()) user.logits.push_back(std::move(m->logits));
+      if (static_cast<int>(user.tokens.size()) == sc_.workload.generate_tokens) {
+        ++finished;
+        continue;
+      }
+      TokenMessage* nm = make(m->user, m->position + 1, next, false, Timed{m->done.at, {}}, false);
       nm->needs_logits = true;
       to_wafer->write(nm);
     }
@@ -229,6 +241,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   req.strategy = sc.placement.strategy;
   req.reduction = sc.placement.reduction;
   req.context_tokens = n_prompt + sc.workload.generate_tokens;
+  req.users = sc.workload.users;
   req.weight_bits = bits;
   const Placement placement = place(sc.model, fab, req);
   const Program program = lower(sc.model, placement);
@@ -244,7 +257,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   const Cycles io_cycles{static_cast<std::uint64_t>(std::ceil(io_s * sc.hardware.clock_hz))};
 
   // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
-  const int depth = n_prompt + sc.workload.generate_tokens + 2;
+  const int users = sc.workload.users;
+  const int depth = users * (n_prompt + sc.workload.generate_tokens) + 2;
   const std::size_t n_stages = program.stages.size();
   std::vector<std::unique_ptr<MessageFifo>> fifos;
   for (std::size_t i = 0; i <= n_stages; ++i)
@@ -258,7 +272,9 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     stages.back()->in(*fifos[i]);
     stages.back()->out(*fifos[i + 1]);
   }
-  HostLog log;
+  HostLog log(static_cast<std::size_t>(users));
+  for (int u = 0; u < users; ++u)
+    log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
   HostModule host("host", ex, sc, io_cycles, r, log, options);
   host.to_wafer(*fifos[0]);
   host.from_wafer(*fifos[n_stages]);
@@ -273,28 +289,42 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   r.sram_bytes_capacity = sc.hardware.sram_capacity().value;
   r.total_cycles = now_cycles().value;
 
-  // Latencies: the first token is ready when the last prompt token's logits
-  // have been reduced, and reaches the user over the I/O link; every later
-  // token costs one decode pass.
+  // Latencies, per user: the first token is ready when the last prompt
+  // token's logits have been reduced, and reaches the user over the I/O link;
+  // every later token costs one decode step. TTFT is the mean over users.
   const Cycles io_out{
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz))};
-  r.ttft_cycles = log.ready_cycles.front() + io_out.value;
-  if (log.ready_cycles.size() > 1)
-    r.decode_cycles_per_token =
-        (log.ready_cycles.back() - log.ready_cycles.front()) / (log.ready_cycles.size() - 1);
-  else
-    r.decode_cycles_per_token =
-        r.token_records.back().end_cycle - r.token_records.back().start_cycle;
+  r.users = users;
+  r.max_context_tokens = static_cast<std::uint64_t>(placement.max_context_tokens);
+  std::uint64_t ttft_sum = 0;
+  for (const UserLog& u : log) {
+    ttft_sum += u.ready_cycles.front() + io_out.value;
+    const std::uint64_t step =
+        u.ready_cycles.size() > 1
+            ? (u.ready_cycles.back() - u.ready_cycles.front()) / (u.ready_cycles.size() - 1)
+            : 0;
+    r.user_decode_cycles_per_token.push_back(step);
+  }
+  r.ttft_cycles = ttft_sum / static_cast<std::uint64_t>(users);
+  std::uint64_t step_sum = 0;
+  for (std::uint64_t c : r.user_decode_cycles_per_token) step_sum += c;
+  r.decode_cycles_per_token = step_sum / static_cast<std::uint64_t>(users);
+  if (r.decode_cycles_per_token == 0)  // one generated token: the prefill pass is all there is
+    r.decode_cycles_per_token = r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 
   if (options.functional) {
-    r.tokens = log.tokens;
-    const models::Generation ref =
-        models::greedy_generate(*weights, sc.workload.prompt_ids, sc.workload.generate_tokens);
-    r.reference_tokens = ref.tokens;
+    // Tokens of all users, user after user; each user's against its own
+    // reference generation.
     double err = 0.0;
-    for (std::size_t t = 0; t < std::min(ref.logits.size(), log.logits.size()); ++t)
-      for (std::size_t i = 0; i < ref.logits[t].size(); ++i)
-        err = std::max(err, static_cast<double>(std::fabs(ref.logits[t][i] - log.logits[t][i])));
+    for (const UserLog& u : log) {
+      r.tokens.insert(r.tokens.end(), u.tokens.begin(), u.tokens.end());
+      const models::Generation ref =
+          models::greedy_generate(*weights, u.prompt, sc.workload.generate_tokens);
+      r.reference_tokens.insert(r.reference_tokens.end(), ref.tokens.begin(), ref.tokens.end());
+      for (std::size_t t = 0; t < std::min(ref.logits.size(), u.logits.size()); ++t)
+        for (std::size_t i = 0; i < ref.logits[t].size(); ++i)
+          err = std::max(err, static_cast<double>(std::fabs(ref.logits[t][i] - u.logits[t][i])));
+    }
     r.max_logit_abs_error = err;
   }
   return r;

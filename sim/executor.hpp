@@ -39,6 +39,7 @@ struct Vec {
 
 // One token on its way through the pipeline.
 struct TokenMessage {
+  int user = 0;
   int position = 0;
   std::int32_t token = 0;
   bool prefill = false;
@@ -60,14 +61,12 @@ class Executor {
   Executor(fabric::Fabric& fab, const models::ModelConfig& model, const Placement& pl,
            const Program& prog, const models::Weights* weights, int weight_bits)
       : fab_(fab), model_(model), pl_(pl), prog_(prog), w_(weights), bits_(weight_bits) {
-    if (w_) {
-      kv_k_.resize(pl.layers.size());
-      kv_v_.resize(pl.layers.size());
-      for (std::size_t l = 0; l < pl.layers.size(); ++l) {
-        const auto& a = pl.layers[l].attention;
-        kv_k_[l].assign(static_cast<std::size_t>(a.num_kv_heads * a.segment_length), {});
-        kv_v_[l].assign(static_cast<std::size_t>(a.num_kv_heads * a.segment_length), {});
-      }
+    if (w_ && !pl.layers.empty()) {
+      const auto& a = pl.layers.front().attention;
+      slices_per_layer_ = static_cast<std::size_t>(a.num_kv_heads) * a.segment_length;
+      const std::size_t n = static_cast<std::size_t>(pl.users) * pl.layers.size() * slices_per_layer_;
+      kv_k_.assign(n, {});
+      kv_v_.assign(n, {});
     }
   }
 
@@ -144,7 +143,7 @@ class Executor {
         rope(slot(m, ph.a), m.position);
         break;
       case PhaseKind::attention:
-        slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.position);
+        slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.user, m.position);
         break;
       case PhaseKind::silu_mul:
         slot(m, ph.out) = silu_mul(slot(m, ph.a));
@@ -365,7 +364,7 @@ class Executor {
   // multicast down the segment; the new k, v go to the core that caches this
   // position; every core computes a partial over its positions; partials are
   // reduced up the segment and normalised at its first core.
-  Vec attention(const AttentionPlacement& a, int layer, const Vec& qkv, int position) {
+  Vec attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user, int position) {
     const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
     const int q_dim = model_.q_dim(), kv = model_.kv_dim();
     const int L = a.segment_length;
@@ -374,15 +373,14 @@ class Executor {
     std::vector<Timed> arrivals, done(static_cast<std::size_t>(L));
     for (int h = 0; h < a.num_kv_heads; ++h) {
       const Coord top = a.segment_core(h, 0);
-      const Coord owner = a.position_core(h, position);
+      const Coord owner = a.segment_core(h, a.slot_core(user, position));
       const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd}});
       const Vec k = move(qkv, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd}});
       const Vec v = move(qkv, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd}});
       fabric::multicast_line(fab_.mesh(), fab_.flow(), Line{top, fabric::Direction::south, L},
                              Bytes{static_cast<std::uint64_t>(g * hd) * 4}, q.ready[0], arrivals);
       for (int i = 0; i < L; ++i) {
-        const int mine =
-            positions > i ? (positions - i + L - 1) / L : 0;  // positions i, i+L, ... < positions
+        const int mine = a.positions_on_core(user, positions, i);
         Timed ready = arrivals[static_cast<std::size_t>(i)];
         if (a.segment_core(h, i) == owner) ready = later(later(ready, k.ready[0]), v.ready[0]);
         done[static_cast<std::size_t>(i)] =
@@ -403,9 +401,9 @@ class Executor {
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
       for (int h = 0; h < a.num_kv_heads; ++h) {
         // Append this position's k and v to the owning core's cache slice.
-        const std::size_t owner = static_cast<std::size_t>(h * L + position % L);
-        auto& kc = kv_k_[static_cast<std::size_t>(layer)][owner];
-        auto& vc = kv_v_[static_cast<std::size_t>(layer)][owner];
+        const std::size_t owner = slice(user, layer, h, a.slot_core(user, position));
+        auto& kc = kv_k_[owner];
+        auto& vc = kv_v_[owner];
         const auto* kp = qkv.values.data() + q_dim + h * hd;
         const auto* vp = qkv.values.data() + q_dim + kv + h * hd;
         kc.insert(kc.end(), kp, kp + hd);
@@ -418,10 +416,8 @@ class Executor {
           std::vector<models::AttentionPartial> parts;
           parts.reserve(static_cast<std::size_t>(L));
           for (int i = 0; i < L; ++i) {
-            const auto& kci =
-                kv_k_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h * L + i)];
-            const auto& vci =
-                kv_v_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h * L + i)];
+            const auto& kci = kv_k_[slice(user, layer, h, i)];
+            const auto& vci = kv_v_[slice(user, layer, h, i)];
             parts.push_back(models::attention_partial(
                 qs, kci.data(), vci.data(), static_cast<int>(kci.size()) / hd, hd, scale));
           }
@@ -463,8 +459,16 @@ class Executor {
   std::vector<fabric::LinkId> route_;
   std::vector<Timed> done_;
   std::vector<float> partials_, scratch_g_, scratch_u_;
-  // Functional KV cache: [layer][kv_head * segment_length + core] -> rows.
-  std::vector<std::vector<std::vector<float>>> kv_k_, kv_v_;
+  // Functional KV cache: one slice (rows of head_dim values, in position
+  // order) per (user, layer, kv head, segment core).
+  std::size_t slice(int user, int layer, int kv_head, int core) const {
+    const int L = pl_.layers.front().attention.segment_length;
+    return (static_cast<std::size_t>(user) * pl_.layers.size() + static_cast<std::size_t>(layer)) *
+               slices_per_layer_ +
+           static_cast<std::size_t>(kv_head) * L + static_cast<std::size_t>(core);
+  }
+  std::size_t slices_per_layer_ = 0;
+  std::vector<std::vector<float>> kv_k_, kv_v_;
 };
 
 }  // namespace wafersim::sim

@@ -113,15 +113,16 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   // Whole-model check first, so the common failure reads in model terms.
   const std::uint64_t weight_bytes =
       ceil_div(model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
-  const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) * req.context_tokens *
-                                 2 * static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
+  const int users = std::max(1, req.users);
+  const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) *
+                                 static_cast<std::uint64_t>(req.context_tokens) * users * 2 *
+                                 static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
   if (weight_bytes + kv_bytes > spec.sram_capacity().value)
     throw FitError(fmt::format(
         "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} "
-        "tokens), "
-        "but {} has {} ({} cores x {}); use a larger wafer or more wafers",
+        "tokens x {} users), but {} has {} ({} cores x {}); use a larger wafer or more wafers",
         model.name, human_bytes(weight_bytes + kv_bytes), human_bytes(weight_bytes),
-        model.parameter_count(), bits, human_bytes(kv_bytes), req.context_tokens, spec.name,
+        model.parameter_count(), bits, human_bytes(kv_bytes), req.context_tokens, users, spec.name,
         human_bytes(spec.sram_capacity().value), spec.core_count(), human_bytes(capacity)));
 
   // Strips: one per layer plus the head, widths in proportion to bytes held.
@@ -146,9 +147,11 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
 
   const int hd = model.head_dim;
   const int ctx = std::max(1, req.context_tokens);
+  const std::int64_t slots = static_cast<std::int64_t>(ctx) * users;  // KV slots per kv head
   Placement pl;
   pl.strategy = req.strategy;
   pl.context_tokens = req.context_tokens;
+  pl.users = users;
 
   const std::vector<MatrixShape> layer_shapes{
       {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
@@ -168,7 +171,7 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   const int slots_per_core = static_cast<int>((capacity - att_buffers) / slot_bytes);
   const int att_width = std::min(layer_width, model.num_kv_heads);
   const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
-  const int min_segment = static_cast<int>(ceil_div(ctx, slots_per_core));
+  const int min_segment = static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), slots_per_core));
 
   std::vector<int> rows(layer_shapes.size());
   for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
@@ -182,15 +185,21 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
   if (needed > H)
     throw FitError(fmt::format(
-        "each layer of {} needs {} rows of {}-core-wide strip for its weights and a {}-token "
-        "KV cache, but {} has {} rows",
-        model.name, needed, layer_width, ctx, spec.name, H));
+        "each layer of {} needs {} rows of {}-core-wide strip for its weights and a KV cache of "
+        "{} tokens x {} users, but {} has {} rows",
+        model.name, needed, layer_width, ctx, users, spec.name, H));
   // Spread what is left over the matrices (less work per core), and give the
   // attention segments any rows they can still use.
   share_rows(rows, layer_shapes, H - needed);
   const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
-  const int segment =
-      std::max(min_segment, std::min(ctx, (H - used_by_matrices) / segments_per_column));
+  const int segment = std::max(
+      min_segment,
+      static_cast<int>(std::min<std::int64_t>(slots, (H - used_by_matrices) / segments_per_column)));
+  // The longest context this layout could cache: matrices at their fewest
+  // rows, every other row of the strip holding KV slots.
+  const int most_rows = (H - needed + att_rows_min) / segments_per_column;
+  pl.max_context_tokens = static_cast<int>(std::min<std::int64_t>(
+      model.max_position, static_cast<std::int64_t>(most_rows) * slots_per_core / users));
 
   for (int l = 0; l < model.num_layers; ++l) {
     LayerStage st;
@@ -211,7 +220,10 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
     st.attention.segment_length = segment;
     st.attention.segments_per_column = segments_per_column;
     st.attention.reduction = req.reduction;
-    st.attention.max_positions_per_core = static_cast<int>(ceil_div(ctx, segment));
+    st.attention.max_positions_per_core =
+        static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(segment)));
+    st.attention.context = ctx;
+    st.attention.users = users;
     y += st.attention.rect.height;
     st.o = next_matrix(1);
     st.gate_up = next_matrix(2);

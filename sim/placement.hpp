@@ -43,9 +43,10 @@ struct MatrixPlacement {
 };
 
 // The KV cache of every kv head of one layer: kv head h owns a vertical
-// segment of `segment_length` cores; position t is cached on core
-// (t mod segment_length) of the segment. Partial attention results are
-// reduced up the segment to its first core.
+// segment of `segment_length` cores. Each user has `context` slots; slot
+// s = user * context + position is cached on core (s mod segment_length), so
+// one user's positions go round-robin over the segment. Partial attention
+// results are reduced up the segment to its first core.
 struct AttentionPlacement {
   fabric::Rect rect;
   int num_kv_heads = 0;
@@ -53,13 +54,22 @@ struct AttentionPlacement {
   int segments_per_column = 0;  // kv heads stacked in one column
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
   int max_positions_per_core = 0;  // KV slots reserved per core
+  int context = 0;                 // slots per user
+  int users = 1;
 
   Coord segment_core(int kv_head, int i) const {
     return Coord{rect.x0 + kv_head / segments_per_column,
                  rect.y0 + (kv_head % segments_per_column) * segment_length + i};
   }
-  Coord position_core(int kv_head, int position) const {
-    return segment_core(kv_head, position % segment_length);
+  // Index (within the segment) of the core caching `position` of `user`.
+  int slot_core(int user, int position) const {
+    return static_cast<int>((static_cast<std::int64_t>(user) * context + position) % segment_length);
+  }
+  // How many of positions [0, positions) of `user` core i caches.
+  int positions_on_core(int user, int positions, int i) const {
+    const int offset = slot_core(user, 0);
+    const int rel = (i - offset + segment_length) % segment_length;
+    return positions / segment_length + (rel < positions % segment_length ? 1 : 0);
   }
 };
 
@@ -82,6 +92,10 @@ struct HeadStage {
 struct Placement {
   std::string strategy;
   int context_tokens = 0;  // KV slots reserved per sequence
+  int users = 1;           // sequences with their own KV cache
+  // Longest context per user this layout could hold with the same matrices
+  // (every row of cores the matrices leave given to the KV cache).
+  int max_context_tokens = 0;
   std::vector<LayerStage> layers;
   HeadStage head;
 };
@@ -89,7 +103,8 @@ struct Placement {
 struct PlacementRequest {
   std::string strategy = "layer-rectangles";
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
-  int context_tokens = 0;  // prompt + generated tokens to reserve KV for
+  int context_tokens = 0;  // prompt + generated tokens to reserve KV for, per user
+  int users = 1;
   int weight_bits = 16;
 };
 

@@ -745,7 +745,7 @@ std::vector<std::int32_t> draw_prompt(int count, int vocab, std::uint64_t seed) 
 }
 
 void read_workload(const Value& v, const models::ModelConfig& model, Workload& w) {
-  const Mapping m(v, {"prompt_ids", "prompt_tokens", "generate_tokens", "seed"});
+  const Mapping m(v, {"prompt_ids", "prompt_tokens", "generate_tokens", "seed", "users"});
   const bool explicit_ids = m.has("prompt_ids");
   if (explicit_ids && m.has("prompt_tokens")) {
     const Value& count = m.get("prompt_tokens");
@@ -759,6 +759,13 @@ void read_workload(const Value& v, const models::ModelConfig& model, Workload& w
          "(e.g. prompt_ids: [1, 2, 3])");
   }
   if (m.has("seed")) w.seed = read_unsigned(m.get("seed"), UINT64_MAX, "42");
+  if (m.has("users")) {
+    const Value& users = m.get("users");
+    w.users = read_count(users, "4");
+    if (w.users < 1 || w.users > 100000) {
+      fail(users.loc(), users.path, "must be between 1 and 100000 (sequences decoded at once)");
+    }
+  }
 
   const Value& generate = m.require("generate_tokens");
   w.generate_tokens = read_count(generate, "16");
@@ -969,6 +976,7 @@ std::string emit_resolved(const Scenario& s) {
   o += ids + "]\n";
   o += fmt::format("  generate_tokens: {}\n", s.workload.generate_tokens);
   o += fmt::format("  seed: {}\n", s.workload.seed);
+  o += fmt::format("  users: {}\n", s.workload.users);
 
   o += "outputs:\n";
   if (s.outputs.results) o += fmt::format("  results: {}\n", yaml_string(*s.outputs.results));
@@ -1011,6 +1019,13 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir) {
   if (top.has("outputs")) read_outputs(top.get("outputs"), s.outputs);
   s.resolved_yaml = emit_resolved(s);
   return s;
+}
+
+std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size) {
+  std::vector<std::int32_t> ids = w.prompt_ids;
+  const auto shift = static_cast<std::int64_t>(u) * 7919;
+  for (std::int32_t& id : ids) id = static_cast<std::int32_t>((id + shift) % vocab_size);
+  return ids;
 }
 
 }  // namespace wafersim::sim

@@ -46,7 +46,15 @@ struct Workload {
   std::vector<std::int32_t> prompt_ids;
   int generate_tokens = 0;
   std::uint64_t seed = 0;
+  // Sequences decoded at once, each with its own KV cache, in flight through
+  // the layer pipeline together. User 0's prompt is prompt_ids; user u's is
+  // derived from it (see user_prompt()).
+  int users = 1;
 };
+
+// The prompt of user `u`: user 0 gets the workload's prompt_ids; user u > 0
+// gets each id shifted by u * 7919 modulo the vocabulary, so users differ.
+std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size);
 
 struct Outputs {
   std::optional<std::string> results;  // HDF5 path, relative to the current directory

@@ -43,6 +43,26 @@ TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
   }
 }
 
+TEST(Placement, KvCacheGrowsWithUsers) {
+  const models::ModelConfig m = tiny();
+  std::uint64_t kv[2];
+  for (int users : {1, 4}) {
+    fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+    PlacementRequest req;
+    req.context_tokens = 24;
+    req.users = users;
+    const Placement pl = place(m, fab, req);
+    kv[users == 1 ? 0 : 1] = fab.sram().used_for(fabric::SramUse::kv_cache).value;
+    // Each user's positions are spread over its kv head's segment.
+    const AttentionPlacement& a = pl.layers[0].attention;
+    int total = 0;
+    for (int i = 0; i < a.segment_length; ++i) total += a.positions_on_core(users - 1, 24, i);
+    EXPECT_EQ(total, 24);
+  }
+  EXPECT_GE(kv[1], 4 * static_cast<std::uint64_t>(m.num_layers) * 24 * 2 * m.kv_dim() * 2);
+  EXPECT_GT(kv[1], kv[0]);
+}
+
 TEST(Placement, RegionsAreInsideTheMeshAndDisjoint) {
   const models::ModelConfig m = tiny();
   fabric::Fabric fab(fabric::testing::small_spec(32, 32));
