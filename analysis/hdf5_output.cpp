@@ -212,6 +212,7 @@ void write_root(H5::H5File& f, const RunResult& r, const Metrics& m) {
   set_attr<std::uint8_t>(f, "functional", r.functional ? 1 : 0);
   set_attr<std::int32_t>(f, "mesh_width", r.mesh_width);
   set_attr<std::int32_t>(f, "mesh_height", r.mesh_height);
+  set_attr<std::int32_t>(f, "wafers", r.wafers);
   set_attr(f, "bottleneck", m.bottleneck);
 }
 
@@ -258,7 +259,7 @@ void write_summary(H5::H5File& f, const RunResult& r, const Metrics& m) {
   write_scalar<u64>(g, "total_link_bytes", m.total_link_bytes, "bytes",
                     "bytes carried by all mesh links");
 
-  const BusiestLink none{-1, -1, 0, 0, 0.0};
+  const BusiestLink none{-1, -1, -1, 0, 0, 0.0};
   const BusiestLink& l = m.busiest_link ? *m.busiest_link : none;
   const std::string_view dir = m.busiest_link ? direction_name(l.dir) : "";
   H5::DataSet bytes = write_scalar<u64>(
@@ -270,6 +271,7 @@ void write_summary(H5::H5File& f, const RunResult& r, const Metrics& m) {
   for (H5::DataSet* ds : {&bytes, &load}) {
     set_attr<std::int32_t>(*ds, "x", l.x);
     set_attr<std::int32_t>(*ds, "y", l.y);
+    set_attr<std::int32_t>(*ds, "wafer", l.wafer);
     set_attr(*ds, "direction", dir);
   }
 
@@ -308,7 +310,8 @@ void write_critical_path(H5::H5File& f, const Metrics& m) {
 }
 
 void write_mesh(H5::H5File& f, const RunResult& r) {
-  const auto h = static_cast<hsize_t>(r.mesh_height);
+  // Wafers are stacked in y: rows [k*mesh_height, (k+1)*mesh_height) are wafer k.
+  const auto h = static_cast<hsize_t>(r.mesh_height) * static_cast<hsize_t>(r.wafers);
   const auto w = static_cast<hsize_t>(r.mesh_width);
   H5::Group cores = make_group(f, "cores");
   set_attr(cores, "layout", "[y][x]: y = row (grows south), x = column (grows east)");
@@ -482,6 +485,7 @@ RunResult read_file(const std::filesystem::path& path) {
   r.mesh_width = read_attr<std::int32_t>(f, "mesh_width");
   r.mesh_height = read_attr<std::int32_t>(f, "mesh_height");
   if (r.mesh_width < 0 || r.mesh_height < 0) throw std::runtime_error("negative mesh size");
+  r.wafers = read_attr<std::int32_t>(f, "wafers");
 
   const H5::Group s = f.openGroup("summary");
   r.clock_hz = read_scalar<double>(s, "clock_hz");
@@ -497,7 +501,7 @@ RunResult read_file(const std::filesystem::path& path) {
   r.max_context_tokens = read_scalar<std::uint64_t>(s, "max_context_tokens");
   if (r.functional) r.max_logit_abs_error = read_scalar<double>(s, "max_logit_abs_error");
 
-  const auto h = static_cast<hsize_t>(r.mesh_height);
+  const auto h = static_cast<hsize_t>(r.mesh_height) * static_cast<hsize_t>(r.wafers);
   const auto w = static_cast<hsize_t>(r.mesh_width);
   const H5::Group cores = f.openGroup("cores");
   r.core_busy_cycles = read_array<std::uint64_t>(cores, "busy_cycles", {h, w});

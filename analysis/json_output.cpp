@@ -44,6 +44,7 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   // Hardware.
   j["mesh_width"] = r.mesh_width;
   j["mesh_height"] = r.mesh_height;
+  j["wafers_used"] = r.wafers;
   j["clock_hz"] = r.clock_hz;
   j["link_bytes_per_cycle"] = r.link_bytes_per_cycle;
 
@@ -74,7 +75,8 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["sram_utilisation"] = m.sram_utilisation;
   if (m.busiest_link) {
     const BusiestLink& l = *m.busiest_link;
-    j["busiest_link"] = Json{{"x", l.x},
+    j["busiest_link"] = Json{{"wafer", l.wafer},
+                             {"x", l.x},
                              {"y", l.y},
                              {"dir", std::string(direction_name(l.dir))},
                              {"bytes", l.bytes},

@@ -142,6 +142,10 @@ void derive_links(const RunResult& r, Metrics& m) {
   link.dir = static_cast<int>(busiest % kLinkDirections);
   link.x = static_cast<int>((busiest / kLinkDirections) % width);
   link.y = static_cast<int>((busiest / kLinkDirections) / width);
+  if (r.mesh_height > 0) {  // wafers are stacked in y
+    link.wafer = link.y / r.mesh_height;
+    link.y %= r.mesh_height;
+  }
   link.bytes = r.link_bytes[busiest];
   // A link carries at most link_bytes_per_cycle each cycle; more is an engine
   // bug. Compare in integers so a load of exactly 1.0 is not rejected by rounding.
@@ -204,7 +208,8 @@ Metrics compute_metrics(const RunResult& result) {
   }
   Metrics m;
   m.cores_total = static_cast<std::uint64_t>(result.mesh_width) *
-                  static_cast<std::uint64_t>(result.mesh_height);
+                  static_cast<std::uint64_t>(result.mesh_height) *
+                  static_cast<std::uint64_t>(std::max(1, result.wafers));
   derive_timing(result, m);
   derive_cores(result, m);
   derive_links(result, m);

@@ -36,7 +36,8 @@ inline constexpr int kLinkDirections = 4;
 std::string_view direction_name(int dir);
 
 struct BusiestLink {
-  int x = 0;  // core the link leaves from
+  int wafer = 0;
+  int x = 0;  // core the link leaves from (on its wafer)
   int y = 0;
   int dir = 0;  // 0=E, 1=W, 2=S, 3=N
   std::uint64_t bytes = 0;

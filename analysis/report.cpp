@@ -115,7 +115,8 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   line(out, "cores",
        fmt::format("{} of {} ({}), {} x {} mesh", format_grouped(r.cores_used),
                    format_grouped(m.cores_total), format_percent(core_share), r.mesh_width,
-                   r.mesh_height));
+                   r.mesh_height) +
+             (r.wafers > 1 ? fmt::format(" x {} wafers", r.wafers) : std::string()));
   line(out, "SRAM",
        fmt::format("{} of {} ({})", format_bytes(r.sram_bytes_used),
                    format_bytes(r.sram_bytes_capacity), format_percent(m.sram_utilisation)));
@@ -176,8 +177,9 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   if (m.busiest_link) {
     const BusiestLink& l = *m.busiest_link;
     line(out, "busiest link",
-         fmt::format("({}, {}) {}: {}, load {}", l.x, l.y, direction_name(l.dir),
-                     format_bytes(l.bytes), format_percent(l.load)));
+         fmt::format("{}({}, {}) {}: {}, load {}",
+                     r.wafers > 1 ? fmt::format("wafer {} ", l.wafer) : std::string(), l.x, l.y,
+                     direction_name(l.dir), format_bytes(l.bytes), format_percent(l.load)));
   } else {
     line(out, "busiest link", "no link traffic");
   }

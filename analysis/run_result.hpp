@@ -37,8 +37,9 @@ struct RunResult {
   bool functional = false;
 
   // Hardware figures the consumers need.
-  int mesh_width = 0;
-  int mesh_height = 0;
+  int mesh_width = 0;   // per wafer
+  int mesh_height = 0;  // per wafer
+  int wafers = 1;       // per-core arrays hold the wafers one after another (stacked in y)
   double clock_hz = 0.0;
   std::uint64_t link_bytes_per_cycle = 0;
 

@@ -236,20 +236,48 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
 
   const int bits = models::dtype_bits(sc.precision);
   const int n_prompt = static_cast<int>(sc.workload.prompt_ids.size());
-  fabric::Fabric fab(sc.hardware);
   PlacementRequest req;
   req.strategy = sc.placement.strategy;
   req.reduction = sc.placement.reduction;
   req.context_tokens = n_prompt + sc.workload.generate_tokens;
   req.users = sc.workload.users;
   req.weight_bits = bits;
-  const Placement placement = place(sc.model, fab, req);
+  // One fabric per wafer. With `wafers: auto`, start from the fewest wafers
+  // whose SRAM could hold the bytes and add wafers until placement succeeds.
+  std::vector<std::unique_ptr<fabric::Fabric>> wafers;
+  std::vector<fabric::Fabric*> wafer_ptrs;
+  auto build = [&](int n) {
+    wafers.clear();
+    wafer_ptrs.clear();
+    for (int w = 0; w < n; ++w) {
+      wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
+      wafer_ptrs.push_back(wafers.back().get());
+    }
+    return place(sc.model, wafer_ptrs, req);
+  };
+  Placement placement;
+  if (!sc.wafers_auto) {
+    placement = build(sc.wafers);
+  } else {
+    const std::uint64_t bytes =
+        ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
+    int n = static_cast<int>(std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
+    for (;; ++n) {
+      try {
+        placement = build(n);
+        break;
+      } catch (const fabric::FitError&) {
+        if (n >= sc.model.num_layers) throw;  // one layer per wafer did not fit either
+      }
+    }
+  }
   const Program program = lower(sc.model, placement);
+  fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
 
   std::optional<models::Weights> weights;
   if (options.functional)
     weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed);
-  Executor ex(fab, sc.model, placement, program, weights ? &*weights : nullptr, bits);
+  Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
 
   // The prompt's token ids reach the wafer over its edge I/O.
   const double io_s =
@@ -281,12 +309,19 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   sc_core::sc_start();
 
   // Counters.
-  r.core_busy_cycles = fab.cores().all_busy_cycles();
-  r.core_sram_bytes = fab.sram().all_used();
-  r.link_bytes = fab.flow().link_bytes_by_core();
-  r.cores_used = fab.sram().cores_used();
-  r.sram_bytes_used = fab.sram().total_used().value;
-  r.sram_bytes_capacity = sc.hardware.sram_capacity().value;
+  // Counters, wafer after wafer (stacked in y).
+  r.wafers = static_cast<int>(wafers.size());
+  for (const auto& f : wafers) {
+    const auto& busy = f->cores().all_busy_cycles();
+    const auto& sram = f->sram().all_used();
+    const auto links = f->flow().link_bytes_by_core();
+    r.core_busy_cycles.insert(r.core_busy_cycles.end(), busy.begin(), busy.end());
+    r.core_sram_bytes.insert(r.core_sram_bytes.end(), sram.begin(), sram.end());
+    r.link_bytes.insert(r.link_bytes.end(), links.begin(), links.end());
+    r.cores_used += f->sram().cores_used();
+    r.sram_bytes_used += f->sram().total_used().value;
+  }
+  r.sram_bytes_capacity = sc.hardware.sram_capacity().value * static_cast<std::uint64_t>(r.wafers);
   r.total_cycles = now_cycles().value;
 
   // Latencies, per user: the first token is ready when the last prompt

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "fabric/fabric.hpp"
+#include "fabric/wafer_io.hpp"
 #include "models/kernels.hpp"
 #include "models/weights.hpp"
 #include "sim/placement.hpp"
@@ -58,9 +60,26 @@ inline Vec& slot(TokenMessage& m, Slot s) {
 // Interprets phases: timing through the fabric model, numbers when functional.
 class Executor {
  public:
+  // One wafer (tests).
   Executor(fabric::Fabric& fab, const models::ModelConfig& model, const Placement& pl,
            const Program& prog, const models::Weights* weights, int weight_bits)
-      : fab_(fab), model_(model), pl_(pl), prog_(prog), w_(weights), bits_(weight_bits) {
+      : Executor(std::vector<fabric::Fabric*>{&fab}, nullptr, model, pl, prog, weights,
+                 weight_bits) {}
+  // Several wafers joined by their edge I/O (`io` may be null for one wafer).
+  Executor(std::vector<fabric::Fabric*> wafers, fabric::WaferIo* io,
+           const models::ModelConfig& model, const Placement& pl, const Program& prog,
+           const models::Weights* weights, int weight_bits)
+      : fabs_(std::move(wafers)),
+        io_(io),
+        model_(model),
+        pl_(pl),
+        prog_(prog),
+        w_(weights),
+        bits_(weight_bits) {
+    if (!io_) {
+      own_io_ = std::make_unique<fabric::WaferIo>(fabs_.front()->spec(), static_cast<int>(fabs_.size()));
+      io_ = own_io_.get();
+    }
     if (w_ && !pl.layers.empty()) {
       const auto& a = pl.layers.front().attention;
       slices_per_layer_ = static_cast<std::size_t>(a.num_kv_heads) * a.segment_length;
@@ -83,14 +102,14 @@ class Executor {
     Timed at_row = id_ready;
     if (!from_host) {
       route_.clear();
-      fab_.mesh().xy_route(pl_.head.lm_head.root(0), e.root(p), route_);
-      at_row = fab_.flow().send(route_, Bytes{4}, id_ready);
+      fab(e.wafer).mesh().xy_route(pl_.head.lm_head.root(0), e.root(p), route_);
+      at_row = fab(e.wafer).flow().send(route_, Bytes{4}, id_ready);
     }
-    fabric::multicast_line(fab_.mesh(), fab_.flow(),
+    fabric::multicast_line(fab(e.wafer).mesh(), fab(e.wafer).flow(),
                            Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_row,
                            arrivals);
     for (int q = 0; q < e.q(); ++q) {
-      v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1)});
+      v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1), e.wafer});
       v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
     }
     if (functional()) {
@@ -117,9 +136,7 @@ class Executor {
         const int n = std::min(src.end, t.end) - std::max(src.begin, t.begin);
         if (n <= 0) continue;
         route_.clear();
-        fab_.mesh().xy_route(src.core, t.core, route_);
-        const Timed arrival =
-            fab_.flow().send(route_, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k]);
+        const Timed arrival = transfer(src, t, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k]);
         ready = ready ? later(*ready, arrival) : arrival;
       }
       if (!ready) throw std::logic_error("move: target piece not covered by the source vector");
@@ -172,9 +189,29 @@ class Executor {
     return none;
   }
 
-  CoreId id(Coord c) const { return fab_.mesh().id(c); }
-  Timed run_core(Coord c, const Timed& ready, const fabric::CoreCost& cost) {
-    return fab_.cores().run(id(c), ready, cost);
+  fabric::Fabric& fab(int wafer) { return *fabs_[static_cast<std::size_t>(wafer)]; }
+  Timed run_core(int wafer, Coord c, const Timed& ready, const fabric::CoreCost& cost) {
+    fabric::Fabric& f = fab(wafer);
+    return f.cores().run(f.mesh().id(c), ready, cost);
+  }
+
+  // One point-to-point message between two cores, on one wafer along its XY
+  // route, or between wafers: to the source wafer's east edge (same row),
+  // over the wafers' I/O, then from the target wafer's west edge.
+  Timed transfer(const Piece& src, const Piece& dst, Bytes bytes, const Timed& ready) {
+    route_.clear();
+    if (src.wafer == dst.wafer) {
+      fab(src.wafer).mesh().xy_route(src.core, dst.core, route_);
+      return fab(src.wafer).flow().send(route_, bytes, ready);
+    }
+    fabric::Fabric& a = fab(src.wafer);
+    fabric::Fabric& b = fab(dst.wafer);
+    a.mesh().xy_route(src.core, Coord{a.mesh().width() - 1, src.core.y}, route_);
+    const Timed at_edge = a.flow().send(route_, bytes, ready);
+    const Timed across = io_->transfer(src.wafer, dst.wafer, bytes, at_edge);
+    route_.clear();
+    b.mesh().xy_route(Coord{0, dst.core.y}, dst.core, route_);
+    return b.flow().send(route_, bytes, across);
   }
 
   // The pieces of a layout that sits on consecutive cores of one column.
@@ -187,19 +224,20 @@ class Executor {
 
   Vec rmsnorm(const Vec& x, const std::vector<float>& g) {
     const Line line = column_line(x.layout);
+    fabric::Fabric& f = fab(x.layout.front().wafer);
     std::vector<Timed> partial(x.layout.size());
     for (std::size_t i = 0; i < x.layout.size(); ++i)
       partial[i] =
-          run_core(x.layout[i].core, x.ready[i], fab_.cost().vector_op(x.layout[i].size(), 2));
-    const Timed sum = fabric::reduce_line(fab_.mesh(), fab_.flow(), ReductionScheme::chain, line,
+          run_core(x.layout[i].wafer, x.layout[i].core, x.ready[i], f.cost().vector_op(x.layout[i].size(), 2));
+    const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
                                           Bytes{4}, partial);
     std::vector<Timed> back;
-    fabric::multicast_line(fab_.mesh(), fab_.flow(), line, Bytes{4}, sum, back);
+    fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4}, sum, back);
     Vec out;
     out.layout = x.layout;
     for (std::size_t i = 0; i < x.layout.size(); ++i)
       out.ready.push_back(
-          run_core(x.layout[i].core, back[i], fab_.cost().vector_op(x.layout[i].size(), 2)));
+          run_core(x.layout[i].wafer, x.layout[i].core, back[i], f.cost().vector_op(x.layout[i].size(), 2)));
     if (functional()) {
       // Sum of squares per piece, combined in the order the chain adds them.
       std::vector<float> sums(x.layout.size());
@@ -273,14 +311,14 @@ class Executor {
     std::vector<Timed> arrivals;
     for (int qi = 0; qi < Q; ++qi) {
       const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
-      fabric::multicast_line(fab_.mesh(), fab_.flow(),
+      fabric::multicast_line(fab(m.wafer).mesh(), fab(m.wafer).flow(),
                              Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4},
                              x.ready[static_cast<std::size_t>(qi)], arrivals);
       for (int pi = 0; pi < P; ++pi) {
         const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
         done_[static_cast<std::size_t>(pi) * Q + qi] =
-            run_core(m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)],
-                     fab_.cost().gemv_tile(rows, cols, bits_));
+            run_core(m.wafer, m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)],
+                     fab(m.wafer).cost().gemv_tile(rows, cols, bits_));
       }
     }
     Vec y;
@@ -288,7 +326,7 @@ class Executor {
     for (int pi = 0; pi < P; ++pi) {
       const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
       y.ready.push_back(fabric::reduce_line(
-          fab_.mesh(), fab_.flow(), m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
+          fab(m.wafer).mesh(), fab(m.wafer).flow(), m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
           Bytes{rows * 4}, std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
     }
     if (functional()) {
@@ -314,8 +352,8 @@ class Executor {
 
   void elementwise(Vec& v, std::uint64_t ops_per_element) {
     for (std::size_t i = 0; i < v.layout.size(); ++i)
-      v.ready[i] = run_core(v.layout[i].core, v.ready[i],
-                            fab_.cost().vector_op(v.layout[i].size(), ops_per_element));
+      v.ready[i] = run_core(v.layout[i].wafer, v.layout[i].core, v.ready[i],
+                            fab(v.layout[i].wafer).cost().vector_op(v.layout[i].size(), ops_per_element));
   }
 
   void rope(Vec& qkv, int position) {
@@ -374,10 +412,12 @@ class Executor {
     for (int h = 0; h < a.num_kv_heads; ++h) {
       const Coord top = a.segment_core(h, 0);
       const Coord owner = a.segment_core(h, a.slot_core(user, position));
-      const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd}});
-      const Vec k = move(qkv, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd}});
-      const Vec v = move(qkv, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd}});
-      fabric::multicast_line(fab_.mesh(), fab_.flow(), Line{top, fabric::Direction::south, L},
+      const int w = a.wafer;
+      const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd, w}});
+      const Vec k = move(qkv, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, w}});
+      const Vec v =
+          move(qkv, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, w}});
+      fabric::multicast_line(fab(w).mesh(), fab(w).flow(), Line{top, fabric::Direction::south, L},
                              Bytes{static_cast<std::uint64_t>(g * hd) * 4}, q.ready[0], arrivals);
       for (int i = 0; i < L; ++i) {
         const int mine = a.positions_on_core(user, positions, i);
@@ -386,15 +426,15 @@ class Executor {
         done[static_cast<std::size_t>(i)] =
             mine == 0
                 ? ready
-                : run_core(a.segment_core(h, i), ready,
-                           fab_.cost().attention(static_cast<std::uint64_t>(mine), hd, g, bits_));
+                : run_core(w, a.segment_core(h, i), ready,
+                           fab(w).cost().attention(static_cast<std::uint64_t>(mine), hd, g, bits_));
       }
       const Timed reduced = fabric::reduce_line(
-          fab_.mesh(), fab_.flow(), a.reduction, Line{top, fabric::Direction::south, L},
+          fab(w).mesh(), fab(w).flow(), a.reduction, Line{top, fabric::Direction::south, L},
           Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4}, done);
-      out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd});
+      out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
       out.ready.push_back(
-          run_core(top, reduced, fab_.cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
+          run_core(w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
     }
     if (functional()) {
       out.values.assign(static_cast<std::size_t>(q_dim), 0.0f);
@@ -439,9 +479,10 @@ class Executor {
   void argmax(const Vec& logits, TokenMessage& m) {
     std::vector<Timed> local(logits.layout.size());
     for (std::size_t i = 0; i < logits.layout.size(); ++i)
-      local[i] = run_core(logits.layout[i].core, logits.ready[i],
-                          fab_.cost().vector_op(logits.layout[i].size(), 1));
-    m.done = fabric::reduce_line(fab_.mesh(), fab_.flow(), ReductionScheme::chain,
+      local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
+                          fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
+    fabric::Fabric& f = fab(logits.layout.front().wafer);
+    m.done = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain,
                                  column_line(logits.layout), Bytes{8}, local);
     if (functional()) {
       m.next_token = models::argmax(logits.values);
@@ -450,7 +491,9 @@ class Executor {
   }
 
  private:
-  fabric::Fabric& fab_;
+  std::vector<fabric::Fabric*> fabs_;
+  fabric::WaferIo* io_ = nullptr;
+  std::unique_ptr<fabric::WaferIo> own_io_;
   const models::ModelConfig& model_;
   const Placement& pl_;
   const Program& prog_;

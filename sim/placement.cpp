@@ -101,10 +101,18 @@ void share_rows(std::vector<int>& rows, const std::vector<MatrixShape>& shapes, 
 
 Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
                 const PlacementRequest& req) {
+  fabric::Fabric* one = &fab;
+  return place(model, std::span<fabric::Fabric* const>(&one, 1), req);
+}
+
+Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
+                const PlacementRequest& req) {
   const auto strategies = placement_strategies();
   if (std::find(strategies.begin(), strategies.end(), req.strategy) == strategies.end())
     throw std::invalid_argument("unknown placement strategy '" + req.strategy + "'");
-  const fabric::WaferSpec& spec = fab.spec();
+  if (wafers.empty()) throw std::invalid_argument("place: no wafers");
+  const fabric::WaferSpec& spec = wafers.front()->spec();
+  const int n_wafers = static_cast<int>(wafers.size());
   const std::uint64_t capacity = spec.sram_per_core.value;
   const int bits = req.weight_bits;
   const int kv_bits = req.weight_bits;
@@ -117,33 +125,27 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) *
                                  static_cast<std::uint64_t>(req.context_tokens) * users * 2 *
                                  static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
-  if (weight_bytes + kv_bytes > spec.sram_capacity().value)
+  const std::uint64_t system_capacity = spec.sram_capacity().value * static_cast<std::uint64_t>(n_wafers);
+  if (weight_bytes + kv_bytes > system_capacity)
     throw FitError(fmt::format(
         "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} "
-        "tokens x {} users), but {} has {} ({} cores x {}); use a larger wafer or more wafers",
+        "tokens x {} users), but {} x {} has {} ({} cores x {} each); use a larger wafer or more "
+        "wafers (at least {})",
         model.name, human_bytes(weight_bytes + kv_bytes), human_bytes(weight_bytes),
-        model.parameter_count(), bits, human_bytes(kv_bytes), req.context_tokens, users, spec.name,
-        human_bytes(spec.sram_capacity().value), spec.core_count(), human_bytes(capacity)));
+        model.parameter_count(), bits, human_bytes(kv_bytes), req.context_tokens, users, n_wafers,
+        spec.name, human_bytes(system_capacity), spec.core_count(), human_bytes(capacity),
+        ceil_div(weight_bytes + kv_bytes, spec.sram_capacity().value)));
+  if (n_wafers > model.num_layers)
+    throw FitError(fmt::format("{} wafers for {} layers: layer-rectangles puts at least one layer "
+                               "on every wafer; use at most {} wafers",
+                               n_wafers, model.num_layers, model.num_layers));
 
-  // Strips: one per layer plus the head, widths in proportion to bytes held.
   const bool tied = model.tie_embeddings;
   const std::uint64_t layer_bytes = ceil_div(model.layer_parameters() * bits, 8) +
                                     kv_bytes / static_cast<std::uint64_t>(model.num_layers);
   const std::uint64_t head_bytes = ceil_div(
       (tied ? 1u : 2u) * static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits,
       8);
-  const int stages = model.num_layers + 1;
-  if (W < stages)
-    throw FitError(fmt::format(
-        "layer-rectangles gives each of the {} stages ({} layers + head) at least one column, "
-        "but {} is only {} columns wide",
-        stages, model.num_layers, spec.name, W));
-  const double total_bytes =
-      static_cast<double>(layer_bytes) * model.num_layers + static_cast<double>(head_bytes);
-  int head_width =
-      std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total_bytes)));
-  int layer_width = std::max(1, (W - head_width) / model.num_layers);
-  head_width = W - layer_width * model.num_layers;  // the head takes the remainder
 
   const int hd = model.head_dim;
   const int ctx = std::max(1, req.context_tokens);
@@ -152,6 +154,8 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   pl.strategy = req.strategy;
   pl.context_tokens = req.context_tokens;
   pl.users = users;
+  pl.wafers = n_wafers;
+  pl.max_context_tokens = model.max_position;
 
   const std::vector<MatrixShape> layer_shapes{
       {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
@@ -169,91 +173,128 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
         fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
                     human_bytes(capacity), model.name));
   const int slots_per_core = static_cast<int>((capacity - att_buffers) / slot_bytes);
-  const int att_width = std::min(layer_width, model.num_kv_heads);
-  const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
-  const int min_segment = static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), slots_per_core));
+  const int min_segment =
+      static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), slots_per_core));
 
-  std::vector<int> rows(layer_shapes.size());
-  for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
-    rows[i] = min_rows(layer_shapes[i], layer_width, capacity, bits);
-    if (rows[i] < 0)
-      throw FitError(
-          fmt::format("a {}-column strip cannot hold even one row of the {} matrix of {} on {}",
-                      layer_width, layer_shapes[i].name, model.name, spec.name));
+  // Wafer w holds a contiguous run of layers (balanced counts); the last one
+  // also holds the head. On each wafer: one vertical strip per layer plus the
+  // head's, widths in proportion to the bytes each holds.
+  for (int w = 0; w < n_wafers; ++w) {
+    const int l_begin = block_begin(model.num_layers, n_wafers, w);
+    const int l_end = block_begin(model.num_layers, n_wafers, w + 1);
+    const int k = l_end - l_begin;
+    const bool has_head = w == n_wafers - 1;
+    const int stages = k + (has_head ? 1 : 0);
+    if (W < stages)
+      throw FitError(fmt::format(
+          "layer-rectangles gives each stage at least one column, but wafer {} holds {} stages "
+          "({} layers{}) and {} is only {} columns wide; use more wafers",
+          w, stages, k, has_head ? " + head" : "", spec.name, W));
+    int head_width = 0;
+    if (has_head) {
+      const double total =
+          static_cast<double>(layer_bytes) * k + static_cast<double>(head_bytes);
+      head_width =
+          std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total)));
+      head_width = std::min(head_width, W - k);
+    }
+    const int layer_width = std::max(1, (W - head_width) / k);
+    if (has_head) head_width = W - layer_width * k;  // the head takes the remainder
+
+    const int att_width = std::min(layer_width, model.num_kv_heads);
+    const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
+    std::vector<int> rows(layer_shapes.size());
+    for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
+      rows[i] = min_rows(layer_shapes[i], layer_width, capacity, bits);
+      if (rows[i] < 0)
+        throw FitError(fmt::format(
+            "a {}-column strip cannot hold even one row of the {} matrix of {} on {}; use more "
+            "wafers",
+            layer_width, layer_shapes[i].name, model.name, spec.name));
+    }
+    const int att_rows_min = segments_per_column * min_segment;
+    const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
+    if (needed > H)
+      throw FitError(fmt::format(
+          "each layer of {} needs {} rows of a {}-core-wide strip for its weights and a KV cache "
+          "of {} tokens x {} users, but {} has {} rows; use more wafers or fewer tokens",
+          model.name, needed, layer_width, ctx, users, spec.name, H));
+    // Spread what is left over the matrices (less work per core), and give
+    // the attention segments any rows they can still use.
+    share_rows(rows, layer_shapes, H - needed);
+    const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
+    const int segment =
+        std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
+                                  slots, (H - used_by_matrices) / segments_per_column)));
+    // The longest context this layout could cache: matrices at their fewest
+    // rows, every other row of the strip holding KV slots.
+    const int most_rows = (H - needed + att_rows_min) / segments_per_column;
+    pl.max_context_tokens = static_cast<int>(std::min<std::int64_t>(
+        pl.max_context_tokens, static_cast<std::int64_t>(most_rows) * slots_per_core / users));
+
+    for (int l = l_begin; l < l_end; ++l) {
+      LayerStage st;
+      st.layer = l;
+      st.wafer = w;
+      st.strip = Rect{(l - l_begin) * layer_width, 0, layer_width, H};
+      const int x0 = st.strip.x0;
+      int y = 0;
+      auto next_matrix = [&](std::size_t i) {
+        MatrixShape s = layer_shapes[i];
+        s.name = fmt::format("layer {} {}", l, s.name);
+        MatrixPlacement mp = make_matrix(s, x0, y, layer_width, rows[i], req.reduction);
+        mp.wafer = w;
+        y += mp.rect.height;
+        return mp;
+      };
+      st.qkv = next_matrix(0);
+      st.attention.wafer = w;
+      st.attention.rect = Rect{x0, y, att_width, segments_per_column * segment};
+      st.attention.num_kv_heads = model.num_kv_heads;
+      st.attention.segment_length = segment;
+      st.attention.segments_per_column = segments_per_column;
+      st.attention.reduction = req.reduction;
+      st.attention.max_positions_per_core = static_cast<int>(
+          ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(segment)));
+      st.attention.context = ctx;
+      st.attention.users = users;
+      y += st.attention.rect.height;
+      st.o = next_matrix(1);
+      st.gate_up = next_matrix(2);
+      st.gate_up.row_granule = 2;  // rows interleave gate and up: 2i = gate i, 2i+1 = up i
+      st.gate_up.rect.height = std::min(st.gate_up.rect.height, model.intermediate_size);
+      y -= rows[2] - st.gate_up.rect.height;
+      st.down = next_matrix(3);
+      pl.layers.push_back(std::move(st));
+    }
+
+    if (!has_head) continue;
+    // Head strip: lm_head over all rows that fit; the embedding shares it when tied.
+    HeadStage& head = pl.head;
+    head.wafer = w;
+    head.strip = Rect{k * layer_width, 0, head_width, H};
+    head.tied = tied;
+    const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
+    const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
+    const int lm_min = min_rows(lm, head_width, capacity, bits);
+    if (lm_min < 0 || lm_min * (tied ? 1 : 2) > H)
+      throw FitError(fmt::format(
+          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head; use more wafers",
+          head_width, spec.name, model.vocab_size, model.hidden_size));
+    const int lm_rows = tied ? H : std::max(lm_min, H - lm_min);
+    head.lm_head = make_matrix(lm, head.strip.x0, 0, head_width, lm_rows, req.reduction);
+    head.lm_head.wafer = w;
+    head.embedding = tied ? head.lm_head
+                          : make_matrix(emb, head.strip.x0, head.lm_head.rect.height, head_width,
+                                        H - head.lm_head.rect.height, req.reduction);
+    head.embedding.wafer = w;
+    if (!tied) head.embedding.name = "embedding";
   }
-  const int att_rows_min = segments_per_column * min_segment;
-  const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
-  if (needed > H)
-    throw FitError(fmt::format(
-        "each layer of {} needs {} rows of {}-core-wide strip for its weights and a KV cache of "
-        "{} tokens x {} users, but {} has {} rows",
-        model.name, needed, layer_width, ctx, users, spec.name, H));
-  // Spread what is left over the matrices (less work per core), and give the
-  // attention segments any rows they can still use.
-  share_rows(rows, layer_shapes, H - needed);
-  const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
-  const int segment = std::max(
-      min_segment,
-      static_cast<int>(std::min<std::int64_t>(slots, (H - used_by_matrices) / segments_per_column)));
-  // The longest context this layout could cache: matrices at their fewest
-  // rows, every other row of the strip holding KV slots.
-  const int most_rows = (H - needed + att_rows_min) / segments_per_column;
-  pl.max_context_tokens = static_cast<int>(std::min<std::int64_t>(
-      model.max_position, static_cast<std::int64_t>(most_rows) * slots_per_core / users));
-
-  for (int l = 0; l < model.num_layers; ++l) {
-    LayerStage st;
-    st.layer = l;
-    st.strip = Rect{l * layer_width, 0, layer_width, H};
-    const int x0 = st.strip.x0;
-    int y = 0;
-    auto next_matrix = [&](std::size_t i) {
-      MatrixShape s = layer_shapes[i];
-      s.name = fmt::format("layer {} {}", l, s.name);
-      MatrixPlacement mp = make_matrix(s, x0, y, layer_width, rows[i], req.reduction);
-      y += mp.rect.height;
-      return mp;
-    };
-    st.qkv = next_matrix(0);
-    st.attention.rect = Rect{x0, y, att_width, segments_per_column * segment};
-    st.attention.num_kv_heads = model.num_kv_heads;
-    st.attention.segment_length = segment;
-    st.attention.segments_per_column = segments_per_column;
-    st.attention.reduction = req.reduction;
-    st.attention.max_positions_per_core =
-        static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(segment)));
-    st.attention.context = ctx;
-    st.attention.users = users;
-    y += st.attention.rect.height;
-    st.o = next_matrix(1);
-    st.gate_up = next_matrix(2);
-    st.gate_up.row_granule = 2;  // rows interleave gate and up: 2i = gate i, 2i+1 = up i
-    st.gate_up.rect.height = std::min(st.gate_up.rect.height, model.intermediate_size);
-    y -= rows[2] - st.gate_up.rect.height;
-    st.down = next_matrix(3);
-    pl.layers.push_back(std::move(st));
-  }
-
-  // Head strip: lm_head over all rows that fit; the embedding shares it when tied.
-  HeadStage& head = pl.head;
-  head.strip = Rect{model.num_layers * layer_width, 0, head_width, H};
-  head.tied = tied;
-  const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
-  const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
-  const int lm_min = min_rows(lm, head_width, capacity, bits);
-  if (lm_min < 0 || lm_min * (tied ? 1 : 2) > H)
-    throw FitError(
-        fmt::format("the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head on {}",
-                    head_width, spec.name, model.vocab_size, model.hidden_size, spec.name));
-  const int lm_rows = tied ? H : std::max(lm_min, H - lm_min);
-  head.lm_head = make_matrix(lm, head.strip.x0, 0, head_width, lm_rows, req.reduction);
-  head.embedding = tied ? head.lm_head
-                        : make_matrix(emb, head.strip.x0, head.lm_head.rect.height, head_width,
-                                      H - head.lm_head.rect.height, req.reduction);
-  if (!tied) head.embedding.name = "embedding";
 
   // Allocate every byte; the allocator is the final word on fit.
+  auto fab_of = [&](int w) -> fabric::Fabric& { return *wafers[static_cast<std::size_t>(w)]; };
   for (const LayerStage& st : pl.layers) {
+    fabric::Fabric& fab = fab_of(st.wafer);
     for (const MatrixPlacement* mp : {&st.qkv, &st.o, &st.gate_up, &st.down})
       allocate_matrix(fab, *mp, bits);
     const AttentionPlacement& a = st.attention;
@@ -267,24 +308,27 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
                             fmt::format("layer {} attention buffers", st.layer));
       }
   }
-  allocate_matrix(fab, head.lm_head, bits);
-  if (!tied) allocate_matrix(fab, head.embedding, bits);
+  const HeadStage& head = pl.head;
+  fabric::Fabric& head_fab = fab_of(head.wafer);
+  allocate_matrix(head_fab, head.lm_head, bits);
+  if (!tied) allocate_matrix(head_fab, head.embedding, bits);
   // RMSNorm gains sit where their vectors are normalised: both of a layer's
   // on its residual cores (the o roots), the final one on the head's first
   // roots (the layout lower() uses for the final hidden state).
-  auto allocate_gains = [&](Coord c, int elements, const std::string& what) {
+  auto allocate_gains = [&](fabric::Fabric& fab, Coord c, int elements, const std::string& what) {
     fab.sram().allocate(fab.mesh().id(c),
                         Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
                         SramUse::weights, what);
   };
   for (const LayerStage& st : pl.layers)
     for (int pi = 0; pi < st.o.p(); ++pi)
-      allocate_gains(st.o.root(pi), 2 * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
+      allocate_gains(fab_of(st.wafer), st.o.root(pi),
+                     2 * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
                      fmt::format("layer {} norm gains", st.layer));
   const int home = std::min(head.lm_head.p(), model.hidden_size);
   for (int i = 0; i < home; ++i)
     allocate_gains(
-        head.lm_head.root(i),
+        head_fab, head.lm_head.root(i),
         block_begin(model.hidden_size, home, i + 1) - block_begin(model.hidden_size, home, i),
         "final norm gains");
   return pl;

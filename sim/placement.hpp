@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ inline int block_begin(int n, int k, int i) {
 // down column q; partial sums of row p are reduced west to the root (x0, y0+p).
 struct MatrixPlacement {
   std::string name;  // e.g. "layer 3 qkv"
+  int wafer = 0;
   int out_features = 0;
   int in_features = 0;
   fabric::Rect rect;  // P = rect.height, Q = rect.width
@@ -48,6 +50,7 @@ struct MatrixPlacement {
 // one user's positions go round-robin over the segment. Partial attention
 // results are reduced up the segment to its first core.
 struct AttentionPlacement {
+  int wafer = 0;
   fabric::Rect rect;
   int num_kv_heads = 0;
   int segment_length = 0;       // cores per kv head
@@ -77,12 +80,14 @@ struct AttentionPlacement {
 // lm_head) that turns the last hidden state into the next token.
 struct LayerStage {
   int layer = 0;
+  int wafer = 0;
   fabric::Rect strip;
   MatrixPlacement qkv, o, gate_up, down;
   AttentionPlacement attention;
 };
 
 struct HeadStage {
+  int wafer = 0;
   fabric::Rect strip;
   MatrixPlacement embedding;  // [vocab][hidden]; the same placement as lm_head when tied
   MatrixPlacement lm_head;    // [vocab][hidden]
@@ -93,6 +98,7 @@ struct Placement {
   std::string strategy;
   int context_tokens = 0;  // KV slots reserved per sequence
   int users = 1;           // sequences with their own KV cache
+  int wafers = 1;          // wafers in the pipeline (layers split in contiguous runs)
   // Longest context per user this layout could hold with the same matrices
   // (every row of cores the matrices leave given to the KV cache).
   int max_context_tokens = 0;
@@ -115,6 +121,10 @@ std::vector<std::string> placement_strategies();
 // fabric::FitError (with how much is needed and how much there is) when the
 // model does not fit.
 Placement place(const models::ModelConfig& model, fabric::Fabric& fabric,
+                const PlacementRequest& request);
+// The same over several wafers: wafer w holds a contiguous run of layers
+// (balanced counts), the last one also the head.
+Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
                 const PlacementRequest& request);
 
 }  // namespace wafersim::sim

@@ -8,7 +8,7 @@ Layout input_layout(const MatrixPlacement& m) {
   Layout l;
   l.reserve(static_cast<std::size_t>(m.q()));
   for (int qi = 0; qi < m.q(); ++qi)
-    l.push_back(Piece{m.core(0, qi), m.col_begin(qi), m.col_begin(qi + 1)});
+    l.push_back(Piece{m.core(0, qi), m.col_begin(qi), m.col_begin(qi + 1), m.wafer});
   return l;
 }
 
@@ -16,7 +16,7 @@ Layout output_layout(const MatrixPlacement& m) {
   Layout l;
   l.reserve(static_cast<std::size_t>(m.p()));
   for (int pi = 0; pi < m.p(); ++pi)
-    l.push_back(Piece{m.root(pi), m.row_begin(pi), m.row_begin(pi + 1)});
+    l.push_back(Piece{m.root(pi), m.row_begin(pi), m.row_begin(pi + 1), m.wafer});
   return l;
 }
 
@@ -52,10 +52,11 @@ namespace {
 
 // A vector of n elements split evenly over the first k cores of column x0,
 // from row y0 down: where the head keeps the final hidden state.
-Layout column_layout(int x0, int y0, int k, int n) {
+Layout column_layout(int wafer, int x0, int y0, int k, int n) {
   Layout l;
   for (int i = 0; i < k; ++i)
-    l.push_back(Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1)});
+    l.push_back(
+        Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1), wafer});
   return l;
 }
 
@@ -135,7 +136,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
   StageProgram hp;
   hp.name = "head";
   const int home_cores = std::min(head.lm_head.p(), model.hidden_size);
-  hp.input = column_layout(head.strip.x0, 0, home_cores, model.hidden_size);
+  hp.input = column_layout(head.wafer, head.strip.x0, 0, home_cores, model.hidden_size);
   Phase fnorm = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, "final rmsnorm");
   fnorm.gamma = Phase::Gamma::final_norm;
   hp.phases.push_back(fnorm);

@@ -18,6 +18,7 @@ struct Piece {
   Coord core;
   int begin = 0;
   int end = 0;
+  int wafer = 0;
   int size() const { return end - begin; }
 };
 using Layout = std::vector<Piece>;

@@ -450,7 +450,7 @@ const std::vector<std::string> kModelKeys = {
     "num_layers",   "num_heads",   "num_kv_heads", "head_dim",      "vocab_size",
     "max_position", "rope_theta",  "rms_norm_eps", "tie_embeddings"};
 const std::vector<std::string> kScenarioKeys = {"name",      "hardware", "model",  "precision",
-                                                "placement", "workload", "outputs"};
+                                                "placement", "workload", "outputs", "wafers"};
 
 void apply_hardware(const Mapping& m, bool complete, fabric::WaferSpec& hw, Provenance& prov) {
   Section s(m, complete, prov);
@@ -952,6 +952,7 @@ std::string emit_resolved(const Scenario& s) {
   o += fmt::format("  tie_embeddings: {}\n", m.tie_embeddings ? "true" : "false");
 
   o += fmt::format("precision: {}\n", models::dtype_name(s.precision));
+  o += s.wafers_auto ? std::string("wafers: auto\n") : fmt::format("wafers: {}\n", s.wafers);
   o += "placement:\n";
   o += fmt::format("  strategy: {}\n", yaml_string(s.placement.strategy));
   o += fmt::format("  reduction: {}\n", reduction_name(s.placement.reduction));
@@ -1013,6 +1014,16 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir) {
   if (top.has("precision")) {
     s.precision = models::parse_dtype(
         read_choice(top.get("precision"), "precision", {"fp32", "fp16", "bf16"}));
+  }
+  if (top.has("wafers")) {
+    const Value& w = top.get("wafers");
+    if (w.node.IsScalar() && w.node.Scalar() == "auto") {
+      s.wafers_auto = true;
+    } else {
+      s.wafers = read_count(w, "4");
+      if (s.wafers < 1 || s.wafers > 1024)
+        fail(w.loc(), w.path, "must be between 1 and 1024, or auto (the fewest that fit)");
+    }
   }
   if (top.has("placement")) read_placement(top.get("placement"), s.placement);
   read_workload(top.require("workload"), s.model, s.workload);

@@ -69,6 +69,9 @@ struct Scenario {
   fabric::WaferSpec hardware;
   models::ModelConfig model;
   models::DType precision = models::DType::bf16;
+  // Wafers in the pipeline; with wafers_auto the run uses the fewest that fit.
+  int wafers = 1;
+  bool wafers_auto = false;
   PlacementOptions placement;
   Workload workload;
   Outputs outputs;
