@@ -56,8 +56,8 @@ void show_progress(int done, int total) {
 }
 
 int cmd_run(const std::string& file, const std::string& presets, bool json, const std::string& out,
-            std::optional<bool> functional_flag) {
-  const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets));
+            std::optional<bool> functional_flag, const sim::ScenarioOverrides& overrides) {
+  const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
   sim::RunOptions options;
   options.functional = functional_flag.value_or(sc.outputs.functional);
   options.progress = show_progress;
@@ -116,6 +116,12 @@ int main(int argc, char** argv) {
   auto* f_opt = run->add_flag("--functional", functional, "Compute real numbers and compare with the reference");
   auto* t_opt = run->add_flag("--timing-only", timing_only, "Timing only: skip the arithmetic");
   f_opt->excludes(t_opt);
+  sim::ScenarioOverrides overrides;
+  run->add_option("--hardware", overrides.hardware, "Override the scenario's hardware preset");
+  run->add_option("--model", overrides.model, "Override the scenario's model preset");
+  run->add_option("--precision", overrides.precision, "Override the precision (fp32, fp16, bf16, ...)");
+  run->add_option("--wafers", overrides.wafers, "Wafers in the pipeline: N or auto (the fewest that fit)");
+  run->add_option("--users", overrides.users, "Sequences decoded at once (workload.users)");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", file, "Scenario YAML file")->required();
@@ -131,7 +137,7 @@ int main(int argc, char** argv) {
       std::optional<bool> fn;
       if (functional) fn = true;
       if (timing_only) fn = false;
-      return cmd_run(file, presets, json, out, fn);
+      return cmd_run(file, presets, json, out, fn, overrides);
     }
     if (*validate) return cmd_validate(file, presets);
     if (*list) return cmd_list(presets);

@@ -998,8 +998,29 @@ models::ModelConfig load_model_preset(const std::string& name, const fs::path& p
 }
 
 Scenario load_scenario(const fs::path& file, const fs::path& preset_dir) {
+  return load_scenario(file, preset_dir, ScenarioOverrides{});
+}
+
+Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
+                       const ScenarioOverrides& overrides) {
   const std::string shown = file.string();
-  const YAML::Node root = parse_file(file);
+  YAML::Node root = parse_file(file);
+  if (root.IsMap()) {
+    // Each override is read as YAML text, exactly as if it stood in the file.
+    auto as_yaml = [](const std::string& text) {
+      try {
+        return YAML::Load(text);
+      } catch (const YAML::Exception&) {
+        return YAML::Node(text);
+      }
+    };
+    if (overrides.hardware) root["hardware"] = as_yaml(*overrides.hardware);
+    if (overrides.model) root["model"] = as_yaml(*overrides.model);
+    if (overrides.precision) root["precision"] = as_yaml(*overrides.precision);
+    if (overrides.wafers) root["wafers"] = as_yaml(*overrides.wafers);
+    if (overrides.users && root["workload"].IsMap())
+      root["workload"]["users"] = as_yaml(std::to_string(*overrides.users));
+  }
   if (root.IsNull()) {
     fail({shown, 0, 0}, "",
          "the file is empty; a scenario needs at least name, hardware, model and workload");

@@ -88,6 +88,19 @@ std::filesystem::path default_preset_dir();
 Scenario load_scenario(const std::filesystem::path& file,
                        const std::filesystem::path& preset_dir = default_preset_dir());
 
+// Command-line overrides of a scenario's keys (wafersim run --model ... ),
+// applied before validation, so they are checked like the file's own keys
+// and appear in the resolved scenario.
+struct ScenarioOverrides {
+  std::optional<std::string> hardware;   // preset name
+  std::optional<std::string> model;      // preset name (or what `model:` accepts)
+  std::optional<std::string> precision;  // fp32 | fp16 | bf16 | ...
+  std::optional<std::string> wafers;     // N | auto
+  std::optional<int> users;              // workload.users
+};
+Scenario load_scenario(const std::filesystem::path& file, const std::filesystem::path& preset_dir,
+                       const ScenarioOverrides& overrides);
+
 // Loads a preset by name from <preset_dir>/hardware/<name>.yaml or
 // <preset_dir>/models/<name>.yaml. Throws ScenarioError.
 fabric::WaferSpec load_hardware_preset(const std::string& name,

@@ -144,6 +144,20 @@ TEST(Cli, ListShowsThePresets) {
     EXPECT_NE(o.out.find(name), std::string::npos) << name;
 }
 
+TEST(Cli, OverridesReplaceScenarioKeys) {
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") +
+                             " --json --timing-only --wafers 2 --users 3 --precision fp16");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["wafers_used"], 2);
+  EXPECT_EQ(j["users"], 3);
+  EXPECT_EQ(j["precision"], "fp16");
+  EXPECT_GT(j["aggregate_tokens_per_s"].get<double>(), j["decode_tokens_per_s_per_user"].get<double>());
+  const Outcome bad = wafersim("run " + src("scenarios/quickstart.yaml") + " --wafers 0");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("wafers"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(wafersim("frobnicate").code, 2);
   EXPECT_EQ(wafersim("run").code, 2);

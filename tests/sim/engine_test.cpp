@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "../fabric/test_spec.hpp"
 #include "analysis/metrics.hpp"
 #include "sim/executor.hpp"
@@ -139,6 +141,36 @@ TEST(Timing, UsersInFlightRaiseAggregateThroughput) {
   for (const auto& t : r.token_records)
     if (!t.prefill) fastest_pass = std::min(fastest_pass, t.end_cycle - t.start_cycle);
   for (auto c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
+}
+
+TEST(Functional, TwoWafersGiveTheReferenceTokens) {
+  Scenario sc = quickstart(8);
+  sc.wafers = 2;
+  expect_tokens_match_reference(sc);
+}
+
+TEST(Timing, CrossingWafersCostsIoOnTheCriticalPath) {
+  // With two wafers every decode step crosses the wafer I/O twice (layers of
+  // wafer 0 -> wafer 1, and the head on wafer 1 -> layer 0 for the next
+  // token), each crossing at least the I/O latency.
+  Scenario sc = quickstart(6);
+  sc.wafers = 2;
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(r.wafers, 2);
+  const auto latency = static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz));
+  for (const auto& t : r.token_records)
+    if (!t.prefill) EXPECT_GE(t.critical_path.io, 2 * latency) << "position " << t.position;
+  EXPECT_EQ(r.core_sram_bytes.size(), 2u * sc.hardware.mesh_width * sc.hardware.mesh_height);
+}
+
+TEST(Timing, AutoUsesTheFewestWafersThatFit) {
+  Scenario sc = quickstart(6);
+  sc.wafers_auto = true;
+  RunOptions opt;
+  opt.functional = false;
+  EXPECT_EQ(run_scenario(sc, opt).wafers, 1);
 }
 
 TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "../fabric/test_spec.hpp"
 #include "sim/scenario.hpp"
 
@@ -61,6 +63,42 @@ TEST(Placement, KvCacheGrowsWithUsers) {
   }
   EXPECT_GE(kv[1], 4 * static_cast<std::uint64_t>(m.num_layers) * 24 * 2 * m.kv_dim() * 2);
   EXPECT_GT(kv[1], kv[0]);
+}
+
+TEST(Placement, LayersSplitOverWafersAndEveryWeightIsStoredOnce) {
+  const models::ModelConfig m = tiny();  // 4 layers
+  fabric::Fabric a(fabric::testing::small_spec(32, 32)), b(fabric::testing::small_spec(32, 32)),
+      c(fabric::testing::small_spec(32, 32));
+  std::vector<fabric::Fabric*> wafers{&a, &b, &c};
+  PlacementRequest req;
+  req.context_tokens = 24;
+  const Placement pl = place(m, wafers, req);
+  EXPECT_EQ(pl.wafers, 3);
+  // Balanced contiguous runs: layers {0}, {1}, {2, 3}; the head on the last.
+  ASSERT_EQ(pl.layers.size(), 4u);
+  EXPECT_EQ(pl.layers[0].wafer, 0);
+  EXPECT_EQ(pl.layers[1].wafer, 1);
+  EXPECT_EQ(pl.layers[2].wafer, 2);
+  EXPECT_EQ(pl.layers[3].wafer, 2);
+  EXPECT_EQ(pl.head.wafer, 2);
+  EXPECT_EQ(pl.layers[3].o.wafer, 2);
+  std::uint64_t weights = 0;
+  for (auto* f : wafers) weights += f->sram().used_for(fabric::SramUse::weights).value;
+  EXPECT_EQ(weights, m.parameter_count() * 2);
+  EXPECT_GT(a.sram().used_for(fabric::SramUse::weights).value, 0u);
+}
+
+TEST(Placement, MoreWafersThanLayersIsAFitError) {
+  const models::ModelConfig m = tiny();
+  std::vector<std::unique_ptr<fabric::Fabric>> owned;
+  std::vector<fabric::Fabric*> wafers;
+  for (int i = 0; i < 5; ++i) {
+    owned.push_back(std::make_unique<fabric::Fabric>(fabric::testing::small_spec(32, 32)));
+    wafers.push_back(owned.back().get());
+  }
+  PlacementRequest req;
+  req.context_tokens = 24;
+  EXPECT_THROW(place(m, wafers, req), fabric::FitError);
 }
 
 TEST(Placement, RegionsAreInsideTheMeshAndDisjoint) {
