@@ -29,9 +29,10 @@ void check_token(std::int32_t token, int vocab) {
 ReferenceModel::ReferenceModel(const Weights& weights) : weights_(&weights) {
   const ModelConfig& c = weights.config;
   c.validate();
-  const std::size_t cache = sz(c.num_kv_heads) * sz(c.max_position) * sz(c.head_dim);
-  k_cache_.assign(sz(c.num_layers), std::vector<float>(cache));
-  v_cache_.assign(sz(c.num_layers), std::vector<float>(cache));
+  // One growing cache per (layer, kv head): [position][head_dim]. Sized by
+  // the positions actually fed, not max_position (which can be 128K).
+  k_cache_.assign(sz(c.num_layers) * sz(c.num_kv_heads), {});
+  v_cache_.assign(sz(c.num_layers) * sz(c.num_kv_heads), {});
   x_.resize(sz(c.hidden_size));
   norm_.resize(sz(c.hidden_size));
   proj_.resize(sz(c.hidden_size));
@@ -79,12 +80,15 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
     for (int h = 0; h < c.num_heads; ++h) {
       rope_apply(std::span<float>(q_).subspan(sz(h) * hd, hd), position, c.rope_theta);
     }
-    std::vector<float>& kc = k_cache_[sz(l)];
-    std::vector<float>& vc = v_cache_[sz(l)];
+    const std::size_t first = sz(l) * sz(c.num_kv_heads);
     for (int kh = 0; kh < c.num_kv_heads; ++kh) {
       std::span<float> k_head = std::span<float>(k_).subspan(sz(kh) * hd, hd);
       rope_apply(k_head, position, c.rope_theta);
-      const std::size_t at = (sz(kh) * sz(c.max_position) + sz(position)) * hd;
+      std::vector<float>& kc = k_cache_[first + sz(kh)];
+      std::vector<float>& vc = v_cache_[first + sz(kh)];
+      kc.resize((sz(position) + 1) * hd);
+      vc.resize((sz(position) + 1) * hd);
+      const std::size_t at = sz(position) * hd;
       for (std::size_t d = 0; d < hd; ++d) {
         kc[at + d] = k_head[d];
         vc[at + d] = v_[sz(kh) * hd + d];
@@ -93,8 +97,8 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
     for (int h = 0; h < c.num_heads; ++h) {
       const int kh = h / group;
       const float* q = q_.data() + sz(h) * hd;
-      const float* keys = kc.data() + sz(kh) * sz(c.max_position) * hd;
-      const float* values = vc.data() + sz(kh) * sz(c.max_position) * hd;
+      const float* keys = k_cache_[first + sz(kh)].data();
+      const float* values = v_cache_[first + sz(kh)].data();
       // Standard softmax: scores, their max, exponentials, normalise, weigh.
       float max_score = -std::numeric_limits<float>::infinity();
       for (int t = 0; t < n_pos; ++t) {

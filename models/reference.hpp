@@ -39,7 +39,7 @@ class ReferenceModel {
   const Weights* weights_;
   int positions_ = 0;
   // KV cache per layer, [kv_head][max_position][head_dim].
-  std::vector<std::vector<float>> k_cache_;
+  std::vector<std::vector<float>> k_cache_;  // [layer * num_kv_heads + kv_head] -> [position][head_dim]
   std::vector<std::vector<float>> v_cache_;
   // Scratch buffers, sized once.
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, scores_;
