@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "analysis/compare.hpp"
 #include "analysis/hdf5_output.hpp"
 #include "analysis/json_output.hpp"
 #include "analysis/metrics.hpp"
@@ -19,6 +20,7 @@
 #include "fabric/sram.hpp"
 #include "sim/engine.hpp"
 #include "sim/presets.hpp"
+#include "sim/regression.hpp"
 #include "sim/scenario.hpp"
 
 namespace {
@@ -90,6 +92,41 @@ int cmd_validate(const std::string& file, const std::string& presets) {
   return 0;
 }
 
+// Exit code when a compared figure got worse by more than the threshold.
+constexpr int kExitRegression = 4;
+
+int cmd_compare(const std::string& a, const std::string& b, bool json, double fail_percent) {
+  const analysis::Comparison c =
+      analysis::compare(analysis::read_hdf5(a), analysis::read_hdf5(b), a, b);
+  if (json)
+    std::cout << analysis::comparison_json(c, fail_percent).dump(2) << "\n";
+  else
+    analysis::write_comparison(std::cout, c, fail_percent);
+  return fail_percent >= 0 && !c.regressions(fail_percent).empty() ? kExitRegression : 0;
+}
+
+int cmd_regress(const std::string& folder, bool accept, double tolerance) {
+  sim::RegressionOptions opt;
+  opt.binary = std::filesystem::read_symlink("/proc/self/exe");
+  opt.accept = accept;
+  opt.relative_tolerance = tolerance;
+  const auto cases = sim::run_regression(folder, opt, [](const std::string& name) {
+    if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r  running %-40s", name.c_str());
+  });
+  if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%60s\r", "");
+  int failed = 0;
+  for (const auto& c : cases) {
+    fmt::print("{:<40} {}\n", c.scenario, c.recorded ? "recorded" : c.passed ? "ok" : "CHANGED");
+    for (const auto& d : c.diffs) fmt::print("    {}\n", d);
+    failed += c.passed ? 0 : 1;
+  }
+  fmt::print("{} passed, {} failed\n", static_cast<int>(cases.size()) - failed, failed);
+  if (failed > 0)
+    fmt::print("To accept the new results as the baseline, on purpose: wafersim regress {} --accept "
+               "(and say why in the commit)\n", folder);
+  return failed > 0 ? kExitRegression : 0;
+}
+
 int cmd_list(const std::string& presets) {
   std::string kind;
   for (const sim::PresetInfo& p : sim::list_presets(preset_dir(presets))) {
@@ -126,6 +163,23 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", file, "Scenario YAML file")->required();
   auto* list = app.add_subcommand("list", "List hardware and model presets");
+  std::string result_a, result_b;
+  double fail_percent = -1.0;
+  std::string regress_dir = "scenarios/regression";
+  bool accept = false;
+  double tolerance = 0.0;
+  auto* regress = app.add_subcommand("regress", "Rerun the golden regression scenarios and compare with their recorded results");
+  regress->add_option("folder", regress_dir, "Folder of scenarios with expected/ results (default scenarios/regression)");
+  regress->add_flag("--accept", accept, "Record the new results as the expected ones");
+  regress->add_option("--tolerance", tolerance, "Relative tolerance for non-integer figures (default 0: exact)")
+      ->check(CLI::NonNegativeNumber);
+  auto* compare = app.add_subcommand("compare", "Compare two results files (A = baseline, B = new)");
+  compare->add_option("a", result_a, "Baseline results (.h5)")->required();
+  compare->add_option("b", result_b, "New results (.h5)")->required();
+  compare->add_flag("--json", json, "Print one JSON object");
+  compare->add_option("--fail-on-regression", fail_percent,
+                      "Exit with code 4 when any figure got worse by more than PCT percent")
+      ->check(CLI::NonNegativeNumber);
 
   try {
     app.parse(argc, argv);
@@ -141,11 +195,16 @@ int main(int argc, char** argv) {
     }
     if (*validate) return cmd_validate(file, presets);
     if (*list) return cmd_list(presets);
+    if (*compare) return cmd_compare(result_a, result_b, json, fail_percent);
+    if (*regress) return cmd_regress(regress_dir, accept, tolerance);
   } catch (const sim::ScenarioError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   } catch (const fabric::FitError& e) {
     std::cerr << "wafersim: error: " << file << ": the model does not fit: " << e.what() << "\n";
+    return 1;
+  } catch (const analysis::ResultReadError& e) {
+    std::cerr << "wafersim: error: " << e.what() << "\n";
     return 1;
   } catch (const analysis::OutputError& e) {
     std::cerr << "wafersim: error: " << e.what() << "\n";

@@ -158,6 +158,51 @@ TEST(Cli, OverridesReplaceScenarioKeys) {
   EXPECT_NE(bad.err.find("wafers"), std::string::npos) << bad.err;
 }
 
+TEST(Cli, GoldenRegressionSuitePasses) {
+  const Outcome o = wafersim("regress " + src("scenarios/regression"));
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("0 failed"), std::string::npos) << o.out;
+}
+
+TEST(Cli, RegressionSuiteCatchesAChangedResult) {
+  // A copy of one case whose placement changed (chain -> tree reduction)
+  // but whose recorded result did not: the suite must fail and say what moved.
+  const fs::path d = scratch_dir("regress");
+  fs::create_directories(d / "expected");
+  std::ifstream in(src("scenarios/regression/tiny-small-chain.yaml"));
+  std::string yaml((std::istreambuf_iterator<char>(in)), {});
+  yaml.replace(yaml.find("reduction: chain"), 16, "reduction: tree");
+  std::ofstream(d / "tiny-small-chain.yaml") << yaml;
+  fs::copy_file(src("scenarios/regression/expected/tiny-small-chain.json"), d / "expected/tiny-small-chain.json");
+  const Outcome o = wafersim("regress " + d.string());
+  EXPECT_EQ(o.code, 4) << o.out << o.err;
+  EXPECT_NE(o.out.find("CHANGED"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("cycles_per_token: expected"), std::string::npos) << o.out;
+  // Accepting records the new baseline, after which it passes.
+  EXPECT_EQ(wafersim("regress " + d.string() + " --accept").code, 0);
+  EXPECT_EQ(wafersim("regress " + d.string()).code, 0);
+  fs::remove_all(d);
+}
+
+TEST(Cli, CompareFailsOnARegressionBeyondTheThreshold) {
+  const fs::path d = scratch_dir("compare");
+  const std::string a = (d / "a.h5").string(), b = (d / "b.h5").string();
+  ASSERT_EQ(wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --out " + a).code, 0);
+  ASSERT_EQ(wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --wafers 2 --out " + b).code, 0);
+  EXPECT_EQ(wafersim("compare " + a + " " + a + " --fail-on-regression 0").code, 0);
+  const Outcome o = wafersim("compare " + a + " " + b + " --json --fail-on-regression 5");
+  EXPECT_EQ(o.code, 4) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  bool tps_regressed = false;
+  for (const auto& name : j["regressions"]) tps_regressed |= name == "decode_tokens_per_s_per_user";
+  EXPECT_TRUE(tps_regressed) << o.out;  // crossing the wafer I/O twice per token costs speed
+  // B -> A is an improvement in tokens/s: not a regression of that figure.
+  const auto back = nlohmann::json::parse(wafersim("compare " + b + " " + a + " --json --fail-on-regression 5").out);
+  for (const auto& name : back["regressions"]) EXPECT_NE(name, "decode_tokens_per_s_per_user");
+  EXPECT_EQ(wafersim("compare " + a + " " + (d / "missing.h5").string()).code, 1);
+  fs::remove_all(d);
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(wafersim("frobnicate").code, 2);
   EXPECT_EQ(wafersim("run").code, 2);

@@ -1,0 +1,34 @@
+// The golden regression suite: every scenario in a folder is rerun (each in
+// its own process, as SystemC requires) and its JSON result compared with the
+// one recorded next to it in expected/<name>.json. Results are deterministic,
+// so figures must match exactly (a relative tolerance can be given for
+// platforms whose libm differs); token ids always exactly.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace wafersim::sim {
+
+struct RegressionCase {
+  std::string scenario;            // file name
+  bool passed = false;
+  bool recorded = false;           // --accept wrote a new expected file
+  std::vector<std::string> diffs;  // "key: expected X, got Y"
+};
+
+struct RegressionOptions {
+  std::filesystem::path binary;  // the wafersim executable to run each case with
+  bool accept = false;           // record the new results as expected
+  double relative_tolerance = 0.0;
+};
+
+// Runs the suite in `folder` (*.yaml, sorted by name). Throws
+// std::runtime_error when a scenario fails to run or has no expected result
+// (unless accepting).
+std::vector<RegressionCase> run_regression(const std::filesystem::path& folder, const RegressionOptions& options,
+                                           const std::function<void(const std::string&)>& on_case = {});
+
+}  // namespace wafersim::sim
