@@ -18,6 +18,7 @@
 #include "sim/executor.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
+#include "sim/system.hpp"
 
 namespace wafersim::sim {
 
@@ -46,12 +47,6 @@ struct UserLog {
 };
 using HostLog = std::vector<UserLog>;
 
-// Moves a vector to `target` at the start of a stage.
-void enter_stage(Executor& ex, TokenMessage& m, const Layout& target) {
-  Vec& x = slot(m, Slot::x);
-  x = ex.move(x, target);
-}
-
 // One pipeline stage (a decoder layer or the head): takes a token, runs its
 // phases in simulated time, passes the token on.
 SC_MODULE(StageModule) {
@@ -77,22 +72,10 @@ SC_MODULE(StageModule) {
       Vec& x = slot(*m, Slot::x);
       // A token that arrives while the stage is busy waits (pipelining).
       for (Timed& r : x.ready) r = r.not_before(now_cycles(), Resource::queueing);
-      const bool head = program_.layer < 0;
-      if (!head || m->needs_logits) {
-        enter_stage(ex_, *m, program_.input);
-        wait_until(x.latest());
-        Timed before = x.latest();
-        trace(*m, "enter " + program_.name, before);
-        for (const Phase& ph : program_.phases) {
-          ex_.run(ph, *m, program_.layer);
-          const Timed after = ph.kind == PhaseKind::argmax ? m->done : slot(*m, ph.out).latest();
-          trace(*m, ph.label, after);
-          wait_until(after);
-        }
-        if (!head) x = slot(*m, Slot::out);
-      } else {
-        m->done = x.latest();  // prompt tokens before the last need no logits
-      }
+      run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
+        trace(*m, label, t);
+        wait_until(t);
+      });
       out->write(m);
     }
   }
@@ -236,42 +219,11 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
 
   const int bits = models::dtype_bits(sc.precision);
   const int n_prompt = static_cast<int>(sc.workload.prompt_ids.size());
-  PlacementRequest req;
-  req.strategy = sc.placement.strategy;
-  req.reduction = sc.placement.reduction;
-  req.context_tokens = n_prompt + sc.workload.generate_tokens;
-  req.users = sc.workload.users;
-  req.weight_bits = bits;
-  // One fabric per wafer. With `wafers: auto`, start from the fewest wafers
-  // whose SRAM could hold the bytes and add wafers until placement succeeds.
-  std::vector<std::unique_ptr<fabric::Fabric>> wafers;
-  std::vector<fabric::Fabric*> wafer_ptrs;
-  auto build = [&](int n) {
-    wafers.clear();
-    wafer_ptrs.clear();
-    for (int w = 0; w < n; ++w) {
-      wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
-      wafer_ptrs.push_back(wafers.back().get());
-    }
-    return place(sc.model, wafer_ptrs, req);
-  };
-  Placement placement;
-  if (!sc.wafers_auto) {
-    placement = build(sc.wafers);
-  } else {
-    const std::uint64_t bytes =
-        ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
-    int n = static_cast<int>(std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
-    for (;; ++n) {
-      try {
-        placement = build(n);
-        break;
-      } catch (const fabric::FitError&) {
-        if (n >= sc.model.num_layers) throw;  // one layer per wafer did not fit either
-      }
-    }
-  }
-  const Program program = lower(sc.model, placement);
+  const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+  const auto& wafers = sys->wafers;
+  const auto& wafer_ptrs = sys->wafer_ptrs;
+  const Placement& placement = sys->placement;
+  const Program& program = sys->program;
   fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
 
   std::optional<models::Weights> weights;

@@ -514,4 +514,25 @@ class Executor {
   std::vector<std::vector<float>> kv_k_, kv_v_;
 };
 
+// Runs one token through one stage: the move of its input onto the stage,
+// then every phase. `after(label, t)` is called when each step's output is
+// complete (the SystemC engine waits there; other callers just observe).
+// The head skips prompt tokens that need no logits.
+template <class AfterStep>
+void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&& after) {
+  Vec& x = slot(m, Slot::x);
+  const bool head = sp.layer < 0;
+  if (head && !m.needs_logits) {
+    m.done = x.latest();
+    return;
+  }
+  x = ex.move(x, sp.input);
+  after("enter " + sp.name, x.latest());
+  for (const Phase& ph : sp.phases) {
+    ex.run(ph, m, sp.layer);
+    after(ph.label, ph.kind == PhaseKind::argmax ? m.done : slot(m, ph.out).latest());
+  }
+  if (!head) x = slot(m, Slot::out);
+}
+
 }  // namespace wafersim::sim

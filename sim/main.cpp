@@ -3,6 +3,7 @@
 //   0 success, 1 bad input (scenario, fit, output), 2 usage, 3 internal error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/compare.hpp"
 #include "analysis/hdf5_output.hpp"
@@ -19,6 +21,8 @@
 #include "analysis/report.hpp"
 #include "fabric/sram.hpp"
 #include "sim/engine.hpp"
+#include "sim/placement.hpp"
+#include "sim/placement_report.hpp"
 #include "sim/presets.hpp"
 #include "sim/regression.hpp"
 #include "sim/scenario.hpp"
@@ -127,6 +131,27 @@ int cmd_regress(const std::string& folder, bool accept, double tolerance) {
   return failed > 0 ? kExitRegression : 0;
 }
 
+int cmd_place(const std::string& file, const std::string& presets, bool json, const std::string& svg,
+              const sim::ScenarioOverrides& overrides, const std::string& strategy, int block_rows) {
+  sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
+  if (!strategy.empty()) {
+    const auto known = sim::placement_strategies();
+    if (std::find(known.begin(), known.end(), strategy) == known.end()) {
+      std::cerr << "wafersim: error: --strategy " << strategy << ": unknown; valid: " << fmt::format("{}", fmt::join(known, ", ")) << "\n";
+      return 1;
+    }
+    sc.placement.strategy = strategy;
+  }
+  if (block_rows > 0) sc.placement.block_rows = block_rows;
+  const sim::PlacementReport report = sim::evaluate_placement(sc);
+  if (!svg.empty()) write_text_atomically(svg, sim::placement_svg(report));
+  if (json)
+    std::cout << sim::placement_json(report).dump(2) << "\n";
+  else
+    sim::write_placement_summary(std::cout, report);
+  return 0;
+}
+
 int cmd_list(const std::string& presets) {
   std::string kind;
   for (const sim::PresetInfo& p : sim::list_presets(preset_dir(presets))) {
@@ -159,6 +184,18 @@ int main(int argc, char** argv) {
   run->add_option("--precision", overrides.precision, "Override the precision (fp32, fp16, bf16, ...)");
   run->add_option("--wafers", overrides.wafers, "Wafers in the pipeline: N or auto (the fewest that fit)");
   run->add_option("--users", overrides.users, "Sequences decoded at once (workload.users)");
+
+  std::string svg, strategy;
+  int block_rows = 0;
+  auto* place = app.add_subcommand("place", "Place a scenario's model and evaluate the placement (no simulation)");
+  place->add_option("scenario", file, "Scenario YAML file")->required();
+  place->add_flag("--json", json, "Print one JSON object");
+  place->add_option("--svg", svg, "Write a picture: regions, SRAM and link-load heatmaps");
+  place->add_option("--strategy", strategy, "Override the placement strategy");
+  place->add_option("--block-rows", block_rows, "serpentine: rows of layer blocks")->check(CLI::Range(1, 64));
+  place->add_option("--wafers", overrides.wafers, "Wafers: N or auto");
+  place->add_option("--hardware", overrides.hardware, "Override the hardware preset");
+  place->add_option("--model", overrides.model, "Override the model preset");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", file, "Scenario YAML file")->required();
@@ -194,6 +231,7 @@ int main(int argc, char** argv) {
       return cmd_run(file, presets, json, out, fn, overrides);
     }
     if (*validate) return cmd_validate(file, presets);
+    if (*place) return cmd_place(file, presets, json, svg, overrides, strategy, block_rows);
     if (*list) return cmd_list(presets);
     if (*compare) return cmd_compare(result_a, result_b, json, fail_percent);
     if (*regress) return cmd_regress(regress_dir, accept, tolerance);

@@ -23,7 +23,7 @@ std::uint64_t MatrixPlacement::max_tile_elements() const {
 }
 
 std::vector<std::string> placement_strategies() {
-  return {"layer-rectangles"};
+  return {"layer-rectangles", "serpentine"};
 }
 
 namespace {
@@ -176,119 +176,148 @@ Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* cons
   const int min_segment =
       static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), slots_per_core));
 
+  // Lays out one layer inside `block`, top to bottom: QKV, attention
+  // segments, O, gate/up, down, each matrix Q = block width columns wide.
+  auto place_layer = [&](int l, int w, const Rect& block) {
+    const int bw = block.width, bh = block.height;
+    const int att_width = std::min(bw, model.num_kv_heads);
+    const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
+    std::vector<int> rows(layer_shapes.size());
+    for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
+      rows[i] = min_rows(layer_shapes[i], bw, capacity, bits);
+      if (rows[i] < 0)
+        throw FitError(fmt::format(
+            "a {}-column block cannot hold even one row of the {} matrix of {} on {}; use more "
+            "wafers or fewer block rows",
+            bw, layer_shapes[i].name, model.name, spec.name));
+    }
+    const int att_rows_min = segments_per_column * min_segment;
+    const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
+    if (needed > bh)
+      throw FitError(fmt::format(
+          "layer {} of {} needs {} rows of a {}-core-wide block for its weights and a KV cache "
+          "of {} tokens x {} users, but its block ({}) has {} rows; use more wafers, fewer "
+          "tokens or fewer block rows",
+          l, model.name, needed, bw, ctx, users, pl.strategy, bh));
+    // Spread what is left over the matrices (less work per core), and give
+    // the attention segments any rows they can still use.
+    share_rows(rows, layer_shapes, bh - needed);
+    const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
+    const int segment =
+        std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
+                                  slots, (bh - used_by_matrices) / segments_per_column)));
+    // The longest context this layout could cache: matrices at their fewest
+    // rows, every other row of the block holding KV slots.
+    const int most_rows = (bh - needed + att_rows_min) / segments_per_column;
+    pl.max_context_tokens = static_cast<int>(std::min<std::int64_t>(
+        pl.max_context_tokens, static_cast<std::int64_t>(most_rows) * slots_per_core / users));
+
+    LayerStage st;
+    st.layer = l;
+    st.wafer = w;
+    st.strip = block;
+    const int x0 = block.x0;
+    int y = block.y0;
+    auto next_matrix = [&](std::size_t i) {
+      MatrixShape sh = layer_shapes[i];
+      sh.name = fmt::format("layer {} {}", l, sh.name);
+      MatrixPlacement mp = make_matrix(sh, x0, y, bw, rows[i], req.reduction);
+      mp.wafer = w;
+      y += mp.rect.height;
+      return mp;
+    };
+    st.qkv = next_matrix(0);
+    st.attention.wafer = w;
+    st.attention.rect = Rect{x0, y, att_width, segments_per_column * segment};
+    st.attention.num_kv_heads = model.num_kv_heads;
+    st.attention.segment_length = segment;
+    st.attention.segments_per_column = segments_per_column;
+    st.attention.reduction = req.reduction;
+    st.attention.max_positions_per_core = static_cast<int>(
+        ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(segment)));
+    st.attention.context = ctx;
+    st.attention.users = users;
+    y += st.attention.rect.height;
+    st.o = next_matrix(1);
+    st.gate_up = next_matrix(2);
+    st.gate_up.row_granule = 2;  // rows interleave gate and up: 2i = gate i, 2i+1 = up i
+    st.gate_up.rect.height = std::min(st.gate_up.rect.height, model.intermediate_size);
+    y -= rows[2] - st.gate_up.rect.height;
+    st.down = next_matrix(3);
+    pl.layers.push_back(std::move(st));
+  };
+
+  // Head: lm_head over all rows that fit; the embedding shares it when tied.
+  auto place_head = [&](int w, const Rect& strip) {
+    HeadStage& head = pl.head;
+    head.wafer = w;
+    head.strip = strip;
+    head.tied = tied;
+    const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
+    const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
+    const int lm_min = min_rows(lm, strip.width, capacity, bits);
+    if (lm_min < 0 || lm_min * (tied ? 1 : 2) > strip.height)
+      throw FitError(fmt::format(
+          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head; use more wafers",
+          strip.width, spec.name, model.vocab_size, model.hidden_size));
+    const int lm_rows = tied ? strip.height : std::max(lm_min, strip.height - lm_min);
+    head.lm_head = make_matrix(lm, strip.x0, strip.y0, strip.width, lm_rows, req.reduction);
+    head.lm_head.wafer = w;
+    head.embedding =
+        tied ? head.lm_head
+             : make_matrix(emb, strip.x0, strip.y0 + head.lm_head.rect.height, strip.width,
+                           strip.height - head.lm_head.rect.height, req.reduction);
+    head.embedding.wafer = w;
+    if (!tied) head.embedding.name = "embedding";
+  };
+
   // Wafer w holds a contiguous run of layers (balanced counts); the last one
-  // also holds the head. On each wafer: one vertical strip per layer plus the
-  // head's, widths in proportion to the bytes each holds.
+  // also holds the head, whose strip is as wide as its share of the bytes.
   for (int w = 0; w < n_wafers; ++w) {
     const int l_begin = block_begin(model.num_layers, n_wafers, w);
     const int l_end = block_begin(model.num_layers, n_wafers, w + 1);
     const int k = l_end - l_begin;
     const bool has_head = w == n_wafers - 1;
     const int stages = k + (has_head ? 1 : 0);
-    if (W < stages)
+    if (W < stages && req.strategy == "layer-rectangles")
       throw FitError(fmt::format(
           "layer-rectangles gives each stage at least one column, but wafer {} holds {} stages "
-          "({} layers{}) and {} is only {} columns wide; use more wafers",
+          "({} layers{}) and {} is only {} columns wide; use more wafers or serpentine",
           w, stages, k, has_head ? " + head" : "", spec.name, W));
     int head_width = 0;
     if (has_head) {
-      const double total =
-          static_cast<double>(layer_bytes) * k + static_cast<double>(head_bytes);
+      const double total = static_cast<double>(layer_bytes) * k + static_cast<double>(head_bytes);
       head_width =
           std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total)));
-      head_width = std::min(head_width, W - k);
+      head_width = std::min(head_width, W - 1);
     }
-    const int layer_width = std::max(1, (W - head_width) / k);
-    if (has_head) head_width = W - layer_width * k;  // the head takes the remainder
-
-    const int att_width = std::min(layer_width, model.num_kv_heads);
-    const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
-    std::vector<int> rows(layer_shapes.size());
-    for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
-      rows[i] = min_rows(layer_shapes[i], layer_width, capacity, bits);
-      if (rows[i] < 0)
-        throw FitError(fmt::format(
-            "a {}-column strip cannot hold even one row of the {} matrix of {} on {}; use more "
-            "wafers",
-            layer_width, layer_shapes[i].name, model.name, spec.name));
+    if (req.strategy == "layer-rectangles") {
+      // Full-height strips, layers left to right, the head on the right.
+      const int layer_width = std::max(1, (W - head_width) / k);
+      for (int l = l_begin; l < l_end; ++l)
+        place_layer(l, w, Rect{(l - l_begin) * layer_width, 0, layer_width, H});
+      if (has_head) place_head(w, Rect{k * layer_width, 0, W - k * layer_width, H});
+    } else {
+      // serpentine: the head strip on the left; layers snake through R rows
+      // of blocks (left to right, then right to left, ...) so that layer 0
+      // starts next to the embedding and, with an even R, the last layer
+      // ends next to the lm_head.
+      const int R = std::min(std::max(1, req.block_rows), k);
+      const int C = static_cast<int>(ceil_div(k, R));
+      const int x_start = head_width;
+      const int block_w = (W - x_start) / C;
+      const int block_h = H / R;
+      if (block_w < 1 || block_h < 1)
+        throw FitError(fmt::format("serpentine: {} x {} blocks do not fit {} ({} x {} cores)", R, C,
+                                   spec.name, W, H));
+      for (int i = 0; i < k; ++i) {
+        const int r = i / C, c = i % C;
+        const int col = r % 2 == 0 ? c : C - 1 - c;
+        const int h = r == R - 1 ? H - r * block_h : block_h;
+        place_layer(l_begin + i, w, Rect{x_start + col * block_w, r * block_h, block_w, h});
+      }
+      if (has_head) place_head(w, Rect{0, 0, head_width, H});
     }
-    const int att_rows_min = segments_per_column * min_segment;
-    const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
-    if (needed > H)
-      throw FitError(fmt::format(
-          "each layer of {} needs {} rows of a {}-core-wide strip for its weights and a KV cache "
-          "of {} tokens x {} users, but {} has {} rows; use more wafers or fewer tokens",
-          model.name, needed, layer_width, ctx, users, spec.name, H));
-    // Spread what is left over the matrices (less work per core), and give
-    // the attention segments any rows they can still use.
-    share_rows(rows, layer_shapes, H - needed);
-    const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
-    const int segment =
-        std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
-                                  slots, (H - used_by_matrices) / segments_per_column)));
-    // The longest context this layout could cache: matrices at their fewest
-    // rows, every other row of the strip holding KV slots.
-    const int most_rows = (H - needed + att_rows_min) / segments_per_column;
-    pl.max_context_tokens = static_cast<int>(std::min<std::int64_t>(
-        pl.max_context_tokens, static_cast<std::int64_t>(most_rows) * slots_per_core / users));
-
-    for (int l = l_begin; l < l_end; ++l) {
-      LayerStage st;
-      st.layer = l;
-      st.wafer = w;
-      st.strip = Rect{(l - l_begin) * layer_width, 0, layer_width, H};
-      const int x0 = st.strip.x0;
-      int y = 0;
-      auto next_matrix = [&](std::size_t i) {
-        MatrixShape s = layer_shapes[i];
-        s.name = fmt::format("layer {} {}", l, s.name);
-        MatrixPlacement mp = make_matrix(s, x0, y, layer_width, rows[i], req.reduction);
-        mp.wafer = w;
-        y += mp.rect.height;
-        return mp;
-      };
-      st.qkv = next_matrix(0);
-      st.attention.wafer = w;
-      st.attention.rect = Rect{x0, y, att_width, segments_per_column * segment};
-      st.attention.num_kv_heads = model.num_kv_heads;
-      st.attention.segment_length = segment;
-      st.attention.segments_per_column = segments_per_column;
-      st.attention.reduction = req.reduction;
-      st.attention.max_positions_per_core = static_cast<int>(
-          ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(segment)));
-      st.attention.context = ctx;
-      st.attention.users = users;
-      y += st.attention.rect.height;
-      st.o = next_matrix(1);
-      st.gate_up = next_matrix(2);
-      st.gate_up.row_granule = 2;  // rows interleave gate and up: 2i = gate i, 2i+1 = up i
-      st.gate_up.rect.height = std::min(st.gate_up.rect.height, model.intermediate_size);
-      y -= rows[2] - st.gate_up.rect.height;
-      st.down = next_matrix(3);
-      pl.layers.push_back(std::move(st));
-    }
-
-    if (!has_head) continue;
-    // Head strip: lm_head over all rows that fit; the embedding shares it when tied.
-    HeadStage& head = pl.head;
-    head.wafer = w;
-    head.strip = Rect{k * layer_width, 0, head_width, H};
-    head.tied = tied;
-    const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
-    const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
-    const int lm_min = min_rows(lm, head_width, capacity, bits);
-    if (lm_min < 0 || lm_min * (tied ? 1 : 2) > H)
-      throw FitError(fmt::format(
-          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head; use more wafers",
-          head_width, spec.name, model.vocab_size, model.hidden_size));
-    const int lm_rows = tied ? H : std::max(lm_min, H - lm_min);
-    head.lm_head = make_matrix(lm, head.strip.x0, 0, head_width, lm_rows, req.reduction);
-    head.lm_head.wafer = w;
-    head.embedding = tied ? head.lm_head
-                          : make_matrix(emb, head.strip.x0, head.lm_head.rect.height, head_width,
-                                        H - head.lm_head.rect.height, req.reduction);
-    head.embedding.wafer = w;
-    if (!tied) head.embedding.name = "embedding";
   }
 
   // Allocate every byte; the allocator is the final word on fit.

@@ -109,6 +109,7 @@ struct Placement {
 struct PlacementRequest {
   std::string strategy = "layer-rectangles";
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  int block_rows = 2;      // serpentine: rows of layer blocks per wafer
   int context_tokens = 0;  // prompt + generated tokens to reserve KV for, per user
   int users = 1;
   int weight_bits = 16;

@@ -136,7 +136,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
   StageProgram hp;
   hp.name = "head";
   const int home_cores = std::min(head.lm_head.p(), model.hidden_size);
-  hp.input = column_layout(head.wafer, head.strip.x0, 0, home_cores, model.hidden_size);
+  hp.input = column_layout(head.wafer, head.lm_head.root(0).x, head.lm_head.root(0).y, home_cores, model.hidden_size);
   Phase fnorm = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, "final rmsnorm");
   fnorm.gamma = Phase::Gamma::final_norm;
   hp.phases.push_back(fnorm);

@@ -707,9 +707,16 @@ Config resolve(const PresetKind<Config>& kind, const Value& v, const fs::path& p
 // Placement, workload, outputs.
 
 void read_placement(const Value& v, PlacementOptions& placement) {
-  const Mapping m(v, {"strategy", "reduction"});
+  const Mapping m(v, {"strategy", "reduction", "block_rows"});
   if (m.has("strategy")) {
-    placement.strategy = read_choice(m.get("strategy"), "placement strategy", {"layer-rectangles"});
+    placement.strategy =
+        read_choice(m.get("strategy"), "placement strategy", {"layer-rectangles", "serpentine"});
+  }
+  if (m.has("block_rows")) {
+    const Value& rows = m.get("block_rows");
+    placement.block_rows = read_count(rows, "2");
+    if (placement.block_rows < 1 || placement.block_rows > 64)
+      fail(rows.loc(), rows.path, "must be between 1 and 64 (rows of layer blocks, serpentine)");
   }
   if (m.has("reduction")) {
     const std::string r = read_choice(m.get("reduction"), "reduction scheme", {"chain", "tree"});
@@ -956,6 +963,7 @@ std::string emit_resolved(const Scenario& s) {
   o += "placement:\n";
   o += fmt::format("  strategy: {}\n", yaml_string(s.placement.strategy));
   o += fmt::format("  reduction: {}\n", reduction_name(s.placement.reduction));
+  o += fmt::format("  block_rows: {}\n", s.placement.block_rows);
 
   o += "workload:\n";
   // A flow list, wrapped so that long prompts stay readable.

@@ -38,6 +38,7 @@ const char* reduction_name(ReductionScheme s);
 struct PlacementOptions {
   std::string strategy = "layer-rectangles";
   ReductionScheme reduction = ReductionScheme::chain;
+  int block_rows = 2;  // serpentine: rows of layer blocks on each wafer
 };
 
 struct Workload {

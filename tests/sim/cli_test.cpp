@@ -203,6 +203,35 @@ TEST(Cli, CompareFailsOnARegressionBeyondTheThreshold) {
   fs::remove_all(d);
 }
 
+TEST(Cli, PlaceMeasuresTheSameTrafficAsARunOfOneToken) {
+  // One prompt token and one generated token: the run pushes exactly one
+  // token through every stage, as `place` does, so the bytes x hops on the
+  // mesh must agree (two code paths, one number).
+  const fs::path d = scratch_dir("place");
+  for (const char* strategy : {"layer-rectangles", "serpentine"}) {
+    const fs::path scenario = d / (std::string(strategy) + ".yaml");
+    std::ofstream(scenario) << "name: one\nhardware: small\nmodel: tiny-llama\nplacement:\n  strategy: "
+                            << strategy << "\nworkload:\n  prompt_tokens: 1\n  generate_tokens: 1\n";
+    const Outcome place = wafersim("place " + scenario.string() + " --json --svg " + (d / "p.svg").string());
+    ASSERT_EQ(place.code, 0) << place.err;
+    const auto p = nlohmann::json::parse(place.out);
+    const Outcome run = wafersim("run " + scenario.string() + " --json --timing-only");
+    ASSERT_EQ(run.code, 0) << run.err;
+    const auto r = nlohmann::json::parse(run.out);
+    EXPECT_EQ(p["hop_bytes_per_token"], r["total_link_bytes"]) << strategy;
+    EXPECT_EQ(p["strategy"], strategy);
+    EXPECT_LE(p["sram_bytes_per_core_max"].get<double>(), p["sram_bytes_per_core_capacity"].get<double>());
+    EXPECT_GT(p["regions"].size(), 4u * 5u);  // 4 layers x (4 matrices + attention) + head
+    std::ifstream svg(d / "p.svg");
+    const std::string text((std::istreambuf_iterator<char>(svg)), {});
+    EXPECT_EQ(text.rfind("<svg", 0), 0u);
+    EXPECT_NE(text.find("</svg>"), std::string::npos);
+    EXPECT_NE(text.find("layer 3 qkv"), std::string::npos);
+  }
+  EXPECT_EQ(wafersim("place " + (d / "serpentine.yaml").string() + " --strategy nope").code, 1);
+  fs::remove_all(d);
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(wafersim("frobnicate").code, 2);
   EXPECT_EQ(wafersim("run").code, 2);

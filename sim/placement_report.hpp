@@ -1,0 +1,54 @@
+// `wafersim place`: a placement evaluated without running the SystemC
+// engine. One decode token is pushed through the lowered program on the
+// fabric model, which gives the mesh traffic a token causes (hop-bytes: bytes
+// x hops summed over every link) and the worst link, next to the SRAM map.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fabric/mesh.hpp"
+#include "sim/scenario.hpp"
+
+namespace wafersim::sim {
+
+struct RegionInfo {
+  std::string name;  // "layer 3 qkv", "layer 3 attention", "lm_head", ...
+  int layer = -1;    // -1 for the head
+  int wafer = 0;
+  fabric::Rect rect;
+};
+
+struct PlacementReport {
+  std::string scenario;
+  std::string strategy;
+  int wafers = 1;
+  int mesh_width = 0, mesh_height = 0;
+  int layers = 0;
+  std::vector<RegionInfo> regions;
+  std::vector<std::uint64_t> core_sram;   // [wafer * H + y][x]
+  std::vector<std::uint64_t> link_bytes;  // one decode token: [wafer * H + y][x][E, W, S, N]
+  std::uint64_t sram_capacity_per_core = 0;
+  std::uint64_t cores_used = 0;
+  std::uint64_t sram_min = 0, sram_max = 0;  // over used cores
+  double sram_mean = 0.0;
+  std::uint64_t hop_bytes_per_token = 0;
+  std::uint64_t worst_link_bytes_per_token = 0;
+  std::uint64_t token_cycles = 0;  // one decode step alone on the fabric
+  double clock_hz = 0.0;
+  int max_context_tokens = 0;
+};
+
+PlacementReport evaluate_placement(const Scenario& scenario);
+
+void write_placement_summary(std::ostream& out, const PlacementReport& r);
+nlohmann::ordered_json placement_json(const PlacementReport& r);
+// Three panels per wafer: the regions coloured by layer and labelled, a
+// heatmap of SRAM use per core and one of the bytes a decode token puts on
+// each core's outgoing links (downsampled to at most ~160 cells a side).
+std::string placement_svg(const PlacementReport& r);
+
+}  // namespace wafersim::sim

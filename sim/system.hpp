@@ -1,0 +1,27 @@
+// A scenario's model placed on its wafers: the fabrics (one per wafer), the
+// placement and the lowered program. Shared by `run` and `place`.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "fabric/fabric.hpp"
+#include "sim/placement.hpp"
+#include "sim/program.hpp"
+#include "sim/scenario.hpp"
+
+namespace wafersim::sim {
+
+struct PlacedSystem {
+  std::vector<std::unique_ptr<fabric::Fabric>> wafers;
+  std::vector<fabric::Fabric*> wafer_ptrs;
+  Placement placement;
+  Program program;
+};
+
+// Places the scenario's model on scenario.wafers wafers, or, with
+// wafers_auto, on the fewest that fit (starting from the fewest whose SRAM
+// could hold the weights). Throws fabric::FitError.
+std::unique_ptr<PlacedSystem> place_system(const Scenario& scenario);
+
+}  // namespace wafersim::sim
