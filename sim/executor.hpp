@@ -121,12 +121,20 @@ class Executor {
 
   // Moves `v` to `target`: every overlap between a source piece and a target
   // piece is one point-to-point transfer along the XY route.
-  Vec move(const Vec& v, const Layout& target) {
+  //
+  // With `spread` > 0, transfer k is routed through a waypoint column
+  // (min(x_src, x_dst) + 1 + k mod spread): along its row to that column,
+  // vertically there, then along the target's row. Moving a whole vector
+  // between two columns of cores then uses `spread` columns of vertical links
+  // in parallel instead of funnelling every byte through one column (XY
+  // routing's worst case; the same idea as Valiant/ROMM routing in NoCs).
+  Vec move(const Vec& v, const Layout& target, int spread = 0) {
     Vec out;
     out.layout = target;
     out.values = v.values;
     out.ready.reserve(target.size());
     std::size_t s = 0;
+    int transfers = 0;
     for (const Piece& t : target) {
       while (s > 0 && v.layout[s].begin > t.begin) --s;
       while (s < v.layout.size() && v.layout[s].end <= t.begin) ++s;
@@ -135,8 +143,11 @@ class Executor {
         const Piece& src = v.layout[k];
         const int n = std::min(src.end, t.end) - std::max(src.begin, t.begin);
         if (n <= 0) continue;
-        route_.clear();
-        const Timed arrival = transfer(src, t, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k]);
+        const int waypoint =
+            spread > 0 ? std::min(src.core.x, t.core.x) + 1 + transfers % spread : -1;
+        ++transfers;
+        const Timed arrival =
+            transfer(src, t, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k], waypoint);
         ready = ready ? later(*ready, arrival) : arrival;
       }
       if (!ready) throw std::logic_error("move: target piece not covered by the source vector");
@@ -148,7 +159,7 @@ class Executor {
   void run(const Phase& ph, TokenMessage& m, int layer) {
     switch (ph.kind) {
       case PhaseKind::move:
-        slot(m, ph.out) = move(slot(m, ph.a), ph.target);
+        slot(m, ph.out) = move(slot(m, ph.a), ph.target, ph.spread);
         break;
       case PhaseKind::rmsnorm:
         slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(ph, layer));
@@ -198,10 +209,20 @@ class Executor {
   // One point-to-point message between two cores, on one wafer along its XY
   // route, or between wafers: to the source wafer's east edge (same row),
   // over the wafers' I/O, then from the target wafer's west edge.
-  Timed transfer(const Piece& src, const Piece& dst, Bytes bytes, const Timed& ready) {
+  // On one wafer, `waypoint_x` >= 0 routes through that column (see move()).
+  Timed transfer(const Piece& src, const Piece& dst, Bytes bytes, const Timed& ready,
+                 int waypoint_x = -1) {
     route_.clear();
     if (src.wafer == dst.wafer) {
-      fab(src.wafer).mesh().xy_route(src.core, dst.core, route_);
+      const fabric::Mesh& mesh = fab(src.wafer).mesh();
+      if (waypoint_x >= 0 && waypoint_x < mesh.width() && src.core.y != dst.core.y) {
+        const Coord a{waypoint_x, src.core.y}, b{waypoint_x, dst.core.y};
+        mesh.xy_route(src.core, a, route_);
+        mesh.xy_route(a, b, route_);
+        mesh.xy_route(b, dst.core, route_);
+      } else {
+        mesh.xy_route(src.core, dst.core, route_);
+      }
       return fab(src.wafer).flow().send(route_, bytes, ready);
     }
     fabric::Fabric& a = fab(src.wafer);
@@ -526,7 +547,7 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
     m.done = x.latest();
     return;
   }
-  x = ex.move(x, sp.input);
+  x = ex.move(x, sp.input, sp.input_spread);
   after("enter " + sp.name, x.latest());
   for (const Phase& ph : sp.phases) {
     ex.run(ph, m, sp.layer);

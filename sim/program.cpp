@@ -101,6 +101,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     const std::string L = sp.name;
     const Layout residual = output_layout(st.o);  // the residual stream lives at o's roots
     sp.input = residual;
+    sp.input_spread = st.strip.width - 1;
     auto& ph = sp.phases;
     Phase norm1 = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, L + " attn rmsnorm");
     norm1.gamma = Phase::Gamma::attn_norm;
@@ -125,6 +126,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     ph.push_back(move(Slot::act, input_layout(st.down), L + " move to down"));
     ph.push_back(gemv(st.down, WeightRef::down, Slot::act, Slot::ffn));
     ph.push_back(move(Slot::h, output_layout(st.down), L + " move residual"));
+    ph.back().spread = st.strip.width - 1;  // o roots -> down roots: one column to another
     Phase add2 = unary(PhaseKind::add, Slot::h, Slot::out, L + " residual");
     add2.b = Slot::ffn;
     ph.push_back(add2);
@@ -139,6 +141,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
   hp.input = column_layout(head.wafer, head.lm_head.root(0).x, head.lm_head.root(0).y, home_cores, model.hidden_size);
   Phase fnorm = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, "final rmsnorm");
   fnorm.gamma = Phase::Gamma::final_norm;
+  hp.input_spread = head.strip.width - 1;
   hp.phases.push_back(fnorm);
   hp.phases.push_back(move(Slot::normed, input_layout(head.lm_head), "move to lm_head"));
   hp.phases.push_back(gemv(head.lm_head, WeightRef::lm_head, Slot::normed, Slot::logits));

@@ -56,6 +56,9 @@ struct Phase {
   Slot b = Slot::x;
   Slot out = Slot::x;
   Layout target;  // move: where the vector goes
+  // move: 0 routes transfers dimension-ordered (XY); > 0 routes them through
+  // that many waypoint columns (see Executor::move).
+  int spread = 0;
   const MatrixPlacement* matrix = nullptr;
   WeightRef weights = WeightRef::qkv;
   const AttentionPlacement* attention = nullptr;
@@ -67,6 +70,7 @@ struct StageProgram {
   int layer = -1;    // -1 for the head
   std::vector<Phase> phases;
   Layout input;   // where the stage expects its input (slot x)
+  int input_spread = 0;  // waypoint columns for the move onto `input`
   Layout output;  // where its output lands (slot out / x for the next stage)
 };
 
