@@ -10,7 +10,9 @@ namespace wafersim::analysis {
 
 double FigureChange::change_percent() const {
   if (a == b) return 0.0;
-  if (a == 0.0) return b > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  if (a == 0.0)
+    return b > 0 ? std::numeric_limits<double>::infinity()
+                 : -std::numeric_limits<double>::infinity();
   return (b - a) / std::fabs(a) * 100.0;
 }
 
@@ -54,7 +56,8 @@ std::vector<FigureChange> headline_figures(const RunResult& r, const Metrics& m)
   };
 }
 
-Comparison compare(const RunResult& a, const RunResult& b, std::string a_label, std::string b_label) {
+Comparison compare(const RunResult& a, const RunResult& b, std::string a_label,
+                   std::string b_label) {
   Comparison c;
   c.a_label = std::move(a_label);
   c.b_label = std::move(b_label);
@@ -71,8 +74,8 @@ void write_comparison(std::ostream& out, const Comparison& c, double fail_percen
     const double change = f.change_percent();
     const double worse = f.worsening_percent();
     const char* verdict = change == 0.0 ? "" : worse > 0 ? "worse" : "better";
-    out << fmt::format("{:<30} {:>16.6g} {:>16.6g} {:>+9.2f}%  {}{}\n", f.name, f.a, f.b, change, verdict,
-                       fail_percent >= 0 && worse > fail_percent ? "  REGRESSION" : "");
+    out << fmt::format("{:<30} {:>16.6g} {:>16.6g} {:>+9.2f}%  {}{}\n", f.name, f.a, f.b, change,
+                       verdict, fail_percent >= 0 && worse > fail_percent ? "  REGRESSION" : "");
   }
   if (fail_percent >= 0) {
     const auto bad = c.regressions(fail_percent);
@@ -87,13 +90,14 @@ nlohmann::ordered_json comparison_json(const Comparison& c, double fail_percent)
   j["figures"] = nlohmann::ordered_json::array();
   for (const FigureChange& f : c.figures) {
     const double change = f.change_percent();
-    j["figures"].push_back({{"name", f.name},
-                            {"unit", f.unit},
-                            {"higher_is_better", f.higher_is_better},
-                            {"a", f.a},
-                            {"b", f.b},
-                            {"change_percent", std::isfinite(change) ? nlohmann::ordered_json(change) : nullptr},
-                            {"worse", f.worsening_percent() > 0}});
+    j["figures"].push_back(
+        {{"name", f.name},
+         {"unit", f.unit},
+         {"higher_is_better", f.higher_is_better},
+         {"a", f.a},
+         {"b", f.b},
+         {"change_percent", std::isfinite(change) ? nlohmann::ordered_json(change) : nullptr},
+         {"worse", f.worsening_percent() > 0}});
   }
   if (fail_percent >= 0) {
     j["fail_on_regression_percent"] = fail_percent;

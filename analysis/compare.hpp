@@ -38,7 +38,8 @@ struct Comparison {
 // load, SRAM headroom on the fullest core, cores used.
 std::vector<FigureChange> headline_figures(const RunResult& r, const Metrics& m);
 
-Comparison compare(const RunResult& a, const RunResult& b, std::string a_label, std::string b_label);
+Comparison compare(const RunResult& a, const RunResult& b, std::string a_label,
+                   std::string b_label);
 
 void write_comparison(std::ostream& out, const Comparison& c, double fail_percent);
 nlohmann::ordered_json comparison_json(const Comparison& c, double fail_percent);

@@ -17,7 +17,8 @@ WaferIo::WaferIo(const WaferSpec& spec, int wafers)
 }
 
 Cycles WaferIo::occupancy(Bytes bytes) const {
-  return Cycles{static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes.value) / bytes_per_cycle_))};
+  return Cycles{
+      static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes.value) / bytes_per_cycle_))};
 }
 
 Timed WaferIo::transfer(int from, int to, Bytes bytes, const Timed& ready) {

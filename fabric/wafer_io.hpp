@@ -25,8 +25,12 @@ class WaferIo {
   // the last byte has arrived at `to`'s edge.
   Timed transfer(int from, int to, Bytes bytes, const Timed& ready);
   // Bytes host -> wafer (prompt ids) or wafer -> host share the same ports.
-  std::uint64_t egress_bytes(int wafer) const { return egress_bytes_[static_cast<std::size_t>(wafer)]; }
-  std::uint64_t ingress_bytes(int wafer) const { return ingress_bytes_[static_cast<std::size_t>(wafer)]; }
+  std::uint64_t egress_bytes(int wafer) const {
+    return egress_bytes_[static_cast<std::size_t>(wafer)];
+  }
+  std::uint64_t ingress_bytes(int wafer) const {
+    return ingress_bytes_[static_cast<std::size_t>(wafer)];
+  }
 
  private:
   double bytes_per_cycle_;

@@ -156,8 +156,9 @@ SC_MODULE(HostModule) {
     const Timed arrived = Timed{}.plus(Resource::io, io_);
     for (int u = 0; u < users; ++u)
       for (int i = 0; i < n_prompt; ++i) {
-        TokenMessage* m = make(u, i, log_[static_cast<std::size_t>(u)].prompt[static_cast<std::size_t>(i)],
-                               true, arrived, true);
+        TokenMessage* m =
+            make(u, i, log_[static_cast<std::size_t>(u)].prompt[static_cast<std::size_t>(i)], true,
+                 arrived, true);
         m->needs_logits = (i == n_prompt - 1);
         to_wafer->write(m);
       }
@@ -297,7 +298,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   for (std::uint64_t c : r.user_decode_cycles_per_token) step_sum += c;
   r.decode_cycles_per_token = step_sum / static_cast<std::uint64_t>(users);
   if (r.decode_cycles_per_token == 0)  // one generated token: the prefill pass is all there is
-    r.decode_cycles_per_token = r.token_records.back().end_cycle - r.token_records.back().start_cycle;
+    r.decode_cycles_per_token =
+        r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 
   if (options.functional) {
     // Tokens of all users, user after user; each user's against its own

@@ -6,8 +6,8 @@
 #pragma once
 
 #include <array>
-#include <memory>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -77,13 +77,15 @@ class Executor {
         w_(weights),
         bits_(weight_bits) {
     if (!io_) {
-      own_io_ = std::make_unique<fabric::WaferIo>(fabs_.front()->spec(), static_cast<int>(fabs_.size()));
+      own_io_ =
+          std::make_unique<fabric::WaferIo>(fabs_.front()->spec(), static_cast<int>(fabs_.size()));
       io_ = own_io_.get();
     }
     if (w_ && !pl.layers.empty()) {
       const auto& a = pl.layers.front().attention;
       slices_per_layer_ = static_cast<std::size_t>(a.num_kv_heads) * a.segment_length;
-      const std::size_t n = static_cast<std::size_t>(pl.users) * pl.layers.size() * slices_per_layer_;
+      const std::size_t n =
+          static_cast<std::size_t>(pl.users) * pl.layers.size() * slices_per_layer_;
       kv_k_.assign(n, {});
       kv_v_.assign(n, {});
     }
@@ -248,17 +250,17 @@ class Executor {
     fabric::Fabric& f = fab(x.layout.front().wafer);
     std::vector<Timed> partial(x.layout.size());
     for (std::size_t i = 0; i < x.layout.size(); ++i)
-      partial[i] =
-          run_core(x.layout[i].wafer, x.layout[i].core, x.ready[i], f.cost().vector_op(x.layout[i].size(), 2));
-    const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
-                                          Bytes{4}, partial);
+      partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, x.ready[i],
+                            f.cost().vector_op(x.layout[i].size(), 2));
+    const Timed sum =
+        fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4}, partial);
     std::vector<Timed> back;
     fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4}, sum, back);
     Vec out;
     out.layout = x.layout;
     for (std::size_t i = 0; i < x.layout.size(); ++i)
-      out.ready.push_back(
-          run_core(x.layout[i].wafer, x.layout[i].core, back[i], f.cost().vector_op(x.layout[i].size(), 2)));
+      out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, back[i],
+                                   f.cost().vector_op(x.layout[i].size(), 2)));
     if (functional()) {
       // Sum of squares per piece, combined in the order the chain adds them.
       std::vector<float> sums(x.layout.size());
@@ -346,9 +348,10 @@ class Executor {
     y.layout = output_layout(m);
     for (int pi = 0; pi < P; ++pi) {
       const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-      y.ready.push_back(fabric::reduce_line(
-          fab(m.wafer).mesh(), fab(m.wafer).flow(), m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
-          Bytes{rows * 4}, std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
+      y.ready.push_back(
+          fabric::reduce_line(fab(m.wafer).mesh(), fab(m.wafer).flow(), m.reduction,
+                              Line{m.root(pi), fabric::Direction::east, Q}, Bytes{rows * 4},
+                              std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
     }
     if (functional()) {
       y.values.assign(static_cast<std::size_t>(m.out_features), 0.0f);
@@ -373,8 +376,9 @@ class Executor {
 
   void elementwise(Vec& v, std::uint64_t ops_per_element) {
     for (std::size_t i = 0; i < v.layout.size(); ++i)
-      v.ready[i] = run_core(v.layout[i].wafer, v.layout[i].core, v.ready[i],
-                            fab(v.layout[i].wafer).cost().vector_op(v.layout[i].size(), ops_per_element));
+      v.ready[i] =
+          run_core(v.layout[i].wafer, v.layout[i].core, v.ready[i],
+                   fab(v.layout[i].wafer).cost().vector_op(v.layout[i].size(), ops_per_element));
   }
 
   void rope(Vec& qkv, int position) {
@@ -454,8 +458,8 @@ class Executor {
           fab(w).mesh(), fab(w).flow(), a.reduction, Line{top, fabric::Direction::south, L},
           Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4}, done);
       out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
-      out.ready.push_back(
-          run_core(w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
+      out.ready.push_back(run_core(w, top, reduced,
+                                   fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
     }
     if (functional()) {
       out.values.assign(static_cast<std::size_t>(q_dim), 0.0f);

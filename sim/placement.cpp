@@ -125,7 +125,8 @@ Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* cons
   const std::uint64_t kv_bytes = static_cast<std::uint64_t>(model.num_layers) *
                                  static_cast<std::uint64_t>(req.context_tokens) * users * 2 *
                                  static_cast<std::uint64_t>(model.kv_dim()) * kv_bits / 8;
-  const std::uint64_t system_capacity = spec.sram_capacity().value * static_cast<std::uint64_t>(n_wafers);
+  const std::uint64_t system_capacity =
+      spec.sram_capacity().value * static_cast<std::uint64_t>(n_wafers);
   if (weight_bytes + kv_bytes > system_capacity)
     throw FitError(fmt::format(
         "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} "
@@ -136,9 +137,10 @@ Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* cons
         spec.name, human_bytes(system_capacity), spec.core_count(), human_bytes(capacity),
         ceil_div(weight_bytes + kv_bytes, spec.sram_capacity().value)));
   if (n_wafers > model.num_layers)
-    throw FitError(fmt::format("{} wafers for {} layers: layer-rectangles puts at least one layer "
-                               "on every wafer; use at most {} wafers",
-                               n_wafers, model.num_layers, model.num_layers));
+    throw FitError(
+        fmt::format("{} wafers for {} layers: layer-rectangles puts at least one layer "
+                    "on every wafer; use at most {} wafers",
+                    n_wafers, model.num_layers, model.num_layers));
 
   const bool tied = model.tie_embeddings;
   const std::uint64_t layer_bytes = ceil_div(model.layer_parameters() * bits, 8) +

@@ -66,7 +66,8 @@ struct AttentionPlacement {
   }
   // Index (within the segment) of the core caching `position` of `user`.
   int slot_core(int user, int position) const {
-    return static_cast<int>((static_cast<std::int64_t>(user) * context + position) % segment_length);
+    return static_cast<int>((static_cast<std::int64_t>(user) * context + position) %
+                            segment_length);
   }
   // How many of positions [0, positions) of `user` core i caches.
   int positions_on_core(int user, int positions, int i) const {

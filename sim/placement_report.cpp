@@ -27,19 +27,22 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   for (const LayerStage& st : pl.layers) {
     for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
       r.regions.push_back({m->name, st.layer, st.wafer, m->rect});
-    r.regions.push_back({fmt::format("layer {} attention", st.layer), st.layer, st.wafer, st.attention.rect});
+    r.regions.push_back(
+        {fmt::format("layer {} attention", st.layer), st.layer, st.wafer, st.attention.rect});
   }
   r.regions.push_back({"lm_head", -1, pl.head.wafer, pl.head.lm_head.rect});
   if (!pl.head.tied) r.regions.push_back({"embedding", -1, pl.head.wafer, pl.head.embedding.rect});
 
   // One decode token (user 0, position 0) through every stage, timing only.
   fabric::WaferIo io(sc.hardware, pl.wafers);
-  Executor ex(sys->wafer_ptrs, &io, sc.model, pl, sys->program, nullptr, models::dtype_bits(sc.precision));
+  Executor ex(sys->wafer_ptrs, &io, sc.model, pl, sys->program, nullptr,
+              models::dtype_bits(sc.precision));
   TokenMessage m;
   m.needs_logits = true;
   m.token = sc.workload.prompt_ids.front();
   slot(m, Slot::x) = ex.embed(m.token, Timed{}, true);
-  for (const StageProgram& sp : sys->program.stages) run_stage(ex, sp, m, [](const std::string&, const Timed&) {});
+  for (const StageProgram& sp : sys->program.stages)
+    run_stage(ex, sp, m, [](const std::string&, const Timed&) {});
   r.token_cycles = m.done.at.value;
 
   for (const auto& f : sys->wafers) {
@@ -51,7 +54,9 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   std::uint64_t sum = 0;
   r.sram_min = UINT64_MAX;
   for (std::uint64_t b : r.core_sram)
-    if (b > 0) ++r.cores_used, sum += b, r.sram_min = std::min(r.sram_min, b), r.sram_max = std::max(r.sram_max, b);
+    if (b > 0)
+      ++r.cores_used, sum += b, r.sram_min = std::min(r.sram_min, b),
+                                r.sram_max = std::max(r.sram_max, b);
   if (r.cores_used == 0) r.sram_min = 0;
   r.sram_mean = r.cores_used ? static_cast<double>(sum) / static_cast<double>(r.cores_used) : 0.0;
   for (std::uint64_t b : r.link_bytes) {
@@ -73,16 +78,19 @@ std::string human(double b) {
 }  // namespace
 
 void write_placement_summary(std::ostream& out, const PlacementReport& r) {
-  out << fmt::format("placement {} of {}: {} wafer(s) of {} x {} cores, {} layers\n", r.strategy, r.scenario,
-                     r.wafers, r.mesh_width, r.mesh_height, r.layers);
+  out << fmt::format("placement {} of {}: {} wafer(s) of {} x {} cores, {} layers\n", r.strategy,
+                     r.scenario, r.wafers, r.mesh_width, r.mesh_height, r.layers);
   out << fmt::format("  cores used        {} of {}\n", r.cores_used,
                      static_cast<std::uint64_t>(r.mesh_width) * r.mesh_height * r.wafers);
-  out << fmt::format("  SRAM per core     min {}, mean {}, max {} of {}\n", human(static_cast<double>(r.sram_min)),
-                     human(r.sram_mean), human(static_cast<double>(r.sram_max)),
+  out << fmt::format("  SRAM per core     min {}, mean {}, max {} of {}\n",
+                     human(static_cast<double>(r.sram_min)), human(r.sram_mean),
+                     human(static_cast<double>(r.sram_max)),
                      human(static_cast<double>(r.sram_capacity_per_core)));
-  out << fmt::format("  hop-bytes/token   {} (bytes x hops over all mesh links, one decode token)\n",
-                     human(static_cast<double>(r.hop_bytes_per_token)));
-  out << fmt::format("  worst link/token  {}\n", human(static_cast<double>(r.worst_link_bytes_per_token)));
+  out << fmt::format(
+      "  hop-bytes/token   {} (bytes x hops over all mesh links, one decode token)\n",
+      human(static_cast<double>(r.hop_bytes_per_token)));
+  out << fmt::format("  worst link/token  {}\n",
+                     human(static_cast<double>(r.worst_link_bytes_per_token)));
   out << fmt::format("  decode step alone {} cycles ({:.2f} us)\n", r.token_cycles,
                      static_cast<double>(r.token_cycles) / r.clock_hz * 1e6);
   out << fmt::format("  max context       {} tokens per user\n", r.max_context_tokens);
@@ -92,7 +100,9 @@ void write_placement_summary(std::ostream& out, const PlacementReport& r) {
     per_layer[g.layer < 0 ? per_layer.size() - 1 : static_cast<std::size_t>(g.layer)] +=
         static_cast<std::uint64_t>(g.rect.cores());
   for (std::size_t l = 0; l < per_layer.size(); ++l) {
-    out << fmt::format(" {}: {}", l + 1 == per_layer.size() ? std::string("head") : std::to_string(l), per_layer[l]);
+    out << fmt::format(" {}: {}",
+                       l + 1 == per_layer.size() ? std::string("head") : std::to_string(l),
+                       per_layer[l]);
     if (l % 8 == 7) out << "\n   ";
   }
   out << "\n";
@@ -133,7 +143,8 @@ std::string heat(double t) {
   t = std::clamp(t, 0.0, 1.0);
   const int r = static_cast<int>(std::lround(68 + t * (253 - 68)));
   const int g = static_cast<int>(std::lround(1 + t * (231 - 1)));
-  const int b = static_cast<int>(std::lround(84 + (t < 0.5 ? t * 2 * (140 - 84) : (1 - t) * 2 * (140 - 84) - 50 * (t - 0.5))));
+  const int b = static_cast<int>(
+      std::lround(84 + (t < 0.5 ? t * 2 * (140 - 84) : (1 - t) * 2 * (140 - 84) - 50 * (t - 0.5))));
   return fmt::format("#{:02x}{:02x}{:02x}", r, g, std::clamp(b, 0, 255));
 }
 
@@ -147,37 +158,42 @@ std::string layer_colour(int layer, int layers) {
 
 std::string placement_svg(const PlacementReport& r) {
   const int W = r.mesh_width, H = r.mesh_height;
-  const int cell = std::max(1, static_cast<int>(std::ceil(std::max(W, H) / 160.0)));  // cores per cell side
+  const int cell =
+      std::max(1, static_cast<int>(std::ceil(std::max(W, H) / 160.0)));  // cores per cell side
   const int cw = (W + cell - 1) / cell, ch = (H + cell - 1) / cell;
   const double px = 480.0 / std::max(cw, ch);  // pixels per cell
   const double panel_w = cw * px, panel_h = ch * px;
   const double gap = 30, top = 40;
   const double total_w = 3 * panel_w + 4 * gap, total_h = r.wafers * (panel_h + top + gap) + gap;
   std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+      "font-family=\"sans-serif\" "
       "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       total_w, total_h);
   const double region_scale = px / cell;  // pixels per core
   for (int w = 0; w < r.wafers; ++w) {
     const double y0 = gap + w * (panel_h + top + gap) + top;
-    const char* titles[] = {"regions (colour = layer)", "SRAM used per core", "link bytes per decode token"};
+    const char* titles[] = {"regions (colour = layer)", "SRAM used per core",
+                            "link bytes per decode token"};
     for (int p = 0; p < 3; ++p)
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">wafer {}: {}</text>\n", gap + p * (panel_w + gap), y0 - 8, w,
-                       titles[p]);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">wafer {}: {}</text>\n",
+                       gap + p * (panel_w + gap), y0 - 8, w, titles[p]);
     // Panel 1: regions.
-    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#eee\"/>\n", gap, y0,
-                     panel_w, panel_h);
+    s += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#eee\"/>\n", gap,
+        y0, panel_w, panel_h);
     for (const RegionInfo& g : r.regions) {
       if (g.wafer != w) continue;
       const double x = gap + g.rect.x0 * region_scale, y = y0 + g.rect.y0 * region_scale;
       const double gw = g.rect.width * region_scale, gh = g.rect.height * region_scale;
       s += fmt::format(
-          "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" stroke=\"#333\" "
+          "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
+          "stroke=\"#333\" "
           "stroke-width=\"0.3\"><title>{} ({} x {} cores)</title></rect>\n",
           x, y, gw, gh, layer_colour(g.layer, r.layers), g.name, g.rect.width, g.rect.height);
       if (gh > 10 && gw > 14 && (g.name.find(" qkv") != std::string::npos || g.layer < 0))
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">{}</text>\n", x + 1, y + 9,
-                         g.layer < 0 ? g.name : std::to_string(g.layer));
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">{}</text>\n", x + 1,
+                         y + 9, g.layer < 0 ? g.name : std::to_string(g.layer));
     }
     // Panels 2 and 3: heatmaps, a cell = the max (SRAM) or sum (links) of its cores.
     for (int p = 1; p < 3; ++p) {
@@ -198,12 +214,15 @@ std::string placement_svg(const PlacementReport& r) {
       for (int cy = 0; cy < ch; ++cy)
         for (int cx = 0; cx < cw; ++cx) {
           const double val = v[static_cast<std::size_t>(cy) * cw + cx];
-          s += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"/>\n",
-                           x0 + cx * px, y0 + cy * px, px + 0.05, px + 0.05,
-                           val <= 0 ? std::string("#f4f4f4") : heat(p == 1 ? val / norm : std::sqrt(val / norm)));
+          s += fmt::format(
+              "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"/>\n",
+              x0 + cx * px, y0 + cy * px, px + 0.05, px + 0.05,
+              val <= 0 ? std::string("#f4f4f4")
+                       : heat(p == 1 ? val / norm : std::sqrt(val / norm)));
         }
       s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">max {} {}</text>\n", x0,
-                       y0 + panel_h + 12, human(p == 1 ? static_cast<double>(r.sram_capacity_per_core) : vmax),
+                       y0 + panel_h + 12,
+                       human(p == 1 ? static_cast<double>(r.sram_capacity_per_core) : vmax),
                        p == 1 ? "(capacity)" : "per cell (sqrt scale)");
     }
   }

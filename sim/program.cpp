@@ -55,8 +55,7 @@ namespace {
 Layout column_layout(int wafer, int x0, int y0, int k, int n) {
   Layout l;
   for (int i = 0; i < k; ++i)
-    l.push_back(
-        Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1), wafer});
+    l.push_back(Piece{Coord{x0, y0 + i}, block_begin(n, k, i), block_begin(n, k, i + 1), wafer});
   return l;
 }
 
@@ -138,7 +137,8 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
   StageProgram hp;
   hp.name = "head";
   const int home_cores = std::min(head.lm_head.p(), model.hidden_size);
-  hp.input = column_layout(head.wafer, head.lm_head.root(0).x, head.lm_head.root(0).y, home_cores, model.hidden_size);
+  hp.input = column_layout(head.wafer, head.lm_head.root(0).x, head.lm_head.root(0).y, home_cores,
+                           model.hidden_size);
   Phase fnorm = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, "final rmsnorm");
   fnorm.gamma = Phase::Gamma::final_norm;
   hp.input_spread = head.strip.width - 1;

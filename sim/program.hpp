@@ -69,9 +69,9 @@ struct StageProgram {
   std::string name;  // "layer 3" or "head"
   int layer = -1;    // -1 for the head
   std::vector<Phase> phases;
-  Layout input;   // where the stage expects its input (slot x)
+  Layout input;          // where the stage expects its input (slot x)
   int input_spread = 0;  // waypoint columns for the move onto `input`
-  Layout output;  // where its output lands (slot out / x for the next stage)
+  Layout output;         // where its output lands (slot out / x for the next stage)
 };
 
 struct Program {

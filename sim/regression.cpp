@@ -20,7 +20,9 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 // Keys that describe where a run was made, not what it computed.
-bool volatile_key(const std::string& key) { return key == "scenario_file"; }
+bool volatile_key(const std::string& key) {
+  return key == "scenario_file";
+}
 
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
@@ -29,7 +31,8 @@ std::string shell_quote(const std::string& s) {
 }
 
 Json run_case(const fs::path& binary, const fs::path& scenario) {
-  const std::string cmd = shell_quote(binary.string()) + " run " + shell_quote(scenario.string()) + " --json";
+  const std::string cmd =
+      shell_quote(binary.string()) + " run " + shell_quote(scenario.string()) + " --json";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("cannot start " + binary.string());
   std::string out;
@@ -46,8 +49,10 @@ Json run_case(const fs::path& binary, const fs::path& scenario) {
   return j;
 }
 
-void diff(const Json& want, const Json& got, const std::string& path, double tol, std::vector<std::string>& out) {
-  if (want.is_number() && got.is_number() && !(want.is_number_integer() && got.is_number_integer())) {
+void diff(const Json& want, const Json& got, const std::string& path, double tol,
+          std::vector<std::string>& out) {
+  if (want.is_number() && got.is_number() &&
+      !(want.is_number_integer() && got.is_number_integer())) {
     const double a = want.get<double>(), b = got.get<double>();
     if (a == b || std::fabs(a - b) <= tol * std::max(std::fabs(a), std::fabs(b))) return;
   } else if (want.is_object() && got.is_object()) {
@@ -59,10 +64,12 @@ void diff(const Json& want, const Json& got, const std::string& path, double tol
         diff(*it, got.at(it.key()), p, tol, out);
     }
     for (auto it = got.begin(); it != got.end(); ++it)
-      if (!want.contains(it.key())) out.push_back((path.empty() ? "" : path + ".") + it.key() + ": new key");
+      if (!want.contains(it.key()))
+        out.push_back((path.empty() ? "" : path + ".") + it.key() + ": new key");
     return;
   } else if (want.is_array() && got.is_array() && want.size() == got.size()) {
-    for (std::size_t i = 0; i < want.size(); ++i) diff(want[i], got[i], fmt::format("{}[{}]", path, i), tol, out);
+    for (std::size_t i = 0; i < want.size(); ++i)
+      diff(want[i], got[i], fmt::format("{}[{}]", path, i), tol, out);
     return;
   } else if (want == got) {
     return;
@@ -77,7 +84,8 @@ void diff(const Json& want, const Json& got, const std::string& path, double tol
 
 std::vector<RegressionCase> run_regression(const fs::path& folder, const RegressionOptions& options,
                                            const std::function<void(const std::string&)>& on_case) {
-  if (!fs::is_directory(folder)) throw std::runtime_error(folder.string() + ": not a folder of scenarios");
+  if (!fs::is_directory(folder))
+    throw std::runtime_error(folder.string() + ": not a folder of scenarios");
   std::vector<fs::path> scenarios;
   for (const auto& e : fs::directory_iterator(folder))
     if (e.is_regular_file() && e.path().extension() == ".yaml") scenarios.push_back(e.path());
@@ -99,7 +107,9 @@ std::vector<RegressionCase> run_regression(const fs::path& folder, const Regress
       c.recorded = c.passed = true;
     } else {
       std::ifstream f(expected);
-      if (!f) throw std::runtime_error(expected.string() + ": no recorded result; run with --accept to record one");
+      if (!f)
+        throw std::runtime_error(expected.string() +
+                                 ": no recorded result; run with --accept to record one");
       diff(Json::parse(f), got, "", options.relative_tolerance, c.diffs);
       c.passed = c.diffs.empty();
     }

@@ -13,7 +13,7 @@
 namespace wafersim::sim {
 
 struct RegressionCase {
-  std::string scenario;            // file name
+  std::string scenario;  // file name
   bool passed = false;
   bool recorded = false;           // --accept wrote a new expected file
   std::vector<std::string> diffs;  // "key: expected X, got Y"
@@ -28,7 +28,8 @@ struct RegressionOptions {
 // Runs the suite in `folder` (*.yaml, sorted by name). Throws
 // std::runtime_error when a scenario fails to run or has no expected result
 // (unless accepting).
-std::vector<RegressionCase> run_regression(const std::filesystem::path& folder, const RegressionOptions& options,
-                                           const std::function<void(const std::string&)>& on_case = {});
+std::vector<RegressionCase> run_regression(
+    const std::filesystem::path& folder, const RegressionOptions& options,
+    const std::function<void(const std::string&)>& on_case = {});
 
 }  // namespace wafersim::sim

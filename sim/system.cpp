@@ -11,7 +11,8 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
   req.strategy = sc.placement.strategy;
   req.reduction = sc.placement.reduction;
   req.block_rows = sc.placement.block_rows;
-  req.context_tokens = static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
+  req.context_tokens =
+      static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;
   req.weight_bits = bits;
   auto build = [&](int n) {
@@ -26,8 +27,10 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
   if (!sc.wafers_auto) {
     build(sc.wafers);
   } else {
-    const std::uint64_t bytes = ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
-    int n = static_cast<int>(std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
+    const std::uint64_t bytes =
+        ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
+    int n = static_cast<int>(
+        std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
     for (;; ++n) {
       try {
         build(n);

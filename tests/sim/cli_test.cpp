@@ -152,7 +152,8 @@ TEST(Cli, OverridesReplaceScenarioKeys) {
   EXPECT_EQ(j["wafers_used"], 2);
   EXPECT_EQ(j["users"], 3);
   EXPECT_EQ(j["precision"], "fp16");
-  EXPECT_GT(j["aggregate_tokens_per_s"].get<double>(), j["decode_tokens_per_s_per_user"].get<double>());
+  EXPECT_GT(j["aggregate_tokens_per_s"].get<double>(),
+            j["decode_tokens_per_s_per_user"].get<double>());
   const Outcome bad = wafersim("run " + src("scenarios/quickstart.yaml") + " --wafers 0");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("wafers"), std::string::npos) << bad.err;
@@ -173,7 +174,8 @@ TEST(Cli, RegressionSuiteCatchesAChangedResult) {
   std::string yaml((std::istreambuf_iterator<char>(in)), {});
   yaml.replace(yaml.find("reduction: chain"), 16, "reduction: tree");
   std::ofstream(d / "tiny-small-chain.yaml") << yaml;
-  fs::copy_file(src("scenarios/regression/expected/tiny-small-chain.json"), d / "expected/tiny-small-chain.json");
+  fs::copy_file(src("scenarios/regression/expected/tiny-small-chain.json"),
+                d / "expected/tiny-small-chain.json");
   const Outcome o = wafersim("regress " + d.string());
   EXPECT_EQ(o.code, 4) << o.out << o.err;
   EXPECT_NE(o.out.find("CHANGED"), std::string::npos) << o.out;
@@ -187,8 +189,12 @@ TEST(Cli, RegressionSuiteCatchesAChangedResult) {
 TEST(Cli, CompareFailsOnARegressionBeyondTheThreshold) {
   const fs::path d = scratch_dir("compare");
   const std::string a = (d / "a.h5").string(), b = (d / "b.h5").string();
-  ASSERT_EQ(wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --out " + a).code, 0);
-  ASSERT_EQ(wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --wafers 2 --out " + b).code, 0);
+  ASSERT_EQ(wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --out " + a).code,
+            0);
+  ASSERT_EQ(
+      wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --wafers 2 --out " + b)
+          .code,
+      0);
   EXPECT_EQ(wafersim("compare " + a + " " + a + " --fail-on-regression 0").code, 0);
   const Outcome o = wafersim("compare " + a + " " + b + " --json --fail-on-regression 5");
   EXPECT_EQ(o.code, 4) << o.err;
@@ -197,7 +203,8 @@ TEST(Cli, CompareFailsOnARegressionBeyondTheThreshold) {
   for (const auto& name : j["regressions"]) tps_regressed |= name == "decode_tokens_per_s_per_user";
   EXPECT_TRUE(tps_regressed) << o.out;  // crossing the wafer I/O twice per token costs speed
   // B -> A is an improvement in tokens/s: not a regression of that figure.
-  const auto back = nlohmann::json::parse(wafersim("compare " + b + " " + a + " --json --fail-on-regression 5").out);
+  const auto back = nlohmann::json::parse(
+      wafersim("compare " + b + " " + a + " --json --fail-on-regression 5").out);
   for (const auto& name : back["regressions"]) EXPECT_NE(name, "decode_tokens_per_s_per_user");
   EXPECT_EQ(wafersim("compare " + a + " " + (d / "missing.h5").string()).code, 1);
   fs::remove_all(d);
@@ -210,9 +217,11 @@ TEST(Cli, PlaceMeasuresTheSameTrafficAsARunOfOneToken) {
   const fs::path d = scratch_dir("place");
   for (const char* strategy : {"layer-rectangles", "serpentine"}) {
     const fs::path scenario = d / (std::string(strategy) + ".yaml");
-    std::ofstream(scenario) << "name: one\nhardware: small\nmodel: tiny-llama\nplacement:\n  strategy: "
-                            << strategy << "\nworkload:\n  prompt_tokens: 1\n  generate_tokens: 1\n";
-    const Outcome place = wafersim("place " + scenario.string() + " --json --svg " + (d / "p.svg").string());
+    std::ofstream(scenario)
+        << "name: one\nhardware: small\nmodel: tiny-llama\nplacement:\n  strategy: " << strategy
+        << "\nworkload:\n  prompt_tokens: 1\n  generate_tokens: 1\n";
+    const Outcome place =
+        wafersim("place " + scenario.string() + " --json --svg " + (d / "p.svg").string());
     ASSERT_EQ(place.code, 0) << place.err;
     const auto p = nlohmann::json::parse(place.out);
     const Outcome run = wafersim("run " + scenario.string() + " --json --timing-only");
@@ -220,7 +229,8 @@ TEST(Cli, PlaceMeasuresTheSameTrafficAsARunOfOneToken) {
     const auto r = nlohmann::json::parse(run.out);
     EXPECT_EQ(p["hop_bytes_per_token"], r["total_link_bytes"]) << strategy;
     EXPECT_EQ(p["strategy"], strategy);
-    EXPECT_LE(p["sram_bytes_per_core_max"].get<double>(), p["sram_bytes_per_core_capacity"].get<double>());
+    EXPECT_LE(p["sram_bytes_per_core_max"].get<double>(),
+              p["sram_bytes_per_core_capacity"].get<double>());
     EXPECT_GT(p["regions"].size(), 4u * 5u);  // 4 layers x (4 matrices + attention) + head
     std::ifstream svg(d / "p.svg");
     const std::string text((std::istreambuf_iterator<char>(svg)), {});

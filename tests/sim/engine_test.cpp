@@ -159,7 +159,8 @@ TEST(Timing, CrossingWafersCostsIoOnTheCriticalPath) {
   opt.functional = false;
   const analysis::RunResult r = run_scenario(sc, opt);
   EXPECT_EQ(r.wafers, 2);
-  const auto latency = static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz));
+  const auto latency =
+      static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz));
   for (const auto& t : r.token_records)
     if (!t.prefill) EXPECT_GE(t.critical_path.io, 2 * latency) << "position " << t.position;
   EXPECT_EQ(r.core_sram_bytes.size(), 2u * sc.hardware.mesh_width * sc.hardware.mesh_height);
