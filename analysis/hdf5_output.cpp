@@ -383,6 +383,67 @@ void write_scenario(H5::H5File& f, const RunResult& r) {
   describe_dataset(ds, "text", "the fully resolved scenario (YAML) that reproduces this run");
 }
 
+// A 1-D array of variable-length UTF-8 strings.
+void write_strings(H5::Group& g, const char* name, const std::vector<std::string>& v,
+                   std::string_view description) {
+  const H5::StrType type = utf8_string();
+  const hsize_t n = v.size();
+  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(1, &n), dataset_properties());
+  std::vector<const char*> ptrs;
+  for (const std::string& s : v) ptrs.push_back(s.c_str());
+  if (n > 0) ds.write(ptrs.data(), type);
+  describe_dataset(ds, "text", description);
+}
+
+// The wafer-vs-GPU comparison: /gpu_baselines holds one entry per GPU system
+// (parallel arrays), /wafer_system the wafer's scalars (docs/results-format.md).
+void write_baselines(H5::H5File& f, const RunResult& r) {
+  if (!r.baselines) return;
+  const Baselines& b = *r.baselines;
+  H5::Group g = make_group(f, "gpu_baselines");
+  std::vector<std::string> names, bottlenecks, parallelism;
+  std::vector<std::int32_t> gpus, tp, pp;
+  std::vector<double> rate, aggregate, ttft, power, per_kw;
+  for (const SystemFigures& s : b.gpus) {
+    names.push_back(s.system);
+    bottlenecks.push_back(s.bottleneck);
+    parallelism.push_back(s.parallelism_auto ? "auto" : "fixed");
+    gpus.push_back(s.chips);
+    tp.push_back(s.tp);
+    pp.push_back(s.pp);
+    rate.push_back(s.decode_tokens_per_s_per_user);
+    aggregate.push_back(s.aggregate_tokens_per_s);
+    ttft.push_back(s.ttft_s);
+    power.push_back(s.power_kw);
+    per_kw.push_back(s.tokens_per_s_per_kw);
+  }
+  write_strings(g, "system", names, "GPU system preset");
+  write_vector(g, "gpus", gpus, "GPUs", "GPUs of the nodes the deployment occupies");
+  write_vector(g, "tp", tp, "GPUs", "tensor-parallel size");
+  write_vector(g, "pp", pp, "stages", "pipeline-parallel stages");
+  write_strings(g, "parallelism", parallelism, "auto (lowest latency) or fixed by the scenario");
+  write_vector(g, "decode_tokens_per_s_per_user", rate, "tokens/s", "decode rate one user sees");
+  write_vector(g, "aggregate_tokens_per_s", aggregate, "tokens/s",
+               "tokens/s over the workload's concurrent users");
+  write_vector(g, "ttft_s", ttft, "s", "time to first token (prefill of one request)");
+  write_vector(g, "power_kw", power, "kW", "system power of the occupied nodes");
+  write_vector(g, "tokens_per_s_per_kw", per_kw, "tokens/s/kW", "aggregate tokens/s per kW");
+  write_strings(g, "bottleneck", bottlenecks, "what limits the decode step");
+
+  H5::Group w = make_group(f, "wafer_system");
+  set_attr(w, "system", b.wafer.system);
+  set_attr(w, "bottleneck", b.wafer.bottleneck);
+  write_scalar<std::int32_t>(w, "wafers", b.wafer.chips, "wafers", "wafers used");
+  write_scalar(w, "decode_tokens_per_s_per_user", b.wafer.decode_tokens_per_s_per_user,
+               "tokens/s", "decode rate one user sees (speculative decoding applied)");
+  write_scalar(w, "aggregate_tokens_per_s", b.wafer.aggregate_tokens_per_s, "tokens/s",
+               "tokens/s over the workload's users");
+  write_scalar(w, "ttft_s", b.wafer.ttft_s, "s", "time to first token");
+  write_scalar(w, "power_kw", b.wafer.power_kw, "kW", "system power; 0 when unknown");
+  write_scalar(w, "tokens_per_s_per_kw", b.wafer.tokens_per_s_per_kw, "tokens/s/kW",
+               "aggregate tokens/s per kW; 0 when power is unknown");
+}
+
 void write_file(const std::filesystem::path& file_path, const RunResult& r, const Metrics& m) {
   H5::FileCreatPropList fcpl;
   H5Pset_obj_track_times(fcpl.getId(), false);  // the root group too
@@ -393,6 +454,7 @@ void write_file(const std::filesystem::path& file_path, const RunResult& r, cons
   write_mesh(f, r);
   write_tokens(f, r);
   write_scenario(f, r);
+  write_baselines(f, r);
   f.close();
 }
 

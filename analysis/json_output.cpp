@@ -24,6 +24,60 @@ Json token_record_json(const TokenRecord& t) {
   return j;
 }
 
+Json end_to_end_json(const std::optional<EndToEndFigures>& e) {
+  if (!e) return nullptr;
+  return Json{{"decode_tokens_per_s_per_user", e->decode_tokens_per_s_per_user},
+              {"ttft_s", e->ttft_s}};
+}
+
+// One row of the wafer-vs-GPU comparison; `gpu` adds the GPU-only keys.
+Json system_json(const SystemFigures& f, bool gpu) {
+  Json j = Json::object();
+  j["system"] = f.system;
+  j[gpu ? "gpus" : "wafers"] = f.chips;
+  if (gpu) {
+    j["tp"] = f.tp;
+    j["pp"] = f.pp;
+    j["parallelism"] = f.parallelism_auto ? "auto" : "fixed";
+    j["replicas"] = f.replicas;
+    j["kv_limited"] = f.kv_limited;
+  }
+  j["decode_tokens_per_s_per_user"] = f.decode_tokens_per_s_per_user;
+  j["aggregate_tokens_per_s"] = f.aggregate_tokens_per_s;
+  j["ttft_s"] = f.ttft_s;
+  if (f.power_kw > 0.0) {
+    j["power_kw"] = f.power_kw;
+    j["tokens_per_s_per_kw"] = f.tokens_per_s_per_kw;
+  } else {
+    j["power_kw"] = nullptr;
+    j["tokens_per_s_per_kw"] = nullptr;
+  }
+  j["bottleneck"] = f.bottleneck;
+  if (f.end_to_end) j["end_to_end"] = end_to_end_json(f.end_to_end);
+  if (f.end_to_end_persistent)
+    j["end_to_end_persistent"] = end_to_end_json(f.end_to_end_persistent);
+  return j;
+}
+
+void add_baselines(Json& j, const Baselines& b) {
+  j["wafer_system"] = system_json(b.wafer, false);
+  Json rows = Json::array();
+  for (const SystemFigures& g : b.gpus) rows.push_back(system_json(g, true));
+  j["gpu_baselines"] = std::move(rows);
+  if (b.speculative) {
+    j["speculative_decoding"] = Json{{"draft_model", b.speculative->draft_model},
+                                     {"draft_tokens", b.speculative->draft_tokens},
+                                     {"acceptance_rate", b.speculative->acceptance_rate},
+                                     {"expected_tokens_per_step",
+                                      b.speculative->expected_tokens_per_step}};
+  }
+  if (b.serving) {
+    j["serving"] = Json{{"round_trip_s", b.serving->round_trip_s},
+                        {"per_token_overhead_s", b.serving->per_token_overhead_s},
+                        {"connection_setup_s", b.serving->connection_setup_s}};
+  }
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
@@ -108,6 +162,7 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   Json records = Json::array();
   for (const TokenRecord& t : r.token_records) records.push_back(token_record_json(t));
   j["token_records"] = std::move(records);
+  if (r.baselines) add_baselines(j, *r.baselines);
   return j;
 }
 

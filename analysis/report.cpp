@@ -59,6 +59,60 @@ void line(std::ostream& out, std::string_view label, std::string_view value) {
   out << fmt::format("  {:<16} {}\n", label, value);
 }
 
+std::string format_power(double kw) {
+  return kw > 0.0 ? fmt::format("{} kW", sig3(kw)) : std::string("n/a");
+}
+
+// The wafer beside the GPU clusters of the scenario's compare_with.
+void write_baselines(std::ostream& out, const Baselines& b) {
+  out << "\nCompared with GPU clusters (same model, precision and workload; GPUs analytical)\n";
+  out << fmt::format("  {:<14} {:>9} {:>10} {:>12} {:>14} {:>9} {:>9} {:>9}  {}\n", "system",
+                     "chips", "TP x PP", "tok/s/user", "aggregate", "TTFT", "power",
+                     "tok/s/kW", "limited by");
+  auto row = [&](const SystemFigures& f, bool gpu) {
+    const std::string chips =
+        gpu ? fmt::format("{} GPU", f.chips) : fmt::format("{} wafer", f.chips);
+    const std::string split =
+        gpu ? fmt::format("{}x{}{}", f.tp, f.pp, f.parallelism_auto ? "" : "*") : std::string("-");
+    out << fmt::format("  {:<14} {:>9} {:>10} {:>12} {:>14} {:>9} {:>9} {:>9}  {}{}\n", f.system,
+                       chips, split, format_rate(f.decode_tokens_per_s_per_user),
+                       format_rate(f.aggregate_tokens_per_s), format_seconds(f.ttft_s),
+                       format_power(f.power_kw),
+                       f.power_kw > 0.0 ? format_rate(f.tokens_per_s_per_kw) : std::string("n/a"),
+                       f.bottleneck, f.kv_limited ? " (KV cache caps users)" : "");
+  };
+  row(b.wafer, false);
+  for (const SystemFigures& g : b.gpus) row(g, true);
+  bool fixed = false;
+  for (const SystemFigures& g : b.gpus) fixed = fixed || !g.parallelism_auto;
+  out << "  TP x PP chosen for the lowest per-user latency" << (fixed ? "; * fixed by the scenario" : "")
+      << "; GPU power counts whole nodes\n";
+  if (b.speculative) {
+    out << fmt::format("  speculative decoding: draft {}, {} draft tokens, acceptance {:.2f}: "
+                       "{:.2f} tokens per verification step\n",
+                       b.speculative->draft_model, b.speculative->draft_tokens,
+                       b.speculative->acceptance_rate, b.speculative->expected_tokens_per_step);
+  }
+  if (b.serving) {
+    out << fmt::format("\nUser-seen through the serving stack (round trip {}, {} per token, set-up {})\n",
+                       format_seconds(b.serving->round_trip_s),
+                       format_seconds(b.serving->per_token_overhead_s),
+                       format_seconds(b.serving->connection_setup_s));
+    out << fmt::format("  {:<14} {:>12} {:>9} {:>16} {:>16}\n", "system", "tok/s/user", "TTFT",
+                       "persistent tok/s", "persistent TTFT");
+    auto e2e = [&](const SystemFigures& f) {
+      if (!f.end_to_end || !f.end_to_end_persistent) return;
+      out << fmt::format("  {:<14} {:>12} {:>9} {:>16} {:>16}\n", f.system,
+                         format_rate(f.end_to_end->decode_tokens_per_s_per_user),
+                         format_seconds(f.end_to_end->ttft_s),
+                         format_rate(f.end_to_end_persistent->decode_tokens_per_s_per_user),
+                         format_seconds(f.end_to_end_persistent->ttft_s));
+    };
+    e2e(b.wafer);
+    for (const SystemFigures& g : b.gpus) e2e(g);
+  }
+}
+
 }  // namespace
 
 std::string format_grouped(std::uint64_t n) {
@@ -196,6 +250,8 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   } else {
     out << "Bottleneck: none (no token cycles recorded)\n";
   }
+
+  if (r.baselines) write_baselines(out, *r.baselines);
 
   if (r.functional) {
     out << "\nFunctional check\n";

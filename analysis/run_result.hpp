@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/baselines.hpp"
 #include "fabric/critical_path.hpp"
 
 namespace wafersim::analysis {
@@ -72,6 +74,11 @@ struct RunResult {
 
   // The resolved scenario, as YAML, so the run can be reproduced.
   std::string resolved_scenario_yaml;
+
+  // The wafer beside GPU clusters on the same workload (analysis/baselines.hpp);
+  // empty when the scenario compares with nothing and asks for no speculative
+  // decoding or serving overhead.
+  std::optional<Baselines> baselines;
 };
 
 }  // namespace wafersim::analysis

@@ -50,6 +50,10 @@ struct WaferSpec {
   double io_bandwidth_bytes_per_s = 0.0;
   double io_latency_s = 0.0;
 
+  // Power of the whole system around one wafer (a CS-3) at full load, watts;
+  // optional (0 = unknown). Used only for tokens/s per kW in reports.
+  double system_power_w = 0.0;
+
   int core_count() const { return mesh_width * mesh_height; }
   Bytes sram_capacity() const { return sram_per_core * static_cast<std::uint64_t>(core_count()); }
   // Multiply-accumulates per cycle for elements of the given width in bits.

@@ -1,6 +1,9 @@
 #include "models/dtype.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace wafersim::models {
@@ -71,6 +74,51 @@ float fp16_bits_to_float(std::uint16_t bits) {
   return std::bit_cast<float>(sign | ((exp + 127u - 15u) << 23) | (mant << 13));
 }
 
+std::uint8_t float_to_fp8_e4m3_bits(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  const std::uint8_t sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
+  const std::uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7fu;   // NaN
+  if (a >= 0x43e00000u) return sign | 0x7eu;  // >= 448 or infinity: saturate
+  if (a >= 0x3c800000u) {                     // >= 2^-6: a normal E4M3
+    // Round the 23-bit mantissa to 3 bits (ties to even), rebias the
+    // exponent from 127 to 7; a mantissa carry bumps the exponent. Below 448
+    // the result is at most 448 = S.1111.110.
+    std::uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
+    r -= (127u - 7u) << 23;
+    return static_cast<std::uint8_t>(sign | (r >> 20));
+  }
+  // Subnormal (or zero): units of 2^-9. a * 512 is exact; rounding it to an
+  // integer (ties to even) gives 0..8, and 8 is the smallest normal 2^-6,
+  // whose encoding is 8 as well.
+  const float units = std::bit_cast<float>(a) * 512.0f;
+  const float q = std::nearbyint(units);  // default mode: ties to even
+  return static_cast<std::uint8_t>(sign | static_cast<std::uint8_t>(q));
+}
+
+float fp8_e4m3_bits_to_float(std::uint8_t bits) {
+  const bool negative = (bits & 0x80u) != 0;
+  const int exp = (bits >> 3) & 0xf;
+  const int mant = bits & 0x7;
+  float magnitude;
+  if (exp == 0xf && mant == 0x7) {
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  } else if (exp == 0) {
+    magnitude = static_cast<float>(mant) * 0x1p-9f;
+  } else {
+    magnitude = std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+std::int8_t float_to_int8(float f) {
+  if (std::isnan(f)) return 0;
+  const float r = std::nearbyint(f);  // default mode: ties to even
+  if (r >= 127.0f) return 127;
+  if (r <= -127.0f) return -127;
+  return static_cast<std::int8_t>(r);
+}
+
 float round_to_dtype(float f, DType t) {
   switch (t) {
     case DType::fp32:
@@ -79,8 +127,31 @@ float round_to_dtype(float f, DType t) {
       return bf16_bits_to_float(float_to_bf16_bits(f));
     case DType::fp16:
       return fp16_bits_to_float(float_to_fp16_bits(f));
+    case DType::fp8_e4m3:
+      return fp8_e4m3_bits_to_float(float_to_fp8_e4m3_bits(f));
+    case DType::int8:
+      throw std::invalid_argument(
+          "round_to_dtype: int8 values need a per-row scale; use quantize_row");
   }
   throw std::invalid_argument("round_to_dtype: unknown DType value");
+}
+
+float quantize_row(std::span<float> row, DType t) {
+  if (t != DType::int8 && t != DType::fp8_e4m3) {
+    for (float& v : row) v = round_to_dtype(v, t);
+    return 1.0f;
+  }
+  float amax = 0.0f;
+  for (float v : row) amax = std::max(amax, std::fabs(v));
+  if (!(amax > 0.0f)) return 1.0f;
+  if (t == DType::int8) {
+    const float scale = amax / 127.0f;
+    for (float& v : row) v = static_cast<float>(float_to_int8(v / scale)) * scale;
+    return scale;
+  }
+  const float scale = amax / 448.0f;
+  for (float& v : row) v = fp8_e4m3_bits_to_float(float_to_fp8_e4m3_bits(v / scale)) * scale;
+  return scale;
 }
 
 }  // namespace wafersim::models

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "models/model_config.hpp"
 
@@ -18,8 +19,33 @@ float bf16_bits_to_float(std::uint16_t bits);
 std::uint16_t float_to_fp16_bits(float f);
 float fp16_bits_to_float(std::uint16_t bits);
 
+// OCP 8-bit floating point E4M3 (OCP FP8 specification v1.0, 2023): sign,
+// 4 exponent bits with bias 7, 3 mantissa bits; subnormals m * 2^-9; no
+// infinities; S.1111.111 is NaN, so the largest finite value is
+// S.1111.110 = 448. Rounded to nearest, ties to even; finite values beyond
+// 448 and infinities saturate to +-448 (the "satfinite" conversion NVIDIA's
+// cvt and most quantizers use); NaN gives S.1111.111.
+std::uint8_t float_to_fp8_e4m3_bits(float f);
+float fp8_e4m3_bits_to_float(std::uint8_t bits);
+
+// Round to the nearest integer (ties to even), clamped to [-127, 127] (the
+// symmetric int8 range; -128 is never produced). NaN gives 0.
+std::int8_t float_to_int8(float f);
+
 // The fp32 value that storing `f` as `t` and widening it back yields.
-// fp32 is returned unchanged.
+// fp32 is returned unchanged; fp8_e4m3 is the unscaled E4M3 round trip.
+// int8 has no meaning without a scale: std::invalid_argument (use
+// quantize_row).
 float round_to_dtype(float f, DType t);
+
+// Replaces one matrix row by the values the hardware holds after storing it
+// as `t` and dequantizing, and returns the row's scale:
+//   fp32, fp16, bf16: each value rounded with round_to_dtype; scale 1.
+//   int8:     amax = max |x|; scale = amax / 127 (fp32); x = float(q) * scale
+//             with q = float_to_int8(x / scale).
+//   fp8_e4m3: scale = amax / 448; x = fp8(x / scale) * scale, the fp8 value
+//             widened to fp32 and multiplied in fp32.
+// A row of zeros keeps scale 1 and stays zero.
+float quantize_row(std::span<float> row, DType t);
 
 }  // namespace wafersim::models

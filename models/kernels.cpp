@@ -159,6 +159,81 @@ void add_inplace(std::span<float> acc, std::span<const float> x) {
   for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += x[i];
 }
 
+void axpy_inplace(float w, std::span<const float> x, std::span<float> acc) {
+  require_size(x.size(), acc.size(), "axpy_inplace x");
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += w * x[i];
+}
+
+float sum_of(std::span<const float> x) {
+  float s = 0.0f;
+  for (float v : x) s += v;
+  return s;
+}
+
+float sum_of_squared_deviations(std::span<const float> x, float mean) {
+  float s = 0.0f;
+  for (float v : x) {
+    const float d = v - mean;
+    s += d * d;
+  }
+  return s;
+}
+
+void layernorm_apply(std::span<const float> x, float mean, float var, std::span<const float> gamma,
+                     std::span<const float> beta, float eps, std::span<float> out) {
+  require_size(gamma.size(), x.size(), "layernorm_apply gamma");
+  require_size(beta.size(), x.size(), "layernorm_apply beta");
+  require_size(out.size(), x.size(), "layernorm_apply out");
+  const float inv = 1.0f / std::sqrt(var + eps);
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = ((x[i] - mean) * inv) * gamma[i] + beta[i];
+}
+
+void layernorm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
+               float eps, std::span<float> out) {
+  if (x.empty()) throw std::invalid_argument("layernorm: the vector must not be empty");
+  const float n = static_cast<float>(x.size());
+  const float mean = sum_of(x) / n;
+  const float var = sum_of_squared_deviations(x, mean) / n;
+  layernorm_apply(x, mean, var, gamma, beta, eps, out);
+}
+
+void gelu_tanh(std::span<const float> x, std::span<float> out) {
+  require_size(out.size(), x.size(), "gelu_tanh out");
+  constexpr float kSqrt2OverPi = 0.7978845608f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    const float inner = kSqrt2OverPi * (v + 0.044715f * (v * v * v));
+    out[i] = (0.5f * v) * (1.0f + std::tanh(inner));
+  }
+}
+
+std::vector<ExpertChoice> route_top_k(std::span<const float> router_logits, int k) {
+  if (k < 1 || static_cast<std::size_t>(k) > router_logits.size()) {
+    throw std::invalid_argument("route_top_k: k must be in [1, " +
+                                std::to_string(router_logits.size()) + "], got " +
+                                std::to_string(k));
+  }
+  std::vector<ExpertChoice> chosen;
+  std::vector<bool> taken(router_logits.size(), false);
+  for (int j = 0; j < k; ++j) {
+    std::size_t best = router_logits.size();
+    for (std::size_t e = 0; e < router_logits.size(); ++e) {
+      if (taken[e]) continue;
+      if (best == router_logits.size() || router_logits[e] > router_logits[best]) best = e;
+    }
+    taken[best] = true;
+    chosen.push_back({static_cast<int>(best), router_logits[best]});
+  }
+  const float m = chosen.front().weight;
+  float total = 0.0f;
+  for (ExpertChoice& c : chosen) {
+    c.weight = std::exp(c.weight - m);
+    total += c.weight;
+  }
+  for (ExpertChoice& c : chosen) c.weight = c.weight / total;
+  return chosen;
+}
+
 std::int32_t argmax(std::span<const float> x) {
   if (x.empty()) throw std::invalid_argument("argmax: the span must not be empty");
   std::size_t best = 0;

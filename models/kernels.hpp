@@ -86,6 +86,46 @@ void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<
 // acc[i] += x[i].
 void add_inplace(std::span<float> acc, std::span<const float> x);
 
+// acc[i] += w * x[i] (the product rounded to fp32, then added).
+void axpy_inplace(float w, std::span<const float> x, std::span<float> acc);
+
+// LayerNorm (GPT-2), split so that a slice can be normalised once the two
+// statistics of the whole vector of length n have been reduced:
+//   sum_of(x)               = sum of x[i] in increasing i, fp32, from 0.0f
+//   sum_of_squared_deviations(x, mean) = sum of (x[i] - mean)^2 likewise
+//   mean = sum / float(n);  var = sum_sq_dev / float(n)   (biased, as PyTorch)
+//   inv = 1.0f / sqrtf(var + eps)
+//   out[i] = ((x[i] - mean) * inv) * gamma[i] + beta[i]
+// Two passes (mean first), not E[x^2] - mean^2, which cancels badly.
+float sum_of(std::span<const float> x);
+float sum_of_squared_deviations(std::span<const float> x, float mean);
+void layernorm_apply(std::span<const float> x, float mean, float var, std::span<const float> gamma,
+                     std::span<const float> beta, float eps, std::span<float> out);
+// The whole vector: mean = sum_of(x) / n, var = sum_of_squared_deviations / n,
+// then layernorm_apply. out may alias x.
+void layernorm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
+               float eps, std::span<float> out);
+
+// GELU, tanh approximation (GPT-2's "gelu_new"), elementwise in fp32:
+//   inner = 0.7978845608f * (x + 0.044715f * (x * x * x))   [sqrt(2/pi)]
+//   out   = (0.5f * x) * (1.0f + tanhf(inner))
+// with x*x*x evaluated left to right. out may alias x.
+void gelu_tanh(std::span<const float> x, std::span<float> out);
+
+// Mixture-of-experts routing (Mixtral): the k experts with the largest
+// router logits (a larger logit first; the lower index first on ties), and
+// their weights, a softmax over those k logits only:
+//   m = the largest chosen logit; e_j = expf(logit_j - m) in chosen order;
+//   total = sum of e_j in chosen order from 0.0f; weight_j = e_j / total.
+// Hugging Face's softmax over all experts followed by renormalising the
+// top k is the same function (the other experts cancel). Throws for k
+// outside [1, logits.size()].
+struct ExpertChoice {
+  int expert;
+  float weight;
+};
+std::vector<ExpertChoice> route_top_k(std::span<const float> router_logits, int k);
+
 // Index of the largest value; the lowest index wins ties; NaNs are never
 // chosen unless all values are NaN (then 0). Throws for an empty span.
 std::int32_t argmax(std::span<const float> x);

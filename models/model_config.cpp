@@ -7,6 +7,33 @@
 
 namespace wafersim::models {
 
+const char* architecture_name(Architecture a) {
+  switch (a) {
+    case Architecture::llama:
+      return "llama";
+    case Architecture::mistral:
+      return "mistral";
+    case Architecture::qwen2:
+      return "qwen2";
+    case Architecture::qwen3:
+      return "qwen3";
+    case Architecture::mixtral:
+      return "mixtral";
+    case Architecture::gpt2:
+      return "gpt2";
+  }
+  throw std::invalid_argument("architecture_name: unknown Architecture value");
+}
+
+Architecture parse_architecture(const std::string& name) {
+  for (Architecture a : {Architecture::llama, Architecture::mistral, Architecture::qwen2,
+                         Architecture::qwen3, Architecture::mixtral, Architecture::gpt2}) {
+    if (name == architecture_name(a)) return a;
+  }
+  throw std::invalid_argument("unknown architecture '" + name +
+                              "': allowed are llama, mistral, qwen2, qwen3, mixtral, gpt2");
+}
+
 int dtype_bits(DType t) {
   switch (t) {
     case DType::fp32:
@@ -14,6 +41,9 @@ int dtype_bits(DType t) {
     case DType::fp16:
     case DType::bf16:
       return 16;
+    case DType::fp8_e4m3:
+    case DType::int8:
+      return 8;
   }
   throw std::invalid_argument("dtype_bits: unknown DType value");
 }
@@ -26,6 +56,10 @@ const char* dtype_name(DType t) {
       return "fp16";
     case DType::bf16:
       return "bf16";
+    case DType::fp8_e4m3:
+      return "fp8_e4m3";
+    case DType::int8:
+      return "int8";
   }
   throw std::invalid_argument("dtype_name: unknown DType value");
 }
@@ -34,7 +68,14 @@ DType parse_dtype(const std::string& name) {
   if (name == "fp32") return DType::fp32;
   if (name == "fp16") return DType::fp16;
   if (name == "bf16") return DType::bf16;
-  throw std::invalid_argument("unknown dtype '" + name + "': allowed are fp32, fp16, bf16");
+  if (name == "fp8" || name == "fp8_e4m3") return DType::fp8_e4m3;
+  if (name == "int8") return DType::int8;
+  throw std::invalid_argument("unknown dtype '" + name +
+                              "': allowed are fp32, fp16, bf16, fp8 (= fp8_e4m3), int8");
+}
+
+DType vector_dtype(DType t) {
+  return (t == DType::fp8_e4m3 || t == DType::int8) ? DType::bf16 : t;
 }
 
 std::uint64_t ModelConfig::layer_parameters() const {
@@ -43,9 +84,18 @@ std::uint64_t ModelConfig::layer_parameters() const {
   const std::uint64_t q = static_cast<std::uint64_t>(num_heads) * head_dim;
   const std::uint64_t kv = static_cast<std::uint64_t>(num_kv_heads) * head_dim;
   const std::uint64_t attention = hidden * q + 2 * hidden * kv + q * hidden;  // wq, wk, wv, wo
-  const std::uint64_t mlp = 3 * hidden * inter;                               // gate, up, down
-  const std::uint64_t norms = 2 * hidden;                                     // attn_norm, ffn_norm
-  return attention + mlp + norms;
+  if (is_gpt2()) {
+    // Biases on q, k, v, o, up and down; LayerNorms have gain and bias.
+    const std::uint64_t biases = q + 2 * kv + hidden + inter + hidden;
+    return attention + 2 * hidden * inter + biases + 4 * hidden;
+  }
+  const std::uint64_t experts = static_cast<std::uint64_t>(num_experts);
+  const std::uint64_t mlp = is_moe() ? experts * 3 * hidden * inter + experts * hidden  // + router
+                                     : 3 * hidden * inter;  // gate, up, down
+  const std::uint64_t norms = 2 * hidden;                   // attn_norm, ffn_norm
+  const std::uint64_t qkv_bias = has_qkv_bias() ? q + 2 * kv : 0;
+  const std::uint64_t qk_norm = has_qk_norm() ? 2 * static_cast<std::uint64_t>(head_dim) : 0;
+  return attention + mlp + norms + qkv_bias + qk_norm;
 }
 
 std::uint64_t ModelConfig::parameter_count() const {
@@ -53,7 +103,10 @@ std::uint64_t ModelConfig::parameter_count() const {
   const std::uint64_t vocab = static_cast<std::uint64_t>(vocab_size);
   const std::uint64_t embedding = vocab * hidden;
   const std::uint64_t lm_head = tie_embeddings ? 0 : vocab * hidden;
-  return embedding + static_cast<std::uint64_t>(num_layers) * layer_parameters() + hidden + lm_head;
+  const std::uint64_t positions = is_gpt2() ? static_cast<std::uint64_t>(max_position) * hidden : 0;
+  const std::uint64_t final_norm = is_gpt2() ? 2 * hidden : hidden;
+  return embedding + positions + static_cast<std::uint64_t>(num_layers) * layer_parameters() +
+         final_norm + lm_head;
 }
 
 namespace {
@@ -100,6 +153,40 @@ void ModelConfig::validate() const {
   require_positive(max_position, "max_position");
   require_positive_finite(rope_theta, "rope_theta");
   require_positive_finite(rms_norm_eps, "rms_norm_eps");
+  if (num_experts < 0 || experts_per_token < 0) {
+    throw ConfigError(num_experts < 0 ? "num_experts" : "experts_per_token",
+                      "num_experts and experts_per_token must be >= 0");
+  }
+  if (architecture == Architecture::mixtral) {
+    require_positive(num_experts, "num_experts");
+    if (experts_per_token < 1 || experts_per_token > num_experts) {
+      throw ConfigError("experts_per_token", "experts_per_token must be in [1, num_experts (" +
+                                                 std::to_string(num_experts) + ")], got " +
+                                                 std::to_string(experts_per_token));
+    }
+  } else if (num_experts != 0 || experts_per_token != 0) {
+    throw ConfigError(num_experts != 0 ? "num_experts" : "experts_per_token",
+                      std::string("a mixture of experts needs architecture mixtral; ") +
+                          architecture_name(architecture) + " is dense (set num_experts and " +
+                          "experts_per_token to 0)");
+  }
+  if (sliding_window < 0) {
+    throw ConfigError("sliding_window", "sliding_window must be >= 0 (0 = whole context), got " +
+                                            std::to_string(sliding_window));
+  }
+  if (is_gpt2()) {
+    if (num_kv_heads != num_heads) {
+      throw ConfigError("num_kv_heads",
+                        "gpt2 has multi-head attention: num_kv_heads must equal "
+                        "num_heads (" +
+                            std::to_string(num_heads) + "), got " + std::to_string(num_kv_heads));
+    }
+    if (sliding_window != 0) {
+      throw ConfigError("sliding_window",
+                        "gpt2 attends to the whole context: sliding_window "
+                        "must be 0");
+    }
+  }
 }
 
 }  // namespace wafersim::models

@@ -20,16 +20,43 @@ class ConfigError : public std::runtime_error {
   std::string field_;
 };
 
-enum class Architecture { llama };
+// The decoder families wafersim knows. What each one changes (the reference
+// forward pass in models/reference.hpp follows these):
+//   llama    RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, no biases.
+//   mistral  llama + optional sliding-window attention (sliding_window).
+//   qwen2    llama + biases on the q, k and v projections (attention_bias).
+//   qwen3    llama + RMSNorm over each head of q and k before RoPE (qk-norm,
+//            gains [head_dim] shared by all heads).
+//   mixtral  mistral with a mixture-of-experts MLP: a router picks
+//            experts_per_token of num_experts SwiGLU experts per token.
+//   gpt2     LayerNorm with bias, learned position embeddings (no RoPE),
+//            biases on every projection, GELU (tanh) MLP of w_up/w_down,
+//            multi-head attention (num_kv_heads == num_heads), tied lm_head.
+enum class Architecture { llama, mistral, qwen2, qwen3, mixtral, gpt2 };
+
+const char* architecture_name(Architecture a);
+// Throws std::invalid_argument for an unknown name (the names above).
+Architecture parse_architecture(const std::string& name);
 
 // Storage precision of the weights. Arithmetic is always fp32 (weights are
 // widened on the core), activations travel as fp32 wavelets.
-enum class DType { fp32, fp16, bf16 };
+//   fp8_e4m3  OCP FP8 E4M3 (bias 7, max 448, no infinities) with one fp32
+//             scale per matrix row (row-wise scaling, as Meta's FP8 release of
+//             Llama 3.1 405B uses); dequantized on the core.
+//   int8      weight-only int8, symmetric, one fp32 scale per output row.
+// For both, vectors (norm gains, biases) stay bf16 (vector_dtype()).
+enum class DType { fp32, fp16, bf16, fp8_e4m3, int8 };
 
+// Bits per stored weight value (the per-row scales of fp8/int8 are not
+// counted: one fp32 per row of thousands of values).
 int dtype_bits(DType t);
 const char* dtype_name(DType t);
-// Throws std::invalid_argument for an unknown name; accepts "fp32", "fp16", "bf16".
+// Throws std::invalid_argument for an unknown name; accepts "fp32", "fp16",
+// "bf16", "fp8" or "fp8_e4m3", and "int8".
 DType parse_dtype(const std::string& name);
+// The precision vectors (norm gains, biases) are stored in: bf16 for the
+// quantized formats, else the format itself.
+DType vector_dtype(DType t);
 
 struct ModelConfig {
   std::string name;
@@ -45,12 +72,33 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-5;
   bool tie_embeddings = false;  // lm_head shares the embedding matrix
+  // Mixture of experts (mixtral): experts per layer, and how many each token
+  // uses. 0 and 0 for a dense MLP; intermediate_size is then each expert's.
+  int num_experts = 0;
+  int experts_per_token = 0;
+  // Biases on the q, k and v projections for the llama family (Hugging Face
+  // `attention_bias`). qwen2 and gpt2 have them whatever this says.
+  bool attention_bias = false;
+  // Each query attends to at most the last `sliding_window` positions
+  // (itself included); 0 = the whole context (mistral v0.1 uses 4096).
+  int sliding_window = 0;
+  // For gpt2, rms_norm_eps above is the LayerNorm epsilon.
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
-  // Parameters per decoder layer (attention + MLP + two norm vectors).
+  bool is_moe() const { return num_experts > 0; }
+  bool has_qk_norm() const { return architecture == Architecture::qwen3; }
+  bool has_qkv_bias() const {
+    return attention_bias || architecture == Architecture::qwen2 ||
+           architecture == Architecture::gpt2;
+  }
+  bool is_gpt2() const { return architecture == Architecture::gpt2; }
+  // Parameters per decoder layer (attention, MLP or experts plus router,
+  // norms, biases).
   std::uint64_t layer_parameters() const;
-  // All parameters (embedding, layers, final norm, lm_head unless tied).
+  // All parameters (embedding, position embedding for gpt2, layers, final
+  // norm, lm_head unless tied): the published counts, e.g. Llama-3.1-8B
+  // 8,030,261,248; GPT-2 124,439,808; Mixtral-8x7B 46,702,792,704.
   std::uint64_t parameter_count() const;
   // Throws ConfigError naming the offending field.
   void validate() const;

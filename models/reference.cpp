@@ -1,5 +1,6 @@
 #include "models/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -43,6 +44,8 @@ ReferenceModel::ReferenceModel(const Weights& weights) : weights_(&weights) {
   gate_.resize(sz(c.intermediate_size));
   up_.resize(sz(c.intermediate_size));
   scores_.resize(sz(c.max_position));
+  router_logits_.resize(sz(c.num_experts));
+  moe_out_.resize(c.is_moe() ? sz(c.hidden_size) : 0);
 }
 
 std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
@@ -68,22 +71,47 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
 
   const auto row = w.embedding.row(token);
   x_.assign(row.begin(), row.end());
+  if (c.is_gpt2()) add_inplace(x_, w.position_embedding.row(position));
+  // Sliding-window attention sees positions [first_visible, position].
+  const int first_visible =
+      c.sliding_window > 0 && position >= c.sliding_window ? position - c.sliding_window + 1 : 0;
 
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& layer = w.layers[sz(l)];
 
     // Attention block.
-    rmsnorm(x_, layer.attn_norm, eps, norm_);
+    if (c.is_gpt2()) {
+      layernorm(x_, layer.attn_norm, layer.attn_norm_bias, eps, norm_);
+    } else {
+      rmsnorm(x_, layer.attn_norm, eps, norm_);
+    }
     gemv_tile(layer.wq.view(), norm_, q_);
     gemv_tile(layer.wk.view(), norm_, k_);
     gemv_tile(layer.wv.view(), norm_, v_);
-    for (int h = 0; h < c.num_heads; ++h) {
-      rope_apply(std::span<float>(q_).subspan(sz(h) * hd, hd), position, c.rope_theta);
+    if (c.has_qkv_bias()) {
+      add_inplace(q_, layer.bq);
+      add_inplace(k_, layer.bk);
+      add_inplace(v_, layer.bv);
+    }
+    if (c.has_qk_norm()) {
+      for (int h = 0; h < c.num_heads; ++h) {
+        std::span<float> q_head = std::span<float>(q_).subspan(sz(h) * hd, hd);
+        rmsnorm(q_head, layer.q_norm, eps, q_head);
+      }
+      for (int kh = 0; kh < c.num_kv_heads; ++kh) {
+        std::span<float> k_head = std::span<float>(k_).subspan(sz(kh) * hd, hd);
+        rmsnorm(k_head, layer.k_norm, eps, k_head);
+      }
+    }
+    if (!c.is_gpt2()) {
+      for (int h = 0; h < c.num_heads; ++h) {
+        rope_apply(std::span<float>(q_).subspan(sz(h) * hd, hd), position, c.rope_theta);
+      }
     }
     const std::size_t first = sz(l) * sz(c.num_kv_heads);
     for (int kh = 0; kh < c.num_kv_heads; ++kh) {
       std::span<float> k_head = std::span<float>(k_).subspan(sz(kh) * hd, hd);
-      rope_apply(k_head, position, c.rope_theta);
+      if (!c.is_gpt2()) rope_apply(k_head, position, c.rope_theta);
       std::vector<float>& kc = k_cache_[first + sz(kh)];
       std::vector<float>& vc = v_cache_[first + sz(kh)];
       kc.resize((sz(position) + 1) * hd);
@@ -101,29 +129,54 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
       const float* values = v_cache_[first + sz(kh)].data();
       // Standard softmax: scores, their max, exponentials, normalise, weigh.
       float max_score = -std::numeric_limits<float>::infinity();
-      for (int t = 0; t < n_pos; ++t) {
+      for (int t = first_visible; t < n_pos; ++t) {
         float dot = 0.0f;
         for (std::size_t d = 0; d < hd; ++d) dot += q[d] * keys[sz(t) * hd + d];
         scores_[sz(t)] = dot * scale;
         if (scores_[sz(t)] > max_score) max_score = scores_[sz(t)];
       }
       float total = 0.0f;
-      for (int t = 0; t < n_pos; ++t) {
+      for (int t = first_visible; t < n_pos; ++t) {
         scores_[sz(t)] = std::exp(scores_[sz(t)] - max_score);
         total += scores_[sz(t)];
       }
       float* out = attn_.data() + sz(h) * hd;
       for (std::size_t d = 0; d < hd; ++d) out[d] = 0.0f;
-      for (int t = 0; t < n_pos; ++t) {
+      for (int t = first_visible; t < n_pos; ++t) {
         const float p = scores_[sz(t)] / total;
         for (std::size_t d = 0; d < hd; ++d) out[d] += p * values[sz(t) * hd + d];
       }
     }
     gemv_tile(layer.wo.view(), attn_, proj_);
+    if (c.is_gpt2()) add_inplace(proj_, layer.bo);
     add_inplace(x_, proj_);
 
     // MLP block.
+    if (c.is_gpt2()) {
+      layernorm(x_, layer.ffn_norm, layer.ffn_norm_bias, eps, norm_);
+      gemv_tile(layer.w_up.view(), norm_, up_);
+      add_inplace(up_, layer.b_up);
+      gelu_tanh(up_, up_);
+      gemv_tile(layer.w_down.view(), up_, proj_);
+      add_inplace(proj_, layer.b_down);
+      add_inplace(x_, proj_);
+      continue;
+    }
     rmsnorm(x_, layer.ffn_norm, eps, norm_);
+    if (c.is_moe()) {
+      gemv_tile(layer.router.view(), norm_, router_logits_);
+      std::fill(moe_out_.begin(), moe_out_.end(), 0.0f);
+      for (const ExpertChoice& choice : route_top_k(router_logits_, c.experts_per_token)) {
+        const ExpertWeights& expert = layer.experts[sz(choice.expert)];
+        gemv_tile(expert.w_gate.view(), norm_, gate_);
+        gemv_tile(expert.w_up.view(), norm_, up_);
+        silu_mul(gate_, up_, gate_);
+        gemv_tile(expert.w_down.view(), gate_, proj_);
+        axpy_inplace(choice.weight, proj_, moe_out_);
+      }
+      add_inplace(x_, moe_out_);
+      continue;
+    }
     gemv_tile(layer.w_gate.view(), norm_, gate_);
     gemv_tile(layer.w_up.view(), norm_, up_);
     silu_mul(gate_, up_, gate_);
@@ -131,7 +184,11 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
     add_inplace(x_, proj_);
   }
 
-  rmsnorm(x_, w.final_norm, eps, norm_);
+  if (c.is_gpt2()) {
+    layernorm(x_, w.final_norm, w.final_norm_bias, eps, norm_);
+  } else {
+    rmsnorm(x_, w.final_norm, eps, norm_);
+  }
   std::vector<float> logits(sz(c.vocab_size));
   gemv_tile(w.lm_head.view(), norm_, logits);
   ++positions_;

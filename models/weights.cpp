@@ -38,19 +38,33 @@ void fill_uniform(std::span<float> values, float bound, DType dtype, std::uint64
   for (float& v : values) v = round_to_dtype(rng.uniform_pm1() * bound, dtype);
 }
 
-Matrix random_matrix(int rows, int cols, DType dtype, std::uint64_t seed, std::uint64_t stream) {
+// bound * u in fp32, then each row stored as `dtype` (quantize_row). For the
+// float formats that is exactly round_to_dtype of each value.
+Matrix uniform_matrix(int rows, int cols, float bound, DType dtype, std::uint64_t seed,
+                      std::uint64_t stream) {
   Matrix m(rows, cols);
+  fill_uniform({m.data(), m.size()}, bound, DType::fp32, seed, stream);
+  for (int i = 0; i < rows; ++i) quantize_row(m.mutable_row(i), dtype);
+  return m;
+}
+
+Matrix random_matrix(int rows, int cols, DType dtype, std::uint64_t seed, std::uint64_t stream) {
   // sqrt and division are correctly rounded, so the bound is the same everywhere.
   const float bound = static_cast<float>(std::sqrt(3.0 / cols));
-  fill_uniform({m.data(), m.size()}, bound, dtype, seed, stream);
-  return m;
+  return uniform_matrix(rows, cols, bound, dtype, seed, stream);
 }
 
 std::vector<float> random_gains(int n, DType dtype, std::uint64_t seed, std::uint64_t stream) {
   std::vector<float> g(static_cast<std::size_t>(n));
   Xoshiro256StarStar rng(stream_seed(seed, stream));
-  for (float& v : g) v = round_to_dtype(1.0f + 0.1f * rng.uniform_pm1(), dtype);
+  for (float& v : g) v = round_to_dtype(1.0f + 0.1f * rng.uniform_pm1(), vector_dtype(dtype));
   return g;
+}
+
+std::vector<float> random_biases(int n, DType dtype, std::uint64_t seed, std::uint64_t stream) {
+  std::vector<float> b(static_cast<std::size_t>(n));
+  fill_uniform(b, 0.1f, vector_dtype(dtype), seed, stream);
+  return b;
 }
 
 }  // namespace
@@ -66,9 +80,9 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   w.config = config;
   w.dtype = dtype;
 
-  w.embedding = Matrix(config.vocab_size, hidden);
-  fill_uniform({w.embedding.data(), w.embedding.size()}, static_cast<float>(std::sqrt(3.0)), dtype,
-               seed, kEmbeddingStream);
+  const float unit_variance = static_cast<float>(std::sqrt(3.0));
+  w.embedding =
+      uniform_matrix(config.vocab_size, hidden, unit_variance, dtype, seed, kEmbeddingStream);
 
   w.layers.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
@@ -78,14 +92,51 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
     layer.wk = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wk));
     layer.wv = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wv));
     layer.wo = random_matrix(hidden, q, dtype, seed, s(TensorKind::wo));
-    layer.w_gate = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_gate));
-    layer.w_up = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_up));
-    layer.w_down = random_matrix(hidden, inter, dtype, seed, s(TensorKind::w_down));
+    if (!config.is_moe()) {
+      if (!config.is_gpt2()) {
+        layer.w_gate = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_gate));
+      }
+      layer.w_up = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_up));
+      layer.w_down = random_matrix(hidden, inter, dtype, seed, s(TensorKind::w_down));
+    }
     layer.attn_norm = random_gains(hidden, dtype, seed, s(TensorKind::attn_norm));
     layer.ffn_norm = random_gains(hidden, dtype, seed, s(TensorKind::ffn_norm));
+
+    auto x = [l](ExtraKind k, int offset = 0) { return extra_stream(l, k, offset); };
+    if (config.has_qkv_bias()) {
+      layer.bq = random_biases(q, dtype, seed, x(ExtraKind::bq));
+      layer.bk = random_biases(kv, dtype, seed, x(ExtraKind::bk));
+      layer.bv = random_biases(kv, dtype, seed, x(ExtraKind::bv));
+    }
+    if (config.is_gpt2()) {
+      layer.bo = random_biases(hidden, dtype, seed, x(ExtraKind::bo));
+      layer.b_up = random_biases(inter, dtype, seed, x(ExtraKind::b_up));
+      layer.b_down = random_biases(hidden, dtype, seed, x(ExtraKind::b_down));
+      layer.attn_norm_bias = random_biases(hidden, dtype, seed, x(ExtraKind::attn_norm_bias));
+      layer.ffn_norm_bias = random_biases(hidden, dtype, seed, x(ExtraKind::ffn_norm_bias));
+    }
+    if (config.has_qk_norm()) {
+      layer.q_norm = random_gains(config.head_dim, dtype, seed, x(ExtraKind::q_norm));
+      layer.k_norm = random_gains(config.head_dim, dtype, seed, x(ExtraKind::k_norm));
+    }
+    if (config.is_moe()) {
+      layer.router = random_matrix(config.num_experts, hidden, dtype, seed, x(ExtraKind::router));
+      layer.experts.resize(static_cast<std::size_t>(config.num_experts));
+      for (int e = 0; e < config.num_experts; ++e) {
+        ExpertWeights& ex = layer.experts[static_cast<std::size_t>(e)];
+        ex.w_gate = random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e));
+        ex.w_up = random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e + 1));
+        ex.w_down = random_matrix(hidden, inter, dtype, seed, x(ExtraKind::expert0, 3 * e + 2));
+      }
+    }
   }
 
   w.final_norm = random_gains(hidden, dtype, seed, kFinalNormStream);
+  if (config.is_gpt2()) {
+    w.final_norm_bias = random_biases(hidden, dtype, seed, kFinalNormBiasStream);
+    w.position_embedding = uniform_matrix(config.max_position, hidden, unit_variance, dtype, seed,
+                                          kPositionEmbeddingStream);
+  }
   if (config.tie_embeddings) {
     w.lm_head = w.embedding;  // a copy of the shared values (see header)
   } else {

@@ -78,16 +78,37 @@ class Matrix {
   std::vector<float> values_;
 };
 
+// One SwiGLU expert of a mixture-of-experts MLP (Hugging Face Mixtral names:
+// w1 = gate, w3 = up, w2 = down).
+struct ExpertWeights {
+  Matrix w_gate;  // [intermediate][hidden]
+  Matrix w_up;    // [intermediate][hidden]
+  Matrix w_down;  // [hidden][intermediate]
+
+  friend bool operator==(const ExpertWeights&, const ExpertWeights&) = default;
+};
+
+// Tensors an architecture does not have are empty (size 0).
 struct LayerWeights {
   Matrix wq;                     // [q_dim][hidden]
   Matrix wk;                     // [kv_dim][hidden]
   Matrix wv;                     // [kv_dim][hidden]
   Matrix wo;                     // [hidden][q_dim]
-  Matrix w_gate;                 // [intermediate][hidden]
-  Matrix w_up;                   // [intermediate][hidden]
-  Matrix w_down;                 // [hidden][intermediate]
+  Matrix w_gate;                 // [intermediate][hidden]; dense llama family only
+  Matrix w_up;                   // [intermediate][hidden]; dense (gpt2: c_fc)
+  Matrix w_down;                 // [hidden][intermediate]; dense (gpt2: mlp.c_proj)
   std::vector<float> attn_norm;  // [hidden]
   std::vector<float> ffn_norm;   // [hidden]
+
+  // Architecture extras (ModelConfig says which are present).
+  std::vector<float> bq, bk, bv;       // [q_dim], [kv_dim], [kv_dim]: has_qkv_bias()
+  std::vector<float> bo;               // [hidden]: gpt2
+  std::vector<float> b_up, b_down;     // [intermediate], [hidden]: gpt2
+  std::vector<float> attn_norm_bias;   // [hidden]: gpt2 LayerNorm
+  std::vector<float> ffn_norm_bias;    // [hidden]: gpt2 LayerNorm
+  std::vector<float> q_norm, k_norm;   // [head_dim]: qwen3 qk-norm gains
+  Matrix router;                       // [num_experts][hidden]: mixtral
+  std::vector<ExpertWeights> experts;  // [num_experts]: mixtral
 
   friend bool operator==(const LayerWeights&, const LayerWeights&) = default;
 };
@@ -99,7 +120,9 @@ struct Weights {
   DType dtype = DType::bf16;
   Matrix embedding;  // [vocab][hidden]
   std::vector<LayerWeights> layers;
-  std::vector<float> final_norm;  // [hidden]
+  std::vector<float> final_norm;       // [hidden]
+  std::vector<float> final_norm_bias;  // [hidden]: gpt2 LayerNorm, else empty
+  Matrix position_embedding;           // [max_position][hidden]: gpt2, else empty
   // [vocab][hidden]. When config.tie_embeddings it holds the same values as
   // `embedding` (a copy for now: host memory doubles for that matrix, the
   // placement must still count it once).
@@ -110,12 +133,18 @@ struct Weights {
   // from (seed, tensor index), so no tensor depends on another's size:
   //   embedding 0, lm_head 1, final_norm 2,
   //   layer l: 16 + 16*l + {0 wq, 1 wk, 2 wv, 3 wo, 4 w_gate, 5 w_up,
-  //                         6 w_down, 7 attn_norm, 8 ffn_norm}.
+  //                         6 w_down, 7 attn_norm, 8 ffn_norm};
+  // architecture extras (extra_stream()): position_embedding 3,
+  // final_norm_bias 4, layer l: 2^32 + 2^20*l + ExtraKind, expert e's
+  // gate/up/down at ExtraKind::expert0 + 3*e + {0, 1, 2}.
   // Entries, drawn in row-major order with u uniform in [-1, 1):
   //   matrices   u * sqrt(3 / fan_in)  (variance 1/fan_in; fan_in = cols)
-  //   embedding  u * sqrt(3)           (variance 1)
-  //   norm gains 1 + 0.1 * u
-  // each then rounded to `dtype`. Validates the config (ConfigError).
+  //   embedding  u * sqrt(3)           (variance 1; also position_embedding)
+  //   norm gains 1 + 0.1 * u           (also q_norm, k_norm)
+  //   biases     0.1 * u               (also LayerNorm biases)
+  // each then rounded to `dtype`: matrices row by row with quantize_row
+  // (fp8/int8 get a per-row scale), vectors to vector_dtype(dtype).
+  // Validates the config (ConfigError).
   static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed);
 };
 
@@ -136,6 +165,28 @@ constexpr std::uint64_t kLmHeadStream = 1;
 constexpr std::uint64_t kFinalNormStream = 2;
 constexpr std::uint64_t layer_stream(int layer, TensorKind kind) {
   return 16 + 16 * static_cast<std::uint64_t>(layer) + static_cast<std::uint64_t>(kind);
+}
+// Streams of the tensors only some architectures have; chosen apart from the
+// llama streams above so that adding them changed no llama weight.
+constexpr std::uint64_t kPositionEmbeddingStream = 3;
+constexpr std::uint64_t kFinalNormBiasStream = 4;
+enum class ExtraKind {
+  bq = 0,
+  bk,
+  bv,
+  bo,
+  b_up,
+  b_down,
+  attn_norm_bias,
+  ffn_norm_bias,
+  q_norm,
+  k_norm,
+  router,
+  expert0 = 64,  // expert e: expert0 + 3e + {0 gate, 1 up, 2 down}
+};
+constexpr std::uint64_t extra_stream(int layer, ExtraKind kind, int offset = 0) {
+  return (std::uint64_t{1} << 32) + (static_cast<std::uint64_t>(layer) << 20) +
+         static_cast<std::uint64_t>(kind) + static_cast<std::uint64_t>(offset);
 }
 
 }  // namespace wafersim::models

@@ -20,6 +20,8 @@
 #include "analysis/metrics.hpp"
 #include "analysis/report.hpp"
 #include "fabric/sram.hpp"
+#include "sim/baselines.hpp"
+#include "sim/commands.hpp"
 #include "sim/engine.hpp"
 #include "sim/placement.hpp"
 #include "sim/placement_report.hpp"
@@ -67,8 +69,9 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
   sim::RunOptions options;
   options.functional = functional_flag.value_or(sc.outputs.functional);
   options.progress = show_progress;
-  const analysis::RunResult result = sim::run_scenario(sc, options);
+  analysis::RunResult result = sim::run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
+  result.baselines = sim::compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
   const std::string results = out.empty() ? sc.outputs.results.value_or("") : out;
   if (!results.empty()) {
     analysis::write_hdf5(results, result, metrics);
@@ -200,6 +203,8 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", file, "Scenario YAML file")->required();
   auto* list = app.add_subcommand("list", "List hardware and model presets");
+  const sim::RegisteredCommand noc = sim::add_noc_command(app);
+  const sim::RegisteredCommand bench = sim::add_bench_command(app);
   std::string result_a, result_b;
   double fail_percent = -1.0;
   std::string regress_dir = "scenarios/regression";
@@ -233,6 +238,8 @@ int main(int argc, char** argv) {
     if (*validate) return cmd_validate(file, presets);
     if (*place) return cmd_place(file, presets, json, svg, overrides, strategy, block_rows);
     if (*list) return cmd_list(presets);
+    if (*noc.command) return noc.run();
+    if (*bench.command) return bench.run();
     if (*compare) return cmd_compare(result_a, result_b, json, fail_percent);
     if (*regress) return cmd_regress(regress_dir, accept, tolerance);
   } catch (const sim::ScenarioError& e) {

@@ -105,14 +105,12 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   return place(model, std::span<fabric::Fabric* const>(&one, 1), req);
 }
 
-Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
-                const PlacementRequest& req) {
+Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSpec& spec,
+                         int n_wafers, const PlacementRequest& req) {
   const auto strategies = placement_strategies();
   if (std::find(strategies.begin(), strategies.end(), req.strategy) == strategies.end())
     throw std::invalid_argument("unknown placement strategy '" + req.strategy + "'");
-  if (wafers.empty()) throw std::invalid_argument("place: no wafers");
-  const fabric::WaferSpec& spec = wafers.front()->spec();
-  const int n_wafers = static_cast<int>(wafers.size());
+  if (n_wafers < 1) throw std::invalid_argument("place: no wafers");
   const std::uint64_t capacity = spec.sram_per_core.value;
   const int bits = req.weight_bits;
   const int kv_bits = req.weight_bits;
@@ -322,6 +320,20 @@ Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* cons
     }
   }
 
+  return pl;
+}
+
+void allocate_placement(const models::ModelConfig& model, const Placement& pl,
+                        std::span<fabric::Fabric* const> wafers, const PlacementRequest& req) {
+  if (static_cast<int>(wafers.size()) != pl.wafers)
+    throw std::invalid_argument("allocate_placement: one fabric per wafer of the placement");
+  const int bits = req.weight_bits;
+  const int kv_bits = req.weight_bits;
+  const bool tied = model.tie_embeddings;
+  const int hd = model.head_dim;
+  const int group = model.num_heads / model.num_kv_heads;
+  const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(hd) * kv_bits / 8;
+  const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * hd + 2) * 4;
   // Allocate every byte; the allocator is the final word on fit.
   auto fab_of = [&](int w) -> fabric::Fabric& { return *wafers[static_cast<std::size_t>(w)]; };
   for (const LayerStage& st : pl.layers) {
@@ -362,6 +374,13 @@ Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* cons
         head_fab, head.lm_head.root(i),
         block_begin(model.hidden_size, home, i + 1) - block_begin(model.hidden_size, home, i),
         "final norm gains");
+}
+
+Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
+                const PlacementRequest& req) {
+  if (wafers.empty()) throw std::invalid_argument("place: no wafers");
+  Placement pl = plan_placement(model, wafers.front()->spec(), static_cast<int>(wafers.size()), req);
+  allocate_placement(model, pl, wafers, req);
   return pl;
 }
 

@@ -124,8 +124,15 @@ std::vector<std::string> placement_strategies();
 // model does not fit.
 Placement place(const models::ModelConfig& model, fabric::Fabric& fabric,
                 const PlacementRequest& request);
-// The same over several wafers: wafer w holds a contiguous run of layers
-// (balanced counts), the last one also the head.
+// Where everything goes on `n_wafers` wafers of `spec`, checking every fit
+// rule, without allocating (cheap: used to search for the fewest wafers).
+Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSpec& spec,
+                         int n_wafers, const PlacementRequest& request);
+// Allocates a planned placement's bytes in the wafers' SRAM maps.
+void allocate_placement(const models::ModelConfig& model, const Placement& placement,
+                        std::span<fabric::Fabric* const> wafers, const PlacementRequest& request);
+// plan_placement + allocate_placement. Wafer w holds a contiguous run of
+// layers (balanced counts), the last one also the head.
 Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
                 const PlacementRequest& request);
 

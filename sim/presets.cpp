@@ -53,6 +53,13 @@ std::vector<PresetInfo> list_presets(const fs::path& preset_dir) {
                         "preset folder not found; set WAFERSIM_PRESETS or pass --presets");
   }
   std::vector<PresetInfo> out;
+  for (const std::string& name : yaml_stems(preset_dir / "gpus")) {
+    const models::gpu::ClusterSpec c = load_gpu_preset(name, preset_dir);
+    out.push_back({"gpu", name,
+                   fmt::format("{}x {}, {} each, {:g} kW", c.gpus_per_node, c.gpu.name,
+                               format_size(Bytes{static_cast<std::uint64_t>(c.gpu.hbm_bytes)}),
+                               c.node_power_w / 1000.0)});
+  }
   for (const std::string& name : yaml_stems(preset_dir / "hardware")) {
     const fabric::WaferSpec hw = load_hardware_preset(name, preset_dir);
     out.push_back({"hardware", name,
@@ -65,7 +72,7 @@ std::vector<PresetInfo> list_presets(const fs::path& preset_dir) {
                    fmt::format("{} layers, d={}, {} params", m.num_layers, m.hidden_size,
                                format_count(m.parameter_count()))});
   }
-  return out;  // hardware < model, names sorted within each kind
+  return out;  // gpu < hardware < model, names sorted within each kind
 }
 
 }  // namespace wafersim::sim

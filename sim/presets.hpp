@@ -1,4 +1,4 @@
-// The hardware and model presets shipped under scenarios/, for `wafersim list`.
+// The GPU, hardware and model presets shipped under scenarios/, for `wafersim list`.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 namespace wafersim::sim {
 
 struct PresetInfo {
-  std::string kind;     // "hardware" or "model"
+  std::string kind;     // "gpu", "hardware" or "model"
   std::string name;     // what a scenario writes: `hardware: wse3`
   std::string summary;  // one line, e.g. "762x1176 cores, 48 KiB/core, 1.1 GHz"
 };

@@ -24,13 +24,16 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "models/hf_config.hpp"
 #include "sim/quantity.hpp"
 
 namespace wafersim::sim {
@@ -444,13 +447,80 @@ class Section {
 // Hardware and model schemas.
 
 const std::vector<std::string> kHardwareKeys = {"name", "description", "mesh", "dies",
-                                                "core", "router",      "io"};
+                                                "core", "router",      "io",   "system_power"};
 const std::vector<std::string> kModelKeys = {
-    "name",         "description", "architecture", "hidden_size",   "intermediate_size",
-    "num_layers",   "num_heads",   "num_kv_heads", "head_dim",      "vocab_size",
-    "max_position", "rope_theta",  "rms_norm_eps", "tie_embeddings"};
-const std::vector<std::string> kScenarioKeys = {"name",      "hardware", "model",  "precision",
-                                                "placement", "workload", "outputs", "wafers"};
+    "name",           "description",       "architecture",   "hidden_size",
+    "intermediate_size", "num_layers",     "num_heads",      "num_kv_heads",
+    "head_dim",       "vocab_size",        "max_position",   "rope_theta",
+    "rms_norm_eps",   "tie_embeddings",    "num_experts",    "experts_per_token",
+    "attention_bias", "sliding_window"};
+const std::vector<std::string> kScenarioKeys = {
+    "name",    "hardware", "model",        "precision",       "placement",           "workload",
+    "outputs", "wafers",   "compare_with", "gpu_parallelism", "speculative_decoding", "serving"};
+const std::vector<std::string> kGpuClusterKeys = {"name",      "description", "gpu",  "scale_up",
+                                                  "scale_out", "power",       "model"};
+
+// ---------------------------------------------------------------------------
+// Power ("23 kW") and FLOP rates ("989.4 TFLOPS"), for the GPU presets and the
+// wafer's system power. Same rules as sim/quantity.hpp: explicit unit, no sign.
+
+struct ScaledUnit {
+  std::string_view name;
+  double scale;
+};
+
+double parse_scaled(std::string_view text, std::span<const ScaledUnit> units,
+                    std::string_view example) {
+  std::string accepted;
+  for (const ScaledUnit& u : units) accepted += (accepted.empty() ? "" : ", ") + std::string(u.name);
+  std::size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  double value = 0.0;
+  const auto r = std::from_chars(text.data() + i, text.data() + text.size(), value);
+  if (r.ec != std::errc{} || !std::isfinite(value)) {
+    throw QuantityError(fmt::format("expects a number and a unit, e.g. {}; accepted units: {}",
+                                    example, accepted));
+  }
+  if (value < 0.0) throw QuantityError(fmt::format("cannot be negative, e.g. {}", example));
+  std::string_view unit(r.ptr, static_cast<std::size_t>(text.data() + text.size() - r.ptr));
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  while (!unit.empty() && unit.back() == ' ') unit.remove_suffix(1);
+  if (unit.empty()) {
+    throw QuantityError(
+        fmt::format("needs a unit, e.g. {}; accepted units: {}", example, accepted));
+  }
+  for (const ScaledUnit& u : units) {
+    if (u.name == unit) return value * u.scale;
+  }
+  throw QuantityError(fmt::format("has an unknown unit '{}'; accepted units: {}", unit, accepted));
+}
+
+// The largest unit in which the value is at least 1, with the shortest digits
+// that read back exactly; the base unit when no scaled spelling does.
+std::string format_scaled(double v, std::span<const ScaledUnit> units) {
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    if (v < it->scale && it + 1 != units.rend()) continue;
+    std::array<char, 64> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v / it->scale);
+    const std::string text = std::string(buf.data(), r.ptr) + " " + std::string(it->name);
+    if (parse_scaled(text, units, "") == v) return text;
+  }
+  std::array<char, 64> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), r.ptr) + " " + std::string(units.front().name);
+}
+
+// Units in increasing scale: the first is the base unit.
+constexpr std::array<ScaledUnit, 3> kPowerUnits{{{"W", 1.0}, {"kW", 1e3}, {"MW", 1e6}}};
+constexpr std::array<ScaledUnit, 4> kFlopUnits{
+    {{"FLOPS", 1.0}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15}}};
+
+double parse_power(std::string_view text) { return parse_scaled(text, kPowerUnits, "23 kW"); }
+double parse_flop_rate(std::string_view text) {
+  return parse_scaled(text, kFlopUnits, "989.4 TFLOPS");
+}
+std::string format_power(double w) { return format_scaled(w, kPowerUnits); }
+std::string format_flop_rate(double f) { return format_scaled(f, kFlopUnits); }
 
 void apply_hardware(const Mapping& m, bool complete, fabric::WaferSpec& hw, Provenance& prov) {
   Section s(m, complete, prov);
@@ -507,6 +577,9 @@ void apply_hardware(const Mapping& m, bool complete, fabric::WaferSpec& hw, Prov
     io.field("latency",
              [&](const Value& v) { hw.io_latency_s = read_quantity(v, parse_duration, "1 us"); });
   });
+  s.optional_field("system_power", [&](const Value& v) {
+    hw.system_power_w = read_quantity(v, parse_power, "23 kW");
+  });
 }
 
 void apply_model(const Mapping& m, bool complete, models::ModelConfig& model, Provenance& prov) {
@@ -514,8 +587,8 @@ void apply_model(const Mapping& m, bool complete, models::ModelConfig& model, Pr
   s.field("name", [&](const Value& v) { model.name = read_string(v); });
   s.optional_field("description", [&](const Value& v) { read_string(v); });
   s.field("architecture", [&](const Value& v) {
-    read_choice(v, "architecture", {"llama"});
-    model.architecture = models::Architecture::llama;
+    model.architecture = models::parse_architecture(
+        read_choice(v, "architecture", {"llama", "mistral", "qwen2", "qwen3", "mixtral", "gpt2"}));
   });
   s.field("hidden_size", [&](const Value& v) { model.hidden_size = read_count(v, "4096"); });
   s.field("intermediate_size",
@@ -529,6 +602,17 @@ void apply_model(const Mapping& m, bool complete, models::ModelConfig& model, Pr
   s.field("rope_theta", [&](const Value& v) { model.rope_theta = read_real(v, "500000.0"); });
   s.field("rms_norm_eps", [&](const Value& v) { model.rms_norm_eps = read_real(v, "1.0e-5"); });
   s.field("tie_embeddings", [&](const Value& v) { model.tie_embeddings = read_bool(v); });
+  // Architecture extras: optional everywhere, 0 / false when absent.
+  auto extra = [&](const std::string& key, auto assign) {
+    s.optional_field(key, [&](const Value& v) {
+      prov.note(v);
+      assign(v);
+    });
+  };
+  extra("num_experts", [&](const Value& v) { model.num_experts = read_count(v, "8"); });
+  extra("experts_per_token", [&](const Value& v) { model.experts_per_token = read_count(v, "2"); });
+  extra("attention_bias", [&](const Value& v) { model.attention_bias = read_bool(v); });
+  extra("sliding_window", [&](const Value& v) { model.sliding_window = read_count(v, "4096"); });
 }
 
 // ---------------------------------------------------------------------------
@@ -655,6 +739,93 @@ const PresetKind<models::ModelConfig>& model_kind() {
   return k;
 }
 
+// A fraction or ratio written as a plain number (0.8), checked by validate().
+double read_ratio(const Value& v) { return read_real(v, "0.8"); }
+
+void apply_cluster(const Mapping& m, bool complete, models::gpu::ClusterSpec& c, Provenance& prov) {
+  Section s(m, complete, prov);
+  s.field("name", [&](const Value& v) { c.name = read_string(v); });
+  s.optional_field("description", [&](const Value& v) { c.description = read_string(v); });
+  s.section("gpu",
+            {"name", "tf32", "bf16", "fp8", "fp4", "hbm_capacity", "hbm_bandwidth", "l2", "power"},
+            [&](Section& g) {
+              g.field("name", [&](const Value& v) { c.gpu.name = read_string(v); });
+              g.optional_field("tf32", [&](const Value& v) {
+                c.gpu.tf32_flops = read_quantity(v, parse_flop_rate, "494.7 TFLOPS");
+              });
+              g.field("bf16", [&](const Value& v) {
+                c.gpu.bf16_flops = read_quantity(v, parse_flop_rate, "989.4 TFLOPS");
+              });
+              g.optional_field("fp8", [&](const Value& v) {
+                c.gpu.fp8_flops = read_quantity(v, parse_flop_rate, "1978.9 TFLOPS");
+              });
+              g.optional_field("fp4", [&](const Value& v) {
+                c.gpu.fp4_flops = read_quantity(v, parse_flop_rate, "9 PFLOPS");
+              });
+              g.field("hbm_capacity", [&](const Value& v) {
+                c.gpu.hbm_bytes = static_cast<double>(read_quantity(v, parse_size, "80 GB").value);
+              });
+              g.field("hbm_bandwidth", [&](const Value& v) {
+                c.gpu.hbm_bandwidth = read_quantity(v, parse_data_rate, "3.35 TB/s");
+              });
+              g.optional_field("l2", [&](const Value& v) {
+                c.gpu.l2_bytes = static_cast<double>(read_quantity(v, parse_size, "50 MB").value);
+              });
+              g.optional_field("power", [&](const Value& v) {
+                c.gpu.power_w = read_quantity(v, parse_power, "700 W");
+              });
+            });
+  s.section("scale_up", {"gpus", "bandwidth"}, [&](Section& u) {
+    u.field("gpus", [&](const Value& v) { c.gpus_per_node = read_count(v, "8"); });
+    u.field("bandwidth", [&](const Value& v) {
+      c.scaleup_bandwidth = read_quantity(v, parse_data_rate, "450 GB/s");
+    });
+  });
+  s.section("scale_out", {"max_nodes", "bandwidth", "latency"}, [&](Section& o) {
+    o.field("max_nodes", [&](const Value& v) { c.max_nodes = read_count(v, "4"); });
+    o.field("bandwidth", [&](const Value& v) {
+      c.scaleout_bandwidth = read_quantity(v, parse_data_rate, "400 Gbit/s");
+    });
+    o.field("latency", [&](const Value& v) {
+      c.scaleout_latency_s = read_quantity(v, parse_duration, "5 us");
+    });
+  });
+  s.field("power", [&](const Value& v) { c.node_power_w = read_quantity(v, parse_power, "10.2 kW"); });
+  s.section("model",
+            {"memory_efficiency", "compute_efficiency", "allreduce_alpha", "per_layer_overhead",
+             "memory_reserve"},
+            [&](Section& p) {
+              p.field("memory_efficiency",
+                      [&](const Value& v) { c.params.memory_efficiency = read_ratio(v); });
+              p.field("compute_efficiency",
+                      [&](const Value& v) { c.params.compute_efficiency = read_ratio(v); });
+              p.field("allreduce_alpha", [&](const Value& v) {
+                c.params.allreduce_alpha_s = read_quantity(v, parse_duration, "5 us");
+              });
+              p.field("per_layer_overhead", [&](const Value& v) {
+                c.params.per_layer_overhead_s = read_quantity(v, parse_duration, "10 us");
+              });
+              p.field("memory_reserve",
+                      [&](const Value& v) { c.params.memory_reserve = read_ratio(v); });
+            });
+}
+
+void validate_cluster(const models::gpu::ClusterSpec& c, const std::string& root_path,
+                      const Provenance& prov, const Loc& fallback) {
+  try {
+    c.validate();
+  } catch (const models::gpu::GpuSpecError& e) {
+    const std::string path = join_path(root_path, e.field());
+    fail(prov.find(path).value_or(fallback), path, e.what());
+  }
+}
+
+const PresetKind<models::gpu::ClusterSpec>& gpu_kind() {
+  static const PresetKind<models::gpu::ClusterSpec> k{
+      "GPU system", "gpus", "dgx-h100", kGpuClusterKeys, apply_cluster, validate_cluster};
+  return k;
+}
+
 template <class Config>
 Config load_preset(const PresetKind<Config>& kind, const std::string& name,
                    const fs::path& preset_dir) {
@@ -664,6 +835,28 @@ Config load_preset(const PresetKind<Config>& kind, const std::string& name,
   Config config = read_preset_file<Config>(file, name, "", kind.keys, kind.apply, prov);
   kind.validate(config, "", prov, Loc{file.string(), 1, 1});
   return config;
+}
+
+// `model:` naming a Hugging Face checkpoint rather than a preset: a value with
+// a '/' (a folder holding config.json, e.g. ./my-model) or ending in .json.
+bool is_checkpoint_path(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
+// Relative to the current directory, else to the scenario file's folder.
+models::ModelConfig read_checkpoint_config(const std::string& name, const Value& v) {
+  fs::path path = name;
+  std::error_code ec;
+  if (path.is_relative() && !fs::exists(path, ec)) {
+    const fs::path beside = fs::path(v.loc().file).parent_path() / path;
+    if (fs::exists(beside, ec)) path = beside;
+  }
+  try {
+    return models::load_hf_config(path);
+  } catch (const models::HfConfigError& e) {
+    fail(v.loc(), v.path, e.what());
+  }
 }
 
 // A scenario's `hardware:` or `model:` value: a preset name, a preset with
@@ -676,6 +869,13 @@ Config resolve(const PresetKind<Config>& kind, const Value& v, const fs::path& p
   auto from_preset = [&](const Value& name_value) {
     const std::string name = read_string(
         name_value, fmt::format("a {} preset name such as {}", kind.kind, kind.example));
+    if constexpr (std::is_same_v<Config, models::ModelConfig>) {
+      if (is_checkpoint_path(name)) {  // a Hugging Face checkpoint, not a preset
+        config = read_checkpoint_config(name, name_value);
+        preset_name = name;
+        return;
+      }
+    }
     const fs::path file =
         find_preset(kind.kind, kind.folder, name, preset_dir, name_value.loc(), name_value.path);
     config = read_preset_file<Config>(file, name, v.path, kind.keys, kind.apply, prov);
@@ -845,6 +1045,92 @@ void read_outputs(const Value& v, Outputs& outputs) {
 }
 
 // ---------------------------------------------------------------------------
+// GPU baselines, speculative decoding and serving overhead.
+
+// compare_with: a list of GPU systems, each a preset name, a preset with
+// overrides or a complete inline description. Absent: the default systems
+// whose presets exist in the preset dir (none when it has no gpus/ folder).
+std::vector<models::gpu::ClusterSpec> read_compare_with(const Mapping& top,
+                                                        const fs::path& preset_dir) {
+  std::vector<models::gpu::ClusterSpec> out;
+  if (!top.has("compare_with")) {
+    std::error_code ec;
+    for (const std::string& name : default_compare_with()) {
+      if (fs::is_regular_file(preset_dir / "gpus" / (name + ".yaml"), ec))
+        out.push_back(load_preset(gpu_kind(), name, preset_dir));
+    }
+    return out;
+  }
+  const Value& list = top.get("compare_with");
+  if (!list.node.IsSequence()) {
+    fail(list.loc(), list.path,
+         fmt::format("expected a list of GPU systems such as [dgx-h100, dgx-b200] (or [] for "
+                     "none), got {}",
+                     describe(list.node)));
+  }
+  std::size_t i = 0;
+  for (auto it = list.node.begin(); it != list.node.end(); ++it, ++i) {
+    const Value item{*it, list.file, fmt::format("{}[{}]", list.path, i), it->Mark()};
+    std::string preset_name;
+    out.push_back(resolve(gpu_kind(), item, preset_dir, preset_name));
+    for (std::size_t j = 0; j + 1 < out.size(); ++j) {
+      if (out[j].name == out.back().name)
+        fail(item.loc(), item.path, fmt::format("'{}' is listed twice", out.back().name));
+    }
+  }
+  return out;
+}
+
+// A tensor- or pipeline-parallel size: a count >= 1, or auto (0).
+int read_split(const Value& v) {
+  if (v.node.IsScalar() && v.node.Scalar() == "auto" && is_plain(v)) return 0;
+  const int n = read_count(v, "8");
+  if (n < 1 || n > 4096) fail(v.loc(), v.path, "must be between 1 and 4096, or auto");
+  return n;
+}
+
+void read_gpu_parallelism(const Value& v, GpuComparison& gpu) {
+  const Mapping m(v, {"tp", "pp"});
+  if (m.has("tp")) gpu.tp = read_split(m.get("tp"));
+  if (m.has("pp")) gpu.pp = read_split(m.get("pp"));
+}
+
+SpeculativeOptions read_speculative(const Value& v, const fs::path& preset_dir,
+                                    const models::ModelConfig& target) {
+  const Mapping m(v, {"draft_model", "draft_tokens", "acceptance_rate"});
+  SpeculativeOptions o;
+  o.decoding.draft = resolve(model_kind(), m.require("draft_model"), preset_dir, o.draft_preset);
+  const Value& gamma = m.require("draft_tokens");
+  o.decoding.draft_tokens = read_count(gamma, "4");
+  if (o.decoding.draft_tokens < 1 || o.decoding.draft_tokens > 64)
+    fail(gamma.loc(), gamma.path, "must be between 1 and 64 (tokens the draft proposes per step)");
+  const Value& alpha = m.require("acceptance_rate");
+  o.decoding.acceptance_rate = read_real(alpha, "0.7");
+  if (!(o.decoding.acceptance_rate >= 0.0 && o.decoding.acceptance_rate <= 1.0))
+    fail(alpha.loc(), alpha.path, "must be between 0 and 1 (probability a draft token is accepted)");
+  if (o.decoding.draft.vocab_size != target.vocab_size) {
+    const Value& d = m.get("draft_model");
+    fail(d.loc(), d.path,
+         fmt::format("the draft's vocab_size {} differs from the target's {}; a draft must share "
+                     "the target's tokenizer",
+                     o.decoding.draft.vocab_size, target.vocab_size));
+  }
+  return o;
+}
+
+models::gpu::ServingOverhead read_serving(const Value& v) {
+  const Mapping m(v, {"round_trip", "per_token_overhead", "connection_setup"});
+  models::gpu::ServingOverhead o;
+  if (m.has("round_trip"))
+    o.round_trip_s = read_quantity(m.get("round_trip"), parse_duration, "50 ms");
+  if (m.has("per_token_overhead"))
+    o.per_token_overhead_s = read_quantity(m.get("per_token_overhead"), parse_duration, "1 ms");
+  if (m.has("connection_setup"))
+    o.connection_setup_s = read_quantity(m.get("connection_setup"), parse_duration, "200 ms");
+  return o;
+}
+
+// ---------------------------------------------------------------------------
 // The resolved scenario, as YAML that load_scenario() reads back to an equal Scenario.
 
 bool yaml_reserved(const std::string& s) {
@@ -912,6 +1198,77 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// A draft model, inline, each line prefixed by `pad` (the keys of the `model:` block).
+void emit_model_inline(std::string& o, const models::ModelConfig& m, const std::string& pad) {
+  o += fmt::format("{}name: {}\n", pad, yaml_string(m.name));
+  o += fmt::format("{}architecture: {}\n", pad, models::architecture_name(m.architecture));
+  o += fmt::format("{}hidden_size: {}\n", pad, m.hidden_size);
+  o += fmt::format("{}intermediate_size: {}\n", pad, m.intermediate_size);
+  o += fmt::format("{}num_layers: {}\n", pad, m.num_layers);
+  o += fmt::format("{}num_heads: {}\n", pad, m.num_heads);
+  o += fmt::format("{}num_kv_heads: {}\n", pad, m.num_kv_heads);
+  o += fmt::format("{}head_dim: {}\n", pad, m.head_dim);
+  o += fmt::format("{}vocab_size: {}\n", pad, m.vocab_size);
+  o += fmt::format("{}max_position: {}\n", pad, m.max_position);
+  o += fmt::format("{}rope_theta: {}\n", pad, yaml_real(m.rope_theta));
+  o += fmt::format("{}rms_norm_eps: {}\n", pad, yaml_real(m.rms_norm_eps));
+  o += fmt::format("{}tie_embeddings: {}\n", pad, m.tie_embeddings ? "true" : "false");
+  if (m.num_experts != 0) o += fmt::format("{}num_experts: {}\n", pad, m.num_experts);
+  if (m.experts_per_token != 0)
+    o += fmt::format("{}experts_per_token: {}\n", pad, m.experts_per_token);
+  if (m.attention_bias) o += fmt::format("{}attention_bias: true\n", pad);
+  if (m.sliding_window != 0) o += fmt::format("{}sliding_window: {}\n", pad, m.sliding_window);
+}
+
+// compare_with (every system inline), gpu_parallelism, speculative_decoding, serving.
+void emit_comparison(std::string& o, const Scenario& s) {
+  if (s.gpu.systems.empty()) o += "compare_with: []\n";
+  else o += "compare_with:\n";
+  for (const models::gpu::ClusterSpec& c : s.gpu.systems) {
+    o += fmt::format("  - name: {}\n", yaml_string(c.name));
+    if (!c.description.empty())
+      o += fmt::format("    description: {}\n", yaml_string(one_line(c.description)));
+    o += "    gpu:\n";
+    o += fmt::format("      name: {}\n", yaml_string(c.gpu.name));
+    if (c.gpu.tf32_flops > 0.0) o += fmt::format("      tf32: {}\n", format_flop_rate(c.gpu.tf32_flops));
+    o += fmt::format("      bf16: {}\n", format_flop_rate(c.gpu.bf16_flops));
+    if (c.gpu.fp8_flops > 0.0) o += fmt::format("      fp8: {}\n", format_flop_rate(c.gpu.fp8_flops));
+    if (c.gpu.fp4_flops > 0.0) o += fmt::format("      fp4: {}\n", format_flop_rate(c.gpu.fp4_flops));
+    o += fmt::format("      hbm_capacity: {}\n",
+                     format_size(Bytes{static_cast<std::uint64_t>(c.gpu.hbm_bytes)}));
+    o += fmt::format("      hbm_bandwidth: {}\n", format_data_rate(c.gpu.hbm_bandwidth));
+    if (c.gpu.l2_bytes > 0.0)
+      o += fmt::format("      l2: {}\n", format_size(Bytes{static_cast<std::uint64_t>(c.gpu.l2_bytes)}));
+    if (c.gpu.power_w > 0.0) o += fmt::format("      power: {}\n", format_power(c.gpu.power_w));
+    o += fmt::format("    scale_up:\n      gpus: {}\n      bandwidth: {}\n", c.gpus_per_node,
+                     format_data_rate(c.scaleup_bandwidth));
+    o += fmt::format("    scale_out:\n      max_nodes: {}\n      bandwidth: {}\n      latency: {}\n",
+                     c.max_nodes, format_data_rate(c.scaleout_bandwidth),
+                     format_duration(c.scaleout_latency_s));
+    o += fmt::format("    power: {}\n", format_power(c.node_power_w));
+    o += "    model:\n";
+    o += fmt::format("      memory_efficiency: {}\n", yaml_real(c.params.memory_efficiency));
+    o += fmt::format("      compute_efficiency: {}\n", yaml_real(c.params.compute_efficiency));
+    o += fmt::format("      allreduce_alpha: {}\n", format_duration(c.params.allreduce_alpha_s));
+    o += fmt::format("      per_layer_overhead: {}\n", format_duration(c.params.per_layer_overhead_s));
+    o += fmt::format("      memory_reserve: {}\n", yaml_real(c.params.memory_reserve));
+  }
+  auto split = [](int n) { return n == 0 ? std::string("auto") : std::to_string(n); };
+  o += fmt::format("gpu_parallelism:\n  tp: {}\n  pp: {}\n", split(s.gpu.tp), split(s.gpu.pp));
+  if (s.speculative) {
+    o += "speculative_decoding:\n  draft_model:\n";
+    emit_model_inline(o, s.speculative->decoding.draft, "    ");
+    o += fmt::format("  draft_tokens: {}\n", s.speculative->decoding.draft_tokens);
+    o += fmt::format("  acceptance_rate: {}\n", yaml_real(s.speculative->decoding.acceptance_rate));
+  }
+  if (s.serving) {
+    o += "serving:\n";
+    o += fmt::format("  round_trip: {}\n", format_duration(s.serving->round_trip_s));
+    o += fmt::format("  per_token_overhead: {}\n", format_duration(s.serving->per_token_overhead_s));
+    o += fmt::format("  connection_setup: {}\n", format_duration(s.serving->connection_setup_s));
+  }
+}
+
 std::string emit_resolved(const Scenario& s) {
   const fabric::WaferSpec& h = s.hardware;
   const models::ModelConfig& m = s.model;
@@ -942,10 +1299,11 @@ std::string emit_resolved(const Scenario& s) {
   o += "  io:\n";
   o += fmt::format("    bandwidth: {}\n", format_data_rate(h.io_bandwidth_bytes_per_s));
   o += fmt::format("    latency: {}\n", format_duration(h.io_latency_s));
+  if (h.system_power_w > 0.0) o += fmt::format("  system_power: {}\n", format_power(h.system_power_w));
 
   o += "model:\n";
   o += fmt::format("  name: {}\n", yaml_string(m.name));
-  o += "  architecture: llama\n";
+  o += fmt::format("  architecture: {}\n", models::architecture_name(m.architecture));
   o += fmt::format("  hidden_size: {}\n", m.hidden_size);
   o += fmt::format("  intermediate_size: {}\n", m.intermediate_size);
   o += fmt::format("  num_layers: {}\n", m.num_layers);
@@ -957,6 +1315,11 @@ std::string emit_resolved(const Scenario& s) {
   o += fmt::format("  rope_theta: {}\n", yaml_real(m.rope_theta));
   o += fmt::format("  rms_norm_eps: {}\n", yaml_real(m.rms_norm_eps));
   o += fmt::format("  tie_embeddings: {}\n", m.tie_embeddings ? "true" : "false");
+  if (m.num_experts != 0) o += fmt::format("  num_experts: {}\n", m.num_experts);
+  if (m.experts_per_token != 0)
+    o += fmt::format("  experts_per_token: {}\n", m.experts_per_token);
+  if (m.attention_bias) o += "  attention_bias: true\n";
+  if (m.sliding_window != 0) o += fmt::format("  sliding_window: {}\n", m.sliding_window);
 
   o += fmt::format("precision: {}\n", models::dtype_name(s.precision));
   o += s.wafers_auto ? std::string("wafers: auto\n") : fmt::format("wafers: {}\n", s.wafers);
@@ -990,6 +1353,7 @@ std::string emit_resolved(const Scenario& s) {
   o += "outputs:\n";
   if (s.outputs.results) o += fmt::format("  results: {}\n", yaml_string(*s.outputs.results));
   o += fmt::format("  functional: {}\n", s.outputs.functional ? "true" : "false");
+  emit_comparison(o, s);
   return o;
 }
 
@@ -1003,6 +1367,10 @@ fabric::WaferSpec load_hardware_preset(const std::string& name, const fs::path& 
 
 models::ModelConfig load_model_preset(const std::string& name, const fs::path& preset_dir) {
   return load_preset(model_kind(), name, preset_dir);
+}
+
+models::gpu::ClusterSpec load_gpu_preset(const std::string& name, const fs::path& preset_dir) {
+  return load_preset(gpu_kind(), name, preset_dir);
 }
 
 Scenario load_scenario(const fs::path& file, const fs::path& preset_dir) {
@@ -1042,7 +1410,8 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
   s.model = resolve(model_kind(), top.require("model"), preset_dir, s.model_preset);
   if (top.has("precision")) {
     s.precision = models::parse_dtype(
-        read_choice(top.get("precision"), "precision", {"fp32", "fp16", "bf16"}));
+        read_choice(top.get("precision"), "precision",
+                    {"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "int8"}));
   }
   if (top.has("wafers")) {
     const Value& w = top.get("wafers");
@@ -1057,6 +1426,11 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
   if (top.has("placement")) read_placement(top.get("placement"), s.placement);
   read_workload(top.require("workload"), s.model, s.workload);
   if (top.has("outputs")) read_outputs(top.get("outputs"), s.outputs);
+  s.gpu.systems = read_compare_with(top, preset_dir);
+  if (top.has("gpu_parallelism")) read_gpu_parallelism(top.get("gpu_parallelism"), s.gpu);
+  if (top.has("speculative_decoding"))
+    s.speculative = read_speculative(top.get("speculative_decoding"), preset_dir, s.model);
+  if (top.has("serving")) s.serving = read_serving(top.get("serving"));
   s.resolved_yaml = emit_resolved(s);
   return s;
 }

@@ -12,6 +12,9 @@
 #include "fabric/collectives.hpp"
 #include "fabric/wafer_spec.hpp"
 #include "models/model_config.hpp"
+#include "models/gpu/cluster_model.hpp"
+#include "models/gpu/gpu_spec.hpp"
+#include "models/gpu/serving.hpp"
 
 namespace wafersim::sim {
 
@@ -62,6 +65,19 @@ struct Outputs {
   bool functional = true;              // compute real numbers (false: timing only)
 };
 
+// GPU clusters the report puts beside the wafer (scenarios/gpus/*.yaml).
+struct GpuComparison {
+  std::vector<models::gpu::ClusterSpec> systems;  // compare_with, resolved (presets expanded)
+  int tp = 0;  // gpu_parallelism.tp; 0 = chosen for lowest latency
+  int pp = 0;  // gpu_parallelism.pp; 0 = chosen for lowest latency
+};
+
+// Speculative decoding on both sides (models/gpu/cluster_model.hpp).
+struct SpeculativeOptions {
+  std::string draft_preset;  // preset name of the draft model (or "inline")
+  models::gpu::SpeculativeDecoding decoding;
+};
+
 struct Scenario {
   std::string name;
   std::string source_file;  // path as given by the user
@@ -76,6 +92,9 @@ struct Scenario {
   PlacementOptions placement;
   Workload workload;
   Outputs outputs;
+  GpuComparison gpu;
+  std::optional<SpeculativeOptions> speculative;
+  std::optional<models::gpu::ServingOverhead> serving;
   // The fully resolved scenario (presets expanded, defaults filled) as YAML
   // that load_scenario() accepts again and that reproduces this run.
   std::string resolved_yaml;
@@ -108,5 +127,13 @@ fabric::WaferSpec load_hardware_preset(const std::string& name,
                                        const std::filesystem::path& preset_dir = default_preset_dir());
 models::ModelConfig load_model_preset(const std::string& name,
                                       const std::filesystem::path& preset_dir = default_preset_dir());
+// <preset_dir>/gpus/<name>.yaml, validated. Throws ScenarioError.
+models::gpu::ClusterSpec load_gpu_preset(const std::string& name,
+                                         const std::filesystem::path& preset_dir = default_preset_dir());
+// GPU systems a scenario without compare_with is compared with, when their presets exist.
+inline const std::vector<std::string>& default_compare_with() {
+  static const std::vector<std::string> kNames = {"dgx-h100", "dgx-b200"};
+  return kNames;
+}
 
 }  // namespace wafersim::sim

@@ -15,31 +15,28 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
       static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;
   req.weight_bits = bits;
-  auto build = [&](int n) {
-    sys->wafers.clear();
-    sys->wafer_ptrs.clear();
-    for (int w = 0; w < n; ++w) {
-      sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
-      sys->wafer_ptrs.push_back(sys->wafers.back().get());
-    }
-    sys->placement = place(sc.model, sys->wafer_ptrs, req);
-  };
-  if (!sc.wafers_auto) {
-    build(sc.wafers);
-  } else {
+  int n = sc.wafers;
+  if (sc.wafers_auto) {
+    // Plan (no allocation) from the fewest wafers whose SRAM could hold the
+    // weights upward; the first plan that fits wins.
     const std::uint64_t bytes =
         ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
-    int n = static_cast<int>(
+    n = static_cast<int>(
         std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
     for (;; ++n) {
       try {
-        build(n);
+        plan_placement(sc.model, sc.hardware, n, req);
         break;
       } catch (const fabric::FitError&) {
         if (n >= sc.model.num_layers) throw;  // one layer per wafer did not fit either
       }
     }
   }
+  for (int w = 0; w < n; ++w) {
+    sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
+    sys->wafer_ptrs.push_back(sys->wafers.back().get());
+  }
+  sys->placement = place(sc.model, sys->wafer_ptrs, req);
   sys->program = lower(sc.model, sys->placement);
   return sys;
 }

@@ -677,14 +677,15 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
 
 TEST_F(ScenarioFiles, UnknownKeyInsideAPresetFile) {
   std::string model = read_text(kPresets / "models" / "tiny-llama.yaml");
-  model += "num_experts: 8\n";
+  model += "num_expert: 8\n";  // a misspelt num_experts
   write("presets/models/tiny-llama.yaml", model);
   write("presets/hardware/small.yaml", read_text(kPresets / "hardware" / "small.yaml"));
   const ScenarioError e = load_error(kPresets / "quickstart.yaml", dir_ / "presets");
   EXPECT_EQ(e.file(), (dir_ / "presets" / "models" / "tiny-llama.yaml").string());
-  EXPECT_EQ(e.key_path(), "model.num_experts");
+  EXPECT_EQ(e.key_path(), "model.num_expert");
   EXPECT_EQ(e.column(), 1);
-  EXPECT_TRUE(contains(e.what(), "unknown key 'num_experts'")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "unknown key 'num_expert'")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "did you mean 'num_experts'?")) << e.what();
 }
 
 TEST_F(ScenarioFiles, PresetNameMustMatchItsFile) {
@@ -707,7 +708,8 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
                                                       "p.yaml"));
   EXPECT_EQ(precision.key_path(), "precision");
   EXPECT_TRUE(contains(precision.what(),
-                       "unknown precision 'bf8'; valid: fp32, fp16, bf16\n  did you mean 'bf16'?"))
+                       "unknown precision 'bf8'; valid: fp32, fp16, bf16, fp8, fp8_e4m3, int8\n"
+                       "  did you mean 'bf16'?"))
       << precision.what();
 
   const ScenarioError strategy = load_error(scenario(R"(name: x

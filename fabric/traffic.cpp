@@ -1,0 +1,270 @@
+#include "fabric/traffic.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+namespace wafersim::fabric {
+
+std::uint32_t Traffic::add(const Message& m, std::span<const After> after) {
+  const auto index = static_cast<std::uint32_t>(messages_.size());
+  Message stored = m;
+  stored.after_first = static_cast<std::uint32_t>(after_.size());
+  stored.after_count = static_cast<std::uint32_t>(after.size());
+  after_.insert(after_.end(), after.begin(), after.end());
+  messages_.push_back(stored);
+  colors_ = std::max(colors_, static_cast<int>(m.color) + 1);
+  return index;
+}
+
+std::uint32_t Traffic::unicast(Coord src, Coord dst, Bytes bytes, Cycles ready,
+                               std::uint8_t color) {
+  Message m;
+  m.src = src;
+  m.dst = dst;
+  m.bytes = bytes;
+  m.ready = ready;
+  m.color = color;
+  return add(m);
+}
+
+std::uint32_t Traffic::multicast(const Line& line, Bytes bytes, Cycles ready, std::uint8_t color) {
+  Message m;
+  m.src = line.at(0);
+  m.dst = line.at(line.length - 1);
+  m.bytes = bytes;
+  m.ready = ready;
+  m.multicast = line.length > 1;
+  m.color = color;
+  return add(m);
+}
+
+std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes bytes,
+                                 Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
+                                 std::uint8_t color) {
+  const int n = line.length;
+  if (static_cast<int>(ready.size()) != n)
+    throw std::invalid_argument("Traffic::reduction: one ready time per core");
+  // Per node: its own readiness, then the partials it has received.
+  std::vector<std::vector<After>> afters(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i)
+    if (ready[i].has_after) afters[i].push_back(ready[i].after);
+  auto send = [&](int from, int into, std::uint32_t stream_from) {
+    Message m;
+    m.src = line.at(from);
+    m.dst = line.at(into);
+    m.bytes = bytes;
+    m.ready = ready[from].at;
+    m.color = color;
+    m.stream_from = stream_from;
+    m.stream_delay = stream_from == kNoMessage ? Cycles{0} : reduce_hop_overhead;
+    return add(m, afters[from]);
+  };
+  if (scheme == ReductionScheme::chain) {
+    // One stream from the far end; every core adds on the way (wavelet by
+    // wavelet), the root adds last.
+    std::uint32_t prev = kNoMessage;
+    for (int from = n - 1; from >= 1; --from) prev = send(from, from - 1, prev);
+    if (prev != kNoMessage) afters[0].push_back({MessageRef{prev, 0}, reduce_hop_overhead});
+  } else {
+    for (const CombineStep& step : reduction_order(scheme, n)) {
+      const std::uint32_t m = send(step.from, step.into, kNoMessage);
+      afters[step.into].push_back({MessageRef{m, 0}, reduce_hop_overhead});
+    }
+  }
+  Message done;
+  done.src = done.dst = line.at(0);
+  done.ready = ready[0].at;
+  done.color = color;
+  return add(done, afters[0]);
+}
+
+std::vector<std::uint32_t> add_gemv_phase(Traffic& traffic, const GemvPhase& phase,
+                                          Cycles reduce_hop_overhead) {
+  const Rect& r = phase.region;
+  std::vector<std::uint32_t> columns;
+  for (int x = r.x0; x < r.x0 + r.width; ++x)
+    columns.push_back(traffic.multicast(Line{{x, r.y0}, Direction::south, r.height},
+                                        phase.chunk_bytes, phase.start, phase.multicast_color));
+  std::vector<std::uint32_t> rows;
+  std::vector<NodeReady> ready(static_cast<std::size_t>(r.width));
+  for (int y = r.y0; y < r.y0 + r.height; ++y) {
+    for (int i = 0; i < r.width; ++i) {
+      NodeReady& n = ready[static_cast<std::size_t>(i)];
+      if (y == r.y0 || r.height == 1) {
+        // The column's source has its chunk at the start.
+        n = NodeReady{phase.start + phase.compute, false, {}};
+      } else {
+        n = NodeReady{phase.start, true,
+                      After{MessageRef{columns[static_cast<std::size_t>(i)],
+                                       static_cast<std::uint32_t>(y - r.y0 - 1)},
+                            phase.compute}};
+      }
+    }
+    rows.push_back(traffic.reduction(phase.scheme, Line{{r.x0, y}, Direction::east, r.width},
+                                     phase.partial_bytes, reduce_hop_overhead, ready,
+                                     phase.reduce_color));
+  }
+  return rows;
+}
+
+std::uint64_t TrafficResult::done(std::uint32_t m) const {
+  const std::uint32_t end = m + 1 < first_receiver.size()
+                                ? first_receiver[m + 1]
+                                : static_cast<std::uint32_t>(arrival.size());
+  std::uint64_t t = 0;
+  for (std::uint32_t i = first_receiver[m]; i < end; ++i) t = std::max(t, arrival[i]);
+  return t;
+}
+
+std::uint64_t TrafficResult::makespan() const {
+  std::uint64_t t = 0;
+  for (std::uint64_t a : arrival) t = std::max(t, a);
+  return t;
+}
+
+void validate_traffic(const Mesh& mesh, const WaferSpec& spec, const Traffic& traffic) {
+  if (traffic.colors() > spec.virtual_channels)
+    throw std::invalid_argument("traffic uses " + std::to_string(traffic.colors()) +
+                                " colors; the router has " + std::to_string(spec.virtual_channels));
+  const auto& ms = traffic.messages();
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const Message& m = ms[i];
+    const std::string what = "message " + std::to_string(i) + ": ";
+    if (!mesh.contains(m.src) || !mesh.contains(m.dst))
+      throw std::invalid_argument(what + "endpoint outside the mesh");
+    if (m.multicast && m.src.x != m.dst.x && m.src.y != m.dst.y)
+      throw std::invalid_argument(what + "a multicast runs along one row or column");
+    if (m.bytes.value == 0 && !(m.src == m.dst))
+      throw std::invalid_argument(what + "an empty message cannot travel");
+    for (const After& a : traffic.after(m))
+      if (a.ref.message >= i || a.ref.receiver >= Traffic::receivers(ms[a.ref.message]))
+        throw std::invalid_argument(what + "depends on a later message or a missing receiver");
+    if (m.stream_from != kNoMessage) {
+      if (m.stream_from >= i) throw std::invalid_argument(what + "streams from a later message");
+      const Message& up = ms[m.stream_from];
+      if (up.multicast || !(up.dst == m.src) || up.bytes != m.bytes || up.src == up.dst)
+        throw std::invalid_argument(
+            what + "streams from a unicast of the same size that ends at its source");
+    }
+  }
+}
+
+namespace detail {
+
+ReadyTracker::ReadyTracker(const Traffic& traffic, TrafficResult& result, bool stream_blocks,
+                           Bytes link_bytes_per_cycle)
+    : traffic_(traffic),
+      result_(result),
+      stream_blocks_(stream_blocks),
+      link_bytes_(link_bytes_per_cycle) {
+  const auto& ms = traffic.messages();
+  result.ready.assign(ms.size(), kNever);
+  result.first_receiver.resize(ms.size());
+  std::uint32_t slots = 0;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    result.first_receiver[i] = slots;
+    slots += Traffic::receivers(ms[i]);
+  }
+  result.arrival.assign(slots, kNever);
+  pending_.assign(ms.size(), 0);
+  dependents_first_.assign(slots + 1, 0);
+  auto for_each_dep = [&](auto&& f) {
+    for (std::uint32_t i = 0; i < ms.size(); ++i) {
+      for (const After& a : traffic.after(ms[i])) f(i, a.ref);
+      if (stream_blocks_ && ms[i].stream_from != kNoMessage) f(i, MessageRef{ms[i].stream_from, 0});
+    }
+  };
+  for_each_dep([&](std::uint32_t i, MessageRef r) {
+    ++pending_[i];
+    ++dependents_first_[result.first_receiver[r.message] + r.receiver + 1];
+  });
+  for (std::uint32_t s = 0; s < slots; ++s) dependents_first_[s + 1] += dependents_first_[s];
+  dependents_.resize(dependents_first_[slots]);
+  std::vector<std::uint32_t> fill(dependents_first_.begin(), dependents_first_.end() - 1);
+  for_each_dep([&](std::uint32_t i, MessageRef r) {
+    dependents_[fill[result.first_receiver[r.message] + r.receiver]++] = i;
+  });
+  for (std::uint32_t i = 0; i < ms.size(); ++i)
+    if (pending_[i] == 0) {
+      result.ready[i] = compute_ready(i);
+      initial_.push_back(i);
+    }
+}
+
+std::uint64_t ReadyTracker::compute_ready(std::uint32_t i) const {
+  const Message& m = traffic_.messages()[i];
+  std::uint64_t r = m.ready.value;
+  for (const After& a : traffic_.after(m))
+    r = std::max(r, result_.arrival_at(a.ref)) + a.delay.value;
+  if (stream_blocks_ && m.stream_from != kNoMessage) {
+    const Message& up = traffic_.messages()[m.stream_from];
+    const std::uint64_t ser = ceil_div(up.bytes.value, link_bytes_.value);
+    // Head arrival of the upstream stream at this source, then the add.
+    r = std::max(r, result_.arrival_at(MessageRef{m.stream_from, 0}) - ser + m.stream_delay.value);
+  }
+  return r;
+}
+
+void ReadyTracker::arrive(MessageRef r, std::uint64_t cycle,
+                          std::vector<std::uint32_t>& now_ready) {
+  const std::uint32_t slot = result_.first_receiver[r.message] + r.receiver;
+  result_.arrival[slot] = cycle;
+  for (std::uint32_t k = dependents_first_[slot]; k < dependents_first_[slot + 1]; ++k) {
+    const std::uint32_t d = dependents_[k];
+    if (--pending_[d] == 0) {
+      result_.ready[d] = compute_ready(d);
+      now_ready.push_back(d);
+    }
+  }
+}
+
+}  // namespace detail
+
+TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
+                       const Traffic& traffic) {
+  validate_traffic(mesh, spec, traffic);
+  TrafficResult result;
+  detail::ReadyTracker tracker(traffic, result, /*stream_blocks=*/true, spec.link_bytes_per_cycle);
+  using Entry = std::pair<std::uint64_t, std::uint32_t>;  // (ready, message)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  for (std::uint32_t m : tracker.initially_ready()) queue.push({result.ready[m], m});
+  std::vector<LinkId> route;
+  std::vector<Timed> arrivals;
+  std::vector<std::uint32_t> now_ready;
+  const auto& ms = traffic.messages();
+  while (!queue.empty()) {
+    const auto [ready, i] = queue.top();
+    queue.pop();
+    const Message& m = ms[i];
+    now_ready.clear();
+    const Timed start{Cycles{ready}, {}};
+    if (m.src == m.dst) {
+      tracker.arrive({i, 0}, ready, now_ready);
+    } else if (m.multicast) {
+      route.clear();
+      const Direction d = m.dst.x > m.src.x   ? Direction::east
+                          : m.dst.x < m.src.x ? Direction::west
+                          : m.dst.y > m.src.y ? Direction::south
+                                              : Direction::north;
+      mesh.straight_route(m.src, d, manhattan(m.src, m.dst), route);
+      flow.send(route, m.bytes, start, &arrivals);
+      for (std::uint32_t j = 0; j + 1 < arrivals.size(); ++j)
+        tracker.arrive({i, j}, arrivals[j + 1].at.value, now_ready);
+    } else {
+      route.clear();
+      mesh.xy_route(m.src, m.dst, route);
+      tracker.arrive({i, 0}, flow.send(route, m.bytes, start).at.value, now_ready);
+    }
+    for (std::uint32_t d : now_ready) queue.push({result.ready[d], d});
+  }
+  return result;
+}
+
+TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, const Traffic& traffic) {
+  FlowModel flow(mesh, spec);
+  return run_flow(mesh, spec, flow, traffic);
+}
+
+}  // namespace wafersim::fabric

@@ -1,0 +1,26 @@
+// Subcommands that live in their own files (cmd_*.cpp). Each registers its
+// options on the app and returns the subcommand together with the function
+// main calls when the user chose it. Errors propagate as exceptions to main,
+// which maps them to exit codes.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace wafersim::sim {
+
+struct RegisteredCommand {
+  CLI::App* command = nullptr;
+  std::function<int()> run;
+};
+
+// wafersim noc --mesh KxK --pattern NAME --rates R1,R2,... [--level wavelet|flow]
+//              [--seed N] [--json] ...: latency-throughput curve of synthetic traffic.
+RegisteredCommand add_noc_command(CLI::App& app);
+
+// wafersim bench fabric [--json]: speed of the full-size fabric and of the
+// wavelet model. wafersim bench agreement: flow vs wavelet tables (markdown).
+RegisteredCommand add_bench_command(CLI::App& app);
+
+}  // namespace wafersim::sim

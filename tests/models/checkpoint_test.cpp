@@ -1,0 +1,406 @@
+// Hugging Face checkpoints: config.json mapping and safetensors loading. The
+// tests write their own small files (a tiny safetensors writer below),
+// including corrupt ones.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "models/dtype.hpp"
+#include "models/hf_config.hpp"
+#include "models/reference.hpp"
+#include "models/safetensors.hpp"
+
+namespace wafersim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct NamedTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;  // row-major in `shape`
+};
+
+// Writes a safetensors file: tensors stored as `dtype` ("F32" or "BF16").
+void write_safetensors(const fs::path& file, const std::vector<NamedTensor>& tensors,
+                       const std::string& dtype = "F32") {
+  std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+  std::string data;
+  for (const NamedTensor& t : tensors) {
+    const std::size_t begin = data.size();
+    for (float v : t.values) {
+      if (dtype == "BF16") {
+        const std::uint16_t b = float_to_bf16_bits(v);
+        data.push_back(static_cast<char>(b & 0xff));
+        data.push_back(static_cast<char>(b >> 8));
+      } else {
+        char bytes[4];
+        std::memcpy(bytes, &v, 4);
+        data.append(bytes, 4);
+      }
+    }
+    header += ",\"" + t.name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":[";
+    for (std::size_t i = 0; i < t.shape.size(); ++i) {
+      if (i > 0) header += ",";
+      header += std::to_string(t.shape[i]);
+    }
+    header +=
+        "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
+  }
+  header += "}";
+  std::ofstream out(file, std::ios::binary);
+  const std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header << data;
+}
+
+std::vector<float> flat(const Matrix& m) {
+  return {m.data(), m.data() + m.size()};
+}
+std::vector<float> flat_transposed(const Matrix& m) {  // [rows][cols] -> [cols][rows]
+  std::vector<float> v;
+  for (int j = 0; j < m.cols(); ++j)
+    for (int i = 0; i < m.rows(); ++i) v.push_back(m(i, j));
+  return v;
+}
+std::int64_t i64(int v) {
+  return v;
+}
+
+// The tensors a Hugging Face checkpoint of `w` holds, by HF name and layout.
+std::vector<NamedTensor> hf_tensors(const Weights& w) {
+  const ModelConfig& c = w.config;
+  std::vector<NamedTensor> t;
+  auto mat = [&](const std::string& n, const Matrix& m) {
+    t.push_back({n, {i64(m.rows()), i64(m.cols())}, flat(m)});
+  };
+  auto vec = [&](const std::string& n, const std::vector<float>& v) {
+    t.push_back({n, {i64(static_cast<int>(v.size()))}, v});
+  };
+  if (c.is_gpt2()) {
+    const int h = c.hidden_size;
+    mat("wte.weight", w.embedding);
+    mat("wpe.weight", w.position_embedding);
+    for (int l = 0; l < c.num_layers; ++l) {
+      const LayerWeights& L = w.layers[l];
+      const std::string b = "h." + std::to_string(l) + ".";
+      vec(b + "ln_1.weight", L.attn_norm);
+      vec(b + "ln_1.bias", L.attn_norm_bias);
+      // Conv1D [in][out] with out = [q | k | v].
+      std::vector<float> qkv;
+      for (int j = 0; j < h; ++j) {
+        for (int i = 0; i < h; ++i) qkv.push_back(L.wq(i, j));
+        for (int i = 0; i < h; ++i) qkv.push_back(L.wk(i, j));
+        for (int i = 0; i < h; ++i) qkv.push_back(L.wv(i, j));
+      }
+      t.push_back({b + "attn.c_attn.weight", {h, 3 * h}, qkv});
+      std::vector<float> qkv_bias = L.bq;
+      qkv_bias.insert(qkv_bias.end(), L.bk.begin(), L.bk.end());
+      qkv_bias.insert(qkv_bias.end(), L.bv.begin(), L.bv.end());
+      vec(b + "attn.c_attn.bias", qkv_bias);
+      t.push_back({b + "attn.c_proj.weight", {h, h}, flat_transposed(L.wo)});
+      vec(b + "attn.c_proj.bias", L.bo);
+      vec(b + "ln_2.weight", L.ffn_norm);
+      vec(b + "ln_2.bias", L.ffn_norm_bias);
+      t.push_back({b + "mlp.c_fc.weight", {h, c.intermediate_size}, flat_transposed(L.w_up)});
+      vec(b + "mlp.c_fc.bias", L.b_up);
+      t.push_back({b + "mlp.c_proj.weight", {c.intermediate_size, h}, flat_transposed(L.w_down)});
+      vec(b + "mlp.c_proj.bias", L.b_down);
+      // The causal-mask buffer old GPT-2 checkpoints carry: skipped.
+      t.push_back({b + "attn.bias", {1, 1, 2, 2}, {1, 0, 1, 1}});
+    }
+    vec("ln_f.weight", w.final_norm);
+    vec("ln_f.bias", w.final_norm_bias);
+    return t;
+  }
+  mat("model.embed_tokens.weight", w.embedding);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string b = "model.layers." + std::to_string(l) + ".";
+    vec(b + "input_layernorm.weight", L.attn_norm);
+    vec(b + "post_attention_layernorm.weight", L.ffn_norm);
+    mat(b + "self_attn.q_proj.weight", L.wq);
+    mat(b + "self_attn.k_proj.weight", L.wk);
+    mat(b + "self_attn.v_proj.weight", L.wv);
+    mat(b + "self_attn.o_proj.weight", L.wo);
+    if (c.has_qkv_bias()) {
+      vec(b + "self_attn.q_proj.bias", L.bq);
+      vec(b + "self_attn.k_proj.bias", L.bk);
+      vec(b + "self_attn.v_proj.bias", L.bv);
+    }
+    if (c.has_qk_norm()) {
+      vec(b + "self_attn.q_norm.weight", L.q_norm);
+      vec(b + "self_attn.k_norm.weight", L.k_norm);
+    }
+    if (c.is_moe()) {
+      mat(b + "block_sparse_moe.gate.weight", L.router);
+      for (int e = 0; e < c.num_experts; ++e) {
+        const std::string x = b + "block_sparse_moe.experts." + std::to_string(e) + ".";
+        mat(x + "w1.weight", L.experts[e].w_gate);
+        mat(x + "w2.weight", L.experts[e].w_down);
+        mat(x + "w3.weight", L.experts[e].w_up);
+      }
+    } else {
+      mat(b + "mlp.gate_proj.weight", L.w_gate);
+      mat(b + "mlp.up_proj.weight", L.w_up);
+      mat(b + "mlp.down_proj.weight", L.w_down);
+    }
+  }
+  vec("model.norm.weight", w.final_norm);
+  if (!c.tie_embeddings) mat("lm_head.weight", w.lm_head);
+  return t;
+}
+
+ModelConfig micro(Architecture a) {
+  ModelConfig c;
+  c.name = "micro";
+  c.architecture = a;
+  c.hidden_size = 8;
+  c.intermediate_size = 12;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.num_kv_heads = a == Architecture::gpt2 ? 2 : 1;
+  c.head_dim = 4;
+  c.vocab_size = 10;
+  c.max_position = 6;
+  if (a == Architecture::mixtral) {
+    c.num_experts = 3;
+    c.experts_per_token = 2;
+  }
+  c.tie_embeddings = a == Architecture::gpt2;
+  return c;
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("wafersim_checkpoint_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write_text(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+  fs::path dir_;
+};
+
+TEST_F(CheckpointTest, EveryArchitectureRoundTripsThroughASafetensorsFile) {
+  for (Architecture a : {Architecture::llama, Architecture::mistral, Architecture::qwen2,
+                         Architecture::qwen3, Architecture::mixtral, Architecture::gpt2}) {
+    const Weights w = Weights::synthetic(micro(a), DType::bf16, 21);
+    const fs::path file = dir_ / (std::string(architecture_name(a)) + ".safetensors");
+    write_safetensors(file, hf_tensors(w), "BF16");
+    const Weights got = load_safetensors(file, w.config, DType::bf16);
+    EXPECT_EQ(got.embedding, w.embedding) << architecture_name(a);
+    EXPECT_EQ(got.layers, w.layers) << architecture_name(a);
+    EXPECT_EQ(got.final_norm, w.final_norm) << architecture_name(a);
+    EXPECT_EQ(got.final_norm_bias, w.final_norm_bias) << architecture_name(a);
+    EXPECT_EQ(got.position_embedding, w.position_embedding) << architecture_name(a);
+    EXPECT_EQ(got.lm_head, w.lm_head) << architecture_name(a);
+    // And the reference decodes the same tokens from either.
+    const std::vector<std::int32_t> prompt = {1, 2, 3};
+    EXPECT_EQ(greedy_generate(got, prompt, 3).tokens, greedy_generate(w, prompt, 3).tokens);
+  }
+}
+
+TEST_F(CheckpointTest, Fp32FileIsRoundedToTheRequestedPrecision) {
+  const Weights w = Weights::synthetic(micro(Architecture::llama), DType::fp32, 22);
+  write_safetensors(dir_ / "model.safetensors", hf_tensors(w), "F32");
+  const Weights exact = load_safetensors(dir_, w.config, DType::fp32);  // a folder
+  EXPECT_EQ(exact.layers, w.layers);
+  const Weights q8 = load_safetensors(dir_, w.config, DType::int8);
+  Matrix expect = w.layers[1].wq;
+  for (int i = 0; i < expect.rows(); ++i) quantize_row(expect.mutable_row(i), DType::int8);
+  EXPECT_EQ(q8.layers[1].wq, expect);
+  EXPECT_EQ(q8.dtype, DType::int8);
+}
+
+TEST_F(CheckpointTest, ShardedCheckpointsFollowTheIndex) {
+  const Weights w = Weights::synthetic(micro(Architecture::mixtral), DType::bf16, 23);
+  std::vector<NamedTensor> all = hf_tensors(w), first, second;
+  std::string map;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const bool one = i < all.size() / 2;
+    (one ? first : second).push_back(all[i]);
+    const std::string shard =
+        one ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    if (!map.empty()) map += ",";
+    map += "\"" + all[i].name + "\":\"" + shard + "\"";
+  }
+  write_safetensors(dir_ / "model-00001-of-00002.safetensors", first, "BF16");
+  write_safetensors(dir_ / "model-00002-of-00002.safetensors", second, "BF16");
+  write_text(dir_ / "model.safetensors.index.json",
+             "{\"metadata\":{\"total_size\":0},\"weight_map\":{" + map + "}}");
+  const Weights got = load_safetensors(dir_, w.config, DType::bf16);
+  EXPECT_EQ(got.layers, w.layers);
+  EXPECT_EQ(got.lm_head, w.lm_head);
+}
+
+// The error `load` throws, for checking its file and tensor.
+template <class Load>
+WeightsError weights_error(Load load) {
+  try {
+    load();
+  } catch (const WeightsError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no WeightsError";
+  return WeightsError("", "", "");
+}
+
+TEST_F(CheckpointTest, CorruptFilesGiveErrorsNamingFileAndTensor) {
+  const Weights w = Weights::synthetic(micro(Architecture::llama), DType::bf16, 24);
+  const fs::path good = dir_ / "good.safetensors";
+  write_safetensors(good, hf_tensors(w), "BF16");
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const ModelConfig& c = w.config;
+
+  // Truncated: the data of the last tensor is cut short.
+  const fs::path cut = dir_ / "cut.safetensors";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+  WeightsError e = weights_error([&] { load_safetensors(cut, c, DType::bf16); });
+  EXPECT_EQ(e.file(), cut.string());
+  EXPECT_EQ(e.tensor(), "lm_head.weight");  // the last one written
+  EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+
+  // Truncated inside the header, and shorter than the length field.
+  std::ofstream(dir_ / "short.safetensors", std::ios::binary) << bytes.substr(0, 40);
+  e = weights_error([&] { load_safetensors(dir_ / "short.safetensors", c, DType::bf16); });
+  EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  std::ofstream(dir_ / "tiny.safetensors", std::ios::binary) << bytes.substr(0, 5);
+  e = weights_error([&] { load_safetensors(dir_ / "tiny.safetensors", c, DType::bf16); });
+  EXPECT_NE(std::string(e.what()).find("8-byte"), std::string::npos) << e.what();
+
+  // A bad header: not JSON.
+  std::string garbled = bytes;
+  garbled[8] = '#';
+  std::ofstream(dir_ / "bad.safetensors", std::ios::binary) << garbled;
+  e = weights_error([&] { load_safetensors(dir_ / "bad.safetensors", c, DType::bf16); });
+  EXPECT_NE(std::string(e.what()).find("bad header"), std::string::npos) << e.what();
+  EXPECT_EQ(e.file(), (dir_ / "bad.safetensors").string());
+
+  // A missing tensor.
+  std::vector<NamedTensor> t = hf_tensors(w);
+  t.erase(t.begin() + 3);  // model.layers.0.self_attn.q_proj.weight
+  write_safetensors(dir_ / "missing.safetensors", t);
+  e = weights_error([&] { load_safetensors(dir_ / "missing.safetensors", c, DType::bf16); });
+  EXPECT_EQ(e.tensor(), "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+
+  // A mis-shaped tensor: k_proj with its dimensions swapped.
+  t = hf_tensors(w);
+  std::swap(t[4].shape[0], t[4].shape[1]);
+  write_safetensors(dir_ / "shape.safetensors", t);
+  e = weights_error([&] { load_safetensors(dir_ / "shape.safetensors", c, DType::bf16); });
+  EXPECT_EQ(e.tensor(), "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_NE(std::string(e.what()).find("shape [8, 4] where the config needs [4, 8]"),
+            std::string::npos)
+      << e.what();
+
+  // A tensor the config has no place for (a third layer).
+  t = hf_tensors(w);
+  t.push_back({"model.layers.2.input_layernorm.weight", {8}, std::vector<float>(8, 1.0f)});
+  write_safetensors(dir_ / "extra.safetensors", t);
+  e = weights_error([&] { load_safetensors(dir_ / "extra.safetensors", c, DType::bf16); });
+  EXPECT_EQ(e.tensor(), "model.layers.2.input_layernorm.weight");
+
+  // An unsupported dtype.
+  SafetensorsFile f(good);
+  EXPECT_EQ(f.tensors().at("model.norm.weight").dtype, "BF16");
+  EXPECT_THROW(f.read_fp32("no.such.tensor"), WeightsError);
+}
+
+TEST_F(CheckpointTest, HfConfigMapsEveryArchitecture) {
+  write_text(dir_ / "config.json", R"({
+    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+    "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "vocab_size": 32000, "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0, "rms_norm_eps": 1e-05, "sliding_window": null,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16"})");
+  ModelConfig m = load_hf_config(dir_);
+  EXPECT_EQ(m.architecture, Architecture::mixtral);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.parameter_count(), 46'702'792'704ull);
+  EXPECT_EQ(m.sliding_window, 0);
+  EXPECT_EQ(m.name, dir_.filename().string());
+
+  write_text(dir_ / "gpt2.json", R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+    "n_head": 12, "n_inner": null, "n_positions": 1024, "n_ctx": 1024, "vocab_size": 50257,
+    "layer_norm_epsilon": 1e-05, "activation_function": "gelu_new"})");
+  m = load_hf_config(dir_ / "gpt2.json");
+  EXPECT_EQ(m.architecture, Architecture::gpt2);
+  EXPECT_EQ(m.intermediate_size, 3072);
+  EXPECT_TRUE(m.tie_embeddings);
+  EXPECT_EQ(m.parameter_count(), 124'439'808ull);
+
+  write_text(dir_ / "llama.json", R"({"architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "rope_theta": 500000.0, "rms_norm_eps": 1e-05,
+    "tie_word_embeddings": false, "attention_bias": false})");
+  m = load_hf_config(dir_ / "llama.json");
+  EXPECT_EQ(m.architecture, Architecture::llama);
+  EXPECT_EQ(m.parameter_count(), 8'030'261'248ull);
+  EXPECT_EQ(m.rope_theta, 500000.0);
+
+  write_text(dir_ / "qwen2.json", R"({"model_type": "qwen2", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "vocab_size": 100, "max_position_embeddings": 64,
+    "sliding_window": 32, "use_sliding_window": false})");
+  m = load_hf_config(dir_ / "qwen2.json");
+  EXPECT_TRUE(m.has_qkv_bias());
+  EXPECT_EQ(m.sliding_window, 0);  // use_sliding_window is false
+
+  write_text(dir_ / "mistral.json", R"({"model_type": "mistral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 32768,
+    "rope_theta": 10000.0, "rms_norm_eps": 1e-05, "sliding_window": 4096})");
+  m = load_hf_config(dir_ / "mistral.json");
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(m.parameter_count(), 7'241'732'096ull);
+}
+
+TEST_F(CheckpointTest, HfConfigErrorsNameTheFileAndKey) {
+  auto error_of = [&](const std::string& text) {
+    write_text(dir_ / "config.json", text);
+    try {
+      load_hf_config(dir_ / "config.json");
+    } catch (const HfConfigError& e) {
+      EXPECT_EQ(e.file(), (dir_ / "config.json").string());
+      return e;
+    }
+    ADD_FAILURE() << "no HfConfigError for " << text;
+    return HfConfigError("", "", "");
+  };
+  EXPECT_EQ(error_of(R"({"model_type": "bert"})").key(), "model_type");
+  EXPECT_EQ(error_of(R"({"architectures": ["T5ForConditionalGeneration"]})").key(),
+            "architectures");
+  EXPECT_EQ(error_of(R"({"hidden_size": 8})").key(), "model_type");
+  const HfConfigError missing = error_of(R"({"model_type": "llama", "hidden_size": 8,
+    "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 10,
+    "max_position_embeddings": 8})");
+  EXPECT_EQ(missing.key(), "intermediate_size");
+  EXPECT_NE(std::string(missing.what()).find("config.json"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"model_type": "gpt2", "n_embd": "768"})").key(), "n_embd");
+  EXPECT_EQ(error_of("{ not json").key(), "");
+  EXPECT_EQ(error_of(R"({"model_type": "mixtral", "hidden_size": 8, "intermediate_size": 8,
+    "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 10,
+    "max_position_embeddings": 8, "num_local_experts": 4})")
+                .key(),
+            "num_experts_per_tok");
+  EXPECT_THROW(load_hf_config(dir_ / "nope"), HfConfigError);
+}
+
+}  // namespace
+}  // namespace wafersim::models
