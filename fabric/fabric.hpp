@@ -3,6 +3,7 @@
 #pragma once
 
 #include "fabric/core_cost.hpp"
+#include "fabric/defects.hpp"
 #include "fabric/link_timing.hpp"
 #include "fabric/mesh.hpp"
 #include "fabric/sram.hpp"
@@ -15,6 +16,7 @@ class Fabric {
   explicit Fabric(const WaferSpec& spec)
       : spec_(spec),
         mesh_(spec.mesh_width, spec.mesh_height),
+        defects_(spec_),
         sram_(mesh_, spec.sram_per_core),
         flow_(mesh_, spec_),
         cores_(mesh_.core_count()),
@@ -24,6 +26,7 @@ class Fabric {
 
   const WaferSpec& spec() const { return spec_; }
   const Mesh& mesh() const { return mesh_; }
+  const DefectMap& defects() const { return defects_; }
   SramMap& sram() { return sram_; }
   const SramMap& sram() const { return sram_; }
   FlowModel& flow() { return flow_; }
@@ -35,6 +38,7 @@ class Fabric {
  private:
   WaferSpec spec_;
   Mesh mesh_;
+  DefectMap defects_;
   SramMap sram_;
   FlowModel flow_;
   CoreTimeline cores_;

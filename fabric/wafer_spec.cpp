@@ -32,6 +32,13 @@ void WaferSpec::validate() const {
           "a router needs at least 1 virtual channel");
   require(io_bandwidth_bytes_per_s > 0.0, "io.bandwidth", "wafer I/O bandwidth must be positive");
   require(io_latency_s >= 0.0, "io.latency", "wafer I/O latency cannot be negative");
+  require(defect_rate >= 0.0 && defect_rate < 1.0, "defects.rate",
+          "defect rate must be in [0, 1) (e.g. 0.001 for 0.1% of cores dead)");
+  for (const Coord& c : defect_cores)
+    require(c.x >= 0 && c.x < mesh_width && c.y >= 0 && c.y < mesh_height, "defects.cores",
+            "defective core (" + std::to_string(c.x) + ", " + std::to_string(c.y) +
+                ") lies outside the " + std::to_string(mesh_width) + " x " +
+                std::to_string(mesh_height) + " mesh");
 }
 
 }  // namespace wafersim::fabric

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fabric/units.hpp"
 
@@ -49,6 +50,12 @@ struct WaferSpec {
   // Wafer edge I/O (host and other wafers).
   double io_bandwidth_bytes_per_s = 0.0;
   double io_latency_s = 0.0;
+
+  // Defective cores (fabric/defects.hpp): each core dead with probability
+  // defect_rate (drawn from defect_seed), plus the cores listed explicitly.
+  double defect_rate = 0.0;
+  std::uint64_t defect_seed = 0;
+  std::vector<Coord> defect_cores;
 
   // Power of the whole system around one wafer (a CS-3) at full load, watts;
   // optional (0 = unknown). Used only for tokens/s per kW in reports.

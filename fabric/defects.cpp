@@ -1,0 +1,62 @@
+#include "fabric/defects.hpp"
+
+namespace wafersim::fabric {
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): fully specified, so a defect seed
+// gives the same map on every platform (std distributions do not).
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+DefectMap::DefectMap(int width, int height)
+    : width_(width),
+      height_(height),
+      dead_(static_cast<std::size_t>(width) * static_cast<std::size_t>(height), 0) {}
+
+DefectMap::DefectMap(const WaferSpec& spec) : DefectMap(spec.mesh_width, spec.mesh_height) {
+  if (spec.defect_rate > 0.0) {
+    // A core is dead when its 53-bit uniform draw falls below the rate; one
+    // draw per core in row-major order.
+    const double scale = 1.0 / static_cast<double>(std::uint64_t{1} << 53);
+    std::uint64_t state = spec.defect_seed;
+    for (int y = 0; y < height_; ++y)
+      for (int x = 0; x < width_; ++x)
+        if (static_cast<double>(splitmix64(state) >> 11) * scale < spec.defect_rate)
+          mark(Coord{x, y});
+  }
+  for (const Coord& c : spec.defect_cores) mark(c);
+}
+
+void DefectMap::mark(Coord c) {
+  auto& d = dead_[static_cast<std::size_t>(c.y) * static_cast<std::size_t>(width_) +
+                  static_cast<std::size_t>(c.x)];
+  if (d == 0) ++dead_count_;
+  d = 1;
+}
+
+std::vector<Coord> DefectMap::dead_cores() const {
+  std::vector<Coord> out;
+  out.reserve(dead_count_);
+  if (dead_count_ == 0) return out;
+  for (int y = 0; y < height_; ++y)
+    for (int x = 0; x < width_; ++x)
+      if (dead(Coord{x, y})) out.push_back(Coord{x, y});
+  return out;
+}
+
+bool DefectMap::clear(const Rect& r) const {
+  if (dead_count_ == 0) return true;
+  for (int y = r.y0; y < r.y0 + r.height; ++y)
+    for (int x = r.x0; x < r.x0 + r.width; ++x)
+      if (dead(Coord{x, y})) return false;
+  return true;
+}
+
+}  // namespace wafersim::fabric

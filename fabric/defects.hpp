@@ -1,0 +1,47 @@
+// Which cores of a wafer are dead. Built once from the WaferSpec's defect
+// description (a random rate with its own seed, and/or an explicit list of
+// coordinates); immutable afterwards. Placement never puts bytes on a dead
+// core and routes detour around dead routers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fabric/mesh.hpp"
+#include "fabric/units.hpp"
+#include "fabric/wafer_spec.hpp"
+
+namespace wafersim::fabric {
+
+class DefectMap {
+ public:
+  // No defects on a width x height mesh.
+  DefectMap(int width, int height);
+  // The defects `spec` describes: every core in spec.defect_cores, plus each
+  // other core independently dead with probability spec.defect_rate, drawn
+  // from spec.defect_seed (a fixed generator: the same map on every platform).
+  explicit DefectMap(const WaferSpec& spec);
+
+  int width() const { return width_; }
+  int height() const { return height_; }
+  bool dead(Coord c) const {
+    return dead_[static_cast<std::size_t>(c.y) * static_cast<std::size_t>(width_) +
+                 static_cast<std::size_t>(c.x)] != 0;
+  }
+  bool alive(Coord c) const { return !dead(c); }
+  std::size_t dead_count() const { return dead_count_; }
+  // Dead cores in row-major order.
+  std::vector<Coord> dead_cores() const;
+  // True when no core of `r` is dead.
+  bool clear(const Rect& r) const;
+
+ private:
+  void mark(Coord c);
+  int width_;
+  int height_;
+  std::vector<std::uint8_t> dead_;  // [y * width + x]
+  std::size_t dead_count_ = 0;
+};
+
+}  // namespace wafersim::fabric
