@@ -19,6 +19,7 @@
 #include "fabric/synthetic.hpp"
 #include "fabric/traffic.hpp"
 #include "fabric/wavelet.hpp"
+#include "sim/bench_models.hpp"
 #include "sim/commands.hpp"
 #include "sim/scenario.hpp"
 
@@ -332,17 +333,30 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   struct Options {
     std::string what;
     bool json = false;
+    std::vector<std::string> only;
+    std::string point;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Benchmarks: fabric speed, flow-vs-wavelet agreement");
-  cmd->add_option("what", o->what, "fabric | agreement")
+  cmd->add_option("what", o->what, "fabric | agreement | models")
       ->required()
-      ->check(CLI::IsMember({"fabric", "agreement"}));
-  cmd->add_flag("--json", o->json, "Print one JSON object (fabric)");
+      ->check(CLI::IsMember({"fabric", "agreement", "models"}));
+  cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models)");
+  cmd->add_option("--cases", o->only, "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional)")
+      ->delimiter(',');
+  cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")->group("");
   CLI::App* root = &app;
   return {cmd, [o, root]() {
             const CLI::Option* presets = root->get_option_no_throw("--presets");
             const std::string dir = presets && presets->count() ? presets->as<std::string>() : "";
+            if (o->what == "models") {
+              BenchModelsOptions m;
+              m.json = o->json;
+              m.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
+              m.only = o->only;
+              m.point = o->point;
+              return bench_models(m);
+            }
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

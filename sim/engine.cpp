@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -220,7 +221,14 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
 
   const int bits = models::dtype_bits(sc.precision);
   const int n_prompt = static_cast<int>(sc.workload.prompt_ids.size());
+  using HostClock = std::chrono::steady_clock;
+  const auto host_since = [](HostClock::time_point t0) {
+    return std::chrono::duration<double>(HostClock::now() - t0).count();
+  };
+  HostTimes host_times;
+  auto t_host = HostClock::now();
   const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+  host_times.place_s = host_since(t_host);
   const auto& wafers = sys->wafers;
   const auto& wafer_ptrs = sys->wafer_ptrs;
   const Placement& placement = sys->placement;
@@ -228,8 +236,10 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
 
   std::optional<models::Weights> weights;
+  t_host = HostClock::now();
   if (options.functional)
     weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed);
+  host_times.weights_s = host_since(t_host);
   Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
 
   // The prompt's token ids reach the wafer over its edge I/O.
@@ -259,7 +269,10 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   HostModule host("host", ex, sc, io_cycles, r, log, options);
   host.to_wafer(*fifos[0]);
   host.from_wafer(*fifos[n_stages]);
+  t_host = HostClock::now();
   sc_core::sc_start();
+  host_times.simulate_s = host_since(t_host);
+  host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
 
   // Counters.
   // Counters, wafer after wafer (stacked in y).
@@ -301,6 +314,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 
+  t_host = HostClock::now();
   if (options.functional) {
     // Tokens of all users, user after user; each user's against its own
     // reference generation.
@@ -316,6 +330,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     }
     r.max_logit_abs_error = err;
   }
+  host_times.reference_s = host_since(t_host);
+  if (options.host_times) *options.host_times = host_times;
   return r;
 }
 

@@ -12,10 +12,22 @@
 
 namespace wafersim::sim {
 
+// Host wall-clock seconds spent in each part of a run (for benchmarks; never
+// part of the results, which must be bit-identical from run to run).
+struct HostTimes {
+  double place_s = 0.0;      // fabric build, placement, SRAM allocation, lowering
+  double weights_s = 0.0;    // synthetic weights (functional mode)
+  double simulate_s = 0.0;   // the SystemC simulation (and functional arithmetic)
+  double reference_s = 0.0;  // the reference forward pass (functional mode)
+  int token_passes = 0;      // tokens that crossed the whole model (all users)
+};
+
 struct RunOptions {
   bool functional = true;  // compute real numbers and compare with the reference
   // Called with (tokens done, tokens total) as the simulation advances.
   std::function<void(int, int)> progress;
+  // When set, filled with where the host's time went.
+  HostTimes* host_times = nullptr;
 };
 
 analysis::RunResult run_scenario(const Scenario& scenario, const RunOptions& options);

@@ -1,0 +1,21 @@
+// wafersim bench models: placement time, host time per simulated token and
+// peak memory of full-size runs of real model presets (issue 4's targets),
+// and functional decode beside the host's memory-bandwidth floor.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace wafersim::sim {
+
+struct BenchModelsOptions {
+  bool json = false;
+  std::filesystem::path preset_dir;  // resolved folder of presets
+  std::vector<std::string> only;     // case names to run (empty: all)
+  std::filesystem::path point;       // internal: run this one scenario here and print JSON
+};
+
+int bench_models(const BenchModelsOptions& options);
+
+}  // namespace wafersim::sim
