@@ -132,7 +132,7 @@ SC_MODULE(HostModule) {
     m->token = token;
     m->prefill = prefill;
     m->start_cycle = from_host ? 0 : id_ready.at.value;
-    slot(*m, Slot::x) = ex_.embed(token, id_ready, from_host);
+    slot(*m, Slot::x) = ex_.embed(token, position, id_ready, from_host);
     return m;
   }
 
@@ -241,6 +241,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed);
   host_times.weights_s = host_since(t_host);
   Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
+  ex.set_routing_seed(sc.workload.seed);  // MoE expert choice in timing-only runs
 
   // The prompt's token ids reach the wafer over its edge I/O.
   const double io_s =

@@ -15,6 +15,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/wafer_io.hpp"
 #include "models/kernels.hpp"
+#include "models/rng.hpp"
 #include "models/weights.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
@@ -93,30 +94,64 @@ class Executor {
 
   bool functional() const { return w_ != nullptr; }
 
+  // Seed of the expert choice in timing-only runs (see timing_route()).
+  void set_routing_seed(std::uint64_t seed) { routing_seed_ = seed; }
+
+  // Row `row` of an embedding-like matrix (embedding or gpt2's position
+  // embeddings), read from the cores of the row block holding it once the
+  // index has reached that block's root (`at_root`): the index is multicast
+  // east along the row block, every core sends its piece of the row.
+  Vec embedding_row(const MatrixPlacement& e, int row, const Timed& at_root) {
+    int p = 0;
+    while (p + 1 < e.p() && e.row_begin(p + 1) <= row) ++p;
+    Vec v;
+    std::vector<Timed> arrivals;
+    fabric::multicast_line(fab(e.wafer).mesh(), fab(e.wafer).flow(),
+                           Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_root,
+                           arrivals);
+    for (int q = 0; q < e.q(); ++q) {
+      v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1), e.wafer});
+      v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
+    }
+    return v;
+  }
+
   // The embedding row of `token`, read from the cores holding it once the
   // token id has reached them (`id_ready`, at the lm_head/embedding root).
-  Vec embed(std::int32_t token, const Timed& id_ready, bool from_host) {
+  // gpt2 adds the position embedding row of `position`: its pieces are sent
+  // to the token row's cores and added there (x = embedding + position, in
+  // that order, as the reference does).
+  Vec embed(std::int32_t token, int position, const Timed& id_ready, bool from_host) {
     const MatrixPlacement& e = pl_.head.embedding;
     int p = 0;
     while (p + 1 < e.p() && e.row_begin(p + 1) <= token) ++p;
-    Vec v;
-    std::vector<Timed> arrivals;
     Timed at_row = id_ready;
     if (!from_host) {
       route_.clear();
       fab(e.wafer).mesh().xy_route(pl_.head.lm_head.root(0), e.root(p), route_);
       at_row = fab(e.wafer).flow().send(route_, Bytes{4}, id_ready);
     }
-    fabric::multicast_line(fab(e.wafer).mesh(), fab(e.wafer).flow(),
-                           Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_row,
-                           arrivals);
-    for (int q = 0; q < e.q(); ++q) {
-      v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1), e.wafer});
-      v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
-    }
+    Vec v = embedding_row(e, token, at_row);
     if (functional()) {
       const auto row = w_->embedding.row(token);
       v.values.assign(row.begin(), row.end());
+    }
+    const MatrixPlacement& pe = pl_.head.position_embedding;
+    if (model_.is_gpt2() && pe.p() > 0) {
+      // The position index travels with the token id to the position block.
+      int pp = 0;
+      while (pp + 1 < pe.p() && pe.row_begin(pp + 1) <= position) ++pp;
+      route_.clear();
+      fab(pe.wafer).mesh().xy_route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp),
+                                    route_);
+      const Timed at_pos =
+          fab(pe.wafer).flow().send(route_, Bytes{4}, from_host ? at_row : id_ready);
+      Vec pos = move(embedding_row(pe, position, at_pos), v.layout);
+      if (functional()) {
+        const auto row = w_->position_embedding.row(position);
+        pos.values.assign(row.begin(), row.end());
+      }
+      return add(v, pos);
     }
     return v;
   }
@@ -166,8 +201,17 @@ class Executor {
       case PhaseKind::rmsnorm:
         slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(ph, layer));
         break;
+      case PhaseKind::layernorm:
+        slot(m, ph.out) = layernorm(slot(m, ph.a), gamma(ph, layer), beta(ph, layer));
+        break;
       case PhaseKind::gemv:
         slot(m, ph.out) = gemv(*ph.matrix, ph.weights, layer, slot(m, ph.a));
+        break;
+      case PhaseKind::bias:
+        bias(slot(m, ph.a), ph.weights, layer);
+        break;
+      case PhaseKind::qk_norm:
+        qk_norm(slot(m, ph.a), layer);
         break;
       case PhaseKind::rope:
         rope(slot(m, ph.a), m.position);
@@ -177,6 +221,13 @@ class Executor {
         break;
       case PhaseKind::silu_mul:
         slot(m, ph.out) = silu_mul(slot(m, ph.a));
+        break;
+      case PhaseKind::gelu:
+        gelu(slot(m, ph.a));
+        break;
+      case PhaseKind::moe:
+        slot(m, ph.out) = moe(*ph.stage, layer, slot(m, ph.a), slot(m, ph.b), ph.target, ph.spread,
+                              m.user, m.position);
         break;
       case PhaseKind::add:
         slot(m, ph.out) = add(slot(m, ph.a), slot(m, ph.b));
@@ -198,6 +249,20 @@ class Executor {
         return w_->layers[static_cast<std::size_t>(layer)].ffn_norm;
       case Phase::Gamma::final_norm:
         return w_->final_norm;
+    }
+    return none;
+  }
+  // LayerNorm biases beside the gains of gamma().
+  const std::vector<float>& beta(const Phase& ph, int layer) const {
+    static const std::vector<float> none;
+    if (!w_) return none;
+    switch (ph.gamma) {
+      case Phase::Gamma::attn_norm:
+        return w_->layers[static_cast<std::size_t>(layer)].attn_norm_bias;
+      case Phase::Gamma::ffn_norm:
+        return w_->layers[static_cast<std::size_t>(layer)].ffn_norm_bias;
+      case Phase::Gamma::final_norm:
+        return w_->final_norm_bias;
     }
     return none;
   }
@@ -278,10 +343,216 @@ class Executor {
     return out;
   }
 
+  // A statistic of the whole vector from per-piece partials: each root
+  // computes its partial (ops_per_element per element), the partials are
+  // chain-reduced up the column and the result multicast back down.
+  std::vector<Timed> column_statistic(const Vec& x, const std::vector<Timed>& ready,
+                                      std::uint64_t ops_per_element) {
+    const Line line = column_line(x.layout);
+    fabric::Fabric& f = fab(x.layout.front().wafer);
+    std::vector<Timed> partial(x.layout.size());
+    for (std::size_t i = 0; i < x.layout.size(); ++i)
+      partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
+                            f.cost().vector_op(x.layout[i].size(), ops_per_element));
+    const Timed sum =
+        fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4}, partial);
+    std::vector<Timed> back;
+    fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4}, sum, back);
+    return back;
+  }
+  // Per-piece partials of a column vector combined in the chain's order.
+  template <class PieceSum>
+  float chain_sum(const Vec& x, PieceSum&& piece_sum) const {
+    std::vector<float> sums(x.layout.size());
+    for (std::size_t i = 0; i < x.layout.size(); ++i)
+      sums[i] =
+          piece_sum(std::span(x.values).subspan(static_cast<std::size_t>(x.layout[i].begin),
+                                                static_cast<std::size_t>(x.layout[i].size())));
+    for (const auto& step : reduction_order(ReductionScheme::chain, static_cast<int>(sums.size())))
+      sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
+    return sums[0];
+  }
+
+  // LayerNorm (gpt2) over a column of roots: two statistics one after the
+  // other (the sum, then the sum of squared deviations from the mean, each a
+  // chain reduction and a multicast back, as models::layernorm_apply
+  // specifies: two passes, not E[x^2] - mean^2), then (x - mean) * inv *
+  // gain + bias on every root.
+  Vec layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b) {
+    fabric::Fabric& f = fab(x.layout.front().wafer);
+    const std::vector<Timed> mean_ready = column_statistic(x, x.ready, 1);
+    const std::vector<Timed> var_ready = column_statistic(x, mean_ready, 3);
+    Vec out;
+    out.layout = x.layout;
+    for (std::size_t i = 0; i < x.layout.size(); ++i)
+      out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, var_ready[i],
+                                   f.cost().vector_op(x.layout[i].size(), 4)));
+    if (functional()) {
+      const auto n = static_cast<float>(x.values.size());
+      const float mean = chain_sum(x, models::sum_of) / n;
+      const float var = chain_sum(x,
+                                  [&](std::span<const float> piece) {
+                                    return models::sum_of_squared_deviations(piece, mean);
+                                  }) /
+                        n;
+      out.values.resize(x.values.size());
+      models::layernorm_apply(x.values, mean, var, g, b, static_cast<float>(model_.rms_norm_eps),
+                              out.values);
+    }
+    return out;
+  }
+
+  // The bias of a matrix's output, added on the roots that hold each slice.
+  void bias(Vec& v, WeightRef ref, int layer) {
+    elementwise(v, 1);
+    if (!functional()) return;
+    const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
+    std::span<float> all(v.values);
+    switch (ref) {
+      case WeightRef::qkv: {
+        const auto q = static_cast<std::size_t>(model_.q_dim());
+        const auto kv = static_cast<std::size_t>(model_.kv_dim());
+        models::add_inplace(all.subspan(0, q), lw.bq);
+        models::add_inplace(all.subspan(q, kv), lw.bk);
+        models::add_inplace(all.subspan(q + kv, kv), lw.bv);
+        break;
+      }
+      case WeightRef::o:
+        models::add_inplace(all, lw.bo);
+        break;
+      case WeightRef::up:
+        models::add_inplace(all, lw.b_up);
+        break;
+      case WeightRef::down:
+        models::add_inplace(all, lw.b_down);
+        break;
+      default:
+        throw std::logic_error("bias: this matrix has no bias");
+    }
+  }
+
+  // qwen3's qk-norm: each q and k head RMSNorm'd with the layer's q_norm /
+  // k_norm gains, on the qkv roots. Timing: a sum of squares and a scaling
+  // per element on every root (4 ops); where a head spans several roots the
+  // exchange of its partial sums is not modelled (head_dim-sized heads
+  // usually sit on one root). Functional: exactly the reference's per-head
+  // rmsnorm (sum in increasing index over the whole head).
+  void qk_norm(Vec& qkv, int layer) {
+    elementwise(qkv, 4);
+    if (!functional()) return;
+    const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
+    const auto hd = static_cast<std::size_t>(model_.head_dim);
+    const float eps = static_cast<float>(model_.rms_norm_eps);
+    for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h) {
+      const std::span<float> head =
+          std::span(qkv.values).subspan(static_cast<std::size_t>(h) * hd, hd);
+      models::rmsnorm(head, h < model_.num_heads ? lw.q_norm : lw.k_norm, eps, head);
+    }
+  }
+
+  // GELU (tanh) in place on the up matrix's roots (gpt2): about 8 operations
+  // per element (cube, tanh, products).
+  void gelu(Vec& v) {
+    elementwise(v, 8);
+    if (functional()) models::gelu_tanh(v.values, v.values);
+  }
+
+  // Timing-only runs compute no router logits; the experts a token uses are
+  // then drawn uniformly without replacement (k of num_experts, every subset
+  // equally likely) from a generator seeded by (routing seed, layer, user,
+  // position): the same scenario gives the same choices on every run. The
+  // weights (1/k each) do not matter for timing.
+  std::vector<models::ExpertChoice> timing_route(int layer, int user, int position) const {
+    const std::uint64_t key = (static_cast<std::uint64_t>(layer) << 48) ^
+                              (static_cast<std::uint64_t>(user) << 32) ^
+                              static_cast<std::uint64_t>(position);
+    models::Xoshiro256StarStar rng(models::stream_seed(routing_seed_, key));
+    std::vector<int> experts(static_cast<std::size_t>(model_.num_experts));
+    for (int e = 0; e < model_.num_experts; ++e) experts[static_cast<std::size_t>(e)] = e;
+    std::vector<models::ExpertChoice> chosen;
+    for (int j = 0; j < model_.experts_per_token; ++j) {
+      const auto left = static_cast<std::uint64_t>(model_.num_experts - j);
+      const auto pick = static_cast<std::size_t>(j) + static_cast<std::size_t>(rng.next() % left);
+      std::swap(experts[static_cast<std::size_t>(j)], experts[pick]);
+      chosen.push_back({experts[static_cast<std::size_t>(j)],
+                        1.0f / static_cast<float>(model_.experts_per_token)});
+    }
+    return chosen;
+  }
+
+  // Mixture of experts (Mixtral) for one token. `normed` sits on the
+  // router's input layout (the top cores of the router's columns), `logits`
+  // on the router's roots.
+  //  1. Choice: every router root picks its local top k (1 op per logit);
+  //     the (value, index) pairs (8 B each) are chain-reduced up the root
+  //     column; the first root computes the k weights (softmax over the k
+  //     chosen logits, models::route_top_k; 4 ops each) and multicasts the
+  //     choice (8 B per expert) east along the router's top row, where the
+  //     normed pieces wait.
+  //  2. Each chosen expert (in chosen order) runs as a dense SwiGLU MLP on
+  //     its own rectangle: move to its gate_up's columns, GEMV, silu*up, move
+  //     to its down's columns, GEMV; its output moves to `home` (the
+  //     residual cores) through `spread` waypoint columns.
+  //  3. Combine on `home`: once all k outputs are there, each core computes
+  //     out = 0; out += weight_j * y_j in chosen order (models::axpy_inplace,
+  //     fp32, 2 ops per element per expert) -- the reference's order.
+  // Functional runs use the real top k of the router logits; timing-only
+  // runs timing_route()'s seeded uniform choice.
+  Vec moe(const LayerStage& st, int layer, const Vec& normed, const Vec& logits, const Layout& home,
+          int spread, int user, int position) {
+    const int k = model_.experts_per_token;
+    const std::vector<models::ExpertChoice> chosen =
+        functional() ? models::route_top_k(logits.values, k) : timing_route(layer, user, position);
+    const MatrixPlacement& r = st.router;
+    const int w = r.wafer;
+    std::vector<Timed> local(logits.layout.size());
+    for (std::size_t i = 0; i < logits.layout.size(); ++i)
+      local[i] = run_core(w, logits.layout[i].core, logits.ready[i],
+                          fab(w).cost().vector_op(logits.layout[i].size(), 1));
+    const auto pair_bytes = Bytes{static_cast<std::uint64_t>(k) * 8};
+    Timed choice = fabric::reduce_line(fab(w).mesh(), fab(w).flow(), ReductionScheme::chain,
+                                       column_line(logits.layout), pair_bytes, local);
+    choice =
+        run_core(w, r.root(0), choice, fab(w).cost().vector_op(static_cast<std::uint64_t>(k), 4));
+    std::vector<Timed> told;
+    fabric::multicast_line(fab(w).mesh(), fab(w).flow(),
+                           Line{r.core(0, 0), fabric::Direction::east, r.q()}, pair_bytes, choice,
+                           told);
+    Vec x = normed;
+    if (x.layout.size() != told.size())
+      throw std::logic_error(r.name + ": the normed vector is not on the router's columns");
+    for (std::size_t i = 0; i < x.ready.size(); ++i) x.ready[i] = later(x.ready[i], told[i]);
+
+    std::vector<Vec> outputs;
+    for (const models::ExpertChoice& c : chosen) {
+      const ExpertPlacement& e = st.experts[static_cast<std::size_t>(c.expert)];
+      const Vec gu = gemv(e.gate_up, WeightRef::expert_gate_up, layer,
+                          move(x, input_layout(e.gate_up)), c.expert);
+      const Vec act = silu_mul(gu);
+      const Vec y =
+          gemv(e.down, WeightRef::expert_down, layer, move(act, input_layout(e.down)), c.expert);
+      outputs.push_back(move(y, home, spread));
+    }
+    Vec out;
+    out.layout = home;
+    for (std::size_t i = 0; i < home.size(); ++i) {
+      Timed t = outputs.front().ready[i];
+      for (const Vec& y : outputs) t = later(t, y.ready[i]);
+      out.ready.push_back(run_core(home[i].wafer, home[i].core, t,
+                                   fab(home[i].wafer).cost().vector_op(home[i].size(), 2 * k)));
+    }
+    if (functional()) {
+      out.values.assign(static_cast<std::size_t>(model_.hidden_size), 0.0f);
+      for (std::size_t j = 0; j < chosen.size(); ++j)
+        models::axpy_inplace(chosen[j].weight, outputs[j].values, out.values);
+    }
+    return out;
+  }
+
   // Partial products of one core's tile: rows [r0, r1) of the fused matrix,
-  // input columns [c0, c1).
+  // input columns [c0, c1); `expert` for the expert matrices.
   void tile_product(WeightRef ref, int layer, int r0, int r1, int c0, int c1,
-                    std::span<const float> x, std::span<float> y) {
+                    std::span<const float> x, std::span<float> y, int expert = -1) {
     const int nc = c1 - c0;
     const auto xs = x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc));
     auto part = [&](const models::Matrix& m, int row_offset, int lo, int hi) {
@@ -306,13 +577,29 @@ class Executor {
       case WeightRef::down:
         part(lw.w_down, 0, 0, model_.hidden_size);
         break;
-      case WeightRef::gate_up: {
+      case WeightRef::up:
+        part(lw.w_up, 0, 0, model_.intermediate_size);
+        break;
+      case WeightRef::router:
+        part(lw.router, 0, 0, model_.num_experts);
+        break;
+      case WeightRef::expert_down:
+        part(lw.experts.at(static_cast<std::size_t>(expert)).w_down, 0, 0, model_.hidden_size);
+        break;
+      case WeightRef::gate_up:
+      case WeightRef::expert_gate_up: {
+        const models::Matrix& wg = ref == WeightRef::gate_up
+                                       ? lw.w_gate
+                                       : lw.experts.at(static_cast<std::size_t>(expert)).w_gate;
+        const models::Matrix& wu = ref == WeightRef::gate_up
+                                       ? lw.w_up
+                                       : lw.experts.at(static_cast<std::size_t>(expert)).w_up;
         // Interleaved rows: 2i is gate row i, 2i+1 is up row i (r0, r1 even).
         const int n = (r1 - r0) / 2;
         scratch_g_.resize(static_cast<std::size_t>(n));
         scratch_u_.resize(static_cast<std::size_t>(n));
-        models::gemv_tile(lw.w_gate.view(r0 / 2, n, c0, nc), xs, scratch_g_);
-        models::gemv_tile(lw.w_up.view(r0 / 2, n, c0, nc), xs, scratch_u_);
+        models::gemv_tile(wg.view(r0 / 2, n, c0, nc), xs, scratch_g_);
+        models::gemv_tile(wu.view(r0 / 2, n, c0, nc), xs, scratch_u_);
         for (int i = 0; i < n; ++i) {
           y[static_cast<std::size_t>(2 * i)] = scratch_g_[static_cast<std::size_t>(i)];
           y[static_cast<std::size_t>(2 * i + 1)] = scratch_u_[static_cast<std::size_t>(i)];
@@ -326,7 +613,7 @@ class Executor {
 
   // Mesh GEMV: input chunk q multicast down column q; every core multiplies
   // its tile; partial sums of each row of cores reduced west to its root.
-  Vec gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x) {
+  Vec gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert = -1) {
     const int P = m.p(), Q = m.q();
     if (static_cast<int>(x.layout.size()) != Q)
       throw std::logic_error(m.name + ": input is not on its columns");
@@ -362,7 +649,7 @@ class Executor {
         partials_.assign(static_cast<std::size_t>(Q) * n, 0.0f);
         for (int qi = 0; qi < Q; ++qi)
           tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x.values,
-                       std::span(partials_).subspan(static_cast<std::size_t>(qi) * n, n));
+                       std::span(partials_).subspan(static_cast<std::size_t>(qi) * n, n), expert);
         for (const auto& step : order)
           models::add_inplace(
               std::span(partials_).subspan(static_cast<std::size_t>(step.into) * n, n),
@@ -432,6 +719,11 @@ class Executor {
     const int q_dim = model_.q_dim(), kv = model_.kv_dim();
     const int L = a.segment_length;
     const int positions = position + 1;
+    // Sliding window: positions [first_visible, position] are attended; the
+    // cache keeps them all (KV slots are reserved for the whole context).
+    const int first_visible = model_.sliding_window > 0 && position >= model_.sliding_window
+                                  ? position - model_.sliding_window + 1
+                                  : 0;
     Vec out;
     std::vector<Timed> arrivals, done(static_cast<std::size_t>(L));
     for (int h = 0; h < a.num_kv_heads; ++h) {
@@ -445,7 +737,8 @@ class Executor {
       fabric::multicast_line(fab(w).mesh(), fab(w).flow(), Line{top, fabric::Direction::south, L},
                              Bytes{static_cast<std::uint64_t>(g * hd) * 4}, q.ready[0], arrivals);
       for (int i = 0; i < L; ++i) {
-        const int mine = a.positions_on_core(user, positions, i);
+        const int mine =
+            a.positions_on_core(user, positions, i) - a.positions_on_core(user, first_visible, i);
         Timed ready = arrivals[static_cast<std::size_t>(i)];
         if (a.segment_core(h, i) == owner) ready = later(later(ready, k.ready[0]), v.ready[0]);
         done[static_cast<std::size_t>(i)] =
@@ -483,8 +776,14 @@ class Executor {
           for (int i = 0; i < L; ++i) {
             const auto& kci = kv_k_[slice(user, layer, h, i)];
             const auto& vci = kv_v_[slice(user, layer, h, i)];
+            // Core i's rows are its positions in increasing order; the
+            // first `skip` fall before the window.
+            const auto skip =
+                static_cast<std::size_t>(a.positions_on_core(user, first_visible, i)) *
+                static_cast<std::size_t>(hd);
             parts.push_back(models::attention_partial(
-                qs, kci.data(), vci.data(), static_cast<int>(kci.size()) / hd, hd, scale));
+                qs, kci.data() + skip, vci.data() + skip,
+                static_cast<int>((kci.size() - skip) / static_cast<std::size_t>(hd)), hd, scale));
           }
           for (const auto& step : reduction_order(a.reduction, L))
             parts[static_cast<std::size_t>(step.into)] =
@@ -527,6 +826,7 @@ class Executor {
   std::vector<fabric::LinkId> route_;
   std::vector<Timed> done_;
   std::vector<float> partials_, scratch_g_, scratch_u_;
+  std::uint64_t routing_seed_ = 0;
   // Functional KV cache: one slice (rows of head_dim values, in position
   // order) per (user, layer, kv head, segment core).
   std::size_t slice(int user, int layer, int kv_head, int core) const {

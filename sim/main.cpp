@@ -25,6 +25,7 @@
 #include "sim/engine.hpp"
 #include "sim/placement.hpp"
 #include "sim/placement_report.hpp"
+#include "sim/program.hpp"
 #include "sim/presets.hpp"
 #include "sim/regression.hpp"
 #include "sim/scenario.hpp"
@@ -93,6 +94,7 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
 
 int cmd_validate(const std::string& file, const std::string& presets) {
   const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets));
+  sim::check_wafer_supports(sc.model);
   fmt::print("{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n", file, sc.model.name,
              sc.hardware.name, sc.hardware.mesh_width, sc.hardware.mesh_height, models::dtype_name(sc.precision),
              sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed);
@@ -247,6 +249,9 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const fabric::FitError& e) {
     std::cerr << "wafersim: error: " << file << ": the model does not fit: " << e.what() << "\n";
+    return 1;
+  } catch (const sim::UnsupportedModelError& e) {
+    std::cerr << "wafersim: error: " << file << ": " << e.what() << "\n";
     return 1;
   } catch (const analysis::ResultReadError& e) {
     std::cerr << "wafersim: error: " << e.what() << "\n";

@@ -22,6 +22,14 @@ std::uint64_t MatrixPlacement::max_tile_elements() const {
   return rows * cols;
 }
 
+std::vector<const MatrixPlacement*> LayerStage::matrices() const {
+  std::vector<const MatrixPlacement*> all;
+  for (const MatrixPlacement* m : {&qkv, &o, &gate_up, &down, &router})
+    if (m->p() > 0) all.push_back(m);
+  for (const ExpertPlacement& e : experts) all.push_back(&e.gate_up), all.push_back(&e.down);
+  return all;
+}
+
 std::vector<std::string> placement_strategies() {
   return {"layer-rectangles", "serpentine"};
 }
@@ -63,8 +71,9 @@ MatrixPlacement make_matrix(const MatrixShape& m, int x0, int y0, int width, int
   mp.name = m.name;
   mp.out_features = m.out;
   mp.in_features = m.in;
-  mp.rect = Rect{x0, y0, std::min(width, m.in), std::min(rows, m.out)};
+  mp.rect = Rect{x0, y0, std::min(width, m.in), std::min(rows, m.out / m.granule)};
   mp.reduction = reduction;
+  mp.row_granule = m.granule;
   return mp;
 }
 
@@ -157,12 +166,29 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   pl.wafers = n_wafers;
   pl.max_context_tokens = model.max_position;
 
-  const std::vector<MatrixShape> layer_shapes{
+  // The matrices of a layer, top to bottom after the attention segments:
+  //   SwiGLU (llama family)  qkv, o, gate_up (interleaved pairs), down
+  //   GELU (gpt2)            qkv, o, up, down
+  //   MoE (mixtral)          qkv, o, router, then gate_up and down of each expert
+  std::vector<MatrixShape> layer_shapes{
       {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
       {"o", model.hidden_size, model.q_dim()},
-      {"gate_up", 2 * model.intermediate_size, model.hidden_size, 2},
-      {"down", model.hidden_size, model.intermediate_size},
   };
+  if (model.is_moe()) {
+    layer_shapes.push_back({"router", model.num_experts, model.hidden_size});
+    for (int e = 0; e < model.num_experts; ++e) {
+      layer_shapes.push_back(
+          {fmt::format("expert {} gate_up", e), 2 * model.intermediate_size, model.hidden_size, 2});
+      layer_shapes.push_back(
+          {fmt::format("expert {} down", e), model.hidden_size, model.intermediate_size});
+    }
+  } else if (model.is_gpt2()) {
+    layer_shapes.push_back({"up", model.intermediate_size, model.hidden_size});
+    layer_shapes.push_back({"down", model.hidden_size, model.intermediate_size});
+  } else {
+    layer_shapes.push_back({"gate_up", 2 * model.intermediate_size, model.hidden_size, 2});
+    layer_shapes.push_back({"down", model.hidden_size, model.intermediate_size});
+  }
   // Attention: kv heads stacked in columns; each head's segment must hold the
   // context's K and V plus the query group and partial results.
   const int group = model.num_heads / model.num_kv_heads;
@@ -239,11 +265,20 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     st.attention.users = users;
     y += st.attention.rect.height;
     st.o = next_matrix(1);
-    st.gate_up = next_matrix(2);
-    st.gate_up.row_granule = 2;  // rows interleave gate and up: 2i = gate i, 2i+1 = up i
-    st.gate_up.rect.height = std::min(st.gate_up.rect.height, model.intermediate_size);
-    y -= rows[2] - st.gate_up.rect.height;
-    st.down = next_matrix(3);
+    if (model.is_moe()) {
+      st.router = next_matrix(2);
+      for (int e = 0; e < model.num_experts; ++e) {
+        ExpertPlacement ep;
+        // Rows interleave gate and up: 2i = gate i, 2i+1 = up i (granule 2).
+        ep.gate_up = next_matrix(3 + 2 * static_cast<std::size_t>(e));
+        ep.down = next_matrix(4 + 2 * static_cast<std::size_t>(e));
+        st.experts.push_back(std::move(ep));
+      }
+    } else {
+      // SwiGLU: rows interleave gate and up (granule 2); gpt2: plain up rows.
+      st.gate_up = next_matrix(2);
+      st.down = next_matrix(3);
+    }
     pl.layers.push_back(std::move(st));
   };
 
@@ -255,20 +290,31 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     head.tied = tied;
     const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
     const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
+    const MatrixShape pos{"position_embedding", model.max_position, model.hidden_size};
     const int lm_min = min_rows(lm, strip.width, capacity, bits);
-    if (lm_min < 0 || lm_min * (tied ? 1 : 2) > strip.height)
+    // gpt2's position embeddings take the fewest rows they fit in, at the bottom.
+    const int pos_rows = model.is_gpt2() ? min_rows(pos, strip.width, capacity, bits) : 0;
+    const int avail = strip.height - pos_rows;
+    if (lm_min < 0 || pos_rows < 0 || lm_min * (tied ? 1 : 2) > avail)
       throw FitError(fmt::format(
-          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head; use more wafers",
-          strip.width, spec.name, model.vocab_size, model.hidden_size));
-    const int lm_rows = tied ? strip.height : std::max(lm_min, strip.height - lm_min);
+          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head{}; use more "
+          "wafers",
+          strip.width, spec.name, model.vocab_size, model.hidden_size,
+          model.is_gpt2() ? " and the position embeddings" : ""));
+    const int lm_rows = tied ? avail : std::max(lm_min, avail - lm_min);
     head.lm_head = make_matrix(lm, strip.x0, strip.y0, strip.width, lm_rows, req.reduction);
     head.lm_head.wafer = w;
     head.embedding =
         tied ? head.lm_head
              : make_matrix(emb, strip.x0, strip.y0 + head.lm_head.rect.height, strip.width,
-                           strip.height - head.lm_head.rect.height, req.reduction);
+                           avail - head.lm_head.rect.height, req.reduction);
     head.embedding.wafer = w;
     if (!tied) head.embedding.name = "embedding";
+    if (model.is_gpt2()) {
+      head.position_embedding =
+          make_matrix(pos, strip.x0, strip.y0 + avail, strip.width, pos_rows, req.reduction);
+      head.position_embedding.wafer = w;
+    }
   };
 
   // Wafer w holds a contiguous run of layers (balanced counts); the last one
@@ -338,8 +384,7 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
   auto fab_of = [&](int w) -> fabric::Fabric& { return *wafers[static_cast<std::size_t>(w)]; };
   for (const LayerStage& st : pl.layers) {
     fabric::Fabric& fab = fab_of(st.wafer);
-    for (const MatrixPlacement* mp : {&st.qkv, &st.o, &st.gate_up, &st.down})
-      allocate_matrix(fab, *mp, bits);
+    for (const MatrixPlacement* mp : st.matrices()) allocate_matrix(fab, *mp, bits);
     const AttentionPlacement& a = st.attention;
     for (int h = 0; h < a.num_kv_heads; ++h)
       for (int i = 0; i < a.segment_length; ++i) {
@@ -355,6 +400,7 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
   fabric::Fabric& head_fab = fab_of(head.wafer);
   allocate_matrix(head_fab, head.lm_head, bits);
   if (!tied) allocate_matrix(head_fab, head.embedding, bits);
+  if (head.position_embedding.p() > 0) allocate_matrix(head_fab, head.position_embedding, bits);
   // RMSNorm gains sit where their vectors are normalised: both of a layer's
   // on its residual cores (the o roots), the final one on the head's first
   // roots (the layout lower() uses for the final hidden state).
@@ -363,23 +409,46 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
                         Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
                         SramUse::weights, what);
   };
-  for (const LayerStage& st : pl.layers)
+  // LayerNorm (gpt2) has a bias beside each gain.
+  const int norm_vectors = model.is_gpt2() ? 2 : 1;
+  // Biases sit on the roots of the matrix whose output they are added to.
+  auto allocate_biases = [&](fabric::Fabric& fab, const MatrixPlacement& m,
+                             const std::string& what) {
+    for (int pi = 0; pi < m.p(); ++pi)
+      allocate_gains(fab, m.root(pi), m.row_begin(pi + 1) - m.row_begin(pi), what);
+  };
+  for (const LayerStage& st : pl.layers) {
+    fabric::Fabric& fab = fab_of(st.wafer);
     for (int pi = 0; pi < st.o.p(); ++pi)
-      allocate_gains(fab_of(st.wafer), st.o.root(pi),
-                     2 * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
+      allocate_gains(fab, st.o.root(pi),
+                     2 * norm_vectors * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
                      fmt::format("layer {} norm gains", st.layer));
+    // q/k/v biases (qwen2, gpt2, attention_bias).
+    if (model.has_qkv_bias())
+      allocate_biases(fab, st.qkv, fmt::format("layer {} qkv bias", st.layer));
+    if (model.is_gpt2()) {
+      allocate_biases(fab, st.o, fmt::format("layer {} o bias", st.layer));
+      allocate_biases(fab, st.gate_up, fmt::format("layer {} up bias", st.layer));
+      allocate_biases(fab, st.down, fmt::format("layer {} down bias", st.layer));
+    }
+    // qwen3's qk-norm gains (2 x head_dim values) on the qkv's first root.
+    if (model.has_qk_norm())
+      allocate_gains(fab, st.qkv.root(0), 2 * model.head_dim,
+                     fmt::format("layer {} qk-norm gains", st.layer));
+  }
   const int home = std::min(head.lm_head.p(), model.hidden_size);
   for (int i = 0; i < home; ++i)
-    allocate_gains(
-        head_fab, head.lm_head.root(i),
-        block_begin(model.hidden_size, home, i + 1) - block_begin(model.hidden_size, home, i),
-        "final norm gains");
+    allocate_gains(head_fab, head.lm_head.root(i),
+                   norm_vectors * (block_begin(model.hidden_size, home, i + 1) -
+                                   block_begin(model.hidden_size, home, i)),
+                   "final norm gains");
 }
 
 Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
                 const PlacementRequest& req) {
   if (wafers.empty()) throw std::invalid_argument("place: no wafers");
-  Placement pl = plan_placement(model, wafers.front()->spec(), static_cast<int>(wafers.size()), req);
+  Placement pl =
+      plan_placement(model, wafers.front()->spec(), static_cast<int>(wafers.size()), req);
   allocate_placement(model, pl, wafers, req);
   return pl;
 }

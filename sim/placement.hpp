@@ -79,12 +79,27 @@ struct AttentionPlacement {
 
 // One pipeline stage: a decoder layer, or the head (embedding + final norm +
 // lm_head) that turns the last hidden state into the next token.
+// One expert of a mixture-of-experts MLP: its own gate/up (interleaved, as
+// the dense gate_up) and down matrices, each on its own rectangle of cores.
+struct ExpertPlacement {
+  MatrixPlacement gate_up, down;
+};
+
 struct LayerStage {
   int layer = 0;
   int wafer = 0;
   fabric::Rect strip;
+  // gate_up holds the interleaved gate/up rows of a SwiGLU MLP, or (gpt2,
+  // row_granule 1) the plain up matrix of the GELU MLP. A mixture of experts
+  // leaves gate_up and down empty (0 x 0) and has router + experts instead.
   MatrixPlacement qkv, o, gate_up, down;
+  MatrixPlacement router;                // [num_experts][hidden]: MoE only
+  std::vector<ExpertPlacement> experts;  // [num_experts]: MoE only
   AttentionPlacement attention;
+
+  // Every matrix with cores (qkv, o, then gate_up/down or router and the
+  // experts' gate_up/down in order).
+  std::vector<const MatrixPlacement*> matrices() const;
 };
 
 struct HeadStage {
@@ -92,6 +107,9 @@ struct HeadStage {
   fabric::Rect strip;
   MatrixPlacement embedding;  // [vocab][hidden]; the same placement as lm_head when tied
   MatrixPlacement lm_head;    // [vocab][hidden]
+  // [max_position][hidden]: gpt2's learned position embeddings, below the
+  // embedding; 0 x 0 for the other architectures.
+  MatrixPlacement position_embedding;
   bool tied = false;
 };
 

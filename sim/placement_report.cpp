@@ -25,13 +25,15 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   r.clock_hz = sc.hardware.clock_hz;
   r.max_context_tokens = pl.max_context_tokens;
   for (const LayerStage& st : pl.layers) {
-    for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
+    for (const MatrixPlacement* m : st.matrices())
       r.regions.push_back({m->name, st.layer, st.wafer, m->rect});
     r.regions.push_back(
         {fmt::format("layer {} attention", st.layer), st.layer, st.wafer, st.attention.rect});
   }
   r.regions.push_back({"lm_head", -1, pl.head.wafer, pl.head.lm_head.rect});
   if (!pl.head.tied) r.regions.push_back({"embedding", -1, pl.head.wafer, pl.head.embedding.rect});
+  if (pl.head.position_embedding.p() > 0)
+    r.regions.push_back({"position_embedding", -1, pl.head.wafer, pl.head.position_embedding.rect});
 
   // One decode token (user 0, position 0) through every stage, timing only.
   fabric::WaferIo io(sc.hardware, pl.wafers);
@@ -40,7 +42,7 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   TokenMessage m;
   m.needs_logits = true;
   m.token = sc.workload.prompt_ids.front();
-  slot(m, Slot::x) = ex.embed(m.token, Timed{}, true);
+  slot(m, Slot::x) = ex.embed(m.token, 0, Timed{}, true);
   for (const StageProgram& sp : sys->program.stages)
     run_stage(ex, sp, m, [](const std::string&, const Timed&) {});
   r.token_cycles = m.done.at.value;

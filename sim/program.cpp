@@ -4,6 +4,32 @@
 
 namespace wafersim::sim {
 
+void check_wafer_supports(const models::ModelConfig& model) {
+  using models::Architecture;
+  const char* what = nullptr;
+  switch (model.architecture) {
+    case Architecture::llama:
+    case Architecture::mistral:
+    case Architecture::qwen2:
+    case Architecture::qwen3:
+    case Architecture::mixtral:
+      break;
+    case Architecture::gpt2:
+      // gpt2 lowers a dense GELU MLP; a gpt2 with experts is no model we know.
+      if (model.is_moe()) what = "a mixture of GELU experts";
+      break;
+    default:
+      what = "an architecture lower() does not know";
+  }
+  if (what == nullptr) return;
+  throw UnsupportedModelError(fmt::format(
+      "model {} (architecture {}) needs {}, which the wafer cannot run; the wafer runs the "
+      "llama, mistral (sliding window), qwen2 (qkv biases), qwen3 (qk-norm), mixtral (mixture "
+      "of SwiGLU experts) and gpt2 (LayerNorm, biases, GELU MLP, learned positions) "
+      "architectures",
+      model.name, models::architecture_name(model.architecture), what));
+}
+
 Layout input_layout(const MatrixPlacement& m) {
   Layout l;
   l.reserve(static_cast<std::size_t>(m.q()));
@@ -38,6 +64,16 @@ const char* phase_name(PhaseKind k) {
       return "add";
     case PhaseKind::argmax:
       return "argmax";
+    case PhaseKind::layernorm:
+      return "layernorm";
+    case PhaseKind::bias:
+      return "bias";
+    case PhaseKind::qk_norm:
+      return "qk_norm";
+    case PhaseKind::gelu:
+      return "gelu";
+    case PhaseKind::moe:
+      return "moe";
   }
   return "?";
 }
@@ -93,6 +129,20 @@ Phase unary(PhaseKind k, Slot a, Slot out, std::string label) {
 
 Program lower(const models::ModelConfig& model, const Placement& pl) {
   Program prog;
+  const bool gpt2 = model.is_gpt2();
+  // RMSNorm, or LayerNorm (gpt2), of slot `a` into `out`.
+  auto norm = [&](Slot a, Slot out, Phase::Gamma g, std::string label) {
+    Phase p = unary(gpt2 ? PhaseKind::layernorm : PhaseKind::rmsnorm, a, out,
+                    std::move(label) + (gpt2 ? " layernorm" : " rmsnorm"));
+    p.gamma = g;
+    return p;
+  };
+  auto bias = [](const MatrixPlacement& m, WeightRef w, Slot s) {
+    Phase p = unary(PhaseKind::bias, s, s, m.name + " bias");
+    p.matrix = &m;
+    p.weights = w;
+    return p;
+  };
   for (const LayerStage& st : pl.layers) {
     StageProgram sp;
     sp.layer = st.layer;
@@ -102,28 +152,54 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     sp.input = residual;
     sp.input_spread = st.strip.width - 1;
     auto& ph = sp.phases;
-    Phase norm1 = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, L + " attn rmsnorm");
-    norm1.gamma = Phase::Gamma::attn_norm;
-    ph.push_back(norm1);
+    ph.push_back(norm(Slot::x, Slot::normed, Phase::Gamma::attn_norm, L + " attn"));
     ph.push_back(move(Slot::normed, input_layout(st.qkv), L + " move to qkv"));
     ph.push_back(gemv(st.qkv, WeightRef::qkv, Slot::normed, Slot::qkv));
-    ph.push_back(unary(PhaseKind::rope, Slot::qkv, Slot::qkv, L + " rope"));
+    if (model.has_qkv_bias()) ph.push_back(bias(st.qkv, WeightRef::qkv, Slot::qkv));
+    if (model.has_qk_norm())
+      ph.push_back(unary(PhaseKind::qk_norm, Slot::qkv, Slot::qkv, L + " qk-norm"));
+    if (!gpt2) ph.push_back(unary(PhaseKind::rope, Slot::qkv, Slot::qkv, L + " rope"));
     Phase att = unary(PhaseKind::attention, Slot::qkv, Slot::attn, L + " attention");
     att.attention = &st.attention;
     ph.push_back(att);
     ph.push_back(move(Slot::attn, input_layout(st.o), L + " move to o"));
     ph.push_back(gemv(st.o, WeightRef::o, Slot::attn, Slot::proj));
+    if (gpt2) ph.push_back(bias(st.o, WeightRef::o, Slot::proj));
     Phase add1 = unary(PhaseKind::add, Slot::x, Slot::h, L + " residual");
     add1.b = Slot::proj;
     ph.push_back(add1);
-    Phase norm2 = unary(PhaseKind::rmsnorm, Slot::h, Slot::normed, L + " ffn rmsnorm");
-    norm2.gamma = Phase::Gamma::ffn_norm;
-    ph.push_back(norm2);
-    ph.push_back(move(Slot::normed, input_layout(st.gate_up), L + " move to gate_up"));
-    ph.push_back(gemv(st.gate_up, WeightRef::gate_up, Slot::normed, Slot::gate_up));
-    ph.push_back(unary(PhaseKind::silu_mul, Slot::gate_up, Slot::act, L + " silu*up"));
+    ph.push_back(norm(Slot::h, Slot::normed, Phase::Gamma::ffn_norm, L + " ffn"));
+    if (model.is_moe()) {
+      // Router GEMV, then the chosen experts (Executor::moe), whose weighted
+      // outputs are combined on the residual cores (o's roots).
+      ph.push_back(move(Slot::normed, input_layout(st.router), L + " move to router"));
+      ph.push_back(gemv(st.router, WeightRef::router, Slot::normed, Slot::router));
+      Phase moe = unary(PhaseKind::moe, Slot::normed, Slot::ffn, L + " experts");
+      moe.b = Slot::router;
+      moe.stage = &st;
+      moe.target = residual;
+      moe.spread = st.strip.width - 1;
+      ph.push_back(moe);
+      Phase add2 = unary(PhaseKind::add, Slot::h, Slot::out, L + " residual");
+      add2.b = Slot::ffn;
+      ph.push_back(add2);
+      sp.output = residual;
+      prog.stages.push_back(std::move(sp));
+      continue;
+    }
+    ph.push_back(move(Slot::normed, input_layout(st.gate_up),
+                      L + (gpt2 ? " move to up" : " move to gate_up")));
+    if (gpt2) {
+      ph.push_back(gemv(st.gate_up, WeightRef::up, Slot::normed, Slot::act));
+      ph.push_back(bias(st.gate_up, WeightRef::up, Slot::act));
+      ph.push_back(unary(PhaseKind::gelu, Slot::act, Slot::act, L + " gelu"));
+    } else {
+      ph.push_back(gemv(st.gate_up, WeightRef::gate_up, Slot::normed, Slot::gate_up));
+      ph.push_back(unary(PhaseKind::silu_mul, Slot::gate_up, Slot::act, L + " silu*up"));
+    }
     ph.push_back(move(Slot::act, input_layout(st.down), L + " move to down"));
     ph.push_back(gemv(st.down, WeightRef::down, Slot::act, Slot::ffn));
+    if (gpt2) ph.push_back(bias(st.down, WeightRef::down, Slot::ffn));
     ph.push_back(move(Slot::h, output_layout(st.down), L + " move residual"));
     ph.back().spread = st.strip.width - 1;  // o roots -> down roots: one column to another
     Phase add2 = unary(PhaseKind::add, Slot::h, Slot::out, L + " residual");
@@ -139,8 +215,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
   const int home_cores = std::min(head.lm_head.p(), model.hidden_size);
   hp.input = column_layout(head.wafer, head.lm_head.root(0).x, head.lm_head.root(0).y, home_cores,
                            model.hidden_size);
-  Phase fnorm = unary(PhaseKind::rmsnorm, Slot::x, Slot::normed, "final rmsnorm");
-  fnorm.gamma = Phase::Gamma::final_norm;
+  const Phase fnorm = norm(Slot::x, Slot::normed, Phase::Gamma::final_norm, "final");
   hp.input_spread = head.strip.width - 1;
   hp.phases.push_back(fnorm);
   hp.phases.push_back(move(Slot::normed, input_layout(head.lm_head), "move to lm_head"));

@@ -5,6 +5,7 @@
 // their numbers.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,19 @@
 #include "sim/placement.hpp"
 
 namespace wafersim::sim {
+
+// Thrown when the wafer side (placement, lowering, executor) cannot run a
+// model the models/ side accepts: names the model, its architecture and what
+// the wafer supports.
+class UnsupportedModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Checks that lower() and the executor implement every feature of `model`'s
+// architecture; throws UnsupportedModelError otherwise. Called before
+// placement (sim::place_system) and by `wafersim validate`.
+void check_wafer_supports(const models::ModelConfig& model);
 
 // Where one piece of an activation vector lives: elements [begin, end) on core.
 struct Piece {
@@ -32,22 +46,44 @@ Layout output_layout(const MatrixPlacement& m);
 Layout swiglu_output_layout(const Layout& gate_up);
 
 // Named activation vectors of one token as it flows through a stage.
-enum class Slot : int { x, normed, qkv, attn, proj, h, gate_up, act, ffn, out, logits, count };
+enum class Slot : int {
+  x,
+  normed,
+  qkv,
+  attn,
+  proj,
+  h,
+  gate_up,
+  act,
+  ffn,
+  out,
+  logits,
+  router,
+  count
+};
 
 enum class PhaseKind {
   move,       // redistribute slot `a` to layout `target` (point-to-point transfers)
   rmsnorm,    // out = RMSNorm(a) with gains `gamma` (on a's layout, a line of cores)
+  layernorm,  // out = LayerNorm(a) with gains and biases `gamma` (gpt2; a line of cores)
   gemv,       // out = matrix * a; `a` must sit on the matrix's input layout
+  bias,       // a += the bias of `weights` in place (on the matrix's output roots)
+  qk_norm,    // RMSNorm of each q and k head of `a` (qkv) in place (qwen3)
   rope,       // rotate the q and k parts of `a` in place
   attention,  // out = attention of `a` (qkv) over the layer's KV cache (appending k, v)
   silu_mul,   // out = silu(gate) * up of interleaved `a`
+  gelu,       // a = gelu_tanh(a) in place (gpt2)
+  moe,        // out = mixture of experts of `a` (normed, on the router's input)
+              // chosen by `b` (router logits); see Executor::moe
   add,        // out = a + b (same layout)
   argmax,     // the next token from `a` (logits)
 };
 const char* phase_name(PhaseKind k);
 
-// What a fused weight matrix is made of, for functional mode.
-enum class WeightRef { qkv, o, gate_up, down, lm_head };
+// What a fused weight matrix is made of, for functional mode. up: gpt2's
+// plain up matrix; expert_*: expert `Phase::expert`'s interleaved gate/up and
+// down.
+enum class WeightRef { qkv, o, gate_up, up, down, lm_head, router, expert_gate_up, expert_down };
 
 struct Phase {
   PhaseKind kind = PhaseKind::move;
@@ -62,6 +98,8 @@ struct Phase {
   const MatrixPlacement* matrix = nullptr;
   WeightRef weights = WeightRef::qkv;
   const AttentionPlacement* attention = nullptr;
+  const LayerStage* stage = nullptr;  // moe: the router and experts
+  // Which norm's gains (and, for LayerNorm, biases).
   enum class Gamma { attn_norm, ffn_norm, final_norm } gamma = Gamma::attn_norm;
 };
 

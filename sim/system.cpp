@@ -5,6 +5,7 @@
 namespace wafersim::sim {
 
 std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
+  check_wafer_supports(sc.model);
   auto sys = std::make_unique<PlacedSystem>();
   const int bits = models::dtype_bits(sc.precision);
   PlacementRequest req;

@@ -118,6 +118,24 @@ TEST(Cli, ModelTooLargeIsAClearErrorAndWritesNothing) {
   fs::remove_all(d);
 }
 
+// Every architecture the models accept runs on the wafer from the command
+// line (validate, place, a functional run whose tokens equal the
+// reference's: exit code 0, not 3).
+TEST(Cli, EveryArchitectureValidatesPlacesAndRuns) {
+  for (const char* model : {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral"}) {
+    const fs::path d = scratch_dir("arch");
+    const fs::path scenario = d / "arch.yaml";
+    std::ofstream(scenario) << "name: arch\nhardware: small\nmodel: " << model
+                            << "\nworkload:\n  prompt_tokens: 6\n  generate_tokens: 6\n";
+    for (const char* cmd : {"validate", "place", "run"}) {
+      const Outcome o = wafersim(std::string(cmd) + " " + scenario.string() +
+                                 (std::string(cmd) == "run" ? " --functional" : ""));
+      EXPECT_EQ(o.code, 0) << model << " " << cmd << ": " << o.err;
+    }
+    fs::remove_all(d);
+  }
+}
+
 TEST(Cli, BrokenScenarioNamesFileLineAndKey) {
   const fs::path d = scratch_dir("bad");
   const fs::path scenario = d / "typo.yaml";

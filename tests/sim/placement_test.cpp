@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "../fabric/test_spec.hpp"
+#include "sim/program.hpp"
 #include "sim/scenario.hpp"
 
 namespace wafersim::sim {
@@ -42,6 +43,81 @@ TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
     // KV cache: each layer reserves whole slots per core, at least the context.
     const std::uint64_t kv_min = static_cast<std::uint64_t>(m.num_layers) * 24 * 2 * m.kv_dim() * 2;
     EXPECT_GE(fab.sram().used_for(fabric::SramUse::kv_cache).value, kv_min);
+  }
+}
+
+// The same conservation for the other architectures: every expert and the
+// router (mixtral), biases, LayerNorm biases and position embeddings (gpt2),
+// qk-norm gains (qwen3), q/k/v biases (attention_bias).
+TEST(Placement, EveryArchitecturesWeightBytesEqualItsParameterBytes) {
+  for (const char* name : {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral"}) {
+    for (bool bias : {false, true}) {
+      models::ModelConfig m = load_model_preset(name);
+      if (bias && m.is_gpt2()) continue;  // gpt2 has them anyway
+      m.attention_bias = bias;
+      fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+      PlacementRequest req;
+      req.context_tokens = 24;
+      const Placement pl = place(m, fab, req);
+      EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2)
+          << name << " bias=" << bias;
+      if (m.is_moe()) {
+        ASSERT_EQ(pl.layers[0].experts.size(), static_cast<std::size_t>(m.num_experts));
+        EXPECT_EQ(pl.layers[0].router.out_features, m.num_experts);
+        EXPECT_EQ(pl.layers[0].gate_up.p(), 0);  // no dense MLP
+      }
+      if (m.is_gpt2()) {
+        EXPECT_EQ(pl.head.position_embedding.out_features, m.max_position);
+        EXPECT_EQ(pl.layers[0].gate_up.out_features, m.intermediate_size);  // plain up
+        EXPECT_EQ(pl.layers[0].gate_up.row_granule, 1);
+      }
+    }
+  }
+}
+
+// Every matrix of a mixture of experts, each expert's own, lies inside its
+// layer's strip, and no two overlap (each expert has its own region).
+TEST(Placement, ExpertsHaveDisjointRegionsInsideTheirLayer) {
+  const models::ModelConfig m = load_model_preset("tiny-mixtral");
+  fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+  PlacementRequest req;
+  req.context_tokens = 24;
+  const Placement pl = place(m, fab, req);
+  for (const LayerStage& st : pl.layers) {
+    const auto all = st.matrices();
+    ASSERT_EQ(all.size(), 2u + 1u + 2u * static_cast<std::size_t>(m.num_experts));
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const fabric::Rect& r = all[i]->rect;
+      EXPECT_GE(r.x0, st.strip.x0);
+      EXPECT_LE(r.x0 + r.width, st.strip.x0 + st.strip.width);
+      EXPECT_GE(r.y0, st.strip.y0);
+      EXPECT_LE(r.y0 + r.height, st.strip.y0 + st.strip.height);
+      EXPECT_FALSE(overlap(r, st.attention.rect)) << all[i]->name;
+      for (std::size_t j = i + 1; j < all.size(); ++j)
+        EXPECT_FALSE(overlap(r, all[j]->rect)) << all[i]->name << " / " << all[j]->name;
+    }
+  }
+}
+
+// The wafer's support gate: every architecture preset passes; a model the
+// wafer cannot lower (here a gpt2 with experts, which no scenario can
+// declare since ModelConfig::validate refuses it) is an UnsupportedModelError
+// naming the model, its architecture and what the wafer runs, not a crash.
+TEST(Placement, WaferSupportGateNamesModelArchitectureAndWhatRuns) {
+  for (const char* name :
+       {"tiny-llama", "tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral", "mixtral-8x7b"})
+    EXPECT_NO_THROW(check_wafer_supports(load_model_preset(name))) << name;
+  models::ModelConfig m = load_model_preset("tiny-gpt2");
+  m.num_experts = 4;
+  m.experts_per_token = 2;
+  try {
+    check_wafer_supports(m);
+    FAIL() << "expected UnsupportedModelError";
+  } catch (const UnsupportedModelError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tiny-gpt2"), std::string::npos) << what;
+    EXPECT_NE(what.find("architecture gpt2"), std::string::npos) << what;
+    EXPECT_NE(what.find("the wafer runs"), std::string::npos) << what;
   }
 }
 
