@@ -330,9 +330,8 @@ class StagePlanner {
       heights = {std::min(clear, model_.vocab_size)};
       mins = {lm_min};
     } else {
-      const int lm_rows = std::max(lm_min, clear - lm_min);
-      heights = {std::min(lm_rows, model_.vocab_size),
-                 std::min(clear - lm_rows, model_.vocab_size)};
+      const int lm_rows = std::min(std::max(lm_min, clear - lm_min), model_.vocab_size);
+      heights = {lm_rows, std::min(clear - lm_rows, model_.vocab_size)};
       mins = {lm_min, lm_min};
     }
     const std::vector<int> y = stack_shrinking(

@@ -322,9 +322,10 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
         if (o >= 0) {
           const YAML::Mark m = placed[static_cast<std::size_t>(o)].where.node.Mark();
           r.fail(p.where,
-                 fmt::format("rectangle {} overlaps {} (line {}) at core ({}, {}) of wafer {}",
+                 fmt::format("rectangle {} overlaps {} {} (line {}) at core ({}, {}) of wafer {}",
                              rect_yaml(p.rect), placed[static_cast<std::size_t>(o)].where.path,
-                             m.line + 1, x, y, p.wafer));
+                             rect_yaml(placed[static_cast<std::size_t>(o)].rect), m.line + 1, x,
+                             y, p.wafer));
         }
         o = static_cast<int>(i);
       }
