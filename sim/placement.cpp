@@ -592,7 +592,10 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     std::uint64_t candidate = 0;
     for (const bool by_columns : {false, true})
       for (int rows = 1; rows <= std::min(k, 16); ++rows)
-       for (int cols = static_cast<int>(ceil_div(k, rows)); rows * cols <= k + k / 4 || cols == static_cast<int>(ceil_div(k, rows)); ++cols) {
+        for (int cols = static_cast<int>(ceil_div(k, rows));
+             cols == static_cast<int>(ceil_div(k, rows)) ||
+             rows * cols <= k + static_cast<int>(req.anneal.spare_slots * k);
+             ++cols) {
         ++candidate;
         const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
         const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);

@@ -122,6 +122,9 @@ struct AnnealOptions {
   // Cost = hop-bytes per token + sram_weight x the largest per-core SRAM
   // bytes of the grid (hop-bytes per byte; 0 = hop-bytes alone).
   double sram_weight = 0.0;
+  // Grids may have up to this fraction of k more slots than the k layers
+  // (spare slots stay empty: smaller blocks, fewer hop-bytes, fuller cores).
+  double spare_slots = 0.0;
 };
 
 // Cores kept free for I/O around the programmable area (the Cerebras SDK

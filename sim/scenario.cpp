@@ -932,7 +932,8 @@ void read_placement(const Value& v, PlacementOptions& placement) {
   if (m.has("seed")) placement.seed = read_unsigned(m.get("seed"), UINT64_MAX, "1");
   if (m.has("anneal")) {
     const Value& av = m.get("anneal");
-    const Mapping a(av, {"iterations", "initial_temperature", "final_temperature", "sram_weight"});
+    const Mapping a(av, {"iterations", "initial_temperature", "final_temperature", "sram_weight",
+                         "spare_slots"});
     if (a.has("iterations")) {
       const Value& it = a.get("iterations");
       placement.anneal_iterations = read_count(it, "200000");
@@ -960,6 +961,12 @@ void read_placement(const Value& v, PlacementOptions& placement) {
       placement.anneal_sram_weight = read_real(t, "0");
       if (placement.anneal_sram_weight < 0.0)
         fail(t.loc(), t.path, "must be >= 0 (hop-bytes per byte of the fullest core)");
+    }
+    if (a.has("spare_slots")) {
+      const Value& t = a.get("spare_slots");
+      placement.anneal_spare_slots = read_real(t, "0.25");
+      if (placement.anneal_spare_slots < 0.0 || placement.anneal_spare_slots > 1.0)
+        fail(t.loc(), t.path, "must be between 0 and 1 (spare slots as a fraction of the layers)");
     }
     if (placement.strategy != "anneal")
       fail(av.key_loc(), av.path,
@@ -1390,9 +1397,10 @@ std::string emit_resolved(const Scenario& s) {
     o += fmt::format("  seed: {}\n", s.placement.seed);
     o += fmt::format(
         "  anneal: {{iterations: {}, initial_temperature: {}, final_temperature: {}, "
-        "sram_weight: {}}}\n",
+        "sram_weight: {}, spare_slots: {}}}\n",
         s.placement.anneal_iterations, s.placement.anneal_initial_temperature,
-        s.placement.anneal_final_temperature, s.placement.anneal_sram_weight);
+        s.placement.anneal_final_temperature, s.placement.anneal_sram_weight,
+        s.placement.anneal_spare_slots);
   }
   if (s.placement.halo_columns != 0 || s.placement.halo_rows != 0)
     o += fmt::format("  halo: {{columns: {}, rows: {}}}\n", s.placement.halo_columns,
