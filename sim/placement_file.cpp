@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fabric/defects.hpp"
+#include "sim/placement_cost.hpp"
 #include "sim/scenario.hpp"
 
 namespace wafersim::sim {
@@ -330,6 +331,7 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
         o = static_cast<int>(i);
       }
   }
+  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl);
   return pl;
 }
 
