@@ -1,5 +1,7 @@
 #include "fabric/collectives.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace wafersim::fabric {
@@ -34,12 +36,23 @@ Coord Line::at(int i) const {
   return first;
 }
 
+int two_level_group(int n) {
+  if (n <= 1) return 1;
+  return std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(n)))));
+}
+
 std::vector<CombineStep> reduction_order(ReductionScheme scheme, int n) {
   std::vector<CombineStep> steps;
   if (n <= 1) return steps;
   steps.reserve(static_cast<std::size_t>(n - 1));
   if (scheme == ReductionScheme::chain) {
     for (int i = n - 2; i >= 0; --i) steps.push_back({i, i + 1});
+  } else if (scheme == ReductionScheme::two_level) {
+    const int g = two_level_group(n);
+    for (int first = 0; first < n; first += g)
+      for (int i = std::min(n, first + g) - 2; i >= first; --i) steps.push_back({i, i + 1});
+    const int last_root = (n - 1) / g * g;
+    for (int r = last_root - g; r >= 0; r -= g) steps.push_back({r, r + g});
   } else {
     for (int stride = 1; stride < n; stride *= 2)
       for (int i = 0; i + stride < n; i += 2 * stride) steps.push_back({i, i + stride});
@@ -68,9 +81,27 @@ Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, con
     std::vector<Timed> node_ready(ready.rbegin(), ready.rend());
     return flow.reduce_chain(links, bytes, node_ready);
   }
-  // Tree: at stride s, core i+s sends its partial to core i, which adds it.
   std::vector<Timed> partial(ready.begin(), ready.end());
-  for (const CombineStep& step : reduction_order(scheme, n)) {
+  std::vector<CombineStep> steps = reduction_order(scheme, n);
+  if (scheme == ReductionScheme::two_level) {
+    // First level: every group streams into its first core like a chain
+    // (the groups use disjoint links). Second level: the roots' steps below.
+    const int g = two_level_group(n);
+    std::vector<Timed> node_ready;
+    for (int first = 0; first < n; first += g) {
+      const int len = std::min(n, first + g) - first;
+      if (len == 1) continue;
+      links.clear();
+      mesh.straight_route(line.at(first + len - 1), toward_root, len - 1, links);
+      node_ready.assign(ready.begin() + first, ready.begin() + first + len);
+      std::reverse(node_ready.begin(), node_ready.end());
+      partial[static_cast<std::size_t>(first)] = flow.reduce_chain(links, bytes, node_ready);
+    }
+    steps.erase(steps.begin(), steps.begin() + (n - (n + g - 1) / g));  // the in-group steps
+  }
+  // Tree (and the two-level roots): core `from` sends its partial to core
+  // `into`, which adds it.
+  for (const CombineStep& step : steps) {
     links.clear();
     const int hops = step.from - step.into;
     mesh.straight_route(line.at(step.from), toward_root, hops, links);

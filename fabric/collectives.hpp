@@ -12,7 +12,16 @@
 
 namespace wafersim::fabric {
 
-enum class ReductionScheme { chain, tree };
+// chain: one stream from the far end to the root, each core adding on the way.
+// tree: pairwise at strides 1, 2, 4, ... (log2 n levels, store and forward).
+// two_level: WaferLLM's MeshGEMV reduction (He et al., OSDI 2025): the line
+// is cut in groups of two_level_group(n) ~ sqrt(n) cores; every group
+// chain-reduces into its first core (all groups at once), then the group
+// roots chain into core 0, each root adding the incoming partial to its own.
+enum class ReductionScheme { chain, tree, two_level };
+
+// Cores per group of a two-level reduction over n cores: round(sqrt(n)), at least 1.
+int two_level_group(int n);
 
 // One combine of a reduction: partial[into] += partial[from].
 struct CombineStep {
@@ -22,7 +31,8 @@ struct CombineStep {
 
 // The combine order of reducing n partials into index 0. Chain: the stream
 // starts at the far end (n-1 into n-2, ..., 1 into 0). Tree: pairwise,
-// stride 1, 2, 4, ... toward index 0.
+// stride 1, 2, 4, ... toward index 0. Two-level: every group's chain (group
+// by group, far end first), then the roots from the last group's inward.
 std::vector<CombineStep> reduction_order(ReductionScheme scheme, int n);
 
 // A straight line of n cores starting at `first` and stepping `along`.

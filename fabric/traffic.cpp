@@ -67,6 +67,24 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
     std::uint32_t prev = kNoMessage;
     for (int from = n - 1; from >= 1; --from) prev = send(from, from - 1, prev);
     if (prev != kNoMessage) afters[0].push_back({MessageRef{prev, 0}, reduce_hop_overhead});
+  } else if (scheme == ReductionScheme::two_level) {
+    // Each group streams into its first core (a chain), then the roots
+    // send to one another like tree steps (same as reduce_line).
+    const int g = two_level_group(n);
+    for (int first = 0; first < n; first += g) {
+      std::uint32_t prev = kNoMessage;
+      for (int from = std::min(n, first + g) - 1; from > first; --from)
+        prev = send(from, from - 1, prev);
+      if (prev != kNoMessage)
+        afters[static_cast<std::size_t>(first)].push_back(
+            {MessageRef{prev, 0}, reduce_hop_overhead});
+    }
+    const auto steps = reduction_order(scheme, n);
+    for (std::size_t i = static_cast<std::size_t>(n - (n + g - 1) / g); i < steps.size(); ++i) {
+      const std::uint32_t m = send(steps[i].from, steps[i].into, kNoMessage);
+      afters[static_cast<std::size_t>(steps[i].into)].push_back(
+          {MessageRef{m, 0}, reduce_hop_overhead});
+    }
   } else {
     for (const CombineStep& step : reduction_order(scheme, n)) {
       const std::uint32_t m = send(step.from, step.into, kNoMessage);

@@ -137,7 +137,8 @@ int cmd_regress(const std::string& folder, bool accept, double tolerance) {
 }
 
 int cmd_place(const std::string& file, const std::string& presets, bool json, const std::string& svg,
-              const sim::ScenarioOverrides& overrides, const std::string& strategy, int block_rows) {
+              const sim::ScenarioOverrides& overrides, const std::string& strategy, int block_rows,
+              const std::string& write_placement) {
   sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
   if (!strategy.empty()) {
     const auto known = sim::placement_strategies();
@@ -150,6 +151,10 @@ int cmd_place(const std::string& file, const std::string& presets, bool json, co
   if (block_rows > 0) sc.placement.block_rows = block_rows;
   const sim::PlacementReport report = sim::evaluate_placement(sc);
   if (!svg.empty()) write_text_atomically(svg, sim::placement_svg(report));
+  if (!write_placement.empty()) {
+    if (report.placement_file.empty()) throw sim::UnsupportedModelError(report.placement_file_error);
+    write_text_atomically(write_placement, report.placement_file);
+  }
   if (json)
     std::cout << sim::placement_json(report).dump(2) << "\n";
   else
@@ -189,18 +194,23 @@ int main(int argc, char** argv) {
   run->add_option("--precision", overrides.precision, "Override the precision (fp32, fp16, bf16, ...)");
   run->add_option("--wafers", overrides.wafers, "Wafers in the pipeline: N or auto (the fewest that fit)");
   run->add_option("--users", overrides.users, "Sequences decoded at once (workload.users)");
+  run->add_option("--placement", overrides.placement_file,
+                  "Use this placement file (wafersim place --write-placement) instead of the strategy");
 
-  std::string svg, strategy;
+  std::string svg, strategy, write_placement;
   int block_rows = 0;
   auto* place = app.add_subcommand("place", "Place a scenario's model and evaluate the placement (no simulation)");
   place->add_option("scenario", file, "Scenario YAML file")->required();
   place->add_flag("--json", json, "Print one JSON object");
   place->add_option("--svg", svg, "Write a picture: regions, SRAM and link-load heatmaps");
   place->add_option("--strategy", strategy, "Override the placement strategy");
-  place->add_option("--block-rows", block_rows, "serpentine: rows of layer blocks")->check(CLI::Range(1, 64));
+  place->add_option("--block-rows", block_rows, "serpentine, sram-balanced: rows of layer blocks")->check(CLI::Range(1, 64));
   place->add_option("--wafers", overrides.wafers, "Wafers: N or auto");
   place->add_option("--hardware", overrides.hardware, "Override the hardware preset");
   place->add_option("--model", overrides.model, "Override the model preset");
+  place->add_option("--placement", overrides.placement_file, "Read this placement file instead of running the strategy");
+  place->add_option("--write-placement", write_placement,
+                    "Write the placement (regions, every matrix's rectangle and reduction) as an editable YAML file");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", file, "Scenario YAML file")->required();
@@ -238,7 +248,7 @@ int main(int argc, char** argv) {
       return cmd_run(file, presets, json, out, fn, overrides);
     }
     if (*validate) return cmd_validate(file, presets);
-    if (*place) return cmd_place(file, presets, json, svg, overrides, strategy, block_rows);
+    if (*place) return cmd_place(file, presets, json, svg, overrides, strategy, block_rows, write_placement);
     if (*list) return cmd_list(presets);
     if (*noc.command) return noc.run();
     if (*bench.command) return bench.run();

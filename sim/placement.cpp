@@ -1,11 +1,17 @@
 #include "sim/placement.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
+#include <boost/graph/adjacency_list.hpp>
 #include <fmt/format.h>
+
+#include "fabric/defects.hpp"
+#include "sim/placement_cost.hpp"
 
 namespace wafersim::sim {
 
@@ -31,7 +37,7 @@ std::vector<const MatrixPlacement*> LayerStage::matrices() const {
 }
 
 std::vector<std::string> placement_strategies() {
-  return {"layer-rectangles", "serpentine"};
+  return {"layer-rectangles", "serpentine", "short-path", "sram-balanced", "anneal"};
 }
 
 namespace {
@@ -114,6 +120,417 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
   return place(model, std::span<fabric::Fabric* const>(&one, 1), req);
 }
 
+fabric::Rect usable_area(const fabric::WaferSpec& spec, const Halo& halo) {
+  const int west = (halo.columns + 1) / 2, north = (halo.rows + 1) / 2;
+  return Rect{west, north, spec.mesh_width - halo.columns, spec.mesh_height - halo.rows};
+}
+
+namespace {
+
+// Stacks rectangles of the given heights top to bottom in `block`, each on
+// a contiguous run of rows that hold no dead core (a row of the block with a
+// dead core in any of its columns holds nothing: the defect rule). Returns
+// the first row of each, or the overflow (rows past the block's end) of the
+// first one that does not fit.
+struct StackResult {
+  std::vector<int> y;
+  int overflow = 0;
+  int failed = -1;  // index of the first height that did not fit
+};
+
+StackResult stack_rows(const Rect& block, const std::vector<char>& dead_row,
+                       const std::vector<int>& heights) {
+  StackResult r;
+  int y = 0;  // relative to block.y0
+  for (std::size_t i = 0; i < heights.size(); ++i) {
+    const int h = heights[i];
+    // First start >= y with h clear rows.
+    int start = y, run = 0;
+    for (int yy = y; yy < block.height && run < h; ++yy) {
+      if (dead_row[static_cast<std::size_t>(yy)]) {
+        run = 0;
+        start = yy + 1;
+      } else {
+        ++run;
+      }
+    }
+    if (run < h) {
+      r.failed = static_cast<int>(i);
+      r.overflow = std::max(1, start + h - block.height);
+      return r;
+    }
+    r.y.push_back(block.y0 + start);
+    y = start + h;
+  }
+  return r;
+}
+
+// Stacks the heights, shrinking the one furthest above its minimum when the
+// dead rows leave too little room, until they fit; throws FitError with
+// `what` when even the minimum heights do not.
+std::vector<int> stack_shrinking(const Rect& block, const std::vector<char>& dead_row,
+                                 std::vector<int>& heights, const std::vector<int>& mins,
+                                 const std::vector<int>& steps, const std::string& what) {
+  for (;;) {
+    StackResult r = stack_rows(block, dead_row, heights);
+    if (r.failed < 0) return r.y;
+    int best = -1, slack = 0;
+    for (std::size_t i = 0; i < heights.size(); ++i)
+      if (heights[i] - mins[i] >= steps[i] && heights[i] - mins[i] > slack)
+        best = static_cast<int>(i), slack = heights[i] - mins[i];
+    if (best < 0) throw FitError(what);
+    const auto b = static_cast<std::size_t>(best);
+    const int cut = std::min(heights[b] - mins[b], std::max(r.overflow, steps[b]));
+    heights[b] -= cut / steps[b] * steps[b];
+  }
+}
+
+// Plans one wafer's (or one candidate's) stages: the layout of a layer in a
+// block and of the head in a strip, for a per-core byte budget.
+class StagePlanner {
+ public:
+  StagePlanner(const models::ModelConfig& model, const fabric::WaferSpec& spec,
+               const PlacementRequest& req)
+      : model_(model), spec_(spec), req_(req), defects_(spec) {
+    bits_ = req.weight_bits;
+    capacity_ = spec.sram_per_core.value;
+    users_ = std::max(1, req.users);
+    ctx_ = std::max(1, req.context_tokens);
+    slots_ = static_cast<std::int64_t>(ctx_) * users_;
+    // The matrices of a layer, top to bottom (the attention segments sit
+    // between qkv and o):
+    //   SwiGLU (llama family)  qkv, o, gate_up (interleaved pairs), down
+    //   GELU (gpt2)            qkv, o, up, down
+    //   MoE (mixtral)          qkv, o, router, then gate_up and down of each expert
+    shapes_ = {
+        {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
+        {"o", model.hidden_size, model.q_dim()},
+    };
+    if (model.is_moe()) {
+      shapes_.push_back({"router", model.num_experts, model.hidden_size});
+      for (int e = 0; e < model.num_experts; ++e) {
+        shapes_.push_back(
+            {fmt::format("expert {} gate_up", e), 2 * model.intermediate_size, model.hidden_size, 2});
+        shapes_.push_back(
+            {fmt::format("expert {} down", e), model.hidden_size, model.intermediate_size});
+      }
+    } else if (model.is_gpt2()) {
+      shapes_.push_back({"up", model.intermediate_size, model.hidden_size});
+      shapes_.push_back({"down", model.hidden_size, model.intermediate_size});
+    } else {
+      shapes_.push_back({"gate_up", 2 * model.intermediate_size, model.hidden_size, 2});
+      shapes_.push_back({"down", model.hidden_size, model.intermediate_size});
+    }
+    const int hd = model.head_dim;
+    group_ = model.num_heads / model.num_kv_heads;
+    slot_bytes_ = 2 * static_cast<std::uint64_t>(hd) * bits_ / 8;
+    att_buffers_ = static_cast<std::uint64_t>(group_) * (2 * hd + 2) * 4;
+    if (capacity_ <= att_buffers_ + slot_bytes_)
+      throw FitError(
+          fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
+                      human_bytes(capacity_), model.name));
+  }
+
+  std::uint64_t capacity() const { return capacity_; }
+  // The smallest budget worth trying: one KV slot plus attention buffers.
+  std::uint64_t min_budget() const { return att_buffers_ + slot_bytes_ + 1; }
+  const fabric::DefectMap& defects() const { return defects_; }
+
+  // Longest context per user the last planned layers could hold (at full capacity).
+  int max_context = INT_MAX;
+
+  LayerStage layer(int l, int w, const Rect& block, std::uint64_t budget,
+                   const std::string& strategy) {
+    const int bw = block.width, bh = block.height;
+    const int att_width = std::min(bw, model_.num_kv_heads);
+    const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
+    std::vector<int> rows(shapes_.size());
+    for (std::size_t i = 0; i < shapes_.size(); ++i) {
+      rows[i] = min_rows(shapes_[i], bw, budget, bits_);
+      if (rows[i] < 0)
+        throw FitError(fmt::format(
+            "a {}-column block cannot hold even one row of the {} matrix of {} on {}; use more "
+            "wafers or fewer block rows",
+            bw, shapes_[i].name, model_.name, spec_.name));
+    }
+    if (budget <= att_buffers_ + slot_bytes_)
+      throw FitError("per-core budget below one KV slot and the attention buffers");
+    const int spc = static_cast<int>((budget - att_buffers_) / slot_bytes_);
+    const int min_segment =
+        static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(spc)));
+    const std::vector<char> dead = dead_rows(block);
+    const int clear = bh - static_cast<int>(std::count(dead.begin(), dead.end(), 1));
+    const int att_rows_min = per_column * min_segment;
+    const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
+    if (needed > clear)
+      throw FitError(fmt::format(
+          "layer {} of {} needs {} rows of a {}-core-wide block for its weights and a KV cache "
+          "of {} tokens x {} users, but its block ({}) has {} rows{}; use more wafers, fewer "
+          "tokens or fewer block rows",
+          l, model_.name, needed, bw, ctx_, users_, strategy, clear,
+          clear < bh ? fmt::format(" free of defects (of {})", bh) : std::string()));
+    std::vector<int> target = rows;
+    share_rows(target, shapes_, clear - needed);
+    const int used_by_matrices = std::accumulate(target.begin(), target.end(), 0);
+    int segment = std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
+                                            slots_, (clear - used_by_matrices) / per_column)));
+    // The longest context this layout could cache at full capacity.
+    {
+      std::vector<int> full(shapes_.size());
+      for (std::size_t i = 0; i < shapes_.size(); ++i)
+        full[i] = min_rows(shapes_[i], bw, capacity_, bits_);
+      const int spc_full = static_cast<int>((capacity_ - att_buffers_) / slot_bytes_);
+      const int most_rows = (clear - std::accumulate(full.begin(), full.end(), 0)) / per_column;
+      max_context = static_cast<int>(std::min<std::int64_t>(
+          max_context, static_cast<std::int64_t>(std::max(0, most_rows)) * spc_full / users_));
+    }
+    // Stack qkv, attention, o and the rest of the layer's matrices, each at
+    // most one row of cores per output row (per gate/up pair when interleaved).
+    auto cap = [&](std::size_t i, int r) {
+      return std::min(r, shapes_[i].out / shapes_[i].granule);
+    };
+    std::vector<int> heights{cap(0, target[0]), per_column * segment, cap(1, target[1])};
+    std::vector<int> mins{cap(0, rows[0]), att_rows_min, cap(1, rows[1])};
+    std::vector<int> steps{1, per_column, 1};
+    for (std::size_t i = 2; i < shapes_.size(); ++i) {
+      heights.push_back(cap(i, target[i]));
+      mins.push_back(cap(i, rows[i]));
+      steps.push_back(1);
+    }
+    const std::vector<int> y = stack_shrinking(
+        block, dead, heights, mins, steps,
+        fmt::format("layer {} of {}: the dead cores in its block ({} x {} at ({}, {})) leave no "
+                    "contiguous rows for its matrices and KV cache",
+                    l, model_.name, bw, bh, block.x0, block.y0));
+    segment = heights[1] / per_column;
+
+    LayerStage st;
+    st.layer = l;
+    st.wafer = w;
+    st.strip = block;
+    auto matrix = [&](std::size_t shape, int y0, int h) {
+      MatrixShape sh = shapes_[shape];
+      sh.name = fmt::format("layer {} {}", l, sh.name);
+      MatrixPlacement mp = make_matrix(sh, block.x0, y0, bw, h, req_.reduction);
+      mp.wafer = w;
+      return mp;
+    };
+    st.qkv = matrix(0, y[0], heights[0]);
+    st.attention.wafer = w;
+    st.attention.rect = Rect{block.x0, y[1], att_width, per_column * segment};
+    st.attention.num_kv_heads = model_.num_kv_heads;
+    st.attention.segment_length = segment;
+    st.attention.segments_per_column = per_column;
+    st.attention.reduction = req_.reduction;
+    st.attention.max_positions_per_core = static_cast<int>(
+        ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(segment)));
+    st.attention.context = ctx_;
+    st.attention.users = users_;
+    st.o = matrix(1, y[2], heights[2]);
+    // Shape i >= 2 sits at y[i + 1] (the attention segments are element 1).
+    auto rest = [&](std::size_t i) { return matrix(i, y[i + 1], heights[i + 1]); };
+    if (model_.is_moe()) {
+      st.router = rest(2);
+      for (int e = 0; e < model_.num_experts; ++e) {
+        ExpertPlacement ep;
+        // Rows interleave gate and up: 2i = gate i, 2i+1 = up i (granule 2).
+        ep.gate_up = rest(3 + 2 * static_cast<std::size_t>(e));
+        ep.down = rest(4 + 2 * static_cast<std::size_t>(e));
+        st.experts.push_back(std::move(ep));
+      }
+    } else {
+      // SwiGLU: rows interleave gate and up (granule 2); gpt2: plain up rows.
+      st.gate_up = rest(2);
+      st.down = rest(3);
+    }
+    return st;
+  }
+
+  // Fewest rows of cores the head needs in a strip `width` wide at `budget`.
+  int head_min_rows(int width, std::uint64_t budget) const {
+    const MatrixShape lm{"lm_head", model_.vocab_size, model_.hidden_size};
+    const int r = min_rows(lm, width, budget, bits_);
+    const MatrixShape pos{"position_embedding", model_.max_position, model_.hidden_size};
+    const int p = model_.is_gpt2() ? min_rows(pos, width, budget, bits_) : 0;
+    return r < 0 || p < 0 ? -1 : r * (model_.tie_embeddings ? 1 : 2) + p;
+  }
+
+  HeadStage head(int w, const Rect& strip, std::uint64_t budget) {
+    HeadStage head;
+    head.wafer = w;
+    head.strip = strip;
+    head.tied = model_.tie_embeddings;
+    const MatrixShape lm{"lm_head", model_.vocab_size, model_.hidden_size};
+    const MatrixShape emb{"embedding", model_.vocab_size, model_.hidden_size};
+    const MatrixShape pos{"position_embedding", model_.max_position, model_.hidden_size};
+    const int lm_min = min_rows(lm, strip.width, budget, bits_);
+    // gpt2's learned position embeddings take the fewest rows they fit in,
+    // below the lm_head (and the embedding).
+    const int pos_rows = model_.is_gpt2() ? min_rows(pos, strip.width, budget, bits_) : 0;
+    const std::vector<char> dead = dead_rows(strip);
+    const int clear = strip.height - static_cast<int>(std::count(dead.begin(), dead.end(), 1));
+    const int avail = clear - pos_rows;
+    if (lm_min < 0 || pos_rows < 0 || lm_min * (head.tied ? 1 : 2) > avail)
+      throw FitError(fmt::format(
+          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head{}; use more "
+          "wafers",
+          strip.width, spec_.name, model_.vocab_size, model_.hidden_size,
+          model_.is_gpt2() ? " and the position embeddings" : ""));
+    std::vector<int> heights, mins;
+    if (head.tied) {
+      heights = {std::min(avail, model_.vocab_size)};
+      mins = {lm_min};
+    } else {
+      const int lm_rows = std::min(std::max(lm_min, avail - lm_min), model_.vocab_size);
+      heights = {lm_rows, std::min(avail - lm_rows, model_.vocab_size)};
+      mins = {lm_min, lm_min};
+    }
+    if (pos_rows > 0) {
+      heights.push_back(pos_rows);
+      mins.push_back(pos_rows);
+    }
+    const std::vector<int> y = stack_shrinking(
+        strip, dead, heights, mins, std::vector<int>(heights.size(), 1),
+        fmt::format("the dead cores in the head strip ({} x {} at ({}, {})) leave no {} "
+                    "contiguous rows for the lm_head",
+                    strip.width, strip.height, strip.x0, strip.y0, lm_min));
+    head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], req_.reduction);
+    head.lm_head.wafer = w;
+    head.embedding = head.tied ? head.lm_head
+                               : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
+                                             req_.reduction);
+    head.embedding.wafer = w;
+    if (!head.tied) head.embedding.name = "embedding";
+    if (pos_rows > 0) {
+      const std::size_t i = heights.size() - 1;
+      head.position_embedding =
+          make_matrix(pos, strip.x0, y[i], strip.width, heights[i], req_.reduction);
+      head.position_embedding.wafer = w;
+    }
+    return head;
+  }
+
+ private:
+  // Per row of `r`: 1 when a core of that row (within r's columns) is dead.
+  std::vector<char> dead_rows(const Rect& r) const {
+    std::vector<char> dead(static_cast<std::size_t>(std::max(0, r.height)), 0);
+    if (defects_.dead_count() == 0) return dead;
+    for (int y = 0; y < r.height; ++y)
+      for (int x = r.x0; x < r.x0 + r.width; ++x)
+        if (defects_.dead(Coord{x, r.y0 + y})) {
+          dead[static_cast<std::size_t>(y)] = 1;
+          break;
+        }
+    return dead;
+  }
+
+  const models::ModelConfig& model_;
+  const fabric::WaferSpec& spec_;
+  const PlacementRequest& req_;
+  fabric::DefectMap defects_;
+  int bits_ = 16;
+  std::uint64_t capacity_ = 0;
+  int users_ = 1, ctx_ = 1;
+  std::int64_t slots_ = 1;
+  std::vector<MatrixShape> shapes_;
+  int group_ = 1;
+  std::uint64_t slot_bytes_ = 0, att_buffers_ = 0;
+};
+
+// A region plan for one wafer: a block per layer (in layer order) and the head strip.
+struct RegionPlan {
+  std::vector<Rect> blocks;
+  Rect head;
+  Rect rest;  // the area left to the layers
+  std::string note;
+};
+
+// Head strip width (a full-height strip on the west of `u`) as wide as its share of the bytes.
+int head_share(int extent, std::uint64_t head_bytes, std::uint64_t layer_bytes, int k) {
+  const double total = static_cast<double>(layer_bytes) * k + static_cast<double>(head_bytes);
+  const int w =
+      std::max(1, static_cast<int>(std::floor(extent * static_cast<double>(head_bytes) / total)));
+  return std::min(w, extent - 1);
+}
+
+// A boustrophedon of k blocks: `rows` rows of ceil(k/rows) blocks inside
+// `area`, snaking left to right then right to left; with `by_columns` the
+// same transposed (down the first column, up the second, ...).
+std::vector<Rect> snake_blocks(const Rect& area, int k, int rows, bool by_columns) {
+  const int R = std::min(std::max(1, rows), k);
+  const int C = static_cast<int>(ceil_div(k, R));
+  std::vector<Rect> blocks;
+  const int along = by_columns ? area.height : area.width;  // the snake's direction
+  const int across = by_columns ? area.width : area.height;
+  const int block_a = along / C, block_c = across / R;
+  if (block_a < 1 || block_c < 1) return blocks;
+  for (int i = 0; i < k; ++i) {
+    const int r = i / C, c = i % C;
+    const int pos = r % 2 == 0 ? c : C - 1 - c;
+    const int ext_c = r == R - 1 ? across - r * block_c : block_c;
+    if (by_columns)
+      blocks.push_back(Rect{area.x0 + r * block_c, area.y0 + pos * block_a, ext_c, block_a});
+    else
+      blocks.push_back(Rect{area.x0 + pos * block_a, area.y0 + r * block_c, block_a, ext_c});
+  }
+  return blocks;
+}
+
+// All slots of a rows x cols grid (row-major), for annealing.
+std::vector<Rect> grid_slots(const Rect& area, int rows, int cols, bool by_columns) {
+  const int R = rows, C = cols;
+  std::vector<Rect> slots;
+  const int along = by_columns ? area.height : area.width;
+  const int across = by_columns ? area.width : area.height;
+  const int block_a = along / C, block_c = across / R;
+  if (block_a < 1 || block_c < 1) return slots;
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const int ext_c = r == R - 1 ? across - r * block_c : block_c;
+      if (by_columns)
+        slots.push_back(Rect{area.x0 + r * block_c, area.y0 + c * block_a, ext_c, block_a});
+      else
+        slots.push_back(Rect{area.x0 + c * block_a, area.y0 + r * block_c, block_a, ext_c});
+    }
+  return slots;
+}
+
+// A deterministic generator whose whole definition is here (SplitMix64), so
+// annealing gives the same placement on every platform for one seed.
+struct SeededDraws {
+  std::uint64_t state;
+  std::uint64_t next() {
+    state += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+  double unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+// The layer dataflow of one wafer as a graph: vertices are stages (its
+// layers, then the head when it holds it), edges carry the bytes one token
+// moves between them (the hidden state in fp32; the head's embedding row
+// back to the first layer).
+using Dataflow =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                          boost::property<boost::edge_weight_t, double>>;
+
+Dataflow layer_dataflow(int k, bool has_head, int hidden) {
+  Dataflow g(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
+  const double bytes = 4.0 * hidden;
+  for (int l = 0; l + 1 < k; ++l) boost::add_edge(l, l + 1, bytes, g);
+  if (has_head && k > 0) {
+    boost::add_edge(k - 1, k, bytes, g);
+    boost::add_edge(k, 0, bytes, g);
+  }
+  return g;
+}
+
+}  // namespace
+
 Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSpec& spec,
                          int n_wafers, const PlacementRequest& req) {
   const auto strategies = placement_strategies();
@@ -123,7 +540,11 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   const std::uint64_t capacity = spec.sram_per_core.value;
   const int bits = req.weight_bits;
   const int kv_bits = req.weight_bits;
-  const int W = spec.mesh_width, H = spec.mesh_height;
+  const Rect area = usable_area(spec, req.halo);
+  if (area.width < 2 || area.height < 1)
+    throw FitError(fmt::format("the halo ({} columns, {} rows) leaves no room on {} ({} x {})",
+                               req.halo.columns, req.halo.rows, spec.name, spec.mesh_width,
+                               spec.mesh_height));
 
   // Whole-model check first, so the common failure reads in model terms.
   const std::uint64_t weight_bytes =
@@ -156,216 +577,318 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       (tied ? 1u : 2u) * static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits,
       8);
 
-  const int hd = model.head_dim;
-  const int ctx = std::max(1, req.context_tokens);
-  const std::int64_t slots = static_cast<std::int64_t>(ctx) * users;  // KV slots per kv head
   Placement pl;
   pl.strategy = req.strategy;
   pl.context_tokens = req.context_tokens;
   pl.users = users;
   pl.wafers = n_wafers;
   pl.max_context_tokens = model.max_position;
+  StagePlanner planner(model, spec, req);
 
-  // The matrices of a layer, top to bottom after the attention segments:
-  //   SwiGLU (llama family)  qkv, o, gate_up (interleaved pairs), down
-  //   GELU (gpt2)            qkv, o, up, down
-  //   MoE (mixtral)          qkv, o, router, then gate_up and down of each expert
-  std::vector<MatrixShape> layer_shapes{
-      {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
-      {"o", model.hidden_size, model.q_dim()},
+  // Plans a wafer's stages from a region plan at a per-core budget.
+  auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head,
+                   std::uint64_t budget, Placement& out) {
+    for (std::size_t i = 0; i < plan.blocks.size(); ++i)
+      out.layers.push_back(planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i],
+                                         budget, req.strategy));
+    if (has_head) out.head = planner.head(w, plan.head, budget);
   };
-  if (model.is_moe()) {
-    layer_shapes.push_back({"router", model.num_experts, model.hidden_size});
-    for (int e = 0; e < model.num_experts; ++e) {
-      layer_shapes.push_back(
-          {fmt::format("expert {} gate_up", e), 2 * model.intermediate_size, model.hidden_size, 2});
-      layer_shapes.push_back(
-          {fmt::format("expert {} down", e), model.hidden_size, model.intermediate_size});
+  // Closed-form cost of a candidate plan for one wafer (its stages alone).
+  auto candidate_cost = [&](const RegionPlan& plan, int w, int l_begin, bool has_head,
+                            double& cost) {
+    Placement trial;
+    try {
+      build(plan, w, l_begin, has_head, capacity, trial);
+    } catch (const FitError&) {
+      return false;
     }
-  } else if (model.is_gpt2()) {
-    layer_shapes.push_back({"up", model.intermediate_size, model.hidden_size});
-    layer_shapes.push_back({"down", model.hidden_size, model.intermediate_size});
-  } else {
-    layer_shapes.push_back({"gate_up", 2 * model.intermediate_size, model.hidden_size, 2});
-    layer_shapes.push_back({"down", model.hidden_size, model.intermediate_size});
-  }
-  // Attention: kv heads stacked in columns; each head's segment must hold the
-  // context's K and V plus the query group and partial results.
-  const int group = model.num_heads / model.num_kv_heads;
-  const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(hd) * kv_bits / 8;
-  const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * hd + 2) * 4;
-  if (capacity <= att_buffers + slot_bytes)
-    throw FitError(
-        fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
-                    human_bytes(capacity), model.name));
-  const int slots_per_core = static_cast<int>((capacity - att_buffers) / slot_bytes);
-  const int min_segment =
-      static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots), slots_per_core));
-
-  // Lays out one layer inside `block`, top to bottom: QKV, attention
-  // segments, O, gate/up, down, each matrix Q = block width columns wide.
-  auto place_layer = [&](int l, int w, const Rect& block) {
-    const int bw = block.width, bh = block.height;
-    const int att_width = std::min(bw, model.num_kv_heads);
-    const int segments_per_column = static_cast<int>(ceil_div(model.num_kv_heads, att_width));
-    std::vector<int> rows(layer_shapes.size());
-    for (std::size_t i = 0; i < layer_shapes.size(); ++i) {
-      rows[i] = min_rows(layer_shapes[i], bw, capacity, bits);
-      if (rows[i] < 0)
-        throw FitError(fmt::format(
-            "a {}-column block cannot hold even one row of the {} matrix of {} on {}; use more "
-            "wafers or fewer block rows",
-            bw, layer_shapes[i].name, model.name, spec.name));
+    cost = 0.0;
+    for (std::size_t i = 0; i < trial.layers.size(); ++i) {
+      cost += layer_hop_bytes(model, trial.layers[i]);
+      if (i + 1 < trial.layers.size())
+        cost += move_hop_bytes(layer_output_layout(trial.layers[i]),
+                               layer_input_layout(trial.layers[i + 1]));
     }
-    const int att_rows_min = segments_per_column * min_segment;
-    const int needed = std::accumulate(rows.begin(), rows.end(), 0) + att_rows_min;
-    if (needed > bh)
-      throw FitError(fmt::format(
-          "layer {} of {} needs {} rows of a {}-core-wide block for its weights and a KV cache "
-          "of {} tokens x {} users, but its block ({}) has {} rows; use more wafers, fewer "
-          "tokens or fewer block rows",
-          l, model.name, needed, bw, ctx, users, pl.strategy, bh));
-    // Spread what is left over the matrices (less work per core), and give
-    // the attention segments any rows they can still use.
-    share_rows(rows, layer_shapes, bh - needed);
-    const int used_by_matrices = std::accumulate(rows.begin(), rows.end(), 0);
-    const int segment =
-        std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
-                                  slots, (bh - used_by_matrices) / segments_per_column)));
-    // The longest context this layout could cache: matrices at their fewest
-    // rows, every other row of the block holding KV slots.
-    const int most_rows = (bh - needed + att_rows_min) / segments_per_column;
-    pl.max_context_tokens = static_cast<int>(std::min<std::int64_t>(
-        pl.max_context_tokens, static_cast<std::int64_t>(most_rows) * slots_per_core / users));
-
-    LayerStage st;
-    st.layer = l;
-    st.wafer = w;
-    st.strip = block;
-    const int x0 = block.x0;
-    int y = block.y0;
-    auto next_matrix = [&](std::size_t i) {
-      MatrixShape sh = layer_shapes[i];
-      sh.name = fmt::format("layer {} {}", l, sh.name);
-      MatrixPlacement mp = make_matrix(sh, x0, y, bw, rows[i], req.reduction);
-      mp.wafer = w;
-      y += mp.rect.height;
-      return mp;
-    };
-    st.qkv = next_matrix(0);
-    st.attention.wafer = w;
-    st.attention.rect = Rect{x0, y, att_width, segments_per_column * segment};
-    st.attention.num_kv_heads = model.num_kv_heads;
-    st.attention.segment_length = segment;
-    st.attention.segments_per_column = segments_per_column;
-    st.attention.reduction = req.reduction;
-    st.attention.max_positions_per_core = static_cast<int>(
-        ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(segment)));
-    st.attention.context = ctx;
-    st.attention.users = users;
-    y += st.attention.rect.height;
-    st.o = next_matrix(1);
-    if (model.is_moe()) {
-      st.router = next_matrix(2);
-      for (int e = 0; e < model.num_experts; ++e) {
-        ExpertPlacement ep;
-        // Rows interleave gate and up: 2i = gate i, 2i+1 = up i (granule 2).
-        ep.gate_up = next_matrix(3 + 2 * static_cast<std::size_t>(e));
-        ep.down = next_matrix(4 + 2 * static_cast<std::size_t>(e));
-        st.experts.push_back(std::move(ep));
+    if (has_head) {
+      cost += head_hop_bytes(model, trial.head);
+      cost += move_hop_bytes(layer_output_layout(trial.layers.back()),
+                             head_input_layout(model, trial.head));
+      cost += move_hop_bytes(embedding_row_layout(trial.head),
+                             layer_input_layout(trial.layers.front()));
+    }
+    return true;
+  };
+  // A snake candidate: the head strip on the west (row snakes) or across the
+  // north (column snakes) of the area, layers in the rest.
+  auto snake_plan = [&](int k, bool has_head, int rows, bool by_columns) {
+    RegionPlan p;
+    Rect rest = area;
+    if (has_head) {
+      if (by_columns) {
+        const int hh = head_share(area.height, head_bytes, layer_bytes, k);
+        p.head = Rect{area.x0, area.y0, area.width, hh};
+        rest = Rect{area.x0, area.y0 + hh, area.width, area.height - hh};
+      } else {
+        const int hw = head_share(area.width, head_bytes, layer_bytes, k);
+        p.head = Rect{area.x0, area.y0, hw, area.height};
+        rest = Rect{area.x0 + hw, area.y0, area.width - hw, area.height};
       }
-    } else {
-      // SwiGLU: rows interleave gate and up (granule 2); gpt2: plain up rows.
-      st.gate_up = next_matrix(2);
-      st.down = next_matrix(3);
     }
-    pl.layers.push_back(std::move(st));
+    p.rest = rest;
+    p.blocks = snake_blocks(rest, k, rows, by_columns);
+    return p;
   };
 
-  // Head: lm_head over all rows that fit; the embedding shares it when tied.
-  auto place_head = [&](int w, const Rect& strip) {
-    HeadStage& head = pl.head;
-    head.wafer = w;
-    head.strip = strip;
-    head.tied = tied;
-    const MatrixShape lm{"lm_head", model.vocab_size, model.hidden_size};
-    const MatrixShape emb{"embedding", model.vocab_size, model.hidden_size};
-    const MatrixShape pos{"position_embedding", model.max_position, model.hidden_size};
-    const int lm_min = min_rows(lm, strip.width, capacity, bits);
-    // gpt2's position embeddings take the fewest rows they fit in, at the bottom.
-    const int pos_rows = model.is_gpt2() ? min_rows(pos, strip.width, capacity, bits) : 0;
-    const int avail = strip.height - pos_rows;
-    if (lm_min < 0 || pos_rows < 0 || lm_min * (tied ? 1 : 2) > avail)
-      throw FitError(fmt::format(
-          "the {}-column head strip of {} cannot hold the {}x{} embedding/lm_head{}; use more "
-          "wafers",
-          strip.width, spec.name, model.vocab_size, model.hidden_size,
-          model.is_gpt2() ? " and the position embeddings" : ""));
-    const int lm_rows = tied ? avail : std::max(lm_min, avail - lm_min);
-    head.lm_head = make_matrix(lm, strip.x0, strip.y0, strip.width, lm_rows, req.reduction);
-    head.lm_head.wafer = w;
-    head.embedding =
-        tied ? head.lm_head
-             : make_matrix(emb, strip.x0, strip.y0 + head.lm_head.rect.height, strip.width,
-                           avail - head.lm_head.rect.height, req.reduction);
-    head.embedding.wafer = w;
-    if (!tied) head.embedding.name = "embedding";
-    if (model.is_gpt2()) {
-      head.position_embedding =
-          make_matrix(pos, strip.x0, strip.y0 + avail, strip.width, pos_rows, req.reduction);
-      head.position_embedding.wafer = w;
-    }
+  // Simulated annealing of the assignment of layers to the slots of a grid
+  // (every grid of 1..16 block rows or columns, head on the west or the
+  // north), minimising the closed-form hop-bytes per token: the cost inside
+  // each slot (depends on the slot's shape) plus, per edge of the dataflow
+  // graph, its bytes x the per-byte hop distance between the two slots'
+  // ports (output of one stage to input of the next). The best over grids wins.
+  auto anneal = [&](int k, bool has_head, int l_begin, int w) {
+    const Dataflow graph = layer_dataflow(k, has_head, model.hidden_size);
+    const auto weight = boost::get(boost::edge_weight, graph);
+    RegionPlan best_plan;
+    double best_cost = std::numeric_limits<double>::infinity();
+    std::uint64_t candidate = 0;
+    for (const bool by_columns : {false, true})
+      for (int rows = 1; rows <= std::min(k, 16); ++rows)
+        for (int cols = static_cast<int>(ceil_div(k, rows));
+             cols == static_cast<int>(ceil_div(k, rows)) ||
+             rows * cols <= k + static_cast<int>(req.anneal.spare_slots * k);
+             ++cols) {
+        ++candidate;
+        const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
+        const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
+        if (slots.empty()) continue;
+        const int S = static_cast<int>(slots.size());
+        std::vector<LayerStage> stage(static_cast<std::size_t>(S));
+        HeadStage head;
+        try {
+          for (int i = 0; i < S; ++i)
+            stage[static_cast<std::size_t>(i)] =
+                planner.layer(l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
+          if (has_head) head = planner.head(w, base.head, capacity);
+        } catch (const FitError&) {
+          continue;
+        }
+        const int N = S + (has_head ? 1 : 0);
+        std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
+        std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
+        std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
+        for (int i = 0; i < S; ++i) {
+          const LayerStage& st = stage[static_cast<std::size_t>(i)];
+          intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
+          in[static_cast<std::size_t>(i)] = layer_input_layout(st);
+          out[static_cast<std::size_t>(i)] = layer_output_layout(st);
+          for (const MatrixPlacement* m : st.matrices())
+            core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
+        }
+        if (has_head) {
+          intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
+          in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
+          out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
+        }
+        std::vector<double> dist(static_cast<std::size_t>(N) * N);
+        for (int a = 0; a < N; ++a)
+          for (int b = 0; b < N; ++b)
+            dist[static_cast<std::size_t>(a) * N + b] =
+                move_hop_bytes(out[static_cast<std::size_t>(a)], in[static_cast<std::size_t>(b)]) /
+                (4.0 * model.hidden_size);
+        // Random start (seeded), then Metropolis moves: a layer to another
+        // slot, swapping with its occupant if there is one.
+        SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
+        std::vector<int> perm(static_cast<std::size_t>(S));
+        std::iota(perm.begin(), perm.end(), 0);
+        for (int i = S - 1; i > 0; --i) std::swap(perm[static_cast<std::size_t>(i)],
+                                                  perm[static_cast<std::size_t>(rng.below(i + 1))]);
+        std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
+        std::vector<int> occupant(static_cast<std::size_t>(S), -1);
+        for (int l = 0; l < k; ++l) {
+          slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
+          occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
+        }
+        if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
+        auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
+          const auto u = boost::source(e, graph), v = boost::target(e, graph);
+          return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
+        };
+        // Cost of the vertices v (and u) and their edges, each edge once.
+        auto local = [&](int v, int u) {
+          double c = intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)])];
+          if (u >= 0) c += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(u)])];
+          for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+          for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+          if (u >= 0) {
+            for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
+              if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
+            for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
+              if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+          }
+          return c;
+        };
+        double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
+        for (int l = 0; l < k; ++l) cost += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(l)])];
+        for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
+        double best_here = cost;
+        std::vector<int> best_slots = slot_of;
+        const double scale = cost / k;
+        double T = req.anneal.initial_temperature * scale;
+        const int iters = req.anneal.iterations;
+        const double cool = std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
+                                     1.0 / std::max(1, iters));
+        for (int it = 0; it < iters; ++it, T *= cool) {
+          const int v = rng.below(k);
+          const int s = rng.below(S);
+          const int from = slot_of[static_cast<std::size_t>(v)];
+          if (s == from) continue;
+          const int u = occupant[static_cast<std::size_t>(s)];
+          const double before = local(v, u);
+          slot_of[static_cast<std::size_t>(v)] = s;
+          occupant[static_cast<std::size_t>(s)] = v;
+          occupant[static_cast<std::size_t>(from)] = u;
+          if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
+          const double delta = local(v, u) - before;
+          if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
+            cost += delta;
+            if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
+          } else {  // undo
+            slot_of[static_cast<std::size_t>(v)] = from;
+            occupant[static_cast<std::size_t>(from)] = v;
+            occupant[static_cast<std::size_t>(s)] = u;
+            if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+          }
+        }
+        const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
+        if (total < best_cost) {
+          best_cost = total;
+          best_plan.head = base.head;
+          best_plan.rest = base.rest;
+          best_plan.blocks.clear();
+          for (int l = 0; l < k; ++l)
+            best_plan.blocks.push_back(
+                slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
+          best_plan.note = fmt::format(
+              "{} x {} slots ({}), head {}, closed-form {:.4g} hop-bytes/token{}", rows,
+              cols, by_columns ? "snake columns" : "snake rows",
+              by_columns ? "north" : "west", best_here,
+              req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
+        }
+      }
+    if (best_plan.blocks.empty())
+      throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}", k, spec.name));
+    return best_plan;
   };
 
-  // Wafer w holds a contiguous run of layers (balanced counts); the last one
-  // also holds the head, whose strip is as wide as its share of the bytes.
+  int final_context = INT_MAX;
   for (int w = 0; w < n_wafers; ++w) {
     const int l_begin = block_begin(model.num_layers, n_wafers, w);
     const int l_end = block_begin(model.num_layers, n_wafers, w + 1);
     const int k = l_end - l_begin;
     const bool has_head = w == n_wafers - 1;
     const int stages = k + (has_head ? 1 : 0);
-    if (W < stages && req.strategy == "layer-rectangles")
-      throw FitError(fmt::format(
-          "layer-rectangles gives each stage at least one column, but wafer {} holds {} stages "
-          "({} layers{}) and {} is only {} columns wide; use more wafers or serpentine",
-          w, stages, k, has_head ? " + head" : "", spec.name, W));
-    int head_width = 0;
-    if (has_head) {
-      const double total = static_cast<double>(layer_bytes) * k + static_cast<double>(head_bytes);
-      head_width =
-          std::max(1, static_cast<int>(std::floor(W * static_cast<double>(head_bytes) / total)));
-      head_width = std::min(head_width, W - 1);
-    }
+    RegionPlan plan;
+    std::uint64_t budget = capacity;
     if (req.strategy == "layer-rectangles") {
+      if (area.width < stages)
+        throw FitError(fmt::format(
+            "layer-rectangles gives each stage at least one column, but wafer {} holds {} stages "
+            "({} layers{}) and {} is only {} columns wide; use more wafers or serpentine",
+            w, stages, k, has_head ? " + head" : "", spec.name, area.width));
       // Full-height strips, layers left to right, the head on the right.
-      const int layer_width = std::max(1, (W - head_width) / k);
-      for (int l = l_begin; l < l_end; ++l)
-        place_layer(l, w, Rect{(l - l_begin) * layer_width, 0, layer_width, H});
-      if (has_head) place_head(w, Rect{k * layer_width, 0, W - k * layer_width, H});
-    } else {
-      // serpentine: the head strip on the left; layers snake through R rows
-      // of blocks (left to right, then right to left, ...) so that layer 0
-      // starts next to the embedding and, with an even R, the last layer
-      // ends next to the lm_head.
-      const int R = std::min(std::max(1, req.block_rows), k);
-      const int C = static_cast<int>(ceil_div(k, R));
-      const int x_start = head_width;
-      const int block_w = (W - x_start) / C;
-      const int block_h = H / R;
-      if (block_w < 1 || block_h < 1)
-        throw FitError(fmt::format("serpentine: {} x {} blocks do not fit {} ({} x {} cores)", R, C,
-                                   spec.name, W, H));
-      for (int i = 0; i < k; ++i) {
-        const int r = i / C, c = i % C;
-        const int col = r % 2 == 0 ? c : C - 1 - c;
-        const int h = r == R - 1 ? H - r * block_h : block_h;
-        place_layer(l_begin + i, w, Rect{x_start + col * block_w, r * block_h, block_w, h});
+      const int head_width = has_head ? head_share(area.width, head_bytes, layer_bytes, k) : 0;
+      const int layer_width = std::max(1, (area.width - head_width) / k);
+      for (int i = 0; i < k; ++i)
+        plan.blocks.push_back(Rect{area.x0 + i * layer_width, area.y0, layer_width, area.height});
+      plan.head = Rect{area.x0 + k * layer_width, area.y0, area.width - k * layer_width,
+                       area.height};
+    } else if (req.strategy == "serpentine") {
+      // The head strip on the left; layers snake through R rows of blocks
+      // (left to right, then right to left, ...) so that layer 0 starts next
+      // to the embedding and, with an even R, the last layer ends next to
+      // the lm_head.
+      plan = snake_plan(k, has_head, req.block_rows, false);
+      if (plan.blocks.empty())
+        throw FitError(fmt::format("serpentine: {} block rows of {} layers do not fit {} ({} x {})",
+                                   req.block_rows, k, spec.name, area.width, area.height));
+    } else if (req.strategy == "short-path") {
+      // Boustrophedons whose path returns next to the head (an even number
+      // of snake rows, or of snake columns with the head across the top),
+      // every such grid tried; the lowest closed-form hop-bytes wins.
+      double best = std::numeric_limits<double>::infinity();
+      for (const bool by_columns : {false, true})
+        for (int rows = 2; rows <= k; rows += 2) {
+          if (rows > 2 && static_cast<int>(ceil_div(k, rows)) == static_cast<int>(ceil_div(k, rows - 2)))
+            continue;  // same grid as a smaller even count
+          RegionPlan p = snake_plan(k, has_head, rows, by_columns);
+          double cost = 0.0;
+          if (p.blocks.empty() || !candidate_cost(p, w, l_begin, has_head, cost)) continue;
+          if (cost < best) {
+            best = cost;
+            plan = p;
+            plan.note = fmt::format("{} {} of {} blocks, closed-form {:.4g} hop-bytes/token",
+                                    rows, by_columns ? "snake columns" : "snake rows",
+                                    ceil_div(k, rows), cost);
+          }
+        }
+      if (k == 1) plan = snake_plan(k, has_head, 1, false);
+      if (plan.blocks.empty())
+        throw FitError(fmt::format("short-path: no boustrophedon of {} layers fits {}", k,
+                                   spec.name));
+    } else if (req.strategy == "sram-balanced") {
+      // The smallest per-core byte budget B (weights + KV + buffers) at
+      // which the head fits a west strip and every layer its serpentine
+      // block: each matrix then takes the rows its tiles need at B, the KV
+      // cache the rows its slots need at B, so no core holds more than B.
+      auto plan_at = [&](std::uint64_t b, RegionPlan& p) {
+        int hw = 0;
+        if (has_head) {
+          for (hw = 1; hw < area.width; ++hw) {
+            const int r = planner.head_min_rows(hw, b);
+            if (r >= 0 && r <= area.height) break;
+          }
+          if (hw >= area.width) return false;
+        }
+        const Rect rest{area.x0 + hw, area.y0, area.width - hw, area.height};
+        p.head = Rect{area.x0, area.y0, hw, area.height};
+        p.blocks = snake_blocks(rest, k, req.block_rows, false);
+        if (p.blocks.empty()) return false;
+        Placement trial;
+        try {
+          build(p, w, l_begin, has_head, b, trial);
+        } catch (const FitError&) {
+          return false;
+        }
+        return true;
+      };
+      std::uint64_t lo = planner.min_budget(), hi = capacity;
+      if (!plan_at(hi, plan))
+        throw FitError(fmt::format("sram-balanced: {} layers{} do not fit {} even at full capacity",
+                                   k, has_head ? " and the head" : "", spec.name));
+      while (lo < hi) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        RegionPlan p;
+        if (plan_at(mid, p))
+          hi = mid, plan = p;
+        else
+          lo = mid + 1;
       }
-      if (has_head) place_head(w, Rect{0, 0, head_width, H});
+      plan_at(hi, plan);
+      budget = hi;
+      plan.note = fmt::format("per-core budget {} of {}", human_bytes(budget), human_bytes(capacity));
+    } else {  // anneal
+      plan = anneal(k, has_head, l_begin, w);
     }
+    // The searches above planned many candidates; the longest context is the final plan's.
+    planner.max_context = INT_MAX;
+    build(plan, w, l_begin, has_head, budget, pl);
+    final_context = std::min(final_context, planner.max_context);
+    if (!plan.note.empty())
+      pl.planner_note += (pl.planner_note.empty() ? "" : "; ") +
+                         (n_wafers > 1 ? fmt::format("wafer {}: ", w) : std::string()) + plan.note;
   }
-
+  pl.max_context_tokens = std::min(pl.max_context_tokens, final_context);
+  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl);
   return pl;
 }
 

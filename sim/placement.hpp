@@ -115,6 +115,10 @@ struct HeadStage {
 
 struct Placement {
   std::string strategy;
+  // How the strategy chose its regions (grid, cost), for reports.
+  std::string planner_note;
+  // The closed-form hop-bytes per token of the chosen layout (placement_cost.hpp).
+  double estimated_hop_bytes = 0.0;
   int context_tokens = 0;  // KV slots reserved per sequence
   int users = 1;           // sequences with their own KV cache
   int wafers = 1;          // wafers in the pipeline (layers split in contiguous runs)
@@ -125,14 +129,44 @@ struct Placement {
   HeadStage head;
 };
 
+// Simulated annealing over the assignment of layers to region slots
+// (strategy `anneal`). Temperatures are fractions of the mean per-layer cost
+// of the random starting assignment; the temperature falls geometrically
+// from initial to final over `iterations` moves per candidate slot grid.
+struct AnnealOptions {
+  int iterations = 200000;
+  double initial_temperature = 0.1;
+  double final_temperature = 1e-4;
+  // Cost = hop-bytes per token + sram_weight x the largest per-core SRAM
+  // bytes of the grid (hop-bytes per byte; 0 = hop-bytes alone).
+  double sram_weight = 0.0;
+  // Grids may have up to this fraction of k more slots than the k layers
+  // (spare slots stay empty: smaller blocks, fewer hop-bytes, fuller cores).
+  double spare_slots = 0.0;
+};
+
+// Cores kept free for I/O around the programmable area (the Cerebras SDK
+// leaves 7 columns and 2 rows): ceil(columns/2) on the west, floor on the
+// east, ceil(rows/2) on the north, floor on the south.
+struct Halo {
+  int columns = 0;
+  int rows = 0;
+};
+
 struct PlacementRequest {
   std::string strategy = "layer-rectangles";
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
-  int block_rows = 2;      // serpentine: rows of layer blocks per wafer
+  int block_rows = 2;      // serpentine, sram-balanced: rows of layer blocks per wafer
   int context_tokens = 0;  // prompt + generated tokens to reserve KV for, per user
   int users = 1;
   int weight_bits = 16;
+  std::uint64_t seed = 1;  // anneal
+  AnnealOptions anneal;
+  Halo halo;
 };
+
+// The rectangle of `spec`'s mesh that placement may use (the mesh less the halo).
+fabric::Rect usable_area(const fabric::WaferSpec& spec, const Halo& halo);
 
 // Strategy names that place() accepts.
 std::vector<std::string> placement_strategies();

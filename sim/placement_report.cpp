@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "sim/executor.hpp"
+#include "sim/placement_file.hpp"
+#include "sim/program.hpp"
 #include "sim/system.hpp"
 
 namespace wafersim::sim {
@@ -17,6 +19,8 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   PlacementReport r;
   r.scenario = sc.name;
   r.strategy = pl.strategy;
+  r.planner_note = pl.planner_note;
+  r.estimated_hop_bytes = pl.estimated_hop_bytes;
   r.wafers = pl.wafers;
   r.mesh_width = sc.hardware.mesh_width;
   r.mesh_height = sc.hardware.mesh_height;
@@ -24,6 +28,11 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   r.sram_capacity_per_core = sc.hardware.sram_per_core.value;
   r.clock_hz = sc.hardware.clock_hz;
   r.max_context_tokens = pl.max_context_tokens;
+  try {
+    r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
+  } catch (const UnsupportedModelError& e) {
+    r.placement_file_error = e.what();  // only an error when a file is asked for
+  }
   for (const LayerStage& st : pl.layers) {
     for (const MatrixPlacement* m : st.matrices())
       r.regions.push_back({m->name, st.layer, st.wafer, m->rect});
@@ -91,6 +100,9 @@ void write_placement_summary(std::ostream& out, const PlacementReport& r) {
   out << fmt::format(
       "  hop-bytes/token   {} (bytes x hops over all mesh links, one decode token)\n",
       human(static_cast<double>(r.hop_bytes_per_token)));
+  out << fmt::format("  closed-form est.  {} hop-bytes/token (what the strategies search with)\n",
+                     human(r.estimated_hop_bytes));
+  if (!r.planner_note.empty()) out << fmt::format("  planner           {}\n", r.planner_note);
   out << fmt::format("  worst link/token  {}\n",
                      human(static_cast<double>(r.worst_link_bytes_per_token)));
   out << fmt::format("  decode step alone {} cycles ({:.2f} us)\n", r.token_cycles,
@@ -119,6 +131,8 @@ nlohmann::ordered_json placement_json(const PlacementReport& r) {
   j["mesh_height"] = r.mesh_height;
   j["cores_used"] = r.cores_used;
   j["hop_bytes_per_token"] = r.hop_bytes_per_token;
+  j["estimated_hop_bytes_per_token"] = r.estimated_hop_bytes;
+  j["planner"] = r.planner_note;
   j["worst_link_bytes_per_token"] = r.worst_link_bytes_per_token;
   j["sram_bytes_per_core_min"] = r.sram_min;
   j["sram_bytes_per_core_mean"] = r.sram_mean;

@@ -75,6 +75,8 @@ const char* reduction_name(ReductionScheme s) {
       return "chain";
     case ReductionScheme::tree:
       return "tree";
+    case ReductionScheme::two_level:
+      return "two-level";
   }
   return "chain";
 }
@@ -907,20 +909,84 @@ Config resolve(const PresetKind<Config>& kind, const Value& v, const fs::path& p
 // Placement, workload, outputs.
 
 void read_placement(const Value& v, PlacementOptions& placement) {
-  const Mapping m(v, {"strategy", "reduction", "block_rows"});
+  const Mapping m(v, {"strategy", "reduction", "block_rows", "seed", "anneal", "halo", "file"});
   if (m.has("strategy")) {
-    placement.strategy =
-        read_choice(m.get("strategy"), "placement strategy", {"layer-rectangles", "serpentine"});
+    placement.strategy = read_choice(
+        m.get("strategy"), "placement strategy",
+        {"layer-rectangles", "serpentine", "short-path", "sram-balanced", "anneal"});
   }
   if (m.has("block_rows")) {
     const Value& rows = m.get("block_rows");
     placement.block_rows = read_count(rows, "2");
     if (placement.block_rows < 1 || placement.block_rows > 64)
-      fail(rows.loc(), rows.path, "must be between 1 and 64 (rows of layer blocks, serpentine)");
+      fail(rows.loc(), rows.path,
+           "must be between 1 and 64 (rows of layer blocks, serpentine and sram-balanced)");
   }
   if (m.has("reduction")) {
-    const std::string r = read_choice(m.get("reduction"), "reduction scheme", {"chain", "tree"});
-    placement.reduction = r == "tree" ? ReductionScheme::tree : ReductionScheme::chain;
+    const std::string r =
+        read_choice(m.get("reduction"), "reduction scheme", {"chain", "tree", "two-level"});
+    placement.reduction = r == "tree"        ? ReductionScheme::tree
+                          : r == "two-level" ? ReductionScheme::two_level
+                                             : ReductionScheme::chain;
+  }
+  if (m.has("seed")) placement.seed = read_unsigned(m.get("seed"), UINT64_MAX, "1");
+  if (m.has("anneal")) {
+    const Value& av = m.get("anneal");
+    const Mapping a(av, {"iterations", "initial_temperature", "final_temperature", "sram_weight",
+                         "spare_slots"});
+    if (a.has("iterations")) {
+      const Value& it = a.get("iterations");
+      placement.anneal_iterations = read_count(it, "200000");
+      if (placement.anneal_iterations < 1 || placement.anneal_iterations > 100000000)
+        fail(it.loc(), it.path, "must be between 1 and 100000000 (moves per candidate grid)");
+    }
+    if (a.has("initial_temperature")) {
+      const Value& t = a.get("initial_temperature");
+      placement.anneal_initial_temperature = read_real(t, "0.1");
+      if (!(placement.anneal_initial_temperature > 0.0))
+        fail(t.loc(), t.path,
+             "must be > 0 (a fraction of the mean per-layer cost of the starting assignment)");
+    }
+    if (a.has("final_temperature")) {
+      const Value& t = a.get("final_temperature");
+      placement.anneal_final_temperature = read_real(t, "0.0001");
+      if (!(placement.anneal_final_temperature > 0.0) ||
+          placement.anneal_final_temperature > placement.anneal_initial_temperature)
+        fail(t.loc(), t.path,
+             fmt::format("must be > 0 and at most initial_temperature ({})",
+                         placement.anneal_initial_temperature));
+    }
+    if (a.has("sram_weight")) {
+      const Value& t = a.get("sram_weight");
+      placement.anneal_sram_weight = read_real(t, "0");
+      if (placement.anneal_sram_weight < 0.0)
+        fail(t.loc(), t.path, "must be >= 0 (hop-bytes per byte of the fullest core)");
+    }
+    if (a.has("spare_slots")) {
+      const Value& t = a.get("spare_slots");
+      placement.anneal_spare_slots = read_real(t, "0.25");
+      if (placement.anneal_spare_slots < 0.0 || placement.anneal_spare_slots > 1.0)
+        fail(t.loc(), t.path, "must be between 0 and 1 (spare slots as a fraction of the layers)");
+    }
+    if (placement.strategy != "anneal")
+      fail(av.key_loc(), av.path,
+           fmt::format("anneal parameters given but strategy is '{}'; set strategy: anneal",
+                       placement.strategy));
+  }
+  if (m.has("halo")) {
+    const Mapping h(m.get("halo"), {"columns", "rows"});
+    if (h.has("columns")) placement.halo_columns = read_count(h.get("columns"), "7");
+    if (h.has("rows")) placement.halo_rows = read_count(h.get("rows"), "2");
+  }
+  if (m.has("file")) {
+    // Relative to the scenario's folder; kept absolute so that the resolved
+    // scenario written next to results still finds it.
+    const Value& f = m.get("file");
+    const fs::path given = read_string(f, "a placement file such as placement.yaml");
+    placement.file =
+        fs::absolute(given.is_absolute() ? given : fs::path(f.file).parent_path() / given)
+            .lexically_normal()
+            .string();
   }
 }
 
@@ -1327,6 +1393,19 @@ std::string emit_resolved(const Scenario& s) {
   o += fmt::format("  strategy: {}\n", yaml_string(s.placement.strategy));
   o += fmt::format("  reduction: {}\n", reduction_name(s.placement.reduction));
   o += fmt::format("  block_rows: {}\n", s.placement.block_rows);
+  if (s.placement.strategy == "anneal") {
+    o += fmt::format("  seed: {}\n", s.placement.seed);
+    o += fmt::format(
+        "  anneal: {{iterations: {}, initial_temperature: {}, final_temperature: {}, "
+        "sram_weight: {}, spare_slots: {}}}\n",
+        s.placement.anneal_iterations, s.placement.anneal_initial_temperature,
+        s.placement.anneal_final_temperature, s.placement.anneal_sram_weight,
+        s.placement.anneal_spare_slots);
+  }
+  if (s.placement.halo_columns != 0 || s.placement.halo_rows != 0)
+    o += fmt::format("  halo: {{columns: {}, rows: {}}}\n", s.placement.halo_columns,
+                     s.placement.halo_rows);
+  if (!s.placement.file.empty()) o += fmt::format("  file: {}\n", yaml_string(s.placement.file));
 
   o += "workload:\n";
   // A flow list, wrapped so that long prompts stay readable.
@@ -1358,6 +1437,10 @@ std::string emit_resolved(const Scenario& s) {
 }
 
 }  // namespace
+
+std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  return did_you_mean(word, candidates);
+}
 
 // ---------------------------------------------------------------------------
 
@@ -1396,6 +1479,13 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
     if (overrides.wafers) root["wafers"] = as_yaml(*overrides.wafers);
     if (overrides.users && root["workload"].IsMap())
       root["workload"]["users"] = as_yaml(std::to_string(*overrides.users));
+    if (overrides.placement_file) {
+      // Given relative to the current directory: made absolute here, as the
+      // scenario's own `file:` is resolved against the scenario's folder.
+      const std::string abs = fs::absolute(*overrides.placement_file).lexically_normal().string();
+      if (!root["placement"].IsMap()) root["placement"] = YAML::Node(YAML::NodeType::Map);
+      root["placement"]["file"] = as_yaml(abs);
+    }
   }
   if (root.IsNull()) {
     fail({shown, 0, 0}, "",

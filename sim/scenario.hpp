@@ -41,7 +41,18 @@ const char* reduction_name(ReductionScheme s);
 struct PlacementOptions {
   std::string strategy = "layer-rectangles";
   ReductionScheme reduction = ReductionScheme::chain;
-  int block_rows = 2;  // serpentine: rows of layer blocks on each wafer
+  int block_rows = 2;  // serpentine, sram-balanced: rows of layer blocks on each wafer
+  std::uint64_t seed = 1;  // anneal
+  int anneal_iterations = 200000;
+  double anneal_initial_temperature = 0.1;
+  double anneal_final_temperature = 1e-4;
+  double anneal_sram_weight = 0.0;
+  double anneal_spare_slots = 0.0;
+  int halo_columns = 0;  // cores kept free for I/O (Cerebras SDK: 7 columns, 2 rows)
+  int halo_rows = 0;
+  // A placement file (wafersim place --write-placement) to use instead of a
+  // strategy; resolved against the scenario's folder.
+  std::string file;
 };
 
 struct Workload {
@@ -100,6 +111,9 @@ struct Scenario {
   std::string resolved_yaml;
 };
 
+// "\n  did you mean 'x'?" for the closest of `candidates`, or "" (as scenario errors use).
+std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates);
+
 // Where preset files are looked up: $WAFERSIM_PRESETS if set, else the
 // scenarios/ folder of the source tree the binary was built from.
 std::filesystem::path default_preset_dir();
@@ -117,6 +131,7 @@ struct ScenarioOverrides {
   std::optional<std::string> precision;  // fp32 | fp16 | bf16 | ...
   std::optional<std::string> wafers;     // N | auto
   std::optional<int> users;              // workload.users
+  std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
 };
 Scenario load_scenario(const std::filesystem::path& file, const std::filesystem::path& preset_dir,
                        const ScenarioOverrides& overrides);

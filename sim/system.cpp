@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/placement_file.hpp"
+
 namespace wafersim::sim {
 
 std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
@@ -12,10 +14,30 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
   req.strategy = sc.placement.strategy;
   req.reduction = sc.placement.reduction;
   req.block_rows = sc.placement.block_rows;
+  req.seed = sc.placement.seed;
+  req.anneal.iterations = sc.placement.anneal_iterations;
+  req.anneal.initial_temperature = sc.placement.anneal_initial_temperature;
+  req.anneal.final_temperature = sc.placement.anneal_final_temperature;
+  req.anneal.sram_weight = sc.placement.anneal_sram_weight;
+  req.anneal.spare_slots = sc.placement.anneal_spare_slots;
+  req.halo.columns = sc.placement.halo_columns;
+  req.halo.rows = sc.placement.halo_rows;
   req.context_tokens =
       static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;
   req.weight_bits = bits;
+  if (!sc.placement.file.empty()) {
+    // A placement file fixes the wafers and every rectangle; it is checked
+    // on reading, and the allocator has the final word on SRAM.
+    sys->placement = read_placement_file(sc.placement.file, sc.model, sc.hardware, req);
+    for (int w = 0; w < sys->placement.wafers; ++w) {
+      sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
+      sys->wafer_ptrs.push_back(sys->wafers.back().get());
+    }
+    allocate_placement(sc.model, sys->placement, sys->wafer_ptrs, req);
+    sys->program = lower(sc.model, sys->placement);
+    return sys;
+  }
   int n = sc.wafers;
   if (sc.wafers_auto) {
     // Plan (no allocation) from the fewest wafers whose SRAM could hold the

@@ -31,7 +31,7 @@ TEST(ReductionOrder, TreeIsPairwiseByStride) {
 }
 
 TEST(ReductionOrder, EveryPartialIsAddedExactlyOnce) {
-  for (auto scheme : {ReductionScheme::chain, ReductionScheme::tree})
+  for (auto scheme : {ReductionScheme::chain, ReductionScheme::tree, ReductionScheme::two_level})
     for (int n = 1; n < 40; ++n) {
       std::vector<int> count(n, 1);
       for (auto step : reduction_order(scheme, n)) {
@@ -79,6 +79,45 @@ TEST_F(Collectives, TreeBeatsChainForShortMessagesOnLongLines) {
   // and the root add (2): 42 + 1 + 1 + 2 = 46. tree: 4 levels of (2^l hops + 1 + 2) = 27.
   EXPECT_EQ(chain.at.value, 46u);
   EXPECT_EQ(tree.at.value, 27u);
+}
+
+TEST(ReductionOrder, TwoLevelGroupsThenRoots) {
+  // 8 cores: groups of round(sqrt 8) = 3: {0,1,2} {3,4,5} {6,7}; then roots 6 -> 3 -> 0.
+  EXPECT_EQ(two_level_group(8), 3);
+  EXPECT_EQ(two_level_group(16), 4);
+  EXPECT_EQ(two_level_group(1), 1);
+  const auto s = reduction_order(ReductionScheme::two_level, 8);
+  const std::vector<std::pair<int, int>> expected = {{1, 2}, {0, 1}, {4, 5}, {3, 4},
+                                                     {6, 7}, {3, 6}, {0, 3}};
+  ASSERT_EQ(s.size(), expected.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].into, expected[i].first) << i;
+    EXPECT_EQ(s[i].from, expected[i].second) << i;
+  }
+}
+
+TEST_F(Collectives, TwoLevelReductionOfReadyPartials) {
+  // 8 cores, 64 B (16 cycles). Groups {0,1,2} {3,4,5} {6,7} stream like chains:
+  // 3 cores: links start 0 and 3, tail 3 + 1 + 16 = 20, root add -> 22 (roots 0 and 3);
+  // 2 cores: tail 0 + 1 + 16 = 17, add -> 19 (root 6).
+  // Root 6 -> 3 (3 hops), ready 19: W(6) at 19, W(5) at max(20, free 16) = 20,
+  //   W(4) at max(21, free 19) = 21; tail 21 + 1 + 16 = 38; add -> 40 at root 3.
+  // Root 3 -> 0: links free; 40, 41, 42; tail 42 + 1 + 16 = 59; add -> 61.
+  std::vector<Timed> ready(8);
+  const Timed t = reduce_line(mesh, flow, ReductionScheme::two_level,
+                              Line{{0, 0}, Direction::east, 8}, Bytes{64}, ready);
+  EXPECT_EQ(t.at.value, 61u);
+}
+
+TEST_F(Collectives, TwoLevelBetweenTreeAndChainForShortMessages) {
+  // 16 cores, 4 B (1 cycle): groups of 4 stream in parallel: links at 0, 3, 6;
+  // tail 6 + 1 + 1 = 8, add -> 10 at roots 0, 4, 8, 12. Roots 12 -> 8 -> 4 -> 0,
+  // 4 hops each on free links: 10 + 3 + 1 + 1 = 15, +2 = 17; 17 -> 24; 24 -> 31.
+  // (chain: 46, tree: 27, from TreeBeatsChainForShortMessagesOnLongLines.)
+  std::vector<Timed> ready(16);
+  const Timed t = reduce_line(mesh, flow, ReductionScheme::two_level,
+                              Line{{0, 0}, Direction::east, 16}, Bytes{4}, ready);
+  EXPECT_EQ(t.at.value, 31u);
 }
 
 TEST_F(Collectives, MulticastDownAColumn) {

@@ -107,7 +107,8 @@ TEST_F(Wavelet, LineMulticastForwardsAndDeliversInTheSameCycle) {
 TEST_F(Wavelet, ReductionsMatchTheFlowPrimitivesExactly) {
   // Chain and tree along a row, all partials ready, and with a late
   // contributor: the traffic description at both levels, and reduce_line.
-  for (const auto scheme : {ReductionScheme::chain, ReductionScheme::tree})
+  for (const auto scheme :
+       {ReductionScheme::chain, ReductionScheme::tree, ReductionScheme::two_level})
     for (const std::uint64_t bytes : {4ull, 64ull, 400ull})
       for (const bool late : {false, true}) {
         const Line line{{1, 2}, Direction::east, 12};
@@ -124,9 +125,12 @@ TEST_F(Wavelet, ReductionsMatchTheFlowPrimitivesExactly) {
         const Timed expected = reduce_line(mesh, fm, scheme, line, Bytes{bytes}, timed);
         const std::uint64_t flow = run_flow(mesh, spec, t).done(done);
         const std::uint64_t wave = run_wavelet(mesh, spec, t).done(done);
-        EXPECT_EQ(wave, flow) << (scheme == ReductionScheme::chain ? "chain " : "tree ") << bytes
+        EXPECT_EQ(wave, flow) << (scheme == ReductionScheme::chain  ? "chain "
+                                  : scheme == ReductionScheme::tree ? "tree "
+                                                                    : "two-level ")
+                              << bytes
                               << " B" << (late ? ", late" : "");
-        if (scheme == ReductionScheme::tree && late) {
+        if (scheme != ReductionScheme::chain && late) {
           // reduce_line issues the tree's sends in step order, and a link is
           // reserved in issue order with no backfill: the late partial's send
           // (5 -> 4) holds link (5)W from cycle 90, and the stride-2 send

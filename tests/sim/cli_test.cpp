@@ -50,6 +50,40 @@ fs::path scratch_dir(const std::string& name) {
   return d;
 }
 
+TEST(Cli, PlacementFileWrittenAndReadBackGivesTheSamePlacementAndTokens) {
+  const fs::path d = scratch_dir("placement_file");
+  const std::string file = (d / "p.yaml").string();
+  const Outcome a = wafersim("place " + src("scenarios/quickstart.yaml") +
+                             " --strategy anneal --json --write-placement " + file);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const Outcome b =
+      wafersim("place " + src("scenarios/quickstart.yaml") + " --json --placement " + file);
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  for (const char* key : {"hop_bytes_per_token", "worst_link_bytes_per_token", "cores_used",
+                          "estimated_hop_bytes_per_token"})
+    EXPECT_EQ(ja[key], jb[key]) << key;
+  // Functional run on the file's placement: the reference tokens (exit 3 otherwise).
+  const Outcome r = wafersim("run " + src("scenarios/quickstart.yaml") + " --json --placement " + file);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto jr = nlohmann::json::parse(r.out);
+  EXPECT_EQ(jr["tokens"], jr["reference_tokens"]);
+  // A broken file is an error with its file and line.
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  text.replace(text.find("reduction: "), 11, "reductoin: ");
+  std::ofstream(file) << text;
+  const Outcome e =
+      wafersim("place " + src("scenarios/quickstart.yaml") + " --placement " + file);
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find(file + ":"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("did you mean 'reduction'"), std::string::npos) << e.err;
+  fs::remove_all(d);
+}
+
 TEST(Cli, RunJsonIsOneObjectWithTheDocumentedKeys) {
   const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
   ASSERT_EQ(o.code, 0) << o.err;

@@ -10,6 +10,7 @@
 #include "../fabric/test_spec.hpp"
 #include "analysis/metrics.hpp"
 #include "sim/executor.hpp"
+#include "sim/system.hpp"
 
 namespace wafersim::sim {
 namespace {
@@ -108,6 +109,42 @@ TEST(Functional, TokensMatchReferenceSeed42Tree) {
 TEST(Functional, TokensMatchReferenceFp32) {
   Scenario sc = quickstart(3);
   sc.precision = models::DType::fp32;
+  expect_tokens_match_reference(sc);
+}
+
+TEST(Functional, TokensMatchReferenceTwoLevel) {
+  expect_tokens_match_reference(quickstart(42, fabric::ReductionScheme::two_level));
+}
+
+// Every strategy changes where tiles sit and the order of nothing else: the
+// tokens must still be the reference's.
+Scenario with_strategy(const std::string& strategy, std::uint64_t seed) {
+  Scenario sc = quickstart(seed, fabric::ReductionScheme::two_level);
+  sc.placement.strategy = strategy;
+  sc.placement.anneal_iterations = 5000;
+  return sc;
+}
+TEST(Functional, TokensMatchReferenceShortPath) {
+  expect_tokens_match_reference(with_strategy("short-path", 5));
+}
+TEST(Functional, TokensMatchReferenceSramBalanced) {
+  expect_tokens_match_reference(with_strategy("sram-balanced", 6));
+}
+TEST(Functional, TokensMatchReferenceAnneal) {
+  expect_tokens_match_reference(with_strategy("anneal", 8));
+}
+TEST(Functional, TokensMatchReferenceWithDeadCoresAndHalo) {
+  Scenario sc = with_strategy("serpentine", 9);
+  sc.hardware.defect_rate = 0.003;
+  sc.hardware.defect_seed = 11;
+  sc.hardware.defect_cores = {{3, 3}, {10, 20}};
+  sc.placement.halo_columns = 7;
+  sc.placement.halo_rows = 2;
+  const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+  const fabric::Fabric& fab = *sys->wafers.front();
+  ASSERT_GE(fab.defects().dead_count(), 2u);
+  for (const Coord& c : fab.defects().dead_cores())
+    EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u) << c.x << ", " << c.y;
   expect_tokens_match_reference(sc);
 }
 

@@ -621,8 +621,78 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.key_path(), "placement");
   EXPECT_EQ(e.line(), 4);
   EXPECT_EQ(e.column(), 12);
-  EXPECT_TRUE(contains(e.what(), "expected a mapping with keys strategy, reduction, block_rows, got a list"))
+  EXPECT_TRUE(contains(e.what(), "expected a mapping with keys strategy, reduction, block_rows, seed, anneal, halo, file, got a list"))
       << e.what();
+}
+
+TEST_F(ScenarioFiles, AnnealParametersAreValidated) {
+  const ScenarioError cold = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  anneal: {initial_temperature: 0.01, final_temperature: 0.5}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(cold.key_path(), "placement.anneal.final_temperature");
+  EXPECT_EQ(cold.line(), 6);
+  EXPECT_TRUE(contains(cold.what(), "at most initial_temperature (0.01)")) << cold.what();
+  const ScenarioError wrong = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: serpentine
+  anneal: {iterations: 10}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(wrong.key_path(), "placement.anneal");
+  EXPECT_TRUE(contains(wrong.what(), "set strategy: anneal")) << wrong.what();
+  const ScenarioError typo = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  anneal: {iteration: 10}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_TRUE(contains(typo.what(), "did you mean 'iterations'?")) << typo.what();
+  const ScenarioError reduction = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {reduction: two_level}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_TRUE(contains(reduction.what(), "did you mean 'two-level'?")) << reduction.what();
+}
+
+TEST_F(ScenarioFiles, AnnealHaloAndTwoLevelAreReadAndResolved) {
+  const fs::path f = scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  reduction: two-level
+  seed: 9
+  anneal: {iterations: 1000, initial_temperature: 0.2, final_temperature: 0.001, sram_weight: 0.5, spare_slots: 0.25}
+  halo: {columns: 7, rows: 2}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)");
+  const Scenario s = load_scenario(f, kPresets);
+  EXPECT_EQ(s.placement.reduction, ReductionScheme::two_level);
+  EXPECT_EQ(s.placement.seed, 9u);
+  EXPECT_EQ(s.placement.anneal_iterations, 1000);
+  EXPECT_DOUBLE_EQ(s.placement.anneal_sram_weight, 0.5);
+  EXPECT_DOUBLE_EQ(s.placement.anneal_spare_slots, 0.25);
+  EXPECT_EQ(s.placement.halo_columns, 7);
+  EXPECT_EQ(s.placement.halo_rows, 2);
+  // The resolved scenario reads back to the same options.
+  const fs::path again = scenario(s.resolved_yaml, "t.yaml");
+  const Scenario t = load_scenario(again, kPresets);
+  EXPECT_EQ(t.placement.reduction, ReductionScheme::two_level);
+  EXPECT_EQ(t.placement.seed, 9u);
+  EXPECT_DOUBLE_EQ(t.placement.anneal_final_temperature, 0.001);
+  EXPECT_DOUBLE_EQ(t.placement.anneal_spare_slots, 0.25);
+  EXPECT_EQ(t.placement.halo_columns, 7);
 }
 
 TEST_F(ScenarioFiles, ImpossibleModelFromAnOverride) {

@@ -1,0 +1,47 @@
+// Closed-form mesh traffic of a placement: hop-bytes (bytes x hops summed over
+// every link) of one decode token, computed from the placement's geometry
+// alone, without the flow model. Cheap enough to sit inside a search loop
+// (a full Llama-3.1-8B wafer in well under a millisecond); `wafersim place`
+// then confirms a chosen placement with the real per-link evaluation.
+//
+// What it counts, per stage, phase by phase as sim/program.cpp lowers them:
+//  - a move of a vector from one layout to another: every overlap of a
+//    source piece and a target piece is elements x 4 B x Manhattan distance
+//    (dimension-ordered routes; the waypoint spreading of Executor::move makes
+//    some routes longer, which this ignores);
+//  - a mesh GEMV: column q's input chunk goes down P - 1 links; each row of
+//    cores' partial sums travel sum over the reduction's combine steps of
+//    |from - into| links (the exact hops of chain, tree and two-level);
+//  - RMSNorm: a 4 B partial reduced up the root column and broadcast back;
+//  - attention (user 0, position 0 as `wafersim place` evaluates): q, k, v
+//    moved to each kv head's segment top, q multicast down the segment,
+//    partials reduced up it;
+//  - between stages: the layer output to the next stage's input, the head's
+//    embedding row (its middle row block, the token being unknown) to layer 0.
+// Hand-overs between wafers (over wafer I/O) count no mesh hops here.
+#pragma once
+
+#include "models/model_config.hpp"
+#include "sim/placement.hpp"
+#include "sim/program.hpp"
+
+namespace wafersim::sim {
+
+// Hop-bytes of moving a vector laid out as `from` to `to` (fp32 elements).
+double move_hop_bytes(const Layout& from, const Layout& to);
+// Hop-bytes of one mesh GEMV over `m` (input multicast and row reductions).
+double gemv_hop_bytes(const MatrixPlacement& m);
+// Hop-bytes of one decode token inside a layer stage (input already on o's roots).
+double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st);
+// Inside the head stage (input already on its input layout).
+double head_hop_bytes(const models::ModelConfig& model, const HeadStage& head);
+// Where a stage takes its input and leaves its output (as lower() lays them out).
+Layout layer_input_layout(const LayerStage& st);
+Layout layer_output_layout(const LayerStage& st);
+Layout head_input_layout(const models::ModelConfig& model, const HeadStage& head);
+// The embedding row of a token from the middle row block of the embedding.
+Layout embedding_row_layout(const HeadStage& head);
+// The whole token: every stage plus every hand-over between stages.
+double estimate_hop_bytes(const models::ModelConfig& model, const Placement& placement);
+
+}  // namespace wafersim::sim

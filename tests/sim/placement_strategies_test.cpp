@@ -1,0 +1,298 @@
+// Placement strategies (short-path, sram-balanced, anneal), the closed-form
+// hop-bytes estimate, defects and halo, and placement files. No SystemC.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "../fabric/test_spec.hpp"
+#include "fabric/defects.hpp"
+#include "sim/placement.hpp"
+#include "sim/placement_cost.hpp"
+#include "sim/placement_file.hpp"
+#include "sim/scenario.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// tiny-llama with 8 layers, so that grids and paths have room to differ.
+models::ModelConfig eight_layers() {
+  models::ModelConfig m = load_model_preset("tiny-llama");
+  m.num_layers = 8;
+  return m;
+}
+
+std::vector<fabric::Rect> all_rects(const Placement& pl) {
+  std::vector<fabric::Rect> r;
+  for (const LayerStage& st : pl.layers)
+    for (const fabric::Rect& x :
+         {st.qkv.rect, st.o.rect, st.gate_up.rect, st.down.rect, st.attention.rect})
+      r.push_back(x);
+  r.push_back(pl.head.lm_head.rect);
+  if (!pl.head.tied) r.push_back(pl.head.embedding.rect);
+  return r;
+}
+
+bool overlap(const fabric::Rect& a, const fabric::Rect& b) {
+  return a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width && a.y0 < b.y0 + b.height &&
+         b.y0 < a.y0 + a.height;
+}
+
+// Two rectangles share a stretch of edge (not just a corner).
+bool adjacent(const fabric::Rect& a, const fabric::Rect& b) {
+  const bool x_touch = a.x0 + a.width == b.x0 || b.x0 + b.width == a.x0;
+  const bool y_touch = a.y0 + a.height == b.y0 || b.y0 + b.height == a.y0;
+  const bool x_span = a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width;
+  const bool y_span = a.y0 < b.y0 + b.height && b.y0 < a.y0 + a.height;
+  return (x_touch && y_span) || (y_touch && x_span);
+}
+
+PlacementRequest request(const std::string& strategy, int context = 24) {
+  PlacementRequest req;
+  req.strategy = strategy;
+  req.context_tokens = context;
+  req.anneal.iterations = 20000;
+  return req;
+}
+
+TEST(Strategies, EveryStrategyStoresEveryWeightOnceInDisjointRectangles) {
+  const models::ModelConfig m = eight_layers();
+  for (const std::string& s : placement_strategies()) {
+    fabric::Fabric fab(fabric::testing::small_spec(48, 48));
+    const Placement pl = place(m, fab, request(s));
+    EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << s;
+    const auto rects = all_rects(pl);
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+      EXPECT_GE(rects[i].x0, 0);
+      EXPECT_LE(rects[i].x0 + rects[i].width, 48) << s;
+      EXPECT_LE(rects[i].y0 + rects[i].height, 48) << s;
+      for (std::size_t j = i + 1; j < rects.size(); ++j)
+        EXPECT_FALSE(overlap(rects[i], rects[j])) << s << " " << i << " " << j;
+    }
+    for (std::uint64_t used : fab.sram().all_used()) EXPECT_LE(used, 48u * 1024) << s;
+  }
+}
+
+TEST(Strategies, ShortPathChainsLayersAndReturnsNextToTheHead) {
+  const models::ModelConfig m = eight_layers();
+  const Placement pl =
+      plan_placement(m, fabric::testing::small_spec(48, 48), 1, request("short-path"));
+  for (std::size_t l = 0; l + 1 < pl.layers.size(); ++l)
+    EXPECT_TRUE(adjacent(pl.layers[l].strip, pl.layers[l + 1].strip)) << "layers " << l;
+  EXPECT_TRUE(adjacent(pl.layers.front().strip, pl.head.strip));
+  EXPECT_TRUE(adjacent(pl.layers.back().strip, pl.head.strip));
+}
+
+TEST(Strategies, SramBalancedLowersTheFullestCoreAtLongContext) {
+  // A long context (KV cache near the wafer's limit): serpentine packs its
+  // matrices' tiles and KV slots up to the capacity, sram-balanced spreads
+  // them so that no core exceeds the smallest budget that fits.
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  std::uint64_t fullest[2] = {0, 0}, total[2] = {0, 0};
+  int i = 0;
+  for (const char* s : {"serpentine", "sram-balanced"}) {
+    fabric::Fabric fab(spec);
+    place(m, fab, request(s, 1500));
+    for (std::uint64_t used : fab.sram().all_used()) fullest[i] = std::max(fullest[i], used);
+    total[i] = fab.sram().total_used().value;
+    ++i;
+  }
+  EXPECT_LT(fullest[1], fullest[0]);
+  // Never below the average over the cores (a lower bound any layout obeys).
+  EXPECT_GE(fullest[1], total[1] / (48u * 48u));
+}
+
+TEST(Strategies, AnnealIsDeterministicForASeedAndNoWorseThanSerpentine) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("anneal");
+  req.seed = 5;
+  const Placement a = plan_placement(m, spec, 1, req);
+  const Placement b = plan_placement(m, spec, 1, req);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (std::size_t l = 0; l < a.layers.size(); ++l)
+    EXPECT_EQ(a.layers[l].strip, b.layers[l].strip);
+  EXPECT_EQ(a.estimated_hop_bytes, b.estimated_hop_bytes);
+  // The serpentine's 2-row grid is among the annealer's candidates, and 8
+  // layers in 8 slots are few enough for the search to find its best order.
+  const Placement serp = plan_placement(m, spec, 1, request("serpentine"));
+  EXPECT_LE(a.estimated_hop_bytes, serp.estimated_hop_bytes);
+}
+
+// ---- Closed-form hop-bytes, against hand computation ----------------------
+
+TEST(PlacementCost, GemvHopBytesByHand) {
+  MatrixPlacement m;
+  m.out_features = 6;
+  m.in_features = 8;
+  m.rect = fabric::Rect{0, 0, 4, 3};  // P = 3, Q = 4
+  // Chain: 8 inputs x 4 B down 2 links = 64; 6 outputs x 4 B over 3 links = 72.
+  EXPECT_DOUBLE_EQ(gemv_hop_bytes(m), 136.0);
+  // Tree over 4: steps 1->0, 3->2 (1 hop each), 2->0 (2 hops): 4 hops x 24 B = 96.
+  m.reduction = fabric::ReductionScheme::tree;
+  EXPECT_DOUBLE_EQ(gemv_hop_bytes(m), 64.0 + 96.0);
+  // Two-level over 4 (groups of 2): 1->0, 3->2, then root 2->0: 4 hops as well.
+  m.reduction = fabric::ReductionScheme::two_level;
+  EXPECT_DOUBLE_EQ(gemv_hop_bytes(m), 64.0 + 96.0);
+}
+
+TEST(PlacementCost, MoveHopBytesByHand) {
+  // Elements 0..3 on (0,0); targets: 0..1 on (2,1) (3 hops), 2..3 on (0,3) (3 hops).
+  const Layout from{Piece{{0, 0}, 0, 4, 0}};
+  const Layout to{Piece{{2, 1}, 0, 2, 0}, Piece{{0, 3}, 2, 4, 0}};
+  EXPECT_DOUBLE_EQ(move_hop_bytes(from, to), 2 * 4 * 3 + 2 * 4 * 3);
+}
+
+// ---- Defects and halo --------------------------------------------------------
+
+TEST(Defects, NoByteIsAllocatedOnADeadCore) {
+  const models::ModelConfig m = eight_layers();
+  fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  spec.defect_rate = 0.002;
+  spec.defect_seed = 3;
+  spec.defect_cores = {{5, 5}, {20, 30}, {40, 2}, {1, 47}};
+  for (const std::string& s : placement_strategies()) {
+    fabric::Fabric fab(spec);
+    ASSERT_GE(fab.defects().dead_count(), 4u);
+    place(m, fab, request(s));
+    for (const Coord& c : fab.defects().dead_cores())
+      EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u) << s << " (" << c.x << ", " << c.y << ")";
+    EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << s;
+  }
+}
+
+TEST(Halo, NothingIsPlacedInTheHalo) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("serpentine");
+  req.halo = Halo{7, 2};
+  // ceil(7/2) = 4 columns west, 3 east; 1 row north, 1 south.
+  const fabric::Rect inner = usable_area(spec, req.halo);
+  EXPECT_EQ(inner, (fabric::Rect{4, 1, 41, 46}));
+  fabric::Fabric fab(spec);
+  place(m, fab, req);
+  for (int y = 0; y < 48; ++y)
+    for (int x = 0; x < 48; ++x)
+      if (!inner.contains({x, y})) {
+        EXPECT_EQ(fab.sram().used(fab.mesh().id({x, y})).value, 0u) << x << ", " << y;
+      }
+}
+
+// ---- Placement files -----------------------------------------------------------
+
+class PlacementFile : public ::testing::Test {
+ protected:
+  fs::path dir = fs::temp_directory_path() / ("wafersim_placement_file_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  ScenarioError read_error(const fs::path& p, const models::ModelConfig& m,
+                           const fabric::WaferSpec& spec, const PlacementRequest& req) {
+    try {
+      read_placement_file(p, m, spec, req);
+    } catch (const ScenarioError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no ScenarioError";
+    return ScenarioError("", 0, 0, "", "");
+  }
+};
+
+TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("anneal");
+  req.reduction = fabric::ReductionScheme::two_level;
+  fabric::Fabric a(spec);
+  const Placement pl = place(m, a, req);
+  const fs::path f = write("p.yaml", placement_file_yaml(m, spec, pl));
+  const Placement back = read_placement_file(f, m, spec, req);
+  ASSERT_EQ(back.layers.size(), pl.layers.size());
+  for (std::size_t l = 0; l < pl.layers.size(); ++l) {
+    const LayerStage &x = pl.layers[l], &y = back.layers[l];
+    EXPECT_EQ(x.strip, y.strip);
+    for (auto [p, q] : {std::pair{&x.qkv, &y.qkv}, {&x.o, &y.o}, {&x.gate_up, &y.gate_up},
+                        {&x.down, &y.down}}) {
+      EXPECT_EQ(p->rect, q->rect);
+      EXPECT_EQ(p->reduction, q->reduction);
+      EXPECT_EQ(p->row_granule, q->row_granule);
+      EXPECT_EQ(p->name, q->name);
+    }
+    EXPECT_EQ(x.attention.rect, y.attention.rect);
+    EXPECT_EQ(x.attention.segment_length, y.attention.segment_length);
+    EXPECT_EQ(x.attention.max_positions_per_core, y.attention.max_positions_per_core);
+  }
+  EXPECT_EQ(back.head.lm_head.rect, pl.head.lm_head.rect);
+  EXPECT_EQ(back.head.embedding.rect, pl.head.embedding.rect);
+  fabric::Fabric b(spec);
+  fabric::Fabric* wafers[] = {&b};
+  allocate_placement(m, back, wafers, req);
+  EXPECT_EQ(a.sram().all_used(), b.sram().all_used());
+  EXPECT_DOUBLE_EQ(estimate_hop_bytes(m, back), pl.estimated_hop_bytes);
+  // Written again, the file is the same text.
+  EXPECT_EQ(placement_file_yaml(m, spec, back), placement_file_yaml(m, spec, pl));
+}
+
+TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLines) {
+  const models::ModelConfig m = eight_layers();
+  fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  const PlacementRequest req = request("serpentine");
+  const Placement pl = plan_placement(m, spec, 1, req);
+  const std::string text = placement_file_yaml(m, spec, pl);
+  auto line_of = [&](const std::string& needle) {
+    const auto at = text.find(needle);
+    return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  // o of layer 0 moved onto qkv of layer 0.
+  auto rect_text = [](const fabric::Rect& r) {
+    return "[" + std::to_string(r.x0) + ", " + std::to_string(r.y0) + ", " +
+           std::to_string(r.width) + ", " + std::to_string(r.height) + "]";
+  };
+  const fabric::Rect q = pl.layers[0].qkv.rect, o = pl.layers[0].o.rect;
+  const std::string qkv0 = rect_text(q);
+  const std::string o0 = "o: {rect: " + rect_text(o);
+  const std::string o0_on_qkv = "o: {rect: " + rect_text(fabric::Rect{q.x0, q.y0, o.width, o.height});
+  ScenarioError e = read_error(write("overlap.yaml", replaced(o0, o0_on_qkv)), m, spec, req);
+  EXPECT_EQ(e.line(), line_of(o0));
+  EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find(qkv0), std::string::npos) << e.what();
+
+  e = read_error(write("outside.yaml", replaced(o0, "o: {rect: [47, 47, 4, 4]")), m, spec, req);
+  EXPECT_EQ(e.line(), line_of(o0));
+  EXPECT_NE(std::string(e.what()).find("not inside"), std::string::npos) << e.what();
+
+  e = read_error(write("key.yaml", replaced("segment_length", "segment_lenght")), m, spec, req);
+  EXPECT_NE(std::string(e.what()).find("did you mean 'segment_length'"), std::string::npos)
+      << e.what();
+
+  // The same file with far less SRAM per core: the first matrix that no
+  // longer fits is named with its line.
+  fabric::WaferSpec small = spec;
+  small.sram_per_core = Bytes{2048};
+  e = read_error(write("sram.yaml", text), m, small, req);
+  EXPECT_GT(e.line(), 0);
+  EXPECT_NE(std::string(e.what()).find("fullest core"), std::string::npos) << e.what();
+
+  fabric::WaferSpec dead = spec;
+  dead.defect_cores = {{pl.layers[2].down.rect.x0, pl.layers[2].down.rect.y0}};
+  e = read_error(write("dead.yaml", text), m, dead, req);
+  EXPECT_NE(std::string(e.what()).find("dead core"), std::string::npos) << e.what();
+  EXPECT_EQ(e.key_path(), "layers[2].down.rect");
+}
+
+}  // namespace
+}  // namespace wafersim::sim
