@@ -6,6 +6,7 @@
 #include "fabric/defects.hpp"
 #include "fabric/link_timing.hpp"
 #include "fabric/mesh.hpp"
+#include "fabric/routing.hpp"
 #include "fabric/sram.hpp"
 #include "fabric/wafer_spec.hpp"
 
@@ -17,10 +18,11 @@ class Fabric {
       : spec_(spec),
         mesh_(spec.mesh_width, spec.mesh_height),
         defects_(spec_),
-        sram_(mesh_, spec.sram_per_core),
+        sram_(mesh_, spec.sram_per_core, &defects_),
         flow_(mesh_, spec_),
         cores_(mesh_.core_count()),
-        cost_(spec_) {}
+        cost_(spec_),
+        router_(mesh_, defects_) {}
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
 
@@ -34,6 +36,9 @@ class Fabric {
   CoreTimeline& cores() { return cores_; }
   const CoreTimeline& cores() const { return cores_; }
   const CoreCostModel& cost() const { return cost_; }
+  // The links from src to dst around dead routers (XY when clear, then YX,
+  // then a shortest detour), appended to `out`; fabric/routing.hpp.
+  void route(Coord src, Coord dst, std::vector<LinkId>& out) { router_.route(src, dst, out); }
 
  private:
   WaferSpec spec_;
@@ -43,6 +48,7 @@ class Fabric {
   FlowModel flow_;
   CoreTimeline cores_;
   CoreCostModel cost_;
+  DetourRouter router_;
 };
 
 }  // namespace wafersim::fabric

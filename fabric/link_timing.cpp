@@ -1,8 +1,111 @@
 #include "fabric/link_timing.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace wafersim::fabric {
+
+std::uint64_t FlowModel::LinkState::earliest_fit(std::uint64_t t, std::uint64_t len) const {
+  std::uint64_t s = std::max(t, floor);
+  // Fast path (messages issued in time order): at or after the last interval.
+  if (count == 0 || s >= floor + end[count - 1]) return s;
+  for (int i = 0; i < count; ++i) {
+    const std::uint64_t b = floor + end[i];
+    if (b <= s) continue;                    // ends before the candidate start
+    if (floor + start[i] >= s + len) break;  // the message fits before it
+    s = b;                                   // overlaps: try right after it
+  }
+  return s;
+}
+
+void FlowModel::LinkState::raise_floor(std::uint64_t to) {
+  if (to <= floor) return;
+  // Intervals that start at or before the new floor merge into it.
+  int absorbed = 0;
+  while (absorbed < count && floor + start[absorbed] <= to) {
+    to = std::max(to, floor + end[absorbed]);
+    ++absorbed;
+  }
+  const auto shift = static_cast<std::uint32_t>(to - floor);
+  for (int i = absorbed; i < count; ++i) {
+    start[i - absorbed] = start[i] - shift;
+    end[i - absorbed] = end[i] - shift;
+  }
+  count = static_cast<std::uint8_t>(count - absorbed);
+  floor = to;
+}
+
+void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
+  if (len == 0) return;
+  std::uint64_t e = s + len;
+  constexpr std::uint64_t kSpan = std::numeric_limits<std::uint32_t>::max();
+  if (e - std::min(e, floor) > kSpan) raise_floor(e - (std::uint64_t{1} << 31));
+  s = std::max(s, floor);
+  if (e <= floor) return;  // already counted busy
+  if (s == floor) {        // touches the floor: extend it
+    raise_floor(e);
+    return;
+  }
+  auto so = static_cast<std::uint32_t>(s - floor);
+  auto eo = static_cast<std::uint32_t>(e - floor);
+  // Fast path: after the last interval (extend it, or append).
+  if (count > 0 && so >= end[count - 1]) {
+    if (so == end[count - 1]) {
+      end[count - 1] = eo;
+      return;
+    }
+    if (count == kLinkIntervals) {
+      // Full: fold the oldest interval into the floor (conservative).
+      const std::uint32_t shift = end[0];
+      for (int i = 1; i < count; ++i) start[i - 1] = start[i] - shift, end[i - 1] = end[i] - shift;
+      floor += shift;
+      so -= shift;
+      eo -= shift;
+      --count;
+    }
+    start[count] = so;
+    end[count] = eo;
+    ++count;
+    return;
+  }
+  int p = 0;  // intervals before the new one
+  while (p < count && end[p] <= so) ++p;
+  const bool left = p > 0 && end[p - 1] == so;
+  const bool right = p < count && start[p] == eo;
+  if (left && right) {
+    end[p - 1] = end[p];
+    for (int i = p + 1; i < count; ++i) start[i - 1] = start[i], end[i - 1] = end[i];
+    --count;
+    return;
+  }
+  if (left) {
+    end[p - 1] = eo;
+    return;
+  }
+  if (right) {
+    start[p] = so;
+    return;
+  }
+  if (count == kLinkIntervals) {
+    // Full: fold the oldest interval into the floor (conservative).
+    raise_floor(floor + end[0]);
+    if (e <= floor) return;
+    s = std::max(s, floor);
+    if (s == floor) {
+      raise_floor(e);
+      return;
+    }
+    so = static_cast<std::uint32_t>(s - floor);
+    eo = static_cast<std::uint32_t>(e - floor);
+    p = 0;
+    while (p < count && end[p] <= so) ++p;
+  }
+  for (int i = count; i > p; --i) start[i] = start[i - 1], end[i] = end[i - 1];
+  start[p] = so;
+  end[p] = eo;
+  ++count;
+}
 
 FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
     : hop_latency_(spec.hop_latency),
@@ -10,6 +113,19 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       reduce_hop_overhead_(spec.reduce_hop_overhead),
       mesh_(mesh),
       links_(mesh.link_count()) {}
+
+Cycles FlowModel::link_reserved_until(LinkId l) const {
+  const LinkState& s = links_[l.value];
+  return Cycles{s.count == 0 ? s.floor : s.floor + s.end[s.count - 1]};
+}
+
+std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) const {
+  const LinkState& s = links_[l.value];
+  std::vector<std::pair<Cycles, Cycles>> out;
+  for (int i = 0; i < s.count; ++i)
+    out.emplace_back(Cycles{s.floor + s.start[i]}, Cycles{s.floor + s.end[i]});
+  return out;
+}
 
 std::vector<std::uint64_t> FlowModel::link_bytes_by_core() const {
   std::vector<std::uint64_t> out(mesh_.link_count(), 0);
@@ -54,8 +170,10 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
       if (!node_ready.empty()) head = later(head, node_ready[k]);
     }
     LinkState& link = links_[links[k].value];
-    head = head.not_before(Cycles{link.free_at}, Resource::contention);
-    link.free_at = (head.at + ser).value;
+    // Waiting for a gap the whole message fits in is contention.
+    head =
+        head.not_before(Cycles{link.earliest_fit(head.at.value, ser.value)}, Resource::contention);
+    link.reserve(head.at.value, ser.value);
     link.bytes += bytes.value;
     link.busy += ser.value;
     tail_arrival = head.plus(Resource::hops, hop_latency_).plus(Resource::serialization, ser);

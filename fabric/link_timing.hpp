@@ -1,18 +1,35 @@
 // Flow-level link model. A message is one transfer along its route; each link
-// keeps a reservation (the cycle it is next free) and counters. Timing rule,
-// for a message of B bytes injected when ready at t over links L0..Ln-1:
+// keeps a short list of busy intervals (its reservations) and counters.
+// Timing rule, for a message of B bytes injected when ready at t over links
+// L0..Ln-1:
 //   ser   = ceil(B / link_bytes_per_cycle)
-//   s0    = max(t, free[L0])                      (waiting here is contention)
-//   sk    = max(s(k-1) + hop_latency + extra, node_ready[k], free[Lk])
-//   link Lk is reserved for [sk, sk + ser)
+//   a0    = t
+//   ak    = max(s(k-1) + hop_latency + extra, node_ready[k])   (head reaches Lk)
+//   sk    = the earliest cycle >= ak such that [sk, sk + ser) overlaps no busy
+//           interval of Lk (backfill: a gap before a reservation made earlier
+//           for a message that reaches Lk later is used if the whole message
+//           fits in it; waiting sk - ak is contention)
+//   link Lk is busy for [sk, sk + ser)
 //   arrival at node k+1 (tail) = sk + hop_latency + ser
 // so an uncontended message arrives after hops * hop_latency + ser cycles
 // (virtual cut-through: the head moves on while the tail still streams), and
 // two messages sharing a link serialize on it. `extra` is the per-hop cost
 // when each node on the path adds its own contribution before forwarding
 // (chain reduction); `node_ready[k]` is when node k's contribution is ready.
+//
+// Bounded memory: a link keeps at most kLinkIntervals busy intervals (merged
+// when they touch) after a floor; every cycle before the floor counts as busy.
+// When a new interval would exceed the bound, the oldest interval is folded
+// into the floor (the gaps before its end are given up). This is conservative
+// (a message may wait where the exact schedule had a gap, never the reverse),
+// and it costs little when messages are issued roughly in time order, as the
+// engine and run_flow do: the oldest intervals then lie before every message
+// still to come. Interval bounds are 32-bit offsets from the floor; a
+// reservation more than 2^32 cycles after the floor moves the floor up to
+// 2^31 cycles before it (also conservative, and far beyond any gap in use).
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -21,6 +38,11 @@
 #include "fabric/wafer_spec.hpp"
 
 namespace wafersim::fabric {
+
+// Busy intervals kept per link (see above). 4 keeps a link record in one
+// 64-byte cache line (3.58M links on a WSE-3: 229 MB); docs/validation.md
+// compares it with 8 on the agreement benchmark.
+inline constexpr int kLinkIntervals = 4;
 
 class FlowModel {
  public:
@@ -49,9 +71,35 @@ class FlowModel {
   // Per-link counters.
   std::uint64_t link_bytes(LinkId l) const { return links_[l.value].bytes; }
   std::uint64_t link_busy_cycles(LinkId l) const { return links_[l.value].busy; }
-  Cycles link_free_at(LinkId l) const { return Cycles{links_[l.value].free_at}; }
+  // The end of the link's last reservation (0 if it never carried anything).
+  Cycles link_reserved_until(LinkId l) const;
+  // The link's busy intervals [first, second) after its floor, in time order,
+  // and the floor (every cycle before it counts as busy).
+  std::vector<std::pair<Cycles, Cycles>> link_busy_intervals(LinkId l) const;
+  Cycles link_floor(LinkId l) const { return Cycles{links_[l.value].floor}; }
   // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
   std::vector<std::uint64_t> link_bytes_by_core() const;
+
+  // One link's reservations (public for its unit tests; FlowModel keeps one
+  // per link in a flat array).
+  struct alignas(64) LinkState {
+    std::uint64_t floor = 0;  // every cycle before this counts as busy
+    std::uint64_t bytes = 0;  // bytes carried
+    std::uint64_t busy = 0;   // cycles reserved
+    // Busy intervals [floor + start[i], floor + end[i]), sorted, disjoint and
+    // not touching; `count` of them are in use.
+    std::uint32_t start[kLinkIntervals] = {};
+    std::uint32_t end[kLinkIntervals] = {};
+    std::uint8_t count = 0;
+
+    // The earliest cycle >= t at which [s, s + len) is free.
+    std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const;
+    // Marks [s, s + len) busy; it must be free (as earliest_fit returns).
+    void reserve(std::uint64_t s, std::uint64_t len);
+
+   private:
+    void raise_floor(std::uint64_t to);
+  };
 
  private:
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
@@ -61,12 +109,6 @@ class FlowModel {
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
-  // One record per link, so a hop touches one cache line.
-  struct LinkState {
-    std::uint64_t free_at = 0;  // reserved until this cycle
-    std::uint64_t bytes = 0;    // bytes carried
-    std::uint64_t busy = 0;     // cycles reserved
-  };
   const Mesh& mesh_;
   std::vector<LinkState> links_;
 };

@@ -17,8 +17,8 @@ const char* sram_use_name(SramUse u) {
   return "?";
 }
 
-SramMap::SramMap(const Mesh& mesh, Bytes capacity_per_core)
-    : mesh_(mesh), capacity_(capacity_per_core), used_(mesh.core_count(), 0) {}
+SramMap::SramMap(const Mesh& mesh, Bytes capacity_per_core, const DefectMap* defects)
+    : mesh_(mesh), defects_(defects), capacity_(capacity_per_core), used_(mesh.core_count(), 0) {}
 
 Bytes SramMap::total_used() const {
   return Bytes{std::accumulate(used_.begin(), used_.end(), std::uint64_t{0})};
@@ -31,6 +31,12 @@ std::size_t SramMap::cores_used() const {
 
 void SramMap::allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what) {
   std::uint64_t& u = used_[core.value];
+  if (bytes.value > 0 && defects_ && defects_->dead(mesh_.coord(core))) {
+    const Coord c = mesh_.coord(core);
+    throw FitError("core (" + std::to_string(c.x) + "," + std::to_string(c.y) + ") cannot hold " +
+                   std::to_string(bytes.value) + " B of " + what +
+                   ": it is dead (hardware.defects) and has no usable SRAM");
+  }
   if (u + bytes.value > capacity_.value) {
     const Coord c = mesh_.coord(core);
     throw FitError("core (" + std::to_string(c.x) + "," + std::to_string(c.y) + ") cannot hold " +

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/defects.hpp"
 #include "fabric/mesh.hpp"
 
 namespace wafersim::fabric {
@@ -24,11 +25,16 @@ const char* sram_use_name(SramUse u);
 
 class SramMap {
  public:
-  SramMap(const Mesh& mesh, Bytes capacity_per_core);
+  // With `defects`, a dead core has no SRAM: any allocation there is refused.
+  SramMap(const Mesh& mesh, Bytes capacity_per_core, const DefectMap* defects = nullptr);
 
   Bytes capacity_per_core() const { return capacity_; }
+  // What `core` can hold: capacity_per_core, or 0 on a dead core.
+  Bytes capacity(CoreId core) const {
+    return defects_ && defects_->dead(mesh_.coord(core)) ? Bytes{0} : capacity_;
+  }
   Bytes used(CoreId core) const { return Bytes{used_[core.value]}; }
-  Bytes free(CoreId core) const { return capacity_ - used(core); }
+  Bytes free(CoreId core) const { return capacity(core) - used(core); }
   Bytes used_for(SramUse use) const { return Bytes{by_use_[static_cast<int>(use)]}; }
   Bytes total_used() const;
   std::size_t cores_used() const;  // cores with at least one byte allocated
@@ -39,6 +45,7 @@ class SramMap {
 
  private:
   const Mesh& mesh_;
+  const DefectMap* defects_;
   Bytes capacity_;
   std::vector<std::uint64_t> used_;
   std::uint64_t by_use_[kSramUses] = {0, 0, 0};

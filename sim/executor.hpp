@@ -128,7 +128,7 @@ class Executor {
     Timed at_row = id_ready;
     if (!from_host) {
       route_.clear();
-      fab(e.wafer).mesh().xy_route(pl_.head.lm_head.root(0), e.root(p), route_);
+      fab(e.wafer).route(pl_.head.lm_head.root(0), e.root(p), route_);
       at_row = fab(e.wafer).flow().send(route_, Bytes{4}, id_ready);
     }
     Vec v = embedding_row(e, token, at_row);
@@ -281,24 +281,25 @@ class Executor {
                  int waypoint_x = -1) {
     route_.clear();
     if (src.wafer == dst.wafer) {
-      const fabric::Mesh& mesh = fab(src.wafer).mesh();
-      if (waypoint_x >= 0 && waypoint_x < mesh.width() && src.core.y != dst.core.y) {
+      // Around dead routers when there are any (XY otherwise).
+      fabric::Fabric& f = fab(src.wafer);
+      if (waypoint_x >= 0 && waypoint_x < f.mesh().width() && src.core.y != dst.core.y) {
         const Coord a{waypoint_x, src.core.y}, b{waypoint_x, dst.core.y};
-        mesh.xy_route(src.core, a, route_);
-        mesh.xy_route(a, b, route_);
-        mesh.xy_route(b, dst.core, route_);
+        f.route(src.core, a, route_);
+        f.route(a, b, route_);
+        f.route(b, dst.core, route_);
       } else {
-        mesh.xy_route(src.core, dst.core, route_);
+        f.route(src.core, dst.core, route_);
       }
       return fab(src.wafer).flow().send(route_, bytes, ready);
     }
     fabric::Fabric& a = fab(src.wafer);
     fabric::Fabric& b = fab(dst.wafer);
-    a.mesh().xy_route(src.core, Coord{a.mesh().width() - 1, src.core.y}, route_);
+    a.route(src.core, Coord{a.mesh().width() - 1, src.core.y}, route_);
     const Timed at_edge = a.flow().send(route_, bytes, ready);
     const Timed across = io_->transfer(src.wafer, dst.wafer, bytes, at_edge);
     route_.clear();
-    b.mesh().xy_route(Coord{0, dst.core.y}, dst.core, route_);
+    b.route(Coord{0, dst.core.y}, dst.core, route_);
     return b.flow().send(route_, bytes, across);
   }
 

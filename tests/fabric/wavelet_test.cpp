@@ -130,16 +130,11 @@ TEST_F(Wavelet, ReductionsMatchTheFlowPrimitivesExactly) {
                                                                     : "two-level ")
                               << bytes
                               << " B" << (late ? ", late" : "");
-        if (scheme != ReductionScheme::chain && late) {
-          // reduce_line issues the tree's sends in step order, and a link is
-          // reserved in issue order with no backfill: the late partial's send
-          // (5 -> 4) holds link (5)W from cycle 90, and the stride-2 send
-          // 6 -> 4, ready at ~20, queues behind it. In ready-time order (and
-          // in the routers) 6 -> 4 goes first. Flow pessimism, not physics.
-          EXPECT_GE(expected.at.value, wave);
-        } else {
-          EXPECT_EQ(flow, expected.at.value);
-        }
+        // With a late partial, reduce_line issues the tree's sends in step
+        // order: the late send 5 -> 4 holds link (5)W from cycle 90 before the
+        // stride-2 send 6 -> 4 (ready at ~20) is issued; backfill lets the
+        // latter use the link's idle time before 90, as the routers do.
+        EXPECT_EQ(flow, expected.at.value);
       }
 }
 
@@ -232,14 +227,15 @@ TEST_F(Wavelet, GemvPhaseUnderBackgroundTrafficFlowIsPessimisticButBounded) {
   };
   const double flow = phase(run_flow(mesh, spec, t));
   const double wave = phase(run_wavelet(mesh, spec, t));
-  // Aim (issue 3): 15%. Measured: the flow level is +37% (142 vs 104 cycles)
-  // here, because links are reserved in ready order with no backfill (a
-  // message cannot use a link's idle time before a reservation made earlier
-  // for a message that reaches the link later), which compounds along the
-  // reduction chains; docs/validation.md. This bound catches regressions
-  // until the flow model backfills; tighten it then.
+  // Aim (issue 3): 15%. Measured with backfill: +33% (141 vs 106 cycles;
+  // +37% before backfill). What is left is the exclusive whole-message
+  // reservation: each hop of a row's chain needs a gap as long as the whole
+  // 8-cycle message on a link that background packets keep cutting into
+  // short gaps, where the routers interleave the chain's color wavelet by
+  // wavelet with the background; docs/validation.md. Tighten when the flow
+  // level shares link bandwidth across colors.
   EXPECT_GE(flow, wave);
-  EXPECT_LE(rel_error(flow, wave), 0.5) << "flow " << flow << " wavelet " << wave;
+  EXPECT_LE(rel_error(flow, wave), 0.35) << "flow " << flow << " wavelet " << wave;
 }
 
 TEST_F(Wavelet, PhysicsUnderLoad) {
