@@ -106,10 +106,12 @@ SC_MODULE(HostModule) {
   sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> to_wafer;
   sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> from_wafer;
 
-  HostModule(sc_core::sc_module_name name, Executor & ex, const Scenario& sc, Cycles io_cycles,
-             analysis::RunResult& result, HostLog& log, const RunOptions& options)
+  HostModule(sc_core::sc_module_name name, Executor & ex, const Program& program,
+             const Scenario& sc, Cycles io_cycles, analysis::RunResult& result, HostLog& log,
+             const RunOptions& options)
       : sc_module(name),
         ex_(ex),
+        program_(program),
         sc_(sc),
         io_(io_cycles),
         result_(result),
@@ -135,6 +137,28 @@ SC_MODULE(HostModule) {
     return m;
   }
 
+  // A block of prompt tokens (workload.prefill_block > 1): every token's
+  // embedding row moves onto layer 0's input, where they travel on as one
+  // block (Executor::stack).
+  TokenMessage* make_block(int user, int first, std::span<const std::int32_t> ids,
+                           const Timed& arrived) {
+    if (ids.size() == 1) return make(user, first, ids[0], true, arrived, true);
+    messages.push_back(std::make_unique<TokenMessage>());
+    TokenMessage* m = messages.back().get();
+    m->user = user;
+    m->position = first;
+    m->tokens = static_cast<int>(ids.size());
+    m->token = ids[0];
+    m->prefill = true;
+    const StageProgram& entry = program_.stages.front();
+    std::vector<Vec> parts;
+    for (std::size_t t = 0; t < ids.size(); ++t)
+      parts.push_back(ex_.move(ex_.embed(ids[t], first + static_cast<int>(t), arrived, true),
+                               entry.input, entry.input_spread));
+    slot(*m, Slot::x) = Executor::stack(parts);
+    return m;
+  }
+
   void record(const TokenMessage& m) {
     analysis::TokenRecord r;
     r.user = m.user;
@@ -150,16 +174,22 @@ SC_MODULE(HostModule) {
   void process() {
     const int users = static_cast<int>(log_.size());
     const int n_prompt = static_cast<int>(sc_.workload.prompt_ids.size());
-    const int total = users * (n_prompt + sc_.workload.generate_tokens - 1);
+    const int block = sc_.workload.prefill_block;
+    const int blocks = (n_prompt + block - 1) / block;
+    const int total = users * (blocks + sc_.workload.generate_tokens - 1);
     // Every user's prompt arrives over the wafer I/O at once; the prompts
-    // stream through the pipeline one user after another.
+    // stream through the pipeline one user after another, in blocks of
+    // prefill_block tokens (1: token by token).
     const Timed arrived = Timed{}.plus(Resource::io, io_);
     for (int u = 0; u < users; ++u)
-      for (int i = 0; i < n_prompt; ++i) {
+      for (int i = 0; i < n_prompt; i += block) {
+        const int n = std::min(block, n_prompt - i);
         TokenMessage* m =
-            make(u, i, log_[static_cast<std::size_t>(u)].prompt[static_cast<std::size_t>(i)], true,
-                 arrived, true);
-        m->needs_logits = (i == n_prompt - 1);
+            make_block(u, i,
+                       std::span<const std::int32_t>(log_[static_cast<std::size_t>(u)].prompt)
+                           .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n)),
+                       arrived);
+        m->needs_logits = (i + n == n_prompt);
         to_wafer->write(m);
       }
     int processed = 0, finished = 0;
@@ -180,7 +210,8 @@ SC_MODULE(HostModule) {
         ++finished;
         continue;
       }
-      TokenMessage* nm = make(m->user, m->position + 1, next, false, Timed{m->done.at, {}}, false);
+      TokenMessage* nm =
+          make(m->user, m->position + m->tokens, next, false, Timed{m->done.at, {}}, false);
       nm->needs_logits = true;
       to_wafer->write(nm);
     }
@@ -189,6 +220,7 @@ SC_MODULE(HostModule) {
   }
 
   Executor& ex_;
+  const Program& program_;
   const Scenario& sc_;
   Cycles io_;
   analysis::RunResult& result_;
@@ -257,7 +289,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   HostLog log(static_cast<std::size_t>(users));
   for (int u = 0; u < users; ++u)
     log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
-  HostModule host("host", ex, sc, io_cycles, r, log, options);
+  HostModule host("host", ex, program, sc, io_cycles, r, log, options);
   host.to_wafer(*fifos[0]);
   host.from_wafer(*fifos[n_stages]);
   sc_core::sc_start();

@@ -219,6 +219,66 @@ TEST(Functional, AttentionBiasTokensMatchReference) {
   expect_tokens_match_reference(sc);
 }
 
+// Prefill in blocks (workload.prefill_block): the prompt goes through each
+// stage as GEMMs over blocks of tokens; the tokens must not change. Blocks of
+// 3 (8 = 3 + 3 + 2) and of the whole prompt, with a sliding window that the
+// block crosses (tiny-mistral, window 8), experts chosen per token of the
+// block (tiny-mixtral), LayerNorm and position rows per token (tiny-gpt2).
+// (One simulation per process: one TEST per case.)
+void expect_prefill_blocks_match_reference(const char* preset, int block) {
+  Scenario sc = with_model(preset, 17);
+  sc.workload.prefill_block = block;
+  sc.workload.generate_tokens = 6;
+  expect_tokens_match_reference(sc);
+}
+TEST(Functional, PrefillBlocksOf3LlamaMatchReference) {
+  expect_prefill_blocks_match_reference("tiny-llama", 3);
+}
+TEST(Functional, PrefillBlockOfThePromptLlamaMatchesReference) {
+  expect_prefill_blocks_match_reference("tiny-llama", 8);
+}
+TEST(Functional, PrefillBlocksOf3MixtralMatchReference) {
+  expect_prefill_blocks_match_reference("tiny-mixtral", 3);
+}
+TEST(Functional, PrefillBlockOfThePromptMixtralMatchesReference) {
+  expect_prefill_blocks_match_reference("tiny-mixtral", 8);
+}
+TEST(Functional, PrefillBlocksOf3Gpt2MatchReference) {
+  expect_prefill_blocks_match_reference("tiny-gpt2", 3);
+}
+TEST(Functional, PrefillBlocksOf3Qwen3MatchReference) {
+  expect_prefill_blocks_match_reference("tiny-qwen3", 3);
+}
+TEST(Functional, PrefillBlocksOf3MistralMatchReference) {
+  expect_prefill_blocks_match_reference("tiny-mistral", 3);
+}
+TEST(Functional, PrefillBlocksOfTwoUsersOnTwoWafersGiveTheReferenceTokens) {
+  Scenario sc = with_model("tiny-mistral", 23);
+  sc.workload.prompt_ids.resize(12, 5);  // 12 prompt tokens: blocks of 5, 5, 2
+  sc.workload.prefill_block = 5;
+  sc.workload.users = 2;
+  sc.workload.generate_tokens = 6;
+  sc.wafers = 2;
+  expect_tokens_match_reference(sc);
+}
+
+// One record per block; every record's latency is explained by its critical
+// path; a prompt of 8 in blocks of 3 is 3 prefill records.
+TEST(Timing, PrefillBlocksAreOneRecordEachAndExplained) {
+  Scenario sc = quickstart(5);
+  sc.workload.prefill_block = 3;
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  std::size_t prefill = 0;
+  for (const analysis::TokenRecord& t : r.token_records) {
+    prefill += t.prefill ? 1 : 0;
+    EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
+  }
+  EXPECT_EQ(prefill, 3u);
+  EXPECT_EQ(r.token_records.size(), 3u + sc.workload.generate_tokens - 1);
+}
+
 // The router's choice drives which expert rectangles work: one token through
 // layer 0 of tiny-mixtral, and exactly the cores of the two experts that an
 // independent computation (RMSNorm of the embedding row, router GEMV, top 2
