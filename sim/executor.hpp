@@ -473,22 +473,77 @@ class Executor {
   }
 
   // qwen3's qk-norm: each q and k head RMSNorm'd with the layer's q_norm /
-  // k_norm gains, on the qkv roots. Timing: a sum of squares and a scaling
-  // per element on every root (4 ops); where a head spans several roots the
-  // exchange of its partial sums is not modelled (head_dim-sized heads
-  // usually sit on one root). Functional: exactly the reference's per-head
-  // rmsnorm (sum in increasing index over the whole head).
+  // k_norm gains, on the qkv roots (a column of consecutive cores). Every
+  // root squares and sums its q/k elements per head (2 ops per element);
+  // a head held by one root is normed there; a head spread over several
+  // consecutive roots has their partial sums (4 B per token) chain-reduced
+  // to its first root and multicast back; then every root scales its
+  // elements (2 ops per element). Functional: per head, the partial sums
+  // of squares of its pieces combined in that chain's order (for a head on
+  // one root exactly the reference's sum), then models::rmsnorm_apply.
   void qk_norm(Vec& qkv, int layer) {
-    elementwise(qkv, 4);
+    const Layout& l = qkv.layout;
+    const int hd = model_.head_dim;
+    const int heads = model_.num_heads + model_.num_kv_heads;
+    const int qk_end = heads * hd;
+    const auto T = static_cast<std::uint64_t>(qkv.tokens);
+    auto overlap = [&](std::size_t i, int lo, int hi) {
+      return std::max(0, std::min(l[i].end, hi) - std::max(l[i].begin, lo));
+    };
+    fabric::Fabric& f = fab(l.front().wafer);
+    std::vector<Timed> partial(l.size()), normed(l.size());
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+      partial[i] =
+          n == 0 ? qkv.ready[i]
+                 : run_core(l[i].wafer, l[i].core, qkv.ready[i], f.cost().vector_op(n * T, 2));
+      normed[i] = partial[i];
+    }
+    // Pieces [first, last] holding head h.
+    auto span_of = [&](int h) {
+      std::size_t a = 0;
+      while (l[a].end <= h * hd) ++a;
+      std::size_t b = a;
+      while (b + 1 < l.size() && l[b + 1].begin < (h + 1) * hd) ++b;
+      return std::pair{a, b};
+    };
+    std::vector<Timed> back;
+    for (int h = 0; h < heads; ++h) {
+      const auto [a, b] = span_of(h);
+      if (a == b) continue;
+      const Line line{l[a].core, fabric::Direction::south, static_cast<int>(b - a + 1)};
+      const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
+                                            Bytes{4 * T}, std::span(partial).subspan(a, b - a + 1));
+      fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4 * T}, sum, back);
+      for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
+    }
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+      qkv.ready[i] = n == 0
+                         ? qkv.ready[i]
+                         : run_core(l[i].wafer, l[i].core, normed[i], f.cost().vector_op(n * T, 2));
+    }
     if (!functional()) return;
     const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
-    const auto hd = static_cast<std::size_t>(model_.head_dim);
     const float eps = static_cast<float>(model_.rms_norm_eps);
-    for (int t = 0; t < qkv.tokens; ++t)
-      for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h) {
-        const std::span<float> head = qkv.row(t).subspan(static_cast<std::size_t>(h) * hd, hd);
-        models::rmsnorm(head, h < model_.num_heads ? lw.q_norm : lw.k_norm, eps, head);
+    const auto hds = static_cast<std::size_t>(hd);
+    for (int h = 0; h < heads; ++h) {
+      const auto [a, b] = span_of(h);
+      const int n = static_cast<int>(b - a + 1);
+      for (int t = 0; t < qkv.tokens; ++t) {
+        const std::span<float> head = qkv.row(t).subspan(static_cast<std::size_t>(h) * hds, hds);
+        std::vector<float> sums(static_cast<std::size_t>(n));
+        for (std::size_t k = a; k <= b; ++k) {
+          const int lo = std::max(l[k].begin, h * hd), hi = std::min(l[k].end, (h + 1) * hd);
+          sums[k - a] = models::sum_of_squares(head.subspan(static_cast<std::size_t>(lo - h * hd),
+                                                            static_cast<std::size_t>(hi - lo)));
+        }
+        for (const auto& step : reduction_order(ReductionScheme::chain, n))
+          sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
+        models::rmsnorm_apply(head, sums[0], hd, h < model_.num_heads ? lw.q_norm : lw.k_norm, eps,
+                              head);
       }
+    }
   }
 
   // GELU (tanh) in place on the up matrix's roots (gpt2): about 8 operations

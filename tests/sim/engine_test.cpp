@@ -53,6 +53,35 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
 }
 
+TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
+  // qkv of head_dim 4, one q head and one kv head: 12 values on two roots,
+  // (0,0) holds [0, 6) (q and half of k), (0,1) holds [6, 12) (the other
+  // half of k, and v). Spec: 4 fp32 lanes, 16 B/cycle SRAM, 10 cycles task
+  // overhead, 1 cycle/hop, 4 B/cycle links, 2 cycles per reduction add.
+  //  - squares: root 0 has 6 q/k elements x 2 ops = 12 / 4 lanes = 3 (+10) -> 13;
+  //    root 1 has 2 (k) x 2 = 4 / 4 = 1 (+10) -> 11 (v is not normed);
+  //  - k spans both roots: root 1's partial (4 B = 1 cycle) chains to root 0:
+  //    11 + 1 hop + 1 + 2 add = 15; multicast back: root 0 at 15, root 1 at
+  //    15 + 1 + 1 = 17;
+  //  - scaling: root 0 from 15: 13 more -> 28; root 1 from 17: 11 more -> 28.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.architecture = models::Architecture::qwen3;
+  model.head_dim = 4;
+  model.num_heads = 1;
+  model.num_kv_heads = 1;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  Vec qkv;
+  qkv.layout = {Piece{Coord{0, 0}, 0, 6, 0}, Piece{Coord{0, 1}, 6, 12, 0}};
+  qkv.ready.assign(2, Timed{});
+  ex.qk_norm(qkv, 0);
+  EXPECT_EQ(qkv.ready[0].at.value, 28u);
+  EXPECT_EQ(qkv.ready[1].at.value, 28u);
+  EXPECT_EQ(qkv.ready[1].path.total(), 28u);
+}
+
 TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
   // With Q = 2 both schemes are one hop; with Q = 8 and a short vector the
   // tree's log-depth wins (see fabric collectives tests for the arithmetic).
