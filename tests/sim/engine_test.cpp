@@ -82,6 +82,43 @@ TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
   EXPECT_EQ(qkv.ready[1].path.total(), 28u);
 }
 
+TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
+  // A 16-element vector on two roots of a column, (0,0) [0, 8) and (0,1)
+  // [8, 16). Spec as above (4 fp32 lanes, 16 B/cycle SRAM, 10 cycles
+  // overhead, 1 cycle/hop, 4 B/cycle links, 2 cycles per reduction add).
+  //  - sums (1 op/element): 8/4 = 2 (+10) = 12 on both; root 1's partial
+  //    (4 B = 1 cycle) chains up: 12 + 1 hop + 1 + 2 add = 16; multicast
+  //    back: 16 and 16 + 1 + 1 = 18;
+  //  - squared deviations (3 ops): 24/4 = 6 (+10) = 16: 32 and 34; chain:
+  //    34 + 1 + 1 + 2 = 38; back: 38 and 40;
+  //  - apply (4 ops): 32/4 = 8 (+10) = 18: 56 and 58.
+  // Values: small integers, so every sum is exact and the result equals
+  // models::layernorm bit for bit.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.rms_norm_eps = 1e-5;
+  Placement pl;
+  Program prog;
+  models::Weights w;  // functional: only the values below are read
+  Executor ex(fab, model, pl, prog, &w, 16);
+  Vec x;
+  x.layout = {Piece{Coord{0, 0}, 0, 8, 0}, Piece{Coord{0, 1}, 8, 16, 0}};
+  x.ready.assign(2, Timed{});
+  std::vector<float> gain(16), bias(16);
+  for (int i = 0; i < 16; ++i) {
+    x.values.push_back(static_cast<float>((i * 7) % 11) - 5.0f);
+    gain[static_cast<std::size_t>(i)] = 1.0f + 0.125f * static_cast<float>(i % 3);
+    bias[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i % 4);
+  }
+  const Vec y = ex.layernorm(x, gain, bias);
+  EXPECT_EQ(y.ready[0].at.value, 56u);
+  EXPECT_EQ(y.ready[1].at.value, 58u);
+  EXPECT_EQ(y.ready[1].path.total(), 58u);
+  std::vector<float> expected(16);
+  models::layernorm(x.values, gain, bias, 1e-5f, expected);
+  EXPECT_EQ(y.values, expected);
+}
+
 TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
   // With Q = 2 both schemes are one hop; with Q = 8 and a short vector the
   // tree's log-depth wins (see fabric collectives tests for the arithmetic).
