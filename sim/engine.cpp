@@ -69,13 +69,18 @@ SC_MODULE(StageModule) {
   void process() {
     for (;;) {
       TokenMessage* m = in->read();
-      Vec& x = slot(*m, Slot::x);
-      // A token that arrives while the stage is busy waits (pipelining).
-      for (Timed& r : x.ready) r = r.not_before(now_cycles(), Resource::queueing);
+      // A token that arrived while the stage was busy has waited in the
+      // fifo (pipelining): none of its vectors is usable here before the
+      // stage takes it. A token taken as it arrives keeps its ready times
+      // (a stage continuing a layer may use a vector ready earlier).
+      if (now_cycles().value > m->handed_at)
+        for (Vec& v : m->slots)
+          for (Timed& r : v.ready) r = r.not_before(now_cycles(), Resource::queueing);
       run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
         trace(*m, label, t);
         wait_until(t);
       });
+      m->handed_at = now_cycles().value;
       out->write(m);
     }
   }
@@ -190,6 +195,7 @@ SC_MODULE(HostModule) {
                            .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n)),
                        arrived);
         m->needs_logits = (i + n == n_prompt);
+        m->handed_at = now_cycles().value;
         to_wafer->write(m);
       }
     int processed = 0, finished = 0;
@@ -213,6 +219,7 @@ SC_MODULE(HostModule) {
       TokenMessage* nm =
           make(m->user, m->position + m->tokens, next, false, Timed{m->done.at, {}}, false);
       nm->needs_logits = true;
+      nm->handed_at = now_cycles().value;
       to_wafer->write(nm);
     }
     // Nothing is left to do: every stage waits on an empty fifo, so the
@@ -280,8 +287,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::vector<std::unique_ptr<StageModule>> stages;
   for (std::size_t i = 0; i < n_stages; ++i) {
     const StageProgram& sp = program.stages[i];
-    const std::string name =
-        sp.layer < 0 ? std::string("head") : "layer_" + std::to_string(sp.layer);
+    std::string name = sp.name;  // "layer 3 attention" -> module "layer_3_attention"
+    std::replace(name.begin(), name.end(), ' ', '_');
     stages.push_back(std::make_unique<StageModule>(name.c_str(), ex, sp));
     stages.back()->in(*fifos[i]);
     stages.back()->out(*fifos[i + 1]);

@@ -63,6 +63,7 @@ struct TokenMessage {
   bool prefill = false;
   bool needs_logits = false;  // the last prompt token and generated tokens
   std::uint64_t start_cycle = 0;
+  std::uint64_t handed_at = 0;  // cycle it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
   std::int32_t next_token = 0;
   Timed done;
@@ -1032,13 +1033,15 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
   }
   // Of a block of prompt tokens the head needs the last one only.
   if (head && x.tokens > 1) x = Executor::last_token(x);
-  x = ex.move(x, sp.input, sp.input_spread);
-  after("enter " + sp.name, x.latest());
+  if (!sp.continues_layer) {
+    x = ex.move(x, sp.input, sp.input_spread);
+    after("enter " + sp.name, x.latest());
+  }
   for (const Phase& ph : sp.phases) {
     ex.run(ph, m, sp.layer);
     after(ph.label, ph.kind == PhaseKind::argmax ? m.done : slot(m, ph.out).latest());
   }
-  if (!head) x = slot(m, Slot::out);
+  if (!head && sp.ends_layer) x = slot(m, Slot::out);
 }
 
 }  // namespace wafersim::sim

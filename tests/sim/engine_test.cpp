@@ -363,7 +363,8 @@ TEST(Moe, OnlyTheChosenExpertsRegionsWork) {
   TokenMessage m;
   m.token = token;
   slot(m, Slot::x) = ex.embed(token, 0, Timed{}, true);
-  run_stage(ex, prog.stages[0], m, [](const std::string&, const Timed&) {});
+  for (const StageProgram& sp : prog.stages)
+    if (sp.layer == 0) run_stage(ex, sp, m, [](const std::string&, const Timed&) {});
 
   // Independent: h = x + Wo attn(x) with the reference kernels (at position
   // 0 a head attends to its own position only, so attn = v of its kv head),
