@@ -124,6 +124,31 @@ TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
   for (const LayerStage& st : pl.layers) EXPECT_EQ(st.experts.size(), 8u);
 }
 
+// lower() cuts every layer into five stages at its region boundaries; only
+// the first moves the layer's input in, only the last hands `out` on.
+TEST(Lowering, EveryLayerIsFiveStagesCutAtItsRegions) {
+  for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2"}) {
+    const models::ModelConfig m = load_model_preset(name);
+    fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+    PlacementRequest req;
+    req.context_tokens = 24;
+    const Placement pl = place(m, fab, req);
+    const Program prog = lower(m, pl);
+    ASSERT_EQ(prog.stages.size(), 5u * static_cast<std::size_t>(m.num_layers) + 1u) << name;
+    for (std::size_t i = 0; i + 1 < prog.stages.size(); ++i) {
+      const StageProgram& sp = prog.stages[i];
+      EXPECT_EQ(sp.layer, static_cast<int>(i / 5)) << name;
+      EXPECT_EQ(sp.continues_layer, i % 5 != 0) << sp.name;
+      EXPECT_EQ(sp.ends_layer, i % 5 == 4) << sp.name;
+      EXPECT_FALSE(sp.phases.empty()) << sp.name;
+    }
+    // The attention stage is the attention phase alone.
+    ASSERT_EQ(prog.stages[1].phases.size(), 1u);
+    EXPECT_EQ(prog.stages[1].phases[0].kind, PhaseKind::attention);
+    EXPECT_EQ(prog.stages.back().layer, -1);
+  }
+}
+
 // The wafer's support gate: every architecture preset passes; a model the
 // wafer cannot lower (here a gpt2 with experts, which no scenario can
 // declare since ModelConfig::validate refuses it) is an UnsupportedModelError
