@@ -19,6 +19,13 @@ CoreCost CoreCostModel::gemv_tile(std::uint64_t rows, std::uint64_t cols, int we
   return streaming(macs, weight_bits, ceil_div(macs * static_cast<std::uint64_t>(weight_bits), 8));
 }
 
+CoreCost CoreCostModel::gemm_tile(std::uint64_t rows, std::uint64_t cols, std::uint64_t tokens,
+                                  int weight_bits) const {
+  const std::uint64_t macs = rows * cols;
+  return streaming(macs * tokens, weight_bits,
+                   ceil_div(macs * static_cast<std::uint64_t>(weight_bits), 8));
+}
+
 CoreCost CoreCostModel::vector_op(std::uint64_t elements, std::uint64_t ops_per_element) const {
   return streaming(elements * ops_per_element, 32, elements * 4);
 }

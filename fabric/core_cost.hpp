@@ -23,6 +23,11 @@ class CoreCostModel {
 
   // y = W x for a rows x cols tile of `weight_bits`-bit weights.
   CoreCost gemv_tile(std::uint64_t rows, std::uint64_t cols, int weight_bits) const;
+  // Y = W X for a block of `tokens` input vectors (prefill as GEMM): the tile
+  // is read from SRAM once, every weight multiplies every token. Equal to
+  // gemv_tile for one token.
+  CoreCost gemm_tile(std::uint64_t rows, std::uint64_t cols, std::uint64_t tokens,
+                     int weight_bits) const;
   // An fp32 vector operation of `ops_per_element` operations per element.
   CoreCost vector_op(std::uint64_t elements, std::uint64_t ops_per_element) const;
   // Decode attention of `heads` query heads over `positions` cached positions

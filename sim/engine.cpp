@@ -70,13 +70,18 @@ SC_MODULE(StageModule) {
   void process() {
     for (;;) {
       TokenMessage* m = in->read();
-      Vec& x = slot(*m, Slot::x);
-      // A token that arrives while the stage is busy waits (pipelining).
-      for (Timed& r : x.ready) r = r.not_before(now_cycles(), Resource::queueing);
+      // A token that arrived while the stage was busy has waited in the
+      // fifo (pipelining): none of its vectors is usable here before the
+      // stage takes it. A token taken as it arrives keeps its ready times
+      // (a stage continuing a layer may use a vector ready earlier).
+      if (now_cycles().value > m->handed_at)
+        for (Vec& v : m->slots)
+          for (Timed& r : v.ready) r = r.not_before(now_cycles(), Resource::queueing);
       run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
         trace(*m, label, t);
         wait_until(t);
       });
+      m->handed_at = now_cycles().value;
       out->write(m);
     }
   }
@@ -107,10 +112,12 @@ SC_MODULE(HostModule) {
   sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> to_wafer;
   sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> from_wafer;
 
-  HostModule(sc_core::sc_module_name name, Executor & ex, const Scenario& sc, Cycles io_cycles,
-             analysis::RunResult& result, HostLog& log, const RunOptions& options)
+  HostModule(sc_core::sc_module_name name, Executor & ex, const Program& program,
+             const Scenario& sc, Cycles io_cycles, analysis::RunResult& result, HostLog& log,
+             const RunOptions& options)
       : sc_module(name),
         ex_(ex),
+        program_(program),
         sc_(sc),
         io_(io_cycles),
         result_(result),
@@ -136,6 +143,28 @@ SC_MODULE(HostModule) {
     return m;
   }
 
+  // A block of prompt tokens (workload.prefill_block > 1): every token's
+  // embedding row moves onto layer 0's input, where they travel on as one
+  // block (Executor::stack).
+  TokenMessage* make_block(int user, int first, std::span<const std::int32_t> ids,
+                           const Timed& arrived) {
+    if (ids.size() == 1) return make(user, first, ids[0], true, arrived, true);
+    messages.push_back(std::make_unique<TokenMessage>());
+    TokenMessage* m = messages.back().get();
+    m->user = user;
+    m->position = first;
+    m->tokens = static_cast<int>(ids.size());
+    m->token = ids[0];
+    m->prefill = true;
+    const StageProgram& entry = program_.stages.front();
+    std::vector<Vec> parts;
+    for (std::size_t t = 0; t < ids.size(); ++t)
+      parts.push_back(ex_.move(ex_.embed(ids[t], first + static_cast<int>(t), arrived, true),
+                               entry.input, entry.input_spread));
+    slot(*m, Slot::x) = Executor::stack(parts);
+    return m;
+  }
+
   void record(const TokenMessage& m) {
     analysis::TokenRecord r;
     r.user = m.user;
@@ -151,16 +180,23 @@ SC_MODULE(HostModule) {
   void process() {
     const int users = static_cast<int>(log_.size());
     const int n_prompt = static_cast<int>(sc_.workload.prompt_ids.size());
-    const int total = users * (n_prompt + sc_.workload.generate_tokens - 1);
+    const int block = sc_.workload.prefill_block;
+    const int blocks = (n_prompt + block - 1) / block;
+    const int total = users * (blocks + sc_.workload.generate_tokens - 1);
     // Every user's prompt arrives over the wafer I/O at once; the prompts
-    // stream through the pipeline one user after another.
+    // stream through the pipeline one user after another, in blocks of
+    // prefill_block tokens (1: token by token).
     const Timed arrived = Timed{}.plus(Resource::io, io_);
     for (int u = 0; u < users; ++u)
-      for (int i = 0; i < n_prompt; ++i) {
+      for (int i = 0; i < n_prompt; i += block) {
+        const int n = std::min(block, n_prompt - i);
         TokenMessage* m =
-            make(u, i, log_[static_cast<std::size_t>(u)].prompt[static_cast<std::size_t>(i)], true,
-                 arrived, true);
-        m->needs_logits = (i == n_prompt - 1);
+            make_block(u, i,
+                       std::span<const std::int32_t>(log_[static_cast<std::size_t>(u)].prompt)
+                           .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n)),
+                       arrived);
+        m->needs_logits = (i + n == n_prompt);
+        m->handed_at = now_cycles().value;
         to_wafer->write(m);
       }
     int processed = 0, finished = 0;
@@ -181,8 +217,10 @@ SC_MODULE(HostModule) {
         ++finished;
         continue;
       }
-      TokenMessage* nm = make(m->user, m->position + 1, next, false, Timed{m->done.at, {}}, false);
+      TokenMessage* nm =
+          make(m->user, m->position + m->tokens, next, false, Timed{m->done.at, {}}, false);
       nm->needs_logits = true;
+      nm->handed_at = now_cycles().value;
       to_wafer->write(nm);
     }
     // Nothing is left to do: every stage waits on an empty fifo, so the
@@ -190,6 +228,7 @@ SC_MODULE(HostModule) {
   }
 
   Executor& ex_;
+  const Program& program_;
   const Scenario& sc_;
   Cycles io_;
   analysis::RunResult& result_;
@@ -258,8 +297,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::vector<std::unique_ptr<StageModule>> stages;
   for (std::size_t i = 0; i < n_stages; ++i) {
     const StageProgram& sp = program.stages[i];
-    const std::string name =
-        sp.layer < 0 ? std::string("head") : "layer_" + std::to_string(sp.layer);
+    std::string name = sp.name;  // "layer 3 attention" -> module "layer_3_attention"
+    std::replace(name.begin(), name.end(), ' ', '_');
     stages.push_back(std::make_unique<StageModule>(name.c_str(), ex, sp));
     stages.back()->in(*fifos[i]);
     stages.back()->out(*fifos[i + 1]);
@@ -267,7 +306,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   HostLog log(static_cast<std::size_t>(users));
   for (int u = 0; u < users; ++u)
     log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
-  HostModule host("host", ex, sc, io_cycles, r, log, options);
+  HostModule host("host", ex, program, sc, io_cycles, r, log, options);
   host.to_wafer(*fifos[0]);
   host.from_wafer(*fifos[n_stages]);
   t_host = HostClock::now();

@@ -5,10 +5,12 @@
 // engine's SystemC modules call it phase by phase in simulated time.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -27,12 +29,23 @@ using fabric::reduction_order;
 using fabric::ReductionScheme;
 inline constexpr int kSlots = static_cast<int>(Slot::count);
 
-// An activation vector of one token: where its pieces are, when each piece
-// is ready, and (functional mode) its values.
+// An activation vector of one token, or of a block of `tokens` prompt
+// tokens (prefill in blocks): where its pieces are (each piece holds its
+// elements of every token of the block), when each piece is ready, and
+// (functional mode) its values, token after token ([tokens][n]).
 struct Vec {
   Layout layout;
   std::vector<Timed> ready;
   std::vector<float> values;
+  int tokens = 1;
+  // Elements per token (functional mode).
+  std::size_t width() const { return values.size() / static_cast<std::size_t>(tokens); }
+  std::span<float> row(int t) {
+    return std::span(values).subspan(static_cast<std::size_t>(t) * width(), width());
+  }
+  std::span<const float> row(int t) const {
+    return std::span(values).subspan(static_cast<std::size_t>(t) * width(), width());
+  }
   Timed latest() const {
     Timed t = ready.front();
     for (const Timed& r : ready) t = later(t, r);
@@ -40,14 +53,17 @@ struct Vec {
   }
 };
 
-// One token on its way through the pipeline.
+// One token on its way through the pipeline, or a block of `tokens` prompt
+// tokens at positions [position, position + tokens).
 struct TokenMessage {
   int user = 0;
   int position = 0;
+  int tokens = 1;
   std::int32_t token = 0;
   bool prefill = false;
   bool needs_logits = false;  // the last prompt token and generated tokens
   std::uint64_t start_cycle = 0;
+  std::uint64_t handed_at = 0;  // cycle it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
   std::int32_t next_token = 0;
   Timed done;
@@ -169,6 +185,7 @@ class Executor {
     Vec out;
     out.layout = target;
     out.values = v.values;
+    out.tokens = v.tokens;
     out.ready.reserve(target.size());
     std::size_t s = 0;
     int transfers = 0;
@@ -183,8 +200,9 @@ class Executor {
         const int waypoint =
             spread > 0 ? std::min(src.core.x, t.core.x) + 1 + transfers % spread : -1;
         ++transfers;
-        const Timed arrival =
-            transfer(src, t, Bytes{static_cast<std::uint64_t>(n) * 4}, v.ready[k], waypoint);
+        const Timed arrival = transfer(
+            src, t, Bytes{static_cast<std::uint64_t>(n) * 4 * static_cast<std::uint64_t>(v.tokens)},
+            v.ready[k], waypoint);
         ready = ready ? later(*ready, arrival) : arrival;
       }
       if (!ready) throw std::logic_error("move: target piece not covered by the source vector");
@@ -311,64 +329,82 @@ class Executor {
     return Line{l[0].core, fabric::Direction::south, static_cast<int>(l.size())};
   }
 
-  Vec rmsnorm(const Vec& x, const std::vector<float>& g) {
-    const Line line = column_line(x.layout);
-    fabric::Fabric& f = fab(x.layout.front().wafer);
-    std::vector<Timed> partial(x.layout.size());
-    for (std::size_t i = 0; i < x.layout.size(); ++i)
-      partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, x.ready[i],
-                            f.cost().vector_op(x.layout[i].size(), 2));
-    const Timed sum =
-        fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4}, partial);
-    std::vector<Timed> back;
-    fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4}, sum, back);
+  // Blocks of prompt tokens: `tokens` equal layouts stacked into one block
+  // (ready when every part is), and the last token of a block.
+  static Vec stack(const std::vector<Vec>& parts) {
+    Vec out = parts.front();
+    out.tokens = 0;
+    out.values.clear();
+    for (const Vec& p : parts) {
+      if (p.layout.size() != out.layout.size())
+        throw std::logic_error("stack: parts on different layouts");
+      for (std::size_t i = 0; i < out.ready.size(); ++i)
+        out.ready[i] = later(out.ready[i], p.ready[i]);
+      out.values.insert(out.values.end(), p.values.begin(), p.values.end());
+      out.tokens += p.tokens;
+    }
+    return out;
+  }
+  static Vec last_token(const Vec& v) {
     Vec out;
-    out.layout = x.layout;
-    for (std::size_t i = 0; i < x.layout.size(); ++i)
-      out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, back[i],
-                                   f.cost().vector_op(x.layout[i].size(), 2)));
-    if (functional()) {
-      // Sum of squares per piece, combined in the order the chain adds them.
-      std::vector<float> sums(x.layout.size());
-      for (std::size_t i = 0; i < x.layout.size(); ++i)
-        sums[i] = models::sum_of_squares(
-            std::span(x.values).subspan(static_cast<std::size_t>(x.layout[i].begin),
-                                        static_cast<std::size_t>(x.layout[i].size())));
-      for (const auto& step :
-           reduction_order(ReductionScheme::chain, static_cast<int>(sums.size())))
-        sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
-      out.values.resize(x.values.size());
-      models::rmsnorm_apply(x.values, sums[0], static_cast<int>(x.values.size()), g,
-                            static_cast<float>(model_.rms_norm_eps), out.values);
+    out.layout = v.layout;
+    out.ready = v.ready;
+    if (!v.values.empty()) {
+      const auto r = v.row(v.tokens - 1);
+      out.values.assign(r.begin(), r.end());
     }
     return out;
   }
 
-  // A statistic of the whole vector from per-piece partials: each root
-  // computes its partial (ops_per_element per element), the partials are
-  // chain-reduced up the column and the result multicast back down.
+  Vec rmsnorm(const Vec& x, const std::vector<float>& g) {
+    const std::vector<Timed> back = column_statistic(x, x.ready, 2);
+    fabric::Fabric& f = fab(x.layout.front().wafer);
+    const auto T = static_cast<std::uint64_t>(x.tokens);
+    Vec out;
+    out.layout = x.layout;
+    out.tokens = x.tokens;
+    for (std::size_t i = 0; i < x.layout.size(); ++i)
+      out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, back[i],
+                                   f.cost().vector_op(x.layout[i].size() * T, 2)));
+    if (functional()) {
+      // Sum of squares per piece, combined in the order the chain adds them.
+      out.values.resize(x.values.size());
+      const int n = static_cast<int>(x.width());
+      for (int t = 0; t < x.tokens; ++t)
+        models::rmsnorm_apply(x.row(t), chain_sum(x, t, models::sum_of_squares), n, g,
+                              static_cast<float>(model_.rms_norm_eps), out.row(t));
+    }
+    return out;
+  }
+
+  // A statistic of the whole vector (of every token of a block) from
+  // per-piece partials: each root computes its partial (ops_per_element per
+  // element), the partials (4 B per token) are chain-reduced up the column
+  // and the result multicast back down.
   std::vector<Timed> column_statistic(const Vec& x, const std::vector<Timed>& ready,
                                       std::uint64_t ops_per_element) {
     const Line line = column_line(x.layout);
     fabric::Fabric& f = fab(x.layout.front().wafer);
+    const auto T = static_cast<std::uint64_t>(x.tokens);
     std::vector<Timed> partial(x.layout.size());
     for (std::size_t i = 0; i < x.layout.size(); ++i)
       partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
-                            f.cost().vector_op(x.layout[i].size(), ops_per_element));
-    const Timed sum =
-        fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4}, partial);
+                            f.cost().vector_op(x.layout[i].size() * T, ops_per_element));
+    const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
+                                          Bytes{4 * T}, partial);
     std::vector<Timed> back;
-    fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4}, sum, back);
+    fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4 * T}, sum, back);
     return back;
   }
-  // Per-piece partials of a column vector combined in the chain's order.
+  // Per-piece partials of token t of a column vector combined in the
+  // chain's order.
   template <class PieceSum>
-  float chain_sum(const Vec& x, PieceSum&& piece_sum) const {
+  float chain_sum(const Vec& x, int t, PieceSum&& piece_sum) const {
+    const std::span<const float> r = x.row(t);
     std::vector<float> sums(x.layout.size());
     for (std::size_t i = 0; i < x.layout.size(); ++i)
-      sums[i] =
-          piece_sum(std::span(x.values).subspan(static_cast<std::size_t>(x.layout[i].begin),
-                                                static_cast<std::size_t>(x.layout[i].size())));
+      sums[i] = piece_sum(r.subspan(static_cast<std::size_t>(x.layout[i].begin),
+                                    static_cast<std::size_t>(x.layout[i].size())));
     for (const auto& step : reduction_order(ReductionScheme::chain, static_cast<int>(sums.size())))
       sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
     return sums[0];
@@ -381,24 +417,28 @@ class Executor {
   // gain + bias on every root.
   Vec layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b) {
     fabric::Fabric& f = fab(x.layout.front().wafer);
+    const auto T = static_cast<std::uint64_t>(x.tokens);
     const std::vector<Timed> mean_ready = column_statistic(x, x.ready, 1);
     const std::vector<Timed> var_ready = column_statistic(x, mean_ready, 3);
     Vec out;
     out.layout = x.layout;
+    out.tokens = x.tokens;
     for (std::size_t i = 0; i < x.layout.size(); ++i)
       out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, var_ready[i],
-                                   f.cost().vector_op(x.layout[i].size(), 4)));
+                                   f.cost().vector_op(x.layout[i].size() * T, 4)));
     if (functional()) {
-      const auto n = static_cast<float>(x.values.size());
-      const float mean = chain_sum(x, models::sum_of) / n;
-      const float var = chain_sum(x,
-                                  [&](std::span<const float> piece) {
-                                    return models::sum_of_squared_deviations(piece, mean);
-                                  }) /
-                        n;
       out.values.resize(x.values.size());
-      models::layernorm_apply(x.values, mean, var, g, b, static_cast<float>(model_.rms_norm_eps),
-                              out.values);
+      const auto n = static_cast<float>(x.width());
+      for (int t = 0; t < x.tokens; ++t) {
+        const float mean = chain_sum(x, t, models::sum_of) / n;
+        const float var = chain_sum(x, t,
+                                    [&](std::span<const float> piece) {
+                                      return models::sum_of_squared_deviations(piece, mean);
+                                    }) /
+                          n;
+        models::layernorm_apply(x.row(t), mean, var, g, b, static_cast<float>(model_.rms_norm_eps),
+                                out.row(t));
+      }
     }
     return out;
   }
@@ -408,7 +448,9 @@ class Executor {
     elementwise(v, 1);
     if (!functional()) return;
     const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
-    std::span<float> all(v.values);
+    for (int t = 0; t < v.tokens; ++t) bias_row(v.row(t), ref, lw);
+  }
+  void bias_row(std::span<float> all, WeightRef ref, const models::LayerWeights& lw) const {
     switch (ref) {
       case WeightRef::qkv: {
         const auto q = static_cast<std::size_t>(model_.q_dim());
@@ -433,21 +475,76 @@ class Executor {
   }
 
   // qwen3's qk-norm: each q and k head RMSNorm'd with the layer's q_norm /
-  // k_norm gains, on the qkv roots. Timing: a sum of squares and a scaling
-  // per element on every root (4 ops); where a head spans several roots the
-  // exchange of its partial sums is not modelled (head_dim-sized heads
-  // usually sit on one root). Functional: exactly the reference's per-head
-  // rmsnorm (sum in increasing index over the whole head).
+  // k_norm gains, on the qkv roots (a column of consecutive cores). Every
+  // root squares and sums its q/k elements per head (2 ops per element);
+  // a head held by one root is normed there; a head spread over several
+  // consecutive roots has their partial sums (4 B per token) chain-reduced
+  // to its first root and multicast back; then every root scales its
+  // elements (2 ops per element). Functional: per head, the partial sums
+  // of squares of its pieces combined in that chain's order (for a head on
+  // one root exactly the reference's sum), then models::rmsnorm_apply.
   void qk_norm(Vec& qkv, int layer) {
-    elementwise(qkv, 4);
+    const Layout& l = qkv.layout;
+    const int hd = model_.head_dim;
+    const int heads = model_.num_heads + model_.num_kv_heads;
+    const int qk_end = heads * hd;
+    const auto T = static_cast<std::uint64_t>(qkv.tokens);
+    auto overlap = [&](std::size_t i, int lo, int hi) {
+      return std::max(0, std::min(l[i].end, hi) - std::max(l[i].begin, lo));
+    };
+    fabric::Fabric& f = fab(l.front().wafer);
+    std::vector<Timed> partial(l.size()), normed(l.size());
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+      partial[i] =
+          n == 0 ? qkv.ready[i]
+                 : run_core(l[i].wafer, l[i].core, qkv.ready[i], f.cost().vector_op(n * T, 2));
+      normed[i] = partial[i];
+    }
+    // Pieces [first, last] holding head h.
+    auto span_of = [&](int h) {
+      std::size_t a = 0;
+      while (l[a].end <= h * hd) ++a;
+      std::size_t b = a;
+      while (b + 1 < l.size() && l[b + 1].begin < (h + 1) * hd) ++b;
+      return std::pair{a, b};
+    };
+    std::vector<Timed> back;
+    for (int h = 0; h < heads; ++h) {
+      const auto [a, b] = span_of(h);
+      if (a == b) continue;
+      const Line line{l[a].core, fabric::Direction::south, static_cast<int>(b - a + 1)};
+      const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
+                                            Bytes{4 * T}, std::span(partial).subspan(a, b - a + 1));
+      fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4 * T}, sum, back);
+      for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
+    }
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+      qkv.ready[i] = n == 0
+                         ? qkv.ready[i]
+                         : run_core(l[i].wafer, l[i].core, normed[i], f.cost().vector_op(n * T, 2));
+    }
     if (!functional()) return;
     const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
-    const auto hd = static_cast<std::size_t>(model_.head_dim);
     const float eps = static_cast<float>(model_.rms_norm_eps);
-    for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h) {
-      const std::span<float> head =
-          std::span(qkv.values).subspan(static_cast<std::size_t>(h) * hd, hd);
-      models::rmsnorm(head, h < model_.num_heads ? lw.q_norm : lw.k_norm, eps, head);
+    const auto hds = static_cast<std::size_t>(hd);
+    for (int h = 0; h < heads; ++h) {
+      const auto [a, b] = span_of(h);
+      const int n = static_cast<int>(b - a + 1);
+      for (int t = 0; t < qkv.tokens; ++t) {
+        const std::span<float> head = qkv.row(t).subspan(static_cast<std::size_t>(h) * hds, hds);
+        std::vector<float> sums(static_cast<std::size_t>(n));
+        for (std::size_t k = a; k <= b; ++k) {
+          const int lo = std::max(l[k].begin, h * hd), hi = std::min(l[k].end, (h + 1) * hd);
+          sums[k - a] = models::sum_of_squares(head.subspan(static_cast<std::size_t>(lo - h * hd),
+                                                            static_cast<std::size_t>(hi - lo)));
+        }
+        for (const auto& step : reduction_order(ReductionScheme::chain, n))
+          sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
+        models::rmsnorm_apply(head, sums[0], hd, h < model_.num_heads ? lw.q_norm : lw.k_norm, eps,
+                              head);
+      }
     }
   }
 
@@ -502,19 +599,24 @@ class Executor {
   Vec moe(const LayerStage& st, int layer, const Vec& normed, const Vec& logits, const Layout& home,
           int spread, int user, int position) {
     const int k = model_.experts_per_token;
-    const std::vector<models::ExpertChoice> chosen =
-        functional() ? models::route_top_k(logits.values, k) : timing_route(layer, user, position);
+    const int T = normed.tokens;
+    const auto T64 = static_cast<std::uint64_t>(T);
+    // The choice of every token of the block.
+    std::vector<std::vector<models::ExpertChoice>> chosen;
+    for (int t = 0; t < T; ++t)
+      chosen.push_back(functional() ? models::route_top_k(logits.row(t), k)
+                                    : timing_route(layer, user, position + t));
     const MatrixPlacement& r = st.router;
     const int w = r.wafer;
     std::vector<Timed> local(logits.layout.size());
     for (std::size_t i = 0; i < logits.layout.size(); ++i)
       local[i] = run_core(w, logits.layout[i].core, logits.ready[i],
-                          fab(w).cost().vector_op(logits.layout[i].size(), 1));
-    const auto pair_bytes = Bytes{static_cast<std::uint64_t>(k) * 8};
+                          fab(w).cost().vector_op(logits.layout[i].size() * T64, 1));
+    const auto pair_bytes = Bytes{static_cast<std::uint64_t>(k) * 8 * T64};
     Timed choice = fabric::reduce_line(fab(w).mesh(), fab(w).flow(), ReductionScheme::chain,
                                        column_line(logits.layout), pair_bytes, local);
-    choice =
-        run_core(w, r.root(0), choice, fab(w).cost().vector_op(static_cast<std::uint64_t>(k), 4));
+    choice = run_core(w, r.root(0), choice,
+                      fab(w).cost().vector_op(static_cast<std::uint64_t>(k) * T64, 4));
     std::vector<Timed> told;
     fabric::multicast_line(fab(w).mesh(), fab(w).flow(),
                            Line{r.core(0, 0), fabric::Direction::east, r.q()}, pair_bytes, choice,
@@ -524,28 +626,56 @@ class Executor {
       throw std::logic_error(r.name + ": the normed vector is not on the router's columns");
     for (std::size_t i = 0; i < x.ready.size(); ++i) x.ready[i] = later(x.ready[i], told[i]);
 
-    std::vector<Vec> outputs;
-    for (const models::ExpertChoice& c : chosen) {
-      const ExpertPlacement& e = st.experts[static_cast<std::size_t>(c.expert)];
+    // Experts in order of first use (for one token: its chosen order); each
+    // runs once on the block of the tokens that chose it.
+    std::vector<int> order;
+    std::vector<std::vector<int>> users_of(static_cast<std::size_t>(model_.num_experts));
+    for (int t = 0; t < T; ++t)
+      for (const models::ExpertChoice& c : chosen[static_cast<std::size_t>(t)]) {
+        auto& u = users_of[static_cast<std::size_t>(c.expert)];
+        if (u.empty()) order.push_back(c.expert);
+        u.push_back(t);
+      }
+    std::vector<Vec> outputs(static_cast<std::size_t>(model_.num_experts));
+    for (int e_id : order) {
+      const ExpertPlacement& e = st.experts[static_cast<std::size_t>(e_id)];
+      const std::vector<int>& rows = users_of[static_cast<std::size_t>(e_id)];
+      Vec sub;
+      sub.layout = x.layout;
+      sub.ready = x.ready;
+      sub.tokens = static_cast<int>(rows.size());
+      if (functional())
+        for (int t : rows) {
+          const auto src = x.row(t);
+          sub.values.insert(sub.values.end(), src.begin(), src.end());
+        }
       const Vec gu = gemv(e.gate_up, WeightRef::expert_gate_up, layer,
-                          move(x, input_layout(e.gate_up)), c.expert);
+                          move(sub, input_layout(e.gate_up)), e_id);
       const Vec act = silu_mul(gu);
       const Vec y =
-          gemv(e.down, WeightRef::expert_down, layer, move(act, input_layout(e.down)), c.expert);
-      outputs.push_back(move(y, home, spread));
+          gemv(e.down, WeightRef::expert_down, layer, move(act, input_layout(e.down)), e_id);
+      outputs[static_cast<std::size_t>(e_id)] = move(y, home, spread);
     }
     Vec out;
     out.layout = home;
+    out.tokens = T;
     for (std::size_t i = 0; i < home.size(); ++i) {
-      Timed t = outputs.front().ready[i];
-      for (const Vec& y : outputs) t = later(t, y.ready[i]);
-      out.ready.push_back(run_core(home[i].wafer, home[i].core, t,
-                                   fab(home[i].wafer).cost().vector_op(home[i].size(), 2 * k)));
+      Timed t = outputs[static_cast<std::size_t>(order.front())].ready[i];
+      for (int e_id : order) t = later(t, outputs[static_cast<std::size_t>(e_id)].ready[i]);
+      out.ready.push_back(
+          run_core(home[i].wafer, home[i].core, t,
+                   fab(home[i].wafer).cost().vector_op(home[i].size() * T64, 2 * k)));
     }
     if (functional()) {
-      out.values.assign(static_cast<std::size_t>(model_.hidden_size), 0.0f);
-      for (std::size_t j = 0; j < chosen.size(); ++j)
-        models::axpy_inplace(chosen[j].weight, outputs[j].values, out.values);
+      out.values.assign(static_cast<std::size_t>(model_.hidden_size) * T64, 0.0f);
+      for (int t = 0; t < T; ++t)
+        for (const models::ExpertChoice& c : chosen[static_cast<std::size_t>(t)]) {
+          const std::vector<int>& rows = users_of[static_cast<std::size_t>(c.expert)];
+          const auto at = std::find(rows.begin(), rows.end(), t) - rows.begin();
+          models::axpy_inplace(
+              c.weight, outputs[static_cast<std::size_t>(c.expert)].row(static_cast<int>(at)),
+              out.row(t));
+        }
     }
     return out;
   }
@@ -618,73 +748,92 @@ class Executor {
     const int P = m.p(), Q = m.q();
     if (static_cast<int>(x.layout.size()) != Q)
       throw std::logic_error(m.name + ": input is not on its columns");
+    // A block of T prompt tokens is a GEMM: T input chunks down each column
+    // (one message of T chunks), each core streams its tile once and
+    // multiplies it by all T (fabric::CoreCostModel::gemm_tile), T partial
+    // sums per row reduced together.
+    const auto T = static_cast<std::uint64_t>(x.tokens);
     done_.resize(static_cast<std::size_t>(P) * Q);
     std::vector<Timed> arrivals;
     for (int qi = 0; qi < Q; ++qi) {
       const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
       fabric::multicast_line(fab(m.wafer).mesh(), fab(m.wafer).flow(),
-                             Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4},
+                             Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4 * T},
                              x.ready[static_cast<std::size_t>(qi)], arrivals);
       for (int pi = 0; pi < P; ++pi) {
         const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
         done_[static_cast<std::size_t>(pi) * Q + qi] =
             run_core(m.wafer, m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)],
-                     fab(m.wafer).cost().gemv_tile(rows, cols, bits_));
+                     fab(m.wafer).cost().gemm_tile(rows, cols, T, bits_));
       }
     }
     Vec y;
     y.layout = output_layout(m);
+    y.tokens = x.tokens;
     for (int pi = 0; pi < P; ++pi) {
       const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
       y.ready.push_back(
           fabric::reduce_line(fab(m.wafer).mesh(), fab(m.wafer).flow(), m.reduction,
-                              Line{m.root(pi), fabric::Direction::east, Q}, Bytes{rows * 4},
+                              Line{m.root(pi), fabric::Direction::east, Q}, Bytes{rows * 4 * T},
                               std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
     }
     if (functional()) {
-      y.values.assign(static_cast<std::size_t>(m.out_features), 0.0f);
+      y.values.assign(static_cast<std::size_t>(m.out_features) * T, 0.0f);
+      for (int t = 0; t < x.tokens; ++t) gemv_values(m, ref, layer, x.row(t), y.row(t), expert);
+    }
+    return y;
+  }
+
+  // One token's GEMV values, partial sums added in the reduction's order.
+  void gemv_values(const MatrixPlacement& m, WeightRef ref, int layer, std::span<const float> x,
+                   std::span<float> y, int expert) {
+    const int P = m.p(), Q = m.q();
+    {
       const auto order = reduction_order(m.reduction, Q);
       for (int pi = 0; pi < P; ++pi) {
         const int r0 = m.row_begin(pi), r1 = m.row_begin(pi + 1);
         const auto n = static_cast<std::size_t>(r1 - r0);
         partials_.assign(static_cast<std::size_t>(Q) * n, 0.0f);
         for (int qi = 0; qi < Q; ++qi)
-          tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x.values,
+          tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x,
                        std::span(partials_).subspan(static_cast<std::size_t>(qi) * n, n), expert);
         for (const auto& step : order)
           models::add_inplace(
               std::span(partials_).subspan(static_cast<std::size_t>(step.into) * n, n),
               std::span(partials_).subspan(static_cast<std::size_t>(step.from) * n, n));
         std::copy(partials_.begin(), partials_.begin() + static_cast<std::ptrdiff_t>(n),
-                  y.values.begin() + r0);
+                  y.begin() + r0);
       }
     }
-    return y;
   }
 
   void elementwise(Vec& v, std::uint64_t ops_per_element) {
     for (std::size_t i = 0; i < v.layout.size(); ++i)
       v.ready[i] =
           run_core(v.layout[i].wafer, v.layout[i].core, v.ready[i],
-                   fab(v.layout[i].wafer).cost().vector_op(v.layout[i].size(), ops_per_element));
+                   fab(v.layout[i].wafer)
+                       .cost()
+                       .vector_op(v.layout[i].size() * static_cast<std::uint64_t>(v.tokens),
+                                  ops_per_element));
   }
 
   void rope(Vec& qkv, int position) {
     elementwise(qkv, 4);  // ~4 flops per element (two products and a sum, table lookup)
     if (!functional()) return;
     const int hd = model_.head_dim;
-    for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
-      models::rope_apply(
-          std::span(qkv.values)
-              .subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
-          position, model_.rope_theta);
+    for (int t = 0; t < qkv.tokens; ++t)  // token t of a block is at position + t
+      for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
+        models::rope_apply(
+            qkv.row(t).subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
+            position + t, model_.rope_theta);
   }
 
   Vec silu_mul(const Vec& gu) {
     Vec out;
     out.layout = swiglu_output_layout(gu.layout);
     out.ready = gu.ready;
-    elementwise(out, 6);  // sigmoid (exp, add, div) and two products per output
+    out.tokens = gu.tokens;  // [T][2n] interleaved rows give [T][n] outputs elementwise
+    elementwise(out, 6);     // sigmoid (exp, add, div) and two products per output
     if (functional()) {
       const std::size_t n = gu.values.size() / 2;
       std::vector<float> g(n), u(n);
@@ -700,6 +849,7 @@ class Executor {
       throw std::logic_error("add: operands on different layouts");
     Vec out;
     out.layout = a.layout;
+    out.tokens = a.tokens;
     for (std::size_t i = 0; i < a.layout.size(); ++i)
       out.ready.push_back(later(a.ready[i], b.ready[i]));
     elementwise(out, 1);
@@ -715,84 +865,114 @@ class Executor {
   // multicast down the segment; the new k, v go to the core that caches this
   // position; every core computes a partial over its positions; partials are
   // reduced up the segment and normalised at its first core.
+  //
+  // A block of T prompt tokens (positions position .. position + T - 1): the
+  // T query groups travel as one message, each token's k and v go to the
+  // core caching its position, and every core computes, for each token, its
+  // partial over its cached positions up to that token's (causal) inside
+  // its window; the T partials are reduced together.
   Vec attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user, int position) {
     const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
     const int q_dim = model_.q_dim(), kv = model_.kv_dim();
     const int L = a.segment_length;
-    const int positions = position + 1;
-    // Sliding window: positions [first_visible, position] are attended; the
-    // cache keeps them all (KV slots are reserved for the whole context).
-    const int first_visible = model_.sliding_window > 0 && position >= model_.sliding_window
-                                  ? position - model_.sliding_window + 1
-                                  : 0;
+    const int T = qkv.tokens;
+    const auto T64 = static_cast<std::uint64_t>(T);
+    // Sliding window: token at position p attends to [first_visible(p), p];
+    // the cache keeps them all (KV slots are reserved for the whole context).
+    auto first_visible = [&](int p) {
+      return model_.sliding_window > 0 && p >= model_.sliding_window ? p - model_.sliding_window + 1
+                                                                     : 0;
+    };
     Vec out;
+    out.tokens = T;
     std::vector<Timed> arrivals, done(static_cast<std::size_t>(L));
+    // Arrivals of k and v (in that order, token after token) per segment core.
+    std::vector<std::vector<Timed>> kv_ready(static_cast<std::size_t>(L));
+    Vec one;  // one token of the block, for its k and v (timing only)
+    one.layout = qkv.layout;
+    one.ready = qkv.ready;
     for (int h = 0; h < a.num_kv_heads; ++h) {
       const Coord top = a.segment_core(h, 0);
-      const Coord owner = a.segment_core(h, a.slot_core(user, position));
       const int w = a.wafer;
       const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd, w}});
-      const Vec k = move(qkv, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, w}});
-      const Vec v =
-          move(qkv, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, w}});
+      for (auto& r : kv_ready) r.clear();
+      for (int t = 0; t < T; ++t) {
+        const int i_owner = a.slot_core(user, position + t);
+        const Coord owner = a.segment_core(h, i_owner);
+        const Vec k = move(one, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, w}});
+        const Vec v =
+            move(one, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, w}});
+        kv_ready[static_cast<std::size_t>(i_owner)].push_back(k.ready[0]);
+        kv_ready[static_cast<std::size_t>(i_owner)].push_back(v.ready[0]);
+      }
       fabric::multicast_line(fab(w).mesh(), fab(w).flow(), Line{top, fabric::Direction::south, L},
-                             Bytes{static_cast<std::uint64_t>(g * hd) * 4}, q.ready[0], arrivals);
+                             Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0],
+                             arrivals);
       for (int i = 0; i < L; ++i) {
-        const int mine =
-            a.positions_on_core(user, positions, i) - a.positions_on_core(user, first_visible, i);
+        std::uint64_t mine = 0;
+        for (int t = 0; t < T; ++t)
+          mine +=
+              static_cast<std::uint64_t>(a.positions_on_core(user, position + t + 1, i) -
+                                         a.positions_on_core(user, first_visible(position + t), i));
         Timed ready = arrivals[static_cast<std::size_t>(i)];
-        if (a.segment_core(h, i) == owner) ready = later(later(ready, k.ready[0]), v.ready[0]);
+        for (const Timed& r : kv_ready[static_cast<std::size_t>(i)]) ready = later(ready, r);
         done[static_cast<std::size_t>(i)] =
-            mine == 0
-                ? ready
-                : run_core(w, a.segment_core(h, i), ready,
-                           fab(w).cost().attention(static_cast<std::uint64_t>(mine), hd, g, bits_));
+            mine == 0 ? ready
+                      : run_core(w, a.segment_core(h, i), ready,
+                                 fab(w).cost().attention(mine, hd, g, bits_));
       }
       const Timed reduced = fabric::reduce_line(
           fab(w).mesh(), fab(w).flow(), a.reduction, Line{top, fabric::Direction::south, L},
-          Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4}, done);
+          Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done);
       out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
-      out.ready.push_back(run_core(w, top, reduced,
-                                   fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd), 1)));
+      out.ready.push_back(run_core(
+          w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd) * T64, 1)));
     }
     if (functional()) {
-      out.values.assign(static_cast<std::size_t>(q_dim), 0.0f);
+      out.values.assign(static_cast<std::size_t>(q_dim) * T64, 0.0f);
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
       for (int h = 0; h < a.num_kv_heads; ++h) {
-        // Append this position's k and v to the owning core's cache slice.
-        const std::size_t owner = slice(user, layer, h, a.slot_core(user, position));
-        auto& kc = kv_k_[owner];
-        auto& vc = kv_v_[owner];
-        const auto* kp = qkv.values.data() + q_dim + h * hd;
-        const auto* vp = qkv.values.data() + q_dim + kv + h * hd;
-        kc.insert(kc.end(), kp, kp + hd);
-        vc.insert(vc.end(), vp, vp + hd);
-        for (int j = 0; j < g; ++j) {
-          const int head = h * g + j;
-          const auto qs =
-              std::span(qkv.values)
-                  .subspan(static_cast<std::size_t>(head * hd), static_cast<std::size_t>(hd));
-          std::vector<models::AttentionPartial> parts;
-          parts.reserve(static_cast<std::size_t>(L));
-          for (int i = 0; i < L; ++i) {
-            const auto& kci = kv_k_[slice(user, layer, h, i)];
-            const auto& vci = kv_v_[slice(user, layer, h, i)];
-            // Core i's rows are its positions in increasing order; the
-            // first `skip` fall before the window.
-            const auto skip =
-                static_cast<std::size_t>(a.positions_on_core(user, first_visible, i)) *
-                static_cast<std::size_t>(hd);
-            parts.push_back(models::attention_partial(
-                qs, kci.data() + skip, vci.data() + skip,
-                static_cast<int>((kci.size() - skip) / static_cast<std::size_t>(hd)), hd, scale));
+        // Append the block's k and v, token by token, to the owning cores'
+        // cache slices.
+        for (int t = 0; t < T; ++t) {
+          const std::size_t owner = slice(user, layer, h, a.slot_core(user, position + t));
+          auto& kc = kv_k_[owner];
+          auto& vc = kv_v_[owner];
+          const auto* kp = qkv.row(t).data() + q_dim + h * hd;
+          const auto* vp = qkv.row(t).data() + q_dim + kv + h * hd;
+          kc.insert(kc.end(), kp, kp + hd);
+          vc.insert(vc.end(), vp, vp + hd);
+        }
+        for (int t = 0; t < T; ++t) {
+          const int p = position + t;
+          for (int j = 0; j < g; ++j) {
+            const int head = h * g + j;
+            const auto qs = qkv.row(t).subspan(static_cast<std::size_t>(head * hd),
+                                               static_cast<std::size_t>(hd));
+            std::vector<models::AttentionPartial> parts;
+            parts.reserve(static_cast<std::size_t>(L));
+            for (int i = 0; i < L; ++i) {
+              const auto& kci = kv_k_[slice(user, layer, h, i)];
+              const auto& vci = kv_v_[slice(user, layer, h, i)];
+              // Core i's rows are its positions in increasing order: the
+              // first `skip` fall before the window, and the token sees
+              // the first `count` (positions up to its own).
+              const auto skip =
+                  static_cast<std::size_t>(a.positions_on_core(user, first_visible(p), i));
+              const auto count = static_cast<std::size_t>(a.positions_on_core(user, p + 1, i));
+              const auto hd_sz = static_cast<std::size_t>(hd);
+              parts.push_back(models::attention_partial(qs, kci.data() + skip * hd_sz,
+                                                        vci.data() + skip * hd_sz,
+                                                        static_cast<int>(count - skip), hd, scale));
+            }
+            for (const auto& step : reduction_order(a.reduction, L))
+              parts[static_cast<std::size_t>(step.into)] =
+                  models::combine(parts[static_cast<std::size_t>(step.into)],
+                                  parts[static_cast<std::size_t>(step.from)]);
+            models::attention_finalize(parts[0],
+                                       out.row(t).subspan(static_cast<std::size_t>(head * hd),
+                                                          static_cast<std::size_t>(hd)));
           }
-          for (const auto& step : reduction_order(a.reduction, L))
-            parts[static_cast<std::size_t>(step.into)] =
-                models::combine(parts[static_cast<std::size_t>(step.into)],
-                                parts[static_cast<std::size_t>(step.from)]);
-          models::attention_finalize(parts[0], std::span(out.values)
-                                                   .subspan(static_cast<std::size_t>(head * hd),
-                                                            static_cast<std::size_t>(hd)));
         }
       }
     }
@@ -852,13 +1032,17 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
     m.done = x.latest();
     return;
   }
-  x = ex.move(x, sp.input, sp.input_spread);
-  after("enter " + sp.name, x.latest());
+  // Of a block of prompt tokens the head needs the last one only.
+  if (head && x.tokens > 1) x = Executor::last_token(x);
+  if (!sp.continues_layer) {
+    x = ex.move(x, sp.input, sp.input_spread);
+    after("enter " + sp.name, x.latest());
+  }
   for (const Phase& ph : sp.phases) {
     ex.run(ph, m, sp.layer);
     after(ph.label, ph.kind == PhaseKind::argmax ? m.done : slot(m, ph.out).latest());
   }
-  if (!head) x = slot(m, Slot::out);
+  if (!head && sp.ends_layer) x = slot(m, Slot::out);
 }
 
 }  // namespace wafersim::sim

@@ -116,6 +116,30 @@ Phase gemv(const MatrixPlacement& m, WeightRef w, Slot in, Slot out) {
   return p;
 }
 
+// Appends a layer's phases as several stages, cut before the phases that
+// `cuts` names: the first stage keeps the layer's input, the last its output.
+void push_layer(Program& prog, StageProgram whole,
+                const std::vector<std::pair<std::size_t, std::string>>& cuts) {
+  std::size_t begin = 0;
+  for (std::size_t c = 0; c <= cuts.size(); ++c) {
+    const std::size_t end = c < cuts.size() ? cuts[c].first : whole.phases.size();
+    StageProgram part;
+    part.layer = whole.layer;
+    part.name = c == 0 ? whole.name : cuts[c - 1].second;
+    part.continues_layer = c > 0;
+    part.ends_layer = c == cuts.size();
+    if (c == 0) {
+      part.input = whole.input;
+      part.input_spread = whole.input_spread;
+    }
+    if (part.ends_layer) part.output = whole.output;
+    part.phases.assign(whole.phases.begin() + static_cast<std::ptrdiff_t>(begin),
+                       whole.phases.begin() + static_cast<std::ptrdiff_t>(end));
+    prog.stages.push_back(std::move(part));
+    begin = end;
+  }
+}
+
 Phase unary(PhaseKind k, Slot a, Slot out, std::string label) {
   Phase p;
   p.kind = k;
@@ -152,6 +176,9 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     sp.input = residual;
     sp.input_spread = st.strip.width - 1;
     auto& ph = sp.phases;
+    // Where the layer is cut into stages: (index of the first phase, name).
+    std::vector<std::pair<std::size_t, std::string>> cuts;
+    auto cut = [&](const char* part) { cuts.emplace_back(ph.size(), L + " " + part); };
     ph.push_back(norm(Slot::x, Slot::normed, Phase::Gamma::attn_norm, L + " attn"));
     ph.push_back(move(Slot::normed, input_layout(st.qkv), L + " move to qkv"));
     ph.push_back(gemv(st.qkv, WeightRef::qkv, Slot::normed, Slot::qkv));
@@ -161,7 +188,9 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     if (!gpt2) ph.push_back(unary(PhaseKind::rope, Slot::qkv, Slot::qkv, L + " rope"));
     Phase att = unary(PhaseKind::attention, Slot::qkv, Slot::attn, L + " attention");
     att.attention = &st.attention;
+    cut("attention");
     ph.push_back(att);
+    cut("o");
     ph.push_back(move(Slot::attn, input_layout(st.o), L + " move to o"));
     ph.push_back(gemv(st.o, WeightRef::o, Slot::attn, Slot::proj));
     if (gpt2) ph.push_back(bias(st.o, WeightRef::o, Slot::proj));
@@ -172,8 +201,10 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     if (model.is_moe()) {
       // Router GEMV, then the chosen experts (Executor::moe), whose weighted
       // outputs are combined on the residual cores (o's roots).
+      cut("router");
       ph.push_back(move(Slot::normed, input_layout(st.router), L + " move to router"));
       ph.push_back(gemv(st.router, WeightRef::router, Slot::normed, Slot::router));
+      cut("experts");
       Phase moe = unary(PhaseKind::moe, Slot::normed, Slot::ffn, L + " experts");
       moe.b = Slot::router;
       moe.stage = &st;
@@ -184,9 +215,10 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
       add2.b = Slot::ffn;
       ph.push_back(add2);
       sp.output = residual;
-      prog.stages.push_back(std::move(sp));
+      push_layer(prog, std::move(sp), cuts);
       continue;
     }
+    cut(gpt2 ? "up" : "gate_up");
     ph.push_back(move(Slot::normed, input_layout(st.gate_up),
                       L + (gpt2 ? " move to up" : " move to gate_up")));
     if (gpt2) {
@@ -197,6 +229,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
       ph.push_back(gemv(st.gate_up, WeightRef::gate_up, Slot::normed, Slot::gate_up));
       ph.push_back(unary(PhaseKind::silu_mul, Slot::gate_up, Slot::act, L + " silu*up"));
     }
+    cut("down");
     ph.push_back(move(Slot::act, input_layout(st.down), L + " move to down"));
     ph.push_back(gemv(st.down, WeightRef::down, Slot::act, Slot::ffn));
     if (gpt2) ph.push_back(bias(st.down, WeightRef::down, Slot::ffn));
@@ -206,7 +239,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     add2.b = Slot::ffn;
     ph.push_back(add2);
     sp.output = output_layout(st.down);
-    prog.stages.push_back(std::move(sp));
+    push_layer(prog, std::move(sp), cuts);
   }
   // Between stages the engine moves `out` to the next stage's input layout.
   const HeadStage& head = pl.head;

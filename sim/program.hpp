@@ -103,9 +103,18 @@ struct Phase {
   enum class Gamma { attn_norm, ffn_norm, final_norm } gamma = Gamma::attn_norm;
 };
 
+// A pipeline stage: a group of phases that runs on its own cores, taking one
+// token at a time. A layer is cut into several stages at the boundaries of
+// its regions (see lower()), so that while one token is in a layer's MLP the
+// next can be in the same layer's attention.
 struct StageProgram {
-  std::string name;  // "layer 3" or "head"
+  std::string name;  // "layer 3", "layer 3 attention", ..., or "head"
   int layer = -1;    // -1 for the head
+  // This stage picks up a layer where the previous stage left it (no move
+  // onto `input` at entry); the last stage of a layer ends it (its `out`
+  // becomes the next layer's x).
+  bool continues_layer = false;
+  bool ends_layer = true;
   std::vector<Phase> phases;
   Layout input;          // where the stage expects its input (slot x)
   int input_spread = 0;  // waypoint columns for the move onto `input`
@@ -118,6 +127,10 @@ struct Program {
       embedding_output;  // pieces of an embedding row, per token (cores of row block 0; see engine)
 };
 
+// Each layer becomes five stages, cut where the work moves to another
+// region: [norm, QKV GEMV, biases, qk-norm, RoPE] | [attention] | [O GEMV,
+// residual, MLP norm] | [gate/up GEMV and activation, or router GEMV] |
+// [down GEMV, residual] (MoE: [experts, residual]); then the head.
 Program lower(const models::ModelConfig& model, const Placement& placement);
 
 }  // namespace wafersim::sim

@@ -1018,7 +1018,8 @@ std::vector<std::int32_t> draw_prompt(int count, int vocab, std::uint64_t seed) 
 }
 
 void read_workload(const Value& v, const models::ModelConfig& model, Workload& w) {
-  const Mapping m(v, {"prompt_ids", "prompt_tokens", "generate_tokens", "seed", "users"});
+  const Mapping m(v,
+                  {"prompt_ids", "prompt_tokens", "generate_tokens", "seed", "users", "prefill_block"});
   const bool explicit_ids = m.has("prompt_ids");
   if (explicit_ids && m.has("prompt_tokens")) {
     const Value& count = m.get("prompt_tokens");
@@ -1037,6 +1038,14 @@ void read_workload(const Value& v, const models::ModelConfig& model, Workload& w
     w.users = read_count(users, "4");
     if (w.users < 1 || w.users > 100000) {
       fail(users.loc(), users.path, "must be between 1 and 100000 (sequences decoded at once)");
+    }
+  }
+  if (m.has("prefill_block")) {
+    const Value& block = m.get("prefill_block");
+    w.prefill_block = read_count(block, "32");
+    if (w.prefill_block < 1 || w.prefill_block > 1000000) {
+      fail(block.loc(), block.path,
+           "must be between 1 and 1000000 (prompt tokens per block; 1 = token by token)");
     }
   }
 
@@ -1428,6 +1437,7 @@ std::string emit_resolved(const Scenario& s) {
   o += fmt::format("  generate_tokens: {}\n", s.workload.generate_tokens);
   o += fmt::format("  seed: {}\n", s.workload.seed);
   o += fmt::format("  users: {}\n", s.workload.users);
+  o += fmt::format("  prefill_block: {}\n", s.workload.prefill_block);
 
   o += "outputs:\n";
   if (s.outputs.results) o += fmt::format("  results: {}\n", yaml_string(*s.outputs.results));

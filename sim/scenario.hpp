@@ -65,6 +65,10 @@ struct Workload {
   // the layer pipeline together. User 0's prompt is prompt_ids; user u's is
   // derived from it (see user_prompt()).
   int users = 1;
+  // Prompt tokens that travel through a stage together as one block (prefill
+  // as GEMM: each core streams its weight tile once per block). 1 = token by
+  // token (GEMV per prompt token).
+  int prefill_block = 1;
 };
 
 // The prompt of user `u`: user 0 gets the workload's prompt_ids; user u > 0

@@ -28,6 +28,22 @@ TEST(CoreCost, GemvTileIsSramBoundWhenReadsAreNarrow) {
   EXPECT_EQ(c.bound, Resource::sram);
 }
 
+TEST(CoreCost, GemmTileReadsTheTileOnceForTheWholeBlock) {
+  WaferSpec spec = testing::small_spec();
+  spec.sram_read_bytes_per_cycle = Bytes{4};
+  CoreCostModel cost(spec);
+  // 24 x 40 bf16 tile, narrow 4 B/cycle reads: one token is SRAM-bound
+  // (1920 B / 4 = 480 > 960 / 8 = 120): 490. A block of 8 tokens reads the
+  // tile once (480) but multiplies 8 x 960 = 7680 MACs / 8 lanes = 960
+  // cycles: compute-bound, 970 -- less than 8 GEMVs (8 x 490 = 3920).
+  EXPECT_EQ(cost.gemm_tile(24, 40, 1, 16).cycles.value, cost.gemv_tile(24, 40, 16).cycles.value);
+  EXPECT_EQ(cost.gemm_tile(24, 40, 1, 16).cycles.value, 490u);
+  EXPECT_EQ(cost.gemm_tile(24, 40, 1, 16).bound, Resource::sram);
+  const CoreCost block = cost.gemm_tile(24, 40, 8, 16);
+  EXPECT_EQ(block.cycles.value, 970u);
+  EXPECT_EQ(block.bound, Resource::compute);
+}
+
 TEST(CoreTimeline, ACoreRunsOneTaskAtATime) {
   const WaferSpec spec = testing::small_spec();
   CoreCostModel cost(spec);

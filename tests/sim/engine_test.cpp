@@ -54,6 +54,72 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
 }
 
+TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
+  // qkv of head_dim 4, one q head and one kv head: 12 values on two roots,
+  // (0,0) holds [0, 6) (q and half of k), (0,1) holds [6, 12) (the other
+  // half of k, and v). Spec: 4 fp32 lanes, 16 B/cycle SRAM, 10 cycles task
+  // overhead, 1 cycle/hop, 4 B/cycle links, 2 cycles per reduction add.
+  //  - squares: root 0 has 6 q/k elements x 2 ops = 12 / 4 lanes = 3 (+10) -> 13;
+  //    root 1 has 2 (k) x 2 = 4 / 4 = 1 (+10) -> 11 (v is not normed);
+  //  - k spans both roots: root 1's partial (4 B = 1 cycle) chains to root 0:
+  //    11 + 1 hop + 1 + 2 add = 15; multicast back: root 0 at 15, root 1 at
+  //    15 + 1 + 1 = 17;
+  //  - scaling: root 0 from 15: 13 more -> 28; root 1 from 17: 11 more -> 28.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.architecture = models::Architecture::qwen3;
+  model.head_dim = 4;
+  model.num_heads = 1;
+  model.num_kv_heads = 1;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  Vec qkv;
+  qkv.layout = {Piece{Coord{0, 0}, 0, 6, 0}, Piece{Coord{0, 1}, 6, 12, 0}};
+  qkv.ready.assign(2, Timed{});
+  ex.qk_norm(qkv, 0);
+  EXPECT_EQ(qkv.ready[0].at.value, 28u);
+  EXPECT_EQ(qkv.ready[1].at.value, 28u);
+  EXPECT_EQ(qkv.ready[1].path.total(), 28u);
+}
+
+TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
+  // A 16-element vector on two roots of a column, (0,0) [0, 8) and (0,1)
+  // [8, 16). Spec as above (4 fp32 lanes, 16 B/cycle SRAM, 10 cycles
+  // overhead, 1 cycle/hop, 4 B/cycle links, 2 cycles per reduction add).
+  //  - sums (1 op/element): 8/4 = 2 (+10) = 12 on both; root 1's partial
+  //    (4 B = 1 cycle) chains up: 12 + 1 hop + 1 + 2 add = 16; multicast
+  //    back: 16 and 16 + 1 + 1 = 18;
+  //  - squared deviations (3 ops): 24/4 = 6 (+10) = 16: 32 and 34; chain:
+  //    34 + 1 + 1 + 2 = 38; back: 38 and 40;
+  //  - apply (4 ops): 32/4 = 8 (+10) = 18: 56 and 58.
+  // Values: small integers, so every sum is exact and the result equals
+  // models::layernorm bit for bit.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.rms_norm_eps = 1e-5;
+  Placement pl;
+  Program prog;
+  models::Weights w;  // functional: only the values below are read
+  Executor ex(fab, model, pl, prog, &w, 16);
+  Vec x;
+  x.layout = {Piece{Coord{0, 0}, 0, 8, 0}, Piece{Coord{0, 1}, 8, 16, 0}};
+  x.ready.assign(2, Timed{});
+  std::vector<float> gain(16), bias(16);
+  for (int i = 0; i < 16; ++i) {
+    x.values.push_back(static_cast<float>((i * 7) % 11) - 5.0f);
+    gain[static_cast<std::size_t>(i)] = 1.0f + 0.125f * static_cast<float>(i % 3);
+    bias[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i % 4);
+  }
+  const Vec y = ex.layernorm(x, gain, bias);
+  EXPECT_EQ(y.ready[0].at.value, 56u);
+  EXPECT_EQ(y.ready[1].at.value, 58u);
+  EXPECT_EQ(y.ready[1].path.total(), 58u);
+  std::vector<float> expected(16);
+  models::layernorm(x.values, gain, bias, 1e-5f, expected);
+  EXPECT_EQ(y.values, expected);
+}
+
 TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
   // With Q = 2 both schemes are one hop; with Q = 8 and a short vector the
   // tree's log-depth wins (see fabric collectives tests for the arithmetic).
@@ -256,6 +322,66 @@ TEST(Functional, AttentionBiasTokensMatchReference) {
   expect_tokens_match_reference(sc);
 }
 
+// Prefill in blocks (workload.prefill_block): the prompt goes through each
+// stage as GEMMs over blocks of tokens; the tokens must not change. Blocks of
+// 3 (8 = 3 + 3 + 2) and of the whole prompt, with a sliding window that the
+// block crosses (tiny-mistral, window 8), experts chosen per token of the
+// block (tiny-mixtral), LayerNorm and position rows per token (tiny-gpt2).
+// (One simulation per process: one TEST per case.)
+void expect_prefill_blocks_match_reference(const char* preset, int block) {
+  Scenario sc = with_model(preset, 17);
+  sc.workload.prefill_block = block;
+  sc.workload.generate_tokens = 6;
+  expect_tokens_match_reference(sc);
+}
+TEST(Functional, PrefillBlocksOf3LlamaMatchReference) {
+  expect_prefill_blocks_match_reference("tiny-llama", 3);
+}
+TEST(Functional, PrefillBlockOfThePromptLlamaMatchesReference) {
+  expect_prefill_blocks_match_reference("tiny-llama", 8);
+}
+TEST(Functional, PrefillBlocksOf3MixtralMatchReference) {
+  expect_prefill_blocks_match_reference("tiny-mixtral", 3);
+}
+TEST(Functional, PrefillBlockOfThePromptMixtralMatchesReference) {
+  expect_prefill_blocks_match_reference("tiny-mixtral", 8);
+}
+TEST(Functional, PrefillBlocksOf3Gpt2MatchReference) {
+  expect_prefill_blocks_match_reference("tiny-gpt2", 3);
+}
+TEST(Functional, PrefillBlocksOf3Qwen3MatchReference) {
+  expect_prefill_blocks_match_reference("tiny-qwen3", 3);
+}
+TEST(Functional, PrefillBlocksOf3MistralMatchReference) {
+  expect_prefill_blocks_match_reference("tiny-mistral", 3);
+}
+TEST(Functional, PrefillBlocksOfTwoUsersOnTwoWafersGiveTheReferenceTokens) {
+  Scenario sc = with_model("tiny-mistral", 23);
+  sc.workload.prompt_ids.resize(12, 5);  // 12 prompt tokens: blocks of 5, 5, 2
+  sc.workload.prefill_block = 5;
+  sc.workload.users = 2;
+  sc.workload.generate_tokens = 6;
+  sc.wafers = 2;
+  expect_tokens_match_reference(sc);
+}
+
+// One record per block; every record's latency is explained by its critical
+// path; a prompt of 8 in blocks of 3 is 3 prefill records.
+TEST(Timing, PrefillBlocksAreOneRecordEachAndExplained) {
+  Scenario sc = quickstart(5);
+  sc.workload.prefill_block = 3;
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  std::size_t prefill = 0;
+  for (const analysis::TokenRecord& t : r.token_records) {
+    prefill += t.prefill ? 1 : 0;
+    EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
+  }
+  EXPECT_EQ(prefill, 3u);
+  EXPECT_EQ(r.token_records.size(), 3u + sc.workload.generate_tokens - 1);
+}
+
 // The router's choice drives which expert rectangles work: one token through
 // layer 0 of tiny-mixtral, and exactly the cores of the two experts that an
 // independent computation (RMSNorm of the embedding row, router GEMV, top 2
@@ -274,7 +400,8 @@ TEST(Moe, OnlyTheChosenExpertsRegionsWork) {
   TokenMessage m;
   m.token = token;
   slot(m, Slot::x) = ex.embed(token, 0, Timed{}, true);
-  run_stage(ex, prog.stages[0], m, [](const std::string&, const Timed&) {});
+  for (const StageProgram& sp : prog.stages)
+    if (sp.layer == 0) run_stage(ex, sp, m, [](const std::string&, const Timed&) {});
 
   // Independent: h = x + Wo attn(x) with the reference kernels (at position
   // 0 a head attends to its own position only, so attn = v of its kv head),

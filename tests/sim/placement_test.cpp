@@ -99,6 +99,56 @@ TEST(Placement, ExpertsHaveDisjointRegionsInsideTheirLayer) {
   }
 }
 
+// Mixtral 8x7B at bf16 (46.7B parameters, 87 GiB: more than the 41 GiB of
+// SRAM of two WSE-3s) does not fit two wafers; on three every expert of
+// every layer is placed and the weight bytes on the wafers are the
+// parameter bytes exactly.
+TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
+  const models::ModelConfig m = load_model_preset("mixtral-8x7b");
+  const fabric::WaferSpec wse3 = load_hardware_preset("wse3");
+  PlacementRequest req;
+  req.context_tokens = 64;
+  req.strategy = "layer-rectangles";
+  EXPECT_THROW(plan_placement(m, wse3, 2, req), fabric::FitError);
+  std::vector<std::unique_ptr<fabric::Fabric>> fabs;
+  std::vector<fabric::Fabric*> ptrs;
+  for (int w = 0; w < 3; ++w) {
+    fabs.push_back(std::make_unique<fabric::Fabric>(wse3));
+    ptrs.push_back(fabs.back().get());
+  }
+  const Placement pl = place(m, ptrs, req);
+  std::uint64_t weights = 0;
+  for (const auto& f : fabs) weights += f->sram().used_for(fabric::SramUse::weights).value;
+  EXPECT_EQ(weights, m.parameter_count() * 2);
+  ASSERT_EQ(pl.layers.size(), 32u);
+  for (const LayerStage& st : pl.layers) EXPECT_EQ(st.experts.size(), 8u);
+}
+
+// lower() cuts every layer into five stages at its region boundaries; only
+// the first moves the layer's input in, only the last hands `out` on.
+TEST(Lowering, EveryLayerIsFiveStagesCutAtItsRegions) {
+  for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2"}) {
+    const models::ModelConfig m = load_model_preset(name);
+    fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+    PlacementRequest req;
+    req.context_tokens = 24;
+    const Placement pl = place(m, fab, req);
+    const Program prog = lower(m, pl);
+    ASSERT_EQ(prog.stages.size(), 5u * static_cast<std::size_t>(m.num_layers) + 1u) << name;
+    for (std::size_t i = 0; i + 1 < prog.stages.size(); ++i) {
+      const StageProgram& sp = prog.stages[i];
+      EXPECT_EQ(sp.layer, static_cast<int>(i / 5)) << name;
+      EXPECT_EQ(sp.continues_layer, i % 5 != 0) << sp.name;
+      EXPECT_EQ(sp.ends_layer, i % 5 == 4) << sp.name;
+      EXPECT_FALSE(sp.phases.empty()) << sp.name;
+    }
+    // The attention stage is the attention phase alone.
+    ASSERT_EQ(prog.stages[1].phases.size(), 1u);
+    EXPECT_EQ(prog.stages[1].phases[0].kind, PhaseKind::attention);
+    EXPECT_EQ(prog.stages.back().layer, -1);
+  }
+}
+
 // The wafer's support gate: every architecture preset passes; a model the
 // wafer cannot lower (here a gpt2 with experts, which no scenario can
 // declare since ModelConfig::validate refuses it) is an UnsupportedModelError

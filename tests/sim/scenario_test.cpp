@@ -137,6 +137,7 @@ void expect_same_scenario(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(a.workload.prompt_ids, b.workload.prompt_ids);
   EXPECT_EQ(a.workload.generate_tokens, b.workload.generate_tokens);
   EXPECT_EQ(a.workload.seed, b.workload.seed);
+  EXPECT_EQ(a.workload.prefill_block, b.workload.prefill_block);
   EXPECT_EQ(a.outputs.results, b.outputs.results);
   EXPECT_EQ(a.outputs.functional, b.outputs.functional);
 }
@@ -409,6 +410,7 @@ workload:
   prompt_tokens: 300
   generate_tokens: 7
   seed: 18446744073709551615
+  prefill_block: 32
 outputs:
   results: "out dir/run #1.h5"
   functional: false
@@ -416,6 +418,7 @@ outputs:
                                    kPresets);
   EXPECT_EQ(a.name, "true");
   EXPECT_EQ(a.workload.seed, 18446744073709551615ull);
+  EXPECT_EQ(a.workload.prefill_block, 32);
   EXPECT_EQ(a.outputs.results, "out dir/run #1.h5");
   const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
   expect_same_scenario(a, b);
@@ -870,6 +873,20 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.line(), 5);
   EXPECT_EQ(e.column(), 5);
   EXPECT_TRUE(contains(e.what(), "got nothing")) << e.what();
+}
+
+TEST_F(ScenarioFiles, PrefillBlockIsAPositiveCountAtItsLine) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: 4
+  prefill_block: 0
+)"));
+  EXPECT_EQ(e.key_path(), "workload.prefill_block");
+  EXPECT_EQ(e.line(), 7);
+  EXPECT_TRUE(contains(e.what(), "prompt tokens per block")) << e.what();
 }
 
 TEST_F(ScenarioFiles, BooleansAreStrict) {
