@@ -217,14 +217,24 @@ class StagePlanner {
     const int bw = block.width, bh = block.height;
     const int att_width = std::min(bw, model_.num_kv_heads);
     const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
-    std::vector<int> rows(shapes_.size());
+    std::vector<int> rows(shapes_.size()), width(shapes_.size()), fixed(shapes_.size(), 0);
     for (std::size_t i = 0; i < shapes_.size(); ++i) {
-      rows[i] = min_rows(shapes_[i], bw, budget, bits_);
+      const MatrixOverride ov = override_of(shapes_[i].name);
+      width[i] = ov.columns > 0 ? std::min(ov.columns, bw) : bw;
+      rows[i] = min_rows(shapes_[i], width[i], budget, bits_);
       if (rows[i] < 0)
         throw FitError(fmt::format(
             "a {}-column block cannot hold even one row of the {} matrix of {} on {}; use more "
             "wafers or fewer block rows",
-            bw, shapes_[i].name, model_.name, spec_.name));
+            width[i], shapes_[i].name, model_.name, spec_.name));
+      if (ov.rows > 0) {
+        if (ov.rows < rows[i])
+          throw FitError(fmt::format(
+              "placement.matrices.{}.rows is {}, but its tiles need at least {} rows of {} cores "
+              "to fit a core's SRAM",
+              shapes_[i].name, ov.rows, rows[i], width[i]));
+        fixed[i] = rows[i] = std::min(ov.rows, shapes_[i].out / shapes_[i].granule);
+      }
     }
     if (budget <= att_buffers_ + slot_bytes_)
       throw FitError("per-core budget below one KV slot and the attention buffers");
@@ -244,6 +254,8 @@ class StagePlanner {
           clear < bh ? fmt::format(" free of defects (of {})", bh) : std::string()));
     std::vector<int> target = rows;
     share_rows(target, shapes_, clear - needed);
+    for (std::size_t i = 0; i < shapes_.size(); ++i)
+      if (fixed[i] > 0) target[i] = fixed[i];  // overridden: exactly the rows asked for
     const int used_by_matrices = std::accumulate(target.begin(), target.end(), 0);
     int segment = std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
                                             slots_, (clear - used_by_matrices) / per_column)));
@@ -251,7 +263,7 @@ class StagePlanner {
     {
       std::vector<int> full(shapes_.size());
       for (std::size_t i = 0; i < shapes_.size(); ++i)
-        full[i] = min_rows(shapes_[i], bw, capacity_, bits_);
+        full[i] = fixed[i] > 0 ? fixed[i] : min_rows(shapes_[i], width[i], capacity_, bits_);
       const int spc_full = static_cast<int>((capacity_ - att_buffers_) / slot_bytes_);
       const int most_rows = (clear - std::accumulate(full.begin(), full.end(), 0)) / per_column;
       max_context = static_cast<int>(std::min<std::int64_t>(
@@ -282,7 +294,8 @@ class StagePlanner {
     auto matrix = [&](std::size_t shape, int y0, int h) {
       MatrixShape sh = shapes_[shape];
       sh.name = fmt::format("layer {} {}", l, sh.name);
-      MatrixPlacement mp = make_matrix(sh, block.x0, y0, bw, h, req_.reduction);
+      MatrixPlacement mp = make_matrix(sh, block.x0, y0, width[shape], h,
+                                       override_of(shapes_[shape].name).reduction.value_or(req_.reduction));
       mp.wafer = w;
       return mp;
     };
@@ -292,7 +305,7 @@ class StagePlanner {
     st.attention.num_kv_heads = model_.num_kv_heads;
     st.attention.segment_length = segment;
     st.attention.segments_per_column = per_column;
-    st.attention.reduction = req_.reduction;
+    st.attention.reduction = override_of("attention").reduction.value_or(req_.reduction);
     st.attention.max_positions_per_core = static_cast<int>(
         ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(segment)));
     st.attention.context = ctx_;
@@ -339,17 +352,24 @@ class StagePlanner {
         fmt::format("the dead cores in the head strip ({} x {} at ({}, {})) leave no {} "
                     "contiguous rows for the lm_head",
                     strip.width, strip.height, strip.x0, strip.y0, lm_min));
-    head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], req_.reduction);
+    const fabric::ReductionScheme head_reduction =
+        override_of("lm_head").reduction.value_or(req_.reduction);
+    head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction);
     head.lm_head.wafer = w;
     head.embedding = head.tied ? head.lm_head
                                : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
-                                             req_.reduction);
+                                             head_reduction);
     head.embedding.wafer = w;
     if (!head.tied) head.embedding.name = "embedding";
     return head;
   }
 
  private:
+  MatrixOverride override_of(const std::string& kind) const {
+    const auto it = req_.matrices.find(kind);
+    return it == req_.matrices.end() ? MatrixOverride{} : it->second;
+  }
+
   // Per row of `r`: 1 when a core of that row (within r's columns) is dead.
   std::vector<char> dead_rows(const Rect& r) const {
     std::vector<char> dead(static_cast<std::size_t>(std::max(0, r.height)), 0);

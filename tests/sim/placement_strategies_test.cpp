@@ -124,6 +124,34 @@ TEST(Strategies, AnnealIsDeterministicForASeedAndNoWorseThanSerpentine) {
   EXPECT_LE(a.estimated_hop_bytes, serp.estimated_hop_bytes);
 }
 
+TEST(Strategies, PerMatrixOverridesSetShapeAndReduction) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("serpentine");
+  req.matrices["gate_up"] = MatrixOverride{6, 3, fabric::ReductionScheme::two_level};
+  req.matrices["attention"] = MatrixOverride{0, 0, fabric::ReductionScheme::tree};
+  fabric::Fabric fab(spec);
+  const Placement pl = place(m, fab, req);
+  for (const LayerStage& st : pl.layers) {
+    EXPECT_EQ(st.gate_up.rect.width, 3);
+    EXPECT_EQ(st.gate_up.rect.height, 6);
+    EXPECT_EQ(st.gate_up.reduction, fabric::ReductionScheme::two_level);
+    EXPECT_EQ(st.attention.reduction, fabric::ReductionScheme::tree);
+    EXPECT_EQ(st.qkv.reduction, fabric::ReductionScheme::chain);
+    EXPECT_EQ(st.qkv.rect.width, st.strip.width);
+  }
+  EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2);
+  // Fewer rows than the tiles need is a FitError that says so.
+  req.matrices["gate_up"] = MatrixOverride{1, 1, std::nullopt};
+  try {
+    plan_placement(m, spec, 1, req);
+    ADD_FAILURE() << "no FitError";
+  } catch (const fabric::FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("placement.matrices.gate_up.rows is 1"), std::string::npos)
+        << e.what();
+  }
+}
+
 // ---- Closed-form hop-bytes, against hand computation ----------------------
 
 TEST(PlacementCost, GemvHopBytesByHand) {
