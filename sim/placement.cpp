@@ -7,8 +7,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include <boost/graph/adjacency_list.hpp>
 #include <fmt/format.h>
+#include <boost/graph/adjacency_list.hpp>
 
 #include "fabric/defects.hpp"
 #include "sim/placement_cost.hpp"
@@ -239,8 +239,8 @@ class StagePlanner {
     if (budget <= att_buffers_ + slot_bytes_)
       throw FitError("per-core budget below one KV slot and the attention buffers");
     const int spc = static_cast<int>((budget - att_buffers_) / slot_bytes_);
-    const int min_segment =
-        static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(spc)));
+    const int min_segment = static_cast<int>(
+        ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(spc)));
     const std::vector<char> dead = dead_rows(block);
     const int clear = bh - static_cast<int>(std::count(dead.begin(), dead.end(), 1));
     const int att_rows_min = per_column * min_segment;
@@ -275,10 +275,9 @@ class StagePlanner {
     std::vector<int> heights{std::min(target[0], shapes_[0].out), per_column * segment,
                              std::min(target[1], shapes_[1].out), gate_up_rows,
                              std::min(target[3], shapes_[3].out)};
-    const std::vector<int> mins{std::min(rows[0], shapes_[0].out), att_rows_min,
-                                std::min(rows[1], shapes_[1].out),
-                                std::min(rows[2], model_.intermediate_size),
-                                std::min(rows[3], shapes_[3].out)};
+    const std::vector<int> mins{
+        std::min(rows[0], shapes_[0].out), att_rows_min, std::min(rows[1], shapes_[1].out),
+        std::min(rows[2], model_.intermediate_size), std::min(rows[3], shapes_[3].out)};
     const std::vector<int> steps{1, per_column, 1, 1, 1};
     const std::vector<int> y = stack_shrinking(
         block, dead, heights, mins, steps,
@@ -294,8 +293,9 @@ class StagePlanner {
     auto matrix = [&](std::size_t shape, int y0, int h) {
       MatrixShape sh = shapes_[shape];
       sh.name = fmt::format("layer {} {}", l, sh.name);
-      MatrixPlacement mp = make_matrix(sh, block.x0, y0, width[shape], h,
-                                       override_of(shapes_[shape].name).reduction.value_or(req_.reduction));
+      MatrixPlacement mp =
+          make_matrix(sh, block.x0, y0, width[shape], h,
+                      override_of(shapes_[shape].name).reduction.value_or(req_.reduction));
       mp.wafer = w;
       return mp;
     };
@@ -356,9 +356,9 @@ class StagePlanner {
         override_of("lm_head").reduction.value_or(req_.reduction);
     head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction);
     head.lm_head.wafer = w;
-    head.embedding = head.tied ? head.lm_head
-                               : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
-                                             head_reduction);
+    head.embedding =
+        head.tied ? head.lm_head
+                  : make_matrix(emb, strip.x0, y[1], strip.width, heights[1], head_reduction);
     head.embedding.wafer = w;
     if (!head.tied) head.embedding.name = "embedding";
     return head;
@@ -545,11 +545,11 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   StagePlanner planner(model, spec, req);
 
   // Plans a wafer's stages from a region plan at a per-core budget.
-  auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head,
-                   std::uint64_t budget, Placement& out) {
+  auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head, std::uint64_t budget,
+                   Placement& out) {
     for (std::size_t i = 0; i < plan.blocks.size(); ++i)
-      out.layers.push_back(planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i],
-                                         budget, req.strategy));
+      out.layers.push_back(
+          planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget, req.strategy));
     if (has_head) out.head = planner.head(w, plan.head, budget);
   };
   // Closed-form cost of a candidate plan for one wafer (its stages alone).
@@ -616,124 +616,128 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
              cols == static_cast<int>(ceil_div(k, rows)) ||
              rows * cols <= k + static_cast<int>(req.anneal.spare_slots * k);
              ++cols) {
-        ++candidate;
-        const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
-        const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
-        if (slots.empty()) continue;
-        const int S = static_cast<int>(slots.size());
-        std::vector<LayerStage> stage(static_cast<std::size_t>(S));
-        HeadStage head;
-        try {
-          for (int i = 0; i < S; ++i)
-            stage[static_cast<std::size_t>(i)] =
-                planner.layer(l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
-          if (has_head) head = planner.head(w, base.head, capacity);
-        } catch (const FitError&) {
-          continue;
-        }
-        const int N = S + (has_head ? 1 : 0);
-        std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
-        std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
-        std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
-        for (int i = 0; i < S; ++i) {
-          const LayerStage& st = stage[static_cast<std::size_t>(i)];
-          intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
-          in[static_cast<std::size_t>(i)] = layer_input_layout(st);
-          out[static_cast<std::size_t>(i)] = layer_output_layout(st);
-          for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
-            core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
-        }
-        if (has_head) {
-          intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
-          in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
-          out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
-        }
-        std::vector<double> dist(static_cast<std::size_t>(N) * N);
-        for (int a = 0; a < N; ++a)
-          for (int b = 0; b < N; ++b)
-            dist[static_cast<std::size_t>(a) * N + b] =
-                move_hop_bytes(out[static_cast<std::size_t>(a)], in[static_cast<std::size_t>(b)]) /
-                (4.0 * model.hidden_size);
-        // Random start (seeded), then Metropolis moves: a layer to another
-        // slot, swapping with its occupant if there is one.
-        SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
-        std::vector<int> perm(static_cast<std::size_t>(S));
-        std::iota(perm.begin(), perm.end(), 0);
-        for (int i = S - 1; i > 0; --i) std::swap(perm[static_cast<std::size_t>(i)],
-                                                  perm[static_cast<std::size_t>(rng.below(i + 1))]);
-        std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
-        std::vector<int> occupant(static_cast<std::size_t>(S), -1);
-        for (int l = 0; l < k; ++l) {
-          slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
-          occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
-        }
-        if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
-        auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
-          const auto u = boost::source(e, graph), v = boost::target(e, graph);
-          return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
-        };
-        // Cost of the vertices v (and u) and their edges, each edge once.
-        auto local = [&](int v, int u) {
-          double c = intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)])];
-          if (u >= 0) c += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(u)])];
-          for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
-          for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
-          if (u >= 0) {
-            for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
-              if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
-            for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
-              if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+          ++candidate;
+          const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
+          const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
+          if (slots.empty()) continue;
+          const int S = static_cast<int>(slots.size());
+          std::vector<LayerStage> stage(static_cast<std::size_t>(S));
+          HeadStage head;
+          try {
+            for (int i = 0; i < S; ++i)
+              stage[static_cast<std::size_t>(i)] = planner.layer(
+                  l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
+            if (has_head) head = planner.head(w, base.head, capacity);
+          } catch (const FitError&) {
+            continue;
           }
-          return c;
-        };
-        double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
-        for (int l = 0; l < k; ++l) cost += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(l)])];
-        for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
-        double best_here = cost;
-        std::vector<int> best_slots = slot_of;
-        const double scale = cost / k;
-        double T = req.anneal.initial_temperature * scale;
-        const int iters = req.anneal.iterations;
-        const double cool = std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
-                                     1.0 / std::max(1, iters));
-        for (int it = 0; it < iters; ++it, T *= cool) {
-          const int v = rng.below(k);
-          const int s = rng.below(S);
-          const int from = slot_of[static_cast<std::size_t>(v)];
-          if (s == from) continue;
-          const int u = occupant[static_cast<std::size_t>(s)];
-          const double before = local(v, u);
-          slot_of[static_cast<std::size_t>(v)] = s;
-          occupant[static_cast<std::size_t>(s)] = v;
-          occupant[static_cast<std::size_t>(from)] = u;
-          if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
-          const double delta = local(v, u) - before;
-          if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
-            cost += delta;
-            if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
-          } else {  // undo
-            slot_of[static_cast<std::size_t>(v)] = from;
-            occupant[static_cast<std::size_t>(from)] = v;
-            occupant[static_cast<std::size_t>(s)] = u;
-            if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+          const int N = S + (has_head ? 1 : 0);
+          std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
+          std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
+          std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
+          for (int i = 0; i < S; ++i) {
+            const LayerStage& st = stage[static_cast<std::size_t>(i)];
+            intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
+            in[static_cast<std::size_t>(i)] = layer_input_layout(st);
+            out[static_cast<std::size_t>(i)] = layer_output_layout(st);
+            for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
+              core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
           }
-        }
-        const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
-        if (total < best_cost) {
-          best_cost = total;
-          best_plan.head = base.head;
-          best_plan.rest = base.rest;
-          best_plan.blocks.clear();
+          if (has_head) {
+            intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
+            in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
+            out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
+          }
+          std::vector<double> dist(static_cast<std::size_t>(N) * N);
+          for (int a = 0; a < N; ++a)
+            for (int b = 0; b < N; ++b)
+              dist[static_cast<std::size_t>(a) * N + b] =
+                  move_hop_bytes(out[static_cast<std::size_t>(a)],
+                                 in[static_cast<std::size_t>(b)]) /
+                  (4.0 * model.hidden_size);
+          // Random start (seeded), then Metropolis moves: a layer to another
+          // slot, swapping with its occupant if there is one.
+          SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
+          std::vector<int> perm(static_cast<std::size_t>(S));
+          std::iota(perm.begin(), perm.end(), 0);
+          for (int i = S - 1; i > 0; --i)
+            std::swap(perm[static_cast<std::size_t>(i)],
+                      perm[static_cast<std::size_t>(rng.below(i + 1))]);
+          std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
+          std::vector<int> occupant(static_cast<std::size_t>(S), -1);
+          for (int l = 0; l < k; ++l) {
+            slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
+            occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
+          }
+          if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
+          auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
+            const auto u = boost::source(e, graph), v = boost::target(e, graph);
+            return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
+          };
+          // Cost of the vertices v (and u) and their edges, each edge once.
+          auto local = [&](int v, int u) {
+            double c = intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)])];
+            if (u >= 0) c += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(u)])];
+            for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+            for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+            if (u >= 0) {
+              for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
+                if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
+              for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
+                if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+            }
+            return c;
+          };
+          double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
           for (int l = 0; l < k; ++l)
-            best_plan.blocks.push_back(
-                slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
-          best_plan.note = fmt::format(
-              "{} x {} slots ({}), head {}, closed-form {:.4g} hop-bytes/token{}", rows,
-              cols, by_columns ? "snake columns" : "snake rows",
-              by_columns ? "north" : "west", best_here,
-              req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
+            cost += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(l)])];
+          for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
+          double best_here = cost;
+          std::vector<int> best_slots = slot_of;
+          const double scale = cost / k;
+          double T = req.anneal.initial_temperature * scale;
+          const int iters = req.anneal.iterations;
+          const double cool =
+              std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
+                       1.0 / std::max(1, iters));
+          for (int it = 0; it < iters; ++it, T *= cool) {
+            const int v = rng.below(k);
+            const int s = rng.below(S);
+            const int from = slot_of[static_cast<std::size_t>(v)];
+            if (s == from) continue;
+            const int u = occupant[static_cast<std::size_t>(s)];
+            const double before = local(v, u);
+            slot_of[static_cast<std::size_t>(v)] = s;
+            occupant[static_cast<std::size_t>(s)] = v;
+            occupant[static_cast<std::size_t>(from)] = u;
+            if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
+            const double delta = local(v, u) - before;
+            if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
+              cost += delta;
+              if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
+            } else {  // undo
+              slot_of[static_cast<std::size_t>(v)] = from;
+              occupant[static_cast<std::size_t>(from)] = v;
+              occupant[static_cast<std::size_t>(s)] = u;
+              if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+            }
+          }
+          const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
+          if (total < best_cost) {
+            best_cost = total;
+            best_plan.head = base.head;
+            best_plan.rest = base.rest;
+            best_plan.blocks.clear();
+            for (int l = 0; l < k; ++l)
+              best_plan.blocks.push_back(
+                  slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
+            best_plan.note = fmt::format(
+                "{} x {} slots ({}){}, closed-form {:.4g} hop-bytes/token{}", rows, cols,
+                by_columns ? "snake columns" : "snake rows",
+                has_head ? (by_columns ? ", head north" : ", head west") : "", best_here,
+                req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
+          }
         }
-      }
     if (best_plan.blocks.empty())
       throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}", k, spec.name));
     return best_plan;
@@ -759,8 +763,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       const int layer_width = std::max(1, (area.width - head_width) / k);
       for (int i = 0; i < k; ++i)
         plan.blocks.push_back(Rect{area.x0 + i * layer_width, area.y0, layer_width, area.height});
-      plan.head = Rect{area.x0 + k * layer_width, area.y0, area.width - k * layer_width,
-                       area.height};
+      plan.head =
+          Rect{area.x0 + k * layer_width, area.y0, area.width - k * layer_width, area.height};
     } else if (req.strategy == "serpentine") {
       // The head strip on the left; layers snake through R rows of blocks
       // (left to right, then right to left, ...) so that layer 0 starts next
@@ -777,7 +781,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       double best = std::numeric_limits<double>::infinity();
       for (const bool by_columns : {false, true})
         for (int rows = 2; rows <= k; rows += 2) {
-          if (rows > 2 && static_cast<int>(ceil_div(k, rows)) == static_cast<int>(ceil_div(k, rows - 2)))
+          if (rows > 2 &&
+              static_cast<int>(ceil_div(k, rows)) == static_cast<int>(ceil_div(k, rows - 2)))
             continue;  // same grid as a smaller even count
           RegionPlan p = snake_plan(k, has_head, rows, by_columns);
           double cost = 0.0;
@@ -785,15 +790,15 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
           if (cost < best) {
             best = cost;
             plan = p;
-            plan.note = fmt::format("{} {} of {} blocks, closed-form {:.4g} hop-bytes/token",
-                                    rows, by_columns ? "snake columns" : "snake rows",
-                                    ceil_div(k, rows), cost);
+            plan.note =
+                fmt::format("{} {} of {} blocks, closed-form {:.4g} hop-bytes/token", rows,
+                            by_columns ? "snake columns" : "snake rows", ceil_div(k, rows), cost);
           }
         }
       if (k == 1) plan = snake_plan(k, has_head, 1, false);
       if (plan.blocks.empty())
-        throw FitError(fmt::format("short-path: no boustrophedon of {} layers fits {}", k,
-                                   spec.name));
+        throw FitError(
+            fmt::format("short-path: no boustrophedon of {} layers fits {}", k, spec.name));
     } else if (req.strategy == "sram-balanced") {
       // The smallest per-core byte budget B (weights + KV + buffers) at
       // which the head fits a west strip and every layer its serpentine
@@ -834,7 +839,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       }
       plan_at(hi, plan);
       budget = hi;
-      plan.note = fmt::format("per-core budget {} of {}", human_bytes(budget), human_bytes(capacity));
+      plan.note =
+          fmt::format("per-core budget {} of {}", human_bytes(budget), human_bytes(capacity));
     } else {  // anneal
       plan = anneal(k, has_head, l_begin, w);
     }
@@ -907,7 +913,8 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
 Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,
                 const PlacementRequest& req) {
   if (wafers.empty()) throw std::invalid_argument("place: no wafers");
-  Placement pl = plan_placement(model, wafers.front()->spec(), static_cast<int>(wafers.size()), req);
+  Placement pl =
+      plan_placement(model, wafers.front()->spec(), static_cast<int>(wafers.size()), req);
   allocate_placement(model, pl, wafers, req);
   return pl;
 }

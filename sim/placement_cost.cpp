@@ -9,7 +9,9 @@ namespace {
 
 constexpr double kActivationBytes = 4.0;  // activations move as fp32
 
-int manhattan(Coord a, Coord b) { return std::abs(a.x - b.x) + std::abs(a.y - b.y); }
+int manhattan(Coord a, Coord b) {
+  return std::abs(a.x - b.x) + std::abs(a.y - b.y);
+}
 
 // Hops of a reduction over n cores of a line, summed over its combine steps.
 double reduction_hops(fabric::ReductionScheme scheme, int n) {
@@ -19,7 +21,9 @@ double reduction_hops(fabric::ReductionScheme scheme, int n) {
 }
 
 // Reduction up a column of n cores of a 4 B value and its broadcast back.
-double norm_hop_bytes(int n) { return 2.0 * kActivationBytes * std::max(0, n - 1); }
+double norm_hop_bytes(int n) {
+  return 2.0 * kActivationBytes * std::max(0, n - 1);
+}
 
 }  // namespace
 
@@ -53,8 +57,12 @@ double gemv_hop_bytes(const MatrixPlacement& m) {
   return multicast + reduce;
 }
 
-Layout layer_input_layout(const LayerStage& st) { return output_layout(st.o); }
-Layout layer_output_layout(const LayerStage& st) { return output_layout(st.down); }
+Layout layer_input_layout(const LayerStage& st) {
+  return output_layout(st.o);
+}
+Layout layer_output_layout(const LayerStage& st) {
+  return output_layout(st.down);
+}
 
 Layout head_input_layout(const models::ModelConfig& model, const HeadStage& head) {
   const int k = std::min(head.lm_head.p(), model.hidden_size);
@@ -96,12 +104,12 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
     k_to.push_back(Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, a.wafer});
     v_to.push_back(Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, a.wafer});
   }
-  t += move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) +
-       move_hop_bytes(qkv_out, v_to);
+  t +=
+      move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) + move_hop_bytes(qkv_out, v_to);
   const int L = a.segment_length;
-  t += a.num_kv_heads * (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
-                         static_cast<double>(g) * (hd + 2) * kActivationBytes *
-                             reduction_hops(a.reduction, L));
+  t += a.num_kv_heads *
+       (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
+        static_cast<double>(g) * (hd + 2) * kActivationBytes * reduction_hops(a.reduction, L));
   // Attention output (at the segment tops, q layout) to o; o gemv.
   t += move_hop_bytes(q_to, input_layout(st.o));
   t += gemv_hop_bytes(st.o);

@@ -128,8 +128,7 @@ TEST_F(Wavelet, ReductionsMatchTheFlowPrimitivesExactly) {
         EXPECT_EQ(wave, flow) << (scheme == ReductionScheme::chain  ? "chain "
                                   : scheme == ReductionScheme::tree ? "tree "
                                                                     : "two-level ")
-                              << bytes
-                              << " B" << (late ? ", late" : "");
+                              << bytes << " B" << (late ? ", late" : "");
         if (scheme != ReductionScheme::chain && late) {
           // reduce_line issues the tree's sends in step order, and a link is
           // reserved in issue order with no backfill: the late partial's send

@@ -2,10 +2,10 @@
 // hop-bytes estimate, defects and halo, and placement files. No SystemC.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "../fabric/test_spec.hpp"
 #include "fabric/defects.hpp"
@@ -115,8 +115,7 @@ TEST(Strategies, AnnealIsDeterministicForASeedAndNoWorseThanSerpentine) {
   const Placement a = plan_placement(m, spec, 1, req);
   const Placement b = plan_placement(m, spec, 1, req);
   ASSERT_EQ(a.layers.size(), b.layers.size());
-  for (std::size_t l = 0; l < a.layers.size(); ++l)
-    EXPECT_EQ(a.layers[l].strip, b.layers[l].strip);
+  for (std::size_t l = 0; l < a.layers.size(); ++l) EXPECT_EQ(a.layers[l].strip, b.layers[l].strip);
   EXPECT_EQ(a.estimated_hop_bytes, b.estimated_hop_bytes);
   // The serpentine's 2-row grid is among the annealer's candidates, and 8
   // layers in 8 slots are few enough for the search to find its best order.
@@ -189,7 +188,8 @@ TEST(Defects, NoByteIsAllocatedOnADeadCore) {
     ASSERT_GE(fab.defects().dead_count(), 4u);
     place(m, fab, request(s));
     for (const Coord& c : fab.defects().dead_cores())
-      EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u) << s << " (" << c.x << ", " << c.y << ")";
+      EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u)
+          << s << " (" << c.x << ", " << c.y << ")";
     EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << s;
   }
 }
@@ -215,7 +215,8 @@ TEST(Halo, NothingIsPlacedInTheHalo) {
 
 class PlacementFile : public ::testing::Test {
  protected:
-  fs::path dir = fs::temp_directory_path() / ("wafersim_placement_file_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("wafersim_placement_file_" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
   void TearDown() override { fs::remove_all(dir); }
   fs::path write(const std::string& name, const std::string& text) {
@@ -248,8 +249,8 @@ TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
   for (std::size_t l = 0; l < pl.layers.size(); ++l) {
     const LayerStage &x = pl.layers[l], &y = back.layers[l];
     EXPECT_EQ(x.strip, y.strip);
-    for (auto [p, q] : {std::pair{&x.qkv, &y.qkv}, {&x.o, &y.o}, {&x.gate_up, &y.gate_up},
-                        {&x.down, &y.down}}) {
+    for (auto [p, q] :
+         {std::pair{&x.qkv, &y.qkv}, {&x.o, &y.o}, {&x.gate_up, &y.gate_up}, {&x.down, &y.down}}) {
       EXPECT_EQ(p->rect, q->rect);
       EXPECT_EQ(p->reduction, q->reduction);
       EXPECT_EQ(p->row_granule, q->row_granule);
@@ -278,7 +279,8 @@ TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLi
   const std::string text = placement_file_yaml(m, spec, pl);
   auto line_of = [&](const std::string& needle) {
     const auto at = text.find(needle);
-    return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+    return 1 +
+           static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
   };
   auto replaced = [&](const std::string& from, const std::string& to) {
     std::string t = text;
@@ -293,7 +295,8 @@ TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLi
   const fabric::Rect q = pl.layers[0].qkv.rect, o = pl.layers[0].o.rect;
   const std::string qkv0 = rect_text(q);
   const std::string o0 = "o: {rect: " + rect_text(o);
-  const std::string o0_on_qkv = "o: {rect: " + rect_text(fabric::Rect{q.x0, q.y0, o.width, o.height});
+  const std::string o0_on_qkv =
+      "o: {rect: " + rect_text(fabric::Rect{q.x0, q.y0, o.width, o.height});
   ScenarioError e = read_error(write("overlap.yaml", replaced(o0, o0_on_qkv)), m, spec, req);
   EXPECT_EQ(e.line(), line_of(o0));
   EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();
