@@ -544,6 +544,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   pl.max_context_tokens = model.max_position;
   StagePlanner planner(model, spec, req);
 
+  std::string last_fit_error;  // why the last rejected candidate did not fit
   // Plans a wafer's stages from a region plan at a per-core budget.
   auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head, std::uint64_t budget,
                    Placement& out) {
@@ -558,7 +559,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     Placement trial;
     try {
       build(plan, w, l_begin, has_head, capacity, trial);
-    } catch (const FitError&) {
+    } catch (const FitError& e) {
+      last_fit_error = e.what();
       return false;
     }
     cost = 0.0;
@@ -628,7 +630,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
               stage[static_cast<std::size_t>(i)] = planner.layer(
                   l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
             if (has_head) head = planner.head(w, base.head, capacity);
-          } catch (const FitError&) {
+          } catch (const FitError& e) {
+            last_fit_error = e.what();
             continue;
           }
           const int N = S + (has_head ? 1 : 0);
@@ -739,7 +742,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
           }
         }
     if (best_plan.blocks.empty())
-      throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}", k, spec.name));
+      throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}; the last: {}", k,
+                                 spec.name, last_fit_error));
     return best_plan;
   };
 
@@ -798,37 +802,47 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       if (k == 1) plan = snake_plan(k, has_head, 1, false);
       if (plan.blocks.empty())
         throw FitError(
-            fmt::format("short-path: no boustrophedon of {} layers fits {}", k, spec.name));
+            fmt::format("short-path: no boustrophedon of {} layers fits {}; the last: {}", k,
+                        spec.name, last_fit_error));
     } else if (req.strategy == "sram-balanced") {
       // The smallest per-core byte budget B (weights + KV + buffers) at
       // which the head fits a west strip and every layer its serpentine
       // block: each matrix then takes the rows its tiles need at B, the KV
       // cache the rows its slots need at B, so no core holds more than B.
+      // The head strip starts at the narrowest width whose rows could hold
+      // the head at b and widens (up to 64 columns more) when dead rows
+      // break its runs.
+      std::string why;
       auto plan_at = [&](std::uint64_t b, RegionPlan& p) {
-        int hw = 0;
+        int first = 0;
         if (has_head) {
-          for (hw = 1; hw < area.width; ++hw) {
-            const int r = planner.head_min_rows(hw, b);
+          for (first = 1; first < area.width; ++first) {
+            const int r = planner.head_min_rows(first, b);
             if (r >= 0 && r <= area.height) break;
           }
-          if (hw >= area.width) return false;
+          if (first >= area.width) return false;
         }
-        const Rect rest{area.x0 + hw, area.y0, area.width - hw, area.height};
-        p.head = Rect{area.x0, area.y0, hw, area.height};
-        p.blocks = snake_blocks(rest, k, req.block_rows, false);
-        if (p.blocks.empty()) return false;
-        Placement trial;
-        try {
-          build(p, w, l_begin, has_head, b, trial);
-        } catch (const FitError&) {
-          return false;
+        const int last = has_head ? std::min(area.width - 1, first + 64) : 0;
+        for (int hw = first; hw <= last; ++hw) {
+          const Rect rest{area.x0 + hw, area.y0, area.width - hw, area.height};
+          p.head = Rect{area.x0, area.y0, hw, area.height};
+          p.blocks = snake_blocks(rest, k, req.block_rows, false);
+          if (p.blocks.empty()) return false;
+          Placement trial;
+          try {
+            build(p, w, l_begin, has_head, b, trial);
+            return true;
+          } catch (const FitError& e) {
+            why = e.what();
+          }
         }
-        return true;
+        return false;
       };
       std::uint64_t lo = planner.min_budget(), hi = capacity;
       if (!plan_at(hi, plan))
-        throw FitError(fmt::format("sram-balanced: {} layers{} do not fit {} even at full capacity",
-                                   k, has_head ? " and the head" : "", spec.name));
+        throw FitError(
+            fmt::format("sram-balanced: {} layers{} do not fit {} even at full capacity: {}", k,
+                        has_head ? " and the head" : "", spec.name, why));
       while (lo < hi) {
         const std::uint64_t mid = lo + (hi - lo) / 2;
         RegionPlan p;
