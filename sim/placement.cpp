@@ -47,6 +47,9 @@ struct MatrixShape {
   std::string name;
   int out = 0, in = 0;
   int granule = 1;  // output rows are split in whole groups of this many
+  // Bytes per output row its root core holds besides the tile (O's roots
+  // keep both RMSNorm gains of their rows, where the residual stream lives).
+  int root_bytes_per_row = 0;
 };
 
 // Fewest rows of cores (with q = min(width, in) columns) so that every tile,
@@ -54,8 +57,8 @@ struct MatrixShape {
 int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits) {
   const std::uint64_t q = static_cast<std::uint64_t>(std::min(width, m.in));
   const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in), q);
-  const std::uint64_t row_bytes =
-      ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4;  // + partial
+  const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) +
+                                 4 + static_cast<std::uint64_t>(m.root_bytes_per_row);  // + partial
   if (capacity <= cols * 4 + row_bytes) return -1;                      // not even one row fits
   const std::uint64_t granule = static_cast<std::uint64_t>(m.granule);
   const std::uint64_t groups_per_core = (capacity - cols * 4) / row_bytes / granule;
@@ -190,7 +193,7 @@ class StagePlanner {
     slots_ = static_cast<std::int64_t>(ctx_) * users_;
     shapes_ = {
         {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
-        {"o", model.hidden_size, model.q_dim()},
+        {"o", model.hidden_size, model.q_dim(), 1, 2 * req.weight_bits / 8},
         {"gate_up", 2 * model.intermediate_size, model.hidden_size, 2},
         {"down", model.hidden_size, model.intermediate_size},
     };
@@ -472,18 +475,20 @@ struct SeededDraws {
 // The layer dataflow of one wafer as a graph: vertices are stages (its
 // layers, then the head when it holds it), edges carry the bytes one token
 // moves between them (the hidden state in fp32; the head's embedding row
-// back to the first layer).
+// back to the first layer when both are on this wafer). Hand-overs to and
+// from other wafers are costs of the first and last vertices (their legs to
+// the east edge and from the west edge).
 using Dataflow =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
                           boost::property<boost::edge_weight_t, double>>;
 
-Dataflow layer_dataflow(int k, bool has_head, int hidden) {
+Dataflow layer_dataflow(int k, bool has_head, bool head_to_first, int hidden) {
   Dataflow g(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
   const double bytes = 4.0 * hidden;
   for (int l = 0; l + 1 < k; ++l) boost::add_edge(l, l + 1, bytes, g);
   if (has_head && k > 0) {
     boost::add_edge(k - 1, k, bytes, g);
-    boost::add_edge(k, 0, bytes, g);
+    if (head_to_first) boost::add_edge(k, 0, bytes, g);
   }
   return g;
 }
@@ -574,9 +579,14 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       cost += head_hop_bytes(model, trial.head);
       cost += move_hop_bytes(layer_output_layout(trial.layers.back()),
                              head_input_layout(model, trial.head));
-      cost += move_hop_bytes(embedding_row_layout(trial.head),
-                             layer_input_layout(trial.layers.front()));
+      cost += n_wafers == 1
+                  ? move_hop_bytes(embedding_row_layout(trial.head),
+                                   layer_input_layout(trial.layers.front()))
+                  : to_east_edge_hop_bytes(embedding_row_layout(trial.head), spec.mesh_width);
+    } else {
+      cost += to_east_edge_hop_bytes(layer_output_layout(trial.layers.back()), spec.mesh_width);
     }
+    if (n_wafers > 1) cost += from_west_edge_hop_bytes(layer_input_layout(trial.layers.front()));
     return true;
   };
   // A snake candidate: the head strip on the west (row snakes) or across the
@@ -607,7 +617,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   // graph, its bytes x the per-byte hop distance between the two slots'
   // ports (output of one stage to input of the next). The best over grids wins.
   auto anneal = [&](int k, bool has_head, int l_begin, int w) {
-    const Dataflow graph = layer_dataflow(k, has_head, model.hidden_size);
+    const Dataflow graph = layer_dataflow(k, has_head, n_wafers == 1, model.hidden_size);
     const auto weight = boost::get(boost::edge_weight, graph);
     RegionPlan best_plan;
     double best_cost = std::numeric_limits<double>::infinity();
@@ -658,6 +668,18 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
                   move_hop_bytes(out[static_cast<std::size_t>(a)],
                                  in[static_cast<std::size_t>(b)]) /
                   (4.0 * model.hidden_size);
+          // Legs to and from other wafers: the first layer's input comes
+          // from the west edge (previous wafer, or the head on the last),
+          // the last layer's output leaves by the east edge (no head here).
+          std::vector<double> entry(static_cast<std::size_t>(S), 0.0), exit(entry);
+          for (int i = 0; i < S; ++i) {
+            if (n_wafers > 1)
+              entry[static_cast<std::size_t>(i)] =
+                  from_west_edge_hop_bytes(in[static_cast<std::size_t>(i)]);
+            if (!has_head)
+              exit[static_cast<std::size_t>(i)] =
+                  to_east_edge_hop_bytes(out[static_cast<std::size_t>(i)], spec.mesh_width);
+          }
           // Random start (seeded), then Metropolis moves: a layer to another
           // slot, swapping with its occupant if there is one.
           SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
@@ -677,10 +699,16 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
             const auto u = boost::source(e, graph), v = boost::target(e, graph);
             return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
           };
+          // A layer's own cost in its slot: inside the slot, plus the
+          // cross-wafer legs when it is the wafer's first or last layer.
+          auto vertex_cost = [&](int v) {
+            const auto slot = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)]);
+            return intra[slot] + (v == 0 ? entry[slot] : 0.0) + (v == k - 1 ? exit[slot] : 0.0);
+          };
           // Cost of the vertices v (and u) and their edges, each edge once.
           auto local = [&](int v, int u) {
-            double c = intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)])];
-            if (u >= 0) c += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(u)])];
+            double c = vertex_cost(v);
+            if (u >= 0) c += vertex_cost(u);
             for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
             for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
             if (u >= 0) {
@@ -692,8 +720,9 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
             return c;
           };
           double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
-          for (int l = 0; l < k; ++l)
-            cost += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(l)])];
+          if (has_head && n_wafers > 1)
+            cost += to_east_edge_hop_bytes(out[static_cast<std::size_t>(S)], spec.mesh_width);
+          for (int l = 0; l < k; ++l) cost += vertex_cost(l);
           for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
           double best_here = cost;
           std::vector<int> best_slots = slot_of;
@@ -867,7 +896,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
                          (n_wafers > 1 ? fmt::format("wafer {}: ", w) : std::string()) + plan.note;
   }
   pl.max_context_tokens = std::min(pl.max_context_tokens, final_context);
-  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl);
+  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
   return pl;
 }
 

@@ -27,7 +27,20 @@ double norm_hop_bytes(int n) {
 
 }  // namespace
 
-double move_hop_bytes(const Layout& from, const Layout& to) {
+double from_west_edge_hop_bytes(const Layout& to) {
+  double total = 0.0;
+  for (const Piece& p : to) total += static_cast<double>(p.size()) * kActivationBytes * p.core.x;
+  return total;
+}
+
+double to_east_edge_hop_bytes(const Layout& from, int mesh_width) {
+  double total = 0.0;
+  for (const Piece& p : from)
+    total += static_cast<double>(p.size()) * kActivationBytes * (mesh_width - 1 - p.core.x);
+  return total;
+}
+
+double move_hop_bytes(const Layout& from, const Layout& to, int mesh_width) {
   // Both layouts cover the vector in increasing element order (as lower()
   // builds them), so the overlaps are found by a merge.
   double total = 0.0;
@@ -36,7 +49,9 @@ double move_hop_bytes(const Layout& from, const Layout& to) {
     const int lo = std::max(from[i].begin, to[j].begin);
     const int hi = std::min(from[i].end, to[j].end);
     if (hi > lo) {
-      const int hops = from[i].wafer == to[j].wafer ? manhattan(from[i].core, to[j].core) : 0;
+      const int hops = from[i].wafer == to[j].wafer ? manhattan(from[i].core, to[j].core)
+                       : mesh_width > 0 ? (mesh_width - 1 - from[i].core.x) + to[j].core.x
+                                        : 0;
       total += static_cast<double>(hi - lo) * kActivationBytes * hops;
     }
     if (from[i].end < to[j].end)
@@ -132,18 +147,21 @@ double head_hop_bytes(const models::ModelConfig& model, const HeadStage& head) {
   return t;
 }
 
-double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl) {
+double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl, int mesh_width) {
   double t = 0.0;
   for (std::size_t i = 0; i < pl.layers.size(); ++i) {
     const LayerStage& st = pl.layers[i];
     t += layer_hop_bytes(model, st);
     const Layout out = layer_output_layout(st);
-    t += move_hop_bytes(out, i + 1 < pl.layers.size() ? layer_input_layout(pl.layers[i + 1])
-                                                      : head_input_layout(model, pl.head));
+    t += move_hop_bytes(out,
+                        i + 1 < pl.layers.size() ? layer_input_layout(pl.layers[i + 1])
+                                                 : head_input_layout(model, pl.head),
+                        mesh_width);
   }
   t += head_hop_bytes(model, pl.head);
   if (!pl.layers.empty())
-    t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()));
+    t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()),
+                        mesh_width);
   return t;
 }
 

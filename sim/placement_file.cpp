@@ -335,7 +335,7 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
         o = static_cast<int>(i);
       }
   }
-  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl);
+  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
   return pl;
 }
 

@@ -266,7 +266,7 @@ TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
   fabric::Fabric* wafers[] = {&b};
   allocate_placement(m, back, wafers, req);
   EXPECT_EQ(a.sram().all_used(), b.sram().all_used());
-  EXPECT_DOUBLE_EQ(estimate_hop_bytes(m, back), pl.estimated_hop_bytes);
+  EXPECT_DOUBLE_EQ(estimate_hop_bytes(m, back, spec.mesh_width), pl.estimated_hop_bytes);
   // Written again, the file is the same text.
   EXPECT_EQ(placement_file_yaml(m, spec, back), placement_file_yaml(m, spec, pl));
 }
