@@ -7,8 +7,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include <boost/graph/adjacency_list.hpp>
 #include <fmt/format.h>
+#include <boost/graph/adjacency_list.hpp>
 
 #include "fabric/defects.hpp"
 #include "sim/placement_cost.hpp"
@@ -55,6 +55,9 @@ struct MatrixShape {
   std::string name;
   int out = 0, in = 0;
   int granule = 1;  // output rows are split in whole groups of this many
+  // Bytes per output row its root core holds besides the tile (O's roots
+  // keep both RMSNorm gains of their rows, where the residual stream lives).
+  int root_bytes_per_row = 0;
 };
 
 // Fewest rows of cores (with q = min(width, in) columns) so that every tile,
@@ -62,8 +65,8 @@ struct MatrixShape {
 int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits) {
   const std::uint64_t q = static_cast<std::uint64_t>(std::min(width, m.in));
   const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in), q);
-  const std::uint64_t row_bytes =
-      ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4;  // + partial
+  const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) +
+                                 4 + static_cast<std::uint64_t>(m.root_bytes_per_row);  // + partial
   if (capacity <= cols * 4 + row_bytes) return -1;                      // not even one row fits
   const std::uint64_t granule = static_cast<std::uint64_t>(m.granule);
   const std::uint64_t groups_per_core = (capacity - cols * 4) / row_bytes / granule;
@@ -204,7 +207,10 @@ class StagePlanner {
     //   MoE (mixtral)          qkv, o, router, then gate_up and down of each expert
     shapes_ = {
         {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
-        {"o", model.hidden_size, model.q_dim()},
+        // O's roots hold the residual stream and the norms' gains (and gpt2's
+        // LayerNorm biases) of their rows.
+        {"o", model.hidden_size, model.q_dim(), 1,
+         2 * (model.is_gpt2() ? 2 : 1) * req.weight_bits / 8},
     };
     if (model.is_moe()) {
       shapes_.push_back({"router", model.num_experts, model.hidden_size});
@@ -244,20 +250,30 @@ class StagePlanner {
     const int bw = block.width, bh = block.height;
     const int att_width = std::min(bw, model_.num_kv_heads);
     const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
-    std::vector<int> rows(shapes_.size());
+    std::vector<int> rows(shapes_.size()), width(shapes_.size()), fixed(shapes_.size(), 0);
     for (std::size_t i = 0; i < shapes_.size(); ++i) {
-      rows[i] = min_rows(shapes_[i], bw, budget, bits_);
+      const MatrixOverride ov = override_of(shapes_[i].name);
+      width[i] = ov.columns > 0 ? std::min(ov.columns, bw) : bw;
+      rows[i] = min_rows(shapes_[i], width[i], budget, bits_);
       if (rows[i] < 0)
         throw FitError(fmt::format(
             "a {}-column block cannot hold even one row of the {} matrix of {} on {}; use more "
             "wafers or fewer block rows",
-            bw, shapes_[i].name, model_.name, spec_.name));
+            width[i], shapes_[i].name, model_.name, spec_.name));
+      if (ov.rows > 0) {
+        if (ov.rows < rows[i])
+          throw FitError(fmt::format(
+              "placement.matrices.{}.rows is {}, but its tiles need at least {} rows of {} cores "
+              "to fit a core's SRAM",
+              shapes_[i].name, ov.rows, rows[i], width[i]));
+        fixed[i] = rows[i] = std::min(ov.rows, shapes_[i].out / shapes_[i].granule);
+      }
     }
     if (budget <= att_buffers_ + slot_bytes_)
       throw FitError("per-core budget below one KV slot and the attention buffers");
     const int spc = static_cast<int>((budget - att_buffers_) / slot_bytes_);
-    const int min_segment =
-        static_cast<int>(ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(spc)));
+    const int min_segment = static_cast<int>(
+        ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(spc)));
     const std::vector<char> dead = dead_rows(block);
     const int clear = bh - static_cast<int>(std::count(dead.begin(), dead.end(), 1));
     const int att_rows_min = per_column * min_segment;
@@ -271,6 +287,8 @@ class StagePlanner {
           clear < bh ? fmt::format(" free of defects (of {})", bh) : std::string()));
     std::vector<int> target = rows;
     share_rows(target, shapes_, clear - needed);
+    for (std::size_t i = 0; i < shapes_.size(); ++i)
+      if (fixed[i] > 0) target[i] = fixed[i];  // overridden: exactly the rows asked for
     const int used_by_matrices = std::accumulate(target.begin(), target.end(), 0);
     int segment = std::max(min_segment, static_cast<int>(std::min<std::int64_t>(
                                             slots_, (clear - used_by_matrices) / per_column)));
@@ -278,7 +296,7 @@ class StagePlanner {
     {
       std::vector<int> full(shapes_.size());
       for (std::size_t i = 0; i < shapes_.size(); ++i)
-        full[i] = min_rows(shapes_[i], bw, capacity_, bits_);
+        full[i] = fixed[i] > 0 ? fixed[i] : min_rows(shapes_[i], width[i], capacity_, bits_);
       const int spc_full = static_cast<int>((capacity_ - att_buffers_) / slot_bytes_);
       const int most_rows = (clear - std::accumulate(full.begin(), full.end(), 0)) / per_column;
       max_context = static_cast<int>(std::min<std::int64_t>(
@@ -311,7 +329,9 @@ class StagePlanner {
     auto matrix = [&](std::size_t shape, int y0, int h) {
       MatrixShape sh = shapes_[shape];
       sh.name = fmt::format("layer {} {}", l, sh.name);
-      MatrixPlacement mp = make_matrix(sh, block.x0, y0, bw, h, req_.reduction);
+      MatrixPlacement mp =
+          make_matrix(sh, block.x0, y0, width[shape], h,
+                      override_of(shapes_[shape].name).reduction.value_or(req_.reduction));
       mp.wafer = w;
       return mp;
     };
@@ -321,7 +341,7 @@ class StagePlanner {
     st.attention.num_kv_heads = model_.num_kv_heads;
     st.attention.segment_length = segment;
     st.attention.segments_per_column = per_column;
-    st.attention.reduction = req_.reduction;
+    st.attention.reduction = override_of("attention").reduction.value_or(req_.reduction);
     st.attention.max_positions_per_core = static_cast<int>(
         ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(segment)));
     st.attention.context = ctx_;
@@ -394,11 +414,13 @@ class StagePlanner {
         fmt::format("the dead cores in the head strip ({} x {} at ({}, {})) leave no {} "
                     "contiguous rows for the lm_head",
                     strip.width, strip.height, strip.x0, strip.y0, lm_min));
-    head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], req_.reduction);
+    const fabric::ReductionScheme head_reduction =
+        override_of("lm_head").reduction.value_or(req_.reduction);
+    head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction);
     head.lm_head.wafer = w;
-    head.embedding = head.tied ? head.lm_head
-                               : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
-                                             req_.reduction);
+    head.embedding =
+        head.tied ? head.lm_head
+                  : make_matrix(emb, strip.x0, y[1], strip.width, heights[1], head_reduction);
     head.embedding.wafer = w;
     if (!head.tied) head.embedding.name = "embedding";
     if (pos_rows > 0) {
@@ -411,6 +433,11 @@ class StagePlanner {
   }
 
  private:
+  MatrixOverride override_of(const std::string& kind) const {
+    const auto it = req_.matrices.find(kind);
+    return it == req_.matrices.end() ? MatrixOverride{} : it->second;
+  }
+
   // Per row of `r`: 1 when a core of that row (within r's columns) is dead.
   std::vector<char> dead_rows(const Rect& r) const {
     std::vector<char> dead(static_cast<std::size_t>(std::max(0, r.height)), 0);
@@ -513,18 +540,20 @@ struct SeededDraws {
 // The layer dataflow of one wafer as a graph: vertices are stages (its
 // layers, then the head when it holds it), edges carry the bytes one token
 // moves between them (the hidden state in fp32; the head's embedding row
-// back to the first layer).
+// back to the first layer when both are on this wafer). Hand-overs to and
+// from other wafers are costs of the first and last vertices (their legs to
+// the east edge and from the west edge).
 using Dataflow =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
                           boost::property<boost::edge_weight_t, double>>;
 
-Dataflow layer_dataflow(int k, bool has_head, int hidden) {
+Dataflow layer_dataflow(int k, bool has_head, bool head_to_first, int hidden) {
   Dataflow g(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
   const double bytes = 4.0 * hidden;
   for (int l = 0; l + 1 < k; ++l) boost::add_edge(l, l + 1, bytes, g);
   if (has_head && k > 0) {
     boost::add_edge(k - 1, k, bytes, g);
-    boost::add_edge(k, 0, bytes, g);
+    if (head_to_first) boost::add_edge(k, 0, bytes, g);
   }
   return g;
 }
@@ -585,12 +614,13 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   pl.max_context_tokens = model.max_position;
   StagePlanner planner(model, spec, req);
 
+  std::string last_fit_error;  // why the last rejected candidate did not fit
   // Plans a wafer's stages from a region plan at a per-core budget.
-  auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head,
-                   std::uint64_t budget, Placement& out) {
+  auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head, std::uint64_t budget,
+                   Placement& out) {
     for (std::size_t i = 0; i < plan.blocks.size(); ++i)
-      out.layers.push_back(planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i],
-                                         budget, req.strategy));
+      out.layers.push_back(
+          planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget, req.strategy));
     if (has_head) out.head = planner.head(w, plan.head, budget);
   };
   // Closed-form cost of a candidate plan for one wafer (its stages alone).
@@ -599,7 +629,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     Placement trial;
     try {
       build(plan, w, l_begin, has_head, capacity, trial);
-    } catch (const FitError&) {
+    } catch (const FitError& e) {
+      last_fit_error = e.what();
       return false;
     }
     cost = 0.0;
@@ -613,9 +644,14 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       cost += head_hop_bytes(model, trial.head);
       cost += move_hop_bytes(layer_output_layout(trial.layers.back()),
                              head_input_layout(model, trial.head));
-      cost += move_hop_bytes(embedding_row_layout(trial.head),
-                             layer_input_layout(trial.layers.front()));
+      cost += n_wafers == 1
+                  ? move_hop_bytes(embedding_row_layout(trial.head),
+                                   layer_input_layout(trial.layers.front()))
+                  : to_east_edge_hop_bytes(embedding_row_layout(trial.head), spec.mesh_width);
+    } else {
+      cost += to_east_edge_hop_bytes(layer_output_layout(trial.layers.back()), spec.mesh_width);
     }
+    if (n_wafers > 1) cost += from_west_edge_hop_bytes(layer_input_layout(trial.layers.front()));
     return true;
   };
   // A snake candidate: the head strip on the west (row snakes) or across the
@@ -646,7 +682,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   // graph, its bytes x the per-byte hop distance between the two slots'
   // ports (output of one stage to input of the next). The best over grids wins.
   auto anneal = [&](int k, bool has_head, int l_begin, int w) {
-    const Dataflow graph = layer_dataflow(k, has_head, model.hidden_size);
+    const Dataflow graph = layer_dataflow(k, has_head, n_wafers == 1, model.hidden_size);
     const auto weight = boost::get(boost::edge_weight, graph);
     RegionPlan best_plan;
     double best_cost = std::numeric_limits<double>::infinity();
@@ -657,126 +693,151 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
              cols == static_cast<int>(ceil_div(k, rows)) ||
              rows * cols <= k + static_cast<int>(req.anneal.spare_slots * k);
              ++cols) {
-        ++candidate;
-        const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
-        const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
-        if (slots.empty()) continue;
-        const int S = static_cast<int>(slots.size());
-        std::vector<LayerStage> stage(static_cast<std::size_t>(S));
-        HeadStage head;
-        try {
-          for (int i = 0; i < S; ++i)
-            stage[static_cast<std::size_t>(i)] =
-                planner.layer(l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
-          if (has_head) head = planner.head(w, base.head, capacity);
-        } catch (const FitError&) {
-          continue;
-        }
-        const int N = S + (has_head ? 1 : 0);
-        std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
-        std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
-        std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
-        for (int i = 0; i < S; ++i) {
-          const LayerStage& st = stage[static_cast<std::size_t>(i)];
-          intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
-          in[static_cast<std::size_t>(i)] = layer_input_layout(st);
-          out[static_cast<std::size_t>(i)] = layer_output_layout(st);
-          for (const MatrixPlacement* m : st.matrices())
-            core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
-        }
-        if (has_head) {
-          intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
-          in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
-          out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
-        }
-        std::vector<double> dist(static_cast<std::size_t>(N) * N);
-        for (int a = 0; a < N; ++a)
-          for (int b = 0; b < N; ++b)
-            dist[static_cast<std::size_t>(a) * N + b] =
-                move_hop_bytes(out[static_cast<std::size_t>(a)], in[static_cast<std::size_t>(b)]) /
-                (4.0 * model.hidden_size);
-        // Random start (seeded), then Metropolis moves: a layer to another
-        // slot, swapping with its occupant if there is one.
-        SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
-        std::vector<int> perm(static_cast<std::size_t>(S));
-        std::iota(perm.begin(), perm.end(), 0);
-        for (int i = S - 1; i > 0; --i) std::swap(perm[static_cast<std::size_t>(i)],
-                                                  perm[static_cast<std::size_t>(rng.below(i + 1))]);
-        std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
-        std::vector<int> occupant(static_cast<std::size_t>(S), -1);
-        for (int l = 0; l < k; ++l) {
-          slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
-          occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
-        }
-        if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
-        auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
-          const auto u = boost::source(e, graph), v = boost::target(e, graph);
-          return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
-        };
-        // Cost of the vertices v (and u) and their edges, each edge once.
-        auto local = [&](int v, int u) {
-          double c = intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)])];
-          if (u >= 0) c += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(u)])];
-          for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
-          for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
-          if (u >= 0) {
-            for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
-              if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
-            for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
-              if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+          ++candidate;
+          const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
+          const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
+          if (slots.empty()) continue;
+          const int S = static_cast<int>(slots.size());
+          std::vector<LayerStage> stage(static_cast<std::size_t>(S));
+          HeadStage head;
+          try {
+            for (int i = 0; i < S; ++i)
+              stage[static_cast<std::size_t>(i)] = planner.layer(
+                  l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
+            if (has_head) head = planner.head(w, base.head, capacity);
+          } catch (const FitError& e) {
+            last_fit_error = e.what();
+            continue;
           }
-          return c;
-        };
-        double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
-        for (int l = 0; l < k; ++l) cost += intra[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(l)])];
-        for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
-        double best_here = cost;
-        std::vector<int> best_slots = slot_of;
-        const double scale = cost / k;
-        double T = req.anneal.initial_temperature * scale;
-        const int iters = req.anneal.iterations;
-        const double cool = std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
-                                     1.0 / std::max(1, iters));
-        for (int it = 0; it < iters; ++it, T *= cool) {
-          const int v = rng.below(k);
-          const int s = rng.below(S);
-          const int from = slot_of[static_cast<std::size_t>(v)];
-          if (s == from) continue;
-          const int u = occupant[static_cast<std::size_t>(s)];
-          const double before = local(v, u);
-          slot_of[static_cast<std::size_t>(v)] = s;
-          occupant[static_cast<std::size_t>(s)] = v;
-          occupant[static_cast<std::size_t>(from)] = u;
-          if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
-          const double delta = local(v, u) - before;
-          if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
-            cost += delta;
-            if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
-          } else {  // undo
-            slot_of[static_cast<std::size_t>(v)] = from;
-            occupant[static_cast<std::size_t>(from)] = v;
-            occupant[static_cast<std::size_t>(s)] = u;
-            if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+          const int N = S + (has_head ? 1 : 0);
+          std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
+          std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
+          std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
+          for (int i = 0; i < S; ++i) {
+            const LayerStage& st = stage[static_cast<std::size_t>(i)];
+            intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
+            in[static_cast<std::size_t>(i)] = layer_input_layout(st);
+            out[static_cast<std::size_t>(i)] = layer_output_layout(st);
+            for (const MatrixPlacement* m : st.matrices())
+              core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
+          }
+          if (has_head) {
+            intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
+            in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
+            out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
+          }
+          std::vector<double> dist(static_cast<std::size_t>(N) * N);
+          for (int a = 0; a < N; ++a)
+            for (int b = 0; b < N; ++b)
+              dist[static_cast<std::size_t>(a) * N + b] =
+                  move_hop_bytes(out[static_cast<std::size_t>(a)],
+                                 in[static_cast<std::size_t>(b)]) /
+                  (4.0 * model.hidden_size);
+          // Legs to and from other wafers: the first layer's input comes
+          // from the west edge (previous wafer, or the head on the last),
+          // the last layer's output leaves by the east edge (no head here).
+          std::vector<double> entry(static_cast<std::size_t>(S), 0.0), exit(entry);
+          for (int i = 0; i < S; ++i) {
+            if (n_wafers > 1)
+              entry[static_cast<std::size_t>(i)] =
+                  from_west_edge_hop_bytes(in[static_cast<std::size_t>(i)]);
+            if (!has_head)
+              exit[static_cast<std::size_t>(i)] =
+                  to_east_edge_hop_bytes(out[static_cast<std::size_t>(i)], spec.mesh_width);
+          }
+          // Random start (seeded), then Metropolis moves: a layer to another
+          // slot, swapping with its occupant if there is one.
+          SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
+          std::vector<int> perm(static_cast<std::size_t>(S));
+          std::iota(perm.begin(), perm.end(), 0);
+          for (int i = S - 1; i > 0; --i)
+            std::swap(perm[static_cast<std::size_t>(i)],
+                      perm[static_cast<std::size_t>(rng.below(i + 1))]);
+          std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
+          std::vector<int> occupant(static_cast<std::size_t>(S), -1);
+          for (int l = 0; l < k; ++l) {
+            slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
+            occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
+          }
+          if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
+          auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
+            const auto u = boost::source(e, graph), v = boost::target(e, graph);
+            return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
+          };
+          // A layer's own cost in its slot: inside the slot, plus the
+          // cross-wafer legs when it is the wafer's first or last layer.
+          auto vertex_cost = [&](int v) {
+            const auto slot = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)]);
+            return intra[slot] + (v == 0 ? entry[slot] : 0.0) + (v == k - 1 ? exit[slot] : 0.0);
+          };
+          // Cost of the vertices v (and u) and their edges, each edge once.
+          auto local = [&](int v, int u) {
+            double c = vertex_cost(v);
+            if (u >= 0) c += vertex_cost(u);
+            for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+            for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+            if (u >= 0) {
+              for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
+                if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
+              for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
+                if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+            }
+            return c;
+          };
+          double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
+          if (has_head && n_wafers > 1)
+            cost += to_east_edge_hop_bytes(out[static_cast<std::size_t>(S)], spec.mesh_width);
+          for (int l = 0; l < k; ++l) cost += vertex_cost(l);
+          for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
+          double best_here = cost;
+          std::vector<int> best_slots = slot_of;
+          const double scale = cost / k;
+          double T = req.anneal.initial_temperature * scale;
+          const int iters = req.anneal.iterations;
+          const double cool =
+              std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
+                       1.0 / std::max(1, iters));
+          for (int it = 0; it < iters; ++it, T *= cool) {
+            const int v = rng.below(k);
+            const int s = rng.below(S);
+            const int from = slot_of[static_cast<std::size_t>(v)];
+            if (s == from) continue;
+            const int u = occupant[static_cast<std::size_t>(s)];
+            const double before = local(v, u);
+            slot_of[static_cast<std::size_t>(v)] = s;
+            occupant[static_cast<std::size_t>(s)] = v;
+            occupant[static_cast<std::size_t>(from)] = u;
+            if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
+            const double delta = local(v, u) - before;
+            if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
+              cost += delta;
+              if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
+            } else {  // undo
+              slot_of[static_cast<std::size_t>(v)] = from;
+              occupant[static_cast<std::size_t>(from)] = v;
+              occupant[static_cast<std::size_t>(s)] = u;
+              if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+            }
+          }
+          const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
+          if (total < best_cost) {
+            best_cost = total;
+            best_plan.head = base.head;
+            best_plan.rest = base.rest;
+            best_plan.blocks.clear();
+            for (int l = 0; l < k; ++l)
+              best_plan.blocks.push_back(
+                  slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
+            best_plan.note = fmt::format(
+                "{} x {} slots ({}){}, closed-form {:.4g} hop-bytes/token{}", rows, cols,
+                by_columns ? "snake columns" : "snake rows",
+                has_head ? (by_columns ? ", head north" : ", head west") : "", best_here,
+                req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
           }
         }
-        const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
-        if (total < best_cost) {
-          best_cost = total;
-          best_plan.head = base.head;
-          best_plan.rest = base.rest;
-          best_plan.blocks.clear();
-          for (int l = 0; l < k; ++l)
-            best_plan.blocks.push_back(
-                slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
-          best_plan.note = fmt::format(
-              "{} x {} slots ({}), head {}, closed-form {:.4g} hop-bytes/token{}", rows,
-              cols, by_columns ? "snake columns" : "snake rows",
-              by_columns ? "north" : "west", best_here,
-              req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
-        }
-      }
     if (best_plan.blocks.empty())
-      throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}", k, spec.name));
+      throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}; the last: {}", k,
+                                 spec.name, last_fit_error));
     return best_plan;
   };
 
@@ -800,8 +861,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       const int layer_width = std::max(1, (area.width - head_width) / k);
       for (int i = 0; i < k; ++i)
         plan.blocks.push_back(Rect{area.x0 + i * layer_width, area.y0, layer_width, area.height});
-      plan.head = Rect{area.x0 + k * layer_width, area.y0, area.width - k * layer_width,
-                       area.height};
+      plan.head =
+          Rect{area.x0 + k * layer_width, area.y0, area.width - k * layer_width, area.height};
     } else if (req.strategy == "serpentine") {
       // The head strip on the left; layers snake through R rows of blocks
       // (left to right, then right to left, ...) so that layer 0 starts next
@@ -818,7 +879,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       double best = std::numeric_limits<double>::infinity();
       for (const bool by_columns : {false, true})
         for (int rows = 2; rows <= k; rows += 2) {
-          if (rows > 2 && static_cast<int>(ceil_div(k, rows)) == static_cast<int>(ceil_div(k, rows - 2)))
+          if (rows > 2 &&
+              static_cast<int>(ceil_div(k, rows)) == static_cast<int>(ceil_div(k, rows - 2)))
             continue;  // same grid as a smaller even count
           RegionPlan p = snake_plan(k, has_head, rows, by_columns);
           double cost = 0.0;
@@ -826,45 +888,55 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
           if (cost < best) {
             best = cost;
             plan = p;
-            plan.note = fmt::format("{} {} of {} blocks, closed-form {:.4g} hop-bytes/token",
-                                    rows, by_columns ? "snake columns" : "snake rows",
-                                    ceil_div(k, rows), cost);
+            plan.note =
+                fmt::format("{} {} of {} blocks, closed-form {:.4g} hop-bytes/token", rows,
+                            by_columns ? "snake columns" : "snake rows", ceil_div(k, rows), cost);
           }
         }
       if (k == 1) plan = snake_plan(k, has_head, 1, false);
       if (plan.blocks.empty())
-        throw FitError(fmt::format("short-path: no boustrophedon of {} layers fits {}", k,
-                                   spec.name));
+        throw FitError(
+            fmt::format("short-path: no boustrophedon of {} layers fits {}; the last: {}", k,
+                        spec.name, last_fit_error));
     } else if (req.strategy == "sram-balanced") {
       // The smallest per-core byte budget B (weights + KV + buffers) at
       // which the head fits a west strip and every layer its serpentine
       // block: each matrix then takes the rows its tiles need at B, the KV
       // cache the rows its slots need at B, so no core holds more than B.
+      // The head strip starts at the narrowest width whose rows could hold
+      // the head at b and widens (up to 64 columns more) when dead rows
+      // break its runs.
+      std::string why;
       auto plan_at = [&](std::uint64_t b, RegionPlan& p) {
-        int hw = 0;
+        int first = 0;
         if (has_head) {
-          for (hw = 1; hw < area.width; ++hw) {
-            const int r = planner.head_min_rows(hw, b);
+          for (first = 1; first < area.width; ++first) {
+            const int r = planner.head_min_rows(first, b);
             if (r >= 0 && r <= area.height) break;
           }
-          if (hw >= area.width) return false;
+          if (first >= area.width) return false;
         }
-        const Rect rest{area.x0 + hw, area.y0, area.width - hw, area.height};
-        p.head = Rect{area.x0, area.y0, hw, area.height};
-        p.blocks = snake_blocks(rest, k, req.block_rows, false);
-        if (p.blocks.empty()) return false;
-        Placement trial;
-        try {
-          build(p, w, l_begin, has_head, b, trial);
-        } catch (const FitError&) {
-          return false;
+        const int last = has_head ? std::min(area.width - 1, first + 64) : 0;
+        for (int hw = first; hw <= last; ++hw) {
+          const Rect rest{area.x0 + hw, area.y0, area.width - hw, area.height};
+          p.head = Rect{area.x0, area.y0, hw, area.height};
+          p.blocks = snake_blocks(rest, k, req.block_rows, false);
+          if (p.blocks.empty()) return false;
+          Placement trial;
+          try {
+            build(p, w, l_begin, has_head, b, trial);
+            return true;
+          } catch (const FitError& e) {
+            why = e.what();
+          }
         }
-        return true;
+        return false;
       };
       std::uint64_t lo = planner.min_budget(), hi = capacity;
       if (!plan_at(hi, plan))
-        throw FitError(fmt::format("sram-balanced: {} layers{} do not fit {} even at full capacity",
-                                   k, has_head ? " and the head" : "", spec.name));
+        throw FitError(
+            fmt::format("sram-balanced: {} layers{} do not fit {} even at full capacity: {}", k,
+                        has_head ? " and the head" : "", spec.name, why));
       while (lo < hi) {
         const std::uint64_t mid = lo + (hi - lo) / 2;
         RegionPlan p;
@@ -875,7 +947,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       }
       plan_at(hi, plan);
       budget = hi;
-      plan.note = fmt::format("per-core budget {} of {}", human_bytes(budget), human_bytes(capacity));
+      plan.note =
+          fmt::format("per-core budget {} of {}", human_bytes(budget), human_bytes(capacity));
     } else {  // anneal
       plan = anneal(k, has_head, l_begin, w);
     }
@@ -888,7 +961,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
                          (n_wafers > 1 ? fmt::format("wafer {}: ", w) : std::string()) + plan.note;
   }
   pl.max_context_tokens = std::min(pl.max_context_tokens, final_context);
-  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl);
+  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
   return pl;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -153,6 +155,16 @@ struct Halo {
   int rows = 0;
 };
 
+// A scenario's override of one matrix kind's tiling in every layer (or the
+// head): rows (P) and/or columns (Q) of cores, and the reduction scheme.
+// 0 = the strategy's choice. Kinds: qkv, o, gate_up, down, attention
+// (reduction only), lm_head (reduction only; also the embedding's).
+struct MatrixOverride {
+  int rows = 0;
+  int columns = 0;
+  std::optional<fabric::ReductionScheme> reduction;
+};
+
 struct PlacementRequest {
   std::string strategy = "layer-rectangles";
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
@@ -163,6 +175,7 @@ struct PlacementRequest {
   std::uint64_t seed = 1;  // anneal
   AnnealOptions anneal;
   Halo halo;
+  std::map<std::string, MatrixOverride> matrices;  // by kind (see MatrixOverride)
 };
 
 // The rectangle of `spec`'s mesh that placement may use (the mesh less the halo).

@@ -9,7 +9,9 @@ namespace {
 
 constexpr double kActivationBytes = 4.0;  // activations move as fp32
 
-int manhattan(Coord a, Coord b) { return std::abs(a.x - b.x) + std::abs(a.y - b.y); }
+int manhattan(Coord a, Coord b) {
+  return std::abs(a.x - b.x) + std::abs(a.y - b.y);
+}
 
 // Hops of a reduction over n cores of a line, summed over its combine steps.
 double reduction_hops(fabric::ReductionScheme scheme, int n) {
@@ -19,11 +21,26 @@ double reduction_hops(fabric::ReductionScheme scheme, int n) {
 }
 
 // Reduction up a column of n cores of a 4 B value and its broadcast back.
-double norm_hop_bytes(int n) { return 2.0 * kActivationBytes * std::max(0, n - 1); }
+double norm_hop_bytes(int n) {
+  return 2.0 * kActivationBytes * std::max(0, n - 1);
+}
 
 }  // namespace
 
-double move_hop_bytes(const Layout& from, const Layout& to) {
+double from_west_edge_hop_bytes(const Layout& to) {
+  double total = 0.0;
+  for (const Piece& p : to) total += static_cast<double>(p.size()) * kActivationBytes * p.core.x;
+  return total;
+}
+
+double to_east_edge_hop_bytes(const Layout& from, int mesh_width) {
+  double total = 0.0;
+  for (const Piece& p : from)
+    total += static_cast<double>(p.size()) * kActivationBytes * (mesh_width - 1 - p.core.x);
+  return total;
+}
+
+double move_hop_bytes(const Layout& from, const Layout& to, int mesh_width) {
   // Both layouts cover the vector in increasing element order (as lower()
   // builds them), so the overlaps are found by a merge.
   double total = 0.0;
@@ -32,7 +49,9 @@ double move_hop_bytes(const Layout& from, const Layout& to) {
     const int lo = std::max(from[i].begin, to[j].begin);
     const int hi = std::min(from[i].end, to[j].end);
     if (hi > lo) {
-      const int hops = from[i].wafer == to[j].wafer ? manhattan(from[i].core, to[j].core) : 0;
+      const int hops = from[i].wafer == to[j].wafer ? manhattan(from[i].core, to[j].core)
+                       : mesh_width > 0 ? (mesh_width - 1 - from[i].core.x) + to[j].core.x
+                                        : 0;
       total += static_cast<double>(hi - lo) * kActivationBytes * hops;
     }
     if (from[i].end < to[j].end)
@@ -100,12 +119,12 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
     k_to.push_back(Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, a.wafer});
     v_to.push_back(Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, a.wafer});
   }
-  t += move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) +
-       move_hop_bytes(qkv_out, v_to);
+  t +=
+      move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) + move_hop_bytes(qkv_out, v_to);
   const int L = a.segment_length;
-  t += a.num_kv_heads * (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
-                         static_cast<double>(g) * (hd + 2) * kActivationBytes *
-                             reduction_hops(a.reduction, L));
+  t += a.num_kv_heads *
+       (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
+        static_cast<double>(g) * (hd + 2) * kActivationBytes * reduction_hops(a.reduction, L));
   // Attention output (at the segment tops, q layout) to o; o gemv.
   t += move_hop_bytes(q_to, input_layout(st.o));
   t += gemv_hop_bytes(st.o);
@@ -144,18 +163,21 @@ double head_hop_bytes(const models::ModelConfig& model, const HeadStage& head) {
   return t;
 }
 
-double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl) {
+double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl, int mesh_width) {
   double t = 0.0;
   for (std::size_t i = 0; i < pl.layers.size(); ++i) {
     const LayerStage& st = pl.layers[i];
     t += layer_hop_bytes(model, st);
     const Layout out = layer_output_layout(st);
-    t += move_hop_bytes(out, i + 1 < pl.layers.size() ? layer_input_layout(pl.layers[i + 1])
-                                                      : head_input_layout(model, pl.head));
+    t += move_hop_bytes(out,
+                        i + 1 < pl.layers.size() ? layer_input_layout(pl.layers[i + 1])
+                                                 : head_input_layout(model, pl.head),
+                        mesh_width);
   }
   t += head_hop_bytes(model, pl.head);
   if (!pl.layers.empty())
-    t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()));
+    t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()),
+                        mesh_width);
   return t;
 }
 

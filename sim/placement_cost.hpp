@@ -18,7 +18,10 @@
 //    partials reduced up it;
 //  - between stages: the layer output to the next stage's input, the head's
 //    embedding row (its middle row block, the token being unknown) to layer 0.
-// Hand-overs between wafers (over wafer I/O) count no mesh hops here.
+// A hand-over between wafers goes, as Executor::move routes it, along the
+// source row to the east edge, over wafer I/O, then from the west edge along
+// the target row: (mesh_width - 1 - x_src) + x_dst hops (I/O links are not
+// mesh links). With mesh_width 0 such transfers count no hops.
 #pragma once
 
 #include "models/model_config.hpp"
@@ -28,7 +31,7 @@
 namespace wafersim::sim {
 
 // Hop-bytes of moving a vector laid out as `from` to `to` (fp32 elements).
-double move_hop_bytes(const Layout& from, const Layout& to);
+double move_hop_bytes(const Layout& from, const Layout& to, int mesh_width = 0);
 // Hop-bytes of one mesh GEMV over `m` (input multicast and row reductions).
 double gemv_hop_bytes(const MatrixPlacement& m);
 // Hop-bytes of one decode token inside a layer stage (input already on o's roots).
@@ -42,6 +45,11 @@ Layout head_input_layout(const models::ModelConfig& model, const HeadStage& head
 // The embedding row of a token from the middle row block of the embedding.
 Layout embedding_row_layout(const HeadStage& head);
 // The whole token: every stage plus every hand-over between stages.
-double estimate_hop_bytes(const models::ModelConfig& model, const Placement& placement);
+double estimate_hop_bytes(const models::ModelConfig& model, const Placement& placement,
+                          int mesh_width = 0);
+// The on-wafer legs of a stage's input arriving from the previous wafer (from
+// the west edge) and of its output leaving for the next (to the east edge).
+double from_west_edge_hop_bytes(const Layout& to);
+double to_east_edge_hop_bytes(const Layout& from, int mesh_width);
 
 }  // namespace wafersim::sim

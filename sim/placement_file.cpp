@@ -78,8 +78,7 @@ class FileReader {
       fail(n, "expected [x0, y0, width, height] (cores)");
     fabric::Rect r;
     int* f[] = {&r.x0, &r.y0, &r.width, &r.height};
-    for (std::size_t i = 0; i < 4; ++i)
-      *f[i] = static_cast<int>(integer(Node{n.node[i], n.path}));
+    for (std::size_t i = 0; i < 4; ++i) *f[i] = static_cast<int>(integer(Node{n.node[i], n.path}));
     return r;
   }
 
@@ -178,7 +177,8 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
   const Node wafers_node = r.get(top, "wafers");
   const long long wafers = r.integer(wafers_node);
   if (wafers < 1 || wafers > model.num_layers)
-    r.fail(wafers_node, fmt::format("must be between 1 and {} (the model's layers)", model.num_layers));
+    r.fail(wafers_node,
+           fmt::format("must be between 1 and {} (the model's layers)", model.num_layers));
 
   Placement pl;
   pl.strategy = r.text(r.get(top, "strategy"));
@@ -224,13 +224,15 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
     m.rect = r.rect(rn);
     check_in_mesh(m.rect, rn);
     if (m.q() > in)
-      r.fail(rn, fmt::format("{} columns of cores for {} input columns: at most {}", m.q(), in, in));
+      r.fail(rn,
+             fmt::format("{} columns of cores for {} input columns: at most {}", m.q(), in, in));
     if (m.p() > out / granule)
       r.fail(rn, fmt::format("{} rows of cores for {} output rows{}: at most {}", m.p(), out,
                              granule > 1 ? " (in gate/up pairs)" : "", out / granule));
     m.reduction = r.reduction(r.get(n, "reduction"));
     const std::uint64_t tile = m.max_tile_elements();
-    const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(in), static_cast<std::uint64_t>(m.q()));
+    const std::uint64_t cols =
+        ceil_div(static_cast<std::uint64_t>(in), static_cast<std::uint64_t>(m.q()));
     const std::uint64_t rows = tile / std::max<std::uint64_t>(1, cols);
     placed.push_back({m.rect, wafer, rn, ceil_div(tile * bits, 8) + (rows + cols) * 4});
     return m;
@@ -243,7 +245,8 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
     const Node ln{layers.node[static_cast<std::size_t>(l)], fmt::format("layers[{}]", l)};
     r.check_keys(ln, {"layer", "wafer", "region", "qkv", "attention", "o", "gate_up", "down"});
     const Node idx = r.get(ln, "layer");
-    if (r.integer(idx) != l) r.fail(idx, fmt::format("layers must be in order: expected layer {}", l));
+    if (r.integer(idx) != l)
+      r.fail(idx, fmt::format("layers must be in order: expected layer {}", l));
     LayerStage st;
     st.layer = l;
     st.wafer = check_wafer(r.get(ln, "wafer"));
@@ -259,8 +262,8 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
     st.down = read_matrix(ln, "down", L + "down", model.hidden_size, model.intermediate_size, 1,
                           st.wafer);
     // RMSNorm gains sit on o's roots.
-    placed[placed.size() - 3].bytes_per_core +=
-        ceil_div(static_cast<std::uint64_t>(2 * ceil_div(model.hidden_size, st.o.p())) * 2 * bits, 16);
+    placed[placed.size() - 3].bytes_per_core += ceil_div(
+        static_cast<std::uint64_t>(2 * ceil_div(model.hidden_size, st.o.p())) * 2 * bits, 16);
     const Node an = r.get(ln, "attention");
     r.check_keys(an, {"rect", "segment_length", "segments_per_column", "reduction"});
     AttentionPlacement& a = st.attention;
@@ -277,18 +280,19 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
     check_in_mesh(a.rect, arn);
     const int want_w = static_cast<int>(ceil_div(model.num_kv_heads, a.segments_per_column));
     if (a.rect.width != want_w || a.rect.height != a.segments_per_column * a.segment_length)
-      r.fail(arn, fmt::format("{} kv heads in segments of {} cores, {} per column, take a {} x {} "
-                              "rectangle (width x height), not {} x {}",
-                              model.num_kv_heads, a.segment_length, a.segments_per_column, want_w,
-                              a.segments_per_column * a.segment_length, a.rect.width,
-                              a.rect.height));
+      r.fail(arn,
+             fmt::format("{} kv heads in segments of {} cores, {} per column, take a {} x {} "
+                         "rectangle (width x height), not {} x {}",
+                         model.num_kv_heads, a.segment_length, a.segments_per_column, want_w,
+                         a.segments_per_column * a.segment_length, a.rect.width, a.rect.height));
     a.reduction = r.reduction(r.get(an, "reduction"));
     a.context = ctx;
     a.users = users;
     a.max_positions_per_core = static_cast<int>(
         ceil_div(static_cast<std::uint64_t>(slots), static_cast<std::uint64_t>(a.segment_length)));
-    placed.push_back({a.rect, a.wafer, arn,
-                      slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core) + att_buffers});
+    placed.push_back(
+        {a.rect, a.wafer, arn,
+         slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core) + att_buffers});
     pl.layers.push_back(std::move(st));
   }
 
@@ -302,8 +306,8 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
   const Node hregion = r.get(hn, "region");
   head.strip = r.rect(hregion);
   check_in_mesh(head.strip, hregion);
-  head.lm_head = read_matrix(hn, "lm_head", "lm_head", model.vocab_size, model.hidden_size, 1,
-                             head.wafer);
+  head.lm_head =
+      read_matrix(hn, "lm_head", "lm_head", model.vocab_size, model.hidden_size, 1, head.wafer);
   placed.back().bytes_per_core +=
       ceil_div(ceil_div(static_cast<std::uint64_t>(model.hidden_size),
                         static_cast<std::uint64_t>(std::min(head.lm_head.p(), model.hidden_size))) *
@@ -312,8 +316,8 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
   if (tied) {
     head.embedding = head.lm_head;
   } else {
-    head.embedding = read_matrix(hn, "embedding", "embedding", model.vocab_size,
-                                 model.hidden_size, 1, head.wafer);
+    head.embedding = read_matrix(hn, "embedding", "embedding", model.vocab_size, model.hidden_size,
+                                 1, head.wafer);
   }
 
   // Every core: at most one rectangle, alive, and within its SRAM.
@@ -338,13 +342,13 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
           r.fail(p.where,
                  fmt::format("rectangle {} overlaps {} {} (line {}) at core ({}, {}) of wafer {}",
                              rect_yaml(p.rect), placed[static_cast<std::size_t>(o)].where.path,
-                             rect_yaml(placed[static_cast<std::size_t>(o)].rect), m.line + 1, x,
-                             y, p.wafer));
+                             rect_yaml(placed[static_cast<std::size_t>(o)].rect), m.line + 1, x, y,
+                             p.wafer));
         }
         o = static_cast<int>(i);
       }
   }
-  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl);
+  pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
   return pl;
 }
 

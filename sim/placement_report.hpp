@@ -25,7 +25,7 @@ struct RegionInfo {
 struct PlacementReport {
   std::string scenario;
   std::string strategy;
-  std::string planner_note;         // how the strategy chose its regions
+  std::string planner_note;          // how the strategy chose its regions
   double estimated_hop_bytes = 0.0;  // closed form (placement_cost.hpp), for comparison
   int wafers = 1;
   int mesh_width = 0, mesh_height = 0;

@@ -909,7 +909,8 @@ Config resolve(const PresetKind<Config>& kind, const Value& v, const fs::path& p
 // Placement, workload, outputs.
 
 void read_placement(const Value& v, PlacementOptions& placement) {
-  const Mapping m(v, {"strategy", "reduction", "block_rows", "seed", "anneal", "halo", "file"});
+  const Mapping m(v, {"strategy", "reduction", "block_rows", "seed", "anneal", "halo", "file",
+                      "matrices"});
   if (m.has("strategy")) {
     placement.strategy = read_choice(
         m.get("strategy"), "placement strategy",
@@ -972,6 +973,32 @@ void read_placement(const Value& v, PlacementOptions& placement) {
       fail(av.key_loc(), av.path,
            fmt::format("anneal parameters given but strategy is '{}'; set strategy: anneal",
                        placement.strategy));
+  }
+  if (m.has("matrices")) {
+    const std::vector<std::string> kinds = {"qkv", "o", "gate_up", "down", "attention", "lm_head"};
+    const Mapping mm(m.get("matrices"), kinds);
+    for (const std::string& kind : kinds) {
+      if (!mm.has(kind)) continue;
+      const bool shaped = kind != "attention" && kind != "lm_head";
+      const Mapping one(mm.get(kind), shaped ? std::vector<std::string>{"rows", "columns", "reduction"}
+                                             : std::vector<std::string>{"reduction"});
+      MatrixOverride ov;
+      for (const char* key : {"rows", "columns"}) {
+        if (!one.has(key)) continue;
+        const Value& n = one.get(key);
+        const int value = read_count(n, "8");
+        if (value < 1) fail(n.loc(), n.path, "must be at least 1 (cores)");
+        (std::string(key) == "rows" ? ov.rows : ov.columns) = value;
+      }
+      if (one.has("reduction")) {
+        const std::string r =
+            read_choice(one.get("reduction"), "reduction scheme", {"chain", "tree", "two-level"});
+        ov.reduction = r == "tree"        ? ReductionScheme::tree
+                       : r == "two-level" ? ReductionScheme::two_level
+                                          : ReductionScheme::chain;
+      }
+      placement.matrices[kind] = ov;
+    }
   }
   if (m.has("halo")) {
     const Mapping h(m.get("halo"), {"columns", "rows"});
@@ -1415,6 +1442,16 @@ std::string emit_resolved(const Scenario& s) {
     o += fmt::format("  halo: {{columns: {}, rows: {}}}\n", s.placement.halo_columns,
                      s.placement.halo_rows);
   if (!s.placement.file.empty()) o += fmt::format("  file: {}\n", yaml_string(s.placement.file));
+  if (!s.placement.matrices.empty()) {
+    o += "  matrices:\n";
+    for (const auto& [kind, ov] : s.placement.matrices) {
+      std::vector<std::string> parts;
+      if (ov.rows > 0) parts.push_back(fmt::format("rows: {}", ov.rows));
+      if (ov.columns > 0) parts.push_back(fmt::format("columns: {}", ov.columns));
+      if (ov.reduction) parts.push_back(fmt::format("reduction: {}", reduction_name(*ov.reduction)));
+      o += fmt::format("    {}: {{{}}}\n", kind, fmt::format("{}", fmt::join(parts, ", ")));
+    }
+  }
 
   o += "workload:\n";
   // A flow list, wrapped so that long prompts stay readable.

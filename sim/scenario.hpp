@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "fabric/collectives.hpp"
+#include "sim/placement.hpp"
 #include "fabric/wafer_spec.hpp"
 #include "models/model_config.hpp"
 #include "models/gpu/cluster_model.hpp"
@@ -53,6 +56,9 @@ struct PlacementOptions {
   // A placement file (wafersim place --write-placement) to use instead of a
   // strategy; resolved against the scenario's folder.
   std::string file;
+  // Per matrix kind (qkv, o, gate_up, down, attention, lm_head): rows / columns
+  // of cores and reduction, overriding the strategy (sim/placement.hpp).
+  std::map<std::string, MatrixOverride> matrices;
 };
 
 struct Workload {

@@ -22,6 +22,7 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
   req.anneal.spare_slots = sc.placement.anneal_spare_slots;
   req.halo.columns = sc.placement.halo_columns;
   req.halo.rows = sc.placement.halo_rows;
+  req.matrices = sc.placement.matrices;
   req.context_tokens =
       static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;

@@ -64,7 +64,8 @@ TEST(Cli, PlacementFileWrittenAndReadBackGivesTheSamePlacementAndTokens) {
                           "estimated_hop_bytes_per_token"})
     EXPECT_EQ(ja[key], jb[key]) << key;
   // Functional run on the file's placement: the reference tokens (exit 3 otherwise).
-  const Outcome r = wafersim("run " + src("scenarios/quickstart.yaml") + " --json --placement " + file);
+  const Outcome r =
+      wafersim("run " + src("scenarios/quickstart.yaml") + " --json --placement " + file);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto jr = nlohmann::json::parse(r.out);
   EXPECT_EQ(jr["tokens"], jr["reference_tokens"]);
@@ -76,8 +77,7 @@ TEST(Cli, PlacementFileWrittenAndReadBackGivesTheSamePlacementAndTokens) {
   }
   text.replace(text.find("reduction: "), 11, "reductoin: ");
   std::ofstream(file) << text;
-  const Outcome e =
-      wafersim("place " + src("scenarios/quickstart.yaml") + " --placement " + file);
+  const Outcome e = wafersim("place " + src("scenarios/quickstart.yaml") + " --placement " + file);
   EXPECT_EQ(e.code, 1);
   EXPECT_NE(e.err.find(file + ":"), std::string::npos) << e.err;
   EXPECT_NE(e.err.find("did you mean 'reduction'"), std::string::npos) << e.err;

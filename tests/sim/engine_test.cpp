@@ -199,6 +199,14 @@ TEST(Functional, TokensMatchReferenceSramBalanced) {
 TEST(Functional, TokensMatchReferenceAnneal) {
   expect_tokens_match_reference(with_strategy("anneal", 8));
 }
+TEST(Functional, TokensMatchReferenceWithPerMatrixOverrides) {
+  Scenario sc = with_strategy("short-path", 12);
+  sc.placement.matrices["down"] = MatrixOverride{0, 3, fabric::ReductionScheme::tree};
+  sc.placement.matrices["gate_up"] = MatrixOverride{5, 0, fabric::ReductionScheme::chain};
+  sc.placement.matrices["lm_head"] = MatrixOverride{0, 0, fabric::ReductionScheme::two_level};
+  expect_tokens_match_reference(sc);
+}
+
 TEST(Functional, TokensMatchReferenceWithDeadCoresAndHalo) {
   Scenario sc = with_strategy("serpentine", 9);
   sc.hardware.defect_rate = 0.003;

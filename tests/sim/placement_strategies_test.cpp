@@ -2,10 +2,10 @@
 // hop-bytes estimate, defects and halo, and placement files. No SystemC.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "../fabric/test_spec.hpp"
 #include "fabric/defects.hpp"
@@ -115,13 +115,40 @@ TEST(Strategies, AnnealIsDeterministicForASeedAndNoWorseThanSerpentine) {
   const Placement a = plan_placement(m, spec, 1, req);
   const Placement b = plan_placement(m, spec, 1, req);
   ASSERT_EQ(a.layers.size(), b.layers.size());
-  for (std::size_t l = 0; l < a.layers.size(); ++l)
-    EXPECT_EQ(a.layers[l].strip, b.layers[l].strip);
+  for (std::size_t l = 0; l < a.layers.size(); ++l) EXPECT_EQ(a.layers[l].strip, b.layers[l].strip);
   EXPECT_EQ(a.estimated_hop_bytes, b.estimated_hop_bytes);
   // The serpentine's 2-row grid is among the annealer's candidates, and 8
   // layers in 8 slots are few enough for the search to find its best order.
   const Placement serp = plan_placement(m, spec, 1, request("serpentine"));
   EXPECT_LE(a.estimated_hop_bytes, serp.estimated_hop_bytes);
+}
+
+TEST(Strategies, PerMatrixOverridesSetShapeAndReduction) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("serpentine");
+  req.matrices["gate_up"] = MatrixOverride{6, 3, fabric::ReductionScheme::two_level};
+  req.matrices["attention"] = MatrixOverride{0, 0, fabric::ReductionScheme::tree};
+  fabric::Fabric fab(spec);
+  const Placement pl = place(m, fab, req);
+  for (const LayerStage& st : pl.layers) {
+    EXPECT_EQ(st.gate_up.rect.width, 3);
+    EXPECT_EQ(st.gate_up.rect.height, 6);
+    EXPECT_EQ(st.gate_up.reduction, fabric::ReductionScheme::two_level);
+    EXPECT_EQ(st.attention.reduction, fabric::ReductionScheme::tree);
+    EXPECT_EQ(st.qkv.reduction, fabric::ReductionScheme::chain);
+    EXPECT_EQ(st.qkv.rect.width, st.strip.width);
+  }
+  EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2);
+  // Fewer rows than the tiles need is a FitError that says so.
+  req.matrices["gate_up"] = MatrixOverride{1, 1, std::nullopt};
+  try {
+    plan_placement(m, spec, 1, req);
+    ADD_FAILURE() << "no FitError";
+  } catch (const fabric::FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("placement.matrices.gate_up.rows is 1"), std::string::npos)
+        << e.what();
+  }
 }
 
 // ---- Closed-form hop-bytes, against hand computation ----------------------
@@ -161,7 +188,8 @@ TEST(Defects, NoByteIsAllocatedOnADeadCore) {
     ASSERT_GE(fab.defects().dead_count(), 4u);
     place(m, fab, request(s));
     for (const Coord& c : fab.defects().dead_cores())
-      EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u) << s << " (" << c.x << ", " << c.y << ")";
+      EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u)
+          << s << " (" << c.x << ", " << c.y << ")";
     EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << s;
   }
 }
@@ -187,7 +215,8 @@ TEST(Halo, NothingIsPlacedInTheHalo) {
 
 class PlacementFile : public ::testing::Test {
  protected:
-  fs::path dir = fs::temp_directory_path() / ("wafersim_placement_file_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("wafersim_placement_file_" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
   void TearDown() override { fs::remove_all(dir); }
   fs::path write(const std::string& name, const std::string& text) {
@@ -220,8 +249,8 @@ TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
   for (std::size_t l = 0; l < pl.layers.size(); ++l) {
     const LayerStage &x = pl.layers[l], &y = back.layers[l];
     EXPECT_EQ(x.strip, y.strip);
-    for (auto [p, q] : {std::pair{&x.qkv, &y.qkv}, {&x.o, &y.o}, {&x.gate_up, &y.gate_up},
-                        {&x.down, &y.down}}) {
+    for (auto [p, q] :
+         {std::pair{&x.qkv, &y.qkv}, {&x.o, &y.o}, {&x.gate_up, &y.gate_up}, {&x.down, &y.down}}) {
       EXPECT_EQ(p->rect, q->rect);
       EXPECT_EQ(p->reduction, q->reduction);
       EXPECT_EQ(p->row_granule, q->row_granule);
@@ -237,7 +266,7 @@ TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
   fabric::Fabric* wafers[] = {&b};
   allocate_placement(m, back, wafers, req);
   EXPECT_EQ(a.sram().all_used(), b.sram().all_used());
-  EXPECT_DOUBLE_EQ(estimate_hop_bytes(m, back), pl.estimated_hop_bytes);
+  EXPECT_DOUBLE_EQ(estimate_hop_bytes(m, back, spec.mesh_width), pl.estimated_hop_bytes);
   // Written again, the file is the same text.
   EXPECT_EQ(placement_file_yaml(m, spec, back), placement_file_yaml(m, spec, pl));
 }
@@ -250,7 +279,8 @@ TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLi
   const std::string text = placement_file_yaml(m, spec, pl);
   auto line_of = [&](const std::string& needle) {
     const auto at = text.find(needle);
-    return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+    return 1 +
+           static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
   };
   auto replaced = [&](const std::string& from, const std::string& to) {
     std::string t = text;
@@ -265,7 +295,8 @@ TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLi
   const fabric::Rect q = pl.layers[0].qkv.rect, o = pl.layers[0].o.rect;
   const std::string qkv0 = rect_text(q);
   const std::string o0 = "o: {rect: " + rect_text(o);
-  const std::string o0_on_qkv = "o: {rect: " + rect_text(fabric::Rect{q.x0, q.y0, o.width, o.height});
+  const std::string o0_on_qkv =
+      "o: {rect: " + rect_text(fabric::Rect{q.x0, q.y0, o.width, o.height});
   ScenarioError e = read_error(write("overlap.yaml", replaced(o0, o0_on_qkv)), m, spec, req);
   EXPECT_EQ(e.line(), line_of(o0));
   EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();

@@ -624,7 +624,7 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.key_path(), "placement");
   EXPECT_EQ(e.line(), 4);
   EXPECT_EQ(e.column(), 12);
-  EXPECT_TRUE(contains(e.what(), "expected a mapping with keys strategy, reduction, block_rows, seed, anneal, halo, file, got a list"))
+  EXPECT_TRUE(contains(e.what(), "expected a mapping with keys strategy, reduction, block_rows, seed, anneal, halo, file, matrices, got a list"))
       << e.what();
 }
 
@@ -666,6 +666,14 @@ placement: {reduction: two_level}
 workload: {prompt_tokens: 4, generate_tokens: 4}
 )"));
   EXPECT_TRUE(contains(reduction.what(), "did you mean 'two-level'?")) << reduction.what();
+  const ScenarioError shape = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {matrices: {attention: {rows: 3}}}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(shape.key_path(), "placement.matrices.attention.rows");
+  EXPECT_TRUE(contains(shape.what(), "valid keys here: reduction")) << shape.what();
 }
 
 TEST_F(ScenarioFiles, AnnealHaloAndTwoLevelAreReadAndResolved) {
@@ -678,6 +686,7 @@ placement:
   seed: 9
   anneal: {iterations: 1000, initial_temperature: 0.2, final_temperature: 0.001, sram_weight: 0.5, spare_slots: 0.25}
   halo: {columns: 7, rows: 2}
+  matrices: {gate_up: {rows: 6, columns: 3, reduction: tree}, attention: {reduction: two-level}}
 workload: {prompt_tokens: 4, generate_tokens: 4}
 )");
   const Scenario s = load_scenario(f, kPresets);
@@ -696,6 +705,11 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_DOUBLE_EQ(t.placement.anneal_final_temperature, 0.001);
   EXPECT_DOUBLE_EQ(t.placement.anneal_spare_slots, 0.25);
   EXPECT_EQ(t.placement.halo_columns, 7);
+  ASSERT_EQ(t.placement.matrices.count("gate_up"), 1u);
+  EXPECT_EQ(t.placement.matrices.at("gate_up").rows, 6);
+  EXPECT_EQ(t.placement.matrices.at("gate_up").columns, 3);
+  EXPECT_EQ(t.placement.matrices.at("gate_up").reduction, ReductionScheme::tree);
+  EXPECT_EQ(t.placement.matrices.at("attention").reduction, ReductionScheme::two_level);
 }
 
 TEST_F(ScenarioFiles, ImpossibleModelFromAnOverride) {
