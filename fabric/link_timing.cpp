@@ -107,6 +107,29 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
   ++count;
 }
 
+std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t t,
+                                                                   std::uint64_t len) {
+  std::uint64_t s = std::max(t, floor);
+  if (len == 0) return {s, s};
+  // The free pieces, computed before any is reserved (reserving may fold).
+  std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
+  int pieces = 0;
+  std::uint64_t left = len;
+  for (int i = 0; i < count && left > 0; ++i) {
+    const std::uint64_t a = floor + start[i], b = floor + end[i];
+    if (b <= s) continue;
+    if (a > s) {
+      const std::uint64_t take = std::min(a - s, left);
+      piece_start[pieces] = s, piece_len[pieces] = take, ++pieces;
+      left -= take;
+    }
+    s = b;
+  }
+  if (left > 0) piece_start[pieces] = s, piece_len[pieces] = left, ++pieces;
+  for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i]);
+  return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
+}
+
 FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
     : hop_latency_(spec.hop_latency),
       link_bytes_per_cycle_(spec.link_bytes_per_cycle),
@@ -170,6 +193,20 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
       if (!node_ready.empty()) head = later(head, node_ready[k]);
     }
     LinkState& link = links_[links[k].value];
+    if (sharing_ == LinkSharing::interleave) {
+      const auto [first, last_end] = link.fill(head.at.value, ser.value);
+      head = head.not_before(Cycles{first}, Resource::contention);
+      Timed tail = head.plus(Resource::hops, hop_latency_)
+                       .plus(Resource::serialization, ser)
+                       .plus(Resource::contention, Cycles{last_end - first - ser.value});
+      // The tail cannot pass the tail of the hop before.
+      if (k > 0) tail = later(tail, tail_arrival.plus(Resource::hops, hop_latency_));
+      tail_arrival = tail;
+      link.bytes += bytes.value;
+      link.busy += ser.value;
+      if (arrivals) arrivals->push_back(tail_arrival);
+      continue;
+    }
     // Waiting for a gap the whole message fits in is contention.
     head =
         head.not_before(Cycles{link.earliest_fit(head.at.value, ser.value)}, Resource::contention);

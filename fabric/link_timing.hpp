@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "fabric/critical_path.hpp"
@@ -44,9 +45,26 @@ namespace wafersim::fabric {
 // compares it with 8 on the agreement benchmark.
 inline constexpr int kLinkIntervals = 4;
 
+// How a message uses a link that is already reserved in places.
+//  - exclusive (the default, the rule above): the message needs one gap its
+//    whole serialization fits in.
+//  - interleave: the message takes the link's free cycles from its head's
+//    arrival on, around the reservations already made, until it has had ser
+//    of them (wavelet-by-wavelet sharing, as messages on different colors do
+//    in the routers); its tail reaches node k+1 when its last cycle on Lk
+//    ends plus hop_latency, and never before the tail reached node k plus
+//    hop_latency. Gaps inside the message are contention. Messages on the
+//    same color cannot interleave in the routers (wormhole), and the flow
+//    level does not know colors, so this is an experiment measured by
+//    `wafersim bench agreement`, not what runs use.
+enum class LinkSharing : std::uint8_t { exclusive, interleave };
+
 class FlowModel {
  public:
   FlowModel(const Mesh& mesh, const WaferSpec& spec);
+
+  void set_sharing(LinkSharing s) { sharing_ = s; }
+  LinkSharing sharing() const { return sharing_; }
 
   Cycles serialization(Bytes bytes) const {
     return Cycles{ceil_div(bytes.value, link_bytes_per_cycle_.value)};
@@ -96,6 +114,9 @@ class FlowModel {
     std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const;
     // Marks [s, s + len) busy; it must be free (as earliest_fit returns).
     void reserve(std::uint64_t s, std::uint64_t len);
+    // Takes the first `len` free cycles at or after t (LinkSharing::interleave)
+    // and marks them busy. Returns {first cycle taken, end of the last}.
+    std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len);
 
    private:
     void raise_floor(std::uint64_t to);
@@ -109,6 +130,7 @@ class FlowModel {
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
+  LinkSharing sharing_ = LinkSharing::exclusive;
   const Mesh& mesh_;
   std::vector<LinkState> links_;
 };

@@ -379,6 +379,26 @@ std::string read_choice(const Value& v, const std::string& what,
   return s;
 }
 
+// A list of core coordinates, [[x, y], ...] (flow or block style).
+std::vector<Coord> read_coords(const Value& v) {
+  const std::string expected = "a list of [x, y] core coordinates such as [[3, 5], [10, 0]]";
+  if (!v.node.IsSequence()) {
+    fail(v.loc(), v.path, fmt::format("expected {}, got {}", expected, describe(v.node)));
+  }
+  std::vector<Coord> out;
+  for (std::size_t i = 0; i < v.node.size(); ++i) {
+    const YAML::Node n = v.node[i];
+    const Value item{n, v.file, fmt::format("{}[{}]", v.path, i), n.Mark()};
+    if (!n.IsSequence() || n.size() != 2) {
+      fail(item.loc(), item.path, fmt::format("expected one core as [x, y], got {}", describe(n)));
+    }
+    const Value x{n[0], v.file, item.path + ".x", n[0].Mark()};
+    const Value y{n[1], v.file, item.path + ".y", n[1].Mark()};
+    out.push_back(Coord{read_count(x, "3"), read_count(y, "5")});
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Provenance: where each hardware/model field was last set (preset file or
 // override), so that validate() errors point at the right line.
@@ -448,8 +468,9 @@ class Section {
 // ---------------------------------------------------------------------------
 // Hardware and model schemas.
 
-const std::vector<std::string> kHardwareKeys = {"name", "description", "mesh", "dies",
-                                                "core", "router",      "io",   "system_power"};
+const std::vector<std::string> kHardwareKeys = {"name",   "description", "mesh",
+                                                "dies",   "core",        "router",
+                                                "io",     "system_power", "defects"};
 const std::vector<std::string> kModelKeys = {
     "name",           "description",       "architecture",   "hidden_size",
     "intermediate_size", "num_layers",     "num_heads",      "num_kv_heads",
@@ -581,6 +602,18 @@ void apply_hardware(const Mapping& m, bool complete, fabric::WaferSpec& hw, Prov
   });
   s.optional_field("system_power", [&](const Value& v) {
     hw.system_power_w = read_quantity(v, parse_power, "23 kW");
+  });
+  // Optional everywhere (a preset without it has no dead cores); each key
+  // inside is optional too, and over a preset replaces only itself.
+  s.optional_field("defects", [&](const Value& v) {
+    prov.note(v);
+    const Mapping d(v, {"rate", "seed", "cores"});
+    Section defects(d, /*complete=*/false, prov);
+    defects.field("rate", [&](const Value& x) { hw.defect_rate = read_real(x, "0.001"); });
+    defects.field("seed", [&](const Value& x) {
+      hw.defect_seed = read_unsigned(x, std::numeric_limits<std::uint64_t>::max(), "7");
+    });
+    defects.field("cores", [&](const Value& x) { hw.defect_cores = read_coords(x); });
   });
 }
 
@@ -1402,6 +1435,15 @@ std::string emit_resolved(const Scenario& s) {
   o += fmt::format("    bandwidth: {}\n", format_data_rate(h.io_bandwidth_bytes_per_s));
   o += fmt::format("    latency: {}\n", format_duration(h.io_latency_s));
   if (h.system_power_w > 0.0) o += fmt::format("  system_power: {}\n", format_power(h.system_power_w));
+  if (h.defect_rate > 0.0 || h.defect_seed != 0 || !h.defect_cores.empty()) {
+    o += "  defects:\n";
+    o += fmt::format("    rate: {}\n", h.defect_rate);
+    o += fmt::format("    seed: {}\n", h.defect_seed);
+    o += "    cores: [";
+    for (std::size_t i = 0; i < h.defect_cores.size(); ++i)
+      o += fmt::format("{}[{}, {}]", i ? ", " : "", h.defect_cores[i].x, h.defect_cores[i].y);
+    o += "]\n";
+  }
 
   o += "model:\n";
   o += fmt::format("  name: {}\n", yaml_string(m.name));

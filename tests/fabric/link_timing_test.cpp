@@ -153,6 +153,33 @@ TEST_F(LinkTiming, AFullLinkFoldsItsOldestIntervalIntoTheFloor) {
   EXPECT_EQ(flow.send(r, Bytes{4}, Timed{Cycles{25}, {}}).at.value, 27u);
 }
 
+TEST_F(LinkTiming, InterleavedSharingTakesTheFreeCyclesAroundReservations) {
+  // Link (0,0)E busy [10, 20) (40 B sent at 10). An interleaving 40 B message
+  // ready at 5 takes [5, 10) and [20, 25): its tail reaches (1,0) at 25 + 1 =
+  // 26, 10 cycles of it contention. Exclusive, it would wait for a 10-cycle
+  // gap: 20 + 1 + 10 = 31.
+  flow.send(route({0, 0}, {1, 0}), Bytes{40}, Timed{Cycles{10}, {}});
+  FlowModel exclusive{mesh, spec};
+  exclusive.send(route({0, 0}, {1, 0}), Bytes{40}, Timed{Cycles{10}, {}});
+  flow.set_sharing(LinkSharing::interleave);
+  std::vector<Timed> arrivals;
+  const Timed t = flow.send(route({0, 0}, {2, 0}), Bytes{40}, Timed{Cycles{5}, {}}, &arrivals);
+  EXPECT_EQ(arrivals[1].at.value, 26u);
+  EXPECT_EQ(arrivals[1].path.contention, 10u);
+  // On the idle second link the head goes on at 6, but the tail cannot pass
+  // the first hop's tail: 26 + 1 = 27 (hops 2, serialization 10, contention 10).
+  EXPECT_EQ(t.at.value, 27u);
+  EXPECT_EQ(t.path.hops, 2u);
+  EXPECT_EQ(t.path.serialization, 10u);
+  EXPECT_EQ(t.path.contention, 10u);
+  EXPECT_EQ(t.path.total(), 22u);
+  const auto busy = flow.link_busy_intervals(route({0, 0}, {1, 0})[0]);
+  ASSERT_EQ(busy.size(), 1u);  // [5, 25): the gap was filled
+  EXPECT_EQ(busy[0].first.value, 5u);
+  EXPECT_EQ(busy[0].second.value, 25u);
+  EXPECT_EQ(exclusive.send(route({0, 0}, {1, 0}), Bytes{40}, Timed{Cycles{5}, {}}).at.value, 31u);
+}
+
 TEST(LinkState, NeverDoubleBooksAndIsExactWhileItHasRoom) {
   // Random reservations on one link against a cycle-by-cycle occupancy map:
   // every chosen slot is free in the map (no cycle booked twice), and while

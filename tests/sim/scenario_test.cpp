@@ -320,6 +320,68 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(s.model_preset, "tiny-llama");
 }
 
+TEST_F(ScenarioFiles, DefectsAreReadAndWrittenToTheResolvedScenario) {
+  const Scenario a = load_scenario(scenario(R"(name: defects
+hardware:
+  preset: wse3
+  defects:
+    rate: 0.001
+    seed: 9
+    cores: [[3, 5], [10, 0]]
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"),
+                                   kPresets);
+  EXPECT_EQ(a.hardware.defect_rate, 0.001);
+  EXPECT_EQ(a.hardware.defect_seed, 9u);
+  ASSERT_EQ(a.hardware.defect_cores.size(), 2u);
+  EXPECT_EQ(a.hardware.defect_cores[0], (Coord{3, 5}));
+  EXPECT_EQ(a.hardware.defect_cores[1], (Coord{10, 0}));
+  EXPECT_TRUE(contains(a.resolved_yaml,
+                       "  defects:\n    rate: 0.001\n    seed: 9\n    cores: [[3, 5], [10, 0]]\n"))
+      << a.resolved_yaml;
+  const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  EXPECT_EQ(b.hardware.defect_rate, a.hardware.defect_rate);
+  EXPECT_EQ(b.hardware.defect_seed, a.hardware.defect_seed);
+  EXPECT_EQ(b.hardware.defect_cores, a.hardware.defect_cores);
+  // Without defects the resolved scenario has no defects block.
+  const Scenario none = load_scenario(kPresets / "quickstart.yaml", kPresets);
+  EXPECT_FALSE(contains(none.resolved_yaml, "defects")) << none.resolved_yaml;
+}
+
+TEST_F(ScenarioFiles, DefectErrorsNameTheLineAndKey) {
+  auto error_for = [&](const std::string& defects) {
+    return load_error(
+        scenario("name: bad\nhardware:\n  preset: wse3\n  defects:\n" + defects +
+                 "model: tiny-llama\nworkload: {prompt_tokens: 4, generate_tokens: 4}\n"));
+  };
+  {
+    const ScenarioError e = error_for("    rat: 0.01\n");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.column(), 5);
+    EXPECT_EQ(e.key_path(), "hardware.defects.rat");
+    EXPECT_TRUE(contains(e.what(), "did you mean 'rate'?")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("    seed: 1\n    cores: [[1, 2], [800, 5]]\n");
+    EXPECT_EQ(e.line(), 6);
+    EXPECT_EQ(e.key_path(), "hardware.defects.cores");
+    EXPECT_TRUE(contains(e.what(), "(800, 5)")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("    cores: [[1, 2], [7]]\n");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.key_path(), "hardware.defects.cores[1]");
+    EXPECT_TRUE(contains(e.what(), "expected one core as [x, y]")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("    rate: 1.5\n");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.key_path(), "hardware.defects.rate");
+    EXPECT_TRUE(contains(e.what(), "[0, 1)")) << e.what();
+  }
+}
+
 TEST_F(ScenarioFiles, InlineDescriptionsNeedNoPreset) {
   // missing_key.yaml with the missing key added is a complete inline description.
   std::string text = read_text(kData / "missing_key.yaml");
