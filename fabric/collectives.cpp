@@ -6,22 +6,6 @@
 
 namespace wafersim::fabric {
 
-namespace {
-Direction opposite(Direction d) {
-  switch (d) {
-    case Direction::east:
-      return Direction::west;
-    case Direction::west:
-      return Direction::east;
-    case Direction::south:
-      return Direction::north;
-    case Direction::north:
-      return Direction::south;
-  }
-  return d;
-}
-}  // namespace
-
 Coord Line::at(int i) const {
   switch (along) {
     case Direction::east:

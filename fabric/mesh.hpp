@@ -18,6 +18,19 @@ namespace wafersim::fabric {
 enum class Direction : std::uint8_t { east = 0, west = 1, south = 2, north = 3 };
 inline constexpr int kDirections = 4;
 const char* direction_name(Direction d);  // "E", "W", "S", "N"
+constexpr Direction opposite(Direction d) {
+  switch (d) {
+    case Direction::east:
+      return Direction::west;
+    case Direction::west:
+      return Direction::east;
+    case Direction::south:
+      return Direction::north;
+    case Direction::north:
+      return Direction::south;
+  }
+  return d;
+}
 
 // Dense link index. Links are stored in one plane per direction, laid out so
 // that the common walks touch consecutive memory: east/west planes are

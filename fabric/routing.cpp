@@ -11,20 +11,6 @@ std::string where(Coord c) {
   return "(" + std::to_string(c.x) + ", " + std::to_string(c.y) + ")";
 }
 
-Direction opposite(Direction d) {
-  switch (d) {
-    case Direction::east:
-      return Direction::west;
-    case Direction::west:
-      return Direction::east;
-    case Direction::south:
-      return Direction::north;
-    case Direction::north:
-      return Direction::south;
-  }
-  return d;
-}
-
 }  // namespace
 
 DetourRouter::DetourRouter(const Mesh& mesh, const DefectMap& defects)
