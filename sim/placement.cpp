@@ -19,6 +19,9 @@ using fabric::FitError;
 using fabric::Rect;
 using fabric::SramUse;
 
+// Measured on Llama-3.1-8B / WSE-3 (docs/modelling.md, placement section).
+const double kDefaultAnnealLatencyWeight = 1000.0;
+
 std::uint64_t MatrixPlacement::max_tile_elements() const {
   const std::uint64_t rows =
       row_granule * ceil_div(static_cast<std::uint64_t>(out_features / row_granule),
@@ -245,8 +248,12 @@ class StagePlanner {
   // Longest context per user the last planned layers could hold (at full capacity).
   int max_context = INT_MAX;
 
+  // kv_segment > 0: the KV segments get at least this many cores per kv
+  // head (as far as the block's spare rows allow) before the matrices share
+  // the spare rows (anneal searches over it: longer segments, less attention
+  // per core, fewer rows per matrix).
   LayerStage layer(int l, int w, const Rect& block, std::uint64_t budget,
-                   const std::string& strategy) {
+                   const std::string& strategy, int kv_segment = 0) {
     const int bw = block.width, bh = block.height;
     const int att_width = std::min(bw, model_.num_kv_heads);
     const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
@@ -286,7 +293,11 @@ class StagePlanner {
           l, model_.name, needed, bw, ctx_, users_, strategy, clear,
           clear < bh ? fmt::format(" free of defects (of {})", bh) : std::string()));
     std::vector<int> target = rows;
-    share_rows(target, shapes_, clear - needed);
+    const int kv_reserve = std::min(
+        clear - needed,
+        per_column * std::max(0, static_cast<int>(std::min<std::int64_t>(kv_segment, slots_)) -
+                                     min_segment));
+    share_rows(target, shapes_, clear - needed - kv_reserve);
     for (std::size_t i = 0; i < shapes_.size(); ++i)
       if (fixed[i] > 0) target[i] = fixed[i];  // overridden: exactly the rows asked for
     const int used_by_matrices = std::accumulate(target.begin(), target.end(), 0);
@@ -470,6 +481,7 @@ struct RegionPlan {
   Rect head;
   Rect rest;  // the area left to the layers
   std::string note;
+  int kv_segment = 0;  // StagePlanner::layer's KV segment floor (0: the matrices first)
 };
 
 // Head strip width (a full-height strip on the west of `u`) as wide as its share of the bytes.
@@ -620,7 +632,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
                    Placement& out) {
     for (std::size_t i = 0; i < plan.blocks.size(); ++i)
       out.layers.push_back(
-          planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget, req.strategy));
+          planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget, req.strategy,
+                        plan.kv_segment));
     if (has_head) out.head = planner.head(w, plan.head, budget);
   };
   // Closed-form cost of a candidate plan for one wafer (its stages alone).
@@ -681,6 +694,12 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   // each slot (depends on the slot's shape) plus, per edge of the dataflow
   // graph, its bytes x the per-byte hop distance between the two slots'
   // ports (output of one stage to input of the next). The best over grids wins.
+  const LatencyModel lat_model{spec, bits, std::max(1, req.context_tokens)};
+  // KV segment floors tried per grid: the matrices first (0), then segments
+  // of 2, 4, 8 and 16 cores when latency counts (traffic alone never gains
+  // from them: a longer segment only adds multicast and reduction hops).
+  const std::vector<int> kv_segments =
+      req.anneal.latency_weight > 0 ? std::vector<int>{0, 2, 4, 8, 16} : std::vector<int>{0};
   auto anneal = [&](int k, bool has_head, int l_begin, int w) {
     const Dataflow graph = layer_dataflow(k, has_head, n_wafers == 1, model.hidden_size);
     const auto weight = boost::get(boost::edge_weight, graph);
@@ -692,7 +711,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
         for (int cols = static_cast<int>(ceil_div(k, rows));
              cols == static_cast<int>(ceil_div(k, rows)) ||
              rows * cols <= k + static_cast<int>(req.anneal.spare_slots * k);
-             ++cols) {
+             ++cols)
+          for (const int kv_segment : kv_segments) {
           ++candidate;
           const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
           const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
@@ -702,8 +722,9 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
           HeadStage head;
           try {
             for (int i = 0; i < S; ++i)
-              stage[static_cast<std::size_t>(i)] = planner.layer(
-                  l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
+              stage[static_cast<std::size_t>(i)] =
+                  planner.layer(l_begin, w, slots[static_cast<std::size_t>(i)], capacity,
+                                req.strategy, kv_segment);
             if (has_head) head = planner.head(w, base.head, capacity);
           } catch (const FitError& e) {
             last_fit_error = e.what();
@@ -726,13 +747,31 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
             in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
             out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
           }
+          // Latency-aware cost: every slot's and every hand-over's
+          // critical-path cycles, weighted into hop-bytes.
+          const double lw = req.anneal.latency_weight;
+          std::vector<double> latency(static_cast<std::size_t>(N), 0.0);
+          for (int i = 0; i < S; ++i)
+            latency[static_cast<std::size_t>(i)] =
+                layer_latency_cycles(lat_model, model, stage[static_cast<std::size_t>(i)]);
+          if (has_head)
+            latency[static_cast<std::size_t>(S)] = head_latency_cycles(lat_model, model, head);
+          for (int i = 0; i < N; ++i)
+            intra[static_cast<std::size_t>(i)] += lw * latency[static_cast<std::size_t>(i)];
+          // Per edge: hop-bytes per byte moved, plus (weighted) the move's
+          // latency per byte of the edge's weight (every edge carries the
+          // same hidden-state bytes).
+          const double edge_bytes = 4.0 * model.hidden_size;
           std::vector<double> dist(static_cast<std::size_t>(N) * N);
           for (int a = 0; a < N; ++a)
             for (int b = 0; b < N; ++b)
               dist[static_cast<std::size_t>(a) * N + b] =
-                  move_hop_bytes(out[static_cast<std::size_t>(a)],
-                                 in[static_cast<std::size_t>(b)]) /
-                  (4.0 * model.hidden_size);
+                  (move_hop_bytes(out[static_cast<std::size_t>(a)],
+                                  in[static_cast<std::size_t>(b)]) +
+                   (lw > 0.0 ? lw * move_latency_cycles(lat_model, out[static_cast<std::size_t>(a)],
+                                                        in[static_cast<std::size_t>(b)])
+                             : 0.0)) /
+                  edge_bytes;
           // Legs to and from other wafers: the first layer's input comes
           // from the west edge (previous wafer, or the head on the last),
           // the last layer's output leaves by the east edge (no head here).
@@ -820,19 +859,45 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
             }
           }
           const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
+          // The parts of best_here, for the note: hop-bytes and cycles.
+          auto split = [&](const std::vector<int>& slots_of) {
+            double hb = has_head ? intra[static_cast<std::size_t>(S)] - lw * latency[static_cast<std::size_t>(S)] : 0.0, cyc = has_head ? latency[static_cast<std::size_t>(S)] : 0.0;
+            if (has_head && n_wafers > 1)
+              hb += to_east_edge_hop_bytes(out[static_cast<std::size_t>(S)], spec.mesh_width);
+            for (int l = 0; l < k; ++l) {
+              const auto sl = static_cast<std::size_t>(slots_of[static_cast<std::size_t>(l)]);
+              hb += intra[sl] - lw * latency[sl] + (l == 0 ? entry[sl] : 0.0) +
+                    (l == k - 1 ? exit[sl] : 0.0);
+              cyc += latency[sl];
+            }
+            for (auto [e, end] = boost::edges(graph); e != end; ++e) {
+              const auto a = static_cast<std::size_t>(slots_of[boost::source(*e, graph)]);
+              const auto b = static_cast<std::size_t>(slots_of[boost::target(*e, graph)]);
+              hb += move_hop_bytes(out[a], in[b]);
+              cyc += move_latency_cycles(lat_model, out[a], in[b]);
+            }
+            return std::pair{hb, cyc};
+          };
           if (total < best_cost) {
             best_cost = total;
             best_plan.head = base.head;
             best_plan.rest = base.rest;
+            best_plan.kv_segment = kv_segment;
             best_plan.blocks.clear();
             for (int l = 0; l < k; ++l)
               best_plan.blocks.push_back(
                   slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
+            const auto [hb, cyc] = split(best_slots);
             best_plan.note = fmt::format(
-                "{} x {} slots ({}){}, closed-form {:.4g} hop-bytes/token{}", rows, cols,
-                by_columns ? "snake columns" : "snake rows",
-                has_head ? (by_columns ? ", head north" : ", head west") : "", best_here,
-                req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
+                "{} x {} slots ({}){}{}, closed-form {:.4g} hop-bytes/token, {:.4g} cycles/token "
+                "critical path{}",
+                rows, cols, by_columns ? "snake columns" : "snake rows",
+                has_head ? (by_columns ? ", head north" : ", head west") : "",
+                kv_segment > 0 ? fmt::format(", KV segments >= {} cores", kv_segment)
+                               : std::string(),
+                hb, cyc,
+                req.anneal.sram_weight > 0 || lw > 0 ? fmt::format(", cost {:.4g}", total)
+                                                     : std::string());
           }
         }
     if (best_plan.blocks.empty())

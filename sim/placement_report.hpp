@@ -27,6 +27,9 @@ struct PlacementReport {
   std::string strategy;
   std::string planner_note;          // how the strategy chose its regions
   double estimated_hop_bytes = 0.0;  // closed form (placement_cost.hpp), for comparison
+  // Closed-form critical-path cycles of one token at the full context
+  // (estimate_latency_cycles), next to the engine's decode step alone.
+  double estimated_latency_cycles = 0.0;
   int wafers = 1;
   int mesh_width = 0, mesh_height = 0;
   int layers = 0;
