@@ -30,7 +30,8 @@ double norm_hop_bytes(int n) {
 
 // Cycles to put `bytes` on a link (whole wavelets).
 double serialization_cycles(const fabric::WaferSpec& spec, double bytes) {
-  const double per_cycle = static_cast<double>(std::max<std::uint64_t>(1, spec.link_bytes_per_cycle.value));
+  const double per_cycle =
+      static_cast<double>(std::max<std::uint64_t>(1, spec.link_bytes_per_cycle.value));
   return std::ceil(bytes / per_cycle);
 }
 
@@ -101,7 +102,9 @@ double gemv_hop_bytes(const MatrixPlacement& m) {
   return multicast + reduce;
 }
 
-Layout layer_input_layout(const LayerStage& st) { return output_layout(st.o); }
+Layout layer_input_layout(const LayerStage& st) {
+  return output_layout(st.o);
+}
 // A dense layer's output lands on down's roots; a mixture of experts combines
 // the chosen experts' outputs back onto the residual (o's roots).
 Layout layer_output_layout(const LayerStage& st) {
@@ -162,8 +165,8 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
   // The feed-forward block of a dense layer (gate_up interleaved for SwiGLU,
   // plain up for gpt2's GELU) or of one expert.
   auto ffn = [&](const MatrixPlacement& up, const MatrixPlacement& down) {
-    const Layout up_out = up.row_granule == 2 ? swiglu_output_layout(output_layout(up))
-                                              : output_layout(up);
+    const Layout up_out =
+        up.row_granule == 2 ? swiglu_output_layout(output_layout(up)) : output_layout(up);
     return move_hop_bytes(residual, input_layout(up)) + gemv_hop_bytes(up) +
            move_hop_bytes(up_out, input_layout(down)) + gemv_hop_bytes(down);
   };
@@ -236,8 +239,8 @@ double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Lay
 double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m) {
   const int P = m.p(), Q = m.q();
   if (P < 1 || Q < 1) return 0.0;
-  const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in_features),
-                                      static_cast<std::uint64_t>(Q));
+  const std::uint64_t cols =
+      ceil_div(static_cast<std::uint64_t>(m.in_features), static_cast<std::uint64_t>(Q));
   const std::uint64_t rows = m.max_tile_elements() / std::max<std::uint64_t>(1, cols);
   const fabric::CoreCostModel cost(lm.spec);
   const double tile = static_cast<double>(cost.gemv_tile(rows, cols, lm.weight_bits).cycles.value);
@@ -249,16 +252,16 @@ double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfi
                                 const AttentionPlacement& a) {
   const int L = std::max(1, a.segment_length);
   const int hd = model.head_dim, g = model.num_heads / model.num_kv_heads;
-  const int visible = model.sliding_window > 0 ? std::min(lm.context, model.sliding_window)
-                                               : lm.context;
+  const int visible =
+      model.sliding_window > 0 ? std::min(lm.context, model.sliding_window) : lm.context;
   const auto positions = static_cast<std::uint64_t>((std::max(1, visible) + L - 1) / L);
   const fabric::CoreCostModel cost(lm.spec);
-  const double core = static_cast<double>(
-      cost.attention(positions, static_cast<std::uint64_t>(hd), static_cast<std::uint64_t>(g),
-                     lm.weight_bits)
-          .cycles.value);
-  const double normalise = static_cast<double>(
-      cost.vector_op(static_cast<std::uint64_t>(g) * hd, 1).cycles.value);
+  const double core =
+      static_cast<double>(cost.attention(positions, static_cast<std::uint64_t>(hd),
+                                         static_cast<std::uint64_t>(g), lm.weight_bits)
+                              .cycles.value);
+  const double normalise =
+      static_cast<double>(cost.vector_op(static_cast<std::uint64_t>(g) * hd, 1).cycles.value);
   return multicast_latency(lm.spec, L, static_cast<double>(g) * hd * kActivationBytes) + core +
          reduction_latency(lm.spec, a.reduction, L,
                            static_cast<double>(g) * (hd + 2) * kActivationBytes) +
@@ -268,9 +271,9 @@ double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfi
 double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
                             const LayerStage& st) {
   const Layout residual = output_layout(st.o);
-  const double norm = reduction_latency(lm.spec, fabric::ReductionScheme::chain, st.o.p(),
-                                        kActivationBytes) +
-                      multicast_latency(lm.spec, st.o.p(), kActivationBytes);
+  const double norm =
+      reduction_latency(lm.spec, fabric::ReductionScheme::chain, st.o.p(), kActivationBytes) +
+      multicast_latency(lm.spec, st.o.p(), kActivationBytes);
   double t = norm + move_latency_cycles(lm, residual, input_layout(st.qkv)) +
              gemv_latency_cycles(lm, st.qkv);
   // q, k and v to the segments (the longest of the three moves), attention,
@@ -296,22 +299,21 @@ double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& m
   t += move_latency_cycles(lm, q_to, input_layout(st.o)) + gemv_latency_cycles(lm, st.o);
   t += norm;
   auto ffn = [&](const MatrixPlacement& up, const MatrixPlacement& down) {
-    const Layout up_out = up.row_granule == 2 ? swiglu_output_layout(output_layout(up))
-                                              : output_layout(up);
+    const Layout up_out =
+        up.row_granule == 2 ? swiglu_output_layout(output_layout(up)) : output_layout(up);
     return move_latency_cycles(lm, residual, input_layout(up)) + gemv_latency_cycles(lm, up) +
            move_latency_cycles(lm, up_out, input_layout(down)) + gemv_latency_cycles(lm, down);
   };
   if (st.experts.empty())
-    return t + ffn(st.gate_up, st.down) +
-           move_latency_cycles(lm, residual, output_layout(st.down));
+    return t + ffn(st.gate_up, st.down) + move_latency_cycles(lm, residual, output_layout(st.down));
   // Mixture of experts: the router, then the chosen experts side by side
   // (the slowest expert bounds the step).
   t += move_latency_cycles(lm, residual, input_layout(st.router)) +
        gemv_latency_cycles(lm, st.router);
   double slowest = 0.0;
   for (const ExpertPlacement& e : st.experts)
-    slowest = std::max(slowest, ffn(e.gate_up, e.down) +
-                                    move_latency_cycles(lm, output_layout(e.down), residual));
+    slowest = std::max(
+        slowest, ffn(e.gate_up, e.down) + move_latency_cycles(lm, output_layout(e.down), residual));
   return t + slowest;
 }
 

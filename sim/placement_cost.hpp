@@ -74,8 +74,8 @@ double to_east_edge_hop_bytes(const Layout& from, int mesh_width);
 // Critical-path latency estimates (cycles; see the header comment).
 struct LatencyModel {
   const fabric::WaferSpec& spec;
-  int weight_bits = 16;   // weights and KV cache
-  int context = 1;        // positions attended by the last token
+  int weight_bits = 16;  // weights and KV cache
+  int context = 1;       // positions attended by the last token
 };
 double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Layout& to);
 double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m);

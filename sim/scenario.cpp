@@ -966,7 +966,8 @@ void read_placement(const Value& v, PlacementOptions& placement) {
     if (a.has("latency_weight")) {
       const Value& t = a.get("latency_weight");
       placement.anneal_latency_weight = read_real(t, "1000");
-      if (!(placement.anneal_latency_weight >= 0.0) || !std::isfinite(placement.anneal_latency_weight))
+      if (!(placement.anneal_latency_weight >= 0.0) ||
+          !std::isfinite(placement.anneal_latency_weight))
         fail(t.loc(), t.path,
              "must be a finite number >= 0 (hop-bytes per cycle of estimated token latency)");
     }
