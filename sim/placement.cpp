@@ -19,6 +19,9 @@ using fabric::FitError;
 using fabric::Rect;
 using fabric::SramUse;
 
+// Measured on Llama-3.1-8B / WSE-3 (docs/modelling.md, placement section).
+const double kDefaultAnnealLatencyWeight = 1000.0;
+
 std::uint64_t MatrixPlacement::max_tile_elements() const {
   const std::uint64_t rows =
       row_granule * ceil_div(static_cast<std::uint64_t>(out_features / row_granule),
@@ -65,9 +68,9 @@ struct MatrixShape {
 int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits) {
   const std::uint64_t q = static_cast<std::uint64_t>(std::min(width, m.in));
   const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in), q);
-  const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) +
-                                 4 + static_cast<std::uint64_t>(m.root_bytes_per_row);  // + partial
-  if (capacity <= cols * 4 + row_bytes) return -1;                      // not even one row fits
+  const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4 +
+                                  static_cast<std::uint64_t>(m.root_bytes_per_row);  // + partial
+  if (capacity <= cols * 4 + row_bytes) return -1;  // not even one row fits
   const std::uint64_t granule = static_cast<std::uint64_t>(m.granule);
   const std::uint64_t groups_per_core = (capacity - cols * 4) / row_bytes / granule;
   if (groups_per_core == 0) return -1;
@@ -215,8 +218,8 @@ class StagePlanner {
     if (model.is_moe()) {
       shapes_.push_back({"router", model.num_experts, model.hidden_size});
       for (int e = 0; e < model.num_experts; ++e) {
-        shapes_.push_back(
-            {fmt::format("expert {} gate_up", e), 2 * model.intermediate_size, model.hidden_size, 2});
+        shapes_.push_back({fmt::format("expert {} gate_up", e), 2 * model.intermediate_size,
+                           model.hidden_size, 2});
         shapes_.push_back(
             {fmt::format("expert {} down", e), model.hidden_size, model.intermediate_size});
       }
@@ -245,8 +248,12 @@ class StagePlanner {
   // Longest context per user the last planned layers could hold (at full capacity).
   int max_context = INT_MAX;
 
+  // kv_segment > 0: the KV segments get at least this many cores per kv
+  // head (as far as the block's spare rows allow) before the matrices share
+  // the spare rows (anneal searches over it: longer segments, less attention
+  // per core, fewer rows per matrix).
   LayerStage layer(int l, int w, const Rect& block, std::uint64_t budget,
-                   const std::string& strategy) {
+                   const std::string& strategy, int kv_segment = 0) {
     const int bw = block.width, bh = block.height;
     const int att_width = std::min(bw, model_.num_kv_heads);
     const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
@@ -286,7 +293,11 @@ class StagePlanner {
           l, model_.name, needed, bw, ctx_, users_, strategy, clear,
           clear < bh ? fmt::format(" free of defects (of {})", bh) : std::string()));
     std::vector<int> target = rows;
-    share_rows(target, shapes_, clear - needed);
+    const int kv_reserve = std::min(
+        clear - needed,
+        per_column * std::max(0, static_cast<int>(std::min<std::int64_t>(kv_segment, slots_)) -
+                                     min_segment));
+    share_rows(target, shapes_, clear - needed - kv_reserve);
     for (std::size_t i = 0; i < shapes_.size(); ++i)
       if (fixed[i] > 0) target[i] = fixed[i];  // overridden: exactly the rows asked for
     const int used_by_matrices = std::accumulate(target.begin(), target.end(), 0);
@@ -470,6 +481,7 @@ struct RegionPlan {
   Rect head;
   Rect rest;  // the area left to the layers
   std::string note;
+  int kv_segment = 0;  // StagePlanner::layer's KV segment floor (0: the matrices first)
 };
 
 // Head strip width (a full-height strip on the west of `u`) as wide as its share of the bytes.
@@ -619,8 +631,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head, std::uint64_t budget,
                    Placement& out) {
     for (std::size_t i = 0; i < plan.blocks.size(); ++i)
-      out.layers.push_back(
-          planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget, req.strategy));
+      out.layers.push_back(planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget,
+                                         req.strategy, plan.kv_segment));
     if (has_head) out.head = planner.head(w, plan.head, budget);
   };
   // Closed-form cost of a candidate plan for one wafer (its stages alone).
@@ -681,6 +693,12 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   // each slot (depends on the slot's shape) plus, per edge of the dataflow
   // graph, its bytes x the per-byte hop distance between the two slots'
   // ports (output of one stage to input of the next). The best over grids wins.
+  const LatencyModel lat_model{spec, bits, std::max(1, req.context_tokens)};
+  // KV segment floors tried per grid: the matrices first (0), then segments
+  // of 2, 4, 8 and 16 cores when latency counts (traffic alone never gains
+  // from them: a longer segment only adds multicast and reduction hops).
+  const std::vector<int> kv_segments =
+      req.anneal.latency_weight > 0 ? std::vector<int>{0, 2, 4, 8, 16} : std::vector<int>{0};
   auto anneal = [&](int k, bool has_head, int l_begin, int w) {
     const Dataflow graph = layer_dataflow(k, has_head, n_wafers == 1, model.hidden_size);
     const auto weight = boost::get(boost::edge_weight, graph);
@@ -692,149 +710,199 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
         for (int cols = static_cast<int>(ceil_div(k, rows));
              cols == static_cast<int>(ceil_div(k, rows)) ||
              rows * cols <= k + static_cast<int>(req.anneal.spare_slots * k);
-             ++cols) {
-          ++candidate;
-          const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
-          const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
-          if (slots.empty()) continue;
-          const int S = static_cast<int>(slots.size());
-          std::vector<LayerStage> stage(static_cast<std::size_t>(S));
-          HeadStage head;
-          try {
+             ++cols)
+          for (const int kv_segment : kv_segments) {
+            ++candidate;
+            const RegionPlan base = snake_plan(k, has_head, rows, by_columns);
+            const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
+            if (slots.empty()) continue;
+            const int S = static_cast<int>(slots.size());
+            std::vector<LayerStage> stage(static_cast<std::size_t>(S));
+            HeadStage head;
+            try {
+              for (int i = 0; i < S; ++i)
+                stage[static_cast<std::size_t>(i)] =
+                    planner.layer(l_begin, w, slots[static_cast<std::size_t>(i)], capacity,
+                                  req.strategy, kv_segment);
+              if (has_head) head = planner.head(w, base.head, capacity);
+            } catch (const FitError& e) {
+              last_fit_error = e.what();
+              continue;
+            }
+            const int N = S + (has_head ? 1 : 0);
+            std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
+            std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
+            std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
+            for (int i = 0; i < S; ++i) {
+              const LayerStage& st = stage[static_cast<std::size_t>(i)];
+              intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
+              in[static_cast<std::size_t>(i)] = layer_input_layout(st);
+              out[static_cast<std::size_t>(i)] = layer_output_layout(st);
+              for (const MatrixPlacement* m : st.matrices())
+                core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
+            }
+            if (has_head) {
+              intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
+              in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
+              out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
+            }
+            // Latency-aware cost: every slot's and every hand-over's
+            // critical-path cycles, weighted into hop-bytes.
+            const double lw = req.anneal.latency_weight;
+            std::vector<double> latency(static_cast<std::size_t>(N), 0.0);
             for (int i = 0; i < S; ++i)
-              stage[static_cast<std::size_t>(i)] = planner.layer(
-                  l_begin, w, slots[static_cast<std::size_t>(i)], capacity, req.strategy);
-            if (has_head) head = planner.head(w, base.head, capacity);
-          } catch (const FitError& e) {
-            last_fit_error = e.what();
-            continue;
-          }
-          const int N = S + (has_head ? 1 : 0);
-          std::vector<double> intra(static_cast<std::size_t>(N), 0.0);
-          std::vector<Layout> in(static_cast<std::size_t>(N)), out(static_cast<std::size_t>(N));
-          std::uint64_t core_max = 0;  // largest per-core bytes of the grid's stages
-          for (int i = 0; i < S; ++i) {
-            const LayerStage& st = stage[static_cast<std::size_t>(i)];
-            intra[static_cast<std::size_t>(i)] = layer_hop_bytes(model, st);
-            in[static_cast<std::size_t>(i)] = layer_input_layout(st);
-            out[static_cast<std::size_t>(i)] = layer_output_layout(st);
-            for (const MatrixPlacement* m : st.matrices())
-              core_max = std::max(core_max, ceil_div(m->max_tile_elements() * bits, 8));
-          }
-          if (has_head) {
-            intra[static_cast<std::size_t>(S)] = head_hop_bytes(model, head);
-            in[static_cast<std::size_t>(S)] = head_input_layout(model, head);
-            out[static_cast<std::size_t>(S)] = embedding_row_layout(head);
-          }
-          std::vector<double> dist(static_cast<std::size_t>(N) * N);
-          for (int a = 0; a < N; ++a)
-            for (int b = 0; b < N; ++b)
-              dist[static_cast<std::size_t>(a) * N + b] =
-                  move_hop_bytes(out[static_cast<std::size_t>(a)],
-                                 in[static_cast<std::size_t>(b)]) /
-                  (4.0 * model.hidden_size);
-          // Legs to and from other wafers: the first layer's input comes
-          // from the west edge (previous wafer, or the head on the last),
-          // the last layer's output leaves by the east edge (no head here).
-          std::vector<double> entry(static_cast<std::size_t>(S), 0.0), exit(entry);
-          for (int i = 0; i < S; ++i) {
-            if (n_wafers > 1)
-              entry[static_cast<std::size_t>(i)] =
-                  from_west_edge_hop_bytes(in[static_cast<std::size_t>(i)]);
-            if (!has_head)
-              exit[static_cast<std::size_t>(i)] =
-                  to_east_edge_hop_bytes(out[static_cast<std::size_t>(i)], spec.mesh_width);
-          }
-          // Random start (seeded), then Metropolis moves: a layer to another
-          // slot, swapping with its occupant if there is one.
-          SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
-          std::vector<int> perm(static_cast<std::size_t>(S));
-          std::iota(perm.begin(), perm.end(), 0);
-          for (int i = S - 1; i > 0; --i)
-            std::swap(perm[static_cast<std::size_t>(i)],
-                      perm[static_cast<std::size_t>(rng.below(i + 1))]);
-          std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
-          std::vector<int> occupant(static_cast<std::size_t>(S), -1);
-          for (int l = 0; l < k; ++l) {
-            slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
-            occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
-          }
-          if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
-          auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
-            const auto u = boost::source(e, graph), v = boost::target(e, graph);
-            return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
-          };
-          // A layer's own cost in its slot: inside the slot, plus the
-          // cross-wafer legs when it is the wafer's first or last layer.
-          auto vertex_cost = [&](int v) {
-            const auto slot = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)]);
-            return intra[slot] + (v == 0 ? entry[slot] : 0.0) + (v == k - 1 ? exit[slot] : 0.0);
-          };
-          // Cost of the vertices v (and u) and their edges, each edge once.
-          auto local = [&](int v, int u) {
-            double c = vertex_cost(v);
-            if (u >= 0) c += vertex_cost(u);
-            for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
-            for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
-            if (u >= 0) {
-              for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
-                if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
-              for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
-                if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+              latency[static_cast<std::size_t>(i)] =
+                  layer_latency_cycles(lat_model, model, stage[static_cast<std::size_t>(i)]);
+            if (has_head)
+              latency[static_cast<std::size_t>(S)] = head_latency_cycles(lat_model, model, head);
+            for (int i = 0; i < N; ++i)
+              intra[static_cast<std::size_t>(i)] += lw * latency[static_cast<std::size_t>(i)];
+            // Per edge: hop-bytes per byte moved, plus (weighted) the move's
+            // latency per byte of the edge's weight (every edge carries the
+            // same hidden-state bytes).
+            const double edge_bytes = 4.0 * model.hidden_size;
+            std::vector<double> dist(static_cast<std::size_t>(N) * N);
+            for (int a = 0; a < N; ++a)
+              for (int b = 0; b < N; ++b)
+                dist[static_cast<std::size_t>(a) * N + b] =
+                    (move_hop_bytes(out[static_cast<std::size_t>(a)],
+                                    in[static_cast<std::size_t>(b)]) +
+                     (lw > 0.0
+                          ? lw * move_latency_cycles(lat_model, out[static_cast<std::size_t>(a)],
+                                                     in[static_cast<std::size_t>(b)])
+                          : 0.0)) /
+                    edge_bytes;
+            // Legs to and from other wafers: the first layer's input comes
+            // from the west edge (previous wafer, or the head on the last),
+            // the last layer's output leaves by the east edge (no head here).
+            std::vector<double> entry(static_cast<std::size_t>(S), 0.0), exit(entry);
+            for (int i = 0; i < S; ++i) {
+              if (n_wafers > 1)
+                entry[static_cast<std::size_t>(i)] =
+                    from_west_edge_hop_bytes(in[static_cast<std::size_t>(i)]);
+              if (!has_head)
+                exit[static_cast<std::size_t>(i)] =
+                    to_east_edge_hop_bytes(out[static_cast<std::size_t>(i)], spec.mesh_width);
             }
-            return c;
-          };
-          double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
-          if (has_head && n_wafers > 1)
-            cost += to_east_edge_hop_bytes(out[static_cast<std::size_t>(S)], spec.mesh_width);
-          for (int l = 0; l < k; ++l) cost += vertex_cost(l);
-          for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
-          double best_here = cost;
-          std::vector<int> best_slots = slot_of;
-          const double scale = cost / k;
-          double T = req.anneal.initial_temperature * scale;
-          const int iters = req.anneal.iterations;
-          const double cool =
-              std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
-                       1.0 / std::max(1, iters));
-          for (int it = 0; it < iters; ++it, T *= cool) {
-            const int v = rng.below(k);
-            const int s = rng.below(S);
-            const int from = slot_of[static_cast<std::size_t>(v)];
-            if (s == from) continue;
-            const int u = occupant[static_cast<std::size_t>(s)];
-            const double before = local(v, u);
-            slot_of[static_cast<std::size_t>(v)] = s;
-            occupant[static_cast<std::size_t>(s)] = v;
-            occupant[static_cast<std::size_t>(from)] = u;
-            if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
-            const double delta = local(v, u) - before;
-            if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
-              cost += delta;
-              if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
-            } else {  // undo
-              slot_of[static_cast<std::size_t>(v)] = from;
-              occupant[static_cast<std::size_t>(from)] = v;
-              occupant[static_cast<std::size_t>(s)] = u;
-              if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+            // Random start (seeded), then Metropolis moves: a layer to another
+            // slot, swapping with its occupant if there is one.
+            SeededDraws rng{req.seed * 0x9E3779B97F4A7C15ull + candidate};
+            std::vector<int> perm(static_cast<std::size_t>(S));
+            std::iota(perm.begin(), perm.end(), 0);
+            for (int i = S - 1; i > 0; --i)
+              std::swap(perm[static_cast<std::size_t>(i)],
+                        perm[static_cast<std::size_t>(rng.below(i + 1))]);
+            std::vector<int> slot_of(static_cast<std::size_t>(k + (has_head ? 1 : 0)));
+            std::vector<int> occupant(static_cast<std::size_t>(S), -1);
+            for (int l = 0; l < k; ++l) {
+              slot_of[static_cast<std::size_t>(l)] = perm[static_cast<std::size_t>(l)];
+              occupant[static_cast<std::size_t>(perm[static_cast<std::size_t>(l)])] = l;
+            }
+            if (has_head) slot_of[static_cast<std::size_t>(k)] = S;
+            auto edge_cost = [&](const Dataflow::edge_descriptor& e) {
+              const auto u = boost::source(e, graph), v = boost::target(e, graph);
+              return weight[e] * dist[static_cast<std::size_t>(slot_of[u]) * N + slot_of[v]];
+            };
+            // A layer's own cost in its slot: inside the slot, plus the
+            // cross-wafer legs when it is the wafer's first or last layer.
+            auto vertex_cost = [&](int v) {
+              const auto slot = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(v)]);
+              return intra[slot] + (v == 0 ? entry[slot] : 0.0) + (v == k - 1 ? exit[slot] : 0.0);
+            };
+            // Cost of the vertices v (and u) and their edges, each edge once.
+            auto local = [&](int v, int u) {
+              double c = vertex_cost(v);
+              if (u >= 0) c += vertex_cost(u);
+              for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+              for (auto [e, end] = boost::in_edges(v, graph); e != end; ++e) c += edge_cost(*e);
+              if (u >= 0) {
+                for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e)
+                  if (static_cast<int>(boost::target(*e, graph)) != v) c += edge_cost(*e);
+                for (auto [e, end] = boost::in_edges(u, graph); e != end; ++e)
+                  if (static_cast<int>(boost::source(*e, graph)) != v) c += edge_cost(*e);
+              }
+              return c;
+            };
+            double cost = has_head ? intra[static_cast<std::size_t>(S)] : 0.0;
+            if (has_head && n_wafers > 1)
+              cost += to_east_edge_hop_bytes(out[static_cast<std::size_t>(S)], spec.mesh_width);
+            for (int l = 0; l < k; ++l) cost += vertex_cost(l);
+            for (auto [e, end] = boost::edges(graph); e != end; ++e) cost += edge_cost(*e);
+            double best_here = cost;
+            std::vector<int> best_slots = slot_of;
+            const double scale = cost / k;
+            double T = req.anneal.initial_temperature * scale;
+            const int iters = req.anneal.iterations;
+            const double cool =
+                std::pow(req.anneal.final_temperature / req.anneal.initial_temperature,
+                         1.0 / std::max(1, iters));
+            for (int it = 0; it < iters; ++it, T *= cool) {
+              const int v = rng.below(k);
+              const int s = rng.below(S);
+              const int from = slot_of[static_cast<std::size_t>(v)];
+              if (s == from) continue;
+              const int u = occupant[static_cast<std::size_t>(s)];
+              const double before = local(v, u);
+              slot_of[static_cast<std::size_t>(v)] = s;
+              occupant[static_cast<std::size_t>(s)] = v;
+              occupant[static_cast<std::size_t>(from)] = u;
+              if (u >= 0) slot_of[static_cast<std::size_t>(u)] = from;
+              const double delta = local(v, u) - before;
+              if (delta <= 0.0 || rng.unit() < std::exp(-delta / T)) {
+                cost += delta;
+                if (cost < best_here - 1e-9 * scale) best_here = cost, best_slots = slot_of;
+              } else {  // undo
+                slot_of[static_cast<std::size_t>(v)] = from;
+                occupant[static_cast<std::size_t>(from)] = v;
+                occupant[static_cast<std::size_t>(s)] = u;
+                if (u >= 0) slot_of[static_cast<std::size_t>(u)] = s;
+              }
+            }
+            const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
+            // The parts of best_here, for the note: hop-bytes and cycles.
+            auto split = [&](const std::vector<int>& slots_of) {
+              double hb = has_head ? intra[static_cast<std::size_t>(S)] -
+                                         lw * latency[static_cast<std::size_t>(S)]
+                                   : 0.0,
+                     cyc = has_head ? latency[static_cast<std::size_t>(S)] : 0.0;
+              if (has_head && n_wafers > 1)
+                hb += to_east_edge_hop_bytes(out[static_cast<std::size_t>(S)], spec.mesh_width);
+              for (int l = 0; l < k; ++l) {
+                const auto sl = static_cast<std::size_t>(slots_of[static_cast<std::size_t>(l)]);
+                hb += intra[sl] - lw * latency[sl] + (l == 0 ? entry[sl] : 0.0) +
+                      (l == k - 1 ? exit[sl] : 0.0);
+                cyc += latency[sl];
+              }
+              for (auto [e, end] = boost::edges(graph); e != end; ++e) {
+                const auto a = static_cast<std::size_t>(slots_of[boost::source(*e, graph)]);
+                const auto b = static_cast<std::size_t>(slots_of[boost::target(*e, graph)]);
+                hb += move_hop_bytes(out[a], in[b]);
+                cyc += move_latency_cycles(lat_model, out[a], in[b]);
+              }
+              return std::pair{hb, cyc};
+            };
+            if (total < best_cost) {
+              best_cost = total;
+              best_plan.head = base.head;
+              best_plan.rest = base.rest;
+              best_plan.kv_segment = kv_segment;
+              best_plan.blocks.clear();
+              for (int l = 0; l < k; ++l)
+                best_plan.blocks.push_back(
+                    slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
+              const auto [hb, cyc] = split(best_slots);
+              best_plan.note = fmt::format(
+                  "{} x {} slots ({}){}{}, closed-form {:.4g} hop-bytes/token, {:.4g} cycles/token "
+                  "critical path{}",
+                  rows, cols, by_columns ? "snake columns" : "snake rows",
+                  has_head ? (by_columns ? ", head north" : ", head west") : "",
+                  kv_segment > 0 ? fmt::format(", KV segments >= {} cores", kv_segment)
+                                 : std::string(),
+                  hb, cyc,
+                  req.anneal.sram_weight > 0 || lw > 0 ? fmt::format(", cost {:.4g}", total)
+                                                       : std::string());
             }
           }
-          const double total = best_here + req.anneal.sram_weight * static_cast<double>(core_max);
-          if (total < best_cost) {
-            best_cost = total;
-            best_plan.head = base.head;
-            best_plan.rest = base.rest;
-            best_plan.blocks.clear();
-            for (int l = 0; l < k; ++l)
-              best_plan.blocks.push_back(
-                  slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
-            best_plan.note = fmt::format(
-                "{} x {} slots ({}){}, closed-form {:.4g} hop-bytes/token{}", rows, cols,
-                by_columns ? "snake columns" : "snake rows",
-                has_head ? (by_columns ? ", head north" : ", head west") : "", best_here,
-                req.anneal.sram_weight > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
-          }
-        }
     if (best_plan.blocks.empty())
       throw FitError(fmt::format("anneal: no grid of {} layer slots fits {}; the last: {}", k,
                                  spec.name, last_fit_error));

@@ -131,6 +131,9 @@ struct Placement {
   HeadStage head;
 };
 
+// anneal's default latency_weight (defined in placement.cpp).
+extern const double kDefaultAnnealLatencyWeight;
+
 // Simulated annealing over the assignment of layers to region slots
 // (strategy `anneal`). Temperatures are fractions of the mean per-layer cost
 // of the random starting assignment; the temperature falls geometrically
@@ -142,6 +145,12 @@ struct AnnealOptions {
   // Cost = hop-bytes per token + sram_weight x the largest per-core SRAM
   // bytes of the grid (hop-bytes per byte; 0 = hop-bytes alone).
   double sram_weight = 0.0;
+  // Cost += latency_weight x the closed-form critical-path latency of one
+  // token (placement_cost.hpp: per stage its largest tiles, attention at the
+  // context over its KV segment, multicast/reduction hops; per hand-over its
+  // distance), in hop-bytes per cycle; 0 = traffic alone. The default is
+  // the measured choice on Llama-3.1-8B / WSE-3 (docs/modelling.md).
+  double latency_weight = kDefaultAnnealLatencyWeight;
   // Grids may have up to this fraction of k more slots than the k layers
   // (spare slots stay empty: smaller blocks, fewer hop-bytes, fuller cores).
   double spare_slots = 0.0;

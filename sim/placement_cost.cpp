@@ -1,7 +1,10 @@
 #include "sim/placement_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+
+#include "fabric/core_cost.hpp"
 
 namespace wafersim::sim {
 
@@ -23,6 +26,33 @@ double reduction_hops(fabric::ReductionScheme scheme, int n) {
 // Reduction up a column of n cores of a 4 B value and its broadcast back.
 double norm_hop_bytes(int n) {
   return 2.0 * kActivationBytes * std::max(0, n - 1);
+}
+
+// Cycles to put `bytes` on a link (whole wavelets).
+double serialization_cycles(const fabric::WaferSpec& spec, double bytes) {
+  const double per_cycle =
+      static_cast<double>(std::max<std::uint64_t>(1, spec.link_bytes_per_cycle.value));
+  return std::ceil(bytes / per_cycle);
+}
+
+// Critical path of reducing one `bytes` partial per core of a line of n
+// cores into its first: n - 1 hops, each a hop plus an add-and-forward, and
+// the partial's serialization once per store-and-forward level.
+double reduction_latency(const fabric::WaferSpec& spec, fabric::ReductionScheme scheme, int n,
+                         double bytes) {
+  if (n <= 1) return 0.0;
+  const double levels = scheme == fabric::ReductionScheme::chain ? 1.0
+                        : scheme == fabric::ReductionScheme::tree
+                            ? std::ceil(std::log2(static_cast<double>(n)))
+                            : (fabric::two_level_group(n) < n ? 2.0 : 1.0);
+  return (n - 1) * static_cast<double>(spec.hop_latency.value + spec.reduce_hop_overhead.value) +
+         levels * serialization_cycles(spec, bytes);
+}
+
+// Critical path of multicasting `bytes` down a line of n cores.
+double multicast_latency(const fabric::WaferSpec& spec, int n, double bytes) {
+  if (n <= 1) return 0.0;
+  return (n - 1) * static_cast<double>(spec.hop_latency.value) + serialization_cycles(spec, bytes);
 }
 
 }  // namespace
@@ -72,7 +102,9 @@ double gemv_hop_bytes(const MatrixPlacement& m) {
   return multicast + reduce;
 }
 
-Layout layer_input_layout(const LayerStage& st) { return output_layout(st.o); }
+Layout layer_input_layout(const LayerStage& st) {
+  return output_layout(st.o);
+}
 // A dense layer's output lands on down's roots; a mixture of experts combines
 // the chosen experts' outputs back onto the residual (o's roots).
 Layout layer_output_layout(const LayerStage& st) {
@@ -133,8 +165,8 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
   // The feed-forward block of a dense layer (gate_up interleaved for SwiGLU,
   // plain up for gpt2's GELU) or of one expert.
   auto ffn = [&](const MatrixPlacement& up, const MatrixPlacement& down) {
-    const Layout up_out = up.row_granule == 2 ? swiglu_output_layout(output_layout(up))
-                                              : output_layout(up);
+    const Layout up_out =
+        up.row_granule == 2 ? swiglu_output_layout(output_layout(up)) : output_layout(up);
     return move_hop_bytes(residual, input_layout(up)) + gemv_hop_bytes(up) +
            move_hop_bytes(up_out, input_layout(down)) + gemv_hop_bytes(down);
   };
@@ -178,6 +210,140 @@ double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl,
   if (!pl.layers.empty())
     t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()),
                         mesh_width);
+  return t;
+}
+
+double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Layout& to) {
+  int hops = 0, largest = 0;
+  std::size_t i = 0, j = 0;
+  while (i < from.size() && j < to.size()) {
+    const int lo = std::max(from[i].begin, to[j].begin);
+    const int hi = std::min(from[i].end, to[j].end);
+    if (hi > lo) {
+      const int h = from[i].wafer == to[j].wafer
+                        ? manhattan(from[i].core, to[j].core)
+                        : (lm.spec.mesh_width - 1 - from[i].core.x) + to[j].core.x;
+      hops = std::max(hops, h);
+      if (h > 0) largest = std::max(largest, hi - lo);
+    }
+    if (from[i].end < to[j].end)
+      ++i;
+    else
+      ++j;
+  }
+  if (hops == 0) return 0.0;
+  return hops * static_cast<double>(lm.spec.hop_latency.value) +
+         serialization_cycles(lm.spec, largest * kActivationBytes);
+}
+
+double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m) {
+  const int P = m.p(), Q = m.q();
+  if (P < 1 || Q < 1) return 0.0;
+  const std::uint64_t cols =
+      ceil_div(static_cast<std::uint64_t>(m.in_features), static_cast<std::uint64_t>(Q));
+  const std::uint64_t rows = m.max_tile_elements() / std::max<std::uint64_t>(1, cols);
+  const fabric::CoreCostModel cost(lm.spec);
+  const double tile = static_cast<double>(cost.gemv_tile(rows, cols, lm.weight_bits).cycles.value);
+  return multicast_latency(lm.spec, P, static_cast<double>(cols) * kActivationBytes) + tile +
+         reduction_latency(lm.spec, m.reduction, Q, static_cast<double>(rows) * kActivationBytes);
+}
+
+double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                                const AttentionPlacement& a) {
+  const int L = std::max(1, a.segment_length);
+  const int hd = model.head_dim, g = model.num_heads / model.num_kv_heads;
+  const int visible =
+      model.sliding_window > 0 ? std::min(lm.context, model.sliding_window) : lm.context;
+  const auto positions = static_cast<std::uint64_t>((std::max(1, visible) + L - 1) / L);
+  const fabric::CoreCostModel cost(lm.spec);
+  const double core =
+      static_cast<double>(cost.attention(positions, static_cast<std::uint64_t>(hd),
+                                         static_cast<std::uint64_t>(g), lm.weight_bits)
+                              .cycles.value);
+  const double normalise =
+      static_cast<double>(cost.vector_op(static_cast<std::uint64_t>(g) * hd, 1).cycles.value);
+  return multicast_latency(lm.spec, L, static_cast<double>(g) * hd * kActivationBytes) + core +
+         reduction_latency(lm.spec, a.reduction, L,
+                           static_cast<double>(g) * (hd + 2) * kActivationBytes) +
+         normalise;
+}
+
+double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                            const LayerStage& st) {
+  const Layout residual = output_layout(st.o);
+  const double norm =
+      reduction_latency(lm.spec, fabric::ReductionScheme::chain, st.o.p(), kActivationBytes) +
+      multicast_latency(lm.spec, st.o.p(), kActivationBytes);
+  double t = norm + move_latency_cycles(lm, residual, input_layout(st.qkv)) +
+             gemv_latency_cycles(lm, st.qkv);
+  // q, k and v to the segments (the longest of the three moves), attention,
+  // the result to o, o.
+  const AttentionPlacement& a = st.attention;
+  const int hd = model.head_dim, g = model.num_heads / model.num_kv_heads;
+  const int q_dim = model.q_dim(), kv = model.kv_dim();
+  Layout q_to, kv_to;
+  for (int h = 0; h < a.num_kv_heads; ++h) {
+    const Coord top = a.segment_core(h, 0);
+    const Coord owner = a.segment_core(h, a.slot_core(0, std::max(0, lm.context - 1)));
+    q_to.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, a.wafer});
+    kv_to.push_back(Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, a.wafer});
+  }
+  for (int h = 0; h < a.num_kv_heads; ++h) {
+    Piece v = kv_to[static_cast<std::size_t>(h)];
+    v.begin += kv, v.end += kv;
+    kv_to.push_back(v);
+  }
+  const Layout qkv_out = output_layout(st.qkv);
+  t += std::max(move_latency_cycles(lm, qkv_out, q_to), move_latency_cycles(lm, qkv_out, kv_to));
+  t += attention_latency_cycles(lm, model, a);
+  t += move_latency_cycles(lm, q_to, input_layout(st.o)) + gemv_latency_cycles(lm, st.o);
+  t += norm;
+  auto ffn = [&](const MatrixPlacement& up, const MatrixPlacement& down) {
+    const Layout up_out =
+        up.row_granule == 2 ? swiglu_output_layout(output_layout(up)) : output_layout(up);
+    return move_latency_cycles(lm, residual, input_layout(up)) + gemv_latency_cycles(lm, up) +
+           move_latency_cycles(lm, up_out, input_layout(down)) + gemv_latency_cycles(lm, down);
+  };
+  if (st.experts.empty())
+    return t + ffn(st.gate_up, st.down) + move_latency_cycles(lm, residual, output_layout(st.down));
+  // Mixture of experts: the router, then the chosen experts side by side
+  // (the slowest expert bounds the step).
+  t += move_latency_cycles(lm, residual, input_layout(st.router)) +
+       gemv_latency_cycles(lm, st.router);
+  double slowest = 0.0;
+  for (const ExpertPlacement& e : st.experts)
+    slowest = std::max(
+        slowest, ffn(e.gate_up, e.down) + move_latency_cycles(lm, output_layout(e.down), residual));
+  return t + slowest;
+}
+
+double head_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                           const HeadStage& head) {
+  const Layout in = head_input_layout(model, head);
+  const int n = static_cast<int>(in.size());
+  double t = reduction_latency(lm.spec, fabric::ReductionScheme::chain, n, kActivationBytes) +
+             multicast_latency(lm.spec, n, kActivationBytes);
+  t += move_latency_cycles(lm, in, input_layout(head.lm_head)) +
+       gemv_latency_cycles(lm, head.lm_head);
+  // argmax: (value, index) pairs chain-reduced up the roots.
+  t += reduction_latency(lm.spec, fabric::ReductionScheme::chain, head.lm_head.p(), 8.0);
+  return t;
+}
+
+double estimate_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                               const Placement& pl) {
+  double t = 0.0;
+  for (std::size_t i = 0; i < pl.layers.size(); ++i) {
+    const LayerStage& st = pl.layers[i];
+    t += layer_latency_cycles(lm, model, st);
+    t += move_latency_cycles(lm, layer_output_layout(st),
+                             i + 1 < pl.layers.size() ? layer_input_layout(pl.layers[i + 1])
+                                                      : head_input_layout(model, pl.head));
+  }
+  t += head_latency_cycles(lm, model, pl.head);
+  if (!pl.layers.empty())
+    t += move_latency_cycles(lm, embedding_row_layout(pl.head),
+                             layer_input_layout(pl.layers.front()));
   return t;
 }
 

@@ -22,8 +22,27 @@
 // source row to the east edge, over wafer I/O, then from the west edge along
 // the target row: (mesh_width - 1 - x_src) + x_dst hops (I/O links are not
 // mesh links). With mesh_width 0 such transfers count no hops.
+//
+// Critical-path latency estimate (cycles of one decode token for one user,
+// what tokens/s per user is the inverse of): the same stages, timed as the
+// executor would time them alone on an idle fabric, with no contention:
+//  - a mesh GEMV: the input chunk down P - 1 hops (hop latency each, plus its
+//    serialization), the largest tile's cycles (fabric/core_cost.hpp), then
+//    the row reduction: Q - 1 hops of hop latency + reduce_hop_overhead and
+//    the partial row's serialization once per store-and-forward level
+//    (1 for chain, ceil(log2 Q) for tree, 2 for two-level);
+//  - attention at the full context (the last token, the slowest): per kv head
+//    ceil(context / segment_length) positions on the busiest core of its
+//    segment, plus the query multicast down and the partials reduced up the
+//    segment (as a GEMV's multicast and reduction); kv heads run in parallel;
+//  - a move: the longest hop distance between overlapping pieces x hop
+//    latency plus the largest overlap's serialization;
+//  - RMSNorm: its partials up the root column and the broadcast back.
+// It ignores link contention and queueing (the engine has them), so it is a
+// lower bound that ranks layouts; the engine is the measurement.
 #pragma once
 
+#include "fabric/wafer_spec.hpp"
 #include "models/model_config.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
@@ -51,5 +70,23 @@ double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pla
 // the west edge) and of its output leaving for the next (to the east edge).
 double from_west_edge_hop_bytes(const Layout& to);
 double to_east_edge_hop_bytes(const Layout& from, int mesh_width);
+
+// Critical-path latency estimates (cycles; see the header comment).
+struct LatencyModel {
+  const fabric::WaferSpec& spec;
+  int weight_bits = 16;  // weights and KV cache
+  int context = 1;       // positions attended by the last token
+};
+double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Layout& to);
+double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m);
+double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                                const AttentionPlacement& a);
+double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                            const LayerStage& st);
+double head_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                           const HeadStage& head);
+// The whole token on one wafer: every stage plus every hand-over (as estimate_hop_bytes).
+double estimate_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
+                               const Placement& placement);
 
 }  // namespace wafersim::sim

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sim/executor.hpp"
+#include "sim/placement_cost.hpp"
 #include "sim/placement_file.hpp"
 #include "sim/program.hpp"
 #include "sim/system.hpp"
@@ -21,6 +22,9 @@ PlacementReport evaluate_placement(const Scenario& sc) {
   r.strategy = pl.strategy;
   r.planner_note = pl.planner_note;
   r.estimated_hop_bytes = pl.estimated_hop_bytes;
+  r.estimated_latency_cycles = estimate_latency_cycles(
+      LatencyModel{sc.hardware, models::dtype_bits(sc.precision), std::max(1, pl.context_tokens)},
+      sc.model, pl);
   r.wafers = pl.wafers;
   r.mesh_width = sc.hardware.mesh_width;
   r.mesh_height = sc.hardware.mesh_height;
@@ -107,6 +111,8 @@ void write_placement_summary(std::ostream& out, const PlacementReport& r) {
                      human(static_cast<double>(r.worst_link_bytes_per_token)));
   out << fmt::format("  decode step alone {} cycles ({:.2f} us)\n", r.token_cycles,
                      static_cast<double>(r.token_cycles) / r.clock_hz * 1e6);
+  out << fmt::format("  closed-form est.  {:.0f} cycles/token critical path at the full context\n",
+                     r.estimated_latency_cycles);
   out << fmt::format("  max context       {} tokens per user\n", r.max_context_tokens);
   out << "  regions (layer: cores)\n   ";
   std::vector<std::uint64_t> per_layer(static_cast<std::size_t>(r.layers) + 1, 0);
@@ -139,6 +145,7 @@ nlohmann::ordered_json placement_json(const PlacementReport& r) {
   j["sram_bytes_per_core_max"] = r.sram_max;
   j["sram_bytes_per_core_capacity"] = r.sram_capacity_per_core;
   j["decode_step_cycles_alone"] = r.token_cycles;
+  j["estimated_latency_cycles_per_token"] = r.estimated_latency_cycles;
   j["max_context_tokens"] = r.max_context_tokens;
   j["regions"] = nlohmann::ordered_json::array();
   for (const RegionInfo& g : r.regions)

@@ -27,6 +27,9 @@ struct PlacementReport {
   std::string strategy;
   std::string planner_note;          // how the strategy chose its regions
   double estimated_hop_bytes = 0.0;  // closed form (placement_cost.hpp), for comparison
+  // Closed-form critical-path cycles of one token at the full context
+  // (estimate_latency_cycles), next to the engine's decode step alone.
+  double estimated_latency_cycles = 0.0;
   int wafers = 1;
   int mesh_width = 0, mesh_height = 0;
   int layers = 0;
@@ -42,7 +45,7 @@ struct PlacementReport {
   std::uint64_t token_cycles = 0;  // one decode step alone on the fabric
   double clock_hz = 0.0;
   int max_context_tokens = 0;
-  std::string placement_file;  // the placement as a placement file (sim/placement_file.hpp)
+  std::string placement_file;        // the placement as a placement file (sim/placement_file.hpp)
   std::string placement_file_error;  // why there is none (an architecture files cannot describe)
 };
 

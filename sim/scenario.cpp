@@ -967,7 +967,7 @@ void read_placement(const Value& v, PlacementOptions& placement) {
   if (m.has("anneal")) {
     const Value& av = m.get("anneal");
     const Mapping a(av, {"iterations", "initial_temperature", "final_temperature", "sram_weight",
-                         "spare_slots"});
+                         "latency_weight", "spare_slots"});
     if (a.has("iterations")) {
       const Value& it = a.get("iterations");
       placement.anneal_iterations = read_count(it, "200000");
@@ -995,6 +995,14 @@ void read_placement(const Value& v, PlacementOptions& placement) {
       placement.anneal_sram_weight = read_real(t, "0");
       if (placement.anneal_sram_weight < 0.0)
         fail(t.loc(), t.path, "must be >= 0 (hop-bytes per byte of the fullest core)");
+    }
+    if (a.has("latency_weight")) {
+      const Value& t = a.get("latency_weight");
+      placement.anneal_latency_weight = read_real(t, "1000");
+      if (!(placement.anneal_latency_weight >= 0.0) ||
+          !std::isfinite(placement.anneal_latency_weight))
+        fail(t.loc(), t.path,
+             "must be a finite number >= 0 (hop-bytes per cycle of estimated token latency)");
     }
     if (a.has("spare_slots")) {
       const Value& t = a.get("spare_slots");
@@ -1475,10 +1483,10 @@ std::string emit_resolved(const Scenario& s) {
     o += fmt::format("  seed: {}\n", s.placement.seed);
     o += fmt::format(
         "  anneal: {{iterations: {}, initial_temperature: {}, final_temperature: {}, "
-        "sram_weight: {}, spare_slots: {}}}\n",
+        "sram_weight: {}, latency_weight: {}, spare_slots: {}}}\n",
         s.placement.anneal_iterations, s.placement.anneal_initial_temperature,
         s.placement.anneal_final_temperature, s.placement.anneal_sram_weight,
-        s.placement.anneal_spare_slots);
+        s.placement.anneal_latency_weight, s.placement.anneal_spare_slots);
   }
   if (s.placement.halo_columns != 0 || s.placement.halo_rows != 0)
     o += fmt::format("  halo: {{columns: {}, rows: {}}}\n", s.placement.halo_columns,

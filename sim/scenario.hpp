@@ -50,6 +50,7 @@ struct PlacementOptions {
   double anneal_initial_temperature = 0.1;
   double anneal_final_temperature = 1e-4;
   double anneal_sram_weight = 0.0;
+  double anneal_latency_weight = kDefaultAnnealLatencyWeight;
   double anneal_spare_slots = 0.0;
   int halo_columns = 0;  // cores kept free for I/O (Cerebras SDK: 7 columns, 2 rows)
   int halo_rows = 0;

@@ -19,6 +19,7 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
   req.anneal.initial_temperature = sc.placement.anneal_initial_temperature;
   req.anneal.final_temperature = sc.placement.anneal_final_temperature;
   req.anneal.sram_weight = sc.placement.anneal_sram_weight;
+  req.anneal.latency_weight = sc.placement.anneal_latency_weight;
   req.anneal.spare_slots = sc.placement.anneal_spare_slots;
   req.halo.columns = sc.placement.halo_columns;
   req.halo.rows = sc.placement.halo_rows;

@@ -117,10 +117,27 @@ TEST(Strategies, AnnealIsDeterministicForASeedAndNoWorseThanSerpentine) {
   ASSERT_EQ(a.layers.size(), b.layers.size());
   for (std::size_t l = 0; l < a.layers.size(); ++l) EXPECT_EQ(a.layers[l].strip, b.layers[l].strip);
   EXPECT_EQ(a.estimated_hop_bytes, b.estimated_hop_bytes);
+  EXPECT_EQ(a.planner_note, b.planner_note);
   // The serpentine's 2-row grid is among the annealer's candidates, and 8
-  // layers in 8 slots are few enough for the search to find its best order.
+  // layers in 8 slots are few enough for the search to find its best order:
+  // in the annealer's combined cost (hop-bytes + latency_weight x cycles)
+  // it is no worse than serpentine.
   const Placement serp = plan_placement(m, spec, 1, request("serpentine"));
-  EXPECT_LE(a.estimated_hop_bytes, serp.estimated_hop_bytes);
+  const LatencyModel lm{spec, 16, 24};
+  auto combined = [&](const Placement& p, double w) {
+    return estimate_hop_bytes(m, p) + w * estimate_latency_cycles(lm, m, p);
+  };
+  const double w = req.anneal.latency_weight;
+  EXPECT_GT(w, 0.0);  // the default is latency-aware
+  EXPECT_LE(combined(a, w), combined(serp, w) * (1 + 1e-12));
+  // With traffic alone (latency_weight 0) it is no worse in hop-bytes.
+  req.anneal.latency_weight = 0.0;
+  const Placement traffic = plan_placement(m, spec, 1, req);
+  EXPECT_LE(traffic.estimated_hop_bytes, serp.estimated_hop_bytes);
+  // ... and a heavy latency weight never buys a slower token estimate.
+  req.anneal.latency_weight = 1e6;
+  const Placement fast = plan_placement(m, spec, 1, req);
+  EXPECT_LE(estimate_latency_cycles(lm, m, fast), estimate_latency_cycles(lm, m, traffic));
 }
 
 TEST(Strategies, PerMatrixOverridesSetShapeAndReduction) {
@@ -173,6 +190,66 @@ TEST(PlacementCost, MoveHopBytesByHand) {
   const Layout from{Piece{{0, 0}, 0, 4, 0}};
   const Layout to{Piece{{2, 1}, 0, 2, 0}, Piece{{0, 3}, 2, 4, 0}};
   EXPECT_DOUBLE_EQ(move_hop_bytes(from, to), 2 * 4 * 3 + 2 * 4 * 3);
+}
+
+// ---- Closed-form critical-path latency, against hand computation ----------
+// small_spec: hop latency 1, reduce-hop overhead 2, 4 B per link cycle,
+// 8 16-bit / 4 32-bit lanes, 16 B SRAM reads per cycle, task overhead 10.
+
+TEST(PlacementLatency, GemvLatencyByHand) {
+  const fabric::WaferSpec spec = fabric::testing::small_spec(8, 8);
+  const LatencyModel lm{spec, 16, 1};
+  MatrixPlacement m;
+  m.out_features = 6;
+  m.in_features = 8;
+  m.rect = fabric::Rect{0, 0, 4, 3};  // P = 3, Q = 4: tiles of 2 rows x 2 columns
+  // Multicast: 2 hops + 8 B / 4 B per cycle = 4. Tile: 4 MACs / 8 lanes -> 1
+  // (8 B / 16 B per cycle -> 1) + 10 = 11. Chain over 4: 3 x (1 + 2) + the
+  // 8 B partial once = 11. Total 26.
+  EXPECT_DOUBLE_EQ(gemv_latency_cycles(lm, m), 26.0);
+  // Tree: ceil(log2 4) = 2 store-and-forward levels: 9 + 2 x 2 = 13.
+  m.reduction = fabric::ReductionScheme::tree;
+  EXPECT_DOUBLE_EQ(gemv_latency_cycles(lm, m), 28.0);
+  // Two-level (groups of 2 < 4): two levels as well.
+  m.reduction = fabric::ReductionScheme::two_level;
+  EXPECT_DOUBLE_EQ(gemv_latency_cycles(lm, m), 28.0);
+}
+
+TEST(PlacementLatency, AttentionLatencyByHand) {
+  const fabric::WaferSpec spec = fabric::testing::small_spec(8, 8);
+  models::ModelConfig model;
+  model.head_dim = 4;
+  model.num_heads = 4;
+  model.num_kv_heads = 2;  // 2 query heads per kv head
+  AttentionPlacement a;
+  a.rect = fabric::Rect{0, 0, 1, 6};
+  a.num_kv_heads = 2;
+  a.segment_length = 3;
+  a.segments_per_column = 2;
+  // Context 7 over 3 cores: the busiest holds 3 positions.
+  // Multicast of 2 x 4 x 4 B: 2 hops + 8 = 10. Core: 2 x 3 x (2 x 4 + 4) = 72
+  // MACs / 8 lanes = 9 (48 B of cache / 16 -> 3) + 10 = 19. Chain reduction
+  // of 2 x (4 + 2) x 4 B: 2 x 3 + 12 = 18. Normalise 8 fp32 elements: 2 + 10 = 12.
+  EXPECT_DOUBLE_EQ(attention_latency_cycles(LatencyModel{spec, 16, 7}, model, a), 59.0);
+  // One core: all 7 positions on it, no multicast or reduction:
+  // 2 x 7 x 12 = 168 MACs / 8 = 21 (112 B / 16 = 7) + 10 = 31, + 12.
+  a.segment_length = 1;
+  EXPECT_DOUBLE_EQ(attention_latency_cycles(LatencyModel{spec, 16, 7}, model, a), 43.0);
+  // A longer context makes the one-core segment the slower one.
+  a.segment_length = 1;
+  const double one = attention_latency_cycles(LatencyModel{spec, 16, 600}, model, a);
+  a.segment_length = 3;
+  EXPECT_LT(attention_latency_cycles(LatencyModel{spec, 16, 600}, model, a), one);
+}
+
+TEST(PlacementLatency, MoveLatencyByHand) {
+  const fabric::WaferSpec spec = fabric::testing::small_spec(8, 8);
+  const LatencyModel lm{spec, 16, 1};
+  // Farthest overlap 3 hops; largest moving piece 2 elements x 4 B = 2 cycles.
+  const Layout from{Piece{{0, 0}, 0, 4, 0}};
+  const Layout to{Piece{{2, 1}, 0, 2, 0}, Piece{{0, 3}, 2, 4, 0}};
+  EXPECT_DOUBLE_EQ(move_latency_cycles(lm, from, to), 5.0);
+  EXPECT_DOUBLE_EQ(move_latency_cycles(lm, from, from), 0.0);
 }
 
 // ---- Defects and halo --------------------------------------------------------

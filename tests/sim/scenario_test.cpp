@@ -602,6 +602,20 @@ TEST_F(ScenarioFiles, UnknownTopLevelKeySuggestsTheRightOne) {
   EXPECT_TRUE(contains(e.what(), "did you mean 'workload'?")) << e.what();
 }
 
+TEST_F(ScenarioFiles, NegativeAnnealLatencyWeight) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  anneal: {latency_weight: -1}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.key_path(), "placement.anneal.latency_weight");
+  EXPECT_TRUE(contains(e.what(), "must be a finite number >= 0")) << e.what();
+}
+
 TEST_F(ScenarioFiles, MissingTopLevelKey) {
   const ScenarioError e = load_error(scenario("name: x\nhardware: small\nmodel: tiny-llama\n"));
   EXPECT_EQ(e.line(), 1);
@@ -686,7 +700,9 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.key_path(), "placement");
   EXPECT_EQ(e.line(), 4);
   EXPECT_EQ(e.column(), 12);
-  EXPECT_TRUE(contains(e.what(), "expected a mapping with keys strategy, reduction, block_rows, seed, anneal, halo, file, matrices, got a list"))
+  EXPECT_TRUE(contains(e.what(),
+                       "expected a mapping with keys strategy, reduction, block_rows, seed, "
+                       "anneal, halo, file, matrices, got a list"))
       << e.what();
 }
 
@@ -746,7 +762,7 @@ placement:
   strategy: anneal
   reduction: two-level
   seed: 9
-  anneal: {iterations: 1000, initial_temperature: 0.2, final_temperature: 0.001, sram_weight: 0.5, spare_slots: 0.25}
+  anneal: {iterations: 1000, initial_temperature: 0.2, final_temperature: 0.001, sram_weight: 0.5, latency_weight: 250, spare_slots: 0.25}
   halo: {columns: 7, rows: 2}
   matrices: {gate_up: {rows: 6, columns: 3, reduction: tree}, attention: {reduction: two-level}}
 workload: {prompt_tokens: 4, generate_tokens: 4}
@@ -756,6 +772,7 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(s.placement.seed, 9u);
   EXPECT_EQ(s.placement.anneal_iterations, 1000);
   EXPECT_DOUBLE_EQ(s.placement.anneal_sram_weight, 0.5);
+  EXPECT_DOUBLE_EQ(s.placement.anneal_latency_weight, 250.0);
   EXPECT_DOUBLE_EQ(s.placement.anneal_spare_slots, 0.25);
   EXPECT_EQ(s.placement.halo_columns, 7);
   EXPECT_EQ(s.placement.halo_rows, 2);
@@ -766,6 +783,7 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(t.placement.seed, 9u);
   EXPECT_DOUBLE_EQ(t.placement.anneal_final_temperature, 0.001);
   EXPECT_DOUBLE_EQ(t.placement.anneal_spare_slots, 0.25);
+  EXPECT_DOUBLE_EQ(t.placement.anneal_latency_weight, 250.0);
   EXPECT_EQ(t.placement.halo_columns, 7);
   ASSERT_EQ(t.placement.matrices.count("gate_up"), 1u);
   EXPECT_EQ(t.placement.matrices.at("gate_up").rows, 6);
