@@ -442,6 +442,26 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
   write_scalar(w, "power_kw", b.wafer.power_kw, "kW", "system power; 0 when unknown");
   write_scalar(w, "tokens_per_s_per_kw", b.wafer.tokens_per_s_per_kw, "tokens/s/kW",
                "aggregate tokens/s per kW; 0 when power is unknown");
+  if (b.speculative) {
+    const SpeculativeSummary& s = *b.speculative;
+    H5::Group sp = make_group(f, "speculative_decoding");
+    set_attr(sp, "draft_model", s.draft_model);
+    set_attr(sp, "wafer_acceptance", std::string(s.wafer_accepted_by_comparison ? "compared" : "drawn"));
+    write_scalar<std::int32_t>(sp, "draft_tokens", s.draft_tokens, "tokens",
+                               "gamma: proposals per verification, at most");
+    write_scalar(sp, "acceptance_rate", s.acceptance_rate, "1", "alpha, as the scenario gives it");
+    write_scalar(sp, "expected_tokens_per_step", s.expected_tokens_per_step, "tokens",
+                 "(1 - alpha^(gamma+1)) / (1 - alpha), as the GPU model uses it");
+    write_scalar<std::int32_t>(sp, "wafer_draft_wafers", s.wafer_draft_wafers, "wafers",
+                               "wafers the draft occupies (counted in /wafer_system/wafers)");
+    write_scalar(sp, "wafer_acceptance_rate", s.wafer_acceptance, "1",
+                 "accepted / proposed draft tokens in the simulated run");
+    write_scalar(sp, "wafer_tokens_per_round", s.wafer_tokens_per_round, "tokens",
+                 "tokens each simulated verification yielded");
+    write_scalar(sp, "wafer_draft_step_s", s.wafer_draft_step_s, "s", "mean time of one proposal");
+    write_scalar(sp, "wafer_verify_s", s.wafer_verify_s, "s",
+                 "mean time from the proposals leaving the draft to their verification");
+  }
 }
 
 void write_file(const std::filesystem::path& file_path, const RunResult& r, const Metrics& m) {

@@ -65,11 +65,18 @@ void add_baselines(Json& j, const Baselines& b) {
   for (const SystemFigures& g : b.gpus) rows.push_back(system_json(g, true));
   j["gpu_baselines"] = std::move(rows);
   if (b.speculative) {
-    j["speculative_decoding"] = Json{{"draft_model", b.speculative->draft_model},
-                                     {"draft_tokens", b.speculative->draft_tokens},
-                                     {"acceptance_rate", b.speculative->acceptance_rate},
-                                     {"expected_tokens_per_step",
-                                      b.speculative->expected_tokens_per_step}};
+    const SpeculativeSummary& s = *b.speculative;
+    j["speculative_decoding"] =
+        Json{{"draft_model", s.draft_model},
+             {"draft_tokens", s.draft_tokens},
+             {"acceptance_rate", s.acceptance_rate},
+             {"expected_tokens_per_step", s.expected_tokens_per_step},
+             {"wafer_draft_wafers", s.wafer_draft_wafers},
+             {"wafer_acceptance", s.wafer_accepted_by_comparison ? "compared" : "drawn"},
+             {"wafer_acceptance_rate", s.wafer_acceptance},
+             {"wafer_tokens_per_round", s.wafer_tokens_per_round},
+             {"wafer_draft_step_s", s.wafer_draft_step_s},
+             {"wafer_verify_s", s.wafer_verify_s}};
   }
   if (b.serving) {
     j["serving"] = Json{{"round_trip_s", b.serving->round_trip_s},

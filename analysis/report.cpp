@@ -88,10 +88,18 @@ void write_baselines(std::ostream& out, const Baselines& b) {
   out << "  TP x PP chosen for the lowest per-user latency" << (fixed ? "; * fixed by the scenario" : "")
       << "; GPU power counts whole nodes\n";
   if (b.speculative) {
+    const SpeculativeSummary& s = *b.speculative;
     out << fmt::format("  speculative decoding: draft {}, {} draft tokens, acceptance {:.2f}: "
-                       "{:.2f} tokens per verification step\n",
-                       b.speculative->draft_model, b.speculative->draft_tokens,
-                       b.speculative->acceptance_rate, b.speculative->expected_tokens_per_step);
+                       "{:.2f} tokens per verification step expected (GPU model)\n",
+                       s.draft_model, s.draft_tokens, s.acceptance_rate,
+                       s.expected_tokens_per_step);
+    out << fmt::format("  wafer, simulated: draft on {} wafer(s) of its own; acceptance {:.2f} ({}), "
+                       "{:.2f} tokens per verification; proposal {}, verification {}\n",
+                       s.wafer_draft_wafers, s.wafer_acceptance,
+                       s.wafer_accepted_by_comparison ? "greedy choices compared"
+                                                      : "drawn with the rate",
+                       s.wafer_tokens_per_round, format_seconds(s.wafer_draft_step_s),
+                       format_seconds(s.wafer_verify_s));
   }
   if (b.serving) {
     out << fmt::format("\nUser-seen through the serving stack (round trip {}, {} per token, set-up {})\n",

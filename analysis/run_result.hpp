@@ -27,6 +27,30 @@ struct TokenRecord {
   CycleBreakdown critical_path;
 };
 
+// Speculative decoding as the wafer simulation ran it (sim/engine.cpp): the
+// draft on wafers of its own proposing, the target verifying blocks.
+struct SpeculativeRun {
+  std::string draft_model;
+  int draft_wafers = 0;            // wafers the draft occupies (after the target's)
+  int draft_tokens = 0;            // gamma: proposals per round, at most
+  double acceptance_rate = 0.0;    // the scenario's alpha (timing-only runs draw with it)
+  bool accepted_by_comparison = false;  // functional: greedy choices compared, alpha unused
+  std::uint64_t rounds = 0;        // verifications, all users
+  std::uint64_t proposed = 0;      // draft tokens proposed
+  std::uint64_t accepted = 0;      // of which the target accepted
+  std::uint64_t draft_passes = 0;  // messages through the draft (prompt blocks included)
+  std::uint64_t draft_cycles = 0;  // sum over proposals: id leaves the target/draft head -> proposal ready
+  std::uint64_t verify_cycles = 0;  // sum over rounds: proposals leave the draft -> verified
+  std::uint64_t round_cycles = 0;   // sum over rounds: round starts -> verified
+  double measured_acceptance() const {
+    return proposed ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0;
+  }
+  // Tokens each verification yields, on average (accepted + the target's own).
+  double tokens_per_round() const {
+    return rounds ? static_cast<double>(accepted + rounds) / static_cast<double>(rounds) : 0.0;
+  }
+};
+
 struct RunResult {
   // Identification.
   std::string scenario_name;
@@ -71,6 +95,9 @@ struct RunResult {
   int users = 1;  // sequences decoded at once
   std::vector<std::uint64_t> user_decode_cycles_per_token;  // per user: mean decode step
   std::uint64_t max_context_tokens = 0;  // longest context per user the placement could hold
+  // With speculative decoding: how the draft and the verifications went. The
+  // wafer counts above include the draft's wafers (after the target's).
+  std::optional<SpeculativeRun> speculative;
 
   // The resolved scenario, as YAML, so the run can be reproduced.
   std::string resolved_scenario_yaml;

@@ -5,22 +5,6 @@
 
 namespace wafersim::sim {
 
-double wafer_speculative_tokens_per_s(double step_s, double ttft_s, int prompt_tokens,
-                                      const models::ModelConfig& target,
-                                      const models::gpu::SpeculativeDecoding& sd) {
-  if (!(step_s > 0.0)) return 0.0;
-  // The wafer keeps every layer's weights stationary, so a token's latency
-  // grows with the layers it crosses: the draft's step scales with its depth.
-  const double draft_step =
-      step_s * static_cast<double>(sd.draft.num_layers) / static_cast<double>(target.num_layers);
-  // Verifying gamma + 1 tokens at once costs one decode step plus gamma
-  // prompt-token-like passes (prefill's cost per token, from the simulated TTFT).
-  const double per_prompt_token = prompt_tokens > 0 ? ttft_s / prompt_tokens : step_s;
-  const double verify = step_s + sd.draft_tokens * per_prompt_token;
-  const double round = sd.draft_tokens * draft_step + verify;
-  return models::gpu::expected_tokens_per_step(sd.acceptance_rate, sd.draft_tokens) / round;
-}
-
 namespace {
 
 void apply_serving(analysis::SystemFigures& f,
@@ -50,13 +34,6 @@ std::optional<analysis::Baselines> compare_with_gpus(const Scenario& sc,
   w.ttft_s = m.ttft_s;
   w.bottleneck = m.bottleneck;
   const int prompt = static_cast<int>(sc.workload.prompt_ids.size());
-  if (sc.speculative && m.inter_token_latency_s > 0.0) {
-    const double rate = wafer_speculative_tokens_per_s(m.inter_token_latency_s, m.ttft_s, prompt,
-                                                       sc.model, sc.speculative->decoding);
-    const double gain = rate / m.decode_tokens_per_s_per_user;
-    w.decode_tokens_per_s_per_user = rate;
-    w.aggregate_tokens_per_s = m.aggregate_tokens_per_s * gain;
-  }
   w.power_kw = sc.hardware.system_power_w * r.wafers / 1000.0;
   if (w.power_kw > 0.0) w.tokens_per_s_per_kw = w.aggregate_tokens_per_s / w.power_kw;
   apply_serving(w, sc.serving);
@@ -96,9 +73,27 @@ std::optional<analysis::Baselines> compare_with_gpus(const Scenario& sc,
 
   if (sc.speculative) {
     const auto& sd = sc.speculative->decoding;
-    b.speculative = analysis::SpeculativeSummary{
-        sd.draft.name, sd.draft_tokens, sd.acceptance_rate,
-        models::gpu::expected_tokens_per_step(sd.acceptance_rate, sd.draft_tokens)};
+    analysis::SpeculativeSummary s;
+    s.draft_model = sd.draft.name;
+    s.draft_tokens = sd.draft_tokens;
+    s.acceptance_rate = sd.acceptance_rate;
+    s.expected_tokens_per_step =
+        models::gpu::expected_tokens_per_step(sd.acceptance_rate, sd.draft_tokens);
+    if (r.speculative) {
+      const analysis::SpeculativeRun& run = *r.speculative;
+      const double hz = r.clock_hz;
+      s.wafer_draft_wafers = run.draft_wafers;
+      s.wafer_accepted_by_comparison = run.accepted_by_comparison;
+      s.wafer_acceptance = run.measured_acceptance();
+      s.wafer_tokens_per_round = run.tokens_per_round();
+      if (run.proposed)
+        s.wafer_draft_step_s = static_cast<double>(run.draft_cycles) /
+                               static_cast<double>(run.proposed) / hz;
+      if (run.rounds)
+        s.wafer_verify_s =
+            static_cast<double>(run.verify_cycles) / static_cast<double>(run.rounds) / hz;
+    }
+    b.speculative = s;
   }
   if (sc.serving) {
     b.serving = analysis::ServingSummary{sc.serving->round_trip_s, sc.serving->per_token_overhead_s,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 
 #include <systemc>
@@ -15,6 +16,7 @@
 #include "fabric/fabric.hpp"
 #include "models/kernels.hpp"
 #include "models/reference.hpp"
+#include "models/rng.hpp"
 #include "models/weights.hpp"
 #include "sim/executor.hpp"
 #include "sim/placement.hpp"
@@ -106,31 +108,77 @@ SC_MODULE(StageModule) {
       std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
 };
 
-// The host: sends the prompt in over the wafer's I/O, collects each step's
-// token, and feeds generated tokens back until the workload is done.
-SC_MODULE(HostModule) {
-  sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> to_wafer;
-  sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> from_wafer;
+// A placed model the host feeds: its executor and lowered program.
+struct Pipeline {
+  Executor* ex = nullptr;
+  const Program* program = nullptr;
+};
 
-  HostModule(sc_core::sc_module_name name, Executor & ex, const Program& program,
-             const Scenario& sc, Cycles io_cycles, analysis::RunResult& result, HostLog& log,
-             const RunOptions& options)
+// Speculative decoding on the wafer (scenario `speculative_decoding`): the
+// draft model, placed on wafers of its own, proposes up to `draft_tokens`
+// tokens, one decode step after another; their ids cross the wafer I/O to
+// the target, which verifies the newest emitted token and the proposals as
+// one block whose head computes every token's logits. The longest prefix of
+// proposals the target agrees with is accepted, followed by the target's own
+// next token; both caches forget the rejected positions. Functional runs
+// accept by comparing greedy choices, so the tokens are exactly the target's
+// greedy tokens; timing-only runs accept each proposal with the scenario's
+// acceptance rate, drawn from the workload seed.
+struct Speculation {
+  int draft_tokens = 0;
+  double acceptance_rate = 0.0;
+  analysis::SpeculativeRun stats;
+};
+
+// Where one user's speculative round stands.
+struct Round {
+  int position = 0;       // position of `last` in the sequence
+  std::int32_t last = 0;  // newest emitted token, not yet in the target's cache
+  int draft_count = 0;    // proposals this round (fewer near the end of the workload)
+  std::vector<std::int32_t> drafts;
+  std::uint64_t started = 0;  // cycle the round's first id left the target
+};
+
+// The host: sends the prompt in over the wafer's I/O, collects each step's
+// token, and feeds generated tokens back until the workload is done. With
+// speculative decoding it also drives the draft's pipeline.
+SC_MODULE(HostModule) {
+  using InPort = sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>>;
+  using OutPort = sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>>;
+  using OptionalIn = sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>, 1,
+                                      sc_core::SC_ZERO_OR_MORE_BOUND>;
+  using OptionalOut = sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>, 1,
+                                       sc_core::SC_ZERO_OR_MORE_BOUND>;
+  OutPort to_wafer;
+  InPort from_wafer;
+  OptionalOut to_draft;  // bound with speculative decoding only
+  OptionalIn from_draft;
+
+  HostModule(sc_core::sc_module_name name, Pipeline target, const Scenario& sc, Cycles io_cycles,
+             analysis::RunResult& result, HostLog& log, const RunOptions& options,
+             Pipeline draft = {}, Speculation* speculation = nullptr)
       : sc_module(name),
-        ex_(ex),
-        program_(program),
+        target_(target),
+        draft_(draft),
+        spec_(speculation),
         sc_(sc),
         io_(io_cycles),
         result_(result),
         log_(log),
-        options_(options) {
+        options_(options),
+        rounds_(log.size()),
+        acceptance_rng_(sc.workload.seed ^ 0x5bd1e995a1b2c3d4ull) {
     SC_THREAD(process);
+    if (spec_) SC_THREAD(draft_process);
   }
   SC_HAS_PROCESS(HostModule);
 
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
  private:
-  TokenMessage* make(int user, int position, std::int32_t token, bool prefill,
+  bool functional() const { return target_.ex->functional(); }
+
+  TokenMessage* make(const Pipeline& p, int user, int position, std::int32_t token, bool prefill,
                      const Timed& id_ready, bool from_host) {
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
@@ -139,16 +187,17 @@ SC_MODULE(HostModule) {
     m->token = token;
     m->prefill = prefill;
     m->start_cycle = from_host ? 0 : id_ready.at.value;
-    slot(*m, Slot::x) = ex_.embed(token, position, id_ready, from_host);
+    slot(*m, Slot::x) = p.ex->embed(token, position, id_ready, from_host);
     return m;
   }
 
-  // A block of prompt tokens (workload.prefill_block > 1): every token's
-  // embedding row moves onto layer 0's input, where they travel on as one
-  // block (Executor::stack).
-  TokenMessage* make_block(int user, int first, std::span<const std::int32_t> ids,
-                           const Timed& arrived) {
-    if (ids.size() == 1) return make(user, first, ids[0], true, arrived, true);
+  // A block of tokens from the host (prompt blocks, workload.prefill_block
+  // > 1, and speculative verification): every token's embedding row moves
+  // onto layer 0's input, where they travel on as one block
+  // (Executor::stack).
+  TokenMessage* make_block(const Pipeline& p, int user, int first,
+                           std::span<const std::int32_t> ids, const Timed& arrived) {
+    if (ids.size() == 1) return make(p, user, first, ids[0], true, arrived, true);
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
     m->user = user;
@@ -156,13 +205,22 @@ SC_MODULE(HostModule) {
     m->tokens = static_cast<int>(ids.size());
     m->token = ids[0];
     m->prefill = true;
-    const StageProgram& entry = program_.stages.front();
+    const StageProgram& entry = p.program->stages.front();
     std::vector<Vec> parts;
     for (std::size_t t = 0; t < ids.size(); ++t)
-      parts.push_back(ex_.move(ex_.embed(ids[t], first + static_cast<int>(t), arrived, true),
-                               entry.input, entry.input_spread));
+      parts.push_back(p.ex->move(p.ex->embed(ids[t], first + static_cast<int>(t), arrived, true),
+                                 entry.input, entry.input_spread));
     slot(*m, Slot::x) = Executor::stack(parts);
     return m;
+  }
+
+  void send(OutPort& port, TokenMessage* m) {
+    m->handed_at = now_cycles().value;
+    port->write(m);
+  }
+  void send_draft(TokenMessage* m) {
+    m->handed_at = now_cycles().value;
+    to_draft->write(m);
   }
 
   void record(const TokenMessage& m) {
@@ -177,6 +235,31 @@ SC_MODULE(HostModule) {
     result_.token_records.push_back(r);
   }
 
+  // Token ids leaving one system for another over the wafers' edge I/O
+  // (target -> draft, draft -> target), ready at `at`.
+  Timed io_hop(const Timed& at, std::size_t ids) const {
+    const double s = sc_.hardware.io_latency_s +
+                     4.0 * static_cast<double>(ids) / sc_.hardware.io_bandwidth_bytes_per_s;
+    return Timed{at.at, {}}.plus(
+        Resource::io, Cycles{static_cast<std::uint64_t>(std::ceil(s * sc_.hardware.clock_hz))});
+  }
+
+  // Emits a generated token of `user`, ready at `cycle`; true when the user
+  // has all the tokens the workload asks for.
+  bool emit(int u, std::int32_t token, std::uint64_t cycle, std::vector<float> logits) {
+    UserLog& user = log_[static_cast<std::size_t>(u)];
+    user.tokens.push_back(token);
+    user.ready_cycles.push_back(cycle);
+    if (functional()) user.logits.push_back(std::move(logits));
+    return static_cast<int>(user.tokens.size()) == sc_.workload.generate_tokens;
+  }
+  // Timing-only runs have no logits: decode goes on with a stand-in id (the
+  // last prompt id), which only changes which embedding row is read.
+  std::int32_t chosen(const TokenMessage& m, int t = -1) const {
+    if (!functional()) return log_[static_cast<std::size_t>(m.user)].prompt.back();
+    return t < 0 ? m.next_token : m.next_tokens[static_cast<std::size_t>(t)];
+  }
+
   void process() {
     const int users = static_cast<int>(log_.size());
     const int n_prompt = static_cast<int>(sc_.workload.prompt_ids.size());
@@ -185,19 +268,18 @@ SC_MODULE(HostModule) {
     const int total = users * (blocks + sc_.workload.generate_tokens - 1);
     // Every user's prompt arrives over the wafer I/O at once; the prompts
     // stream through the pipeline one user after another, in blocks of
-    // prefill_block tokens (1: token by token).
+    // prefill_block tokens (1: token by token). The draft reads the prompt
+    // too, into its own cache, at the same time.
     const Timed arrived = Timed{}.plus(Resource::io, io_);
     for (int u = 0; u < users; ++u)
       for (int i = 0; i < n_prompt; i += block) {
         const int n = std::min(block, n_prompt - i);
-        TokenMessage* m =
-            make_block(u, i,
-                       std::span<const std::int32_t>(log_[static_cast<std::size_t>(u)].prompt)
-                           .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n)),
-                       arrived);
+        const auto ids = std::span<const std::int32_t>(log_[static_cast<std::size_t>(u)].prompt)
+                             .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n));
+        TokenMessage* m = make_block(target_, u, i, ids, arrived);
         m->needs_logits = (i + n == n_prompt);
-        m->handed_at = now_cycles().value;
-        to_wafer->write(m);
+        send(to_wafer, m);
+        if (spec_) send_draft(make_block(draft_, u, i, ids, arrived));
       }
     int processed = 0, finished = 0;
     while (finished < users) {
@@ -206,35 +288,188 @@ SC_MODULE(HostModule) {
       ++processed;
       if (options_.progress) options_.progress(processed, total);
       if (!m->needs_logits) continue;
-      UserLog& user = log_[static_cast<std::size_t>(m->user)];
-      // Timing-only runs have no logits: decode goes on with a stand-in id
-      // (the last prompt id), which only changes which embedding row is read.
-      const std::int32_t next = ex_.functional() ? m->next_token : user.prompt.back();
-      user.tokens.push_back(next);
-      user.ready_cycles.push_back(m->done.at.value);
-      if (ex_.functional()) user.logits.push_back(std::move(m->logits));
-      if (static_cast<int>(user.tokens.size()) == sc_.workload.generate_tokens) {
+      if (spec_ && m->all_logits) {
+        if (verified(*m)) ++finished;
+        continue;
+      }
+      const std::int32_t next = chosen(*m);
+      if (emit(m->user, next, m->done.at.value, std::move(m->logits))) {
         ++finished;
         continue;
       }
+      const int position = m->position + m->tokens;
+      if (spec_) {
+        // The prompt's first token: the first speculative round.
+        start_round(m->user, position, next, {next}, m->done);
+        continue;
+      }
       TokenMessage* nm =
-          make(m->user, m->position + m->tokens, next, false, Timed{m->done.at, {}}, false);
+          make(target_, m->user, position, next, false, Timed{m->done.at, {}}, false);
       nm->needs_logits = true;
-      nm->handed_at = now_cycles().value;
-      to_wafer->write(nm);
+      send(to_wafer, nm);
     }
     // Nothing is left to do: every stage waits on an empty fifo, so the
     // simulation ends by itself when this thread returns.
   }
 
-  Executor& ex_;
-  const Program& program_;
+  // ---- Speculative decoding ------------------------------------------------
+
+  // A round starts from `last` at `position`, emitted by the target at `at`:
+  // the draft first reads `feed` (the ids its cache lacks, ending with
+  // `last`), then proposes.
+  void start_round(int u, int position, std::int32_t last, std::vector<std::int32_t> feed,
+                   const Timed& at) {
+    Round& r = rounds_[static_cast<std::size_t>(u)];
+    const int remaining = sc_.workload.generate_tokens -
+                          static_cast<int>(log_[static_cast<std::size_t>(u)].tokens.size());
+    r.position = position;
+    r.last = last;
+    r.drafts.clear();
+    r.started = at.at.value;
+    // A verification yields at least one token: propose no more than the
+    // workload still needs beyond it.
+    r.draft_count = std::min(spec_->draft_tokens, remaining - 1);
+    if (r.draft_count == 0) {
+      // Nothing to propose: the target decodes `last` alone, on-wafer.
+      TokenMessage* m = make(target_, u, position, last, false, Timed{at.at, {}}, false);
+      m->needs_logits = true;
+      m->all_logits = true;
+      send(to_wafer, m);
+      return;
+    }
+    const int first = position + 1 - static_cast<int>(feed.size());
+    TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()));
+    m->prefill = false;
+    m->needs_logits = true;
+    m->start_cycle = at.at.value;
+    send_draft(m);
+  }
+
+  // The draft's pipeline returns: its prefill (nothing to do) or a proposal.
+  void draft_process() {
+    for (;;) {
+      TokenMessage* m = from_draft->read();
+      ++spec_->stats.draft_passes;
+      if (!m->needs_logits) continue;
+      spec_->stats.draft_cycles += m->done.at.value - m->start_cycle;
+      Round& r = rounds_[static_cast<std::size_t>(m->user)];
+      const std::int32_t d = chosen(*m);
+      r.drafts.push_back(d);
+      if (static_cast<int>(r.drafts.size()) < r.draft_count) {
+        TokenMessage* nm =
+            make(draft_, m->user, m->position + m->tokens, d, false, Timed{m->done.at, {}}, false);
+        nm->needs_logits = true;
+        send_draft(nm);
+        continue;
+      }
+      // The proposals go to the target with the token before them.
+      std::vector<std::int32_t> ids{r.last};
+      ids.insert(ids.end(), r.drafts.begin(), r.drafts.end());
+      TokenMessage* v = make_block(target_, m->user, r.position, ids, io_hop(m->done, ids.size()));
+      v->prefill = false;
+      v->needs_logits = true;
+      v->all_logits = true;
+      v->start_cycle = m->done.at.value;
+      send(to_wafer, v);
+    }
+  }
+
+  // The target's verification of a round is back: accept, emit, roll back,
+  // start the next round. True when the user is done.
+  bool verified(TokenMessage& m) {
+    const int u = m.user;
+    Round& r = rounds_[static_cast<std::size_t>(u)];
+    const int k = static_cast<int>(r.drafts.size());
+    int n = 0;
+    if (functional())
+      while (n < k && r.drafts[static_cast<std::size_t>(n)] ==
+                          m.next_tokens[static_cast<std::size_t>(n)])
+        ++n;
+    else
+      while (n < k && acceptance_rng_.uniform01() < spec_->acceptance_rate) ++n;
+    analysis::SpeculativeRun& st = spec_->stats;
+    ++st.rounds;
+    st.proposed += static_cast<std::uint64_t>(k);
+    st.accepted += static_cast<std::uint64_t>(n);
+    st.verify_cycles += m.done.at.value - m.start_cycle;
+    st.round_cycles += m.done.at.value - r.started;
+    // Emitted: the n accepted proposals, then the target's own choice after
+    // them; token j's logits are row j of the block's.
+    const auto vocab = static_cast<std::size_t>(sc_.model.vocab_size);
+    auto row = [&](int j) {
+      if (!functional()) return std::vector<float>{};
+      const auto b = m.logits.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(j) * vocab);
+      return std::vector<float>(b, b + static_cast<std::ptrdiff_t>(vocab));
+    };
+    for (int j = 0; j < n; ++j)
+      if (emit(u, r.drafts[static_cast<std::size_t>(j)], m.done.at.value, row(j))) return true;
+    const std::int32_t own = chosen(m, n);
+    if (emit(u, own, m.done.at.value, row(n))) return true;
+    // Positions up to r.position + n hold the sequence (last, then the
+    // accepted proposals); the draft has read up to r.position + k - 1.
+    const int target_keep = r.position + n + 1;
+    const int draft_keep = r.position + std::min(n, k - 1) + 1;
+    target_.ex->truncate_kv(u, target_keep);
+    draft_.ex->truncate_kv(u, draft_keep);
+    // The ids the draft's cache lacks: from draft_keep up to `own`.
+    std::vector<std::int32_t> feed;
+    for (int p = draft_keep; p < target_keep; ++p)
+      feed.push_back(p == r.position ? r.last : r.drafts[static_cast<std::size_t>(p - r.position - 1)]);
+    feed.push_back(own);
+    start_round(u, target_keep, own, std::move(feed), m.done);
+    return false;
+  }
+
+  Pipeline target_, draft_;
+  Speculation* spec_;
   const Scenario& sc_;
   Cycles io_;
   analysis::RunResult& result_;
   HostLog& log_;
   const RunOptions& options_;
+  std::vector<Round> rounds_;
+  models::Xoshiro256StarStar acceptance_rng_;
 };
+
+// The stage modules of one placed model joined by fifos: in() feeds its
+// first stage, out() is what its head hands back.
+class StageChain {
+ public:
+  StageChain(const std::string& prefix, const Program& program, Executor& ex, int depth) {
+    const std::size_t n = program.stages.size();
+    for (std::size_t i = 0; i <= n; ++i)
+      fifos_.push_back(
+          std::make_unique<MessageFifo>((prefix + "link_" + std::to_string(i)).c_str(), depth));
+    for (std::size_t i = 0; i < n; ++i) {
+      std::string name = prefix + program.stages[i].name;  // "layer 3 attention" -> "layer_3_attention"
+      std::replace(name.begin(), name.end(), ' ', '_');
+      stages_.push_back(std::make_unique<StageModule>(name.c_str(), ex, program.stages[i]));
+      stages_.back()->in(*fifos_[i]);
+      stages_.back()->out(*fifos_[i + 1]);
+    }
+  }
+  MessageFifo& in() { return *fifos_.front(); }
+  MessageFifo& out() { return *fifos_.back(); }
+
+ private:
+  std::vector<std::unique_ptr<MessageFifo>> fifos_;
+  std::vector<std::unique_ptr<StageModule>> stages_;
+};
+
+// The scenario the draft model is placed by: the target's hardware,
+// precision, strategy and workload (so its cache holds the same context), on
+// the fewest wafers that hold it; a placement file or per-matrix overrides
+// name the target's matrices and do not apply.
+Scenario draft_scenario(const Scenario& sc) {
+  Scenario d = sc;
+  d.model = sc.speculative->decoding.draft;
+  d.model_preset = sc.speculative->draft_preset;
+  d.wafers_auto = true;
+  d.placement.file.clear();
+  d.placement.matrices.clear();
+  d.speculative.reset();
+  return d;
+}
 
 }  // namespace
 
@@ -290,34 +525,60 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
   const int users = sc.workload.users;
   const int depth = users * (n_prompt + sc.workload.generate_tokens) + 2;
-  const std::size_t n_stages = program.stages.size();
-  std::vector<std::unique_ptr<MessageFifo>> fifos;
-  for (std::size_t i = 0; i <= n_stages; ++i)
-    fifos.push_back(std::make_unique<MessageFifo>(("link_" + std::to_string(i)).c_str(), depth));
-  std::vector<std::unique_ptr<StageModule>> stages;
-  for (std::size_t i = 0; i < n_stages; ++i) {
-    const StageProgram& sp = program.stages[i];
-    std::string name = sp.name;  // "layer 3 attention" -> module "layer_3_attention"
-    std::replace(name.begin(), name.end(), ' ', '_');
-    stages.push_back(std::make_unique<StageModule>(name.c_str(), ex, sp));
-    stages.back()->in(*fifos[i]);
-    stages.back()->out(*fifos[i + 1]);
-  }
+  StageChain chain("", program, ex, depth);
   HostLog log(static_cast<std::size_t>(users));
   for (int u = 0; u < users; ++u)
     log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
-  HostModule host("host", ex, program, sc, io_cycles, r, log, options);
-  host.to_wafer(*fifos[0]);
-  host.from_wafer(*fifos[n_stages]);
+
+  // Speculative decoding: the draft on wafers of its own, with its own
+  // stage chain (host -> draft layers -> draft head -> host).
+  std::unique_ptr<PlacedSystem> draft_sys;
+  std::optional<models::Weights> draft_weights;
+  std::unique_ptr<fabric::WaferIo> draft_io;
+  std::unique_ptr<Executor> draft_ex;
+  std::unique_ptr<StageChain> draft_chain;
+  std::optional<Speculation> speculation;
+  if (sc.speculative) {
+    const models::gpu::SpeculativeDecoding& sd = sc.speculative->decoding;
+    t_host = HostClock::now();
+    draft_sys = place_system(draft_scenario(sc));
+    host_times.place_s += host_since(t_host);
+    if (options.functional)
+      draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed);
+    draft_io = std::make_unique<fabric::WaferIo>(sc.hardware,
+                                                 static_cast<int>(draft_sys->wafers.size()));
+    draft_ex = std::make_unique<Executor>(draft_sys->wafer_ptrs, draft_io.get(), sd.draft,
+                                          draft_sys->placement, draft_sys->program,
+                                          draft_weights ? &*draft_weights : nullptr, bits);
+    draft_ex->set_routing_seed(sc.workload.seed);
+    draft_chain = std::make_unique<StageChain>(
+        "draft_", draft_sys->program, *draft_ex, depth + users * sd.draft_tokens);
+    speculation.emplace();
+    speculation->draft_tokens = sd.draft_tokens;
+    speculation->acceptance_rate = sd.acceptance_rate;
+  }
+  HostModule host("host", Pipeline{&ex, &program}, sc, io_cycles, r, log, options,
+                  Pipeline{draft_ex.get(), draft_sys ? &draft_sys->program : nullptr},
+                  speculation ? &*speculation : nullptr);
+  host.to_wafer(chain.in());
+  host.from_wafer(chain.out());
+  if (draft_chain) {
+    host.to_draft(draft_chain->in());
+    host.from_draft(draft_chain->out());
+  }
   t_host = HostClock::now();
   sc_core::sc_start();
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
 
-  // Counters.
-  // Counters, wafer after wafer (stacked in y).
-  r.wafers = static_cast<int>(wafers.size());
-  for (const auto& f : wafers) {
+  // Counters, wafer after wafer (stacked in y); a draft's wafers follow the
+  // target's.
+  std::vector<const fabric::Fabric*> all_wafers;
+  for (const auto& f : wafers) all_wafers.push_back(f.get());
+  if (draft_sys)
+    for (const auto& f : draft_sys->wafers) all_wafers.push_back(f.get());
+  r.wafers = static_cast<int>(all_wafers.size());
+  for (const fabric::Fabric* f : all_wafers) {
     const auto& busy = f->cores().all_busy_cycles();
     const auto& sram = f->sram().all_used();
     const auto links = f->flow().link_bytes_by_core();
@@ -353,6 +614,16 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   if (r.decode_cycles_per_token == 0)  // one generated token: the prefill pass is all there is
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
+
+  if (speculation) {
+    analysis::SpeculativeRun& st = speculation->stats;
+    st.draft_model = sc.speculative->decoding.draft.name;
+    st.draft_wafers = static_cast<int>(draft_sys->wafers.size());
+    st.draft_tokens = speculation->draft_tokens;
+    st.acceptance_rate = speculation->acceptance_rate;
+    st.accepted_by_comparison = options.functional;
+    r.speculative = st;
+  }
 
   t_host = HostClock::now();
   if (options.functional) {

@@ -62,10 +62,16 @@ struct TokenMessage {
   std::int32_t token = 0;
   bool prefill = false;
   bool needs_logits = false;  // the last prompt token and generated tokens
+  // A block verified by speculative decoding: the head computes the logits
+  // of every token of the block, not only of the last.
+  bool all_logits = false;
   std::uint64_t start_cycle = 0;
   std::uint64_t handed_at = 0;  // cycle it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
-  std::int32_t next_token = 0;
+  std::int32_t next_token = 0;  // greedy choice after the last token (functional)
+  // With all_logits: the greedy choice after each token of the block, and
+  // the logits row by row ([tokens][vocab]).
+  std::vector<std::int32_t> next_tokens;
   Timed done;
   std::vector<float> logits;
 };
@@ -980,18 +986,43 @@ class Executor {
   }
 
   // Local argmax on every root, then the (value, index) pairs are reduced up
-  // the root column; ties keep the lower index, as the reference does.
+  // the root column; ties keep the lower index, as the reference does. A
+  // block of T tokens (speculative verification) reduces T pairs at once.
   void argmax(const Vec& logits, TokenMessage& m) {
+    const auto T = static_cast<std::uint64_t>(logits.tokens);
     std::vector<Timed> local(logits.layout.size());
     for (std::size_t i = 0; i < logits.layout.size(); ++i)
-      local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
-                          fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
+      local[i] =
+          run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
+                   fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size() * T, 1));
     fabric::Fabric& f = fab(logits.layout.front().wafer);
     m.done = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain,
-                                 column_line(logits.layout), Bytes{8}, local);
+                                 column_line(logits.layout), Bytes{8 * T}, local);
     if (functional()) {
-      m.next_token = models::argmax(logits.values);
+      m.next_tokens.clear();
+      for (int t = 0; t < logits.tokens; ++t) m.next_tokens.push_back(models::argmax(logits.row(t)));
+      m.next_token = m.next_tokens.back();
       m.logits = logits.values;
+    }
+  }
+
+  // Speculative decoding rolls back: the functional KV cache of `user`
+  // keeps its first `positions` positions and forgets the rest (the
+  // rejected draft tokens). Timing needs nothing: a slot's timing depends
+  // on its position only, and the next token writes it again.
+  void truncate_kv(int user, int positions) {
+    if (!functional()) return;
+    const int hd = model_.head_dim;
+    for (std::size_t l = 0; l < pl_.layers.size(); ++l) {
+      const AttentionPlacement& a = pl_.layers[l].attention;
+      for (int h = 0; h < a.num_kv_heads; ++h)
+        for (int i = 0; i < a.segment_length; ++i) {
+          const std::size_t s = slice(user, static_cast<int>(l), h, i);
+          const auto keep = static_cast<std::size_t>(a.positions_on_core(user, positions, i)) *
+                            static_cast<std::size_t>(hd);
+          if (kv_k_[s].size() > keep) kv_k_[s].resize(keep);
+          if (kv_v_[s].size() > keep) kv_v_[s].resize(keep);
+        }
     }
   }
 
@@ -1032,8 +1063,9 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
     m.done = x.latest();
     return;
   }
-  // Of a block of prompt tokens the head needs the last one only.
-  if (head && x.tokens > 1) x = Executor::last_token(x);
+  // Of a block of prompt tokens the head needs the last one only; a block
+  // under speculative verification needs them all.
+  if (head && x.tokens > 1 && !m.all_logits) x = Executor::last_token(x);
   if (!sp.continues_layer) {
     x = ex.move(x, sp.input, sp.input_spread);
     after("enter " + sp.name, x.latest());

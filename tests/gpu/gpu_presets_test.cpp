@@ -188,19 +188,6 @@ serving: {round_trip: 40 ms, per_token_overhead: 0.5 ms, connection_setup: 150 m
   EXPECT_TRUE(load_scenario(write("rn.yaml", c.resolved_yaml), kPresets).gpu.systems.empty());
 }
 
-TEST(WaferSpeculative, AppliesTheExpectationToTheSimulatedStep) {
-  models::ModelConfig target;
-  target.num_layers = 32;
-  models::gpu::SpeculativeDecoding sd;
-  sd.draft.num_layers = 8;
-  sd.draft_tokens = 4;
-  sd.acceptance_rate = 0.6;
-  // step 1 ms, TTFT 10 ms over 20 prompt tokens: 0.5 ms per prompt token.
-  const double rate = wafer_speculative_tokens_per_s(1e-3, 10e-3, 20, target, sd);
-  const double round = 4 * (1e-3 * 8 / 32) + (1e-3 + 4 * 0.5e-3);
-  EXPECT_DOUBLE_EQ(rate, models::gpu::expected_tokens_per_step(0.6, 4) / round);
-}
-
 // `wafersim run --json` on a scenario with GPU baselines.
 std::string run_json(const fs::path& scenario) {
   const std::string cmd = std::string(WAFERSIM_BINARY) + " run " + scenario.string() + " --json";

@@ -557,5 +557,132 @@ TEST(Timing, TimingOnlyRunComputesNoTokens) {
   EXPECT_GT(r.total_cycles, 0u);
 }
 
+// ---- Speculative decoding on the wafer ----------------------------------------
+// The draft is placed on wafers of its own and proposes; the target verifies
+// blocks. Greedy speculative decoding is lossless: the tokens must be the
+// target's reference tokens whatever the draft proposes. Every verification
+// yields its accepted proposals plus one token of the target's own, so
+// generated = 1 (from the prompt) + rounds + accepted, for every user.
+
+Scenario speculative(Scenario sc, models::ModelConfig draft, int gamma, double alpha) {
+  SpeculativeOptions o;
+  o.draft_preset = "inline";
+  o.decoding.draft = std::move(draft);
+  o.decoding.draft_tokens = gamma;
+  o.decoding.acceptance_rate = alpha;
+  sc.speculative = o;
+  return sc;
+}
+
+void expect_speculation_conserves_tokens(const analysis::RunResult& r, const Scenario& sc) {
+  ASSERT_TRUE(r.speculative);
+  const analysis::SpeculativeRun& s = *r.speculative;
+  EXPECT_EQ(static_cast<std::uint64_t>(sc.workload.users) * (sc.workload.generate_tokens - 1),
+            s.rounds + s.accepted);
+  EXPECT_LE(s.accepted, s.proposed);
+  // A round is its proposals, then its verification.
+  EXPECT_EQ(s.round_cycles, s.draft_cycles + s.verify_cycles);
+  EXPECT_GE(s.draft_wafers, 1);
+  EXPECT_EQ(r.wafers, 1 + s.draft_wafers);  // the target's wafer, then the draft's
+}
+
+TEST(Speculative, TheTargetAsItsOwnDraftHasEveryProposalAccepted) {
+  // 16 tokens, gamma 3: the first from the prompt, then rounds of 3 + 1,
+  // 3 + 1, 3 + 1 and, with 3 tokens to go, 2 + 1.
+  Scenario sc = quickstart(42);
+  sc = speculative(sc, sc.model, 3, 0.5);
+  RunOptions opt;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(r.tokens, r.reference_tokens);
+  EXPECT_LT(r.max_logit_abs_error, 1e-3);
+  expect_speculation_conserves_tokens(r, sc);
+  EXPECT_EQ(r.speculative->rounds, 4u);
+  EXPECT_EQ(r.speculative->proposed, 11u);
+  EXPECT_EQ(r.speculative->accepted, 11u);
+  EXPECT_TRUE(r.speculative->accepted_by_comparison);
+}
+
+TEST(Speculative, ADifferentDraftStillGivesTheTargetsTokens) {
+  Scenario sc = quickstart(7);
+  models::ModelConfig draft = sc.model;
+  draft.name = "tiny-llama-1-layer";
+  draft.num_layers = 1;
+  sc = speculative(sc, draft, 4, 0.9);
+  RunOptions opt;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(r.tokens, r.reference_tokens);
+  EXPECT_LT(r.max_logit_abs_error, 1e-3);
+  expect_speculation_conserves_tokens(r, sc);
+  EXPECT_LT(r.speculative->accepted, r.speculative->proposed);  // rejections were rolled back
+}
+
+TEST(Speculative, TwoUsersEachGetTheirReferenceTokens) {
+  Scenario sc = quickstart(3);
+  sc.workload.users = 2;
+  models::ModelConfig draft = sc.model;
+  draft.name = "tiny-llama-2-layers";
+  draft.num_layers = 2;
+  sc = speculative(sc, draft, 2, 0.9);
+  RunOptions opt;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(r.tokens, r.reference_tokens);
+  expect_speculation_conserves_tokens(r, sc);
+}
+
+TEST(Speculative, MixtralVerifiesBlocksWithRealExpertChoices) {
+  Scenario sc = with_model("tiny-mixtral", 5);
+  sc.workload.generate_tokens = 9;
+  sc = speculative(sc, sc.model, 2, 0.5);
+  RunOptions opt;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(r.tokens, r.reference_tokens);
+  expect_speculation_conserves_tokens(r, sc);
+  EXPECT_EQ(r.speculative->accepted, r.speculative->proposed);
+}
+
+TEST(Speculative, Gpt2VerifiesBlocksWithPositionRows) {
+  Scenario sc = with_model("tiny-gpt2", 9);
+  sc.workload.generate_tokens = 7;
+  models::ModelConfig draft = sc.model;
+  draft.name = "tiny-gpt2-1-layer";
+  draft.num_layers = 1;
+  sc = speculative(sc, draft, 3, 0.5);
+  RunOptions opt;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(r.tokens, r.reference_tokens);
+  expect_speculation_conserves_tokens(r, sc);
+}
+
+// Timing only: each proposal is accepted with the scenario's rate. At rate 1
+// every proposal is accepted; at rate 0 none is, and every verification
+// yields the target's one token. A user's decode time is its rounds.
+TEST(Speculative, TimingOnlyAtRateOneAcceptsEveryProposal) {
+  Scenario sc = quickstart(42);
+  models::ModelConfig draft = sc.model;
+  draft.num_layers = 1;
+  sc = speculative(sc, draft, 4, 1.0);
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  expect_speculation_conserves_tokens(r, sc);
+  EXPECT_EQ(r.speculative->accepted, r.speculative->proposed);
+  EXPECT_EQ(r.speculative->rounds, 3u);  // 15 tokens after the first: 5 + 5 + 5
+  EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
+}
+
+TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
+  Scenario sc = quickstart(42);
+  models::ModelConfig draft = sc.model;
+  draft.num_layers = 1;
+  sc = speculative(sc, draft, 2, 0.0);
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  expect_speculation_conserves_tokens(r, sc);
+  EXPECT_EQ(r.speculative->accepted, 0u);
+  EXPECT_EQ(r.speculative->rounds, 15u);
+  EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
+}
+
 }  // namespace
 }  // namespace wafersim::sim
