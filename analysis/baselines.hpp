@@ -38,14 +38,14 @@ struct SystemFigures {
 
 struct SpeculativeSummary {
   std::string draft_model;
-  int draft_tokens = 0;          // gamma
-  double acceptance_rate = 0.0;  // alpha
+  int draft_tokens = 0;                   // gamma
+  double acceptance_rate = 0.0;           // alpha
   double expected_tokens_per_step = 1.0;  // (1 - alpha^(gamma+1)) / (1 - alpha): the GPU model's
   // The wafer, as simulated (draft placed on wafers of its own, proposals
   // verified in blocks): measured over the run.
   int wafer_draft_wafers = 0;
   bool wafer_accepted_by_comparison = false;  // functional: greedy choices compared
-  double wafer_acceptance = 0.0;              // accepted / proposed
+  double wafer_acceptance = 0.0;              // accepted / examined proposals
   double wafer_tokens_per_round = 0.0;        // tokens each verification yielded
   double wafer_draft_step_s = 0.0;            // mean: one proposal
   double wafer_verify_s = 0.0;                // mean: proposals leave the draft -> verified

@@ -243,7 +243,8 @@ void write_summary(H5::H5File& f, const RunResult& r, const Metrics& m) {
                     "mean over generated tokens after the first");
   write_scalar<double>(g, "decode_tokens_per_s_per_user", m.decode_tokens_per_s_per_user,
                        "tokens/s", "clock_hz / decode_cycles_per_token; 0 if nothing decoded");
-  write_scalar<u64>(g, "users", static_cast<u64>(r.users), "sequences", "sequences decoded at once");
+  write_scalar<u64>(g, "users", static_cast<u64>(r.users), "sequences",
+                    "sequences decoded at once");
   write_scalar<double>(g, "aggregate_tokens_per_s", m.aggregate_tokens_per_s, "tokens/s",
                        "sum over users of clock_hz / that user's mean decode step");
   write_scalar<u64>(g, "max_context_tokens", r.max_context_tokens, "tokens",
@@ -434,8 +435,8 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
   set_attr(w, "system", b.wafer.system);
   set_attr(w, "bottleneck", b.wafer.bottleneck);
   write_scalar<std::int32_t>(w, "wafers", b.wafer.chips, "wafers", "wafers used");
-  write_scalar(w, "decode_tokens_per_s_per_user", b.wafer.decode_tokens_per_s_per_user,
-               "tokens/s", "decode rate one user sees (speculative decoding applied)");
+  write_scalar(w, "decode_tokens_per_s_per_user", b.wafer.decode_tokens_per_s_per_user, "tokens/s",
+               "decode rate one user sees (speculative decoding applied)");
   write_scalar(w, "aggregate_tokens_per_s", b.wafer.aggregate_tokens_per_s, "tokens/s",
                "tokens/s over the workload's users");
   write_scalar(w, "ttft_s", b.wafer.ttft_s, "s", "time to first token");
@@ -446,7 +447,8 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
     const SpeculativeSummary& s = *b.speculative;
     H5::Group sp = make_group(f, "speculative_decoding");
     set_attr(sp, "draft_model", s.draft_model);
-    set_attr(sp, "wafer_acceptance", std::string(s.wafer_accepted_by_comparison ? "compared" : "drawn"));
+    set_attr(sp, "wafer_acceptance",
+             std::string(s.wafer_accepted_by_comparison ? "compared" : "drawn"));
     write_scalar<std::int32_t>(sp, "draft_tokens", s.draft_tokens, "tokens",
                                "gamma: proposals per verification, at most");
     write_scalar(sp, "acceptance_rate", s.acceptance_rate, "1", "alpha, as the scenario gives it");
@@ -455,7 +457,8 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
     write_scalar<std::int32_t>(sp, "wafer_draft_wafers", s.wafer_draft_wafers, "wafers",
                                "wafers the draft occupies (counted in /wafer_system/wafers)");
     write_scalar(sp, "wafer_acceptance_rate", s.wafer_acceptance, "1",
-                 "accepted / proposed draft tokens in the simulated run");
+                 "accepted / examined proposals in the simulated run (examined: up to a round's "
+                 "first rejection)");
     write_scalar(sp, "wafer_tokens_per_round", s.wafer_tokens_per_round, "tokens",
                  "tokens each simulated verification yielded");
     write_scalar(sp, "wafer_draft_step_s", s.wafer_draft_step_s, "s", "mean time of one proposal");

@@ -136,12 +136,9 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["sram_utilisation"] = m.sram_utilisation;
   if (m.busiest_link) {
     const BusiestLink& l = *m.busiest_link;
-    j["busiest_link"] = Json{{"wafer", l.wafer},
-                             {"x", l.x},
-                             {"y", l.y},
-                             {"dir", std::string(direction_name(l.dir))},
-                             {"bytes", l.bytes},
-                             {"load", l.load}};
+    j["busiest_link"] = Json{{"wafer", l.wafer}, {"x", l.x},
+                             {"y", l.y},         {"dir", std::string(direction_name(l.dir))},
+                             {"bytes", l.bytes}, {"load", l.load}};
   } else {
     j["busiest_link"] = nullptr;
   }

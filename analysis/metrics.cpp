@@ -92,7 +92,8 @@ void derive_timing(const RunResult& r, Metrics& m) {
   }
   for (std::uint64_t c : r.user_decode_cycles_per_token)
     if (c > 0) m.aggregate_tokens_per_s += clock / static_cast<double>(c);
-  if (r.user_decode_cycles_per_token.empty()) m.aggregate_tokens_per_s = m.decode_tokens_per_s_per_user;
+  if (r.user_decode_cycles_per_token.empty())
+    m.aggregate_tokens_per_s = m.decode_tokens_per_s_per_user;
   m.ttft_s = static_cast<double>(r.ttft_cycles) / clock;
   m.total_time_s = static_cast<double>(r.total_cycles) / clock;
 }

@@ -50,10 +50,10 @@ struct Metrics {
   // Steady-state tokens/s over all users: the sum of every user's own rate
   // (clock_hz / that user's mean decode step).
   double aggregate_tokens_per_s = 0.0;
-  double inter_token_latency_s = 0.0;         // decode_cycles_per_token / clock_hz
-  double ttft_s = 0.0;                        // ttft_cycles / clock_hz
-  double total_time_s = 0.0;                  // total_cycles / clock_hz
-  std::uint64_t cycles_per_token = 0;         // = decode_cycles_per_token
+  double inter_token_latency_s = 0.0;  // decode_cycles_per_token / clock_hz
+  double ttft_s = 0.0;                 // ttft_cycles / clock_hz
+  double total_time_s = 0.0;           // total_cycles / clock_hz
+  std::uint64_t cycles_per_token = 0;  // = decode_cycles_per_token
 
   // Fit and utilisation.
   std::uint64_t cores_total = 0;          // mesh_width * mesh_height

@@ -67,8 +67,8 @@ std::string format_power(double kw) {
 void write_baselines(std::ostream& out, const Baselines& b) {
   out << "\nCompared with GPU clusters (same model, precision and workload; GPUs analytical)\n";
   out << fmt::format("  {:<14} {:>9} {:>10} {:>12} {:>14} {:>9} {:>9} {:>9}  {}\n", "system",
-                     "chips", "TP x PP", "tok/s/user", "aggregate", "TTFT", "power",
-                     "tok/s/kW", "limited by");
+                     "chips", "TP x PP", "tok/s/user", "aggregate", "TTFT", "power", "tok/s/kW",
+                     "limited by");
   auto row = [&](const SystemFigures& f, bool gpu) {
     const std::string chips =
         gpu ? fmt::format("{} GPU", f.chips) : fmt::format("{} wafer", f.chips);
@@ -85,27 +85,27 @@ void write_baselines(std::ostream& out, const Baselines& b) {
   for (const SystemFigures& g : b.gpus) row(g, true);
   bool fixed = false;
   for (const SystemFigures& g : b.gpus) fixed = fixed || !g.parallelism_auto;
-  out << "  TP x PP chosen for the lowest per-user latency" << (fixed ? "; * fixed by the scenario" : "")
-      << "; GPU power counts whole nodes\n";
+  out << "  TP x PP chosen for the lowest per-user latency"
+      << (fixed ? "; * fixed by the scenario" : "") << "; GPU power counts whole nodes\n";
   if (b.speculative) {
     const SpeculativeSummary& s = *b.speculative;
-    out << fmt::format("  speculative decoding: draft {}, {} draft tokens, acceptance {:.2f}: "
-                       "{:.2f} tokens per verification step expected (GPU model)\n",
-                       s.draft_model, s.draft_tokens, s.acceptance_rate,
-                       s.expected_tokens_per_step);
-    out << fmt::format("  wafer, simulated: draft on {} wafer(s) of its own; acceptance {:.2f} ({}), "
-                       "{:.2f} tokens per verification; proposal {}, verification {}\n",
-                       s.wafer_draft_wafers, s.wafer_acceptance,
-                       s.wafer_accepted_by_comparison ? "greedy choices compared"
-                                                      : "drawn with the rate",
-                       s.wafer_tokens_per_round, format_seconds(s.wafer_draft_step_s),
-                       format_seconds(s.wafer_verify_s));
+    out << fmt::format(
+        "  speculative decoding: draft {}, {} draft tokens, acceptance {:.2f}: "
+        "{:.2f} tokens per verification step expected (GPU model)\n",
+        s.draft_model, s.draft_tokens, s.acceptance_rate, s.expected_tokens_per_step);
+    out << fmt::format(
+        "  wafer, simulated: draft on {} wafer(s) of its own; acceptance {:.2f} ({}), "
+        "{:.2f} tokens per verification; proposal {}, verification {}\n",
+        s.wafer_draft_wafers, s.wafer_acceptance,
+        s.wafer_accepted_by_comparison ? "greedy choices compared" : "drawn with the rate",
+        s.wafer_tokens_per_round, format_seconds(s.wafer_draft_step_s),
+        format_seconds(s.wafer_verify_s));
   }
   if (b.serving) {
-    out << fmt::format("\nUser-seen through the serving stack (round trip {}, {} per token, set-up {})\n",
-                       format_seconds(b.serving->round_trip_s),
-                       format_seconds(b.serving->per_token_overhead_s),
-                       format_seconds(b.serving->connection_setup_s));
+    out << fmt::format(
+        "\nUser-seen through the serving stack (round trip {}, {} per token, set-up {})\n",
+        format_seconds(b.serving->round_trip_s), format_seconds(b.serving->per_token_overhead_s),
+        format_seconds(b.serving->connection_setup_s));
     out << fmt::format("  {:<14} {:>12} {:>9} {:>16} {:>16}\n", "system", "tok/s/user", "TTFT",
                        "persistent tok/s", "persistent TTFT");
     auto e2e = [&](const SystemFigures& f) {
@@ -178,7 +178,7 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
        fmt::format("{} of {} ({}), {} x {} mesh", format_grouped(r.cores_used),
                    format_grouped(m.cores_total), format_percent(core_share), r.mesh_width,
                    r.mesh_height) +
-             (r.wafers > 1 ? fmt::format(" x {} wafers", r.wafers) : std::string()));
+           (r.wafers > 1 ? fmt::format(" x {} wafers", r.wafers) : std::string()));
   line(out, "SRAM",
        fmt::format("{} of {} ({})", format_bytes(r.sram_bytes_used),
                    format_bytes(r.sram_bytes_capacity), format_percent(m.sram_utilisation)));
@@ -191,8 +191,9 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
                    format_bytes(m.sram_bytes_per_core_capacity), format_percent(core_fill)));
   line(out, "parameters", format_count(r.parameter_count));
   if (r.max_context_tokens > 0)
-    line(out, "max context", fmt::format("{} tokens per user ({} users)",
-                                         format_grouped(r.max_context_tokens), r.users));
+    line(out, "max context",
+         fmt::format("{} tokens per user ({} users)", format_grouped(r.max_context_tokens),
+                     r.users));
 
   out << "\nPerformance\n";
   if (m.cycles_per_token > 0) {
@@ -200,8 +201,9 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
          fmt::format("{} tokens/s per user", format_rate(m.decode_tokens_per_s_per_user)));
     line(out, "inter-token", format_seconds(m.inter_token_latency_s));
     if (r.users > 1)
-      line(out, "aggregate",
-           fmt::format("{} tokens/s over {} users", format_rate(m.aggregate_tokens_per_s), r.users));
+      line(
+          out, "aggregate",
+          fmt::format("{} tokens/s over {} users", format_rate(m.aggregate_tokens_per_s), r.users));
   } else {
     line(out, "decode", "no decode steps timed");
   }

@@ -18,9 +18,9 @@ namespace wafersim::analysis {
 using CycleBreakdown = wafersim::CycleBreakdown;
 
 struct TokenRecord {
-  int user = 0;              // which sequence (0-based)
-  int position = 0;          // position in the sequence (0-based)
-  bool prefill = false;      // a prompt token (true) or a generated one (false)
+  int user = 0;          // which sequence (0-based)
+  int position = 0;      // position in the sequence (0-based)
+  bool prefill = false;  // a prompt token (true) or a generated one (false)
   std::uint64_t start_cycle = 0;
   std::uint64_t end_cycle = 0;  // cycle its logits (or last layer output) were ready
   std::int32_t token_in = 0;    // token id fed at this position
@@ -31,19 +31,25 @@ struct TokenRecord {
 // draft on wafers of its own proposing, the target verifying blocks.
 struct SpeculativeRun {
   std::string draft_model;
-  int draft_wafers = 0;            // wafers the draft occupies (after the target's)
-  int draft_tokens = 0;            // gamma: proposals per round, at most
-  double acceptance_rate = 0.0;    // the scenario's alpha (timing-only runs draw with it)
+  int draft_wafers = 0;                 // wafers the draft occupies (after the target's)
+  int draft_tokens = 0;                 // gamma: proposals per round, at most
+  double acceptance_rate = 0.0;         // the scenario's alpha (timing-only runs draw with it)
   bool accepted_by_comparison = false;  // functional: greedy choices compared, alpha unused
-  std::uint64_t rounds = 0;        // verifications, all users
-  std::uint64_t proposed = 0;      // draft tokens proposed
-  std::uint64_t accepted = 0;      // of which the target accepted
-  std::uint64_t draft_passes = 0;  // messages through the draft (prompt blocks included)
-  std::uint64_t draft_cycles = 0;  // sum over proposals: id leaves the target/draft head -> proposal ready
+  std::uint64_t rounds = 0;             // verifications, all users
+  std::uint64_t proposed = 0;           // draft tokens proposed
+  std::uint64_t accepted = 0;           // of which the target accepted
+  std::uint64_t rejected = 0;           // rounds that ended on a rejected proposal
+  std::uint64_t draft_passes = 0;       // messages through the draft (prompt blocks included)
+  std::uint64_t draft_cycles =
+      0;  // sum over proposals: id leaves the target/draft head -> proposal ready
   std::uint64_t verify_cycles = 0;  // sum over rounds: proposals leave the draft -> verified
   std::uint64_t round_cycles = 0;   // sum over rounds: round starts -> verified
+  // Per-proposal acceptance, comparable with alpha: of the proposals the
+  // target examined (up to and including the first rejection of a round),
+  // the share it accepted. Proposals after a rejection are never examined.
   double measured_acceptance() const {
-    return proposed ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0;
+    const std::uint64_t examined = accepted + rejected;
+    return examined ? static_cast<double>(accepted) / static_cast<double>(examined) : 0.0;
   }
   // Tokens each verification yields, on average (accepted + the target's own).
   double tokens_per_round() const {
@@ -89,10 +95,10 @@ struct RunResult {
   std::vector<TokenRecord> token_records;      // one per position processed
 
   // Timeline summary (cycles).
-  std::uint64_t total_cycles = 0;    // end of the simulation
-  std::uint64_t ttft_cycles = 0;     // request arrival to first generated token
+  std::uint64_t total_cycles = 0;             // end of the simulation
+  std::uint64_t ttft_cycles = 0;              // request arrival to first generated token
   std::uint64_t decode_cycles_per_token = 0;  // mean over users of each user's mean decode step
-  int users = 1;  // sequences decoded at once
+  int users = 1;                              // sequences decoded at once
   std::vector<std::uint64_t> user_decode_cycles_per_token;  // per user: mean decode step
   std::uint64_t max_context_tokens = 0;  // longest context per user the placement could hold
   // With speculative decoding: how the draft and the verifications went. The

@@ -116,14 +116,17 @@ struct Pipeline {
 
 // Speculative decoding on the wafer (scenario `speculative_decoding`): the
 // draft model, placed on wafers of its own, proposes up to `draft_tokens`
-// tokens, one decode step after another; their ids cross the wafer I/O to
-// the target, which verifies the newest emitted token and the proposals as
-// one block whose head computes every token's logits. The longest prefix of
-// proposals the target agrees with is accepted, followed by the target's own
-// next token; both caches forget the rejected positions. Functional runs
-// accept by comparing greedy choices, so the tokens are exactly the target's
-// greedy tokens; timing-only runs accept each proposal with the scenario's
-// acceptance rate, drawn from the workload seed.
+// tokens, one decode step after another. The target starts on the newest
+// emitted token at once, and each proposal crosses the wafer I/O to the
+// target as soon as it is ready, so the target verifies the round's tokens
+// one after another through its layer pipeline (a block of T tokens would
+// cost each core T times its tile; pipelined, the tokens overlap). When every
+// token of the round is back, the longest prefix of proposals the target
+// agrees with is accepted, followed by the target's own next token; both KV
+// caches forget the rejected positions. Functional runs accept by comparing
+// greedy choices, so the tokens are exactly the target's greedy tokens;
+// timing-only runs accept each proposal with the scenario's acceptance rate,
+// drawn from the workload seed.
 struct Speculation {
   int draft_tokens = 0;
   double acceptance_rate = 0.0;
@@ -133,10 +136,16 @@ struct Speculation {
 // Where one user's speculative round stands.
 struct Round {
   int position = 0;       // position of `last` in the sequence
-  std::int32_t last = 0;  // newest emitted token, not yet in the target's cache
+  std::int32_t last = 0;  // newest emitted token: the round's first token on the target
   int draft_count = 0;    // proposals this round (fewer near the end of the workload)
   std::vector<std::int32_t> drafts;
-  std::uint64_t started = 0;  // cycle the round's first id left the target
+  // The target's result for the round's token at position + i: its greedy
+  // choice and (functional) logits; `returned` of draft_count + 1 are back.
+  std::vector<std::int32_t> choices;
+  std::vector<std::vector<float>> logits;
+  int returned = 0;
+  std::uint64_t started = 0;         // cycle `last` was ready
+  std::uint64_t proposals_done = 0;  // cycle the last proposal was ready
 };
 
 // The host: sends the prompt in over the wafer's I/O, collects each step's
@@ -145,10 +154,10 @@ struct Round {
 SC_MODULE(HostModule) {
   using InPort = sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>>;
   using OutPort = sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>>;
-  using OptionalIn = sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>, 1,
-                                      sc_core::SC_ZERO_OR_MORE_BOUND>;
-  using OptionalOut = sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>, 1,
-                                       sc_core::SC_ZERO_OR_MORE_BOUND>;
+  using OptionalIn =
+      sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>, 1, sc_core::SC_ZERO_OR_MORE_BOUND>;
+  using OptionalOut =
+      sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>, 1, sc_core::SC_ZERO_OR_MORE_BOUND>;
   OutPort to_wafer;
   InPort from_wafer;
   OptionalOut to_draft;  // bound with speculative decoding only
@@ -176,7 +185,9 @@ SC_MODULE(HostModule) {
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
  private:
-  bool functional() const { return target_.ex->functional(); }
+  bool functional() const {
+    return target_.ex->functional();
+  }
 
   TokenMessage* make(const Pipeline& p, int user, int position, std::int32_t token, bool prefill,
                      const Timed& id_ready, bool from_host) {
@@ -214,11 +225,11 @@ SC_MODULE(HostModule) {
     return m;
   }
 
-  void send(OutPort& port, TokenMessage* m) {
+  void send(OutPort & port, TokenMessage * m) {
     m->handed_at = now_cycles().value;
     port->write(m);
   }
-  void send_draft(TokenMessage* m) {
+  void send_draft(TokenMessage * m) {
     m->handed_at = now_cycles().value;
     to_draft->write(m);
   }
@@ -255,9 +266,8 @@ SC_MODULE(HostModule) {
   }
   // Timing-only runs have no logits: decode goes on with a stand-in id (the
   // last prompt id), which only changes which embedding row is read.
-  std::int32_t chosen(const TokenMessage& m, int t = -1) const {
-    if (!functional()) return log_[static_cast<std::size_t>(m.user)].prompt.back();
-    return t < 0 ? m.next_token : m.next_tokens[static_cast<std::size_t>(t)];
+  std::int32_t chosen(const TokenMessage& m) const {
+    return functional() ? m.next_token : log_[static_cast<std::size_t>(m.user)].prompt.back();
   }
 
   void process() {
@@ -288,7 +298,7 @@ SC_MODULE(HostModule) {
       ++processed;
       if (options_.progress) options_.progress(processed, total);
       if (!m->needs_logits) continue;
-      if (spec_ && m->all_logits) {
+      if (m->verifies) {
         if (verified(*m)) ++finished;
         continue;
       }
@@ -315,8 +325,9 @@ SC_MODULE(HostModule) {
   // ---- Speculative decoding ------------------------------------------------
 
   // A round starts from `last` at `position`, emitted by the target at `at`:
-  // the draft first reads `feed` (the ids its cache lacks, ending with
-  // `last`), then proposes.
+  // the target takes `last` at once, on-wafer; the draft first reads `feed`
+  // (the ids its cache lacks, ending with `last`, over the I/O), then
+  // proposes.
   void start_round(int u, int position, std::int32_t last, std::vector<std::int32_t> feed,
                    const Timed& at) {
     Round& r = rounds_[static_cast<std::size_t>(u)];
@@ -325,18 +336,18 @@ SC_MODULE(HostModule) {
     r.position = position;
     r.last = last;
     r.drafts.clear();
-    r.started = at.at.value;
-    // A verification yields at least one token: propose no more than the
-    // workload still needs beyond it.
+    // A round yields at least one token: propose no more than the workload
+    // still needs beyond it.
     r.draft_count = std::min(spec_->draft_tokens, remaining - 1);
-    if (r.draft_count == 0) {
-      // Nothing to propose: the target decodes `last` alone, on-wafer.
-      TokenMessage* m = make(target_, u, position, last, false, Timed{at.at, {}}, false);
-      m->needs_logits = true;
-      m->all_logits = true;
-      send(to_wafer, m);
-      return;
-    }
+    r.choices.assign(static_cast<std::size_t>(r.draft_count) + 1, 0);
+    r.logits.assign(static_cast<std::size_t>(r.draft_count) + 1, {});
+    r.returned = 0;
+    r.started = r.proposals_done = at.at.value;
+    TokenMessage* t = make(target_, u, position, last, false, Timed{at.at, {}}, false);
+    t->needs_logits = true;
+    t->verifies = true;
+    send(to_wafer, t);
+    if (r.draft_count == 0) return;
     const int first = position + 1 - static_cast<int>(feed.size());
     TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()));
     m->prefill = false;
@@ -345,7 +356,9 @@ SC_MODULE(HostModule) {
     send_draft(m);
   }
 
-  // The draft's pipeline returns: its prefill (nothing to do) or a proposal.
+  // The draft's pipeline returns: its prefill (nothing to do) or a proposal,
+  // which goes to the target at once; the draft goes on until it has
+  // proposed the round's tokens.
   void draft_process() {
     for (;;) {
       TokenMessage* m = from_draft->read();
@@ -355,35 +368,36 @@ SC_MODULE(HostModule) {
       Round& r = rounds_[static_cast<std::size_t>(m->user)];
       const std::int32_t d = chosen(*m);
       r.drafts.push_back(d);
+      r.proposals_done = m->done.at.value;
+      const int position = r.position + static_cast<int>(r.drafts.size());
+      TokenMessage* v = make(target_, m->user, position, d, false, io_hop(m->done, 1), true);
+      v->start_cycle = m->done.at.value;
+      v->needs_logits = true;
+      v->verifies = true;
+      send(to_wafer, v);
       if (static_cast<int>(r.drafts.size()) < r.draft_count) {
-        TokenMessage* nm =
-            make(draft_, m->user, m->position + m->tokens, d, false, Timed{m->done.at, {}}, false);
+        TokenMessage* nm = make(draft_, m->user, position, d, false, Timed{m->done.at, {}}, false);
         nm->needs_logits = true;
         send_draft(nm);
-        continue;
       }
-      // The proposals go to the target with the token before them.
-      std::vector<std::int32_t> ids{r.last};
-      ids.insert(ids.end(), r.drafts.begin(), r.drafts.end());
-      TokenMessage* v = make_block(target_, m->user, r.position, ids, io_hop(m->done, ids.size()));
-      v->prefill = false;
-      v->needs_logits = true;
-      v->all_logits = true;
-      v->start_cycle = m->done.at.value;
-      send(to_wafer, v);
     }
   }
 
-  // The target's verification of a round is back: accept, emit, roll back,
-  // start the next round. True when the user is done.
-  bool verified(TokenMessage& m) {
+  // A token of a round is back from the target. When the whole round is:
+  // accept, emit, roll back, start the next round. True when the user is
+  // done.
+  bool verified(TokenMessage & m) {
     const int u = m.user;
     Round& r = rounds_[static_cast<std::size_t>(u)];
-    const int k = static_cast<int>(r.drafts.size());
+    const auto i = static_cast<std::size_t>(m.position - r.position);
+    r.choices[i] = chosen(m);
+    r.logits[i] = std::move(m.logits);
+    if (++r.returned < r.draft_count + 1) return false;
+    const int k = r.draft_count;
     int n = 0;
     if (functional())
-      while (n < k && r.drafts[static_cast<std::size_t>(n)] ==
-                          m.next_tokens[static_cast<std::size_t>(n)])
+      while (n < k &&
+             r.drafts[static_cast<std::size_t>(n)] == r.choices[static_cast<std::size_t>(n)])
         ++n;
     else
       while (n < k && acceptance_rng_.uniform01() < spec_->acceptance_rate) ++n;
@@ -391,30 +405,29 @@ SC_MODULE(HostModule) {
     ++st.rounds;
     st.proposed += static_cast<std::uint64_t>(k);
     st.accepted += static_cast<std::uint64_t>(n);
-    st.verify_cycles += m.done.at.value - m.start_cycle;
+    if (n < k) ++st.rejected;
+    st.verify_cycles += m.done.at.value - r.proposals_done;
     st.round_cycles += m.done.at.value - r.started;
     // Emitted: the n accepted proposals, then the target's own choice after
-    // them; token j's logits are row j of the block's.
-    const auto vocab = static_cast<std::size_t>(sc_.model.vocab_size);
-    auto row = [&](int j) {
-      if (!functional()) return std::vector<float>{};
-      const auto b = m.logits.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(j) * vocab);
-      return std::vector<float>(b, b + static_cast<std::ptrdiff_t>(vocab));
-    };
+    // them; the target's result at position + j carries token j's logits.
     for (int j = 0; j < n; ++j)
-      if (emit(u, r.drafts[static_cast<std::size_t>(j)], m.done.at.value, row(j))) return true;
-    const std::int32_t own = chosen(m, n);
-    if (emit(u, own, m.done.at.value, row(n))) return true;
+      if (emit(u, r.drafts[static_cast<std::size_t>(j)], m.done.at.value,
+               std::move(r.logits[static_cast<std::size_t>(j)])))
+        return true;
+    const std::int32_t own = r.choices[static_cast<std::size_t>(n)];
+    if (emit(u, own, m.done.at.value, std::move(r.logits[static_cast<std::size_t>(n)])))
+      return true;
     // Positions up to r.position + n hold the sequence (last, then the
     // accepted proposals); the draft has read up to r.position + k - 1.
     const int target_keep = r.position + n + 1;
     const int draft_keep = r.position + std::min(n, k - 1) + 1;
     target_.ex->truncate_kv(u, target_keep);
     draft_.ex->truncate_kv(u, draft_keep);
-    // The ids the draft's cache lacks: from draft_keep up to `own`.
+    // The ids the draft's cache lacks, up to `own`.
     std::vector<std::int32_t> feed;
     for (int p = draft_keep; p < target_keep; ++p)
-      feed.push_back(p == r.position ? r.last : r.drafts[static_cast<std::size_t>(p - r.position - 1)]);
+      feed.push_back(p == r.position ? r.last
+                                     : r.drafts[static_cast<std::size_t>(p - r.position - 1)]);
     feed.push_back(own);
     start_round(u, target_keep, own, std::move(feed), m.done);
     return false;
@@ -441,7 +454,8 @@ class StageChain {
       fifos_.push_back(
           std::make_unique<MessageFifo>((prefix + "link_" + std::to_string(i)).c_str(), depth));
     for (std::size_t i = 0; i < n; ++i) {
-      std::string name = prefix + program.stages[i].name;  // "layer 3 attention" -> "layer_3_attention"
+      std::string name =
+          prefix + program.stages[i].name;  // "layer 3 attention" -> "layer_3_attention"
       std::replace(name.begin(), name.end(), ' ', '_');
       stages_.push_back(std::make_unique<StageModule>(name.c_str(), ex, program.stages[i]));
       stages_.back()->in(*fifos_[i]);
@@ -545,14 +559,14 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     host_times.place_s += host_since(t_host);
     if (options.functional)
       draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed);
-    draft_io = std::make_unique<fabric::WaferIo>(sc.hardware,
-                                                 static_cast<int>(draft_sys->wafers.size()));
+    draft_io =
+        std::make_unique<fabric::WaferIo>(sc.hardware, static_cast<int>(draft_sys->wafers.size()));
     draft_ex = std::make_unique<Executor>(draft_sys->wafer_ptrs, draft_io.get(), sd.draft,
                                           draft_sys->placement, draft_sys->program,
                                           draft_weights ? &*draft_weights : nullptr, bits);
     draft_ex->set_routing_seed(sc.workload.seed);
-    draft_chain = std::make_unique<StageChain>(
-        "draft_", draft_sys->program, *draft_ex, depth + users * sd.draft_tokens);
+    draft_chain = std::make_unique<StageChain>("draft_", draft_sys->program, *draft_ex,
+                                               depth + users * sd.draft_tokens);
     speculation.emplace();
     speculation->draft_tokens = sd.draft_tokens;
     speculation->acceptance_rate = sd.acceptance_rate;

@@ -62,16 +62,13 @@ struct TokenMessage {
   std::int32_t token = 0;
   bool prefill = false;
   bool needs_logits = false;  // the last prompt token and generated tokens
-  // A block verified by speculative decoding: the head computes the logits
-  // of every token of the block, not only of the last.
-  bool all_logits = false;
+  // A token of a speculative round on the target: its greedy choice is
+  // compared with the draft's proposal, not fed back.
+  bool verifies = false;
   std::uint64_t start_cycle = 0;
   std::uint64_t handed_at = 0;  // cycle it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
-  std::int32_t next_token = 0;  // greedy choice after the last token (functional)
-  // With all_logits: the greedy choice after each token of the block, and
-  // the logits row by row ([tokens][vocab]).
-  std::vector<std::int32_t> next_tokens;
+  std::int32_t next_token = 0;
   Timed done;
   std::vector<float> logits;
 };
@@ -986,22 +983,17 @@ class Executor {
   }
 
   // Local argmax on every root, then the (value, index) pairs are reduced up
-  // the root column; ties keep the lower index, as the reference does. A
-  // block of T tokens (speculative verification) reduces T pairs at once.
+  // the root column; ties keep the lower index, as the reference does.
   void argmax(const Vec& logits, TokenMessage& m) {
-    const auto T = static_cast<std::uint64_t>(logits.tokens);
     std::vector<Timed> local(logits.layout.size());
     for (std::size_t i = 0; i < logits.layout.size(); ++i)
-      local[i] =
-          run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
-                   fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size() * T, 1));
+      local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
+                          fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
     fabric::Fabric& f = fab(logits.layout.front().wafer);
     m.done = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain,
-                                 column_line(logits.layout), Bytes{8 * T}, local);
+                                 column_line(logits.layout), Bytes{8}, local);
     if (functional()) {
-      m.next_tokens.clear();
-      for (int t = 0; t < logits.tokens; ++t) m.next_tokens.push_back(models::argmax(logits.row(t)));
-      m.next_token = m.next_tokens.back();
+      m.next_token = models::argmax(logits.values);
       m.logits = logits.values;
     }
   }
@@ -1063,9 +1055,8 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
     m.done = x.latest();
     return;
   }
-  // Of a block of prompt tokens the head needs the last one only; a block
-  // under speculative verification needs them all.
-  if (head && x.tokens > 1 && !m.all_logits) x = Executor::last_token(x);
+  // Of a block of prompt tokens the head needs the last one only.
+  if (head && x.tokens > 1) x = Executor::last_token(x);
   if (!sp.continues_layer) {
     x = ex.move(x, sp.input, sp.input_spread);
     after("enter " + sp.name, x.latest());

@@ -559,7 +559,7 @@ TEST(Timing, TimingOnlyRunComputesNoTokens) {
 
 // ---- Speculative decoding on the wafer ----------------------------------------
 // The draft is placed on wafers of its own and proposes; the target verifies
-// blocks. Greedy speculative decoding is lossless: the tokens must be the
+// the round's tokens. Greedy speculative decoding is lossless: the tokens must be the
 // target's reference tokens whatever the draft proposes. Every verification
 // yields its accepted proposals plus one token of the target's own, so
 // generated = 1 (from the prompt) + rounds + accepted, for every user.
@@ -580,6 +580,8 @@ void expect_speculation_conserves_tokens(const analysis::RunResult& r, const Sce
   EXPECT_EQ(static_cast<std::uint64_t>(sc.workload.users) * (sc.workload.generate_tokens - 1),
             s.rounds + s.accepted);
   EXPECT_LE(s.accepted, s.proposed);
+  EXPECT_LE(s.rejected, s.rounds);
+  EXPECT_LE(s.accepted + s.rejected, s.proposed);  // proposals after a rejection go unexamined
   // A round is its proposals, then its verification.
   EXPECT_EQ(s.round_cycles, s.draft_cycles + s.verify_cycles);
   EXPECT_GE(s.draft_wafers, 1);
@@ -629,7 +631,7 @@ TEST(Speculative, TwoUsersEachGetTheirReferenceTokens) {
   expect_speculation_conserves_tokens(r, sc);
 }
 
-TEST(Speculative, MixtralVerifiesBlocksWithRealExpertChoices) {
+TEST(Speculative, MixtralVerifiesWithRealExpertChoices) {
   Scenario sc = with_model("tiny-mixtral", 5);
   sc.workload.generate_tokens = 9;
   sc = speculative(sc, sc.model, 2, 0.5);
@@ -640,7 +642,7 @@ TEST(Speculative, MixtralVerifiesBlocksWithRealExpertChoices) {
   EXPECT_EQ(r.speculative->accepted, r.speculative->proposed);
 }
 
-TEST(Speculative, Gpt2VerifiesBlocksWithPositionRows) {
+TEST(Speculative, Gpt2VerifiesWithPositionRows) {
   Scenario sc = with_model("tiny-gpt2", 9);
   sc.workload.generate_tokens = 7;
   models::ModelConfig draft = sc.model;
@@ -666,6 +668,8 @@ TEST(Speculative, TimingOnlyAtRateOneAcceptsEveryProposal) {
   const analysis::RunResult r = run_scenario(sc, opt);
   expect_speculation_conserves_tokens(r, sc);
   EXPECT_EQ(r.speculative->accepted, r.speculative->proposed);
+  EXPECT_EQ(r.speculative->rejected, 0u);
+  EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 1.0);
   EXPECT_EQ(r.speculative->rounds, 3u);  // 15 tokens after the first: 5 + 5 + 5
   EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
 }
@@ -681,6 +685,9 @@ TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
   expect_speculation_conserves_tokens(r, sc);
   EXPECT_EQ(r.speculative->accepted, 0u);
   EXPECT_EQ(r.speculative->rounds, 15u);
+  // Every round but the last (one token to go: nothing proposed) rejects.
+  EXPECT_EQ(r.speculative->rejected, 14u);
+  EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 0.0);
   EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
 }
 
