@@ -23,4 +23,9 @@ RegisteredCommand add_noc_command(CLI::App& app);
 // wavelet model. wafersim bench agreement: flow vs wavelet tables (markdown).
 RegisteredCommand add_bench_command(CLI::App& app);
 
+// wafersim sweep SCENARIO [--model a,b] [--hardware ..] [--precision ..]
+//                [--wafers ..] [--users 1,2,4] [-j N] [--shard K/N|mpi] [--json]
+//                [--csv FILE]: the scenario at every point of the grid.
+RegisteredCommand add_sweep_command(CLI::App& app);
+
 }  // namespace wafersim::sim

@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "List hardware and model presets");
   const sim::RegisteredCommand noc = sim::add_noc_command(app);
   const sim::RegisteredCommand bench = sim::add_bench_command(app);
+  const sim::RegisteredCommand sweep = sim::add_sweep_command(app);
   std::string result_a, result_b;
   double fail_percent = -1.0;
   std::string regress_dir = "scenarios/regression";
@@ -252,6 +253,7 @@ int main(int argc, char** argv) {
     if (*list) return cmd_list(presets);
     if (*noc.command) return noc.run();
     if (*bench.command) return bench.run();
+    if (*sweep.command) return sweep.run();
     if (*compare) return cmd_compare(result_a, result_b, json, fail_percent);
     if (*regress) return cmd_regress(regress_dir, accept, tolerance);
   } catch (const sim::ScenarioError& e) {

@@ -299,4 +299,61 @@ TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(wafersim("run").code, 2);
 }
 
+// ---- wafersim sweep ----------------------------------------------------------
+
+nlohmann::json sweep(const std::string& args) {
+  const Outcome o = wafersim("sweep " + src("scenarios/quickstart.yaml") + " --json " + args);
+  EXPECT_EQ(o.code, 0) << o.err;
+  return nlohmann::json::parse(o.out);
+}
+
+TEST(Cli, SweepOverUsersGivesOnePointEachAndMoreUsersMoreAggregate) {
+  const auto j = sweep("--users 1,2,4 --timing-only");
+  ASSERT_EQ(j["points"].size(), 3u);
+  double last = 0.0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& p = j["points"][i];
+    EXPECT_EQ(p["index"], static_cast<int>(i));
+    EXPECT_EQ(p["exit_code"], 0);
+    EXPECT_EQ(p["users"], 1 << i);
+    EXPECT_EQ(p["overrides"]["users"], 1 << i);
+    // Users share the layer pipeline: each adds throughput, none is faster alone.
+    EXPECT_GT(p["aggregate_tokens_per_s"].get<double>(), last);
+    EXPECT_LE(p["decode_tokens_per_s_per_user"].get<double>(),
+              j["points"][0]["decode_tokens_per_s_per_user"].get<double>());
+    last = p["aggregate_tokens_per_s"].get<double>();
+  }
+}
+
+TEST(Cli, SweepResultsDoNotDependOnHowManyRunAtOnce) {
+  EXPECT_EQ(sweep("--users 1,2 --precision bf16,fp32 --timing-only -j 1"),
+            sweep("--users 1,2 --precision bf16,fp32 --timing-only -j 3"));
+}
+
+TEST(Cli, SweepReportsAModelThatDoesNotFitAsAnAnswer) {
+  const auto j = sweep("--model tiny-llama,llama-3.1-8b --timing-only");
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][0]["exit_code"], 0);
+  EXPECT_EQ(j["points"][1]["exit_code"], 1);
+  EXPECT_NE(j["points"][1]["error"].get<std::string>().find("does not fit"), std::string::npos);
+}
+
+TEST(Cli, SweepShardsSplitThePoints) {
+  const auto all = sweep("--users 1,2,3 --timing-only");
+  const auto s0 = sweep("--users 1,2,3 --timing-only --shard 0/2");
+  const auto s1 = sweep("--users 1,2,3 --timing-only --shard 1/2");
+  ASSERT_EQ(s0["points"].size(), 2u);
+  ASSERT_EQ(s1["points"].size(), 1u);
+  EXPECT_EQ(s0["points"][0], all["points"][0]);
+  EXPECT_EQ(s1["points"][0], all["points"][1]);
+  EXPECT_EQ(s0["points"][1], all["points"][2]);
+}
+
+TEST(Cli, SweepWithAnUnknownPresetFailsBeforeRunningAnything) {
+  const Outcome o = wafersim("sweep " + src("scenarios/quickstart.yaml") + " --model tiny-llama,nope");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("unknown model preset 'nope'"), std::string::npos) << o.err;
+  EXPECT_TRUE(o.out.empty());
+}
+
 }  // namespace
