@@ -260,6 +260,18 @@ Json sweep_json(const std::string& scenario, const SweepShard& shard,
         if (o.result.contains(k)) p[k] = o.result.at(k);
       if (o.result.contains("wafer_system"))
         p["power_kw"] = o.result.at("wafer_system").value("power_kw", Json());
+      // The GPU clusters on the same point, when the scenario compares.
+      if (o.result.contains("gpu_baselines")) {
+        Json gpus = Json::array();
+        for (const Json& g : o.result.at("gpu_baselines")) {
+          Json row = Json::object();
+          for (const char* k : {"system", "gpus", "tp", "pp", "decode_tokens_per_s_per_user",
+                                "aggregate_tokens_per_s", "ttft_s", "power_kw", "bottleneck"})
+            if (g.contains(k)) row[k] = g.at(k);
+          gpus.push_back(std::move(row));
+        }
+        p["gpu_baselines"] = std::move(gpus);
+      }
     } else {
       p["error"] = o.error;
     }

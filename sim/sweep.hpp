@@ -77,7 +77,8 @@ std::vector<SweepOutcome> run_sweep(const std::vector<SweepPoint>& points,
                                     const SweepOptions& options);
 
 // The sweep as one JSON object: {scenario, shard, points: [{index, the
-// point's overrides, exit_code, then the headline figures or error}]}.
+// point's overrides, exit_code, then the headline figures (and the GPU
+// clusters' when the scenario compares) or error}]}.
 nlohmann::ordered_json sweep_json(const std::string& scenario, const SweepShard& shard,
                                   const std::vector<SweepOutcome>& outcomes);
 // The same as a table for the terminal, and as CSV.
