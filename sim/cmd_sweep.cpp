@@ -11,6 +11,7 @@
 
 #include "sim/commands.hpp"
 #include "sim/scenario.hpp"
+#include "sim/subprocess.hpp"
 #include "sim/sweep.hpp"
 
 namespace wafersim::sim {
@@ -32,20 +33,6 @@ void show_sweep_progress(int done, int total) {
                std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total);
   if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
   std::fflush(stderr);
-}
-
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.good()) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw std::runtime_error("cannot write " + path.string());
-    }
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 int run(const SweepArgs& a) {
@@ -80,7 +67,7 @@ int run(const SweepArgs& a) {
   o.jobs = a.jobs;
   o.progress = show_sweep_progress;
   const std::vector<SweepOutcome> outcomes = run_sweep(points, o);
-  if (!a.csv.empty()) write_atomically(a.csv, sweep_csv(outcomes));
+  if (!a.csv.empty()) write_text_atomically(a.csv, sweep_csv(outcomes));
   if (a.json)
     std::cout << sweep_json(a.scenario, shard, outcomes).dump(2) << "\n";
   else

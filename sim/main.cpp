@@ -29,6 +29,7 @@
 #include "sim/presets.hpp"
 #include "sim/regression.hpp"
 #include "sim/scenario.hpp"
+#include "sim/subprocess.hpp"
 
 namespace {
 
@@ -36,21 +37,6 @@ using namespace wafersim;
 
 std::filesystem::path preset_dir(const std::string& flag) {
   return flag.empty() ? sim::default_preset_dir() : std::filesystem::path(flag);
-}
-
-// Writes `text` to `path` atomically (temporary file, then rename).
-void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.good()) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw analysis::OutputError(path, "cannot write " + path.string());
-    }
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 // A one-line progress bar on stderr, only when stderr is a terminal.
@@ -77,7 +63,7 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
   if (!results.empty()) {
     analysis::write_hdf5(results, result, metrics);
     // The resolved scenario next to the results reproduces the run.
-    write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
+    sim::write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
   }
   if (json) {
     std::cout << analysis::to_json_text(result, metrics);
@@ -150,10 +136,10 @@ int cmd_place(const std::string& file, const std::string& presets, bool json, co
   }
   if (block_rows > 0) sc.placement.block_rows = block_rows;
   const sim::PlacementReport report = sim::evaluate_placement(sc);
-  if (!svg.empty()) write_text_atomically(svg, sim::placement_svg(report));
+  if (!svg.empty()) sim::write_text_atomically(svg, sim::placement_svg(report));
   if (!write_placement.empty()) {
     if (report.placement_file.empty()) throw sim::UnsupportedModelError(report.placement_file_error);
-    write_text_atomically(write_placement, report.placement_file);
+    sim::write_text_atomically(write_placement, report.placement_file);
   }
   if (json)
     std::cout << sim::placement_json(report).dump(2) << "\n";

@@ -1,7 +1,5 @@
 #include "sim/regression.hpp"
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,6 +9,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "sim/subprocess.hpp"
 
 namespace wafersim::sim {
 
@@ -24,26 +24,12 @@ bool volatile_key(const std::string& key) {
   return key == "scenario_file";
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 Json run_case(const fs::path& binary, const fs::path& scenario) {
-  const std::string cmd =
-      shell_quote(binary.string()) + " run " + shell_quote(scenario.string()) + " --json";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("cannot start " + binary.string());
-  std::string out;
-  std::array<char, 65536> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(fmt::format("{}: the run failed (exit {})", scenario.string(),
-                                         WIFEXITED(status) ? WEXITSTATUS(status) : -1));
-  Json j = Json::parse(out);
+  const ProcessOutput p = run_process({binary.string(), "run", scenario.string(), "--json"});
+  if (p.exit_code != 0)
+    throw std::runtime_error(
+        fmt::format("{}: the run failed (exit {})", scenario.string(), p.exit_code));
+  Json j = Json::parse(p.out);
   for (auto it = j.begin(); it != j.end();)
     it = volatile_key(it.key()) ? j.erase(it) : std::next(it);
   return j;

@@ -1,8 +1,5 @@
 #include "sim/sweep.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -15,6 +12,8 @@
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "sim/subprocess.hpp"
 
 namespace wafersim::sim {
 
@@ -42,12 +41,6 @@ std::optional<int> env_int(const char* name) {
   return parse_int(v, name);
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // The run's first line on stderr that says what went wrong.
 std::string first_error_line(const std::string& err) {
   std::istringstream in(err);
@@ -59,56 +52,38 @@ std::string first_error_line(const std::string& err) {
   return first;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-SweepOutcome run_point(const SweepOptions& o, const SweepPoint& point, const fs::path& err_file) {
+SweepOutcome run_point(const SweepOptions& o, const SweepPoint& point) {
   SweepOutcome out;
   out.point = point;
-  std::string cmd;
-  for (const std::string& a :
-       sweep_run_arguments(o.binary, o.scenario, o.presets, o.functional, point))
-  {
-    if (!cmd.empty()) cmd += ' ';
-    cmd += shell_quote(a);
-  }
-  cmd += " 2> ";
-  cmd += shell_quote(err_file.string());
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("cannot start " + o.binary.string());
-  std::string text;
-  std::array<char, 65536> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
-  const int status = ::pclose(p);
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const std::string err = read_file(err_file);
-  std::error_code ec;
-  fs::remove(err_file, ec);
+  const ProcessOutput p =
+      run_process(sweep_run_arguments(o.binary, o.scenario, o.presets, o.functional, point));
+  out.exit_code = p.exit_code;
   if (out.exit_code == 0) {
     try {
-      out.result = Json::parse(text);
+      out.result = Json::parse(p.out);
     } catch (const Json::exception& e) {
       out.exit_code = 3;
       out.error = std::string("unreadable JSON from the run: ") + e.what();
     }
   } else {
-    out.error = first_error_line(err);
+    out.error = first_error_line(p.err);
     if (out.error.empty()) out.error = fmt::format("the run exited with {}", out.exit_code);
   }
   return out;
 }
 
 // The figures a capacity plan reads, from a run's JSON.
-const std::array<const char*, 11> kFigures = {
-    "model",          "hardware",         "precision",
-    "wafers_used",    "users",            "decode_tokens_per_s_per_user",
-    "aggregate_tokens_per_s", "ttft_s",   "inter_token_latency_s",
-    "max_context_tokens",     "bottleneck"};
+const std::array<const char*, 11> kFigures = {"model",
+                                              "hardware",
+                                              "precision",
+                                              "wafers_used",
+                                              "users",
+                                              "decode_tokens_per_s_per_user",
+                                              "aggregate_tokens_per_s",
+                                              "ttft_s",
+                                              "inter_token_latency_s",
+                                              "max_context_tokens",
+                                              "bottleneck"};
 
 Json point_overrides(const SweepPoint& p) {
   Json j = Json::object();
@@ -154,13 +129,13 @@ SweepShard parse_shard(const std::string& text) {
   } else {
     const auto slash = text.find('/');
     if (slash == std::string::npos)
-      throw std::invalid_argument("--shard: expected K/N (this is shard K of N, 0 <= K < N) or mpi");
+      throw std::invalid_argument(
+          "--shard: expected K/N (this is shard K of N, 0 <= K < N) or mpi");
     s.rank = parse_int(text.substr(0, slash), "--shard K");
     s.count = parse_int(text.substr(slash + 1), "--shard N");
   }
   if (s.count < 1 || s.rank < 0 || s.rank >= s.count)
-    throw std::invalid_argument(
-        fmt::format("--shard {}/{}: need 0 <= K < N", s.rank, s.count));
+    throw std::invalid_argument(fmt::format("--shard {}/{}: need 0 <= K < N", s.rank, s.count));
   return s;
 }
 
@@ -189,8 +164,7 @@ std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& sh
 
 std::vector<std::string> sweep_run_arguments(const fs::path& binary, const std::string& scenario,
                                              const std::string& presets,
-                                             std::optional<bool> functional,
-                                             const SweepPoint& p) {
+                                             std::optional<bool> functional, const SweepPoint& p) {
   std::vector<std::string> a{binary.string()};
   if (!presets.empty()) a.insert(a.end(), {"--presets", presets});
   a.insert(a.end(), {"run", scenario, "--json"});
@@ -206,9 +180,6 @@ std::vector<std::string> sweep_run_arguments(const fs::path& binary, const std::
 std::vector<SweepOutcome> run_sweep(const std::vector<SweepPoint>& points,
                                     const SweepOptions& options) {
   std::vector<SweepOutcome> outcomes(points.size());
-  const fs::path tmp = fs::temp_directory_path() /
-                       fmt::format("wafersim-sweep-{}", static_cast<long long>(::getpid()));
-  fs::create_directories(tmp);
   std::atomic<std::size_t> next{0};
   std::atomic<int> done{0};
   std::mutex progress_mutex;
@@ -219,7 +190,7 @@ std::vector<SweepOutcome> run_sweep(const std::vector<SweepPoint>& points,
       const std::size_t i = next.fetch_add(1);
       if (i >= points.size()) return;
       try {
-        outcomes[i] = run_point(options, points[i], tmp / fmt::format("{}.err", points[i].index));
+        outcomes[i] = run_point(options, points[i]);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -237,8 +208,6 @@ std::vector<SweepOutcome> run_sweep(const std::vector<SweepPoint>& points,
   std::vector<std::thread> pool;
   for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
   if (failure) std::rethrow_exception(failure);
   return outcomes;
 }
@@ -282,9 +251,10 @@ Json sweep_json(const std::string& scenario, const SweepShard& shard,
 }
 
 std::string sweep_table(const std::vector<SweepOutcome>& outcomes) {
-  std::string s = fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10}  {}\n",
-                              "point", "model", "hardware", "precision", "wafers", "users",
-                              "tok/s/user", "aggregate", "TTFT", "max ctx", "bottleneck");
+  std::string s =
+      fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10}  {}\n",
+                  "point", "model", "hardware", "precision", "wafers", "users", "tok/s/user",
+                  "aggregate", "TTFT", "max ctx", "bottleneck");
   for (const SweepOutcome& o : outcomes) {
     const SweepPoint& p = o.point;
     if (o.exit_code != 0) {
@@ -294,12 +264,13 @@ std::string sweep_table(const std::vector<SweepOutcome>& outcomes) {
       continue;
     }
     const Json& r = o.result;
-    s += fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5} {:>12.1f} {:>12.1f} {:>8.3f}ms {:>10}  {}\n",
-                     p.index, r.value("model", ""), r.value("hardware", ""),
-                     r.value("precision", ""), r.value("wafers_used", 0), r.value("users", 0),
-                     r.value("decode_tokens_per_s_per_user", 0.0),
-                     r.value("aggregate_tokens_per_s", 0.0), 1e3 * r.value("ttft_s", 0.0),
-                     r.value("max_context_tokens", 0ull), r.value("bottleneck", ""));
+    s += fmt::format(
+        "{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5} {:>12.1f} {:>12.1f} {:>8.3f}ms {:>10}  {}\n",
+        p.index, r.value("model", ""), r.value("hardware", ""), r.value("precision", ""),
+        r.value("wafers_used", 0), r.value("users", 0),
+        r.value("decode_tokens_per_s_per_user", 0.0), r.value("aggregate_tokens_per_s", 0.0),
+        1e3 * r.value("ttft_s", 0.0), r.value("max_context_tokens", 0ull),
+        r.value("bottleneck", ""));
   }
   return s;
 }
@@ -312,7 +283,8 @@ std::string sweep_csv(const std::vector<SweepOutcome>& outcomes) {
     s += fmt::format("{},{}", o.point.index, o.exit_code);
     for (const char* k : kFigures) {
       std::string v;
-      if (o.exit_code == 0 && o.result.contains(k)) v = cell(o.result.at(k));
+      if (o.exit_code == 0 && o.result.contains(k))
+        v = cell(o.result.at(k));
       else if (o.exit_code != 0) {
         const Json over = point_overrides(o.point);
         const std::string key = std::string(k) == "wafers_used" ? "wafers" : k;

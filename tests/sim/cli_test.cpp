@@ -350,7 +350,8 @@ TEST(Cli, SweepShardsSplitThePoints) {
 }
 
 TEST(Cli, SweepWithAnUnknownPresetFailsBeforeRunningAnything) {
-  const Outcome o = wafersim("sweep " + src("scenarios/quickstart.yaml") + " --model tiny-llama,nope");
+  const Outcome o =
+      wafersim("sweep " + src("scenarios/quickstart.yaml") + " --model tiny-llama,nope");
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.err.find("unknown model preset 'nope'"), std::string::npos) << o.err;
   EXPECT_TRUE(o.out.empty());

@@ -559,23 +559,41 @@ TEST(Timing, TimingOnlyRunComputesNoTokens) {
 
 // ---- Speculative decoding on the wafer ----------------------------------------
 // The draft is placed on wafers of its own and proposes; the target verifies
-// the round's tokens. Greedy speculative decoding is lossless: the tokens must be the
-// target's reference tokens whatever the draft proposes. Every verification
-// yields its accepted proposals plus one token of the target's own, so
-// generated = 1 (from the prompt) + rounds + accepted, for every user.
+// the round's tokens. Greedy speculative decoding is lossless: the tokens must
+// be the target's reference tokens whatever the draft proposes. Every
+// verification yields its accepted proposals plus one token of the target's
+// own, so generated = 1 (from the prompt) + rounds + accepted, for every user.
+// (One simulation per process: one TEST per case.)
 
-Scenario speculative(Scenario sc, models::ModelConfig draft, int gamma, double alpha) {
+// The target's own config with fewer layers (other weights), or itself.
+models::ModelConfig draft_of(const models::ModelConfig& target, int layers) {
+  models::ModelConfig d = target;
+  if (layers != target.num_layers) {
+    d.name = target.name + "-" + std::to_string(layers) + "-layers";
+    d.num_layers = layers;
+  }
+  return d;
+}
+
+// Runs `sc` with a draft of `draft_layers` layers and checks what holds for
+// any draft: the tokens (functional) and the conservation laws.
+analysis::RunResult run_speculative(Scenario sc, int draft_layers, int gamma, double alpha,
+                                    bool functional = true) {
   SpeculativeOptions o;
   o.draft_preset = "inline";
-  o.decoding.draft = std::move(draft);
+  o.decoding.draft = draft_of(sc.model, draft_layers);
   o.decoding.draft_tokens = gamma;
   o.decoding.acceptance_rate = alpha;
   sc.speculative = o;
-  return sc;
-}
-
-void expect_speculation_conserves_tokens(const analysis::RunResult& r, const Scenario& sc) {
-  ASSERT_TRUE(r.speculative);
+  RunOptions opt;
+  opt.functional = functional;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  if (functional) {
+    EXPECT_EQ(r.tokens, r.reference_tokens);
+    EXPECT_LT(r.max_logit_abs_error, 1e-3);
+  }
+  EXPECT_TRUE(r.speculative);
+  if (!r.speculative) return r;
   const analysis::SpeculativeRun& s = *r.speculative;
   EXPECT_EQ(static_cast<std::uint64_t>(sc.workload.users) * (sc.workload.generate_tokens - 1),
             s.rounds + s.accepted);
@@ -586,18 +604,13 @@ void expect_speculation_conserves_tokens(const analysis::RunResult& r, const Sce
   EXPECT_EQ(s.round_cycles, s.draft_cycles + s.verify_cycles);
   EXPECT_GE(s.draft_wafers, 1);
   EXPECT_EQ(r.wafers, 1 + s.draft_wafers);  // the target's wafer, then the draft's
+  return r;
 }
 
 TEST(Speculative, TheTargetAsItsOwnDraftHasEveryProposalAccepted) {
   // 16 tokens, gamma 3: the first from the prompt, then rounds of 3 + 1,
   // 3 + 1, 3 + 1 and, with 3 tokens to go, 2 + 1.
-  Scenario sc = quickstart(42);
-  sc = speculative(sc, sc.model, 3, 0.5);
-  RunOptions opt;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  EXPECT_EQ(r.tokens, r.reference_tokens);
-  EXPECT_LT(r.max_logit_abs_error, 1e-3);
-  expect_speculation_conserves_tokens(r, sc);
+  const analysis::RunResult r = run_speculative(quickstart(42), 4, 3, 0.5);
   EXPECT_EQ(r.speculative->rounds, 4u);
   EXPECT_EQ(r.speculative->proposed, 11u);
   EXPECT_EQ(r.speculative->accepted, 11u);
@@ -605,68 +618,34 @@ TEST(Speculative, TheTargetAsItsOwnDraftHasEveryProposalAccepted) {
 }
 
 TEST(Speculative, ADifferentDraftStillGivesTheTargetsTokens) {
-  Scenario sc = quickstart(7);
-  models::ModelConfig draft = sc.model;
-  draft.name = "tiny-llama-1-layer";
-  draft.num_layers = 1;
-  sc = speculative(sc, draft, 4, 0.9);
-  RunOptions opt;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  EXPECT_EQ(r.tokens, r.reference_tokens);
-  EXPECT_LT(r.max_logit_abs_error, 1e-3);
-  expect_speculation_conserves_tokens(r, sc);
+  const analysis::RunResult r = run_speculative(quickstart(7), 1, 4, 0.9);
   EXPECT_LT(r.speculative->accepted, r.speculative->proposed);  // rejections were rolled back
 }
 
 TEST(Speculative, TwoUsersEachGetTheirReferenceTokens) {
   Scenario sc = quickstart(3);
   sc.workload.users = 2;
-  models::ModelConfig draft = sc.model;
-  draft.name = "tiny-llama-2-layers";
-  draft.num_layers = 2;
-  sc = speculative(sc, draft, 2, 0.9);
-  RunOptions opt;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  EXPECT_EQ(r.tokens, r.reference_tokens);
-  expect_speculation_conserves_tokens(r, sc);
+  run_speculative(sc, 2, 2, 0.9);
 }
 
 TEST(Speculative, MixtralVerifiesWithRealExpertChoices) {
   Scenario sc = with_model("tiny-mixtral", 5);
   sc.workload.generate_tokens = 9;
-  sc = speculative(sc, sc.model, 2, 0.5);
-  RunOptions opt;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  EXPECT_EQ(r.tokens, r.reference_tokens);
-  expect_speculation_conserves_tokens(r, sc);
+  const analysis::RunResult r = run_speculative(sc, sc.model.num_layers, 2, 0.5);
   EXPECT_EQ(r.speculative->accepted, r.speculative->proposed);
 }
 
 TEST(Speculative, Gpt2VerifiesWithPositionRows) {
   Scenario sc = with_model("tiny-gpt2", 9);
   sc.workload.generate_tokens = 7;
-  models::ModelConfig draft = sc.model;
-  draft.name = "tiny-gpt2-1-layer";
-  draft.num_layers = 1;
-  sc = speculative(sc, draft, 3, 0.5);
-  RunOptions opt;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  EXPECT_EQ(r.tokens, r.reference_tokens);
-  expect_speculation_conserves_tokens(r, sc);
+  run_speculative(sc, 1, 3, 0.5);
 }
 
 // Timing only: each proposal is accepted with the scenario's rate. At rate 1
 // every proposal is accepted; at rate 0 none is, and every verification
 // yields the target's one token. A user's decode time is its rounds.
 TEST(Speculative, TimingOnlyAtRateOneAcceptsEveryProposal) {
-  Scenario sc = quickstart(42);
-  models::ModelConfig draft = sc.model;
-  draft.num_layers = 1;
-  sc = speculative(sc, draft, 4, 1.0);
-  RunOptions opt;
-  opt.functional = false;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  expect_speculation_conserves_tokens(r, sc);
+  const analysis::RunResult r = run_speculative(quickstart(42), 1, 4, 1.0, false);
   EXPECT_EQ(r.speculative->accepted, r.speculative->proposed);
   EXPECT_EQ(r.speculative->rejected, 0u);
   EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 1.0);
@@ -675,14 +654,7 @@ TEST(Speculative, TimingOnlyAtRateOneAcceptsEveryProposal) {
 }
 
 TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
-  Scenario sc = quickstart(42);
-  models::ModelConfig draft = sc.model;
-  draft.num_layers = 1;
-  sc = speculative(sc, draft, 2, 0.0);
-  RunOptions opt;
-  opt.functional = false;
-  const analysis::RunResult r = run_scenario(sc, opt);
-  expect_speculation_conserves_tokens(r, sc);
+  const analysis::RunResult r = run_speculative(quickstart(42), 1, 2, 0.0, false);
   EXPECT_EQ(r.speculative->accepted, 0u);
   EXPECT_EQ(r.speculative->rounds, 15u);
   // Every round but the last (one token to go: nothing proposed) rejects.

@@ -83,9 +83,9 @@ TEST(SweepRun, ArgumentsCarryTheScenarioFlagsAndThePointsOverrides) {
   p.wafers = "auto";
   p.users = 16;
   const auto a = sweep_run_arguments("/bin/wafersim", "s.yaml", "/presets", false, p);
-  const std::vector<std::string> want{"/bin/wafersim", "--presets", "/presets", "run", "s.yaml",
-                                      "--json", "--timing-only", "--model", "llama-3.1-8b",
-                                      "--wafers", "auto", "--users", "16"};
+  const std::vector<std::string> want{
+      "/bin/wafersim", "--presets",    "/presets", "run",  "s.yaml",  "--json", "--timing-only",
+      "--model",       "llama-3.1-8b", "--wafers", "auto", "--users", "16"};
   EXPECT_EQ(a, want);
 }
 

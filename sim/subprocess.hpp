@@ -1,0 +1,26 @@
+// Child processes and files written whole: what the commands that run other
+// wafersim processes (regress, sweep) and write reports share.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace wafersim::sim {
+
+struct ProcessOutput {
+  int exit_code = 0;  // the child's exit status, or 128 + signal
+  std::string out;    // everything it wrote to stdout
+  std::string err;    // everything it wrote to stderr
+};
+
+// Runs argv[0] with the arguments argv[1..] (no shell interpretation of
+// them) and waits for it. Throws std::runtime_error if it cannot start.
+ProcessOutput run_process(const std::vector<std::string>& argv);
+
+// Writes `text` to `path` atomically: a temporary file beside it, then a
+// rename over it. Throws analysis::OutputError (naming `path`) on failure,
+// leaving any older file at `path` as it was.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace wafersim::sim
