@@ -10,9 +10,9 @@
 #include <iostream>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "analysis/compare.hpp"
 #include "analysis/hdf5_output.hpp"
@@ -25,8 +25,8 @@
 #include "sim/engine.hpp"
 #include "sim/placement.hpp"
 #include "sim/placement_report.hpp"
-#include "sim/program.hpp"
 #include "sim/presets.hpp"
+#include "sim/program.hpp"
 #include "sim/regression.hpp"
 #include "sim/scenario.hpp"
 #include "sim/subprocess.hpp"
@@ -44,7 +44,8 @@ void show_progress(int done, int total) {
   if (!::isatty(STDERR_FILENO) || total <= 0) return;
   const int width = 30;
   const int filled = done * width / total;
-  std::fprintf(stderr, "\r  simulating tokens [%s%s] %d/%d", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+  std::fprintf(stderr, "\r  simulating tokens [%s%s] %d/%d",
+               std::string(static_cast<std::size_t>(filled), '#').c_str(),
                std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total);
   if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
   std::fflush(stderr);
@@ -69,7 +70,8 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
     std::cout << analysis::to_json_text(result, metrics);
   } else {
     analysis::write_report(std::cout, result, metrics);
-    if (!results.empty()) std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";
+    if (!results.empty())
+      std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";
   }
   if (options.functional && result.tokens != result.reference_tokens) {
     std::cerr << "wafersim: error: simulated tokens differ from the reference forward pass\n";
@@ -81,9 +83,10 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
 int cmd_validate(const std::string& file, const std::string& presets) {
   const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets));
   sim::check_wafer_supports(sc.model);
-  fmt::print("{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n", file, sc.model.name,
-             sc.hardware.name, sc.hardware.mesh_width, sc.hardware.mesh_height, models::dtype_name(sc.precision),
-             sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed);
+  fmt::print("{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n", file,
+             sc.model.name, sc.hardware.name, sc.hardware.mesh_width, sc.hardware.mesh_height,
+             models::dtype_name(sc.precision), sc.workload.prompt_ids.size(),
+             sc.workload.generate_tokens, sc.workload.seed);
   return 0;
 }
 
@@ -117,19 +120,22 @@ int cmd_regress(const std::string& folder, bool accept, double tolerance) {
   }
   fmt::print("{} passed, {} failed\n", static_cast<int>(cases.size()) - failed, failed);
   if (failed > 0)
-    fmt::print("To accept the new results as the baseline, on purpose: wafersim regress {} --accept "
-               "(and say why in the commit)\n", folder);
+    fmt::print(
+        "To accept the new results as the baseline, on purpose: wafersim regress {} --accept "
+        "(and say why in the commit)\n",
+        folder);
   return failed > 0 ? kExitRegression : 0;
 }
 
-int cmd_place(const std::string& file, const std::string& presets, bool json, const std::string& svg,
-              const sim::ScenarioOverrides& overrides, const std::string& strategy, int block_rows,
-              const std::string& write_placement) {
+int cmd_place(const std::string& file, const std::string& presets, bool json,
+              const std::string& svg, const sim::ScenarioOverrides& overrides,
+              const std::string& strategy, int block_rows, const std::string& write_placement) {
   sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
   if (!strategy.empty()) {
     const auto known = sim::placement_strategies();
     if (std::find(known.begin(), known.end(), strategy) == known.end()) {
-      std::cerr << "wafersim: error: --strategy " << strategy << ": unknown; valid: " << fmt::format("{}", fmt::join(known, ", ")) << "\n";
+      std::cerr << "wafersim: error: --strategy " << strategy
+                << ": unknown; valid: " << fmt::format("{}", fmt::join(known, ", ")) << "\n";
       return 1;
     }
     sc.placement.strategy = strategy;
@@ -138,7 +144,8 @@ int cmd_place(const std::string& file, const std::string& presets, bool json, co
   const sim::PlacementReport report = sim::evaluate_placement(sc);
   if (!svg.empty()) sim::write_text_atomically(svg, sim::placement_svg(report));
   if (!write_placement.empty()) {
-    if (report.placement_file.empty()) throw sim::UnsupportedModelError(report.placement_file_error);
+    if (report.placement_file.empty())
+      throw sim::UnsupportedModelError(report.placement_file_error);
     sim::write_text_atomically(write_placement, report.placement_file);
   }
   if (json)
@@ -163,40 +170,51 @@ int main(int argc, char** argv) {
   CLI::App app{"wafersim: a wafer-scale hardware simulator for LLM decoding"};
   app.require_subcommand(1);
   std::string presets;
-  app.add_option("--presets", presets, "Folder of hardware/ and models/ presets (default: $WAFERSIM_PRESETS or the source tree)");
+  app.add_option(
+      "--presets", presets,
+      "Folder of hardware/ and models/ presets (default: $WAFERSIM_PRESETS or the source tree)");
 
   std::string file, out;
   bool json = false, functional = false, timing_only = false;
   auto* run = app.add_subcommand("run", "Simulate a scenario and report");
   run->add_option("scenario", file, "Scenario YAML file")->required();
   run->add_flag("--json", json, "Print one JSON object to stdout instead of the report");
-  run->add_option("--out", out, "Write results to this HDF5 file (and the resolved scenario beside it)");
-  auto* f_opt = run->add_flag("--functional", functional, "Compute real numbers and compare with the reference");
+  run->add_option("--out", out,
+                  "Write results to this HDF5 file (and the resolved scenario beside it)");
+  auto* f_opt = run->add_flag("--functional", functional,
+                              "Compute real numbers and compare with the reference");
   auto* t_opt = run->add_flag("--timing-only", timing_only, "Timing only: skip the arithmetic");
   f_opt->excludes(t_opt);
   sim::ScenarioOverrides overrides;
   run->add_option("--hardware", overrides.hardware, "Override the scenario's hardware preset");
   run->add_option("--model", overrides.model, "Override the scenario's model preset");
-  run->add_option("--precision", overrides.precision, "Override the precision (fp32, fp16, bf16, ...)");
-  run->add_option("--wafers", overrides.wafers, "Wafers in the pipeline: N or auto (the fewest that fit)");
+  run->add_option("--precision", overrides.precision,
+                  "Override the precision (fp32, fp16, bf16, ...)");
+  run->add_option("--wafers", overrides.wafers,
+                  "Wafers in the pipeline: N or auto (the fewest that fit)");
   run->add_option("--users", overrides.users, "Sequences decoded at once (workload.users)");
-  run->add_option("--placement", overrides.placement_file,
-                  "Use this placement file (wafersim place --write-placement) instead of the strategy");
+  run->add_option(
+      "--placement", overrides.placement_file,
+      "Use this placement file (wafersim place --write-placement) instead of the strategy");
 
   std::string svg, strategy, write_placement;
   int block_rows = 0;
-  auto* place = app.add_subcommand("place", "Place a scenario's model and evaluate the placement (no simulation)");
+  auto* place = app.add_subcommand(
+      "place", "Place a scenario's model and evaluate the placement (no simulation)");
   place->add_option("scenario", file, "Scenario YAML file")->required();
   place->add_flag("--json", json, "Print one JSON object");
   place->add_option("--svg", svg, "Write a picture: regions, SRAM and link-load heatmaps");
   place->add_option("--strategy", strategy, "Override the placement strategy");
-  place->add_option("--block-rows", block_rows, "serpentine, sram-balanced: rows of layer blocks")->check(CLI::Range(1, 64));
+  place->add_option("--block-rows", block_rows, "serpentine, sram-balanced: rows of layer blocks")
+      ->check(CLI::Range(1, 64));
   place->add_option("--wafers", overrides.wafers, "Wafers: N or auto");
   place->add_option("--hardware", overrides.hardware, "Override the hardware preset");
   place->add_option("--model", overrides.model, "Override the model preset");
-  place->add_option("--placement", overrides.placement_file, "Read this placement file instead of running the strategy");
+  place->add_option("--placement", overrides.placement_file,
+                    "Read this placement file instead of running the strategy");
   place->add_option("--write-placement", write_placement,
-                    "Write the placement (regions, every matrix's rectangle and reduction) as an editable YAML file");
+                    "Write the placement (regions, every matrix's rectangle and reduction) as an "
+                    "editable YAML file");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", file, "Scenario YAML file")->required();
@@ -209,17 +227,23 @@ int main(int argc, char** argv) {
   std::string regress_dir = "scenarios/regression";
   bool accept = false;
   double tolerance = 0.0;
-  auto* regress = app.add_subcommand("regress", "Rerun the golden regression scenarios and compare with their recorded results");
-  regress->add_option("folder", regress_dir, "Folder of scenarios with expected/ results (default scenarios/regression)");
+  auto* regress = app.add_subcommand(
+      "regress", "Rerun the golden regression scenarios and compare with their recorded results");
+  regress->add_option("folder", regress_dir,
+                      "Folder of scenarios with expected/ results (default scenarios/regression)");
   regress->add_flag("--accept", accept, "Record the new results as the expected ones");
-  regress->add_option("--tolerance", tolerance, "Relative tolerance for non-integer figures (default 0: exact)")
+  regress
+      ->add_option("--tolerance", tolerance,
+                   "Relative tolerance for non-integer figures (default 0: exact)")
       ->check(CLI::NonNegativeNumber);
-  auto* compare = app.add_subcommand("compare", "Compare two results files (A = baseline, B = new)");
+  auto* compare =
+      app.add_subcommand("compare", "Compare two results files (A = baseline, B = new)");
   compare->add_option("a", result_a, "Baseline results (.h5)")->required();
   compare->add_option("b", result_b, "New results (.h5)")->required();
   compare->add_flag("--json", json, "Print one JSON object");
-  compare->add_option("--fail-on-regression", fail_percent,
-                      "Exit with code 4 when any figure got worse by more than PCT percent")
+  compare
+      ->add_option("--fail-on-regression", fail_percent,
+                   "Exit with code 4 when any figure got worse by more than PCT percent")
       ->check(CLI::NonNegativeNumber);
 
   try {
@@ -235,7 +259,8 @@ int main(int argc, char** argv) {
       return cmd_run(file, presets, json, out, fn, overrides);
     }
     if (*validate) return cmd_validate(file, presets);
-    if (*place) return cmd_place(file, presets, json, svg, overrides, strategy, block_rows, write_placement);
+    if (*place)
+      return cmd_place(file, presets, json, svg, overrides, strategy, block_rows, write_placement);
     if (*list) return cmd_list(presets);
     if (*noc.command) return noc.run();
     if (*bench.command) return bench.run();
