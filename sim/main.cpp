@@ -143,11 +143,7 @@ int cmd_place(const std::string& file, const std::string& presets, bool json,
   if (block_rows > 0) sc.placement.block_rows = block_rows;
   const sim::PlacementReport report = sim::evaluate_placement(sc);
   if (!svg.empty()) sim::write_text_atomically(svg, sim::placement_svg(report));
-  if (!write_placement.empty()) {
-    if (report.placement_file.empty())
-      throw sim::UnsupportedModelError(report.placement_file_error);
-    sim::write_text_atomically(write_placement, report.placement_file);
-  }
+  if (!write_placement.empty()) sim::write_text_atomically(write_placement, report.placement_file);
   if (json)
     std::cout << sim::placement_json(report).dump(2) << "\n";
   else

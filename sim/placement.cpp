@@ -89,20 +89,21 @@ MatrixPlacement make_matrix(const MatrixShape& m, int x0, int y0, int width, int
   return mp;
 }
 
-void allocate_matrix(fabric::Fabric& fab, const MatrixPlacement& mp, int weight_bits) {
-  const fabric::Mesh& mesh = fab.mesh();
+// Every core of a matrix: its weight tile and its buffers (the input chunk
+// and the partial sums, fp32).
+void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
+                  const std::function<void(const CoreAllocation&)>& visit) {
+  const std::string tile = mp.name + " weight tile", buffers = mp.name + " buffers";
   for (int pi = 0; pi < mp.p(); ++pi)
     for (int qi = 0; qi < mp.q(); ++qi) {
       const std::uint64_t rows =
           static_cast<std::uint64_t>(mp.row_begin(pi + 1) - mp.row_begin(pi));
       const std::uint64_t cols =
           static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
-      const CoreId core = mesh.id(mp.core(pi, qi));
-      fab.sram().allocate(core,
-                          Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
-                          SramUse::weights, mp.name + " weight tile");
-      fab.sram().allocate(core, Bytes{(rows + cols) * 4}, SramUse::activations,
-                          mp.name + " buffers");
+      const Coord core = mp.core(pi, qi);
+      visit({wafer, core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
+             SramUse::weights, tile});
+      visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
     }
 }
 
@@ -1033,10 +1034,9 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   return pl;
 }
 
-void allocate_placement(const models::ModelConfig& model, const Placement& pl,
-                        std::span<fabric::Fabric* const> wafers, const PlacementRequest& req) {
-  if (static_cast<int>(wafers.size()) != pl.wafers)
-    throw std::invalid_argument("allocate_placement: one fabric per wafer of the placement");
+void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
+                         const PlacementRequest& req,
+                         const std::function<void(const CoreAllocation&)>& visit) {
   const int bits = req.weight_bits;
   const int kv_bits = req.weight_bits;
   const bool tied = model.tie_embeddings;
@@ -1044,68 +1044,73 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
   const int group = model.num_heads / model.num_kv_heads;
   const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(hd) * kv_bits / 8;
   const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * hd + 2) * 4;
-  // Allocate every byte; the allocator is the final word on fit.
-  auto fab_of = [&](int w) -> fabric::Fabric& { return *wafers[static_cast<std::size_t>(w)]; };
   for (const LayerStage& st : pl.layers) {
-    fabric::Fabric& fab = fab_of(st.wafer);
-    for (const MatrixPlacement* mp : st.matrices()) allocate_matrix(fab, *mp, bits);
+    for (const MatrixPlacement* mp : st.matrices()) visit_matrix(st.wafer, *mp, bits, visit);
     const AttentionPlacement& a = st.attention;
+    const std::string kv = fmt::format("layer {} KV cache", st.layer);
+    const std::string buffers = fmt::format("layer {} attention buffers", st.layer);
     for (int h = 0; h < a.num_kv_heads; ++h)
       for (int i = 0; i < a.segment_length; ++i) {
-        const CoreId core = fab.mesh().id(a.segment_core(h, i));
-        fab.sram().allocate(
-            core, Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
-            SramUse::kv_cache, fmt::format("layer {} KV cache", st.layer));
-        fab.sram().allocate(core, Bytes{att_buffers}, SramUse::activations,
-                            fmt::format("layer {} attention buffers", st.layer));
+        const Coord core = a.segment_core(h, i);
+        visit({st.wafer, core,
+               Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
+               SramUse::kv_cache, kv});
+        visit({st.wafer, core, Bytes{att_buffers}, SramUse::activations, buffers});
       }
   }
   const HeadStage& head = pl.head;
-  fabric::Fabric& head_fab = fab_of(head.wafer);
-  allocate_matrix(head_fab, head.lm_head, bits);
-  if (!tied) allocate_matrix(head_fab, head.embedding, bits);
-  if (head.position_embedding.p() > 0) allocate_matrix(head_fab, head.position_embedding, bits);
+  visit_matrix(head.wafer, head.lm_head, bits, visit);
+  if (!tied) visit_matrix(head.wafer, head.embedding, bits, visit);
+  if (head.position_embedding.p() > 0)
+    visit_matrix(head.wafer, head.position_embedding, bits, visit);
   // RMSNorm gains sit where their vectors are normalised: both of a layer's
   // on its residual cores (the o roots), the final one on the head's first
   // roots (the layout lower() uses for the final hidden state).
-  auto allocate_gains = [&](fabric::Fabric& fab, Coord c, int elements, const std::string& what) {
-    fab.sram().allocate(fab.mesh().id(c),
-                        Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
-                        SramUse::weights, what);
+  auto gains = [&](int wafer, Coord c, int elements, const std::string& what) {
+    visit({wafer, c, Bytes{ceil_div(static_cast<std::uint64_t>(elements) * 2 * bits, 16)},
+           SramUse::weights, what});
   };
   // LayerNorm (gpt2) has a bias beside each gain.
   const int norm_vectors = model.is_gpt2() ? 2 : 1;
   // Biases sit on the roots of the matrix whose output they are added to.
-  auto allocate_biases = [&](fabric::Fabric& fab, const MatrixPlacement& m,
-                             const std::string& what) {
+  auto biases = [&](int wafer, const MatrixPlacement& m, const std::string& what) {
     for (int pi = 0; pi < m.p(); ++pi)
-      allocate_gains(fab, m.root(pi), m.row_begin(pi + 1) - m.row_begin(pi), what);
+      gains(wafer, m.root(pi), m.row_begin(pi + 1) - m.row_begin(pi), what);
   };
   for (const LayerStage& st : pl.layers) {
-    fabric::Fabric& fab = fab_of(st.wafer);
+    const std::string norms = fmt::format("layer {} norm gains", st.layer);
     for (int pi = 0; pi < st.o.p(); ++pi)
-      allocate_gains(fab, st.o.root(pi),
-                     2 * norm_vectors * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
-                     fmt::format("layer {} norm gains", st.layer));
+      gains(st.wafer, st.o.root(pi),
+            2 * norm_vectors * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)), norms);
     // q/k/v biases (qwen2, gpt2, attention_bias).
-    if (model.has_qkv_bias())
-      allocate_biases(fab, st.qkv, fmt::format("layer {} qkv bias", st.layer));
+    if (model.has_qkv_bias()) biases(st.wafer, st.qkv, fmt::format("layer {} qkv bias", st.layer));
     if (model.is_gpt2()) {
-      allocate_biases(fab, st.o, fmt::format("layer {} o bias", st.layer));
-      allocate_biases(fab, st.gate_up, fmt::format("layer {} up bias", st.layer));
-      allocate_biases(fab, st.down, fmt::format("layer {} down bias", st.layer));
+      biases(st.wafer, st.o, fmt::format("layer {} o bias", st.layer));
+      biases(st.wafer, st.gate_up, fmt::format("layer {} up bias", st.layer));
+      biases(st.wafer, st.down, fmt::format("layer {} down bias", st.layer));
     }
     // qwen3's qk-norm gains (2 x head_dim values) on the qkv's first root.
     if (model.has_qk_norm())
-      allocate_gains(fab, st.qkv.root(0), 2 * model.head_dim,
-                     fmt::format("layer {} qk-norm gains", st.layer));
+      gains(st.wafer, st.qkv.root(0), 2 * model.head_dim,
+            fmt::format("layer {} qk-norm gains", st.layer));
   }
   const int home = std::min(head.lm_head.p(), model.hidden_size);
   for (int i = 0; i < home; ++i)
-    allocate_gains(head_fab, head.lm_head.root(i),
-                   norm_vectors * (block_begin(model.hidden_size, home, i + 1) -
-                                   block_begin(model.hidden_size, home, i)),
-                   "final norm gains");
+    gains(head.wafer, head.lm_head.root(i),
+          norm_vectors * (block_begin(model.hidden_size, home, i + 1) -
+                          block_begin(model.hidden_size, home, i)),
+          "final norm gains");
+}
+
+void allocate_placement(const models::ModelConfig& model, const Placement& pl,
+                        std::span<fabric::Fabric* const> wafers, const PlacementRequest& req) {
+  if (static_cast<int>(wafers.size()) != pl.wafers)
+    throw std::invalid_argument("allocate_placement: one fabric per wafer of the placement");
+  // The allocator is the final word on fit.
+  for_each_allocation(model, pl, req, [&](const CoreAllocation& a) {
+    fabric::Fabric& fab = *wafers[static_cast<std::size_t>(a.wafer)];
+    fab.sram().allocate(fab.mesh().id(a.core), a.bytes, a.use, a.what);
+  });
 }
 
 Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -44,6 +45,7 @@ struct MatrixPlacement {
   Coord core(int pi, int qi) const { return Coord{rect.x0 + qi, rect.y0 + pi}; }
   Coord root(int pi) const { return core(pi, 0); }
   std::uint64_t max_tile_elements() const;
+  bool operator==(const MatrixPlacement&) const = default;
 };
 
 // The KV cache of every kv head of one layer: kv head h owns a vertical
@@ -77,16 +79,18 @@ struct AttentionPlacement {
     const int rel = (i - offset + segment_length) % segment_length;
     return positions / segment_length + (rel < positions % segment_length ? 1 : 0);
   }
+  bool operator==(const AttentionPlacement&) const = default;
 };
 
-// One pipeline stage: a decoder layer, or the head (embedding + final norm +
-// lm_head) that turns the last hidden state into the next token.
 // One expert of a mixture-of-experts MLP: its own gate/up (interleaved, as
 // the dense gate_up) and down matrices, each on its own rectangle of cores.
 struct ExpertPlacement {
   MatrixPlacement gate_up, down;
+  bool operator==(const ExpertPlacement&) const = default;
 };
 
+// One pipeline stage: a decoder layer, or the head (embedding + final norm +
+// lm_head) that turns the last hidden state into the next token.
 struct LayerStage {
   int layer = 0;
   int wafer = 0;
@@ -102,6 +106,7 @@ struct LayerStage {
   // Every matrix with cores (qkv, o, then gate_up/down or router and the
   // experts' gate_up/down in order).
   std::vector<const MatrixPlacement*> matrices() const;
+  bool operator==(const LayerStage&) const = default;
 };
 
 struct HeadStage {
@@ -113,6 +118,7 @@ struct HeadStage {
   // embedding; 0 x 0 for the other architectures.
   MatrixPlacement position_embedding;
   bool tied = false;
+  bool operator==(const HeadStage&) const = default;
 };
 
 struct Placement {
@@ -202,6 +208,22 @@ Placement place(const models::ModelConfig& model, fabric::Fabric& fabric,
 // rule, without allocating (cheap: used to search for the fewest wafers).
 Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSpec& spec,
                          int n_wafers, const PlacementRequest& request);
+// One allocation a placement makes: `bytes` on `core` of wafer `wafer`, for
+// `use`; `what` names it in a FitError.
+struct CoreAllocation {
+  int wafer = 0;
+  Coord core;
+  Bytes bytes;
+  fabric::SramUse use = fabric::SramUse::weights;
+  const std::string& what;
+};
+// Every allocation of a planned placement (weight tiles and buffers, KV
+// slots, norm gains and biases on their roots), in the order
+// allocate_placement makes them: the one account of a placement's bytes,
+// which placement files check their SRAM with too.
+void for_each_allocation(const models::ModelConfig& model, const Placement& placement,
+                         const PlacementRequest& request,
+                         const std::function<void(const CoreAllocation&)>& visit);
 // Allocates a planned placement's bytes in the wafers' SRAM maps.
 void allocate_placement(const models::ModelConfig& model, const Placement& placement,
                         std::span<fabric::Fabric* const> wafers, const PlacementRequest& request);

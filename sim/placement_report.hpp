@@ -45,8 +45,7 @@ struct PlacementReport {
   std::uint64_t token_cycles = 0;  // one decode step alone on the fabric
   double clock_hz = 0.0;
   int max_context_tokens = 0;
-  std::string placement_file;        // the placement as a placement file (sim/placement_file.hpp)
-  std::string placement_file_error;  // why there is none (an architecture files cannot describe)
+  std::string placement_file;  // the placement as a placement file (sim/placement_file.hpp)
 };
 
 PlacementReport evaluate_placement(const Scenario& scenario);

@@ -2,6 +2,7 @@
 // code, stdout and stderr.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -81,6 +82,98 @@ TEST(Cli, PlacementFileWrittenAndReadBackGivesTheSamePlacementAndTokens) {
   EXPECT_EQ(e.code, 1);
   EXPECT_NE(e.err.find(file + ":"), std::string::npos) << e.err;
   EXPECT_NE(e.err.find("did you mean 'reduction'"), std::string::npos) << e.err;
+  fs::remove_all(d);
+}
+
+// Per architecture and strategy: a functional run from the placement file
+// that `place --write-placement` wrote is the strategy's own run -- the
+// reference tokens, the same cycles, cores, bytes and link loads.
+struct FileRun {
+  const char* model;
+  const char* strategy;
+  int wafers = 1;
+};
+
+void PrintTo(const FileRun& c, std::ostream* os) {
+  *os << c.model << " " << c.strategy << " on " << c.wafers << " wafer(s)";
+}
+
+class CliPlacementFile : public ::testing::TestWithParam<FileRun> {};
+
+TEST_P(CliPlacementFile, RunFromTheWrittenFileIsTheStrategysRun) {
+  const FileRun& c = GetParam();
+  const fs::path d = scratch_dir(std::string("pfile_") + c.model + "_" + c.strategy);
+  const std::string scenario = (d / "s.yaml").string(), file = (d / "p.yaml").string();
+  std::ofstream(scenario) << "name: pfile\nhardware: small\nmodel: " << c.model
+                          << "\nwafers: " << c.wafers << "\nplacement:\n  strategy: " << c.strategy
+                          << "\n  reduction: tree\n"
+                          << (std::string(c.strategy) == "anneal"
+                                  ? "  anneal: {iterations: 20000}\n"
+                                  : "")
+                          << "workload:\n  prompt_tokens: 6\n  generate_tokens: 8\n  seed: 3\n"
+                          << "outputs:\n  functional: true\n";
+  const Outcome w = wafersim("place " + scenario + " --write-placement " + file);
+  ASSERT_EQ(w.code, 0) << w.err;
+  const Outcome a = wafersim("run " + scenario + " --json");
+  const Outcome b = wafersim("run " + scenario + " --json --placement " + file);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  ASSERT_EQ(jb["tokens"].size(), 8u);
+  EXPECT_EQ(jb["tokens"], jb["reference_tokens"]);
+  EXPECT_EQ(ja["tokens"], jb["tokens"]);
+  EXPECT_EQ(ja["cycles_per_token"], jb["cycles_per_token"]);
+  EXPECT_EQ(ja["total_cycles"], jb["total_cycles"]);
+  EXPECT_EQ(ja["token_records"], jb["token_records"]);
+  // Everything else too, but the longest context: a strategy measures it
+  // from the rows it left spare, a file records no spare rows.
+  for (auto* j : {&ja, &jb}) j->erase("max_context_tokens");
+  EXPECT_EQ(ja, jb);
+  fs::remove_all(d);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, CliPlacementFile,
+    ::testing::Values(FileRun{"tiny-llama", "serpentine"}, FileRun{"tiny-llama", "sram-balanced"},
+                      FileRun{"tiny-mixtral", "layer-rectangles"},
+                      FileRun{"tiny-mixtral", "short-path"}, FileRun{"tiny-mixtral", "anneal"},
+                      FileRun{"tiny-mixtral", "serpentine", 2},
+                      FileRun{"tiny-gpt2", "layer-rectangles"},
+                      FileRun{"tiny-gpt2", "sram-balanced"}, FileRun{"tiny-gpt2", "anneal"},
+                      FileRun{"tiny-gpt2", "serpentine", 2}),
+    [](const ::testing::TestParamInfo<FileRun>& info) {
+      std::string name = std::string(info.param.model) + "_" + info.param.strategy + "_" +
+                         std::to_string(info.param.wafers) + "w";
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+// A mistake in a mixture-of-experts file is reported by `run` with the
+// file, line and key path, and exit code 1.
+TEST(Cli, BrokenExpertInAPlacementFileNamesFileLineAndKey) {
+  const fs::path d = scratch_dir("pfile_broken_expert");
+  const std::string file = (d / "p.yaml").string();
+  const std::string model = " --model tiny-mixtral";
+  const Outcome w =
+      wafersim("place " + src("scenarios/quickstart.yaml") + model + " --write-placement " + file);
+  ASSERT_EQ(w.code, 0) << w.err;
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string expert1 = "- expert: 1";
+  const auto at = text.find(expert1);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, expert1.size(), "- expert: 3");
+  std::ofstream(file) << text;
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  const Outcome e =
+      wafersim("run " + src("scenarios/quickstart.yaml") + model + " --placement " + file);
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find(file + ":" + std::to_string(line) + ":"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("layers[0].experts[1].expert"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("expected expert 1"), std::string::npos) << e.err;
   fs::remove_all(d);
 }
 
