@@ -239,6 +239,9 @@ void write_summary(H5::H5File& f, const RunResult& r, const Metrics& m) {
   write_scalar<u64>(g, "total_cycles", r.total_cycles, "cycles", "end of the simulation");
   write_scalar<u64>(g, "ttft_cycles", r.ttft_cycles, "cycles",
                     "request arrival to first generated token");
+  write_scalar<u64>(g, "prefill_cycles", r.prefill_cycles, "cycles",
+                    "mean over users: prompt on the wafer to the first token's logits (TTFT "
+                    "without the I/O)");
   write_scalar<u64>(g, "decode_cycles_per_token", r.decode_cycles_per_token, "cycles/token",
                     "mean over generated tokens after the first");
   write_scalar<double>(g, "decode_tokens_per_s_per_user", m.decode_tokens_per_s_per_user,
@@ -581,6 +584,8 @@ RunResult read_file(const std::filesystem::path& path) {
   r.parameter_count = read_scalar<std::uint64_t>(s, "parameter_count");
   r.total_cycles = read_scalar<std::uint64_t>(s, "total_cycles");
   r.ttft_cycles = read_scalar<std::uint64_t>(s, "ttft_cycles");
+  if (s.nameExists("prefill_cycles"))  // files written before it was added have none
+    r.prefill_cycles = read_scalar<std::uint64_t>(s, "prefill_cycles");
   r.decode_cycles_per_token = read_scalar<std::uint64_t>(s, "decode_cycles_per_token");
   r.users = static_cast<int>(read_scalar<std::uint64_t>(s, "users"));
   r.max_context_tokens = read_scalar<std::uint64_t>(s, "max_context_tokens");

@@ -125,9 +125,11 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["max_context_tokens"] = r.max_context_tokens;
   j["inter_token_latency_s"] = m.inter_token_latency_s;
   j["ttft_s"] = m.ttft_s;
+  j["prefill_s"] = static_cast<double>(r.prefill_cycles) / r.clock_hz;
   j["total_time_s"] = m.total_time_s;
   j["cycles_per_token"] = m.cycles_per_token;
   j["ttft_cycles"] = r.ttft_cycles;
+  j["prefill_cycles"] = r.prefill_cycles;
   j["total_cycles"] = r.total_cycles;
 
   // Utilisation.

@@ -97,6 +97,9 @@ struct RunResult {
   // Timeline summary (cycles).
   std::uint64_t total_cycles = 0;             // end of the simulation
   std::uint64_t ttft_cycles = 0;              // request arrival to first generated token
+  // Mean over users: the prompt on the wafer (its ids arrived) to the first
+  // token's logits reduced; TTFT without the I/O either side.
+  std::uint64_t prefill_cycles = 0;
   std::uint64_t decode_cycles_per_token = 0;  // mean over users of each user's mean decode step
   int users = 1;                              // sequences decoded at once
   std::vector<std::uint64_t> user_decode_cycles_per_token;  // per user: mean decode step

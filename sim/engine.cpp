@@ -612,9 +612,10 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz))};
   r.users = users;
   r.max_context_tokens = static_cast<std::uint64_t>(placement.max_context_tokens);
-  std::uint64_t ttft_sum = 0;
+  std::uint64_t ttft_sum = 0, prefill_sum = 0;
   for (const UserLog& u : log) {
     ttft_sum += u.ready_cycles.front() + io_out.value;
+    prefill_sum += u.ready_cycles.front() - io_cycles.value;
     const std::uint64_t step =
         u.ready_cycles.size() > 1
             ? (u.ready_cycles.back() - u.ready_cycles.front()) / (u.ready_cycles.size() - 1)
@@ -622,6 +623,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     r.user_decode_cycles_per_token.push_back(step);
   }
   r.ttft_cycles = ttft_sum / static_cast<std::uint64_t>(users);
+  r.prefill_cycles = prefill_sum / static_cast<std::uint64_t>(users);
   std::uint64_t step_sum = 0;
   for (std::uint64_t c : r.user_decode_cycles_per_token) step_sum += c;
   r.decode_cycles_per_token = step_sum / static_cast<std::uint64_t>(users);

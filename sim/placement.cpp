@@ -4,8 +4,10 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <boost/graph/adjacency_list.hpp>
@@ -1032,6 +1034,33 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   pl.max_context_tokens = std::min(pl.max_context_tokens, final_context);
   pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
   return pl;
+}
+
+int layout_max_context(const models::ModelConfig& model, const Placement& pl,
+                       const PlacementRequest& req, Bytes sram_per_core) {
+  // Bytes per (wafer, core) other than KV slots.
+  std::map<std::tuple<int, int, int>, std::uint64_t> other;
+  for_each_allocation(model, pl, req, [&](const CoreAllocation& a) {
+    if (a.use != SramUse::kv_cache) other[{a.wafer, a.core.x, a.core.y}] += a.bytes.value;
+  });
+  const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(model.head_dim) *
+                                   static_cast<std::uint64_t>(req.weight_bits) / 8;
+  const auto users = static_cast<std::uint64_t>(std::max(1, req.users));
+  std::uint64_t context = static_cast<std::uint64_t>(model.max_position);
+  for (const LayerStage& st : pl.layers) {
+    const AttentionPlacement& a = st.attention;
+    for (int h = 0; h < a.num_kv_heads; ++h) {
+      std::uint64_t fewest = UINT64_MAX;
+      for (int i = 0; i < a.segment_length; ++i) {
+        const Coord c = a.segment_core(h, i);
+        const std::uint64_t used = other[{st.wafer, c.x, c.y}];
+        const std::uint64_t free = sram_per_core.value > used ? sram_per_core.value - used : 0;
+        fewest = std::min(fewest, free / slot_bytes);
+      }
+      context = std::min(context, fewest * static_cast<std::uint64_t>(a.segment_length) / users);
+    }
+  }
+  return static_cast<int>(context);
 }
 
 void for_each_allocation(const models::ModelConfig& model, const Placement& pl,

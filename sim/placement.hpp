@@ -224,6 +224,15 @@ struct CoreAllocation {
 void for_each_allocation(const models::ModelConfig& model, const Placement& placement,
                          const PlacementRequest& request,
                          const std::function<void(const CoreAllocation&)>& visit);
+
+// The longest context per user a fixed layout can cache: on every attention
+// core, the SRAM left by everything but the KV cache holds whole KV slots;
+// a kv head's positions go round its segment, so its context is the segment
+// length x the fewest slots of its cores, divided among the users; the
+// layout's is its shortest layer's, at most the model's max_position. (The
+// strategies report the longest a re-plan of the same shape could reach.)
+int layout_max_context(const models::ModelConfig& model, const Placement& placement,
+                       const PlacementRequest& req, Bytes sram_per_core);
 // Allocates a planned placement's bytes in the wafers' SRAM maps.
 void allocate_placement(const models::ModelConfig& model, const Placement& placement,
                         std::span<fabric::Fabric* const> wafers, const PlacementRequest& request);

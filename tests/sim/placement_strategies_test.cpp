@@ -314,6 +314,32 @@ class PlacementFile : public ::testing::Test {
   }
 };
 
+// A file's longest context is what its attention segments hold: on each
+// segment core the SRAM left by the attention buffers holds whole KV slots
+// (2 x head_dim x bits / 8 bytes each), positions go round the segment, and
+// the users share them. By hand for layer 0 (every layer is alike here).
+TEST_F(PlacementFile, LongestContextIsWhatTheFilesSegmentsHold) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("serpentine");
+  req.users = 3;
+  fabric::Fabric a(spec);
+  const Placement pl = place(m, a, req);
+  const Placement back =
+      read_placement_file(write("p.yaml", placement_file_yaml(m, spec, pl)), m, spec, req);
+  const int group = m.num_heads / m.num_kv_heads;
+  const std::uint64_t buffers = static_cast<std::uint64_t>(group) * (2 * m.head_dim + 2) * 4;
+  const std::uint64_t slot = 2 * static_cast<std::uint64_t>(m.head_dim) * req.weight_bits / 8;
+  const std::uint64_t per_core = (spec.sram_per_core.value - buffers) / slot;
+  int shortest = m.max_position;
+  for (const LayerStage& st : back.layers)
+    shortest =
+        std::min<int>(shortest, static_cast<int>(per_core * st.attention.segment_length / 3));
+  EXPECT_EQ(back.max_context_tokens, shortest);
+  EXPECT_GE(back.max_context_tokens, req.context_tokens);
+  EXPECT_LE(back.max_context_tokens, pl.max_context_tokens);
+}
+
 TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
   const models::ModelConfig m = eight_layers();
   const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
