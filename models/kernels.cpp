@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/dtype.hpp"
+
 namespace wafersim::models {
 
 namespace {
@@ -17,32 +19,40 @@ void require_size(std::size_t got, std::size_t want, const char* what) {
   }
 }
 
-}  // namespace
+// The element types a view can hold, each with its exact widening to fp32.
+struct Fp32Elements {
+  using Stored = float;
+  static float widen(float v) { return v; }
+};
+struct Bf16Elements {
+  using Stored = std::uint16_t;
+  static float widen(std::uint16_t b) { return bf16_bits_to_float(b); }
+};
+struct Fp16Elements {
+  using Stored = std::uint16_t;
+  static float widen(std::uint16_t b) { return fp16_bits_to_float(b); }
+};
 
-void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
-  const std::size_t rows = static_cast<std::size_t>(w.rows());
-  const std::size_t cols = static_cast<std::size_t>(w.cols());
-  require_size(x.size(), cols, "gemv_tile x");
-  require_size(y.size(), rows, "gemv_tile y");
-  const std::size_t ld = w.leading_dim();
-  const float* base = w.data();
-
+// Rows [i0, rows) of the tile, the definition of gemv_tile's order.
+template <class E>
+void gemv_rows_scalar(const typename E::Stored* base, std::size_t ld, std::size_t i0,
+                      std::size_t rows, std::size_t cols, const float* x, float* y) {
   // Four rows at a time: each row keeps its own accumulator and its own
   // increasing-j order (the contract); interleaving rows only gives the CPU
   // independent dependency chains to overlap.
-  std::size_t i = 0;
+  std::size_t i = i0;
   for (; i + 4 <= rows; i += 4) {
-    const float* r0 = base + i * ld;
-    const float* r1 = r0 + ld;
-    const float* r2 = r1 + ld;
-    const float* r3 = r2 + ld;
+    const typename E::Stored* r0 = base + i * ld;
+    const typename E::Stored* r1 = r0 + ld;
+    const typename E::Stored* r2 = r1 + ld;
+    const typename E::Stored* r3 = r2 + ld;
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     for (std::size_t j = 0; j < cols; ++j) {
       const float xj = x[j];
-      a0 += r0[j] * xj;
-      a1 += r1[j] * xj;
-      a2 += r2[j] * xj;
-      a3 += r3[j] * xj;
+      a0 += E::widen(r0[j]) * xj;
+      a1 += E::widen(r1[j]) * xj;
+      a2 += E::widen(r2[j]) * xj;
+      a3 += E::widen(r3[j]) * xj;
     }
     y[i] = a0;
     y[i + 1] = a1;
@@ -50,10 +60,32 @@ void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y
     y[i + 3] = a3;
   }
   for (; i < rows; ++i) {
-    const float* r = base + i * ld;
+    const typename E::Stored* r = base + i * ld;
     float a = 0.0f;
-    for (std::size_t j = 0; j < cols; ++j) a += r[j] * x[j];
+    for (std::size_t j = 0; j < cols; ++j) a += E::widen(r[j]) * x[j];
     y[i] = a;
+  }
+}
+
+void check_gemv_sizes(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  require_size(x.size(), static_cast<std::size_t>(w.cols()), "gemv_tile x");
+  require_size(y.size(), static_cast<std::size_t>(w.rows()), "gemv_tile y");
+}
+
+}  // namespace
+
+void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  check_gemv_sizes(w, x, y);
+  const std::size_t rows = static_cast<std::size_t>(w.rows());
+  const std::size_t cols = static_cast<std::size_t>(w.cols());
+  const std::size_t ld = w.leading_dim();
+  switch (w.storage()) {
+    case DType::bf16:
+      return gemv_rows_scalar<Bf16Elements>(w.bits(), ld, 0, rows, cols, x.data(), y.data());
+    case DType::fp16:
+      return gemv_rows_scalar<Fp16Elements>(w.bits(), ld, 0, rows, cols, x.data(), y.data());
+    default:
+      return gemv_rows_scalar<Fp32Elements>(w.data(), ld, 0, rows, cols, x.data(), y.data());
   }
 }
 
