@@ -21,10 +21,6 @@ std::uint16_t float_to_bf16_bits(float f) {
   return static_cast<std::uint16_t>(rounded >> 16);
 }
 
-float bf16_bits_to_float(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
-
 std::uint16_t float_to_fp16_bits(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -57,21 +53,6 @@ std::uint16_t float_to_fp16_bits(float f) {
   const std::uint32_t half = 1u << (shift - 1);
   if (rem > half || (rem == half && (q & 1u))) ++q;  // may carry into the smallest normal
   return static_cast<std::uint16_t>(sign | q);
-}
-
-float fp16_bits_to_float(std::uint16_t bits) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
-  const std::uint32_t exp = (bits >> 10) & 0x1fu;
-  const std::uint32_t mant = bits & 0x03ffu;
-  if (exp == 0x1fu) {  // infinity or NaN
-    return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  }
-  if (exp == 0) {
-    // Zero or subnormal: mant * 2^-24, exact in fp32.
-    const float magnitude = static_cast<float>(mant) * 0x1p-24f;
-    return sign ? -magnitude : magnitude;
-  }
-  return std::bit_cast<float>(sign | ((exp + 127u - 15u) << 23) | (mant << 13));
 }
 
 std::uint8_t float_to_fp8_e4m3_bits(float f) {

@@ -2,6 +2,7 @@
 // formats, bit-exact, so every consumer sees the values the hardware holds.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 
@@ -11,13 +12,30 @@ namespace wafersim::models {
 
 // bfloat16: the upper 16 bits of an fp32, rounded to nearest, ties to even.
 // Overflow rounds to infinity; NaN stays NaN (made quiet).
+// Widening is exact; inline because the GEMV kernels widen every weight they
+// read from 16-bit storage (models/weights.hpp).
 std::uint16_t float_to_bf16_bits(float f);
-float bf16_bits_to_float(std::uint16_t bits);
+inline float bf16_bits_to_float(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
 
 // IEEE 754 binary16, rounded to nearest, ties to even, with subnormals.
 // Values at or above 65520 in magnitude round to infinity; NaN stays NaN (quiet).
 std::uint16_t float_to_fp16_bits(float f);
-float fp16_bits_to_float(std::uint16_t bits);
+inline float fp16_bits_to_float(std::uint16_t bits) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t exp = (bits >> 10) & 0x1fu;
+  const std::uint32_t mant = bits & 0x03ffu;
+  if (exp == 0x1fu) {  // infinity or NaN
+    return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  }
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in fp32.
+    const float magnitude = static_cast<float>(mant) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | ((exp + 127u - 15u) << 23) | (mant << 13));
+}
 
 // OCP 8-bit floating point E4M3 (OCP FP8 specification v1.0, 2023): sign,
 // 4 exponent bits with bias 7, 3 mantissa bits; subnormals m * 2^-9; no

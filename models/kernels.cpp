@@ -6,6 +6,12 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "models/dtype.hpp"
+
 namespace wafersim::models {
 
 namespace {
@@ -17,32 +23,40 @@ void require_size(std::size_t got, std::size_t want, const char* what) {
   }
 }
 
-}  // namespace
+// The element types a view can hold, each with its exact widening to fp32.
+struct Fp32Elements {
+  using Stored = float;
+  static float widen(float v) { return v; }
+};
+struct Bf16Elements {
+  using Stored = std::uint16_t;
+  static float widen(std::uint16_t b) { return bf16_bits_to_float(b); }
+};
+struct Fp16Elements {
+  using Stored = std::uint16_t;
+  static float widen(std::uint16_t b) { return fp16_bits_to_float(b); }
+};
 
-void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
-  const std::size_t rows = static_cast<std::size_t>(w.rows());
-  const std::size_t cols = static_cast<std::size_t>(w.cols());
-  require_size(x.size(), cols, "gemv_tile x");
-  require_size(y.size(), rows, "gemv_tile y");
-  const std::size_t ld = w.leading_dim();
-  const float* base = w.data();
-
+// The definition of gemv_tile's order, for one storage type.
+template <class E>
+void gemv_rows_scalar(const typename E::Stored* base, std::size_t ld, std::size_t rows,
+                      std::size_t cols, const float* x, float* y) {
   // Four rows at a time: each row keeps its own accumulator and its own
   // increasing-j order (the contract); interleaving rows only gives the CPU
   // independent dependency chains to overlap.
   std::size_t i = 0;
   for (; i + 4 <= rows; i += 4) {
-    const float* r0 = base + i * ld;
-    const float* r1 = r0 + ld;
-    const float* r2 = r1 + ld;
-    const float* r3 = r2 + ld;
+    const typename E::Stored* r0 = base + i * ld;
+    const typename E::Stored* r1 = r0 + ld;
+    const typename E::Stored* r2 = r1 + ld;
+    const typename E::Stored* r3 = r2 + ld;
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     for (std::size_t j = 0; j < cols; ++j) {
       const float xj = x[j];
-      a0 += r0[j] * xj;
-      a1 += r1[j] * xj;
-      a2 += r2[j] * xj;
-      a3 += r3[j] * xj;
+      a0 += E::widen(r0[j]) * xj;
+      a1 += E::widen(r1[j]) * xj;
+      a2 += E::widen(r2[j]) * xj;
+      a3 += E::widen(r3[j]) * xj;
     }
     y[i] = a0;
     y[i + 1] = a1;
@@ -50,11 +64,158 @@ void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y
     y[i + 3] = a3;
   }
   for (; i < rows; ++i) {
-    const float* r = base + i * ld;
+    const typename E::Stored* r = base + i * ld;
     float a = 0.0f;
-    for (std::size_t j = 0; j < cols; ++j) a += r[j] * x[j];
+    for (std::size_t j = 0; j < cols; ++j) a += E::widen(r[j]) * x[j];
     y[i] = a;
   }
+}
+
+#if defined(__SSE2__)
+
+// Four consecutive elements of one row as fp32 lanes (unaligned loads).
+struct Fp32Lanes {
+  using Elements = Fp32Elements;
+  static __m128 load4(const float* p) { return _mm_loadu_ps(p); }
+};
+struct Bf16Lanes {
+  using Elements = Bf16Elements;
+  static __m128 load4(const std::uint16_t* p) {
+    // bf16 bits in the upper half of each 32-bit lane: exactly the fp32 value.
+    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+  }
+};
+struct Fp16Lanes {
+  using Elements = Fp16Elements;
+  static __m128 load4(const std::uint16_t* p) {
+    // fp16_bits_to_float, four at a time without F16C (not in the x86-64
+    // baseline): move exponent and mantissa into place and rebias; infinities
+    // and NaNs get the rest of the rebias to 255; zeros and subnormals are
+    // (2^-14 + m * 2^-24) - 2^-14, which is exact. The sign goes back last.
+    const __m128i h = _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                                         _mm_setzero_si128());
+    const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
+    __m128i o = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x7fff)), 13);
+    const __m128i exp = _mm_and_si128(o, _mm_set1_epi32(0x0f800000));
+    const __m128i rebias = _mm_set1_epi32((127 - 15) << 23);
+    o = _mm_add_epi32(o, rebias);
+    const __m128i inf_nan = _mm_cmpeq_epi32(exp, _mm_set1_epi32(0x0f800000));
+    o = _mm_add_epi32(o, _mm_and_si128(inf_nan, rebias));
+    const __m128i tiny = _mm_cmpeq_epi32(exp, _mm_setzero_si128());
+    const __m128i two_m14 = _mm_set1_epi32((127 - 14) << 23);
+    const __m128 sub = _mm_sub_ps(_mm_castsi128_ps(_mm_add_epi32(o, _mm_set1_epi32(1 << 23))),
+                                  _mm_castsi128_ps(two_m14));
+    o = _mm_or_si128(_mm_and_si128(tiny, _mm_castps_si128(sub)), _mm_andnot_si128(tiny, o));
+    return _mm_castsi128_ps(_mm_or_si128(o, sign));
+  }
+};
+
+// Rows [0, n) of r, n <= 4G: one SSE lane per row, G registers of four rows.
+// Four columns of each group of four rows are loaded, transposed so that each
+// register holds one column, and added column after column, so every lane
+// performs exactly its row's scalar sequence a = a + w(i, j) * x[j] for
+// j = 0, 1, ... (SSE2 has no fused multiply-add: each product is rounded,
+// then added). Lanes past n repeat row n - 1 (valid memory, result
+// discarded): the simulated cores' tiles are small and rarely a multiple of
+// eight rows (6-13 rows by 12-221 columns for Llama 3.2 1B on WSE-3), so a
+// scalar remainder would cost as much as the vector part. The columns left
+// over past a multiple of four continue in scalar code from the lanes'
+// accumulators, in the same order.
+template <class L, int G>
+void gemv_row_block(const typename L::Elements::Stored* r, std::size_t ld, std::size_t n,
+                    std::size_t cols, const float* x, float* y) {
+  using E = typename L::Elements;
+  constexpr std::size_t kLanes = 4 * G;
+  const typename E::Stored* p[kLanes];
+  for (std::size_t k = 0; k < kLanes; ++k) p[k] = r + (k < n ? k : n - 1) * ld;
+  __m128 acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = _mm_setzero_ps();
+  std::size_t j = 0;
+  for (; j + 4 <= cols; j += 4) {
+    const __m128 xs = _mm_loadu_ps(x + j);
+    const __m128 x0 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(0, 0, 0, 0));
+    const __m128 x1 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(1, 1, 1, 1));
+    const __m128 x2 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(2, 2, 2, 2));
+    const __m128 x3 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(3, 3, 3, 3));
+    for (int g = 0; g < G; ++g) {
+      const typename E::Stored* const* q = p + 4 * g;
+      __m128 c0 = L::load4(q[0] + j), c1 = L::load4(q[1] + j);
+      __m128 c2 = L::load4(q[2] + j), c3 = L::load4(q[3] + j);
+      _MM_TRANSPOSE4_PS(c0, c1, c2, c3);  // c0 = column j of the four rows, ...
+      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c0, x0));
+      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c1, x1));
+      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c2, x2));
+      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c3, x3));
+    }
+  }
+  float a[kLanes];
+  for (int g = 0; g < G; ++g) _mm_storeu_ps(a + 4 * g, acc[g]);
+  for (; j < cols; ++j) {
+    const float xj = x[j];
+    for (std::size_t k = 0; k < n; ++k) a[k] += E::widen(p[k][j]) * xj;
+  }
+  for (std::size_t k = 0; k < n; ++k) y[k] = a[k];
+}
+
+// Blocks of eight rows; a last block of one to four rows uses one register.
+// (Sixteen rows at a time, four independent chains, measured no faster: the
+// loads and the transposes' shuffles bound the loop, not the additions'
+// latency.)
+template <class L>
+void gemv_rows_sse2(const typename L::Elements::Stored* base, std::size_t ld, std::size_t rows,
+                    std::size_t cols, const float* x, float* y) {
+  for (std::size_t i = 0; i < rows; i += 8) {
+    const std::size_t n = rows - i < 8 ? rows - i : 8;
+    if (n > 4) {
+      gemv_row_block<L, 2>(base + i * ld, ld, n, cols, x, y + i);
+    } else {
+      gemv_row_block<L, 1>(base + i * ld, ld, n, cols, x, y + i);
+    }
+  }
+}
+
+#endif  // __SSE2__
+
+void check_gemv_sizes(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  require_size(x.size(), static_cast<std::size_t>(w.cols()), "gemv_tile x");
+  require_size(y.size(), static_cast<std::size_t>(w.rows()), "gemv_tile y");
+}
+
+}  // namespace
+
+void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  check_gemv_sizes(w, x, y);
+  const std::size_t rows = static_cast<std::size_t>(w.rows());
+  const std::size_t cols = static_cast<std::size_t>(w.cols());
+  const std::size_t ld = w.leading_dim();
+  switch (w.storage()) {
+    case DType::bf16:
+      return gemv_rows_scalar<Bf16Elements>(w.bits(), ld, rows, cols, x.data(), y.data());
+    case DType::fp16:
+      return gemv_rows_scalar<Fp16Elements>(w.bits(), ld, rows, cols, x.data(), y.data());
+    default:
+      return gemv_rows_scalar<Fp32Elements>(w.data(), ld, rows, cols, x.data(), y.data());
+  }
+}
+
+void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+#if defined(__SSE2__)
+  check_gemv_sizes(w, x, y);
+  const std::size_t rows = static_cast<std::size_t>(w.rows());
+  const std::size_t cols = static_cast<std::size_t>(w.cols());
+  const std::size_t ld = w.leading_dim();
+  switch (w.storage()) {
+    case DType::bf16:
+      return gemv_rows_sse2<Bf16Lanes>(w.bits(), ld, rows, cols, x.data(), y.data());
+    case DType::fp16:
+      return gemv_rows_sse2<Fp16Lanes>(w.bits(), ld, rows, cols, x.data(), y.data());
+    default:
+      return gemv_rows_sse2<Fp32Lanes>(w.data(), ld, rows, cols, x.data(), y.data());
+  }
+#else
+  gemv_tile_scalar(w, x, y);
+#endif
 }
 
 float sum_of_squares(std::span<const float> x) {

@@ -19,9 +19,19 @@ namespace wafersim::models {
 
 // y[i] = sum over j = 0, 1, ..., cols-1 of w(i, j) * x[j]: the accumulator
 // starts at 0.0f, each product is rounded to fp32 and added in increasing j.
-// Overwrites y. Requires x.size() == w.cols() and y.size() == w.rows()
-// (std::invalid_argument otherwise).
+// Weights stored in 16 bits (Matrix::store_as) are widened to fp32 exactly
+// as they are read, so the result depends on the values only, not on the
+// storage. Overwrites y. Requires x.size() == w.cols() and
+// y.size() == w.rows() (std::invalid_argument otherwise).
+// On x86-64 (SSE2, the baseline) eight rows go through the vector unit at
+// once, one lane per row, each lane adding in the order above; the result is
+// bit-identical to gemv_tile_scalar, which tests check (NaN inputs give NaN
+// in both, the payload not guaranteed to be the same).
 void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y);
+
+// gemv_tile without SIMD: the plain statement of the order above, used where
+// SSE2 is missing and as the yardstick in tests.
+void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<float> y);
 
 // Sum of x[i]^2 in increasing i, fp32, starting at 0.0f.
 float sum_of_squares(std::span<const float> x);

@@ -69,9 +69,11 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
   const int group = c.num_heads / c.num_kv_heads;
   const int n_pos = position + 1;
 
-  const auto row = w.embedding.row(token);
-  x_.assign(row.begin(), row.end());
-  if (c.is_gpt2()) add_inplace(x_, w.position_embedding.row(position));
+  w.embedding.row_values(token, x_);
+  if (c.is_gpt2()) {
+    w.position_embedding.row_values(position, proj_);
+    add_inplace(x_, proj_);
+  }
   // Sliding-window attention sees positions [first_visible, position].
   const int first_visible =
       c.sliding_window > 0 && position >= c.sliding_window ? position - c.sliding_window + 1 : 0;

@@ -1,8 +1,10 @@
 #include "models/weights.hpp"
 
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "models/dtype.hpp"
 #include "models/rng.hpp"
@@ -17,6 +19,75 @@ Matrix::Matrix(int rows, int cols) : rows_(rows), cols_(cols) {
   values_.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols), 0.0f);
 }
 
+void throw_wrong_storage(const char* what, DType storage) {
+  throw std::logic_error(std::string(what) + ": not available for a matrix stored as " +
+                         dtype_name(storage));
+}
+
+void Matrix::store_as(DType t) {
+  if (t != DType::bf16 && t != DType::fp16) return;  // held as fp32 (see header)
+  if (storage_ == t) return;
+  if (storage_ != DType::fp32) {
+    throw std::logic_error(std::string("Matrix::store_as(") + dtype_name(t) +
+                           "): the matrix is already stored as " + dtype_name(storage_));
+  }
+  std::vector<std::uint16_t> bits(values_.size());
+  for (std::size_t k = 0; k < values_.size(); ++k) {
+    const float v = values_[k];
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
+    bool exact;
+    if (t == DType::bf16) {
+      // A bf16 value is an fp32 whose low 16 bits are zero; the high 16 are
+      // its encoding (any NaN payload included).
+      bits[k] = static_cast<std::uint16_t>(u >> 16);
+      exact = (u & 0xffffu) == 0;
+    } else if ((u & 0x7fffffffu) > 0x7f800000u) {
+      // A NaN: float_to_fp16_bits would make a signalling one quiet, so its
+      // payload is moved by hand; it must fit in fp16's 10 mantissa bits.
+      bits[k] = static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7c00u | ((u >> 13) & 0x3ffu));
+      exact = (u & 0x1fffu) == 0;
+    } else {
+      bits[k] = float_to_fp16_bits(v);
+      // Compared as bits: -0.0 must stay -0.0.
+      exact = std::bit_cast<std::uint32_t>(fp16_bits_to_float(bits[k])) == u;
+    }
+    if (!exact) {
+      const std::size_t cols = static_cast<std::size_t>(cols_);
+      throw std::invalid_argument("Matrix::store_as(" + std::string(dtype_name(t)) +
+                                  "): element (" + std::to_string(k / cols) + ", " +
+                                  std::to_string(k % cols) + ") = " + std::to_string(v) +
+                                  " is not exactly representable; round it first");
+    }
+  }
+  bits_ = std::move(bits);
+  std::vector<float>().swap(values_);  // give the fp32 memory back now
+  storage_ = t;
+}
+
+void Matrix::row_values(int i, std::span<float> out) const {
+  if (out.size() != static_cast<std::size_t>(cols_)) {
+    throw std::invalid_argument("Matrix::row_values: out holds " + std::to_string(out.size()) +
+                                " values, the row has " + std::to_string(cols_));
+  }
+  if (i < 0 || i >= rows_) {
+    throw std::out_of_range("Matrix::row_values: row " + std::to_string(i) + " of " +
+                            std::to_string(rows_));
+  }
+  const std::size_t first = index(i, 0);
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    switch (storage_) {
+      case DType::bf16:
+        out[j] = bf16_bits_to_float(bits_[first + j]);
+        break;
+      case DType::fp16:
+        out[j] = fp16_bits_to_float(bits_[first + j]);
+        break;
+      default:
+        out[j] = values_[first + j];
+    }
+  }
+}
+
 MatrixView Matrix::view(int row0, int nrows, int col0, int ncols) const {
   if (row0 < 0 || nrows < 0 || col0 < 0 || ncols < 0 || row0 > rows_ - nrows ||
       col0 > cols_ - ncols) {
@@ -25,8 +96,11 @@ MatrixView Matrix::view(int row0, int nrows, int col0, int ncols) const {
                             std::to_string(ncols) + ") must lie inside " + std::to_string(rows_) +
                             " x " + std::to_string(cols_));
   }
-  const float* origin = values_.data() + static_cast<std::size_t>(row0) * cols_ + col0;
-  return MatrixView(origin, nrows, ncols, static_cast<std::size_t>(cols_));
+  const std::size_t origin = static_cast<std::size_t>(row0) * static_cast<std::size_t>(cols_) +
+                             static_cast<std::size_t>(col0);
+  const std::size_t ld = static_cast<std::size_t>(cols_);
+  if (storage_ == DType::fp32) return MatrixView(values_.data() + origin, nrows, ncols, ld);
+  return MatrixView(bits_.data() + origin, storage_, nrows, ncols, ld);
 }
 
 namespace {
@@ -40,18 +114,21 @@ void fill_uniform(std::span<float> values, float bound, DType dtype, std::uint64
 
 // bound * u in fp32, then each row stored as `dtype` (quantize_row). For the
 // float formats that is exactly round_to_dtype of each value.
+// HostStorage::compact then stores it in 16 bits where dtype allows.
 Matrix uniform_matrix(int rows, int cols, float bound, DType dtype, std::uint64_t seed,
-                      std::uint64_t stream) {
+                      std::uint64_t stream, HostStorage storage) {
   Matrix m(rows, cols);
   fill_uniform({m.data(), m.size()}, bound, DType::fp32, seed, stream);
   for (int i = 0; i < rows; ++i) quantize_row(m.mutable_row(i), dtype);
+  if (storage == HostStorage::compact) m.store_as(dtype);
   return m;
 }
 
-Matrix random_matrix(int rows, int cols, DType dtype, std::uint64_t seed, std::uint64_t stream) {
+Matrix random_matrix(int rows, int cols, DType dtype, std::uint64_t seed, std::uint64_t stream,
+                     HostStorage storage) {
   // sqrt and division are correctly rounded, so the bound is the same everywhere.
   const float bound = static_cast<float>(std::sqrt(3.0 / cols));
-  return uniform_matrix(rows, cols, bound, dtype, seed, stream);
+  return uniform_matrix(rows, cols, bound, dtype, seed, stream, storage);
 }
 
 std::vector<float> random_gains(int n, DType dtype, std::uint64_t seed, std::uint64_t stream) {
@@ -69,7 +146,8 @@ std::vector<float> random_biases(int n, DType dtype, std::uint64_t seed, std::ui
 
 }  // namespace
 
-Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed) {
+Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,
+                           HostStorage storage) {
   config.validate();
   const int hidden = config.hidden_size;
   const int inter = config.intermediate_size;
@@ -81,23 +159,23 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   w.dtype = dtype;
 
   const float unit_variance = static_cast<float>(std::sqrt(3.0));
-  w.embedding =
-      uniform_matrix(config.vocab_size, hidden, unit_variance, dtype, seed, kEmbeddingStream);
+  w.embedding = uniform_matrix(config.vocab_size, hidden, unit_variance, dtype, seed,
+                               kEmbeddingStream, storage);
 
   w.layers.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
     auto s = [l](TensorKind k) { return layer_stream(l, k); };
-    layer.wq = random_matrix(q, hidden, dtype, seed, s(TensorKind::wq));
-    layer.wk = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wk));
-    layer.wv = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wv));
-    layer.wo = random_matrix(hidden, q, dtype, seed, s(TensorKind::wo));
+    layer.wq = random_matrix(q, hidden, dtype, seed, s(TensorKind::wq), storage);
+    layer.wk = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wk), storage);
+    layer.wv = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wv), storage);
+    layer.wo = random_matrix(hidden, q, dtype, seed, s(TensorKind::wo), storage);
     if (!config.is_moe()) {
       if (!config.is_gpt2()) {
-        layer.w_gate = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_gate));
+        layer.w_gate = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_gate), storage);
       }
-      layer.w_up = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_up));
-      layer.w_down = random_matrix(hidden, inter, dtype, seed, s(TensorKind::w_down));
+      layer.w_up = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_up), storage);
+      layer.w_down = random_matrix(hidden, inter, dtype, seed, s(TensorKind::w_down), storage);
     }
     layer.attn_norm = random_gains(hidden, dtype, seed, s(TensorKind::attn_norm));
     layer.ffn_norm = random_gains(hidden, dtype, seed, s(TensorKind::ffn_norm));
@@ -120,13 +198,17 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
       layer.k_norm = random_gains(config.head_dim, dtype, seed, x(ExtraKind::k_norm));
     }
     if (config.is_moe()) {
-      layer.router = random_matrix(config.num_experts, hidden, dtype, seed, x(ExtraKind::router));
+      layer.router =
+          random_matrix(config.num_experts, hidden, dtype, seed, x(ExtraKind::router), storage);
       layer.experts.resize(static_cast<std::size_t>(config.num_experts));
       for (int e = 0; e < config.num_experts; ++e) {
         ExpertWeights& ex = layer.experts[static_cast<std::size_t>(e)];
-        ex.w_gate = random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e));
-        ex.w_up = random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e + 1));
-        ex.w_down = random_matrix(hidden, inter, dtype, seed, x(ExtraKind::expert0, 3 * e + 2));
+        ex.w_gate =
+            random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e), storage);
+        ex.w_up =
+            random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e + 1), storage);
+        ex.w_down =
+            random_matrix(hidden, inter, dtype, seed, x(ExtraKind::expert0, 3 * e + 2), storage);
       }
     }
   }
@@ -135,12 +217,12 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   if (config.is_gpt2()) {
     w.final_norm_bias = random_biases(hidden, dtype, seed, kFinalNormBiasStream);
     w.position_embedding = uniform_matrix(config.max_position, hidden, unit_variance, dtype, seed,
-                                          kPositionEmbeddingStream);
+                                          kPositionEmbeddingStream, storage);
   }
   if (config.tie_embeddings) {
     w.lm_head = w.embedding;  // a copy of the shared values (see header)
   } else {
-    w.lm_head = random_matrix(config.vocab_size, hidden, dtype, seed, kLmHeadStream);
+    w.lm_head = random_matrix(config.vocab_size, hidden, dtype, seed, kLmHeadStream, storage);
   }
   return w;
 }

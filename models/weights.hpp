@@ -1,6 +1,8 @@
-// Model weights held on the host as fp32 values that are exactly
-// representable in the storage dtype, plus non-owning views of rectangles of a
-// matrix (what one simulated core multiplies).
+// Model weights held on the host as values that are exactly representable in
+// the storage dtype: fp32, or (Matrix::store_as) the 16-bit bf16 / fp16
+// encodings of those values, which widen back to the same fp32 values. Plus
+// non-owning views of rectangles of a matrix (what one simulated core
+// multiplies).
 #pragma once
 
 #include <cstddef>
@@ -8,57 +10,139 @@
 #include <span>
 #include <vector>
 
+#include "models/dtype.hpp"
 #include "models/model_config.hpp"
 
 namespace wafersim::models {
 
+// Thrown when a matrix is accessed in a way its storage does not allow (a
+// float pointer into 16-bit storage).
+[[noreturn]] void throw_wrong_storage(const char* what, DType storage);
+
 // A non-owning rectangle of a row-major matrix: element (i, j) lives at
-// data[i * leading_dim + j]. Valid while the matrix it came from lives.
+// element offset i * leading_dim + j from the first. Valid while the matrix it
+// came from lives. storage() says how the elements are held: DType::fp32
+// (data()), DType::bf16 or DType::fp16 (bits()); operator() widens any of
+// them to fp32 exactly.
 class MatrixView {
  public:
   MatrixView() = default;
   MatrixView(const float* data, int rows, int cols, std::size_t leading_dim)
       : data_(data), rows_(rows), cols_(cols), leading_dim_(leading_dim) {}
+  // storage must be DType::bf16 or DType::fp16.
+  MatrixView(const std::uint16_t* bits, DType storage, int rows, int cols, std::size_t leading_dim)
+      : data_(bits), storage_(storage), rows_(rows), cols_(cols), leading_dim_(leading_dim) {}
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
   std::size_t leading_dim() const { return leading_dim_; }
-  const float* data() const { return data_; }
-  float operator()(int i, int j) const {
-    return data_[static_cast<std::size_t>(i) * leading_dim_ + static_cast<std::size_t>(j)];
+  DType storage() const { return storage_; }
+  // fp32 storage only (std::logic_error otherwise).
+  const float* data() const {
+    if (storage_ != DType::fp32) throw_wrong_storage("MatrixView::data", storage_);
+    return static_cast<const float*>(data_);
   }
+  // bf16 / fp16 storage only (std::logic_error otherwise).
+  const std::uint16_t* bits() const {
+    if (storage_ == DType::fp32) throw_wrong_storage("MatrixView::bits", storage_);
+    return static_cast<const std::uint16_t*>(data_);
+  }
+  float operator()(int i, int j) const {
+    const std::size_t k = static_cast<std::size_t>(i) * leading_dim_ + static_cast<std::size_t>(j);
+    switch (storage_) {
+      case DType::bf16:
+        return bf16_bits_to_float(static_cast<const std::uint16_t*>(data_)[k]);
+      case DType::fp16:
+        return fp16_bits_to_float(static_cast<const std::uint16_t*>(data_)[k]);
+      default:
+        return static_cast<const float*>(data_)[k];
+    }
+  }
+  // fp32 storage only (std::logic_error otherwise).
   std::span<const float> row(int i) const {
-    return {data_ + static_cast<std::size_t>(i) * leading_dim_, static_cast<std::size_t>(cols_)};
+    return {data() + static_cast<std::size_t>(i) * leading_dim_, static_cast<std::size_t>(cols_)};
   }
 
  private:
-  const float* data_ = nullptr;
+  const void* data_ = nullptr;
+  DType storage_ = DType::fp32;
   int rows_ = 0;
   int cols_ = 0;
   std::size_t leading_dim_ = 0;
 };
 
-// Dense row-major fp32 matrix [rows][cols]. Rows are output features, columns
-// input features: y = W x.
+// Dense row-major matrix [rows][cols]. Rows are output features, columns
+// input features: y = W x. Made as fp32 values; store_as(bf16 or fp16) then
+// replaces them by their 16-bit encodings, which halves the host memory and
+// changes no value a reader sees: operator() const, row_values and the GEMV
+// kernels (models/kernels.hpp) widen them back exactly. Writing, and the
+// float-pointer accessors, need fp32 storage (std::logic_error otherwise).
 class Matrix {
  public:
   Matrix() = default;
-  // Zero-filled. Throws std::invalid_argument for a negative dimension.
+  // Zero-filled, fp32. Throws std::invalid_argument for a negative dimension.
   Matrix(int rows, int cols);
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
-  std::size_t size() const { return values_.size(); }
-  float* data() { return values_.data(); }
-  const float* data() const { return values_.data(); }
-  float& operator()(int i, int j) { return values_[index(i, j)]; }
-  float operator()(int i, int j) const { return values_[index(i, j)]; }
+  // Number of elements.
+  std::size_t size() const {
+    return static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_);
+  }
+  // How the elements are held: DType::fp32, DType::bf16 or DType::fp16.
+  DType storage() const { return storage_; }
+  // Host bytes the elements take (4 or 2 per element).
+  std::size_t storage_bytes() const {
+    return storage_ == DType::fp32 ? values_.size() * sizeof(float)
+                                   : bits_.size() * sizeof(std::uint16_t);
+  }
+
+  // Stores every element as `t` where that saves memory: bf16 and fp16 as
+  // 16-bit encodings; fp32, fp8_e4m3 and int8 stay fp32 (the 8-bit formats
+  // are held dequantized, value times an fp32 row scale, which 8 bits alone
+  // cannot encode). Every element must already be exactly representable in
+  // `t` (quantize_row makes it so): std::invalid_argument naming the first
+  // that is not, and the matrix is left unchanged. A matrix already stored as
+  // `t` is left as it is; one stored as another 16-bit type is a
+  // std::logic_error.
+  void store_as(DType t);
+
+  // fp32 storage only (std::logic_error otherwise).
+  float* data() {
+    require_fp32("Matrix::data");
+    return values_.data();
+  }
+  const float* data() const {
+    require_fp32("Matrix::data");
+    return values_.data();
+  }
+  float& operator()(int i, int j) {
+    require_fp32("Matrix::operator()");
+    return values_[index(i, j)];
+  }
   std::span<const float> row(int i) const {
+    require_fp32("Matrix::row");
     return {values_.data() + index(i, 0), static_cast<std::size_t>(cols_)};
   }
   std::span<float> mutable_row(int i) {
+    require_fp32("Matrix::mutable_row");
     return {values_.data() + index(i, 0), static_cast<std::size_t>(cols_)};
   }
+
+  // Any storage: the element widened to fp32 (exact).
+  float operator()(int i, int j) const {
+    switch (storage_) {
+      case DType::bf16:
+        return bf16_bits_to_float(bits_[index(i, j)]);
+      case DType::fp16:
+        return fp16_bits_to_float(bits_[index(i, j)]);
+      default:
+        return values_[index(i, j)];
+    }
+  }
+  // Any storage: writes row i widened to fp32 into out, which must hold
+  // cols() values (std::invalid_argument otherwise).
+  void row_values(int i, std::span<float> out) const;
 
   // The rectangle rows [row0, row0 + nrows) x cols [col0, col0 + ncols),
   // without copying. Throws std::out_of_range if it does not lie inside.
@@ -66,6 +150,7 @@ class Matrix {
   // The whole matrix.
   MatrixView view() const { return view(0, rows_, 0, cols_); }
 
+  // Same shape, same storage, same bits.
   friend bool operator==(const Matrix&, const Matrix&) = default;
 
  private:
@@ -73,9 +158,14 @@ class Matrix {
     return static_cast<std::size_t>(i) * static_cast<std::size_t>(cols_) +
            static_cast<std::size_t>(j);
   }
+  void require_fp32(const char* what) const {
+    if (storage_ != DType::fp32) throw_wrong_storage(what, storage_);
+  }
   int rows_ = 0;
   int cols_ = 0;
-  std::vector<float> values_;
+  DType storage_ = DType::fp32;
+  std::vector<float> values_;        // fp32 storage, else empty
+  std::vector<std::uint16_t> bits_;  // bf16 / fp16 storage, else empty
 };
 
 // One SwiGLU expert of a mixture-of-experts MLP (Hugging Face Mixtral names:
@@ -113,8 +203,15 @@ struct LayerWeights {
   friend bool operator==(const LayerWeights&, const LayerWeights&) = default;
 };
 
-// All values are fp32 but exactly representable in `dtype`: they were
-// rounded to it when made, so consumers see what the hardware would hold.
+// How Weights hold their matrices on the host.
+enum class HostStorage {
+  fp32,     // every matrix as fp32 values (direct float access; the default)
+  compact,  // each matrix store_as(dtype): bf16 / fp16 in 16 bits, half the memory
+};
+
+// All values are exactly representable in `dtype`: they were rounded to it
+// when made, so consumers see what the hardware would hold. Vectors are fp32;
+// matrices are fp32 or, with HostStorage::compact, 16-bit (Matrix::store_as).
 struct Weights {
   ModelConfig config;
   DType dtype = DType::bf16;
@@ -144,8 +241,11 @@ struct Weights {
   //   biases     0.1 * u               (also LayerNorm biases)
   // each then rounded to `dtype`: matrices row by row with quantize_row
   // (fp8/int8 get a per-row scale), vectors to vector_dtype(dtype).
-  // Validates the config (ConfigError).
-  static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed);
+  // With HostStorage::compact each matrix is store_as(dtype) as soon as it is
+  // made, so the fp32 copy of only one matrix is alive at a time; the values
+  // are the same either way. Validates the config (ConfigError).
+  static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,
+                           HostStorage storage = HostStorage::fp32);
 };
 
 // Indices of the synthetic streams (see Weights::synthetic).

@@ -4,7 +4,9 @@
 // run must not include the previous run's), which reports where its host time
 // went (sim::HostTimes). The functional case is put beside the host's
 // memory-bandwidth floor: the bytes of weights one token must read divided by
-// the measured copy bandwidth.
+// the measured copy bandwidth, with the weights at the scenario precision (as
+// the host stores them: 2 bytes per bf16 / fp16 parameter) and, as a second
+// yardstick, at 4 bytes per parameter (fp32).
 #include "sim/bench_models.hpp"
 
 #include <algorithm>
@@ -77,14 +79,20 @@ std::string scenario_text(const BenchCase& c) {
       c.name, c.model, c.wafers, c.generate, c.functional ? "true" : "false");
 }
 
-// Bytes a host must stream per token in functional mode: every matrix the
-// forward pass multiplies (fp32 on the host), the lm_head included, the
-// embedding table not (one row per token).
-std::uint64_t host_weight_bytes_per_token(const models::ModelConfig& m) {
+// Parameters a host must stream per token in functional mode: every matrix
+// the forward pass multiplies, the lm_head included, the embedding table not
+// (one row per token).
+std::uint64_t streamed_params_per_token(const models::ModelConfig& m) {
   const std::uint64_t params = m.parameter_count();
   const std::uint64_t table = static_cast<std::uint64_t>(m.vocab_size) * m.hidden_size;
-  const std::uint64_t streamed = m.tie_embeddings ? params : params - table;
-  return streamed * sizeof(float);
+  return m.tie_embeddings ? params : params - table;
+}
+
+// Bytes per parameter the host holds a matrix in (models::Matrix::store_as):
+// 2 for bf16 and fp16, 4 otherwise (fp32, and the 8-bit formats, which are
+// held dequantized as fp32).
+std::uint64_t host_bytes_per_param(models::DType t) {
+  return t == models::DType::bf16 || t == models::DType::fp16 ? 2 : 4;
 }
 
 // Bytes copied per second by memcpy over buffers far larger than the caches,
@@ -128,7 +136,9 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["wall_per_token_s"] = host.token_passes > 0 ? host.simulate_s / host.token_passes : 0.0;
   j["total_s"] = total_s;
   j["peak_resident_mib"] = peak_resident_mib();
-  j["host_weight_bytes_per_token"] = host_weight_bytes_per_token(sc.model);
+  const std::uint64_t streamed = streamed_params_per_token(sc.model);
+  j["host_weight_bytes_per_token"] = streamed * host_bytes_per_param(sc.precision);
+  j["fp32_weight_bytes_per_token"] = streamed * sizeof(float);
   j["model_weight_bytes"] =
       sc.model.parameter_count() * static_cast<std::uint64_t>(models::dtype_bits(sc.precision)) / 8;
   j["decode_tokens_per_s_per_user"] = m.decode_tokens_per_s_per_user;
@@ -163,38 +173,47 @@ int bench_models(const BenchModelsOptions& o) {
       std::filesystem::temp_directory_path() / fmt::format("wafersim-bench-{}", ::getpid());
   std::filesystem::create_directories(dir);
   const double bw = copy_bandwidth_bytes_per_s();
-  if (!o.json) fmt::print("host copy bandwidth: {:.2f} GB/s (memcpy, best of 5, 512 MiB)\n\n", bw / 1e9);
+  if (!o.json)
+    fmt::print("host copy bandwidth: {:.2f} GB/s (memcpy, best of 5, 512 MiB)\n\n", bw / 1e9);
 
   nlohmann::json all;
   all["copy_bandwidth_bytes_per_s"] = bw;
   all["cases"] = nlohmann::json::array();
   if (!o.json)
-    fmt::print("{:<14} {:>6} {:>9} {:>11} {:>9} {:>10} {:>11}  {}\n", "case", "wafers", "place s",
-               "s/token", "peak MiB", "tok/s/user", "floor s/tok", "target");
+    fmt::print("{:<14} {:>6} {:>9} {:>11} {:>9} {:>10} {:>11} {:>11}  {}\n", "case", "wafers",
+               "place s", "s/token", "peak MiB", "tok/s/user", "floor s/tok", "fp32 floor",
+               "target");
   for (const BenchCase& c : cases()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.name) == o.only.end())
       continue;
     const auto file = dir / (c.name + ".yaml");
     std::ofstream(file) << scenario_text(c);
     nlohmann::json p = run_child(self, o.preset_dir, file);
-    const double floor =
-        c.functional ? p["host_weight_bytes_per_token"].get<double>() / bw : 0.0;
     p["case"] = c.name;
     p["target"] = c.target;
+    double floor = 0.0, fp32_floor = 0.0;
     if (c.functional) {
+      const double per_token = p["wall_per_token_s"].get<double>();
+      floor = p["host_weight_bytes_per_token"].get<double>() / bw;
+      fp32_floor = p["fp32_weight_bytes_per_token"].get<double>() / bw;
       p["memory_floor_s_per_token"] = floor;
-      p["ratio_to_floor"] = p["wall_per_token_s"].get<double>() / floor;
+      p["ratio_to_floor"] = per_token / floor;
+      p["fp32_memory_floor_s_per_token"] = fp32_floor;
+      p["ratio_to_fp32_floor"] = per_token / fp32_floor;
     }
+    auto seconds = [&](double v) { return c.functional ? fmt::format("{:.3f}", v) : "-"; };
     if (!o.json)
-      fmt::print("{:<14} {:>6} {:>9.2f} {:>11.3f} {:>9.0f} {:>10.1f} {:>11}  {}{}\n", c.name,
+      fmt::print("{:<14} {:>6} {:>9.2f} {:>11.3f} {:>9.0f} {:>10.1f} {:>11} {:>11}  {}{}\n", c.name,
                  p["wafers_used"].get<int>(), p["place_s"].get<double>(),
                  p["wall_per_token_s"].get<double>(), p["peak_resident_mib"].get<double>(),
-                 p["decode_tokens_per_s_per_user"].get<double>(),
-                 c.functional ? fmt::format("{:.3f}", floor) : std::string("-"), c.target,
-                 c.functional ? fmt::format(" (now {:.2f}x; tokens match: {})",
-                                            p["ratio_to_floor"].get<double>(),
-                                            p["tokens_match"].get<bool>() ? "yes" : "NO")
-                              : std::string());
+                 p["decode_tokens_per_s_per_user"].get<double>(), seconds(floor),
+                 seconds(fp32_floor), c.target,
+                 c.functional
+                     ? fmt::format(" (now {:.2f}x; {:.2f}x the fp32 floor; tokens match: {})",
+                                   p["ratio_to_floor"].get<double>(),
+                                   p["ratio_to_fp32_floor"].get<double>(),
+                                   p["tokens_match"].get<bool>() ? "yes" : "NO")
+                     : std::string());
     all["cases"].push_back(p);
   }
   std::filesystem::remove_all(dir);

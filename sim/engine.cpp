@@ -526,7 +526,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::optional<models::Weights> weights;
   t_host = HostClock::now();
   if (options.functional)
-    weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed);
+    weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
+                                         models::HostStorage::compact);
   host_times.weights_s = host_since(t_host);
   Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
   ex.set_routing_seed(sc.workload.seed);  // MoE expert choice in timing-only runs

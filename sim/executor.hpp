@@ -152,8 +152,8 @@ class Executor {
     }
     Vec v = embedding_row(e, token, at_row);
     if (functional()) {
-      const auto row = w_->embedding.row(token);
-      v.values.assign(row.begin(), row.end());
+      v.values.resize(static_cast<std::size_t>(w_->embedding.cols()));
+      w_->embedding.row_values(token, v.values);
     }
     const MatrixPlacement& pe = pl_.head.position_embedding;
     if (model_.is_gpt2() && pe.p() > 0) {
@@ -167,8 +167,8 @@ class Executor {
           fab(pe.wafer).flow().send(route_, Bytes{4}, from_host ? at_row : id_ready);
       Vec pos = move(embedding_row(pe, position, at_pos), v.layout);
       if (functional()) {
-        const auto row = w_->position_embedding.row(position);
-        pos.values.assign(row.begin(), row.end());
+        pos.values.resize(static_cast<std::size_t>(w_->position_embedding.cols()));
+        w_->position_embedding.row_values(position, pos.values);
       }
       return add(v, pos);
     }

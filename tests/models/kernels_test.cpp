@@ -2,11 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "models/dtype.hpp"
 #include "models/rng.hpp"
 
 namespace wafersim::models {
@@ -58,6 +63,128 @@ TEST(GemvTile, RejectsMismatchedSizes) {
   EXPECT_THROW(gemv_tile(w.view(), x, y), std::invalid_argument);
   std::vector<float> x4(4), y2(2);
   EXPECT_THROW(gemv_tile(w.view(), x4, y2), std::invalid_argument);
+}
+
+// A rows x cols matrix of values exactly representable in `t`, drawn to
+// exercise the corners of the arithmetic: signed zeros, subnormal fp32
+// products, large magnitudes next to small ones (absorption), and for fp16
+// its own subnormals.
+Matrix awkward_matrix(int rows, int cols, DType t, std::uint64_t seed) {
+  Matrix m(rows, cols);
+  Xoshiro256StarStar rng(seed);
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      const float u = rng.uniform_pm1();
+      float v = u;
+      switch ((i * 7 + j * 3) % 11) {
+        case 0:
+          v = -0.0f;
+          break;
+        case 1:
+          v = u * 1e-3f;
+          break;
+        case 2:
+          v = t == DType::fp16 ? u * 6e-5f : u * 1e-30f;  // fp16 subnormals / tiny fp32
+          break;
+        case 3:
+          v = u * 3e4f;
+          break;
+        default:
+          break;
+      }
+      m(i, j) = round_to_dtype(v, t);
+    }
+  }
+  m.store_as(t);
+  return m;
+}
+
+void expect_same_bits(std::span<const float> a, std::span<const float> b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i]))
+        << what << " row " << i << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+TEST(GemvTile, VectorKernelIsBitIdenticalToScalarOnOddShapes) {
+  // Every row count 1..37 (blocks of eight and every remainder), column
+  // counts around the four-column step, through views whose rows are not
+  // contiguous, for each storage type.
+  for (DType t : {DType::fp32, DType::bf16, DType::fp16}) {
+    const Matrix m = awkward_matrix(41, 75, t, 5);
+    ASSERT_EQ(m.storage(), t);
+    Xoshiro256StarStar rng(17);
+    std::vector<float> x(75);
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      x[j] = rng.uniform_pm1();
+      if (j % 13 == 5) x[j] *= 1e-20f;  // products near the subnormal range
+      if (j % 13 == 9) x[j] *= 1e6f;
+    }
+    for (int rows = 1; rows <= 37; ++rows) {
+      for (int cols : {1, 3, 4, 5, 7, 8, 12, 13, 55, 56, 71}) {
+        for (int row0 : {0, 3}) {
+          const MatrixView v = m.view(row0, rows, 2, cols);
+          const std::span<const float> xs(x.data(), static_cast<std::size_t>(cols));
+          std::vector<float> simd(static_cast<std::size_t>(rows), 99.0f);
+          std::vector<float> scalar(static_cast<std::size_t>(rows), -99.0f);
+          gemv_tile(v, xs, simd);
+          gemv_tile_scalar(v, xs, scalar);
+          expect_same_bits(simd, scalar,
+                           std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" +
+                               std::to_string(cols) + " at row " + std::to_string(row0));
+        }
+      }
+    }
+  }
+}
+
+TEST(GemvTile, SixteenBitStorageGivesTheSameBitsAsFp32Storage) {
+  // The kernels widen exactly: storing the same values in 16 bits changes
+  // nothing in the result.
+  for (DType t : {DType::bf16, DType::fp16}) {
+    const Matrix compact = awkward_matrix(29, 61, t, 8);
+    Matrix wide(29, 61);
+    for (int i = 0; i < 29; ++i)
+      for (int j = 0; j < 61; ++j) wide(i, j) = compact(i, j);
+    std::vector<float> x(61);
+    Xoshiro256StarStar rng(3);
+    for (float& v : x) v = rng.uniform_pm1();
+    std::vector<float> a(29), b(29), c(29);
+    gemv_tile(compact.view(), x, a);
+    gemv_tile(wide.view(), x, b);
+    gemv_tile_scalar(compact.view(), x, c);
+    expect_same_bits(a, b, dtype_name(t));
+    expect_same_bits(a, c, dtype_name(t));
+  }
+}
+
+TEST(GemvTile, WidensEveryFp16BitPatternExactly) {
+  // Each row holds one of the 65,536 fp16 patterns in a column that cycles
+  // through the four lanes of a vector load, zeros elsewhere, and x = 1: the
+  // result is the widened value (a zero's sign aside: 0 + -0 = +0), NaNs
+  // included, and the vector kernel must agree with the scalar one bit for
+  // bit.
+  constexpr int kCols = 8;
+  Matrix m(65536, kCols);
+  for (int p = 0; p < 65536; ++p) {
+    const float v = fp16_bits_to_float(static_cast<std::uint16_t>(p));
+    m(p, p % kCols) = v;
+  }
+  m.store_as(DType::fp16);
+  const std::vector<float> x(kCols, 1.0f);
+  std::vector<float> simd(65536), scalar(65536);
+  gemv_tile(m.view(), x, simd);
+  gemv_tile_scalar(m.view(), x, scalar);
+  expect_same_bits(simd, scalar, "fp16 patterns");
+  for (int p = 0; p < 65536; ++p) {
+    const float want = fp16_bits_to_float(static_cast<std::uint16_t>(p));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(simd[static_cast<std::size_t>(p)])) << p;
+    } else {
+      ASSERT_EQ(simd[static_cast<std::size_t>(p)], want) << p;
+    }
+  }
 }
 
 TEST(RmsNorm, HandVector) {

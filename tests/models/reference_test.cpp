@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
 
+#include "models/dtype.hpp"
 #include "models/kernels.hpp"
 
 namespace wafersim::models {
@@ -180,6 +182,32 @@ TEST(ReferenceModel, ResetGivesTheSameLogits) {
   m.reset();
   EXPECT_EQ(m.forward(2, 0), a0);
   EXPECT_EQ(m.forward(5, 1), a1);
+}
+
+TEST(GreedyGenerate, CompactHostStorageGivesBitIdenticalLogits) {
+  // 16-bit storage widens exactly in the GEMV kernels, and the embedding rows
+  // are widened the same way, so every logit keeps its bits.
+  for (DType t : {DType::bf16, DType::fp16}) {
+    for (bool tied : {false, true}) {
+      ModelConfig c = tiny_llama();
+      c.tie_embeddings = tied;
+      const Weights wide = Weights::synthetic(c, t, 6);
+      const Weights compact = Weights::synthetic(c, t, 6, HostStorage::compact);
+      ASSERT_EQ(compact.layers[0].wq.storage(), t);
+      const std::vector<std::int32_t> prompt = {4, 40, 140};
+      const Generation a = greedy_generate(wide, prompt, 5);
+      const Generation b = greedy_generate(compact, prompt, 5);
+      EXPECT_EQ(a.tokens, b.tokens);
+      ASSERT_EQ(a.logits.size(), b.logits.size());
+      for (std::size_t i = 0; i < a.logits.size(); ++i) {
+        ASSERT_EQ(a.logits[i].size(), b.logits[i].size());
+        for (std::size_t k = 0; k < a.logits[i].size(); ++k)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(a.logits[i][k]),
+                    std::bit_cast<std::uint32_t>(b.logits[i][k]))
+              << dtype_name(t) << (tied ? " tied" : "") << " token " << i << " logit " << k;
+      }
+    }
+  }
 }
 
 TEST(GreedyGenerate, TokensAreTheArgmaxOfTheirLogits) {

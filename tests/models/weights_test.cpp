@@ -5,7 +5,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "models/dtype.hpp"
 #include "models/rng.hpp"
@@ -83,6 +86,104 @@ TEST(Matrix, ViewOutsideThrows) {
   EXPECT_THROW(m.view(-1, 1, 0, 1), std::out_of_range);
   EXPECT_NO_THROW(m.view(4, 0, 5, 0));
   EXPECT_THROW(Matrix(-1, 2), std::invalid_argument);
+}
+
+TEST(Matrix, StoreAsSixteenBitsKeepsEveryValueAndHalvesTheMemory) {
+  for (DType t : {DType::bf16, DType::fp16}) {
+    Matrix m(3, 5);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) m(i, j) = round_to_dtype(0.37f * static_cast<float>(i - j), t);
+    m(2, 4) = -0.0f;
+    const Matrix fp32 = m;
+    EXPECT_EQ(m.storage(), DType::fp32);
+    EXPECT_EQ(m.storage_bytes(), 15u * 4u);
+    m.store_as(t);
+    EXPECT_EQ(m.storage(), t);
+    EXPECT_EQ(m.storage_bytes(), 15u * 2u);
+    EXPECT_EQ(m.size(), 15u);
+    const Matrix& c = m;
+    std::vector<float> row(5);
+    for (int i = 0; i < 3; ++i) {
+      c.row_values(i, row);
+      for (int j = 0; j < 5; ++j) {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(c(i, j)), std::bit_cast<std::uint32_t>(fp32(i, j)));
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(row[static_cast<std::size_t>(j)]),
+                  std::bit_cast<std::uint32_t>(fp32(i, j)));
+      }
+    }
+    const MatrixView v = c.view(1, 2, 1, 3);
+    EXPECT_EQ(v.storage(), t);
+    EXPECT_EQ(v(1, 2), fp32(2, 3));
+    EXPECT_THROW(v.data(), std::logic_error);
+    EXPECT_THROW(c.data(), std::logic_error);  // no float pointer into 16-bit storage
+    EXPECT_THROW(c.row(0), std::logic_error);
+    EXPECT_THROW(m.mutable_row(0), std::logic_error);
+    EXPECT_THROW(m(0, 0) = 1.0f, std::logic_error);
+    EXPECT_FALSE(m == fp32);  // same values, other storage
+    m.store_as(t);            // already so: nothing to do
+    EXPECT_THROW(m.store_as(t == DType::bf16 ? DType::fp16 : DType::bf16), std::logic_error);
+    EXPECT_THROW(c.row_values(0, std::span<float>(row).first(4)), std::invalid_argument);
+  }
+}
+
+TEST(Matrix, StoreAsRejectsValuesTheDtypeCannotHoldAndChangesNothing) {
+  Matrix m(2, 3);
+  m(1, 2) = 0.1f;  // not a bf16 value, nor an fp16 one
+  for (DType t : {DType::bf16, DType::fp16}) {
+    try {
+      m.store_as(t);
+      FAIL() << "no error for " << dtype_name(t);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("(1, 2)"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(m.storage(), DType::fp32);
+    EXPECT_EQ(m(1, 2), 0.1f);
+  }
+}
+
+TEST(Matrix, StoreAsFp32AndTheEightBitFormatsKeepsFp32) {
+  // int8 and fp8 values are held dequantized (value x fp32 row scale).
+  for (DType t : {DType::fp32, DType::int8, DType::fp8_e4m3}) {
+    Matrix m(2, 2);
+    m(0, 1) = 0.1f;
+    m.store_as(t);
+    EXPECT_EQ(m.storage(), DType::fp32);
+    EXPECT_EQ(m(0, 1), 0.1f);
+  }
+}
+
+TEST(Weights, CompactHostStorageHoldsTheSameValues) {
+  ModelConfig c = tiny_llama();
+  for (DType t : {DType::bf16, DType::fp16, DType::int8}) {
+    const Weights wide = Weights::synthetic(c, t, 5);
+    const Weights compact = Weights::synthetic(c, t, 5, HostStorage::compact);
+    const DType want = t == DType::int8 ? DType::fp32 : t;
+    auto same = [&](const Matrix& a, const Matrix& b) {
+      ASSERT_EQ(a.storage(), DType::fp32);
+      ASSERT_EQ(b.storage(), want);
+      ASSERT_EQ(a.rows(), b.rows());
+      ASSERT_EQ(a.cols(), b.cols());
+      for (int i = 0; i < a.rows(); ++i)
+        for (int j = 0; j < a.cols(); ++j)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(a(i, j)), std::bit_cast<std::uint32_t>(b(i, j)))
+              << dtype_name(t) << " (" << i << ", " << j << ")";
+    };
+    same(wide.embedding, compact.embedding);
+    same(wide.lm_head, compact.lm_head);
+    for (std::size_t l = 0; l < wide.layers.size(); ++l) {
+      const LayerWeights& a = wide.layers[l];
+      const LayerWeights& b = compact.layers[l];
+      same(a.wq, b.wq);
+      same(a.wk, b.wk);
+      same(a.wv, b.wv);
+      same(a.wo, b.wo);
+      same(a.w_gate, b.w_gate);
+      same(a.w_up, b.w_up);
+      same(a.w_down, b.w_down);
+      EXPECT_EQ(a.attn_norm, b.attn_norm);  // vectors stay fp32
+    }
+    EXPECT_EQ(wide.final_norm, compact.final_norm);
+  }
 }
 
 TEST(Weights, ShapesFollowTheConfig) {
