@@ -559,7 +559,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     draft_sys = place_system(draft_scenario(sc));
     host_times.place_s += host_since(t_host);
     if (options.functional)
-      draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed);
+      draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed,
+                                                 models::HostStorage::compact);
     draft_io =
         std::make_unique<fabric::WaferIo>(sc.hardware, static_cast<int>(draft_sys->wafers.size()));
     draft_ex = std::make_unique<Executor>(draft_sys->wafer_ptrs, draft_io.get(), sd.draft,
