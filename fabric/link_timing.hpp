@@ -37,6 +37,7 @@
 #include "fabric/critical_path.hpp"
 #include "fabric/mesh.hpp"
 #include "fabric/wafer_spec.hpp"
+#include "fabric/zeroed_array.hpp"
 
 namespace wafersim::fabric {
 
@@ -132,7 +133,9 @@ class FlowModel {
   Cycles reduce_hop_overhead_;
   LinkSharing sharing_ = LinkSharing::exclusive;
   const Mesh& mesh_;
-  std::vector<LinkState> links_;
+  // Every link starts as LinkState{} (all zero bytes), straight from zeroed
+  // pages (fabric/zeroed_array.hpp).
+  ZeroedArray<LinkState> links_;
 };
 
 }  // namespace wafersim::fabric

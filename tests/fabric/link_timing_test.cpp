@@ -1,5 +1,7 @@
 #include "fabric/link_timing.hpp"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "test_spec.hpp"
@@ -18,6 +20,35 @@ class LinkTiming : public ::testing::Test {
     return r;
   }
 };
+
+// FlowModel keeps its link records in zeroed pages (ZeroedArray), which is
+// right only if all-zero bytes are a fresh record.
+TEST(LinkState, ZeroBytesAreAFreshRecord) {
+  unsigned char zeros[sizeof(FlowModel::LinkState)] = {};
+  FlowModel::LinkState z;
+  std::memcpy(&z, zeros, sizeof z);
+  const FlowModel::LinkState fresh{};
+  EXPECT_EQ(z.floor, fresh.floor);
+  EXPECT_EQ(z.bytes, fresh.bytes);
+  EXPECT_EQ(z.busy, fresh.busy);
+  EXPECT_EQ(z.count, fresh.count);
+  for (int i = 0; i < kLinkIntervals; ++i) {
+    EXPECT_EQ(z.start[i], fresh.start[i]);
+    EXPECT_EQ(z.end[i], fresh.end[i]);
+  }
+}
+
+TEST(ZeroedArray, ElementsStartValueInitialisedAndAreWritable) {
+  ZeroedArray<FlowModel::LinkState> a(100000);
+  ASSERT_EQ(a.size(), 100000u);
+  EXPECT_EQ(a[0].floor, 0u);
+  EXPECT_EQ(a[99999].count, 0);
+  a[12345].reserve(10, 5);
+  EXPECT_EQ(a[12345].earliest_fit(10, 5), 15u);
+  EXPECT_EQ(a[12346].earliest_fit(10, 5), 10u);
+  ZeroedArray<FlowModel::LinkState> none(0);
+  EXPECT_EQ(none.size(), 0u);
+}
 
 TEST_F(LinkTiming, UncontendedTransferArrivesAfterHopsPlusSerialization) {
   // 3 hops at 1 cycle each, 64 B at 4 B/cycle = 16 cycles: 100 + 3 + 16.
