@@ -152,12 +152,29 @@ std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) 
 
 std::vector<std::uint64_t> FlowModel::link_bytes_by_core() const {
   std::vector<std::uint64_t> out(mesh_.link_count(), 0);
-  for (int y = 0; y < mesh_.height(); ++y)
-    for (int x = 0; x < mesh_.width(); ++x)
-      for (int d = 0; d < kDirections; ++d)
-        out[mesh_.id(Coord{x, y}).value * kDirections + static_cast<std::uint32_t>(d)] =
-            links_[mesh_.link(Coord{x, y}, static_cast<Direction>(d)).value].bytes;
+  write_link_bytes_by_core(out);
   return out;
+}
+
+void FlowModel::write_link_bytes_by_core(std::span<std::uint64_t> out) const {
+  if (out.size() != mesh_.link_count())
+    throw std::invalid_argument("write_link_bytes_by_core: one element per link");
+  // Each plane is read in its memory order (mesh.hpp: column-major for the
+  // vertical directions), the output written where it belongs.
+  auto put = [&](int x, int y, int d) {
+    out[mesh_.id(Coord{x, y}).value * kDirections + static_cast<std::uint32_t>(d)] =
+        links_[mesh_.link(Coord{x, y}, static_cast<Direction>(d)).value].bytes;
+  };
+  for (int d = 0; d < kDirections; ++d) {
+    const auto dir = static_cast<Direction>(d);
+    if (dir == Direction::south || dir == Direction::north) {
+      for (int x = 0; x < mesh_.width(); ++x)
+        for (int y = 0; y < mesh_.height(); ++y) put(x, y, d);
+    } else {
+      for (int y = 0; y < mesh_.height(); ++y)
+        for (int x = 0; x < mesh_.width(); ++x) put(x, y, d);
+    }
+  }
 }
 
 Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& ready,

@@ -98,6 +98,8 @@ class FlowModel {
   Cycles link_floor(LinkId l) const { return Cycles{links_[l.value].floor}; }
   // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
   std::vector<std::uint64_t> link_bytes_by_core() const;
+  // The same into `out` (link_count() elements).
+  void write_link_bytes_by_core(std::span<std::uint64_t> out) const;
 
   // One link's reservations (public for its unit tests; FlowModel keeps one
   // per link in a flat array).

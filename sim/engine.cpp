@@ -314,18 +314,26 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
 
-  // Counters.
-  // Counters, wafer after wafer (stacked in y).
+  // Counters, wafer after wafer (stacked in y). Nothing uses a wafer's
+  // fabric after the simulation, so each is released once read: its memory
+  // then holds the counters instead of adding to them (26 wafers of
+  // Llama-3.1-405B: ~1.1 GB of counters beside ~5 GB of fabrics).
   r.wafers = static_cast<int>(wafers.size());
-  for (const auto& f : wafers) {
+  const std::size_t cores = wafers.front()->mesh().core_count();
+  const std::size_t links = wafers.front()->mesh().link_count();
+  r.core_busy_cycles.reserve(cores * wafers.size());
+  r.core_sram_bytes.reserve(cores * wafers.size());
+  r.link_bytes.reserve(links * wafers.size());
+  for (std::unique_ptr<fabric::Fabric>& f : sys->wafers) {
     const auto& busy = f->cores().all_busy_cycles();
     const auto& sram = f->sram().all_used();
-    const auto links = f->flow().link_bytes_by_core();
     r.core_busy_cycles.insert(r.core_busy_cycles.end(), busy.begin(), busy.end());
     r.core_sram_bytes.insert(r.core_sram_bytes.end(), sram.begin(), sram.end());
-    r.link_bytes.insert(r.link_bytes.end(), links.begin(), links.end());
+    r.link_bytes.resize(r.link_bytes.size() + links);
+    f->flow().write_link_bytes_by_core(std::span(r.link_bytes).last(links));
     r.cores_used += f->sram().cores_used();
     r.sram_bytes_used += f->sram().total_used().value;
+    f.reset();
   }
   r.sram_bytes_capacity = sc.hardware.sram_capacity().value * static_cast<std::uint64_t>(r.wafers);
   r.total_cycles = now_cycles().value;
