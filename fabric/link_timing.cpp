@@ -196,6 +196,60 @@ Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
 Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                           std::span<const Timed> node_ready, Cycles per_hop_extra,
                           std::vector<Timed>* arrivals) {
+  if (sharing_ == LinkSharing::interleave)
+    return traverse_interleaved(links, bytes, ready, node_ready, per_hop_extra, arrivals);
+  if (arrivals) {
+    arrivals->clear();
+    arrivals->push_back(ready);
+  }
+  if (links.empty()) return ready;
+  const std::uint64_t ser = serialization(bytes).value;
+  const std::uint64_t hop = hop_latency_.value;
+  const std::uint64_t step = hop + per_hop_extra.value;
+  // The head's Timed is kept as the moment it started from (`from`: `ready`,
+  // or the node_ready that last held it back) plus the hop and contention
+  // cycles added since; `at` is its time. The Timed is only built where one
+  // is returned, which keeps this per-hop loop on plain integers. Every rule
+  // is the exclusive rule of the header, with the same sums as Timed::plus
+  // and Timed::not_before would make.
+  const Timed* from = &ready;
+  std::uint64_t at = ready.at.value, hops = 0, contention = 0;
+  // The tail's arrival at the node after the link the head is on.
+  auto tail = [&] {
+    Timed t = *from;
+    t.at = Cycles{at + hop + ser};
+    t.path.hops += hops + hop;
+    t.path.contention += contention;
+    t.path.serialization += ser;
+    return t;
+  };
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    if (k > 0) {
+      at += step;
+      hops += step;
+      // A node that is not ready holds the head back (later(): ties keep the head).
+      if (!node_ready.empty() && node_ready[k].at.value > at) {
+        from = &node_ready[k];
+        at = from->at.value;
+        hops = contention = 0;
+      }
+    }
+    LinkState& link = links_[links[k].value];
+    // Waiting for a gap the whole message fits in is contention.
+    const std::uint64_t start = link.earliest_fit(at, ser);
+    contention += start - at;
+    at = start;
+    link.reserve(at, ser);
+    link.bytes += bytes.value;
+    link.busy += ser;
+    if (arrivals) arrivals->push_back(tail());
+  }
+  return tail();
+}
+
+Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes,
+                                      const Timed& ready, std::span<const Timed> node_ready,
+                                      Cycles per_hop_extra, std::vector<Timed>* arrivals) {
   if (arrivals) {
     arrivals->clear();
     arrivals->push_back(ready);
@@ -210,27 +264,16 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
       if (!node_ready.empty()) head = later(head, node_ready[k]);
     }
     LinkState& link = links_[links[k].value];
-    if (sharing_ == LinkSharing::interleave) {
-      const auto [first, last_end] = link.fill(head.at.value, ser.value);
-      head = head.not_before(Cycles{first}, Resource::contention);
-      Timed tail = head.plus(Resource::hops, hop_latency_)
-                       .plus(Resource::serialization, ser)
-                       .plus(Resource::contention, Cycles{last_end - first - ser.value});
-      // The tail cannot pass the tail of the hop before.
-      if (k > 0) tail = later(tail, tail_arrival.plus(Resource::hops, hop_latency_));
-      tail_arrival = tail;
-      link.bytes += bytes.value;
-      link.busy += ser.value;
-      if (arrivals) arrivals->push_back(tail_arrival);
-      continue;
-    }
-    // Waiting for a gap the whole message fits in is contention.
-    head =
-        head.not_before(Cycles{link.earliest_fit(head.at.value, ser.value)}, Resource::contention);
-    link.reserve(head.at.value, ser.value);
+    const auto [first, last_end] = link.fill(head.at.value, ser.value);
+    head = head.not_before(Cycles{first}, Resource::contention);
+    Timed tail = head.plus(Resource::hops, hop_latency_)
+                     .plus(Resource::serialization, ser)
+                     .plus(Resource::contention, Cycles{last_end - first - ser.value});
+    // The tail cannot pass the tail of the hop before.
+    if (k > 0) tail = later(tail, tail_arrival.plus(Resource::hops, hop_latency_));
+    tail_arrival = tail;
     link.bytes += bytes.value;
     link.busy += ser.value;
-    tail_arrival = head.plus(Resource::hops, hop_latency_).plus(Resource::serialization, ser);
     if (arrivals) arrivals->push_back(tail_arrival);
   }
   return tail_arrival;

@@ -129,6 +129,10 @@ class FlowModel {
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                  std::span<const Timed> node_ready, Cycles per_hop_extra,
                  std::vector<Timed>* arrivals);
+  // traverse() under LinkSharing::interleave.
+  Timed traverse_interleaved(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
+                             std::span<const Timed> node_ready, Cycles per_hop_extra,
+                             std::vector<Timed>* arrivals);
 
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
