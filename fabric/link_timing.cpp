@@ -7,6 +7,8 @@
 namespace wafersim::fabric {
 
 std::uint64_t FlowModel::LinkState::earliest_fit(std::uint64_t t, std::uint64_t len) const {
+  const std::uint64_t floor = this->floor();
+  const int count = this->count();
   std::uint64_t s = std::max(t, floor);
   // Fast path (messages issued in time order): at or after the last interval.
   if (count == 0 || s >= floor + end[count - 1]) return s;
@@ -20,7 +22,9 @@ std::uint64_t FlowModel::LinkState::earliest_fit(std::uint64_t t, std::uint64_t 
 }
 
 void FlowModel::LinkState::raise_floor(std::uint64_t to) {
+  const std::uint64_t floor = this->floor();
   if (to <= floor) return;
+  const int count = this->count();
   // Intervals that start at or before the new floor merge into it.
   int absorbed = 0;
   while (absorbed < count && floor + start[absorbed] <= to) {
@@ -32,15 +36,17 @@ void FlowModel::LinkState::raise_floor(std::uint64_t to) {
     start[i - absorbed] = start[i] - shift;
     end[i - absorbed] = end[i] - shift;
   }
-  count = static_cast<std::uint8_t>(count - absorbed);
-  floor = to;
+  set(to, count - absorbed);
 }
 
 void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
   if (len == 0) return;
   std::uint64_t e = s + len;
+  if (e > kFloorMask)
+    throw std::overflow_error("link reservation past 2^56 cycles (the flow model's time limit)");
   constexpr std::uint64_t kSpan = std::numeric_limits<std::uint32_t>::max();
-  if (e - std::min(e, floor) > kSpan) raise_floor(e - (std::uint64_t{1} << 31));
+  if (e - std::min(e, floor()) > kSpan) raise_floor(e - (std::uint64_t{1} << 31));
+  std::uint64_t floor = this->floor();
   s = std::max(s, floor);
   if (e <= floor) return;  // already counted busy
   if (s == floor) {        // touches the floor: extend it
@@ -49,6 +55,7 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
   }
   auto so = static_cast<std::uint32_t>(s - floor);
   auto eo = static_cast<std::uint32_t>(e - floor);
+  int count = this->count();
   // Fast path: after the last interval (extend it, or append).
   if (count > 0 && so >= end[count - 1]) {
     if (so == end[count - 1]) {
@@ -66,7 +73,7 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
     }
     start[count] = so;
     end[count] = eo;
-    ++count;
+    set(floor, count + 1);
     return;
   }
   int p = 0;  // intervals before the new one
@@ -76,7 +83,7 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
   if (left && right) {
     end[p - 1] = end[p];
     for (int i = p + 1; i < count; ++i) start[i - 1] = start[i], end[i - 1] = end[i];
-    --count;
+    set(floor, count - 1);
     return;
   }
   if (left) {
@@ -90,6 +97,7 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
   if (count == kLinkIntervals) {
     // Full: fold the oldest interval into the floor (conservative).
     raise_floor(floor + end[0]);
+    floor = this->floor();
     if (e <= floor) return;
     s = std::max(s, floor);
     if (s == floor) {
@@ -98,23 +106,26 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
     }
     so = static_cast<std::uint32_t>(s - floor);
     eo = static_cast<std::uint32_t>(e - floor);
+    count = this->count();
     p = 0;
     while (p < count && end[p] <= so) ++p;
   }
   for (int i = count; i > p; --i) start[i] = start[i - 1], end[i] = end[i - 1];
   start[p] = so;
   end[p] = eo;
-  ++count;
+  set(floor, count + 1);
 }
 
 std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t t,
                                                                    std::uint64_t len) {
+  const std::uint64_t floor = this->floor();
   std::uint64_t s = std::max(t, floor);
   if (len == 0) return {s, s};
   // The free pieces, computed before any is reserved (reserving may fold).
   std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
   int pieces = 0;
   std::uint64_t left = len;
+  const int count = this->count();
   for (int i = 0; i < count && left > 0; ++i) {
     const std::uint64_t a = floor + start[i], b = floor + end[i];
     if (b <= s) continue;
@@ -130,6 +141,26 @@ std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t
   return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
 }
 
+void FlowModel::carry_traffic(LinkId l, std::uint64_t bytes_carry, std::uint64_t busy_carry) {
+  CounterCarry& carry = carries_[l.value];
+  carry.bytes += bytes_carry;
+  carry.busy += busy_carry;
+}
+
+std::uint64_t FlowModel::link_bytes(LinkId l) const {
+  std::uint64_t high = 0;
+  if (!carries_.empty())
+    if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second.bytes;
+  return (high << 32) + links_[l.value].bytes_low;
+}
+
+std::uint64_t FlowModel::link_busy_cycles(LinkId l) const {
+  std::uint64_t high = 0;
+  if (!carries_.empty())
+    if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second.busy;
+  return (high << 32) + links_[l.value].busy_low;
+}
+
 FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
     : hop_latency_(spec.hop_latency),
       link_bytes_per_cycle_(spec.link_bytes_per_cycle),
@@ -139,14 +170,15 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
 
 Cycles FlowModel::link_reserved_until(LinkId l) const {
   const LinkState& s = links_[l.value];
-  return Cycles{s.count == 0 ? s.floor : s.floor + s.end[s.count - 1]};
+  const int count = s.count();
+  return Cycles{count == 0 ? s.floor() : s.floor() + s.end[count - 1]};
 }
 
 std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) const {
   const LinkState& s = links_[l.value];
   std::vector<std::pair<Cycles, Cycles>> out;
-  for (int i = 0; i < s.count; ++i)
-    out.emplace_back(Cycles{s.floor + s.start[i]}, Cycles{s.floor + s.end[i]});
+  for (int i = 0; i < s.count(); ++i)
+    out.emplace_back(Cycles{s.floor() + s.start[i]}, Cycles{s.floor() + s.end[i]});
   return out;
 }
 
@@ -163,7 +195,7 @@ void FlowModel::write_link_bytes_by_core(std::span<std::uint64_t> out) const {
   // vertical directions), the output written where it belongs.
   auto put = [&](int x, int y, int d) {
     out[mesh_.id(Coord{x, y}).value * kDirections + static_cast<std::uint32_t>(d)] =
-        links_[mesh_.link(Coord{x, y}, static_cast<Direction>(d)).value].bytes;
+        link_bytes(mesh_.link(Coord{x, y}, static_cast<Direction>(d)));
   };
   for (int d = 0; d < kDirections; ++d) {
     const auto dir = static_cast<Direction>(d);
@@ -240,8 +272,7 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     contention += start - at;
     at = start;
     link.reserve(at, ser);
-    link.bytes += bytes.value;
-    link.busy += ser;
+    count_traffic(links[k], link, bytes.value, ser);
     if (arrivals) arrivals->push_back(tail());
   }
   return tail();
@@ -272,8 +303,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     // The tail cannot pass the tail of the hop before.
     if (k > 0) tail = later(tail, tail_arrival.plus(Resource::hops, hop_latency_));
     tail_arrival = tail;
-    link.bytes += bytes.value;
-    link.busy += ser.value;
+    count_traffic(links[k], link, bytes.value, ser.value);
     if (arrivals) arrivals->push_back(tail_arrival);
   }
   return tail_arrival;
