@@ -91,6 +91,8 @@ MatrixPlacement make_matrix(const MatrixShape& m, int x0, int y0, int width, int
 
 void allocate_matrix(fabric::Fabric& fab, const MatrixPlacement& mp, int weight_bits) {
   const fabric::Mesh& mesh = fab.mesh();
+  // What each allocation holds (for FitError messages), built once per matrix.
+  const std::string tile = mp.name + " weight tile", buffers = mp.name + " buffers";
   for (int pi = 0; pi < mp.p(); ++pi)
     for (int qi = 0; qi < mp.q(); ++qi) {
       const std::uint64_t rows =
@@ -100,9 +102,8 @@ void allocate_matrix(fabric::Fabric& fab, const MatrixPlacement& mp, int weight_
       const CoreId core = mesh.id(mp.core(pi, qi));
       fab.sram().allocate(core,
                           Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
-                          SramUse::weights, mp.name + " weight tile");
-      fab.sram().allocate(core, Bytes{(rows + cols) * 4}, SramUse::activations,
-                          mp.name + " buffers");
+                          SramUse::weights, tile);
+      fab.sram().allocate(core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers);
     }
 }
 
@@ -1050,14 +1051,15 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
     fabric::Fabric& fab = fab_of(st.wafer);
     for (const MatrixPlacement* mp : st.matrices()) allocate_matrix(fab, *mp, bits);
     const AttentionPlacement& a = st.attention;
+    const std::string kv = fmt::format("layer {} KV cache", st.layer);
+    const std::string buffers = fmt::format("layer {} attention buffers", st.layer);
     for (int h = 0; h < a.num_kv_heads; ++h)
       for (int i = 0; i < a.segment_length; ++i) {
         const CoreId core = fab.mesh().id(a.segment_core(h, i));
         fab.sram().allocate(
             core, Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
-            SramUse::kv_cache, fmt::format("layer {} KV cache", st.layer));
-        fab.sram().allocate(core, Bytes{att_buffers}, SramUse::activations,
-                            fmt::format("layer {} attention buffers", st.layer));
+            SramUse::kv_cache, kv);
+        fab.sram().allocate(core, Bytes{att_buffers}, SramUse::activations, buffers);
       }
   }
   const HeadStage& head = pl.head;
@@ -1083,10 +1085,10 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
   };
   for (const LayerStage& st : pl.layers) {
     fabric::Fabric& fab = fab_of(st.wafer);
+    const std::string gains = fmt::format("layer {} norm gains", st.layer);
     for (int pi = 0; pi < st.o.p(); ++pi)
       allocate_gains(fab, st.o.root(pi),
-                     2 * norm_vectors * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)),
-                     fmt::format("layer {} norm gains", st.layer));
+                     2 * norm_vectors * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)), gains);
     // q/k/v biases (qwen2, gpt2, attention_bias).
     if (model.has_qkv_bias())
       allocate_biases(fab, st.qkv, fmt::format("layer {} qkv bias", st.layer));
