@@ -31,18 +31,20 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "fabric/critical_path.hpp"
 #include "fabric/mesh.hpp"
 #include "fabric/wafer_spec.hpp"
+#include "fabric/zeroed_array.hpp"
 
 namespace wafersim::fabric {
 
-// Busy intervals kept per link (see above). 4 keeps a link record in one
-// 64-byte cache line (3.58M links on a WSE-3: 229 MB); docs/validation.md
-// compares it with 8 on the agreement benchmark.
+// Busy intervals kept per link (see above). 4 keeps a link record at 48
+// bytes (FlowModel::LinkState); docs/validation.md compares it with 8 on the
+// agreement benchmark.
 inline constexpr int kLinkIntervals = 4;
 
 // How a message uses a link that is already reserved in places.
@@ -87,29 +89,40 @@ class FlowModel {
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
   // Per-link counters.
-  std::uint64_t link_bytes(LinkId l) const { return links_[l.value].bytes; }
-  std::uint64_t link_busy_cycles(LinkId l) const { return links_[l.value].busy; }
+  std::uint64_t link_bytes(LinkId l) const;
+  std::uint64_t link_busy_cycles(LinkId l) const;
   // The end of the link's last reservation (0 if it never carried anything).
   Cycles link_reserved_until(LinkId l) const;
   // The link's busy intervals [first, second) after its floor, in time order,
   // and the floor (every cycle before it counts as busy).
   std::vector<std::pair<Cycles, Cycles>> link_busy_intervals(LinkId l) const;
-  Cycles link_floor(LinkId l) const { return Cycles{links_[l.value].floor}; }
+  Cycles link_floor(LinkId l) const { return Cycles{links_[l.value].floor()}; }
   // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
   std::vector<std::uint64_t> link_bytes_by_core() const;
+  // The same into `out` (link_count() elements).
+  void write_link_bytes_by_core(std::span<std::uint64_t> out) const;
 
   // One link's reservations (public for its unit tests; FlowModel keeps one
-  // per link in a flat array).
-  struct alignas(64) LinkState {
-    std::uint64_t floor = 0;  // every cycle before this counts as busy
-    std::uint64_t bytes = 0;  // bytes carried
-    std::uint64_t busy = 0;   // cycles reserved
-    // Busy intervals [floor + start[i], floor + end[i]), sorted, disjoint and
-    // not touching; `count` of them are in use.
+  // per link in a flat array). 48 bytes: 3.58M links on a WSE-3 take 172 MB.
+  struct alignas(16) LinkState {
+    // The floor (every cycle before it counts as busy) in bits 0-55 and the
+    // number of busy intervals in use in bits 56-63, one word so that the
+    // record is 48 bytes. 2^56 cycles are two years of simulated time at
+    // 1.1 GHz; reserve() throws std::overflow_error past them.
+    std::uint64_t floor_and_count = 0;
+    // Busy intervals [floor + start[i], floor + end[i]) for i < count(),
+    // sorted, disjoint and not touching.
     std::uint32_t start[kLinkIntervals] = {};
     std::uint32_t end[kLinkIntervals] = {};
-    std::uint8_t count = 0;
+    // Low 32 bits of the bytes carried and of the cycles reserved; FlowModel
+    // keeps what overflows them (link_bytes(), link_busy_cycles()).
+    std::uint32_t bytes_low = 0;
+    std::uint32_t busy_low = 0;
 
+    static constexpr int kCountShift = 56;
+    static constexpr std::uint64_t kFloorMask = (std::uint64_t{1} << kCountShift) - 1;
+    std::uint64_t floor() const { return floor_and_count & kFloorMask; }
+    int count() const { return static_cast<int>(floor_and_count >> kCountShift); }
     // The earliest cycle >= t at which [s, s + len) is free.
     std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const;
     // Marks [s, s + len) busy; it must be free (as earliest_fit returns).
@@ -119,20 +132,47 @@ class FlowModel {
     std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len);
 
    private:
+    void set(std::uint64_t floor, int count) {
+      floor_and_count = floor | static_cast<std::uint64_t>(count) << kCountShift;
+    }
     void raise_floor(std::uint64_t to);
   };
+  static_assert(sizeof(LinkState) == 48, "the link record's size is part of its memory budget");
 
  private:
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                  std::span<const Timed> node_ready, Cycles per_hop_extra,
                  std::vector<Timed>* arrivals);
+  // traverse() under LinkSharing::interleave.
+  Timed traverse_interleaved(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
+                             std::span<const Timed> node_ready, Cycles per_hop_extra,
+                             std::vector<Timed>* arrivals);
+  // Adds one message's bytes and cycles to link l's counters.
+  void count_traffic(LinkId l, LinkState& link, std::uint64_t bytes, std::uint64_t cycles) {
+    const std::uint64_t b = link.bytes_low + bytes, c = link.busy_low + cycles;
+    link.bytes_low = static_cast<std::uint32_t>(b);
+    link.busy_low = static_cast<std::uint32_t>(c);
+    if (((b | c) >> 32) != 0) carry_traffic(l, b >> 32, c >> 32);
+  }
+  void carry_traffic(LinkId l, std::uint64_t bytes_carry, std::uint64_t busy_carry);
 
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
   LinkSharing sharing_ = LinkSharing::exclusive;
   const Mesh& mesh_;
-  std::vector<LinkState> links_;
+  // Every link starts as LinkState{} (all zero bytes), straight from zeroed
+  // pages (fabric/zeroed_array.hpp).
+  ZeroedArray<LinkState> links_;
+  // What the links' 32-bit counters overflowed, in units of 2^32, by link
+  // index. A link overflows after 4 GiB or 2^32 busy cycles (~4 s of
+  // simulated time), so this stays empty or small; it is only looked up on an
+  // overflow and when counters are read.
+  struct CounterCarry {
+    std::uint64_t bytes = 0;
+    std::uint64_t busy = 0;
+  };
+  std::unordered_map<std::uint32_t, CounterCarry> carries_;
 };
 
 }  // namespace wafersim::fabric

@@ -28,12 +28,21 @@ Coord Mesh::step(Coord c, Direction d) {
 }
 
 void Mesh::straight_route(Coord start, Direction d, int hops, std::vector<LinkId>& out) const {
-  Coord c = start;
-  for (int i = 0; i < hops; ++i) {
-    out.push_back(link(c, d));
-    c = step(c, d);
+  Coord end = start;
+  if (hops > 0) {
+    // Along a straight run the link index moves by one in its plane (link():
+    // east/west planes are row-major, south/north column-major), up for east
+    // and south, down for west and north (modulo 2^32, as link() computes).
+    const std::uint32_t first = link(start, d).value;
+    const std::uint32_t delta = d == Direction::east || d == Direction::south ? 1u : ~0u;
+    const std::size_t n = out.size();
+    out.resize(n + static_cast<std::size_t>(hops));
+    for (int i = 0; i < hops; ++i)
+      out[n + static_cast<std::size_t>(i)] = LinkId{first + static_cast<std::uint32_t>(i) * delta};
+    const Coord one = step(Coord{0, 0}, d);
+    end = Coord{start.x + one.x * hops, start.y + one.y * hops};
   }
-  if (!contains(c)) throw std::out_of_range("route leaves the mesh");
+  if (!contains(end)) throw std::out_of_range("route leaves the mesh");
 }
 
 void Mesh::xy_route(Coord src, Coord dst, std::vector<LinkId>& out) const {

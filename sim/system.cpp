@@ -1,6 +1,7 @@
 #include "sim/system.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/placement_file.hpp"
 
@@ -41,16 +42,18 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
     return sys;
   }
   int n = sc.wafers;
+  std::optional<Placement> planned;
   if (sc.wafers_auto) {
     // Plan (no allocation) from the fewest wafers whose SRAM could hold the
-    // weights upward; the first plan that fits wins.
+    // weights upward; the first plan that fits wins, and is the placement
+    // (planning is deterministic: planning it again gave the same).
     const std::uint64_t bytes =
         ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
     n = static_cast<int>(
         std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
     for (;; ++n) {
       try {
-        plan_placement(sc.model, sc.hardware, n, req);
+        planned = plan_placement(sc.model, sc.hardware, n, req);
         break;
       } catch (const fabric::FitError&) {
         if (n >= sc.model.num_layers) throw;  // one layer per wafer did not fit either
@@ -61,7 +64,8 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
     sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
     sys->wafer_ptrs.push_back(sys->wafers.back().get());
   }
-  sys->placement = place(sc.model, sys->wafer_ptrs, req);
+  sys->placement = planned ? std::move(*planned) : plan_placement(sc.model, sc.hardware, n, req);
+  allocate_placement(sc.model, sys->placement, sys->wafer_ptrs, req);
   sys->program = lower(sc.model, sys->placement);
   return sys;
 }

@@ -1,5 +1,11 @@
 #include "fabric/link_timing.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "test_spec.hpp"
@@ -18,6 +24,242 @@ class LinkTiming : public ::testing::Test {
     return r;
   }
 };
+
+// FlowModel keeps its link records in zeroed pages (ZeroedArray), which is
+// right only if all-zero bytes are a fresh record.
+TEST(LinkState, ZeroBytesAreAFreshRecord) {
+  unsigned char zeros[sizeof(FlowModel::LinkState)] = {};
+  FlowModel::LinkState z;
+  std::memcpy(&z, zeros, sizeof z);
+  const FlowModel::LinkState fresh{};
+  EXPECT_EQ(z.floor_and_count, fresh.floor_and_count);
+  EXPECT_EQ(z.floor(), 0u);
+  EXPECT_EQ(z.count(), 0);
+  EXPECT_EQ(z.bytes_low, fresh.bytes_low);
+  EXPECT_EQ(z.busy_low, fresh.busy_low);
+  for (int i = 0; i < kLinkIntervals; ++i) {
+    EXPECT_EQ(z.start[i], fresh.start[i]);
+    EXPECT_EQ(z.end[i], fresh.end[i]);
+  }
+}
+
+TEST(ZeroedArray, ElementsStartValueInitialisedAndAreWritable) {
+  ZeroedArray<FlowModel::LinkState> a(100000);
+  ASSERT_EQ(a.size(), 100000u);
+  EXPECT_EQ(a[0].floor(), 0u);
+  EXPECT_EQ(a[99999].count(), 0);
+  a[12345].reserve(10, 5);
+  EXPECT_EQ(a[12345].earliest_fit(10, 5), 15u);
+  EXPECT_EQ(a[12346].earliest_fit(10, 5), 10u);
+  ZeroedArray<FlowModel::LinkState> none(0);
+  EXPECT_EQ(none.size(), 0u);
+}
+
+// The 64-byte link record as it was before the 48-byte one (floor and count
+// in fields of their own, 64-bit counters), kept as the reference the
+// compact record must agree with decision for decision.
+struct ReferenceLinkState {
+  std::uint64_t floor = 0;
+  std::uint32_t start[kLinkIntervals] = {};
+  std::uint32_t end[kLinkIntervals] = {};
+  std::uint8_t count = 0;
+
+  std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const {
+    std::uint64_t s = std::max(t, floor);
+    if (count == 0 || s >= floor + end[count - 1]) return s;
+    for (int i = 0; i < count; ++i) {
+      const std::uint64_t b = floor + end[i];
+      if (b <= s) continue;
+      if (floor + start[i] >= s + len) break;
+      s = b;
+    }
+    return s;
+  }
+  void raise_floor(std::uint64_t to) {
+    if (to <= floor) return;
+    int absorbed = 0;
+    while (absorbed < count && floor + start[absorbed] <= to) {
+      to = std::max(to, floor + end[absorbed]);
+      ++absorbed;
+    }
+    const auto shift = static_cast<std::uint32_t>(to - floor);
+    for (int i = absorbed; i < count; ++i) {
+      start[i - absorbed] = start[i] - shift;
+      end[i - absorbed] = end[i] - shift;
+    }
+    count = static_cast<std::uint8_t>(count - absorbed);
+    floor = to;
+  }
+  void reserve(std::uint64_t s, std::uint64_t len) {
+    if (len == 0) return;
+    std::uint64_t e = s + len;
+    constexpr std::uint64_t kSpan = std::numeric_limits<std::uint32_t>::max();
+    if (e - std::min(e, floor) > kSpan) raise_floor(e - (std::uint64_t{1} << 31));
+    s = std::max(s, floor);
+    if (e <= floor) return;
+    if (s == floor) {
+      raise_floor(e);
+      return;
+    }
+    auto so = static_cast<std::uint32_t>(s - floor);
+    auto eo = static_cast<std::uint32_t>(e - floor);
+    if (count > 0 && so >= end[count - 1]) {
+      if (so == end[count - 1]) {
+        end[count - 1] = eo;
+        return;
+      }
+      if (count == kLinkIntervals) {
+        const std::uint32_t shift = end[0];
+        for (int i = 1; i < count; ++i)
+          start[i - 1] = start[i] - shift, end[i - 1] = end[i] - shift;
+        floor += shift;
+        so -= shift;
+        eo -= shift;
+        --count;
+      }
+      start[count] = so;
+      end[count] = eo;
+      ++count;
+      return;
+    }
+    int p = 0;
+    while (p < count && end[p] <= so) ++p;
+    const bool left = p > 0 && end[p - 1] == so;
+    const bool right = p < count && start[p] == eo;
+    if (left && right) {
+      end[p - 1] = end[p];
+      for (int i = p + 1; i < count; ++i) start[i - 1] = start[i], end[i - 1] = end[i];
+      --count;
+      return;
+    }
+    if (left) {
+      end[p - 1] = eo;
+      return;
+    }
+    if (right) {
+      start[p] = so;
+      return;
+    }
+    if (count == kLinkIntervals) {
+      raise_floor(floor + end[0]);
+      if (e <= floor) return;
+      s = std::max(s, floor);
+      if (s == floor) {
+        raise_floor(e);
+        return;
+      }
+      so = static_cast<std::uint32_t>(s - floor);
+      eo = static_cast<std::uint32_t>(e - floor);
+      p = 0;
+      while (p < count && end[p] <= so) ++p;
+    }
+    for (int i = count; i > p; --i) start[i] = start[i - 1], end[i] = end[i - 1];
+    start[p] = so;
+    end[p] = eo;
+    ++count;
+  }
+  std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len) {
+    std::uint64_t s = std::max(t, floor);
+    if (len == 0) return {s, s};
+    std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
+    int pieces = 0;
+    std::uint64_t left = len;
+    for (int i = 0; i < count && left > 0; ++i) {
+      const std::uint64_t a = floor + start[i], b = floor + end[i];
+      if (b <= s) continue;
+      if (a > s) {
+        const std::uint64_t take = std::min(a - s, left);
+        piece_start[pieces] = s, piece_len[pieces] = take, ++pieces;
+        left -= take;
+      }
+      s = b;
+    }
+    if (left > 0) piece_start[pieces] = s, piece_len[pieces] = left, ++pieces;
+    for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i]);
+    return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
+  }
+};
+
+void expect_same_state(const FlowModel::LinkState& a, const ReferenceLinkState& r,
+                       const std::string& where) {
+  ASSERT_EQ(a.floor(), r.floor) << where;
+  ASSERT_EQ(a.count(), r.count) << where;
+  for (int i = 0; i < r.count; ++i) {
+    ASSERT_EQ(a.start[i], r.start[i]) << where << " interval " << i;
+    ASSERT_EQ(a.end[i], r.end[i]) << where << " interval " << i;
+  }
+}
+
+TEST(LinkState, CompactRecordDecidesAsTheReference) {
+  // Random reservations (mostly in time order, as the engine makes them,
+  // some backfilling earlier gaps, some far ahead to move the floor past
+  // the 32-bit span) on the record and on the reference: every earliest fit
+  // and every state after a reservation or a fill must be the same.
+  std::uint64_t state = 987654321;
+  auto next = [&state](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 17) % n;
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    FlowModel::LinkState link;
+    ReferenceLinkState ref;
+    std::uint64_t now = next(50);
+    const int n = 1 + static_cast<int>(next(60));
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t kind = next(20);
+      std::uint64_t t = now, len = 1 + next(40);
+      if (kind == 0)
+        t = now + (std::uint64_t{1} << 32) + next(1000);  // past the span
+      else if (kind < 5)
+        t = now > 200 ? now - next(200) : 0;  // backfill
+      else
+        t = now + next(60);
+      if (kind == 1) len = 1 + next(1u << 20);
+      const std::string where = "trial " + std::to_string(trial) + " step " + std::to_string(i);
+      const std::uint64_t s = link.earliest_fit(t, len);
+      ASSERT_EQ(s, ref.earliest_fit(t, len)) << where;
+      ASSERT_EQ(link.floor_and_count >> FlowModel::LinkState::kCountShift, ref.count) << where;
+      if (next(8) == 0) {
+        // LinkSharing::interleave: the free cycles from t on, in pieces.
+        ASSERT_EQ(link.fill(t, len), ref.fill(t, len)) << where;
+      } else {
+        link.reserve(s, len);
+        ref.reserve(s, len);
+      }
+      expect_same_state(link, ref, where);
+      now = std::max(now, s);
+    }
+  }
+}
+
+TEST(LinkState, RefusesReservationsPastItsTimeLimit) {
+  FlowModel::LinkState link;
+  const std::uint64_t limit = FlowModel::LinkState::kFloorMask;
+  link.reserve(limit - 10, 10);  // ends exactly at the limit: still exact
+  EXPECT_EQ(link.earliest_fit(limit - 20, 5), limit - 20);
+  EXPECT_EQ(link.earliest_fit(limit - 12, 5), limit);
+  EXPECT_THROW(link.reserve(limit, 1), std::overflow_error);
+}
+
+TEST(FlowModelCounters, ExactPastThirtyTwoBits) {
+  const WaferSpec spec = testing::small_spec();
+  const Mesh mesh{spec.mesh_width, spec.mesh_height};
+  FlowModel flow{mesh, spec};
+  std::vector<LinkId> r;
+  mesh.xy_route({0, 0}, {2, 0}, r);
+  // 3 GiB messages: the second carries both links' byte counters past 2^32.
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  for (int i = 0; i < 3; ++i) flow.send(r, Bytes{3 * gib}, Timed{});
+  EXPECT_EQ(flow.link_bytes(r[0]), 9 * gib);
+  EXPECT_EQ(flow.link_bytes(r[1]), 9 * gib);
+  EXPECT_EQ(flow.link_busy_cycles(r[0]), 3 * flow.serialization(Bytes{3 * gib}).value);
+  // An untouched link next to them still reads 0.
+  EXPECT_EQ(flow.link_bytes(mesh.link(Coord{0, 1}, Direction::east)), 0u);
+  const auto by_core = flow.link_bytes_by_core();
+  EXPECT_EQ(by_core[mesh.id(Coord{1, 0}).value * kDirections +
+                    static_cast<std::uint32_t>(Direction::east)],
+            9 * gib);
+}
 
 TEST_F(LinkTiming, UncontendedTransferArrivesAfterHopsPlusSerialization) {
   // 3 hops at 1 cycle each, 64 B at 4 B/cycle = 16 cycles: 100 + 3 + 16.

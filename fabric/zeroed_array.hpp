@@ -1,0 +1,62 @@
+// A large fixed-size array whose elements start as all-zero bytes, taken from
+// the operating system already zeroed (an anonymous mapping) instead of being
+// written by a constructor. Used for the per-link records of a wafer (3.58M
+// x 48 bytes on a WSE-3): a std::vector value-initialises them with a memset
+// that faults in every page at once (most of a 26-wafer placement's time was
+// those faults), although the kernel hands out zeroed pages anyway. Here a
+// page is faulted in (and zeroed, once) when the simulation first touches
+// it, and pages it never touches (about a tenth of a wafer's link records
+// under Llama-3.1-405B) cost no memory.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+namespace wafersim::fabric {
+
+// An anonymous, zero-filled mapping of `bytes` bytes (none for 0), page
+// aligned. Throws std::bad_alloc when the mapping fails.
+class ZeroedPages {
+ public:
+  explicit ZeroedPages(std::size_t bytes);
+  ~ZeroedPages();
+  ZeroedPages(ZeroedPages&& o) noexcept : data_(o.data_), bytes_(o.bytes_) {
+    o.data_ = nullptr, o.bytes_ = 0;
+  }
+  ZeroedPages& operator=(ZeroedPages&& o) noexcept;
+  ZeroedPages(const ZeroedPages&) = delete;
+  ZeroedPages& operator=(const ZeroedPages&) = delete;
+
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// n elements of T, each starting as T{}. T must be an implicit-lifetime
+// type (an aggregate of plain members, trivially destructible) whose
+// value-initialised state is all-zero bytes, so that the zeroed pages already
+// hold n value-initialised elements; each user's unit test checks the latter
+// (link_timing_test: LinkStateStartsAsZeroBytes).
+template <class T>
+class ZeroedArray {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                "ZeroedArray holds plain records only");
+  static_assert(alignof(T) <= 4096, "pages are 4 KiB aligned");
+
+ public:
+  explicit ZeroedArray(std::size_t n) : pages_(n * sizeof(T)), n_(n) {}
+
+  std::size_t size() const { return n_; }
+  T& operator[](std::size_t i) { return data()[i]; }
+  const T& operator[](std::size_t i) const { return data()[i]; }
+
+ private:
+  T* data() const { return static_cast<T*>(pages_.data()); }
+
+  ZeroedPages pages_;
+  std::size_t n_ = 0;
+};
+
+}  // namespace wafersim::fabric
