@@ -13,7 +13,25 @@
 //   arrival at node k+1 (tail) = sk + hop_latency + ser
 // so an uncontended message arrives after hops * hop_latency + ser cycles
 // (virtual cut-through: the head moves on while the tail still streams), and
-// two messages sharing a link serialize on it. `extra` is the per-hop cost
+// two messages sharing a link serialize on it.
+//
+// Core ramps: a core's router hands it at most one wavelet per cycle and
+// takes at most one from it (the fifth port of the wavelet model). Every
+// message first takes ser free cycles of its source core's injection ramp
+// from `ready` on, and, at each receiving core (the end of a unicast, every
+// core of a line multicast), ser free cycles of that core's ejection ramp
+// from its head's arrival on. Messages share a ramp wavelet by wavelet (the
+// ramp takes any free cycle, LinkState::fill, whatever the links' sharing
+// rule): what the ramp conserves is its one wavelet per cycle, so a core
+// that many messages converge on receives them at that rate in all. The
+// message leaves the injection ramp as one stream ending with its last
+// wavelet, and the core has it when the last wavelet is through the
+// ejection ramp (waits are contention). Uncontended, a ramp costs nothing
+// (the rule above is unchanged). A chain reduction's intermediate cores add to the stream as
+// it passes (no ramp reservation there); its first sender and last receiver
+// use their ramps.
+//
+// `extra` is the per-hop cost
 // when each node on the path adds its own contribution before forwarding
 // (chain reduction); `node_ready[k]` is when node k's contribution is ready.
 //
@@ -86,6 +104,10 @@ class FlowModel {
   Cycles hop_latency() const { return hop_latency_; }
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
+  // Per-core ramp counters: bytes a core sent and received through its ramps.
+  std::uint64_t ramp_bytes_injected(CoreId c) const { return inject_[c.value].bytes; }
+  std::uint64_t ramp_bytes_ejected(CoreId c) const { return eject_[c.value].bytes; }
+
   // Per-link counters.
   std::uint64_t link_bytes(LinkId l) const { return links_[l.value].bytes; }
   std::uint64_t link_busy_cycles(LinkId l) const { return links_[l.value].busy; }
@@ -123,6 +145,16 @@ class FlowModel {
   };
 
  private:
+  // The message takes `ser` cycles of core c's injection ramp from `ready`
+  // on; returns when its head may enter the first link.
+  Timed inject(CoreId c, Cycles ser, const Timed& ready);
+  // The message whose tail reached core c at `tail` takes `ser` cycles of
+  // c's ejection ramp from its head's arrival on; returns when the core has
+  // all of it.
+  Timed eject(CoreId c, Cycles ser, const Timed& tail);
+  CoreId link_target(LinkId l) const {
+    return mesh_.id(Mesh::step(mesh_.link_source(l), mesh_.link_direction(l)));
+  }
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                  std::span<const Timed> node_ready, Cycles per_hop_extra,
                  std::vector<Timed>* arrivals);
@@ -133,6 +165,7 @@ class FlowModel {
   LinkSharing sharing_ = LinkSharing::exclusive;
   const Mesh& mesh_;
   std::vector<LinkState> links_;
+  std::vector<LinkState> inject_, eject_;  // one per core
 };
 
 }  // namespace wafersim::fabric
