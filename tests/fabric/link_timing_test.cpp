@@ -396,30 +396,55 @@ TEST_F(LinkTiming, AFullLinkFoldsItsOldestIntervalIntoTheFloor) {
 }
 
 TEST_F(LinkTiming, InterleavedSharingTakesTheFreeCyclesAroundReservations) {
-  // Link (0,0)E busy [10, 20) (40 B sent at 10). An interleaving 40 B message
-  // ready at 5 takes [5, 10) and [20, 25): its tail reaches (1,0) at 25 + 1 =
-  // 26, 10 cycles of it contention. Exclusive, it would wait for a 10-cycle
-  // gap: 20 + 1 + 10 = 31.
-  flow.send(route({0, 0}, {1, 0}), Bytes{40}, Timed{Cycles{10}, {}});
+  // Link (1,0)E busy [10, 20) (40 B from (1,0) to (2,0), sent at 10). An
+  // interleaving 40 B message from (0,0) to (3,0), ready at 4 (other ramps
+  // than the first's): (0,0)E idle, [4, 14); its head reaches (1,0)E at 5 and
+  // takes [5, 10) and [20, 25): tail at (2,0) 25 + 1 = 26, 10 cycles of it
+  // contention; (2,0)E is idle but the tail cannot pass the hop before:
+  // 26 + 1 = 27 (hops 3, serialization 10, contention 10). Exclusive, it
+  // waits for a 10-cycle gap on (1,0)E: [20, 30), then (2,0)E [21, 31): 32.
+  flow.send(route({1, 0}, {2, 0}), Bytes{40}, Timed{Cycles{10}, {}});
   FlowModel exclusive{mesh, spec};
-  exclusive.send(route({0, 0}, {1, 0}), Bytes{40}, Timed{Cycles{10}, {}});
+  exclusive.send(route({1, 0}, {2, 0}), Bytes{40}, Timed{Cycles{10}, {}});
   flow.set_sharing(LinkSharing::interleave);
-  std::vector<Timed> arrivals;
-  const Timed t = flow.send(route({0, 0}, {2, 0}), Bytes{40}, Timed{Cycles{5}, {}}, &arrivals);
-  EXPECT_EQ(arrivals[1].at.value, 26u);
-  EXPECT_EQ(arrivals[1].path.contention, 10u);
-  // On the idle second link the head goes on at 6, but the tail cannot pass
-  // the first hop's tail: 26 + 1 = 27 (hops 2, serialization 10, contention 10).
+  const Timed t = flow.send(route({0, 0}, {3, 0}), Bytes{40}, Timed{Cycles{4}, {}});
   EXPECT_EQ(t.at.value, 27u);
-  EXPECT_EQ(t.path.hops, 2u);
+  EXPECT_EQ(t.path.hops, 3u);
   EXPECT_EQ(t.path.serialization, 10u);
   EXPECT_EQ(t.path.contention, 10u);
-  EXPECT_EQ(t.path.total(), 22u);
-  const auto busy = flow.link_busy_intervals(route({0, 0}, {1, 0})[0]);
+  EXPECT_EQ(t.path.total(), 23u);
+  const auto busy = flow.link_busy_intervals(route({1, 0}, {2, 0})[0]);
   ASSERT_EQ(busy.size(), 1u);  // [5, 25): the gap was filled
   EXPECT_EQ(busy[0].first.value, 5u);
   EXPECT_EQ(busy[0].second.value, 25u);
-  EXPECT_EQ(exclusive.send(route({0, 0}, {1, 0}), Bytes{40}, Timed{Cycles{5}, {}}).at.value, 31u);
+  EXPECT_EQ(exclusive.send(route({0, 0}, {3, 0}), Bytes{40}, Timed{Cycles{4}, {}}).at.value, 32u);
+}
+
+// Core ramps: a core receives one wavelet per cycle in all. Four 40 B
+// messages (10 wavelets each) from the four neighbours of (5,5), all ready at
+// 0 and on disjoint links, each arrive after 1 hop + 10 cycles = 11 on their
+// own; through (5,5)'s one ejection ramp, shared wavelet by wavelet, the last
+// has all its wavelets at 1 + 40 = 41 (the ramp took 40 wavelets in cycles
+// [1, 41)). Likewise one core sending four messages at once injects them at
+// one wavelet per cycle.
+TEST_F(LinkTiming, ACoreReceivesAndSendsOneWaveletPerCycleInAll) {
+  const Coord centre{5, 5};
+  std::uint64_t last = 0, sum = 0;
+  for (const Coord from : {Coord{4, 5}, Coord{6, 5}, Coord{5, 4}, Coord{5, 6}}) {
+    const Timed t = flow.send(route(from, centre), Bytes{40}, Timed{Cycles{0}, {}});
+    last = std::max(last, t.at.value);
+    sum += t.at.value;
+  }
+  EXPECT_EQ(last, 41u);
+  EXPECT_EQ(sum, 11u + 21u + 31u + 41u);  // fill gives the ramp to them in turn here
+  EXPECT_EQ(flow.ramp_bytes_ejected(mesh.id(centre)), 160u);
+  FlowModel out{mesh, spec};
+  std::uint64_t last_out = 0;
+  for (const Coord to : {Coord{4, 5}, Coord{6, 5}, Coord{5, 4}, Coord{5, 6}})
+    last_out = std::max(last_out,
+                        out.send(route(centre, to), Bytes{40}, Timed{Cycles{0}, {}}).at.value);
+  EXPECT_EQ(last_out, 41u);  // the fourth leaves the ramp at 40, 1 hop later it is there
+  EXPECT_EQ(out.ramp_bytes_injected(mesh.id(centre)), 160u);
 }
 
 TEST(LinkState, NeverDoubleBooksAndIsExactWhileItHasRoom) {
