@@ -218,8 +218,8 @@ Timed FlowModel::inject(CoreId c, Cycles ser, const Timed& ready) {
   // its last wavelet has; from then on it moves as one message of ser cycles.
   LinkState& ramp = inject_[c.value];
   const auto [first, last_end] = ramp.fill(ready.at.value, ser.value);
-  (void)first;
-  return ready.not_before(Cycles{last_end - ser.value}, Resource::contention);
+  (void)last_end;
+  return ready.not_before(Cycles{first}, Resource::contention);
 }
 
 Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
