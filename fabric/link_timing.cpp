@@ -167,10 +167,7 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       reduce_hop_overhead_(spec.reduce_hop_overhead),
       mesh_(mesh),
       links_(mesh.link_count()),
-      inject_(mesh.core_count()),
-      eject_(mesh.core_count()),
-      injected_bytes_(mesh.core_count()),
-      ejected_bytes_(mesh.core_count()) {}
+      eject_(mesh.core_count()) {}
 
 Cycles FlowModel::link_reserved_until(LinkId l) const {
   const LinkState& s = links_[l.value];
@@ -213,15 +210,6 @@ void FlowModel::write_link_bytes_by_core(std::span<std::uint64_t> out) const {
   }
 }
 
-Timed FlowModel::inject(CoreId c, Cycles ser, const Timed& ready) {
-  // The ramp is shared wavelet by wavelet (fill): the stream has left it when
-  // its last wavelet has; from then on it moves as one message of ser cycles.
-  LinkState& ramp = inject_[c.value];
-  const auto [first, last_end] = ramp.fill(ready.at.value, ser.value);
-  (void)last_end;
-  return ready.not_before(Cycles{first}, Resource::contention);
-}
-
 Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
   // Shared wavelet by wavelet too: the core has the message once ser free
   // ramp cycles from its head's arrival on have passed.
@@ -235,20 +223,15 @@ Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& r
                       std::vector<Timed>* arrivals) {
   if (links.empty()) return traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   const Cycles ser = serialization(bytes);
-  const CoreId src = mesh_.id(mesh_.link_source(links.front()));
-  injected_bytes_[src.value] += bytes.value;
-  const Timed start = inject(src, ser, ready);
+  const Timed& start = ready;
   if (!arrivals) {
     const CoreId dst = link_target(links.back());
-    ejected_bytes_[dst.value] += bytes.value;
     return eject(dst, ser, traverse(links, bytes, start, {}, Cycles{0}, nullptr));
   }
   // A line multicast: every core after the first receives its copy.
   traverse(links, bytes, start, {}, Cycles{0}, arrivals);
-  (*arrivals)[0] = ready;
   for (std::size_t k = 0; k < links.size(); ++k) {
     const CoreId c = link_target(links[k]);
-    ejected_bytes_[c.value] += bytes.value;
     (*arrivals)[k + 1] = eject(c, ser, (*arrivals)[k + 1]);
   }
   return arrivals->back();
@@ -261,13 +244,9 @@ Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
   Timed done = node_ready[0];
   if (!links.empty()) {
     const Cycles ser = serialization(bytes);
-    const CoreId first = mesh_.id(mesh_.link_source(links.front()));
     const CoreId last = link_target(links.back());
-    injected_bytes_[first.value] += bytes.value;
-    ejected_bytes_[last.value] += bytes.value;
-    const Timed start = inject(first, ser, node_ready[0]);
-    done =
-        eject(last, ser, traverse(links, bytes, start, node_ready, reduce_hop_overhead_, nullptr));
+    done = eject(last, ser,
+                 traverse(links, bytes, node_ready[0], node_ready, reduce_hop_overhead_, nullptr));
   }
   // The last node adds its own contribution as the stream arrives, like every
   // node before it.

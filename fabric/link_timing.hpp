@@ -15,19 +15,17 @@
 // (virtual cut-through: the head moves on while the tail still streams), and
 // two messages sharing a link serialize on it.
 //
-// Core ramps: a core's router hands it at most one wavelet per cycle and
-// takes at most one from it (the fifth port of the wavelet model). Every
-// message first takes ser free cycles of its source core's injection ramp
-// from `ready` on, and, at each receiving core (the end of a unicast, every
-// core of a line multicast), ser free cycles of that core's ejection ramp
-// from its head's arrival on. Messages share a ramp wavelet by wavelet (the
-// ramp takes any free cycle, LinkState::fill, whatever the links' sharing
-// rule): what the ramp conserves is its one wavelet per cycle, so a core
-// that many messages converge on receives them at that rate in all. The
-// message leaves the injection ramp as one stream ending with its last
-// wavelet, and the core has it when the last wavelet is through the
-// ejection ramp (waits are contention). Uncontended, a ramp costs nothing
-// (the rule above is unchanged). A chain reduction's intermediate cores add to the stream as
+// Core ramps: a core's router hands it at most one wavelet per cycle (the
+// fifth port of the wavelet model). At each receiving core (the end of a
+// unicast, every core of a line multicast) a message takes ser free cycles
+// of that core's ejection ramp from its head's arrival on, shared wavelet by
+// wavelet (LinkState::fill, whatever the links' sharing rule, with backfill
+// as on a link): a core that many messages converge on receives them at one
+// wavelet per cycle in all, and has a message when its last wavelet is
+// through (waits are contention). Uncontended, the ramp costs nothing (the
+// rule above is unchanged). Not modelled: the injection ramp (a core sending
+// several messages at once starts them together) and the ramps of a chain
+// reduction's intermediate cores. A chain reduction's intermediate cores add to the stream as
 // it passes (no ramp reservation there); its first sender and last receiver
 // use their ramps.
 //
@@ -106,10 +104,6 @@ class FlowModel {
   Cycles hop_latency() const { return hop_latency_; }
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
-  // Per-core ramp counters: bytes a core sent and received through its ramps.
-  std::uint64_t ramp_bytes_injected(CoreId c) const { return injected_bytes_[c.value]; }
-  std::uint64_t ramp_bytes_ejected(CoreId c) const { return ejected_bytes_[c.value]; }
-
   // Per-link counters.
   std::uint64_t link_bytes(LinkId l) const;
   std::uint64_t link_busy_cycles(LinkId l) const;
@@ -162,9 +156,6 @@ class FlowModel {
   static_assert(sizeof(LinkState) == 48, "the link record's size is part of its memory budget");
 
  private:
-  // The message takes `ser` cycles of core c's injection ramp from `ready`
-  // on; returns when its head may enter the first link.
-  Timed inject(CoreId c, Cycles ser, const Timed& ready);
   // The message whose tail reached core c at `tail` takes `ser` cycles of
   // c's ejection ramp from its head's arrival on; returns when the core has
   // all of it.
@@ -205,11 +196,10 @@ class FlowModel {
     std::uint64_t busy = 0;
   };
   std::unordered_map<std::uint32_t, CounterCarry> carries_;
-  // Core ramps, one injection and one ejection record per core (zeroed pages
-  // too: a core's page is touched when a message first uses its ramp), and
-  // the bytes through them.
-  ZeroedArray<LinkState> inject_, eject_;
-  ZeroedArray<std::uint64_t> injected_bytes_, ejected_bytes_;
+  // Core ejection ramps, one link record per core (zeroed pages too: 43 MB
+  // per WSE-3 wafer, faulted in as cores first receive; the record's byte and
+  // cycle counters are left unused).
+  ZeroedArray<LinkState> eject_;
 };
 
 }  // namespace wafersim::fabric

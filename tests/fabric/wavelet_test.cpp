@@ -228,7 +228,7 @@ TEST_F(Wavelet, GemvPhaseUnderBackgroundTrafficFlowIsPessimisticButBounded) {
   const double flow = phase(run_flow(mesh, spec, t));
   const double wave = phase(run_wavelet(mesh, spec, t));
   // Aim (issue 3): 15%. Measured with backfill: +33% (141 vs 106 cycles;
-  // +37% before backfill); with core ramps +34% (142 vs 106). What is left is the exclusive whole-message
+  // +37% before backfill). What is left is the exclusive whole-message
   // reservation: each hop of a row's chain needs a gap as long as the whole
   // 8-cycle message on a link that background packets keep cutting into
   // short gaps, where the routers interleave the chain's color wavelet by
