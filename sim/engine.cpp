@@ -556,7 +556,13 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   if (sc.speculative) {
     const models::gpu::SpeculativeDecoding& sd = sc.speculative->decoding;
     t_host = HostClock::now();
-    draft_sys = place_system(draft_scenario(sc));
+    try {
+      draft_sys = place_system(draft_scenario(sc));
+    } catch (const fabric::FitError& e) {
+      throw fabric::FitError("the speculative draft " + sd.draft.name +
+                             " (placed on wafers of its own, " +
+                             "as many as it needs up to one per layer): " + e.what());
+    }
     host_times.place_s += host_since(t_host);
     if (options.functional)
       draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed,

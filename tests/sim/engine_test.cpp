@@ -641,6 +641,25 @@ TEST(Speculative, Gpt2VerifiesWithPositionRows) {
   run_speculative(sc, 1, 3, 0.5);
 }
 
+TEST(Speculative, ADraftThatDoesNotFitSaysItIsTheDraft) {
+  Scenario sc = quickstart(42);
+  SpeculativeOptions o;
+  o.draft_preset = "inline";
+  o.decoding.draft = sc.model;
+  o.decoding.draft.name = "huge-draft";
+  o.decoding.draft.intermediate_size = 1 << 20;  // one layer alone exceeds a small wafer
+  sc.speculative = o;
+  RunOptions opt;
+  opt.functional = false;
+  try {
+    run_scenario(sc, opt);
+    ADD_FAILURE() << "no FitError";
+  } catch (const fabric::FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("speculative draft huge-draft"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Timing only: each proposal is accepted with the scenario's rate. At rate 1
 // every proposal is accepted; at rate 0 none is, and every verification
 // yields the target's one token. A user's decode time is its rounds.
