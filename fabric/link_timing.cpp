@@ -211,11 +211,9 @@ void FlowModel::write_link_bytes_by_core(std::span<std::uint64_t> out) const {
 }
 
 Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
-  // Shared wavelet by wavelet too: the core has the message once ser free
-  // ramp cycles from its head's arrival on have passed.
-  LinkState& ramp = eject_[c.value];
-  const auto [first, last_end] = ramp.fill(tail.at.value - ser.value, ser.value);
-  (void)first;
+  // Shared wavelet by wavelet: the core has the message once ser free ramp
+  // cycles from its head's arrival on have passed.
+  const std::uint64_t last_end = eject_[c.value].fill(tail.at.value - ser.value, ser.value).second;
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
 
@@ -223,13 +221,11 @@ Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& r
                       std::vector<Timed>* arrivals) {
   if (links.empty()) return traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   const Cycles ser = serialization(bytes);
-  const Timed& start = ready;
-  if (!arrivals) {
-    const CoreId dst = link_target(links.back());
-    return eject(dst, ser, traverse(links, bytes, start, {}, Cycles{0}, nullptr));
-  }
+  if (!arrivals)
+    return eject(link_target(links.back()), ser,
+                 traverse(links, bytes, ready, {}, Cycles{0}, nullptr));
   // A line multicast: every core after the first receives its copy.
-  traverse(links, bytes, start, {}, Cycles{0}, arrivals);
+  traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   for (std::size_t k = 0; k < links.size(); ++k) {
     const CoreId c = link_target(links[k]);
     (*arrivals)[k + 1] = eject(c, ser, (*arrivals)[k + 1]);

@@ -23,11 +23,10 @@
 // as on a link): a core that many messages converge on receives them at one
 // wavelet per cycle in all, and has a message when its last wavelet is
 // through (waits are contention). Uncontended, the ramp costs nothing (the
-// rule above is unchanged). Not modelled: the injection ramp (a core sending
-// several messages at once starts them together) and the ramps of a chain
-// reduction's intermediate cores. A chain reduction's intermediate cores add to the stream as
-// it passes (no ramp reservation there); its first sender and last receiver
-// use their ramps.
+// rule above is unchanged); a chain reduction's last receiver uses its ramp.
+// Not modelled: the injection ramp (a core sending several messages at once
+// starts them together) and the ramps of a chain reduction's intermediate
+// cores (they add to the stream as it passes).
 //
 // `extra` is the per-hop cost
 // when each node on the path adds its own contribution before forwarding

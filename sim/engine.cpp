@@ -38,6 +38,14 @@ Cycles now_cycles() {
 
 // ---------------------------------------------------------------- SystemC --
 
+// `ids` token ids (4 bytes each) over a wafer's edge I/O: its latency plus
+// their serialization, in cycles (the prompt to the wafer; speculative ids
+// between the draft and the target).
+Cycles id_transfer_cycles(const fabric::WaferSpec& hw, std::size_t ids) {
+  const double s = hw.io_latency_s + 4.0 * static_cast<double>(ids) / hw.io_bandwidth_bytes_per_s;
+  return Cycles{static_cast<std::uint64_t>(std::ceil(s * hw.clock_hz))};
+}
+
 using MessageFifo = sc_core::sc_fifo<TokenMessage*>;
 
 // What the host saw of one user: each generated token, when it was ready,
@@ -126,12 +134,8 @@ struct Pipeline {
 // caches forget the rejected positions. Functional runs accept by comparing
 // greedy choices, so the tokens are exactly the target's greedy tokens;
 // timing-only runs accept each proposal with the scenario's acceptance rate,
-// drawn from the workload seed.
-struct Speculation {
-  int draft_tokens = 0;
-  double acceptance_rate = 0.0;
-  analysis::SpeculativeRun stats;
-};
+// drawn from the workload seed. The host counts what happened in the run's
+// analysis::SpeculativeRun.
 
 // Where one user's speculative round stands.
 struct Round {
@@ -165,7 +169,7 @@ SC_MODULE(HostModule) {
 
   HostModule(sc_core::sc_module_name name, Pipeline target, const Scenario& sc, Cycles io_cycles,
              analysis::RunResult& result, HostLog& log, const RunOptions& options,
-             Pipeline draft = {}, Speculation* speculation = nullptr)
+             Pipeline draft = {}, analysis::SpeculativeRun* speculation = nullptr)
       : sc_module(name),
         target_(target),
         draft_(draft),
@@ -225,13 +229,11 @@ SC_MODULE(HostModule) {
     return m;
   }
 
-  void send(OutPort & port, TokenMessage * m) {
+  // Into the target's (to_wafer) or the draft's (to_draft) pipeline.
+  template <class Port>
+  void send(Port & port, TokenMessage * m) {
     m->handed_at = now_cycles().value;
     port->write(m);
-  }
-  void send_draft(TokenMessage * m) {
-    m->handed_at = now_cycles().value;
-    to_draft->write(m);
   }
 
   void record(const TokenMessage& m) {
@@ -249,10 +251,7 @@ SC_MODULE(HostModule) {
   // Token ids leaving one system for another over the wafers' edge I/O
   // (target -> draft, draft -> target), ready at `at`.
   Timed io_hop(const Timed& at, std::size_t ids) const {
-    const double s = sc_.hardware.io_latency_s +
-                     4.0 * static_cast<double>(ids) / sc_.hardware.io_bandwidth_bytes_per_s;
-    return Timed{at.at, {}}.plus(
-        Resource::io, Cycles{static_cast<std::uint64_t>(std::ceil(s * sc_.hardware.clock_hz))});
+    return Timed{at.at, {}}.plus(Resource::io, id_transfer_cycles(sc_.hardware, ids));
   }
 
   // Emits a generated token of `user`, ready at `cycle`; true when the user
@@ -289,7 +288,7 @@ SC_MODULE(HostModule) {
         TokenMessage* m = make_block(target_, u, i, ids, arrived);
         m->needs_logits = (i + n == n_prompt);
         send(to_wafer, m);
-        if (spec_) send_draft(make_block(draft_, u, i, ids, arrived));
+        if (spec_) send(to_draft, make_block(draft_, u, i, ids, arrived));
       }
     int processed = 0, finished = 0;
     while (finished < users) {
@@ -338,7 +337,7 @@ SC_MODULE(HostModule) {
     r.drafts.clear();
     // A round yields at least one token: propose no more than the workload
     // still needs beyond it.
-    r.draft_count = std::min(spec_->draft_tokens, remaining - 1);
+    r.draft_count = std::min(sc_.speculative->decoding.draft_tokens, remaining - 1);
     r.choices.assign(static_cast<std::size_t>(r.draft_count) + 1, 0);
     r.logits.assign(static_cast<std::size_t>(r.draft_count) + 1, {});
     r.returned = 0;
@@ -353,7 +352,7 @@ SC_MODULE(HostModule) {
     m->prefill = false;
     m->needs_logits = true;
     m->start_cycle = at.at.value;
-    send_draft(m);
+    send(to_draft, m);
   }
 
   // The draft's pipeline returns: its prefill (nothing to do) or a proposal,
@@ -362,9 +361,9 @@ SC_MODULE(HostModule) {
   void draft_process() {
     for (;;) {
       TokenMessage* m = from_draft->read();
-      ++spec_->stats.draft_passes;
+      ++spec_->draft_passes;
       if (!m->needs_logits) continue;
-      spec_->stats.draft_cycles += m->done.at.value - m->start_cycle;
+      spec_->draft_cycles += m->done.at.value - m->start_cycle;
       Round& r = rounds_[static_cast<std::size_t>(m->user)];
       const std::int32_t d = chosen(*m);
       r.drafts.push_back(d);
@@ -378,7 +377,7 @@ SC_MODULE(HostModule) {
       if (static_cast<int>(r.drafts.size()) < r.draft_count) {
         TokenMessage* nm = make(draft_, m->user, position, d, false, Timed{m->done.at, {}}, false);
         nm->needs_logits = true;
-        send_draft(nm);
+        send(to_draft, nm);
       }
     }
   }
@@ -400,8 +399,8 @@ SC_MODULE(HostModule) {
              r.drafts[static_cast<std::size_t>(n)] == r.choices[static_cast<std::size_t>(n)])
         ++n;
     else
-      while (n < k && acceptance_rng_.uniform01() < spec_->acceptance_rate) ++n;
-    analysis::SpeculativeRun& st = spec_->stats;
+      while (n < k && acceptance_rng_.uniform01() < sc_.speculative->decoding.acceptance_rate) ++n;
+    analysis::SpeculativeRun& st = *spec_;
     ++st.rounds;
     st.proposed += static_cast<std::uint64_t>(k);
     st.accepted += static_cast<std::uint64_t>(n);
@@ -434,7 +433,7 @@ SC_MODULE(HostModule) {
   }
 
   Pipeline target_, draft_;
-  Speculation* spec_;
+  analysis::SpeculativeRun* spec_;  // with speculative decoding: its counters
   const Scenario& sc_;
   Cycles io_;
   analysis::RunResult& result_;
@@ -533,9 +532,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   ex.set_routing_seed(sc.workload.seed);  // MoE expert choice in timing-only runs
 
   // The prompt's token ids reach the wafer over its edge I/O.
-  const double io_s =
-      sc.hardware.io_latency_s + 4.0 * n_prompt / sc.hardware.io_bandwidth_bytes_per_s;
-  const Cycles io_cycles{static_cast<std::uint64_t>(std::ceil(io_s * sc.hardware.clock_hz))};
+  const Cycles io_cycles = id_transfer_cycles(sc.hardware, static_cast<std::size_t>(n_prompt));
 
   // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
   const int users = sc.workload.users;
@@ -552,7 +549,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::unique_ptr<fabric::WaferIo> draft_io;
   std::unique_ptr<Executor> draft_ex;
   std::unique_ptr<StageChain> draft_chain;
-  std::optional<Speculation> speculation;
+  std::optional<analysis::SpeculativeRun> speculation;
   if (sc.speculative) {
     const models::gpu::SpeculativeDecoding& sd = sc.speculative->decoding;
     t_host = HostClock::now();
@@ -575,9 +572,12 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     draft_ex->set_routing_seed(sc.workload.seed);
     draft_chain = std::make_unique<StageChain>("draft_", draft_sys->program, *draft_ex,
                                                depth + users * sd.draft_tokens);
-    speculation.emplace();
+    speculation.emplace();  // what the run is; the host counts how it went
+    speculation->draft_model = sd.draft.name;
+    speculation->draft_wafers = static_cast<int>(draft_sys->wafers.size());
     speculation->draft_tokens = sd.draft_tokens;
     speculation->acceptance_rate = sd.acceptance_rate;
+    speculation->accepted_by_comparison = options.functional;
   }
   HostModule host("host", Pipeline{&ex, &program}, sc, io_cycles, r, log, options,
                   Pipeline{draft_ex.get(), draft_sys ? &draft_sys->program : nullptr},
@@ -649,15 +649,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 
-  if (speculation) {
-    analysis::SpeculativeRun& st = speculation->stats;
-    st.draft_model = sc.speculative->decoding.draft.name;
-    st.draft_wafers = static_cast<int>(draft_sys->wafers.size());
-    st.draft_tokens = speculation->draft_tokens;
-    st.acceptance_rate = speculation->acceptance_rate;
-    st.accepted_by_comparison = options.functional;
-    r.speculative = st;
-  }
+  r.speculative = speculation;
 
   t_host = HostClock::now();
   if (options.functional) {
