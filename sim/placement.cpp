@@ -4,10 +4,8 @@
 #include <climits>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <stdexcept>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <boost/graph/adjacency_list.hpp>
@@ -1037,12 +1035,19 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
 }
 
 int layout_max_context(const models::ModelConfig& model, const Placement& pl,
-                       const PlacementRequest& req, Bytes sram_per_core) {
-  // Bytes per (wafer, core) other than KV slots.
-  std::map<std::tuple<int, int, int>, std::uint64_t> other;
+                       const PlacementRequest& req, const fabric::WaferSpec& spec) {
+  // Bytes per (wafer, core) other than KV slots, in one flat array.
+  const auto width = static_cast<std::size_t>(spec.mesh_width);
+  const std::size_t cores = width * static_cast<std::size_t>(spec.mesh_height);
+  auto index = [&](int wafer, Coord c) {
+    return static_cast<std::size_t>(wafer) * cores + static_cast<std::size_t>(c.y) * width +
+           static_cast<std::size_t>(c.x);
+  };
+  std::vector<std::uint64_t> other(static_cast<std::size_t>(pl.wafers) * cores, 0);
   for_each_allocation(model, pl, req, [&](const CoreAllocation& a) {
-    if (a.use != SramUse::kv_cache) other[{a.wafer, a.core.x, a.core.y}] += a.bytes.value;
+    if (a.use != SramUse::kv_cache) other[index(a.wafer, a.core)] += a.bytes.value;
   });
+  const std::uint64_t capacity = spec.sram_per_core.value;
   const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(model.head_dim) *
                                    static_cast<std::uint64_t>(req.weight_bits) / 8;
   const auto users = static_cast<std::uint64_t>(std::max(1, req.users));
@@ -1052,10 +1057,8 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
     for (int h = 0; h < a.num_kv_heads; ++h) {
       std::uint64_t fewest = UINT64_MAX;
       for (int i = 0; i < a.segment_length; ++i) {
-        const Coord c = a.segment_core(h, i);
-        const std::uint64_t used = other[{st.wafer, c.x, c.y}];
-        const std::uint64_t free = sram_per_core.value > used ? sram_per_core.value - used : 0;
-        fewest = std::min(fewest, free / slot_bytes);
+        const std::uint64_t used = other[index(st.wafer, a.segment_core(h, i))];
+        fewest = std::min(fewest, (capacity > used ? capacity - used : 0) / slot_bytes);
       }
       context = std::min(context, fewest * static_cast<std::uint64_t>(a.segment_length) / users);
     }

@@ -232,7 +232,7 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& plac
 // layout's is its shortest layer's, at most the model's max_position. (The
 // strategies report the longest a re-plan of the same shape could reach.)
 int layout_max_context(const models::ModelConfig& model, const Placement& placement,
-                       const PlacementRequest& req, Bytes sram_per_core);
+                       const PlacementRequest& req, const fabric::WaferSpec& spec);
 // Allocates a planned placement's bytes in the wafers' SRAM maps.
 void allocate_placement(const models::ModelConfig& model, const Placement& placement,
                         std::span<fabric::Fabric* const> wafers, const PlacementRequest& request);

@@ -234,7 +234,7 @@ class PlacementFileReader {
     pl.head = head(r_.get(top, "head"));
     check_cores_alive_and_unshared();
     check_sram(pl);
-    pl.max_context_tokens = layout_max_context(model_, pl, req_, spec_.sram_per_core);
+    pl.max_context_tokens = layout_max_context(model_, pl, req_, spec_);
     pl.estimated_hop_bytes = estimate_hop_bytes(model_, pl, spec_.mesh_width);
     return pl;
   }
