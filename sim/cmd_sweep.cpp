@@ -3,9 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 

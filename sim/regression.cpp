@@ -1,9 +1,7 @@
 #include "sim/regression.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
@@ -87,9 +85,7 @@ std::vector<RegressionCase> run_regression(const fs::path& folder, const Regress
     const fs::path expected = expected_dir / (s.stem().string() + ".json");
     if (options.accept) {
       fs::create_directories(expected_dir);
-      const fs::path tmp = expected.string() + ".tmp";
-      std::ofstream(tmp) << got.dump(2) << "\n";
-      fs::rename(tmp, expected);
+      write_text_atomically(expected, got.dump(2) + "\n");
       c.recorded = c.passed = true;
     } else {
       std::ifstream f(expected);
