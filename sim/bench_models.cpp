@@ -29,6 +29,7 @@
 #include "analysis/metrics.hpp"
 #include "models/dtype.hpp"
 #include "sim/engine.hpp"
+#include "sim/row_band_team.hpp"
 #include "sim/scenario.hpp"
 
 namespace wafersim::sim {
@@ -113,10 +114,12 @@ double copy_bandwidth_bytes_per_s() {
 }
 
 // One case, in this process: prints one JSON object.
-int run_point(const std::filesystem::path& scenario_file, const std::filesystem::path& preset_dir) {
+int run_point(const std::filesystem::path& scenario_file, const std::filesystem::path& preset_dir,
+              int threads) {
   const Scenario sc = load_scenario(scenario_file, preset_dir);
   RunOptions options;
   options.functional = sc.outputs.functional;
+  options.threads = threads;
   HostTimes host;
   options.host_times = &host;
   const auto t0 = Clock::now();
@@ -127,6 +130,7 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["model"] = sc.model.name;
   j["wafers_used"] = r.wafers;
   j["functional"] = options.functional;
+  j["threads"] = options.functional ? (threads > 0 ? threads : RowBandTeam::host_threads()) : 1;
   j["tokens_match"] = !options.functional || r.tokens == r.reference_tokens;
   j["place_s"] = host.place_s;
   j["weights_s"] = host.weights_s;
@@ -148,10 +152,10 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
 }
 
 nlohmann::json run_child(const std::string& self, const std::filesystem::path& presets,
-                         const std::filesystem::path& file) {
+                         const std::filesystem::path& file, int threads) {
   std::string cmd = "'" + self + "'";
   if (!presets.empty()) cmd += " --presets '" + presets.string() + "'";
-  cmd += " bench models --point '" + file.string() + "'";
+  cmd += " bench models --threads " + std::to_string(threads) + " --point '" + file.string() + "'";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) throw std::runtime_error("bench models: cannot start " + cmd);
   std::string out;
@@ -166,7 +170,7 @@ nlohmann::json run_child(const std::string& self, const std::filesystem::path& p
 }  // namespace
 
 int bench_models(const BenchModelsOptions& o) {
-  if (!o.point.empty()) return run_point(o.point, o.preset_dir);
+  if (!o.point.empty()) return run_point(o.point, o.preset_dir, o.threads);
 
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::filesystem::path dir =
@@ -188,7 +192,7 @@ int bench_models(const BenchModelsOptions& o) {
       continue;
     const auto file = dir / (c.name + ".yaml");
     std::ofstream(file) << scenario_text(c);
-    nlohmann::json p = run_child(self, o.preset_dir, file);
+    nlohmann::json p = run_child(self, o.preset_dir, file, o.threads);
     p["case"] = c.name;
     p["target"] = c.target;
     double floor = 0.0, fp32_floor = 0.0;

@@ -14,6 +14,7 @@ struct BenchModelsOptions {
   std::filesystem::path preset_dir;  // resolved folder of presets
   std::vector<std::string> only;     // case names to run (empty: all)
   std::filesystem::path point;       // internal: run this one scenario here and print JSON
+  int threads = 0;                   // host threads for functional arithmetic (0: all)
 };
 
 int bench_models(const BenchModelsOptions& options);

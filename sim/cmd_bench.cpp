@@ -339,6 +339,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     bool json = false;
     std::vector<std::string> only;
     std::string point;
+    int threads = 0;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Benchmarks: fabric speed, flow-vs-wavelet agreement");
@@ -349,6 +350,9 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   cmd->add_option("--cases", o->only, "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional)")
       ->delimiter(',');
   cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")->group("");
+  cmd->add_option("--threads", o->threads,
+                  "models: host threads for the functional arithmetic (0: all the host has)")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* root = &app;
   return {cmd, [o, root]() {
             const CLI::Option* presets = root->get_option_no_throw("--presets");
@@ -359,6 +363,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               m.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
               m.only = o->only;
               m.point = o->point;
+              m.threads = o->threads;
               return bench_models(m);
             }
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);

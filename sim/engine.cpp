@@ -21,6 +21,7 @@
 #include "sim/executor.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
+#include "sim/row_band_team.hpp"
 #include "sim/system.hpp"
 
 namespace wafersim::sim {
@@ -530,6 +531,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.weights_s = host_since(t_host);
   Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
   ex.set_routing_seed(sc.workload.seed);  // MoE expert choice in timing-only runs
+  const int threads = options.threads > 0 ? options.threads : RowBandTeam::host_threads();
+  if (options.functional) ex.set_threads(threads);
 
   // The prompt's token ids reach the wafer over its edge I/O.
   const Cycles io_cycles = id_transfer_cycles(sc.hardware, static_cast<std::size_t>(n_prompt));
@@ -570,6 +573,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
                                           draft_sys->placement, draft_sys->program,
                                           draft_weights ? &*draft_weights : nullptr, bits);
     draft_ex->set_routing_seed(sc.workload.seed);
+    if (options.functional) draft_ex->set_threads(threads);
     draft_chain = std::make_unique<StageChain>("draft_", draft_sys->program, *draft_ex,
                                                depth + users * sd.draft_tokens);
     speculation.emplace();  // what the run is; the host counts how it went

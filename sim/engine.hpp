@@ -28,6 +28,10 @@ struct RunOptions {
   std::function<void(int, int)> progress;
   // When set, filled with where the host's time went.
   HostTimes* host_times = nullptr;
+  // Host threads computing a functional run's GEMVs beside the one that runs
+  // the simulation (sim::RowBandTeam): 0 = as many as the host has. Results
+  // are bit-identical for every value; only the host time changes.
+  int threads = 0;
 };
 
 analysis::RunResult run_scenario(const Scenario& scenario, const RunOptions& options);

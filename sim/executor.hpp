@@ -21,6 +21,7 @@
 #include "models/weights.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
+#include "sim/row_band_team.hpp"
 
 namespace wafersim::sim {
 
@@ -683,10 +684,18 @@ class Executor {
     return out;
   }
 
+  // What one host thread needs while it computes a row band of a GEMV.
+  struct BandScratch {
+    std::vector<float> partials, gate, up;
+  };
+
   // Partial products of one core's tile: rows [r0, r1) of the fused matrix,
-  // input columns [c0, c1); `expert` for the expert matrices.
+  // input columns [c0, c1); `expert` for the expert matrices. Reads the
+  // weights only, so host threads may run it at once (each with its own
+  // scratch).
   void tile_product(WeightRef ref, int layer, int r0, int r1, int c0, int c1,
-                    std::span<const float> x, std::span<float> y, int expert = -1) {
+                    std::span<const float> x, std::span<float> y, BandScratch& scratch,
+                    int expert = -1) const {
     const int nc = c1 - c0;
     const auto xs = x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc));
     auto part = [&](const models::Matrix& m, int row_offset, int lo, int hi) {
@@ -730,13 +739,13 @@ class Executor {
                                        : lw.experts.at(static_cast<std::size_t>(expert)).w_up;
         // Interleaved rows: 2i is gate row i, 2i+1 is up row i (r0, r1 even).
         const int n = (r1 - r0) / 2;
-        scratch_g_.resize(static_cast<std::size_t>(n));
-        scratch_u_.resize(static_cast<std::size_t>(n));
-        models::gemv_tile(wg.view(r0 / 2, n, c0, nc), xs, scratch_g_);
-        models::gemv_tile(wu.view(r0 / 2, n, c0, nc), xs, scratch_u_);
+        scratch.gate.resize(static_cast<std::size_t>(n));
+        scratch.up.resize(static_cast<std::size_t>(n));
+        models::gemv_tile(wg.view(r0 / 2, n, c0, nc), xs, scratch.gate);
+        models::gemv_tile(wu.view(r0 / 2, n, c0, nc), xs, scratch.up);
         for (int i = 0; i < n; ++i) {
-          y[static_cast<std::size_t>(2 * i)] = scratch_g_[static_cast<std::size_t>(i)];
-          y[static_cast<std::size_t>(2 * i + 1)] = scratch_u_[static_cast<std::size_t>(i)];
+          y[static_cast<std::size_t>(2 * i)] = scratch.gate[static_cast<std::size_t>(i)];
+          y[static_cast<std::size_t>(2 * i + 1)] = scratch.up[static_cast<std::size_t>(i)];
         }
         break;
       }
@@ -747,10 +756,38 @@ class Executor {
 
   // Mesh GEMV: input chunk q multicast down column q; every core multiplies
   // its tile; partial sums of each row of cores reduced west to its root.
+  // Functional: the host threads (set_threads) compute the values, row band
+  // by row band, while this thread times the GEMV on the fabric model; it
+  // then takes the bands left.
   Vec gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert = -1) {
     const int P = m.p(), Q = m.q();
     if (static_cast<int>(x.layout.size()) != Q)
       throw std::logic_error(m.name + ": input is not on its columns");
+    Vec y;
+    y.tokens = x.tokens;
+    std::vector<fabric::CombineStep> order;
+    // Until finish(), the helpers read x and order and write y.values: if
+    // the timing below throws, they are waited for before those go.
+    struct JoinOnThrow {
+      RowBandTeam* team = nullptr;
+      ~JoinOnThrow() {
+        if (!team) return;
+        try {
+          team->finish();
+        } catch (...) {  // the timing's exception is the one that propagates
+        }
+      }
+    } join_on_throw;
+    if (functional()) {
+      y.values.assign(static_cast<std::size_t>(m.out_features) * static_cast<std::size_t>(x.tokens),
+                      0.0f);
+      order = reduction_order(m.reduction, Q);
+      team().start(P, [&](int pi, int thread) {
+        band_values(m, ref, layer, order, pi, x, y, expert,
+                    scratch_[static_cast<std::size_t>(thread)]);
+      });
+      join_on_throw.team = team_.get();
+    }
     // A block of T prompt tokens is a GEMM: T input chunks down each column
     // (one message of T chunks), each core streams its tile once and
     // multiplies it by all T (fabric::CoreCostModel::gemm_tile), T partial
@@ -770,9 +807,7 @@ class Executor {
                      fab(m.wafer).cost().gemm_tile(rows, cols, T, bits_));
       }
     }
-    Vec y;
     y.layout = output_layout(m);
-    y.tokens = x.tokens;
     for (int pi = 0; pi < P; ++pi) {
       const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
       y.ready.push_back(
@@ -781,33 +816,44 @@ class Executor {
                               std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
     }
     if (functional()) {
-      y.values.assign(static_cast<std::size_t>(m.out_features) * T, 0.0f);
-      for (int t = 0; t < x.tokens; ++t) gemv_values(m, ref, layer, x.row(t), y.row(t), expert);
+      join_on_throw.team = nullptr;
+      team().finish();
     }
     return y;
   }
 
-  // One token's GEMV values, partial sums added in the reduction's order.
-  void gemv_values(const MatrixPlacement& m, WeightRef ref, int layer, std::span<const float> x,
-                   std::span<float> y, int expert) {
-    const int P = m.p(), Q = m.q();
-    {
-      const auto order = reduction_order(m.reduction, Q);
-      for (int pi = 0; pi < P; ++pi) {
-        const int r0 = m.row_begin(pi), r1 = m.row_begin(pi + 1);
-        const auto n = static_cast<std::size_t>(r1 - r0);
-        partials_.assign(static_cast<std::size_t>(Q) * n, 0.0f);
-        for (int qi = 0; qi < Q; ++qi)
-          tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x,
-                       std::span(partials_).subspan(static_cast<std::size_t>(qi) * n, n), expert);
-        for (const auto& step : order)
-          models::add_inplace(
-              std::span(partials_).subspan(static_cast<std::size_t>(step.into) * n, n),
-              std::span(partials_).subspan(static_cast<std::size_t>(step.from) * n, n));
-        std::copy(partials_.begin(), partials_.begin() + static_cast<std::ptrdiff_t>(n),
-                  y.begin() + r0);
-      }
+  // The values of row band `pi` of a GEMV (rows [row_begin(pi),
+  // row_begin(pi + 1)) of every token of the block): the tile products of
+  // the band's Q cores, added in the reduction's `order`. Writes those rows
+  // of y only, and reads nothing another band writes.
+  void band_values(const MatrixPlacement& m, WeightRef ref, int layer,
+                   std::span<const fabric::CombineStep> order, int pi, const Vec& x, Vec& y,
+                   int expert, BandScratch& scratch) const {
+    const int Q = m.q();
+    const int r0 = m.row_begin(pi), r1 = m.row_begin(pi + 1);
+    const auto n = static_cast<std::size_t>(r1 - r0);
+    std::vector<float>& partials = scratch.partials;
+    for (int t = 0; t < x.tokens; ++t) {
+      partials.assign(static_cast<std::size_t>(Q) * n, 0.0f);
+      for (int qi = 0; qi < Q; ++qi)
+        tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x.row(t),
+                     std::span(partials).subspan(static_cast<std::size_t>(qi) * n, n), scratch,
+                     expert);
+      for (const auto& step : order)
+        models::add_inplace(
+            std::span(partials).subspan(static_cast<std::size_t>(step.into) * n, n),
+            std::span(partials).subspan(static_cast<std::size_t>(step.from) * n, n));
+      std::copy(partials.begin(), partials.begin() + static_cast<std::ptrdiff_t>(n),
+                y.row(t).begin() + r0);
     }
+  }
+
+  // Host threads for the functional GEMVs: `threads` in all, this one
+  // included (RowBandTeam); 1 = this thread alone, the default. Results do
+  // not depend on it.
+  void set_threads(int threads) {
+    team_ = std::make_unique<RowBandTeam>(threads);
+    scratch_.resize(static_cast<std::size_t>(team_->threads()));
   }
 
   void elementwise(Vec& v, std::uint64_t ops_per_element) {
@@ -1029,7 +1075,12 @@ class Executor {
   int bits_;
   std::vector<fabric::LinkId> route_;
   std::vector<Timed> done_;
-  std::vector<float> partials_, scratch_g_, scratch_u_;
+  RowBandTeam& team() {
+    if (!team_) set_threads(1);
+    return *team_;
+  }
+  std::unique_ptr<RowBandTeam> team_;
+  std::vector<BandScratch> scratch_;  // one per thread of team_
   std::uint64_t routing_seed_ = 0;
   // Functional KV cache: one slice (rows of head_dim values, in position
   // order) per (user, layer, kv head, segment core).

@@ -52,11 +52,13 @@ void show_progress(int done, int total) {
 }
 
 int cmd_run(const std::string& file, const std::string& presets, bool json, const std::string& out,
-            std::optional<bool> functional_flag, const sim::ScenarioOverrides& overrides) {
+            std::optional<bool> functional_flag, const sim::ScenarioOverrides& overrides,
+            int threads) {
   const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
   sim::RunOptions options;
   options.functional = functional_flag.value_or(sc.outputs.functional);
   options.progress = show_progress;
+  options.threads = threads;
   analysis::RunResult result = sim::run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = sim::compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
@@ -192,6 +194,11 @@ int main(int argc, char** argv) {
   run->add_option(
       "--placement", overrides.placement_file,
       "Use this placement file (wafersim place --write-placement) instead of the strategy");
+  int threads = 0;
+  run->add_option("--threads", threads,
+                  "Host threads for the functional arithmetic (0: all the host has); results do "
+                  "not depend on it")
+      ->check(CLI::NonNegativeNumber);
 
   std::string svg, strategy, write_placement;
   int block_rows = 0;
@@ -252,7 +259,7 @@ int main(int argc, char** argv) {
       std::optional<bool> fn;
       if (functional) fn = true;
       if (timing_only) fn = false;
-      return cmd_run(file, presets, json, out, fn, overrides);
+      return cmd_run(file, presets, json, out, fn, overrides, threads);
     }
     if (*validate) return cmd_validate(file, presets);
     if (*place)

@@ -207,6 +207,25 @@ TEST(Cli, SameScenarioTwiceGivesBitIdenticalJson) {
   EXPECT_EQ(a.out, b.out);
 }
 
+// The functional arithmetic on one host thread or several (sim::RowBandTeam)
+// gives the same bits: tokens, logits errors, every timing figure. Dense,
+// mixture-of-experts and gpt2 models, decode and blocks of prompt tokens,
+// two users.
+TEST(Cli, HostThreadCountDoesNotChangeAResult) {
+  for (const char* model : {"tiny-llama", "tiny-mixtral", "tiny-gpt2"}) {
+    const fs::path d = scratch_dir("threads");
+    const fs::path scenario = d / "threads.yaml";
+    std::ofstream(scenario) << "name: threads\nhardware: small\nmodel: " << model
+                            << "\nprecision: bf16\nworkload:\n  prompt_tokens: 6\n"
+                               "  generate_tokens: 6\n  users: 2\n";
+    const Outcome one = wafersim("run " + scenario.string() + " --json --functional --threads 1");
+    const Outcome three = wafersim("run " + scenario.string() + " --json --functional --threads 3");
+    ASSERT_EQ(one.code, 0) << model << ": " << one.err;
+    EXPECT_EQ(one.out, three.out) << model;
+    fs::remove_all(d);
+  }
+}
+
 TEST(Cli, TimingOnlyHasNoTokens) {
   const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json --timing-only");
   ASSERT_EQ(o.code, 0) << o.err;

@@ -1,0 +1,84 @@
+#include "sim/row_band_team.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace wafersim::sim {
+
+RowBandTeam::RowBandTeam(int threads) : threads_(threads < 1 ? 1 : threads) {}
+
+RowBandTeam::~RowBandTeam() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : helpers_) t.join();
+}
+
+int RowBandTeam::host_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+void RowBandTeam::start(int bands, std::function<void(int, int)> work) {
+  std::unique_lock lock(mutex_);
+  if (open_) throw std::logic_error("RowBandTeam::start: the previous batch is not finished");
+  open_ = true;
+  bands_ = bands;
+  next_.store(0, std::memory_order_relaxed);
+  work_ = std::move(work);
+  error_ = nullptr;
+  if (threads_ == 1) return;
+  if (helpers_.empty())
+    for (int t = 1; t < threads_; ++t) helpers_.emplace_back([this, t] { helper_loop(t); });
+  busy_ = threads_ - 1;
+  ++batch_;
+  lock.unlock();
+  wake_.notify_all();
+}
+
+void RowBandTeam::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!open_) throw std::logic_error("RowBandTeam::finish: no batch was started");
+  }
+  take_bands(0);
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return busy_ == 0; });
+  open_ = false;
+  work_ = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void RowBandTeam::take_bands(int thread) {
+  try {
+    for (int b = next_.fetch_add(1, std::memory_order_relaxed); b < bands_;
+         b = next_.fetch_add(1, std::memory_order_relaxed))
+      work_(b, thread);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+    next_.store(bands_, std::memory_order_relaxed);  // the others stop after their band
+  }
+}
+
+void RowBandTeam::helper_loop(int thread) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || batch_ != seen; });
+      if (stop_) return;
+      seen = batch_;
+    }
+    take_bands(thread);
+    {
+      std::lock_guard lock(mutex_);
+      --busy_;
+    }
+    idle_.notify_one();
+  }
+}
+
+}  // namespace wafersim::sim
