@@ -23,11 +23,27 @@ namespace wafersim::models {
 // as they are read, so the result depends on the values only, not on the
 // storage. Overwrites y. Requires x.size() == w.cols() and
 // y.size() == w.rows() (std::invalid_argument otherwise).
-// On x86-64 (SSE2, the baseline) eight rows go through the vector unit at
-// once, one lane per row, each lane adding in the order above; the result is
-// bit-identical to gemv_tile_scalar, which tests check (NaN inputs give NaN
-// in both, the payload not guaranteed to be the same).
+// On x86-64 the rows go through the vector unit, one lane per row, each lane
+// adding in the order above: with AVX2 where the CPU has it (chosen at run
+// time; the build stays x86-64 baseline, and no FMA is used) for tiles of 24
+// columns or more, else SSE2.
+// The result is bit-identical to gemv_tile_scalar, which tests check for
+// every kernel (NaN inputs give NaN in all, the payload not guaranteed to be
+// the same).
 void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y);
+
+// The implementations of gemv_tile, all bit-identical.
+enum class GemvKernel { scalar, sse2, avx2 };
+// Whether this build and this CPU can run `k`.
+bool gemv_kernel_available(GemvKernel k);
+// The best this host has: avx2, else sse2, else scalar (gemv_tile uses sse2
+// rather than avx2 for tiles under 24 columns).
+GemvKernel best_gemv_kernel();
+const char* gemv_kernel_name(GemvKernel k);
+// gemv_tile with implementation `k` (std::invalid_argument when it is not
+// available).
+void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
+                    std::span<float> y);
 
 // gemv_tile without SIMD: the plain statement of the order above, used where
 // SSE2 is missing and as the yardstick in tests.

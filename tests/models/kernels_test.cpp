@@ -107,36 +107,60 @@ void expect_same_bits(std::span<const float> a, std::span<const float> b, const 
   }
 }
 
+// The vector kernels this host can run (gemv_tile uses the last).
+std::vector<GemvKernel> vector_kernels() {
+  std::vector<GemvKernel> k;
+  for (GemvKernel g : {GemvKernel::sse2, GemvKernel::avx2})
+    if (gemv_kernel_available(g)) k.push_back(g);
+  return k;
+}
+
+TEST(GemvTile, ChoosesTheBestKernelTheHostHasAndRefusesOnesItLacks) {
+  EXPECT_TRUE(gemv_kernel_available(GemvKernel::scalar));
+  const GemvKernel best = best_gemv_kernel();
+  EXPECT_TRUE(gemv_kernel_available(best));
+  if (gemv_kernel_available(GemvKernel::avx2)) EXPECT_EQ(best, GemvKernel::avx2);
+  for (GemvKernel k : {GemvKernel::sse2, GemvKernel::avx2}) {
+    if (gemv_kernel_available(k)) continue;
+    const Matrix m(2, 2);
+    std::vector<float> x(2), y(2);
+    EXPECT_THROW(gemv_tile_with(k, m.view(), x, y), std::invalid_argument);
+  }
+}
+
 TEST(GemvTile, VectorKernelIsBitIdenticalToScalarOnOddShapes) {
-  // Every row count 1..37 (blocks of eight and every remainder), column
-  // counts around the four-column step, through views whose rows are not
-  // contiguous, for each storage type.
-  for (DType t : {DType::fp32, DType::bf16, DType::fp16}) {
-    const Matrix m = awkward_matrix(41, 75, t, 5);
-    ASSERT_EQ(m.storage(), t);
-    Xoshiro256StarStar rng(17);
-    std::vector<float> x(75);
-    for (std::size_t j = 0; j < x.size(); ++j) {
-      x[j] = rng.uniform_pm1();
-      if (j % 13 == 5) x[j] *= 1e-20f;  // products near the subnormal range
-      if (j % 13 == 9) x[j] *= 1e6f;
-    }
-    for (int rows = 1; rows <= 37; ++rows) {
-      for (int cols : {1, 3, 4, 5, 7, 8, 12, 13, 55, 56, 71}) {
-        for (int row0 : {0, 3}) {
-          const MatrixView v = m.view(row0, rows, 2, cols);
-          const std::span<const float> xs(x.data(), static_cast<std::size_t>(cols));
-          std::vector<float> simd(static_cast<std::size_t>(rows), 99.0f);
-          std::vector<float> scalar(static_cast<std::size_t>(rows), -99.0f);
-          gemv_tile(v, xs, simd);
-          gemv_tile_scalar(v, xs, scalar);
-          expect_same_bits(simd, scalar,
-                           std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" +
-                               std::to_string(cols) + " at row " + std::to_string(row0));
+  // Every row count 1..37 (blocks of eight or sixteen and every remainder),
+  // column counts around the four- and eight-column steps, through views
+  // whose rows are not contiguous, for each storage type and each vector
+  // kernel the host has.
+  for (GemvKernel k : vector_kernels())
+    for (DType t : {DType::fp32, DType::bf16, DType::fp16}) {
+      const Matrix m = awkward_matrix(41, 75, t, 5);
+      ASSERT_EQ(m.storage(), t);
+      Xoshiro256StarStar rng(17);
+      std::vector<float> x(75);
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        x[j] = rng.uniform_pm1();
+        if (j % 13 == 5) x[j] *= 1e-20f;  // products near the subnormal range
+        if (j % 13 == 9) x[j] *= 1e6f;
+      }
+      for (int rows = 1; rows <= 37; ++rows) {
+        for (int cols : {1, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 55, 56, 71}) {
+          for (int row0 : {0, 3}) {
+            const MatrixView v = m.view(row0, rows, 2, cols);
+            const std::span<const float> xs(x.data(), static_cast<std::size_t>(cols));
+            std::vector<float> simd(static_cast<std::size_t>(rows), 99.0f);
+            std::vector<float> scalar(static_cast<std::size_t>(rows), -99.0f);
+            gemv_tile_with(k, v, xs, simd);
+            gemv_tile_scalar(v, xs, scalar);
+            expect_same_bits(simd, scalar,
+                             std::string(gemv_kernel_name(k)) + " " + dtype_name(t) + " " +
+                                 std::to_string(rows) + "x" + std::to_string(cols) + " at row " +
+                                 std::to_string(row0));
+          }
         }
       }
     }
-  }
 }
 
 TEST(GemvTile, SixteenBitStorageGivesTheSameBitsAsFp32Storage) {
@@ -151,11 +175,13 @@ TEST(GemvTile, SixteenBitStorageGivesTheSameBitsAsFp32Storage) {
     Xoshiro256StarStar rng(3);
     for (float& v : x) v = rng.uniform_pm1();
     std::vector<float> a(29), b(29), c(29);
-    gemv_tile(compact.view(), x, a);
-    gemv_tile(wide.view(), x, b);
-    gemv_tile_scalar(compact.view(), x, c);
-    expect_same_bits(a, b, dtype_name(t));
-    expect_same_bits(a, c, dtype_name(t));
+    for (GemvKernel k : vector_kernels()) {
+      gemv_tile_with(k, compact.view(), x, a);
+      gemv_tile_with(k, wide.view(), x, b);
+      gemv_tile_scalar(compact.view(), x, c);
+      expect_same_bits(a, b, std::string(gemv_kernel_name(k)) + " " + dtype_name(t));
+      expect_same_bits(a, c, std::string(gemv_kernel_name(k)) + " " + dtype_name(t));
+    }
   }
 }
 
@@ -174,15 +200,51 @@ TEST(GemvTile, WidensEveryFp16BitPatternExactly) {
   m.store_as(DType::fp16);
   const std::vector<float> x(kCols, 1.0f);
   std::vector<float> simd(65536), scalar(65536);
-  gemv_tile(m.view(), x, simd);
   gemv_tile_scalar(m.view(), x, scalar);
-  expect_same_bits(simd, scalar, "fp16 patterns");
-  for (int p = 0; p < 65536; ++p) {
-    const float want = fp16_bits_to_float(static_cast<std::uint16_t>(p));
-    if (std::isnan(want)) {
-      ASSERT_TRUE(std::isnan(simd[static_cast<std::size_t>(p)])) << p;
-    } else {
-      ASSERT_EQ(simd[static_cast<std::size_t>(p)], want) << p;
+  for (GemvKernel k : vector_kernels()) {
+    gemv_tile_with(k, m.view(), x, simd);
+    expect_same_bits(simd, scalar, std::string(gemv_kernel_name(k)) + " fp16 patterns");
+    for (int p = 0; p < 65536; ++p) {
+      const float want = fp16_bits_to_float(static_cast<std::uint16_t>(p));
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(simd[static_cast<std::size_t>(p)])) << p;
+      } else {
+        ASSERT_EQ(simd[static_cast<std::size_t>(p)], want) << p;
+      }
+    }
+  }
+}
+
+TEST(GemvTile, EveryColumnStepKeepsSignedZerosInfinitiesAndNaNs) {
+  // Column counts that use the eight-, four- and one-column steps: rows whose
+  // sums are -0 products only, an infinity, opposite infinities (NaN), or
+  // overflow must come out as the scalar order gives them.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> rows = {
+      {-0.0f, -0.0f, -0.0f},  {-1.0f, 0.0f, 0.0f},         {inf, 1.0f, 2.0f},
+      {inf, -inf, 1.0f},      {3e38f, 3e38f, -3e38f},      {0.0f, 0.0f, -1e-45f},
+      {-3e38f, -3e38f, 1.0f}, {std::nanf(""), 1.0f, 1.0f}, {1.0f, 2.0f, 3.0f},
+  };
+  for (int cols : {3, 11, 12, 15, 19}) {
+    Matrix m(static_cast<int>(rows.size()), cols);
+    for (int i = 0; i < m.rows(); ++i)
+      for (int j = 0; j < cols; ++j)
+        m(i, j) = rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j % 3)];
+    std::vector<float> x(static_cast<std::size_t>(cols));
+    for (int j = 0; j < cols; ++j) x[static_cast<std::size_t>(j)] = j % 2 == 0 ? 1.0f : 0.5f;
+    x[0] = 0.0f;  // -0 products in the first column of the -0 row
+    std::vector<float> scalar(rows.size()), simd(rows.size());
+    gemv_tile_scalar(m.view(), x, scalar);
+    for (GemvKernel k : vector_kernels()) {
+      gemv_tile_with(k, m.view(), x, simd);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (std::isnan(scalar[i])) {
+          EXPECT_TRUE(std::isnan(simd[i])) << gemv_kernel_name(k) << " row " << i;
+        } else {
+          EXPECT_EQ(std::bit_cast<std::uint32_t>(simd[i]), std::bit_cast<std::uint32_t>(scalar[i]))
+              << gemv_kernel_name(k) << " " << cols << " columns, row " << i;
+        }
+      }
     }
   }
 }
