@@ -192,7 +192,7 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
     rmsnorm(x_, w.final_norm, eps, norm_);
   }
   std::vector<float> logits(sz(c.vocab_size));
-  gemv_tile(w.lm_head.view(), norm_, logits);
+  gemv_tile(w.lm_head_matrix().view(), norm_, logits);
   ++positions_;
   return logits;
 }

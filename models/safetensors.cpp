@@ -428,7 +428,7 @@ Weights load_safetensors(const fs::path& path, const ModelConfig& config, DType 
     }
   }
   if (config.tie_embeddings) {
-    w.lm_head = w.embedding;  // a copy of the shared values, as Weights::synthetic
+    w.lm_head = Matrix();  // embedding is the lm_head (Weights::lm_head_matrix)
   } else {
     store(w.lm_head, dtype);
   }

@@ -219,11 +219,8 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
     w.position_embedding = uniform_matrix(config.max_position, hidden, unit_variance, dtype, seed,
                                           kPositionEmbeddingStream, storage);
   }
-  if (config.tie_embeddings) {
-    w.lm_head = w.embedding;  // a copy of the shared values (see header)
-  } else {
+  if (!config.tie_embeddings)  // tied: embedding is the lm_head (lm_head_matrix())
     w.lm_head = random_matrix(config.vocab_size, hidden, dtype, seed, kLmHeadStream, storage);
-  }
   return w;
 }
 

@@ -220,10 +220,14 @@ struct Weights {
   std::vector<float> final_norm;       // [hidden]
   std::vector<float> final_norm_bias;  // [hidden]: gpt2 LayerNorm, else empty
   Matrix position_embedding;           // [max_position][hidden]: gpt2, else empty
-  // [vocab][hidden]. When config.tie_embeddings it holds the same values as
-  // `embedding` (a copy for now: host memory doubles for that matrix, the
-  // placement must still count it once).
+  // [vocab][hidden] when the lm_head has weights of its own; empty when
+  // config.tie_embeddings (the embedding table is the lm_head: no copy, so
+  // the host holds that matrix once). Read it through lm_head_matrix().
   Matrix lm_head;
+
+  // The matrix that turns the last hidden state into logits: lm_head, or
+  // embedding when tied.
+  const Matrix& lm_head_matrix() const { return config.tie_embeddings ? embedding : lm_head; }
 
   // Deterministic synthetic weights: same (config, dtype, seed) gives the same
   // bits on every platform. Each tensor draws from its own stream, derived

@@ -705,7 +705,7 @@ class Executor {
           m.view(a - row_offset, b - a, c0, nc), xs,
           y.subspan(static_cast<std::size_t>(a - r0), static_cast<std::size_t>(b - a)));
     };
-    if (ref == WeightRef::lm_head) return part(w_->lm_head, 0, 0, model_.vocab_size);
+    if (ref == WeightRef::lm_head) return part(w_->lm_head_matrix(), 0, 0, model_.vocab_size);
     const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
     const int q = model_.q_dim(), kv = model_.kv_dim();
     switch (ref) {

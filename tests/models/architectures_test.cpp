@@ -107,7 +107,7 @@ class DoubleModel {
     }
     Vec fin = c_.is_gpt2() ? layer_norm(x, w_.final_norm, w_.final_norm_bias)
                            : rms_norm(x, w_.final_norm);
-    return mul(w_.lm_head, fin);
+    return mul(w_.lm_head_matrix(), fin);
   }
 
  private:
@@ -246,7 +246,8 @@ TEST(Architectures, Gpt2MatchesDouble) {
   const Weights w = Weights::synthetic(c, DType::fp32, 15);
   EXPECT_EQ(w.position_embedding.rows(), c.max_position);
   EXPECT_EQ(w.layers[0].w_gate.size(), 0u);
-  EXPECT_EQ(w.lm_head, w.embedding);
+  EXPECT_EQ(w.lm_head.size(), 0u);  // tied: the embedding table is the lm_head
+  EXPECT_EQ(&w.lm_head_matrix(), &w.embedding);
   expect_matches_double(w, kTokens);
 }
 
@@ -261,7 +262,7 @@ TEST(Architectures, ParameterCountsMatchTheSyntheticTensors) {
     c.tie_embeddings = a == Architecture::gpt2;
     const Weights w = Weights::synthetic(c, DType::fp32, 1);
     std::uint64_t n = w.embedding.size() + w.final_norm.size() + w.final_norm_bias.size() +
-                      w.position_embedding.size() + (c.tie_embeddings ? 0 : w.lm_head.size());
+                      w.position_embedding.size() + w.lm_head.size();
     for (const LayerWeights& l : w.layers) {
       n += l.wq.size() + l.wk.size() + l.wv.size() + l.wo.size() + l.w_gate.size() + l.w_up.size() +
            l.w_down.size() + l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() +

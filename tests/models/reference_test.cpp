@@ -63,7 +63,7 @@ class DoubleLlama {
       Vec dn = mul(lw.w_down, g);
       for (int j = 0; j < c_.hidden_size; ++j) x[j] += dn[j];
     }
-    return mul(w_.lm_head, norm(x, w_.final_norm));
+    return mul(w_.lm_head_matrix(), norm(x, w_.final_norm));
   }
 
  private:

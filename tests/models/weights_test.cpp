@@ -315,11 +315,14 @@ TEST(Weights, TiedEmbeddingsShareValues) {
   ModelConfig c = tiny_llama();
   c.tie_embeddings = true;
   const Weights w = Weights::synthetic(c, DType::bf16, 5);
-  EXPECT_TRUE(w.lm_head == w.embedding);
+  // One matrix on the host, not a copy.
+  EXPECT_EQ(w.lm_head.size(), 0u);
+  EXPECT_EQ(&w.lm_head_matrix(), &w.embedding);
   c.tie_embeddings = false;
   const Weights u = Weights::synthetic(c, DType::bf16, 5);
   EXPECT_TRUE(u.embedding == w.embedding);
   EXPECT_FALSE(u.lm_head == u.embedding);
+  EXPECT_EQ(&u.lm_head_matrix(), &u.lm_head);
 }
 
 TEST(Weights, SyntheticValidatesTheConfig) {
