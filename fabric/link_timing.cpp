@@ -39,90 +39,84 @@ void FlowModel::LinkState::raise_floor(std::uint64_t to) {
   set(to, count - absorbed);
 }
 
-void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len) {
+void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now) {
   if (len == 0) return;
   std::uint64_t e = s + len;
   if (e > kFloorMask)
     throw std::overflow_error("link reservation past 2^56 cycles (the flow model's time limit)");
   constexpr std::uint64_t kSpan = std::numeric_limits<std::uint32_t>::max();
   if (e - std::min(e, floor()) > kSpan) raise_floor(e - (std::uint64_t{1} << 31));
-  std::uint64_t floor = this->floor();
+  const std::uint64_t floor = this->floor();
   s = std::max(s, floor);
   if (e <= floor) return;  // already counted busy
   if (s == floor) {        // touches the floor: extend it
     raise_floor(e);
     return;
   }
-  auto so = static_cast<std::uint32_t>(s - floor);
-  auto eo = static_cast<std::uint32_t>(e - floor);
-  int count = this->count();
-  // Fast path: after the last interval (extend it, or append).
-  if (count > 0 && so >= end[count - 1]) {
-    if (so == end[count - 1]) {
-      end[count - 1] = eo;
-      return;
-    }
-    if (count == kLinkIntervals) {
-      // Full: fold the oldest interval into the floor (conservative).
-      const std::uint32_t shift = end[0];
-      for (int i = 1; i < count; ++i) start[i - 1] = start[i] - shift, end[i - 1] = end[i] - shift;
-      floor += shift;
-      so -= shift;
-      eo -= shift;
-      --count;
-    }
+  const auto so = static_cast<std::uint32_t>(s - floor);
+  const auto eo = static_cast<std::uint32_t>(e - floor);
+  const int count = this->count();
+  // Fast paths (issued in time order): extend the last interval, or append.
+  if (count > 0 && so == end[count - 1]) {
+    end[count - 1] = eo;
+    return;
+  }
+  if (count < kLinkIntervals && (count == 0 || so > end[count - 1])) {
     start[count] = so;
     end[count] = eo;
     set(floor, count + 1);
     return;
   }
-  int p = 0;  // intervals before the new one
-  while (p < count && end[p] <= so) ++p;
-  const bool left = p > 0 && end[p - 1] == so;
-  const bool right = p < count && start[p] == eo;
-  if (left && right) {
-    end[p - 1] = end[p];
-    for (int i = p + 1; i < count; ++i) start[i - 1] = start[i], end[i - 1] = end[i];
-    set(floor, count - 1);
-    return;
-  }
-  if (left) {
-    end[p - 1] = eo;
-    return;
-  }
-  if (right) {
-    start[p] = so;
-    return;
-  }
-  if (count == kLinkIntervals) {
-    // Full: fold the oldest interval into the floor (conservative).
-    raise_floor(floor + end[0]);
-    floor = this->floor();
-    if (e <= floor) return;
-    s = std::max(s, floor);
-    if (s == floor) {
-      raise_floor(e);
+  // General: the intervals with the new one in place, touching ones merged.
+  std::uint32_t st[kLinkIntervals + 1], en[kLinkIntervals + 1];
+  int n = 0;
+  bool placed = false;
+  auto put = [&](std::uint32_t a, std::uint32_t b) {
+    if (n > 0 && a <= en[n - 1]) {
+      en[n - 1] = std::max(en[n - 1], b);
       return;
     }
-    so = static_cast<std::uint32_t>(s - floor);
-    eo = static_cast<std::uint32_t>(e - floor);
-    count = this->count();
-    p = 0;
-    while (p < count && end[p] <= so) ++p;
+    st[n] = a, en[n] = b, ++n;
+  };
+  for (int i = 0; i < count; ++i) {
+    if (!placed && so < start[i]) put(so, eo), placed = true;
+    put(start[i], end[i]);
   }
-  for (int i = count; i > p; --i) start[i] = start[i - 1], end[i] = end[i - 1];
-  start[p] = so;
-  end[p] = eo;
-  set(floor, count + 1);
+  if (!placed) put(so, eo);
+  std::uint64_t new_floor = floor;
+  int first = 0;
+  if (n > kLinkIntervals) {
+    // One gap too many: give up the one worth least, i.e. with the fewest
+    // free cycles at or after `now` (ties: the earliest). Gap 0 lies between
+    // the floor and the first interval (giving it up raises the floor).
+    auto worth = [&](std::uint64_t a, std::uint64_t b) {
+      a = std::max(a, now);
+      return b > a ? b - a : 0;
+    };
+    int gap = 0;
+    std::uint64_t least = worth(floor, floor + st[0]);
+    for (int i = 1; i < n; ++i) {
+      const std::uint64_t w = worth(floor + en[i - 1], floor + st[i]);
+      if (w < least) least = w, gap = i;
+    }
+    if (gap == 0) {
+      new_floor = floor + en[0];
+      first = 1;
+    } else {
+      en[gap - 1] = en[gap];
+      for (int i = gap; i + 1 < n; ++i) st[i] = st[i + 1], en[i] = en[i + 1];
+      --n;
+    }
+  }
+  const auto shift = static_cast<std::uint32_t>(new_floor - floor);
+  for (int i = first; i < n; ++i) start[i - first] = st[i] - shift, end[i - first] = en[i] - shift;
+  set(new_floor, n - first);
 }
 
-std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t t,
-                                                                   std::uint64_t len) {
+int FlowModel::LinkState::free_pieces(std::uint64_t t, std::uint64_t len,
+                                      std::uint64_t* piece_start, std::uint64_t* piece_len) const {
   const std::uint64_t floor = this->floor();
   std::uint64_t s = std::max(t, floor);
-  if (len == 0) return {s, s};
-  // The free pieces, computed before any is reserved (reserving may fold).
-  std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
   int pieces = 0;
   std::uint64_t left = len;
   const int count = this->count();
@@ -137,8 +131,69 @@ std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t
     s = b;
   }
   if (left > 0) piece_start[pieces] = s, piece_len[pieces] = left, ++pieces;
-  for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i]);
+  return pieces;
+}
+
+std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t t,
+                                                                   std::uint64_t len,
+                                                                   std::uint64_t now) {
+  if (len == 0) {
+    const std::uint64_t s = std::max(t, floor());
+    return {s, s};
+  }
+  // The free pieces, computed before any is reserved (reserving may fold).
+  std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
+  const int pieces = free_pieces(t, len, piece_start, piece_len);
+  for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i], now);
   return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
+}
+
+std::uint64_t FlowModel::LinkState::fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out,
+                                         std::uint64_t now) {
+  if (len == 0) return std::max(t, floor());
+  std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
+  const int pieces = free_pieces(t, len, piece_start, piece_len);
+  for (int i = 0; i < pieces; ++i) {
+    reserve(piece_start[i], piece_len[i], now);
+    out.append(piece_start[i], piece_len[i]);
+  }
+  return piece_start[pieces - 1] + piece_len[pieces - 1];
+}
+
+void WaveletRuns::append(std::uint64_t s, std::uint64_t c) {
+  if (c == 0) return;
+  if (n > 0 && start[n - 1] + count[n - 1] == s) {
+    count[n - 1] += c;
+    return;
+  }
+  if (n == kMax) {
+    // Join the two runs (the new one included) with the shortest gap.
+    int best = n - 1;  // joins run best with run best + 1 (n - 1: with the new one)
+    std::uint64_t best_gap = s - end();
+    for (int i = 0; i + 1 < n; ++i) {
+      const std::uint64_t gap = start[i + 1] - (start[i] + count[i]);
+      if (gap < best_gap) best = i, best_gap = gap;
+    }
+    if (best == n - 1) {
+      // The last run moves up against the new one.
+      start[n - 1] = s - count[n - 1];
+      count[n - 1] += c;
+      return;
+    }
+    start[best + 1] -= count[best];
+    count[best + 1] += count[best];
+    for (int i = best; i + 1 < n; ++i) start[i] = start[i + 1], count[i] = count[i + 1];
+    --n;
+  }
+  start[n] = s;
+  count[n] = c;
+  ++n;
+}
+
+std::uint64_t WaveletRuns::wavelets() const {
+  std::uint64_t w = 0;
+  for (int i = 0; i < n; ++i) w += count[i];
+  return w;
 }
 
 void FlowModel::carry_traffic(LinkId l, std::uint64_t bytes_carry, std::uint64_t busy_carry) {
@@ -213,14 +268,18 @@ void FlowModel::write_link_bytes_by_core(std::span<std::uint64_t> out) const {
 Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
   // Shared wavelet by wavelet: the core has the message once ser free ramp
   // cycles from its head's arrival on have passed.
-  const std::uint64_t last_end = eject_[c.value].fill(tail.at.value - ser.value, ser.value).second;
+  const std::uint64_t last_end = eject_[c.value].fill(tail.at.value - ser.value, ser.value, now_).second;
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
 
 Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                       std::vector<Timed>* arrivals) {
+  now_ = std::max(now_, ready.at.value);
   if (links.empty()) return traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   const Cycles ser = serialization(bytes);
+  if (sharing_ == LinkSharing::interleave)
+    return traverse_interleaved(links, bytes, ready, WaveletRuns::from(ready.at.value, ser.value),
+                                {}, Cycles{0}, true, arrivals, nullptr);
   if (!arrivals)
     return eject(link_target(links.back()), ser,
                  traverse(links, bytes, ready, {}, Cycles{0}, nullptr));
@@ -237,12 +296,18 @@ Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
                               std::span<const Timed> node_ready) {
   if (node_ready.size() != links.size() + 1)
     throw std::invalid_argument("reduce_chain: one ready time per node");
+  now_ = std::max(now_, node_ready[0].at.value);
   Timed done = node_ready[0];
   if (!links.empty()) {
     const Cycles ser = serialization(bytes);
     const CoreId last = link_target(links.back());
-    done = eject(last, ser,
-                 traverse(links, bytes, node_ready[0], node_ready, reduce_hop_overhead_, nullptr));
+    done = sharing_ == LinkSharing::interleave
+               ? traverse_interleaved(links, bytes, node_ready[0],
+                                      WaveletRuns::from(node_ready[0].at.value, ser.value),
+                                      node_ready, reduce_hop_overhead_, true, nullptr, nullptr)
+               : eject(last, ser,
+                       traverse(links, bytes, node_ready[0], node_ready, reduce_hop_overhead_,
+                                nullptr));
   }
   // The last node adds its own contribution as the stream arrives, like every
   // node before it.
@@ -252,8 +317,6 @@ Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
 Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                           std::span<const Timed> node_ready, Cycles per_hop_extra,
                           std::vector<Timed>* arrivals) {
-  if (sharing_ == LinkSharing::interleave)
-    return traverse_interleaved(links, bytes, ready, node_ready, per_hop_extra, arrivals);
   if (arrivals) {
     arrivals->clear();
     arrivals->push_back(ready);
@@ -295,42 +358,114 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     const std::uint64_t start = link.earliest_fit(at, ser);
     contention += start - at;
     at = start;
-    link.reserve(at, ser);
+    link.reserve(at, ser, now_);
     count_traffic(links[k], link, bytes.value, ser);
     if (arrivals) arrivals->push_back(tail());
   }
   return tail();
 }
 
+Timed FlowModel::stream(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
+                        const WaveletRuns& inject, WaveletRuns* delivered) {
+  now_ = std::max(now_, ready.at.value);
+  if (inject.n == 0 || links.empty()) {
+    if (delivered) *delivered = inject;
+    return ready;
+  }
+  if (sharing_ == LinkSharing::interleave)
+    return traverse_interleaved(links, bytes, ready, inject, {}, Cycles{0}, true, nullptr,
+                                delivered);
+  const Timed start = ready.not_before(Cycles{inject.start[0]}, Resource::contention);
+  const Timed done = send(links, bytes, start);
+  if (delivered) *delivered = WaveletRuns::from(done.at.value - serialization(bytes).value,
+                                                serialization(bytes).value);
+  return done;
+}
+
 Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes,
-                                      const Timed& ready, std::span<const Timed> node_ready,
-                                      Cycles per_hop_extra, std::vector<Timed>* arrivals) {
+                                      const Timed& ready, const WaveletRuns& inject,
+                                      std::span<const Timed> node_ready, Cycles per_hop_extra,
+                                      bool eject_last, std::vector<Timed>* arrivals,
+                                      WaveletRuns* delivered) {
   if (arrivals) {
     arrivals->clear();
     arrivals->push_back(ready);
   }
-  if (links.empty()) return ready;
-  const Cycles ser = serialization(bytes);
-  Timed head = ready;  // when the head may enter the next link
-  Timed tail_arrival = ready;
+  const std::uint64_t ser = serialization(bytes).value;
+  const std::uint64_t hop = hop_latency_.value;
+  const std::uint64_t step = hop + per_hop_extra.value;
+  // Explanation: the moment (`ready`, or a node_ready) whose uncontended
+  // bound on the tail is the latest; the tail's time beyond that bound is
+  // contention. `bound` is the tail's uncontended arrival at node k + 1 from it.
+  const Timed* from = &ready;
+  std::uint64_t from_hops = hop;  // hop cycles from `from` to node k + 1
+  WaveletRuns buffer_a = inject, buffer_b;
+  WaveletRuns* runs_on = &buffer_a;  // the wavelets on the current link
+  WaveletRuns* next_on = &buffer_b;
+  auto explain = [&](std::uint64_t tail) {
+    const std::uint64_t bound = from->at.value + from_hops + ser;
+    return from->plus(Resource::hops, Cycles{from_hops})
+        .plus(Resource::serialization, Cycles{ser})
+        .plus(Resource::contention, Cycles{tail > bound ? tail - bound : 0});
+  };
+  // The core at the end of link k takes `runs` (on link k) through its ramp.
+  auto receive = [&](std::size_t k, WaveletRuns* out) {
+    LinkState& r = eject_[link_target(links[k]).value];
+    const WaveletRuns& runs = *runs_on;
+    if (runs.n == 1 && !out) {
+      // Fast path: the ramp is free for the whole run.
+      const std::uint64_t s = runs.start[0] + hop;
+      if (r.earliest_fit(s, runs.count[0]) == s) {
+        r.reserve(s, runs.count[0], now_);
+        return explain(s + runs.count[0]);
+      }
+    }
+    WaveletRuns ramp;
+    WaveletRuns& taken = out ? *out : ramp;
+    taken.n = 0;
+    std::uint64_t cursor = 0;
+    for (int i = 0; i < runs.n; ++i)
+      cursor = r.fill(std::max(runs.start[i] + hop, cursor), runs.count[i], taken, now_);
+    return explain(cursor);
+  };
   for (std::size_t k = 0; k < links.size(); ++k) {
+    std::uint64_t cursor = 0;
+    WaveletRuns& runs = *runs_on;
     if (k > 0) {
-      head = head.plus(Resource::hops, hop_latency_ + per_hop_extra);
-      if (!node_ready.empty()) head = later(head, node_ready[k]);
+      runs.shift(step);
+      from_hops += step;
+      if (!node_ready.empty()) {
+        // A node whose own contribution is later than the stream holds it.
+        cursor = node_ready[k].at.value;
+        if (cursor + hop > from->at.value + from_hops) {
+          from = &node_ready[k];
+          from_hops = hop;
+        }
+      }
     }
     LinkState& link = links_[links[k].value];
-    const auto [first, last_end] = link.fill(head.at.value, ser.value);
-    head = head.not_before(Cycles{first}, Resource::contention);
-    Timed tail = head.plus(Resource::hops, hop_latency_)
-                     .plus(Resource::serialization, ser)
-                     .plus(Resource::contention, Cycles{last_end - first - ser.value});
-    // The tail cannot pass the tail of the hop before.
-    if (k > 0) tail = later(tail, tail_arrival.plus(Resource::hops, hop_latency_));
-    tail_arrival = tail;
-    count_traffic(links[k], link, bytes.value, ser.value);
-    if (arrivals) arrivals->push_back(tail_arrival);
+    count_traffic(links[k], link, bytes.value, ser);
+    if (runs.n == 1) {
+      // Fast path: one run that finds the link free all along keeps its shape.
+      const std::uint64_t s = std::max(runs.start[0], cursor);
+      if (link.earliest_fit(s, runs.count[0]) == s) {
+        link.reserve(s, runs.count[0], now_);
+        runs.start[0] = s;
+        if (arrivals) arrivals->push_back(receive(k, nullptr));
+        continue;
+      }
+    }
+    WaveletRuns& next = *next_on;
+    next.n = 0;
+    for (int i = 0; i < runs.n; ++i)
+      cursor = link.fill(std::max(runs.start[i], cursor), runs.count[i], next, now_);
+    std::swap(runs_on, next_on);
+    if (arrivals) arrivals->push_back(receive(k, nullptr));
   }
-  return tail_arrival;
+  if (arrivals) return arrivals->back();
+  if (eject_last) return receive(links.size() - 1, delivered);
+  if (delivered) *delivered = *runs_on, delivered->shift(hop);
+  return explain(runs_on->end() + hop);
 }
 
 }  // namespace wafersim::fabric

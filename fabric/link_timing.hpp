@@ -1,19 +1,26 @@
 // Flow-level link model. A message is one transfer along its route; each link
 // keeps a short list of busy intervals (its reservations) and counters.
-// Timing rule, for a message of B bytes injected when ready at t over links
-// L0..Ln-1:
-//   ser   = ceil(B / link_bytes_per_cycle)
-//   a0    = t
+// Messages are reserved in the order they are sent (the engine and run_flow
+// send them in ready-time order), each around the reservations already made.
+//
+// Uncontended, a message of B bytes ready at t over links L0..Ln-1 takes
+//   ser = ceil(B / link_bytes_per_cycle)
+// cycles on each link, link Lk in [t + k * (hop_latency + extra), ... + ser),
+// and its tail reaches node k+1 at t + (k+1) * hop_latency + k * extra + ser
+// (virtual cut-through: the head moves on while the tail still streams).
+// Around other reservations it follows one of two rules (LinkSharing, below):
+// the default, interleave, sends it wavelet by wavelet through the free
+// cycles (pipelined: a wavelet delayed on one link delays only the wavelets
+// behind it); exclusive, the rule of the first versions, kept for
+// comparison, needs one gap per link its whole serialization fits in:
 //   ak    = max(s(k-1) + hop_latency + extra, node_ready[k])   (head reaches Lk)
 //   sk    = the earliest cycle >= ak such that [sk, sk + ser) overlaps no busy
 //           interval of Lk (backfill: a gap before a reservation made earlier
 //           for a message that reaches Lk later is used if the whole message
 //           fits in it; waiting sk - ak is contention)
 //   link Lk is busy for [sk, sk + ser)
-//   arrival at node k+1 (tail) = sk + hop_latency + ser
-// so an uncontended message arrives after hops * hop_latency + ser cycles
-// (virtual cut-through: the head moves on while the tail still streams), and
-// two messages sharing a link serialize on it.
+//   arrival at node k+1 (tail) = sk + hop_latency + ser.
+// Either way two messages sharing a link take ser cycles of it each.
 //
 // Core ramps: a core's router hands it at most one wavelet per cycle (the
 // fifth port of the wavelet model). At each receiving core (the end of a
@@ -22,8 +29,8 @@
 // wavelet (LinkState::fill, whatever the links' sharing rule, with backfill
 // as on a link): a core that many messages converge on receives them at one
 // wavelet per cycle in all, and has a message when its last wavelet is
-// through (waits are contention). Uncontended, the ramp costs nothing (the
-// rule above is unchanged); a chain reduction's last receiver uses its ramp.
+// through (waits are contention). Uncontended, the ramp costs nothing; a
+// chain reduction's last receiver uses its ramp.
 // Not modelled: the injection ramp (a core sending several messages at once
 // starts them together) and the ramps of a chain reduction's intermediate
 // cores (they add to the stream as it passes).
@@ -34,12 +41,17 @@
 //
 // Bounded memory: a link keeps at most kLinkIntervals busy intervals (merged
 // when they touch) after a floor; every cycle before the floor counts as busy.
-// When a new interval would exceed the bound, the oldest interval is folded
-// into the floor (the gaps before its end are given up). This is conservative
-// (a message may wait where the exact schedule had a gap, never the reverse),
-// and it costs little when messages are issued roughly in time order, as the
-// engine and run_flow do: the oldest intervals then lie before every message
-// still to come. Interval bounds are 32-bit offsets from the floor; a
+// When a new interval would exceed the bound, one gap is given up (its
+// cycles count as busy): the one with the fewest free cycles at or after
+// `now`, the time the model has reached (the latest ready time of a message
+// sent so far; FlowModel tracks it), the earliest of equals. The gap before
+// the first interval is given up by raising the floor to that interval's
+// end. When messages are issued in time order, as the engine and run_flow
+// do, the gaps before `now` are worth nothing and the oldest interval is
+// folded into the floor; when a message reserves far ahead (one that waited
+// behind a long message), the large gap before it survives and the short
+// gaps between the far reservations go. Conservative either way (a message
+// may wait where the exact schedule had a gap, never the reverse). Interval bounds are 32-bit offsets from the floor; a
 // reservation more than 2^32 cycles after the floor moves the floor up to
 // 2^31 cycles before it (also conservative, and far beyond any gap in use).
 #pragma once
@@ -63,18 +75,56 @@ namespace wafersim::fabric {
 inline constexpr int kLinkIntervals = 4;
 
 // How a message uses a link that is already reserved in places.
-//  - exclusive (the default, the rule above): the message needs one gap its
-//    whole serialization fits in.
-//  - interleave: the message takes the link's free cycles from its head's
-//    arrival on, around the reservations already made, until it has had ser
-//    of them (wavelet-by-wavelet sharing, as messages on different colors do
-//    in the routers); its tail reaches node k+1 when its last cycle on Lk
-//    ends plus hop_latency, and never before the tail reached node k plus
-//    hop_latency. Gaps inside the message are contention. Messages on the
-//    same color cannot interleave in the routers (wormhole), and the flow
-//    level does not know colors, so this is an experiment measured by
-//    `wafersim bench agreement`, not what runs use.
+//  - exclusive (the rule above): the message needs one gap its whole
+//    serialization fits in. It made each hop of a chain reduction under
+//    background traffic wait for a gap as long as the message, and the waits
+//    added up hop by hop: +94..+479% against the routers (docs/validation.md).
+//  - interleave (the default): wavelet by wavelet, pipelined. The message is followed as
+//    runs of consecutive wavelets (WaveletRuns). On its first link wavelet i
+//    is ready at t + i; on link k each wavelet takes the first free cycle at
+//    or after it left link k-1 plus hop_latency + extra (and after the one
+//    before it, and not before node_ready[k]), around the reservations
+//    already made; the cycles it takes are reserved. So a gap in one link's
+//    schedule delays only the wavelets behind it, and the hops overlap as
+//    they do in the routers (the tail pays the slowest link, not the sum of
+//    every link's waits). Receiving cores take the wavelets through their
+//    ejection ramps the same way. An uncontended message costs exactly what
+//    the exclusive rule gives. Messages on one color cannot interleave in the
+//    routers (wormhole); the flow level does not know colors, so this rule
+//    shares a link between any two messages. Later messages still wait
+//    behind earlier reservations (issue order is priority), where the
+//    routers arbitrate round robin between colors: a long message on links
+//    that traffic sent after it also uses is optimistic (docs/validation.md).
+//    Costs ~1.2x the host time of exclusive on a full Llama-3.1-8B run.
 enum class LinkSharing : std::uint8_t { exclusive, interleave };
+
+// A message's wavelets on one link or ramp under LinkSharing::interleave: in
+// cycles [start[i], start[i] + count[i]) for i < n, in time order, disjoint.
+// At most kMax runs: one more is made room for by joining the two runs with
+// the shortest gap between them, the earlier run's wavelets moved up against
+// the later one (later than they went: conservative for every hop after).
+struct WaveletRuns {
+  static constexpr int kMax = 8;
+  std::uint64_t start[kMax] = {};
+  std::uint64_t count[kMax] = {};
+  int n = 0;
+
+  // `c` wavelets from `ready` on, one per cycle.
+  static WaveletRuns from(std::uint64_t ready, std::uint64_t c) {
+    WaveletRuns r;
+    if (c > 0) r.start[0] = ready, r.count[0] = c, r.n = 1;
+    return r;
+  }
+  // Appends [s, s + c), at or after the end of the last run.
+  void append(std::uint64_t s, std::uint64_t c);
+  // The cycle after the last wavelet (0 when empty).
+  std::uint64_t end() const { return n == 0 ? 0 : start[n - 1] + count[n - 1]; }
+  std::uint64_t wavelets() const;
+  // Every wavelet `d` cycles later.
+  void shift(std::uint64_t d) {
+    for (int i = 0; i < n; ++i) start[i] += d;
+  }
+};
 
 class FlowModel {
  public:
@@ -93,6 +143,15 @@ class FlowModel {
   // (size links.size() + 1; element 0 is `ready`): a multicast along the path.
   Timed send(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
              std::vector<Timed>* arrivals = nullptr);
+
+  // `bytes` along `links` when its wavelets enter the first link as `inject`
+  // says (a reduction's hop that streams what its source receives), under
+  // LinkSharing::interleave (exclusive: as send() from inject's first
+  // wavelet). `ready` is the moment the message's time is explained from.
+  // `delivered` receives the cycles the last core's ramp hands the wavelets
+  // over. Returns the time the whole message has arrived.
+  Timed stream(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
+               const WaveletRuns& inject, WaveletRuns* delivered);
 
   // Chain reduction along `links`: node k (k = 0 is the first sender) adds its
   // contribution, ready at node_ready[k], to the stream and forwards it. The
@@ -141,12 +200,23 @@ class FlowModel {
     // The earliest cycle >= t at which [s, s + len) is free.
     std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const;
     // Marks [s, s + len) busy; it must be free (as earliest_fit returns).
-    void reserve(std::uint64_t s, std::uint64_t len);
+    // `now` is the time the model has reached (no message still to come is
+    // ready before it): when the record is full, the gap with the fewest free
+    // cycles at or after `now` is given up (see the header).
+    void reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now = 0);
     // Takes the first `len` free cycles at or after t (LinkSharing::interleave)
     // and marks them busy. Returns {first cycle taken, end of the last}.
-    std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len);
+    std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len,
+                                                 std::uint64_t now = 0);
+    // The same, appending the cycles taken to `out`; returns the end of the last.
+    std::uint64_t fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out,
+                       std::uint64_t now = 0);
 
    private:
+    // The first `len` free cycles at or after t, as pieces (at most
+    // kLinkIntervals + 1); returns how many.
+    int free_pieces(std::uint64_t t, std::uint64_t len, std::uint64_t* piece_start,
+                    std::uint64_t* piece_len) const;
     void set(std::uint64_t floor, int count) {
       floor_and_count = floor | static_cast<std::uint64_t>(count) << kCountShift;
     }
@@ -165,10 +235,15 @@ class FlowModel {
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                  std::span<const Timed> node_ready, Cycles per_hop_extra,
                  std::vector<Timed>* arrivals);
-  // traverse() under LinkSharing::interleave.
+  // LinkSharing::interleave: the message's wavelets enter the first link as
+  // `inject` says and follow the rule in the header. With `arrivals` (a line
+  // multicast) every core after the first takes its copy through its ramp;
+  // otherwise the last core does when `eject_last`. `delivered` receives the
+  // last core's wavelets as it has them.
   Timed traverse_interleaved(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
-                             std::span<const Timed> node_ready, Cycles per_hop_extra,
-                             std::vector<Timed>* arrivals);
+                             const WaveletRuns& inject, std::span<const Timed> node_ready,
+                             Cycles per_hop_extra, bool eject_last, std::vector<Timed>* arrivals,
+                             WaveletRuns* delivered);
   // Adds one message's bytes and cycles to link l's counters.
   void count_traffic(LinkId l, LinkState& link, std::uint64_t bytes, std::uint64_t cycles) {
     const std::uint64_t b = link.bytes_low + bytes, c = link.busy_low + cycles;
@@ -181,7 +256,9 @@ class FlowModel {
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
-  LinkSharing sharing_ = LinkSharing::exclusive;
+  LinkSharing sharing_ = LinkSharing::interleave;
+  // The latest ready time of a message sent so far (LinkState::reserve's `now`).
+  std::uint64_t now_ = 0;
   const Mesh& mesh_;
   // Every link starts as LinkState{} (all zero bytes), straight from zeroed
   // pages (fabric/zeroed_array.hpp).

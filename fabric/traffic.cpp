@@ -187,6 +187,7 @@ ReadyTracker::ReadyTracker(const Traffic& traffic, TrafficResult& result, bool s
   }
   result.arrival.assign(slots, kNever);
   pending_.assign(ms.size(), 0);
+  heads_.assign(stream_blocks ? ms.size() : 0, kNever);
   dependents_first_.assign(slots + 1, 0);
   auto for_each_dep = [&](auto&& f) {
     for (std::uint32_t i = 0; i < ms.size(); ++i) {
@@ -211,24 +212,34 @@ ReadyTracker::ReadyTracker(const Traffic& traffic, TrafficResult& result, bool s
     }
 }
 
-std::uint64_t ReadyTracker::compute_ready(std::uint32_t i) const {
+std::uint64_t ReadyTracker::own_ready(std::uint32_t i) const {
   const Message& m = traffic_.messages()[i];
   std::uint64_t r = m.ready.value;
   for (const After& a : traffic_.after(m))
     r = std::max(r, result_.arrival_at(a.ref)) + a.delay.value;
+  return r;
+}
+
+std::uint64_t ReadyTracker::compute_ready(std::uint32_t i) const {
+  const Message& m = traffic_.messages()[i];
+  std::uint64_t r = own_ready(i);
   if (stream_blocks_ && m.stream_from != kNoMessage) {
     const Message& up = traffic_.messages()[m.stream_from];
     const std::uint64_t ser = ceil_div(up.bytes.value, link_bytes_.value);
     // Head arrival of the upstream stream at this source, then the add.
-    r = std::max(r, result_.arrival_at(MessageRef{m.stream_from, 0}) - ser + m.stream_delay.value);
+    const std::uint64_t head = heads_[m.stream_from] != kNever
+                                   ? heads_[m.stream_from]
+                                   : result_.arrival_at(MessageRef{m.stream_from, 0}) - ser;
+    r = std::max(r, head + m.stream_delay.value);
   }
   return r;
 }
 
 void ReadyTracker::arrive(MessageRef r, std::uint64_t cycle,
-                          std::vector<std::uint32_t>& now_ready) {
+                          std::vector<std::uint32_t>& now_ready, std::uint64_t head) {
   const std::uint32_t slot = result_.first_receiver[r.message] + r.receiver;
   result_.arrival[slot] = cycle;
+  if (head != kNever) heads_[r.message] = head;
   for (std::uint32_t k = dependents_first_[slot]; k < dependents_first_[slot + 1]; ++k) {
     const std::uint32_t d = dependents_[k];
     if (--pending_[d] == 0) {
@@ -252,6 +263,18 @@ TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
   std::vector<Timed> arrivals;
   std::vector<std::uint32_t> now_ready;
   const auto& ms = traffic.messages();
+  // Under LinkSharing::interleave a reduction's hop streams the wavelets its
+  // source receives, as they arrive: the cycles its upstream message's
+  // wavelets reached the source, kept for each message something streams from.
+  const bool streamed = flow.sharing() == LinkSharing::interleave;
+  std::vector<std::uint32_t> runs_slot(streamed ? ms.size() : 0, kNoMessage);
+  std::vector<WaveletRuns> delivered;
+  if (streamed)
+    for (const Message& m : ms)
+      if (m.stream_from != kNoMessage && runs_slot[m.stream_from] == kNoMessage) {
+        runs_slot[m.stream_from] = static_cast<std::uint32_t>(delivered.size());
+        delivered.emplace_back();
+      }
   while (!queue.empty()) {
     const auto [ready, i] = queue.top();
     queue.pop();
@@ -270,6 +293,26 @@ TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
       flow.send(route, m.bytes, start, &arrivals);
       for (std::uint32_t j = 0; j + 1 < arrivals.size(); ++j)
         tracker.arrive({i, j}, arrivals[j + 1].at.value, now_ready);
+    } else if (streamed) {
+      route.clear();
+      mesh.xy_route(m.src, m.dst, route);
+      const std::uint64_t ser = flow.serialization(m.bytes).value;
+      WaveletRuns inject = WaveletRuns::from(ready, ser);
+      if (m.stream_from != kNoMessage) {
+        // Wavelet i leaves stream_delay after its upstream wavelet i reached
+        // the source, and not before the message's own readiness.
+        const WaveletRuns& up = delivered[runs_slot[m.stream_from]];
+        inject.n = 0;
+        std::uint64_t cursor = tracker.own_ready(i);
+        for (int r = 0; r < up.n; ++r) {
+          const std::uint64_t s = std::max(up.start[r] + m.stream_delay.value, cursor);
+          inject.append(s, up.count[r]);
+          cursor = s + up.count[r];
+        }
+      }
+      WaveletRuns* out = runs_slot[i] == kNoMessage ? nullptr : &delivered[runs_slot[i]];
+      const std::uint64_t done = flow.stream(route, m.bytes, start, inject, out).at.value;
+      tracker.arrive({i, 0}, done, now_ready, out && out->n > 0 ? out->start[0] : kNever);
     } else {
       route.clear();
       mesh.xy_route(m.src, m.dst, route);

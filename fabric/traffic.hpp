@@ -166,10 +166,17 @@ class ReadyTracker {
   // Messages ready from the start, in message order.
   const std::vector<std::uint32_t>& initially_ready() const { return initial_; }
   // Records an arrival; appends messages that became ready to `now_ready`.
-  void arrive(MessageRef r, std::uint64_t cycle, std::vector<std::uint32_t>& now_ready);
+  // `head`, when known, is when the message's first wavelet reached a unicast's
+  // receiver (a stream from it starts from there); otherwise the arrival less
+  // the serialization is taken.
+  void arrive(MessageRef r, std::uint64_t cycle, std::vector<std::uint32_t>& now_ready,
+              std::uint64_t head = kNever);
+  // Message m's own readiness: its ready cycle folded with its `after` list.
+  std::uint64_t own_ready(std::uint32_t m) const;
 
  private:
   std::uint64_t compute_ready(std::uint32_t m) const;
+  std::vector<std::uint64_t> heads_;  // per message, `head` as given to arrive()
   const Traffic& traffic_;
   TrafficResult& result_;
   bool stream_blocks_;

@@ -191,7 +191,7 @@ struct Row {
   std::string primitive;
   std::string shape;
   std::uint64_t flow = 0, wavelet = 0;
-  std::uint64_t interleave = 0;  // flow level with LinkSharing::interleave
+  std::uint64_t exclusive = 0;  // flow level with LinkSharing::exclusive
 };
 
 std::string error_pct(const Row& r) {
@@ -229,9 +229,9 @@ Row time_primitive(const fabric::Mesh& mesh, const fabric::WaferSpec& spec, std:
   };
   Row row{std::move(primitive), std::move(shape), done(run_flow(mesh, spec, t)),
           done(run_wavelet(mesh, spec, t))};
-  FlowModel shared(mesh, spec);
-  shared.set_sharing(LinkSharing::interleave);
-  row.interleave = done(run_flow(mesh, spec, shared, t));
+  FlowModel exclusive(mesh, spec);
+  exclusive.set_sharing(LinkSharing::exclusive);
+  row.exclusive = done(run_flow(mesh, spec, exclusive, t));
   return row;
 }
 
@@ -298,11 +298,11 @@ int bench_agreement(const std::string& preset_dir) {
                                     bg)
                       : std::string("No load"));
     fmt::print(
-        "| primitive | shape | flow cycles | wavelet cycles | flow error | flow, interleave | "
+        "| primitive | shape | flow cycles | wavelet cycles | flow error | flow, exclusive | "
         "error |\n|---|---|---:|---:|---:|---:|---:|\n");
     for (const Row& r : rows)
       fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", r.primitive, r.shape, r.flow, r.wavelet,
-                 error_pct(r), r.interleave, error_pct(Row{"", "", r.interleave, r.wavelet, 0}));
+                 error_pct(r), r.exclusive, error_pct(Row{"", "", r.exclusive, r.wavelet, 0}));
   }
 
   // Latency-throughput curve, uniform random on 16x16.

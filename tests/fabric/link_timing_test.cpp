@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -55,9 +56,9 @@ TEST(ZeroedArray, ElementsStartValueInitialisedAndAreWritable) {
   EXPECT_EQ(none.size(), 0u);
 }
 
-// The 64-byte link record as it was before the 48-byte one (floor and count
-// in fields of their own, 64-bit counters), kept as the reference the
-// compact record must agree with decision for decision.
+// A plain link record (floor and count in fields of their own, the
+// reservation rule on absolute intervals), the reference the compact 48-byte
+// record must agree with decision for decision.
 struct ReferenceLinkState {
   std::uint64_t floor = 0;
   std::uint32_t start[kLinkIntervals] = {};
@@ -90,7 +91,11 @@ struct ReferenceLinkState {
     count = static_cast<std::uint8_t>(count - absorbed);
     floor = to;
   }
-  void reserve(std::uint64_t s, std::uint64_t len) {
+  // Written plainly on absolute intervals: insert, merge what touches, and
+  // when one interval too many, give up the gap with the fewest free cycles
+  // at or after `now` (the earliest of equals; the gap before the first
+  // interval is given up by raising the floor).
+  void reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now) {
     if (len == 0) return;
     std::uint64_t e = s + len;
     constexpr std::uint64_t kSpan = std::numeric_limits<std::uint32_t>::max();
@@ -101,64 +106,45 @@ struct ReferenceLinkState {
       raise_floor(e);
       return;
     }
-    auto so = static_cast<std::uint32_t>(s - floor);
-    auto eo = static_cast<std::uint32_t>(e - floor);
-    if (count > 0 && so >= end[count - 1]) {
-      if (so == end[count - 1]) {
-        end[count - 1] = eo;
-        return;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> v;
+    for (int i = 0; i < count; ++i) v.emplace_back(floor + start[i], floor + end[i]);
+    v.emplace_back(s, e);
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+    for (const auto& iv : v) {
+      if (!merged.empty() && iv.first <= merged.back().second)
+        merged.back().second = std::max(merged.back().second, iv.second);
+      else
+        merged.push_back(iv);
+    }
+    std::uint64_t f = floor;
+    if (static_cast<int>(merged.size()) > kLinkIntervals) {
+      auto worth = [&](std::uint64_t a, std::uint64_t b) {
+        a = std::max(a, now);
+        return b > a ? b - a : 0;
+      };
+      std::size_t gap = 0;
+      std::uint64_t least = worth(f, merged[0].first);
+      for (std::size_t i = 1; i < merged.size(); ++i)
+        if (worth(merged[i - 1].second, merged[i].first) < least)
+          least = worth(merged[i - 1].second, merged[i].first), gap = i;
+      if (gap == 0) {
+        f = merged[0].second;
+        merged.erase(merged.begin());
+      } else {
+        merged[gap - 1].second = merged[gap].second;
+        merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(gap));
       }
-      if (count == kLinkIntervals) {
-        const std::uint32_t shift = end[0];
-        for (int i = 1; i < count; ++i)
-          start[i - 1] = start[i] - shift, end[i - 1] = end[i] - shift;
-        floor += shift;
-        so -= shift;
-        eo -= shift;
-        --count;
-      }
-      start[count] = so;
-      end[count] = eo;
-      ++count;
-      return;
     }
-    int p = 0;
-    while (p < count && end[p] <= so) ++p;
-    const bool left = p > 0 && end[p - 1] == so;
-    const bool right = p < count && start[p] == eo;
-    if (left && right) {
-      end[p - 1] = end[p];
-      for (int i = p + 1; i < count; ++i) start[i - 1] = start[i], end[i - 1] = end[i];
-      --count;
-      return;
+    floor = f;
+    count = static_cast<std::uint8_t>(merged.size());
+    for (std::size_t i = 0; i < merged.size(); ++i) {
+      start[i] = static_cast<std::uint32_t>(merged[i].first - f);
+      end[i] = static_cast<std::uint32_t>(merged[i].second - f);
     }
-    if (left) {
-      end[p - 1] = eo;
-      return;
-    }
-    if (right) {
-      start[p] = so;
-      return;
-    }
-    if (count == kLinkIntervals) {
-      raise_floor(floor + end[0]);
-      if (e <= floor) return;
-      s = std::max(s, floor);
-      if (s == floor) {
-        raise_floor(e);
-        return;
-      }
-      so = static_cast<std::uint32_t>(s - floor);
-      eo = static_cast<std::uint32_t>(e - floor);
-      p = 0;
-      while (p < count && end[p] <= so) ++p;
-    }
-    for (int i = count; i > p; --i) start[i] = start[i - 1], end[i] = end[i - 1];
-    start[p] = so;
-    end[p] = eo;
-    ++count;
   }
-  std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len) {
+  std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len,
+                                                std::uint64_t now) {
     std::uint64_t s = std::max(t, floor);
     if (len == 0) return {s, s};
     std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
@@ -175,7 +161,7 @@ struct ReferenceLinkState {
       s = b;
     }
     if (left > 0) piece_start[pieces] = s, piece_len[pieces] = left, ++pieces;
-    for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i]);
+    for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i], now);
     return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
   }
 };
@@ -221,10 +207,10 @@ TEST(LinkState, CompactRecordDecidesAsTheReference) {
       ASSERT_EQ(link.floor_and_count >> FlowModel::LinkState::kCountShift, ref.count) << where;
       if (next(8) == 0) {
         // LinkSharing::interleave: the free cycles from t on, in pieces.
-        ASSERT_EQ(link.fill(t, len), ref.fill(t, len)) << where;
+        ASSERT_EQ(link.fill(t, len, now), ref.fill(t, len, now)) << where;
       } else {
-        link.reserve(s, len);
-        ref.reserve(s, len);
+        link.reserve(s, len, now);
+        ref.reserve(s, len, now);
       }
       expect_same_state(link, ref, where);
       now = std::max(now, s);
@@ -280,6 +266,7 @@ TEST_F(LinkTiming, TwoTransfersSharingALinkSerialize) {
   // A: (0,0)->(2,0) uses links (0,0)E, (1,0)E. B: (1,0)->(3,0) uses (1,0)E, (2,0)E.
   // Both ready at 0, 40 B each (10 cycles). A reserves (1,0)E for [1, 11).
   // B must wait until 11 to enter (1,0)E: s0 = 11, s1 = 12, arrives 12+1+10 = 23.
+  flow.set_sharing(LinkSharing::exclusive);
   const Timed a = flow.send(route({0, 0}, {2, 0}), Bytes{40}, Timed{});
   const Timed b = flow.send(route({1, 0}, {3, 0}), Bytes{40}, Timed{});
   EXPECT_EQ(a.at.value, 12u);
@@ -289,6 +276,19 @@ TEST_F(LinkTiming, TwoTransfersSharingALinkSerialize) {
   // Alone, B would have taken 2 + 10 = 12 cycles.
   FlowModel fresh{mesh, spec};
   EXPECT_EQ(fresh.send(route({1, 0}, {3, 0}), Bytes{40}, Timed{}).at.value, 12u);
+  // Interleaved (the default): B's first wavelet takes (1,0)E in cycle 0,
+  // before A's head arrives; the other nine take [11, 20) after A's tail.
+  // On (2,0)E: cycle 1 and [12, 21); through (3,0)'s ramp: the last at 22.
+  FlowModel shared{mesh, spec};
+  EXPECT_EQ(shared.sharing(), LinkSharing::interleave);
+  EXPECT_EQ(shared.send(route({0, 0}, {2, 0}), Bytes{40}, Timed{}).at.value, 12u);
+  const Timed bi = shared.send(route({1, 0}, {3, 0}), Bytes{40}, Timed{});
+  EXPECT_EQ(bi.at.value, 22u);
+  EXPECT_EQ(bi.path.contention, 10u);
+  EXPECT_EQ(bi.path.total(), 22u);
+  // (1,0)E busy [0, 20): 20 wavelets in 20 cycles (from 0 on: the floor).
+  EXPECT_EQ(shared.link_floor(route({1, 0}, {2, 0})[0]).value, 20u);
+  EXPECT_TRUE(shared.link_busy_intervals(route({1, 0}, {2, 0})[0]).empty());
 }
 
 TEST_F(LinkTiming, DisjointTransfersDoNotInterfere) {
@@ -334,6 +334,7 @@ TEST_F(LinkTiming, ChainReductionWaitsForEachContributor) {
 
 TEST_F(LinkTiming, AMessageBackfillsAGapBeforeALaterReservation) {
   // Link (0,0)E. A, sent first, is ready at 20: 40 B = 10 cycles, [20, 30).
+  flow.set_sharing(LinkSharing::exclusive);
   const auto r = route({0, 0}, {1, 0});
   EXPECT_EQ(flow.send(r, Bytes{40}, Timed{Cycles{20}, {}}).at.value, 20u + 1u + 10u);
   // B, sent later but ready at 0: 16 B = 4 cycles fit the gap [0, 20): it
@@ -358,10 +359,24 @@ TEST_F(LinkTiming, AMessageBackfillsAGapBeforeALaterReservation) {
   EXPECT_EQ(busy[0].first.value, 20u);
   EXPECT_EQ(busy[0].second.value, 38u);
   EXPECT_EQ(flow.link_reserved_until(r[0]).value, 38u);
+  // Interleaved, D takes the 5 free cycles [15, 20), then [30, 33) after A:
+  // it arrives at 34 (10 cycles of contention) and the link is busy [15, 33).
+  FlowModel shared{mesh, spec};
+  shared.send(r, Bytes{40}, Timed{Cycles{20}, {}});
+  EXPECT_EQ(shared.send(r, Bytes{16}, Timed{}).at.value, 5u);
+  EXPECT_EQ(shared.send(r, Bytes{16}, Timed{Cycles{2}, {}}).at.value, 9u);
+  const Timed di = shared.send(r, Bytes{32}, Timed{Cycles{15}, {}});
+  EXPECT_EQ(di.at.value, 34u);
+  EXPECT_EQ(di.path.contention, 10u);
+  const auto shared_busy = shared.link_busy_intervals(r[0]);
+  ASSERT_EQ(shared_busy.size(), 1u);
+  EXPECT_EQ(shared_busy[0].first.value, 15u);
+  EXPECT_EQ(shared_busy[0].second.value, 33u);
 }
 
 TEST_F(LinkTiming, BackfillOnALaterHopOfTheRoute) {
   // X: (1,0) -> (2,0) ready 10, 20 B = 5 cycles: link (1,0)E busy [10, 15).
+  flow.set_sharing(LinkSharing::exclusive);
   flow.send(route({1, 0}, {2, 0}), Bytes{20}, Timed{Cycles{10}, {}});
   // Y: (0,0) -> (2,0) ready 0, 24 B = 6 cycles: (0,0)E [0, 6); its head reaches
   // (1,0)E at 1 and the gap [1, 10) holds 6 cycles: arrives 1 + 1 + 6 = 8.
@@ -376,6 +391,14 @@ TEST_F(LinkTiming, BackfillOnALaterHopOfTheRoute) {
   EXPECT_EQ(z.path.hops, 2u);
   EXPECT_EQ(z.path.serialization, 6u);
   EXPECT_EQ(z.path.contention, 8u);
+  // Interleaved, Z's wavelets reach (1,0)E at 7..12: three take [7, 10), the
+  // other three [15, 18) after X; arrives 18 + 1 = 19 (5 cycles of contention).
+  FlowModel shared{mesh, spec};
+  shared.send(route({1, 0}, {2, 0}), Bytes{20}, Timed{Cycles{10}, {}});
+  EXPECT_EQ(shared.send(route({0, 0}, {2, 0}), Bytes{24}, Timed{}).at.value, 8u);
+  const Timed zi = shared.send(route({0, 0}, {2, 0}), Bytes{24}, Timed{Cycles{6}, {}});
+  EXPECT_EQ(zi.at.value, 19u);
+  EXPECT_EQ(zi.path.contention, 5u);
 }
 
 TEST_F(LinkTiming, AFullLinkFoldsItsOldestIntervalIntoTheFloor) {
@@ -405,8 +428,8 @@ TEST_F(LinkTiming, InterleavedSharingTakesTheFreeCyclesAroundReservations) {
   // waits for a 10-cycle gap on (1,0)E: [20, 30), then (2,0)E [21, 31): 32.
   flow.send(route({1, 0}, {2, 0}), Bytes{40}, Timed{Cycles{10}, {}});
   FlowModel exclusive{mesh, spec};
+  exclusive.set_sharing(LinkSharing::exclusive);
   exclusive.send(route({1, 0}, {2, 0}), Bytes{40}, Timed{Cycles{10}, {}});
-  flow.set_sharing(LinkSharing::interleave);
   const Timed t = flow.send(route({0, 0}, {3, 0}), Bytes{40}, Timed{Cycles{4}, {}});
   EXPECT_EQ(t.at.value, 27u);
   EXPECT_EQ(t.path.hops, 3u);
@@ -472,6 +495,96 @@ TEST(LinkState, NeverDoubleBooksAndIsExactWhileItHasRoom) {
       for (std::uint64_t c = s; c < s + len; ++c) used[c] = true;
     }
   }
+}
+
+// WaveletRuns keeps at most kMax runs: one more joins the two with the
+// shortest gap, the earlier run moved up against the later (never earlier).
+TEST(WaveletRuns, AFullListJoinsTheClosestRunsLater) {
+  WaveletRuns r;
+  for (int i = 0; i < WaveletRuns::kMax; ++i)
+    r.append(100u * static_cast<std::uint64_t>(i), 10);  // gaps of 90
+  r.append(795, 3);  // touches nothing, so one run too many
+  EXPECT_EQ(r.n, WaveletRuns::kMax);
+  EXPECT_EQ(r.wavelets(), 10u * WaveletRuns::kMax + 3u);
+  EXPECT_EQ(r.end(), 798u);
+  // The shortest gap is the new one's (795 - 710 = 85): the run at 700
+  // moves up to [785, 795) and joins it.
+  EXPECT_EQ(r.start[WaveletRuns::kMax - 1], 785u);
+  EXPECT_EQ(r.count[WaveletRuns::kMax - 1], 13u);
+  r.append(798, 2);  // touching: extends the last run
+  EXPECT_EQ(r.count[WaveletRuns::kMax - 1], 15u);
+  // A shorter gap inside: runs 0 and 1 at 0 and 12 (gap 2) join at [2, 22).
+  WaveletRuns q;
+  q.append(0, 10);
+  q.append(12, 10);
+  for (int i = 2; i < WaveletRuns::kMax; ++i) q.append(100u * static_cast<std::uint64_t>(i), 10);
+  q.append(1000, 1);
+  EXPECT_EQ(q.start[0], 2u);
+  EXPECT_EQ(q.count[0], 20u);
+  EXPECT_EQ(q.start[WaveletRuns::kMax - 1], 1000u);
+}
+
+// Pipelining: a 40-wavelet message over 6 links, each link busy for one
+// cycle somewhere inside the message's window, on a different wavelet. With
+// interleaving, each busy cycle delays the wavelets behind it by one cycle,
+// once: the tail is late by the number of busy cycles its wavelets meet
+// (at most one per link), not by a whole message per link as in the
+// exclusive rule, where every hop waits for a 40-cycle gap.
+TEST_F(LinkTiming, InterleavedWavesPayEachBusyCycleOnce) {
+  std::vector<LinkId> r;
+  mesh.straight_route({0, 0}, Direction::east, 6, r);
+  auto run = [&](LinkSharing sharing) {
+    FlowModel f{mesh, spec};
+    f.set_sharing(sharing);
+    // Link k busy in cycle 10 + 6k (a 1-wavelet message from its source).
+    for (int k = 0; k < 6; ++k) {
+      const Coord src{k, 0};
+      f.send(route(src, {k + 1, 0}), Bytes{4}, Timed{Cycles{10u + 6u * static_cast<unsigned>(k)}, {}});
+    }
+    return f.send(r, Bytes{160}, Timed{});
+  };
+  const Timed shared = run(LinkSharing::interleave);
+  // Uncontended: 6 hops + 40 = 46. Wavelet 10 meets link 0's busy cycle and
+  // moves to 11, pushing the 30 behind it; on link k the stream is at
+  // 10 + 6k... + k (+1 from link 0): it meets link k's busy cycle at 10 + 6k
+  // only if a wavelet is due there, which every link has (the window is 40
+  // cycles wide), so each of the 6 costs one cycle: 52.
+  EXPECT_EQ(shared.at.value, 52u);
+  EXPECT_EQ(shared.path.contention, 6u);
+  // Exclusive: every hop waits past its link's busy cycle for a 40-cycle gap:
+  // s0 = 11; head at link k at s(k-1) + 1 = 6k + 6 <= 10 + 6k, so sk = 11 + 6k;
+  // s5 = 41, tail 41 + 1 + 40 = 82 (36 cycles of contention).
+  const Timed exclusive = run(LinkSharing::exclusive);
+  EXPECT_EQ(exclusive.at.value, 82u);
+  EXPECT_EQ(exclusive.path.contention, 36u);
+}
+
+// A message that waited far ahead (behind a long one) reserves there; a
+// full link record then gives up the short gaps between such far
+// reservations, not the long gap before them, which an earlier-ready
+// message still finds free.
+TEST(LinkState, AFullRecordKeepsTheGapWorthMost) {
+  FlowModel::LinkState link;
+  const std::uint64_t now = 100;
+  link.reserve(90, 10, now);  // [90, 100): the past
+  for (std::uint64_t t : {1000u, 1003u, 1006u, 1009u}) link.reserve(t, 1, now);
+  // Five intervals: the gap before [90, 100) lies in the past (worth 0): the
+  // floor takes it.
+  EXPECT_EQ(link.floor(), 100u);
+  EXPECT_EQ(link.count(), kLinkIntervals);
+  link.reserve(1012, 1, now);
+  // Five again: the gap [100, 1000) is worth 900 cycles, each gap between
+  // the far ones 2; the first of those, [1001, 1003), is given up.
+  EXPECT_EQ(link.floor(), 100u);
+  EXPECT_EQ(link.count(), kLinkIntervals);
+  EXPECT_EQ(link.earliest_fit(now, 500), now);   // the long gap survives
+  EXPECT_EQ(link.earliest_fit(1001, 1), 1004u);  // [1001, 1003) counts busy now
+  EXPECT_EQ(link.earliest_fit(1004, 2), 1004u);  // the others are kept
+  // Issued in time order (now past everything), the oldest interval is folded.
+  FlowModel::LinkState timely;
+  for (std::uint64_t t : {10u, 20u, 30u, 40u, 50u}) timely.reserve(t, 1, t);
+  EXPECT_EQ(timely.floor(), 11u);
+  EXPECT_EQ(timely.count(), kLinkIntervals);
 }
 
 }  // namespace

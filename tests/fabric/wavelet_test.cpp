@@ -55,9 +55,11 @@ TEST_F(Wavelet, UncontendedTransferTakesHopsPlusSerializationExactly) {
 
 TEST_F(Wavelet, TwoTransfersSharingALinkSerialize) {
   // A: (0,0)->(2,0) and B: (1,0)->(3,0), 40 B (10 wavelets) each, both ready
-  // at 0, same color: they share link (1,0)E. The flow level reserves it for A
-  // first (A: 12, B: 23); in the router B is there first (B: 12, A: 21). Either
-  // way the link carries 20 wavelets, so the later one ends >= 20 + 1 cycles in.
+  // at 0, same color: they share link (1,0)E. The flow level gives it to A
+  // first, B's first wavelet going ahead of A's head (A: 12, B: 22; it does
+  // not know that one color cannot interleave); in the router B is there
+  // first (B: 12, A: 21). Either way the link carries 20 wavelets, so the
+  // later one ends >= 20 + 1 cycles in.
   Traffic t;
   t.unicast({0, 0}, {2, 0}, Bytes{40}, Cycles{0});
   t.unicast({1, 0}, {3, 0}, Bytes{40}, Cycles{0});
@@ -65,7 +67,7 @@ TEST_F(Wavelet, TwoTransfersSharingALinkSerialize) {
   WaveletStats stats;
   const TrafficResult wave = run_wavelet(mesh, spec, t, {}, &stats);
   EXPECT_EQ(flow.done(0), 12u);
-  EXPECT_EQ(flow.done(1), 23u);
+  EXPECT_EQ(flow.done(1), 22u);
   EXPECT_EQ(wave.done(1), 12u);  // B alone on its first link
   EXPECT_EQ(wave.done(0), 21u);  // A waits for B's tail, then streams
   EXPECT_EQ(stats.link_wavelets[mesh.link({1, 0}, Direction::east).value], 20u);
@@ -125,16 +127,21 @@ TEST_F(Wavelet, ReductionsMatchTheFlowPrimitivesExactly) {
         const Timed expected = reduce_line(mesh, fm, scheme, line, Bytes{bytes}, timed);
         const std::uint64_t flow = run_flow(mesh, spec, t).done(done);
         const std::uint64_t wave = run_wavelet(mesh, spec, t).done(done);
-        EXPECT_EQ(wave, flow) << (scheme == ReductionScheme::chain  ? "chain "
+        const std::string what = (scheme == ReductionScheme::chain  ? "chain "
                                   : scheme == ReductionScheme::tree ? "tree "
-                                                                    : "two-level ")
-                              << bytes
-                              << " B" << (late ? ", late" : "");
+                                                                    : "two-level ") +
+                                 std::to_string(bytes) + " B" + (late ? ", late" : "");
+        EXPECT_EQ(wave, flow) << what;
         // With a late partial, reduce_line issues the tree's sends in step
-        // order: the late send 5 -> 4 holds link (5)W from cycle 90 before the
-        // stride-2 send 6 -> 4 (ready at ~20) is issued; backfill lets the
-        // latter use the link's idle time before 90, as the routers do.
-        EXPECT_EQ(flow, expected.at.value);
+        // order and run_flow in ready order: interleaved, the late send 5 -> 4
+        // splits the stride-2 send 6 -> 4 around it in one order and not the
+        // other (tree, 400 B: 497 vs 499 cycles).
+        if (late)
+          EXPECT_LE(rel_error(static_cast<double>(flow), static_cast<double>(expected.at.value)),
+                    0.01)
+              << what;
+        else
+          EXPECT_EQ(flow, expected.at.value) << what;
       }
 }
 
@@ -203,7 +210,7 @@ TEST_F(Wavelet, GemvPhaseAgreesWithinTolerance) {
   }
 }
 
-TEST_F(Wavelet, GemvPhaseUnderBackgroundTrafficFlowIsPessimisticButBounded) {
+TEST_F(Wavelet, GemvPhaseUnderBackgroundTrafficAgreesWithinTheAim) {
   SyntheticLoad load;
   load.rate = 0.05;
   load.warmup = 0;
@@ -227,15 +234,18 @@ TEST_F(Wavelet, GemvPhaseUnderBackgroundTrafficFlowIsPessimisticButBounded) {
   };
   const double flow = phase(run_flow(mesh, spec, t));
   const double wave = phase(run_wavelet(mesh, spec, t));
-  // Aim (issue 3): 15%. Measured with backfill: +33% (141 vs 106 cycles;
-  // +37% before backfill). What is left is the exclusive whole-message
-  // reservation: each hop of a row's chain needs a gap as long as the whole
-  // 8-cycle message on a link that background packets keep cutting into
-  // short gaps, where the routers interleave the chain's color wavelet by
-  // wavelet with the background; docs/validation.md. Tighten when the flow
-  // level shares link bandwidth across colors.
-  EXPECT_GE(flow, wave);
-  EXPECT_LE(rel_error(flow, wave), 0.35) << "flow " << flow << " wavelet " << wave;
+  // Aim (issue 3): 15%. Measured: exclusive reservations +33% (141 vs 106
+  // cycles): each hop of a row's chain needed a gap as long as the whole
+  // message on links that background packets cut into short gaps. With the
+  // pipelined interleaved rule (the default) -5.7% (100 vs 106); what is
+  // left is issue order: background sent after the phase's messages waits
+  // behind them, where the routers take turns (docs/validation.md).
+  EXPECT_LE(rel_error(flow, wave), 0.15) << "flow " << flow << " wavelet " << wave;
+  FlowModel exclusive(mesh, spec);
+  exclusive.set_sharing(LinkSharing::exclusive);
+  const double pessimistic = phase(run_flow(mesh, spec, exclusive, t));
+  EXPECT_GE(pessimistic, wave);
+  EXPECT_LE(rel_error(pessimistic, wave), 0.35) << "exclusive " << pessimistic;
 }
 
 TEST_F(Wavelet, PhysicsUnderLoad) {
