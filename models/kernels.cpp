@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -340,6 +341,42 @@ WAFERSIM_AVX2 void gemv_rows_avx2(const typename L::Elements::Stored* base, std:
 
 #endif  // WAFERSIM_HAVE_AVX2_PATH
 
+// gemv_rows_scalar for 8-bit codes: each element is widened as
+// decode_8bit(code) * its row's scale (one fp32 multiply, the value
+// quantize_row made), then multiplied by x[j] and added, as for the other
+// storages.
+void gemv_rows_scalar_8bit(DType t, const std::uint8_t* base, std::size_t ld, const float* scales,
+                           std::size_t rows, std::size_t cols, const float* x, float* y) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::uint8_t* r = base + i * ld;
+    const float s = scales[i];
+    float a = 0.0f;
+    for (std::size_t j = 0; j < cols; ++j) a += (decode_8bit(t, r[j]) * s) * x[j];
+    y[i] = a;
+  }
+}
+
+// The vector kernels take 8-bit tiles widened first, row by row, into fp32
+// values in a per-thread buffer (the same decode_8bit(code) * scale each
+// element is), then run as on an fp32 tile: a tile is a few KiB, so the
+// extra pass stays in the cache while the codes stream from memory at a
+// quarter of fp32's bytes.
+MatrixView widen_8bit_tile(const MatrixView& w) {
+  thread_local std::vector<float> buffer;
+  const std::size_t rows = static_cast<std::size_t>(w.rows());
+  const std::size_t cols = static_cast<std::size_t>(w.cols());
+  buffer.resize(rows * cols);
+  const std::uint8_t* codes = w.codes();
+  const float* scales = w.row_scales();
+  const DType t = w.storage();
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::uint8_t* r = codes + i * w.leading_dim();
+    float* out = buffer.data() + i * cols;
+    for (std::size_t j = 0; j < cols; ++j) out[j] = decode_8bit(t, r[j]) * scales[i];
+  }
+  return MatrixView(buffer.data(), w.rows(), w.cols(), cols);
+}
+
 void check_gemv_sizes(const MatrixView& w, std::span<const float> x, std::span<float> y) {
   require_size(x.size(), static_cast<std::size_t>(w.cols()), "gemv_tile x");
   require_size(y.size(), static_cast<std::size_t>(w.rows()), "gemv_tile y");
@@ -353,6 +390,10 @@ void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<f
   const std::size_t cols = static_cast<std::size_t>(w.cols());
   const std::size_t ld = w.leading_dim();
   switch (w.storage()) {
+    case DType::int8:
+    case DType::fp8_e4m3:
+      return gemv_rows_scalar_8bit(w.storage(), w.codes(), ld, w.row_scales(), rows, cols, x.data(),
+                                   y.data());
     case DType::bf16:
       return gemv_rows_scalar<Bf16Elements>(w.bits(), ld, rows, cols, x.data(), y.data());
     case DType::fp16:
@@ -407,6 +448,8 @@ void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
     throw std::invalid_argument(std::string("gemv_tile_with: the ") + gemv_kernel_name(k) +
                                 " kernel is not available on this host");
   check_gemv_sizes(w, x, y);
+  if (is_8bit(w.storage()) && k != GemvKernel::scalar)
+    return gemv_tile_with(k, widen_8bit_tile(w), x, y);
   const std::size_t rows = static_cast<std::size_t>(w.rows());
   const std::size_t cols = static_cast<std::size_t>(w.cols());
   const std::size_t ld = w.leading_dim();

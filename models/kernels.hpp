@@ -19,7 +19,9 @@ namespace wafersim::models {
 
 // y[i] = sum over j = 0, 1, ..., cols-1 of w(i, j) * x[j]: the accumulator
 // starts at 0.0f, each product is rounded to fp32 and added in increasing j.
-// Weights stored in 16 bits (Matrix::store_as) are widened to fp32 exactly
+// Weights stored in 16 bits (Matrix::store_as) or as 8-bit codes with row
+// scales (Matrix::store_quantized: decode_8bit(code) * scale, one fp32
+// multiply) are widened to fp32 exactly
 // as they are read, so the result depends on the values only, not on the
 // storage. Overwrites y. Requires x.size() == w.cols() and
 // y.size() == w.rows() (std::invalid_argument otherwise).

@@ -64,6 +64,41 @@ void Matrix::store_as(DType t) {
   storage_ = t;
 }
 
+void Matrix::store_quantized(DType t, std::span<const float> row_scales) {
+  if (!is_8bit(t)) {
+    throw std::invalid_argument(std::string("Matrix::store_quantized: ") + dtype_name(t) +
+                                " is not an 8-bit format (int8, fp8_e4m3)");
+  }
+  require_fp32("Matrix::store_quantized");
+  if (row_scales.size() != static_cast<std::size_t>(rows_)) {
+    throw std::invalid_argument("Matrix::store_quantized: " + std::to_string(row_scales.size()) +
+                                " row scales for " + std::to_string(rows_) + " rows");
+  }
+  std::vector<std::uint8_t> codes(values_.size());
+  for (int i = 0; i < rows_; ++i) {
+    const float s = row_scales[static_cast<std::size_t>(i)];
+    for (int j = 0; j < cols_; ++j) {
+      const std::size_t k = index(i, j);
+      const float v = values_[k];
+      // quantize_row's own encoding of v / s; exact when v came from it.
+      const std::uint8_t c = t == DType::int8 ? static_cast<std::uint8_t>(float_to_int8(v / s))
+                                              : float_to_fp8_e4m3_bits(v / s);
+      // Compared as bits: -0.0 must stay -0.0.
+      if (std::bit_cast<std::uint32_t>(decode_8bit(t, c) * s) != std::bit_cast<std::uint32_t>(v)) {
+        throw std::invalid_argument("Matrix::store_quantized(" + std::string(dtype_name(t)) +
+                                    "): element (" + std::to_string(i) + ", " + std::to_string(j) +
+                                    ") = " + std::to_string(v) + " is not a code times the row " +
+                                    "scale " + std::to_string(s) + "; quantize the row first");
+      }
+      codes[k] = c;
+    }
+  }
+  codes_ = std::move(codes);
+  scales_.assign(row_scales.begin(), row_scales.end());
+  std::vector<float>().swap(values_);  // give the fp32 memory back now
+  storage_ = t;
+}
+
 void Matrix::row_values(int i, std::span<float> out) const {
   if (out.size() != static_cast<std::size_t>(cols_)) {
     throw std::invalid_argument("Matrix::row_values: out holds " + std::to_string(out.size()) +
@@ -81,6 +116,10 @@ void Matrix::row_values(int i, std::span<float> out) const {
         break;
       case DType::fp16:
         out[j] = fp16_bits_to_float(bits_[first + j]);
+        break;
+      case DType::int8:
+      case DType::fp8_e4m3:
+        out[j] = decode_8bit(storage_, codes_[first + j]) * scales_[static_cast<std::size_t>(i)];
         break;
       default:
         out[j] = values_[first + j];
@@ -100,6 +139,9 @@ MatrixView Matrix::view(int row0, int nrows, int col0, int ncols) const {
                              static_cast<std::size_t>(col0);
   const std::size_t ld = static_cast<std::size_t>(cols_);
   if (storage_ == DType::fp32) return MatrixView(values_.data() + origin, nrows, ncols, ld);
+  if (is_8bit(storage_))
+    return MatrixView(codes_.data() + origin, storage_, nrows, ncols, ld,
+                      scales_.data() + static_cast<std::size_t>(row0));
   return MatrixView(bits_.data() + origin, storage_, nrows, ncols, ld);
 }
 
@@ -114,13 +156,22 @@ void fill_uniform(std::span<float> values, float bound, DType dtype, std::uint64
 
 // bound * u in fp32, then each row stored as `dtype` (quantize_row). For the
 // float formats that is exactly round_to_dtype of each value.
-// HostStorage::compact then stores it in 16 bits where dtype allows.
+// HostStorage::compact then stores it in 16 bits (bf16, fp16) or as 8-bit
+// codes with the rows' scales (int8, fp8_e4m3).
 Matrix uniform_matrix(int rows, int cols, float bound, DType dtype, std::uint64_t seed,
                       std::uint64_t stream, HostStorage storage) {
   Matrix m(rows, cols);
   fill_uniform({m.data(), m.size()}, bound, DType::fp32, seed, stream);
-  for (int i = 0; i < rows; ++i) quantize_row(m.mutable_row(i), dtype);
-  if (storage == HostStorage::compact) m.store_as(dtype);
+  std::vector<float> scales(static_cast<std::size_t>(rows));
+  for (int i = 0; i < rows; ++i)
+    scales[static_cast<std::size_t>(i)] = quantize_row(m.mutable_row(i), dtype);
+  if (storage == HostStorage::compact) {
+    if (is_8bit(dtype)) {
+      m.store_quantized(dtype, scales);
+    } else {
+      m.store_as(dtype);
+    }
+  }
   return m;
 }
 

@@ -1,6 +1,7 @@
 // Model weights held on the host as values that are exactly representable in
 // the storage dtype: fp32, or (Matrix::store_as) the 16-bit bf16 / fp16
-// encodings of those values, which widen back to the same fp32 values. Plus
+// encodings of those values, or (Matrix::store_quantized) 8-bit int8 / fp8
+// codes with a scale per row, which widen back to the same fp32 values. Plus
 // non-owning views of rectangles of a matrix (what one simulated core
 // multiplies).
 #pragma once
@@ -19,11 +20,24 @@ namespace wafersim::models {
 // float pointer into 16-bit storage).
 [[noreturn]] void throw_wrong_storage(const char* what, DType storage);
 
+inline bool is_8bit(DType t) {
+  return t == DType::int8 || t == DType::fp8_e4m3;
+}
+// An 8-bit code as the fp32 value quantize_row scales: the int8 integer, or
+// the fp8 e4m3 value. The element is decode_8bit(t, code) * row scale, one
+// fp32 multiply, as quantize_row computes it.
+inline float decode_8bit(DType t, std::uint8_t code) {
+  return t == DType::int8 ? static_cast<float>(static_cast<std::int8_t>(code))
+                          : fp8_e4m3_bits_to_float(code);
+}
+
 // A non-owning rectangle of a row-major matrix: element (i, j) lives at
 // element offset i * leading_dim + j from the first. Valid while the matrix it
 // came from lives. storage() says how the elements are held: DType::fp32
-// (data()), DType::bf16 or DType::fp16 (bits()); operator() widens any of
-// them to fp32 exactly.
+// (data()), DType::bf16 or DType::fp16 (bits()), DType::int8 or
+// DType::fp8_e4m3 (codes() and one fp32 scale per row, row_scales()[i] for
+// the view's row i); operator() widens any of them to fp32 exactly
+// (decode_8bit).
 class MatrixView {
  public:
   MatrixView() = default;
@@ -32,6 +46,15 @@ class MatrixView {
   // storage must be DType::bf16 or DType::fp16.
   MatrixView(const std::uint16_t* bits, DType storage, int rows, int cols, std::size_t leading_dim)
       : data_(bits), storage_(storage), rows_(rows), cols_(cols), leading_dim_(leading_dim) {}
+  // storage must be DType::int8 or DType::fp8_e4m3; row_scales[i] scales row i.
+  MatrixView(const std::uint8_t* codes, DType storage, int rows, int cols, std::size_t leading_dim,
+             const float* row_scales)
+      : data_(codes),
+        scales_(row_scales),
+        storage_(storage),
+        rows_(rows),
+        cols_(cols),
+        leading_dim_(leading_dim) {}
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
@@ -44,8 +67,18 @@ class MatrixView {
   }
   // bf16 / fp16 storage only (std::logic_error otherwise).
   const std::uint16_t* bits() const {
-    if (storage_ == DType::fp32) throw_wrong_storage("MatrixView::bits", storage_);
+    if (storage_ != DType::bf16 && storage_ != DType::fp16)
+      throw_wrong_storage("MatrixView::bits", storage_);
     return static_cast<const std::uint16_t*>(data_);
+  }
+  // int8 / fp8_e4m3 storage only (std::logic_error otherwise).
+  const std::uint8_t* codes() const {
+    if (!is_8bit(storage_)) throw_wrong_storage("MatrixView::codes", storage_);
+    return static_cast<const std::uint8_t*>(data_);
+  }
+  const float* row_scales() const {
+    if (!is_8bit(storage_)) throw_wrong_storage("MatrixView::row_scales", storage_);
+    return scales_;
   }
   float operator()(int i, int j) const {
     const std::size_t k = static_cast<std::size_t>(i) * leading_dim_ + static_cast<std::size_t>(j);
@@ -54,6 +87,9 @@ class MatrixView {
         return bf16_bits_to_float(static_cast<const std::uint16_t*>(data_)[k]);
       case DType::fp16:
         return fp16_bits_to_float(static_cast<const std::uint16_t*>(data_)[k]);
+      case DType::int8:
+      case DType::fp8_e4m3:
+        return decode_8bit(storage_, static_cast<const std::uint8_t*>(data_)[k]) * scales_[i];
       default:
         return static_cast<const float*>(data_)[k];
     }
@@ -65,6 +101,7 @@ class MatrixView {
 
  private:
   const void* data_ = nullptr;
+  const float* scales_ = nullptr;  // 8-bit storage: the view's row 0's scale
   DType storage_ = DType::fp32;
   int rows_ = 0;
   int cols_ = 0;
@@ -73,10 +110,12 @@ class MatrixView {
 
 // Dense row-major matrix [rows][cols]. Rows are output features, columns
 // input features: y = W x. Made as fp32 values; store_as(bf16 or fp16) then
-// replaces them by their 16-bit encodings, which halves the host memory and
-// changes no value a reader sees: operator() const, row_values and the GEMV
-// kernels (models/kernels.hpp) widen them back exactly. Writing, and the
-// float-pointer accessors, need fp32 storage (std::logic_error otherwise).
+// replaces them by their 16-bit encodings, which halves the host memory, and
+// store_quantized(int8 or fp8_e4m3, row scales) by 8-bit codes and one fp32
+// scale per row (a quarter). Neither changes a value a reader sees:
+// operator() const, row_values and the GEMV kernels (models/kernels.hpp)
+// widen them back exactly. Writing, and the float-pointer accessors, need
+// fp32 storage (std::logic_error otherwise).
 class Matrix {
  public:
   Matrix() = default;
@@ -89,12 +128,14 @@ class Matrix {
   std::size_t size() const {
     return static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_);
   }
-  // How the elements are held: DType::fp32, DType::bf16 or DType::fp16.
+  // How the elements are held: DType::fp32, DType::bf16, DType::fp16,
+  // DType::int8 or DType::fp8_e4m3.
   DType storage() const { return storage_; }
-  // Host bytes the elements take (4 or 2 per element).
+  // Host bytes the elements take (4, 2 or 1 per element, plus 4 per row for
+  // the 8-bit formats' scales).
   std::size_t storage_bytes() const {
-    return storage_ == DType::fp32 ? values_.size() * sizeof(float)
-                                   : bits_.size() * sizeof(std::uint16_t);
+    return values_.size() * sizeof(float) + bits_.size() * sizeof(std::uint16_t) + codes_.size() +
+           scales_.size() * sizeof(float);
   }
 
   // Stores every element as `t` where that saves memory: bf16 and fp16 as
@@ -106,6 +147,15 @@ class Matrix {
   // `t` is left as it is; one stored as another 16-bit type is a
   // std::logic_error.
   void store_as(DType t);
+
+  // Stores an fp32 matrix whose rows quantize_row made int8 or fp8_e4m3 as
+  // 8-bit codes plus `row_scales` (the scales quantize_row returned, one per
+  // row): element (i, j) becomes the code c with decode_8bit(t, c) *
+  // row_scales[i] == the value, bit for bit. An element that does not come
+  // back so is a std::invalid_argument naming it (the matrix unchanged); so
+  // are a wrong number of scales and a `t` that is not 8-bit. Needs fp32
+  // storage (std::logic_error otherwise).
+  void store_quantized(DType t, std::span<const float> row_scales);
 
   // fp32 storage only (std::logic_error otherwise).
   float* data() {
@@ -136,6 +186,9 @@ class Matrix {
         return bf16_bits_to_float(bits_[index(i, j)]);
       case DType::fp16:
         return fp16_bits_to_float(bits_[index(i, j)]);
+      case DType::int8:
+      case DType::fp8_e4m3:
+        return decode_8bit(storage_, codes_[index(i, j)]) * scales_[static_cast<std::size_t>(i)];
       default:
         return values_[index(i, j)];
     }
@@ -166,6 +219,8 @@ class Matrix {
   DType storage_ = DType::fp32;
   std::vector<float> values_;        // fp32 storage, else empty
   std::vector<std::uint16_t> bits_;  // bf16 / fp16 storage, else empty
+  std::vector<std::uint8_t> codes_;  // int8 / fp8_e4m3 storage, else empty
+  std::vector<float> scales_;        // int8 / fp8_e4m3 storage: one per row
 };
 
 // One SwiGLU expert of a mixture-of-experts MLP (Hugging Face Mixtral names:
@@ -206,7 +261,8 @@ struct LayerWeights {
 // How Weights hold their matrices on the host.
 enum class HostStorage {
   fp32,     // every matrix as fp32 values (direct float access; the default)
-  compact,  // each matrix store_as(dtype): bf16 / fp16 in 16 bits, half the memory
+  compact,  // bf16 / fp16 in 16 bits (store_as, half the memory), int8 / fp8_e4m3 as
+            // 8-bit codes and row scales (store_quantized, a quarter)
 };
 
 // All values are exactly representable in `dtype`: they were rounded to it
@@ -245,7 +301,8 @@ struct Weights {
   //   biases     0.1 * u               (also LayerNorm biases)
   // each then rounded to `dtype`: matrices row by row with quantize_row
   // (fp8/int8 get a per-row scale), vectors to vector_dtype(dtype).
-  // With HostStorage::compact each matrix is store_as(dtype) as soon as it is
+  // With HostStorage::compact each matrix is store_as(dtype) (bf16, fp16) or
+  // store_quantized(dtype, its row scales) (int8, fp8_e4m3) as soon as it is
   // made, so the fp32 copy of only one matrix is alive at a time; the values
   // are the same either way. Validates the config (ConfigError).
   static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,

@@ -28,6 +28,7 @@
 
 #include "analysis/metrics.hpp"
 #include "models/dtype.hpp"
+#include "models/weights.hpp"
 #include "sim/engine.hpp"
 #include "sim/row_band_team.hpp"
 #include "sim/scenario.hpp"
@@ -89,11 +90,12 @@ std::uint64_t streamed_params_per_token(const models::ModelConfig& m) {
   return m.tie_embeddings ? params : params - table;
 }
 
-// Bytes per parameter the host holds a matrix in (models::Matrix::store_as):
-// 2 for bf16 and fp16, 4 otherwise (fp32, and the 8-bit formats, which are
-// held dequantized as fp32).
+// Bytes per parameter the host holds a matrix in (models::HostStorage::
+// compact): 2 for bf16 and fp16, 1 for int8 and fp8_e4m3 (codes; the fp32 row
+// scales add 4 bytes per row, left out), 4 for fp32.
 std::uint64_t host_bytes_per_param(models::DType t) {
-  return t == models::DType::bf16 || t == models::DType::fp16 ? 2 : 4;
+  if (t == models::DType::bf16 || t == models::DType::fp16) return 2;
+  return models::is_8bit(t) ? 1 : 4;
 }
 
 // Bytes copied per second by memcpy over buffers far larger than the caches,

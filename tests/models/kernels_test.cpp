@@ -185,6 +185,38 @@ TEST(GemvTile, SixteenBitStorageGivesTheSameBitsAsFp32Storage) {
   }
 }
 
+TEST(GemvTile, EightBitCodesGiveTheSameBitsAsTheirFp32Values) {
+  // Matrix::store_quantized: every kernel (the vector ones widen the tile
+  // first) and views that start inside the matrix.
+  for (DType t : {DType::int8, DType::fp8_e4m3}) {
+    Matrix wide(23, 70);
+    std::vector<float> scales(23);
+    Xoshiro256StarStar rng(21);
+    for (int i = 0; i < 23; ++i) {
+      for (int j = 0; j < 70; ++j) wide(i, j) = rng.uniform_pm1() * (1.0f + static_cast<float>(i));
+      scales[static_cast<std::size_t>(i)] = quantize_row(wide.mutable_row(i), t);
+    }
+    Matrix codes = wide;
+    codes.store_quantized(t, scales);
+    std::vector<float> x(70);
+    for (float& v : x) v = rng.uniform_pm1();
+    for (int cols : {7, 12, 24, 67}) {
+      const MatrixView a = wide.view(3, 19, 2, cols), b = codes.view(3, 19, 2, cols);
+      const std::span<const float> xs(x.data(), static_cast<std::size_t>(cols));
+      std::vector<float> want(19), got(19);
+      gemv_tile_scalar(a, xs, want);
+      gemv_tile_scalar(b, xs, got);
+      expect_same_bits(got, want, std::string(dtype_name(t)) + " scalar");
+      gemv_tile(b, xs, got);
+      expect_same_bits(got, want, std::string(dtype_name(t)) + " gemv_tile");
+      for (GemvKernel k : vector_kernels()) {
+        gemv_tile_with(k, b, xs, got);
+        expect_same_bits(got, want, std::string(gemv_kernel_name(k)) + " " + dtype_name(t));
+      }
+    }
+  }
+}
+
 TEST(GemvTile, WidensEveryFp16BitPatternExactly) {
   // Each row holds one of the 65,536 fp16 patterns in a column that cycles
   // through the four lanes of a vector load, zeros elsewhere, and x = 1: the

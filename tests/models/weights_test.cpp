@@ -152,12 +152,56 @@ TEST(Matrix, StoreAsFp32AndTheEightBitFormatsKeepsFp32) {
   }
 }
 
+TEST(Matrix, StoreQuantizedKeepsEveryValueInAQuarterOfTheBytes) {
+  for (DType t : {DType::int8, DType::fp8_e4m3}) {
+    Matrix m(3, 5);
+    std::vector<float> scales(3);
+    Xoshiro256StarStar rng(9);
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 5; ++j) m(i, j) = rng.uniform_pm1() * (i == 1 ? 1e-3f : 2.0f);
+      if (i == 2)
+        for (int j = 0; j < 5; ++j) m(i, j) = 0.0f;  // all zero: scale 1
+      scales[static_cast<std::size_t>(i)] = quantize_row(m.mutable_row(i), t);
+    }
+    const Matrix wide = m;
+    m.store_quantized(t, scales);
+    EXPECT_EQ(m.storage(), t);
+    EXPECT_EQ(m.storage_bytes(), 15u + 3u * 4u);
+    const Matrix& cm = m;
+    std::vector<float> row(5);
+    for (int i = 0; i < 3; ++i) {
+      m.row_values(i, row);
+      for (int j = 0; j < 5; ++j) {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(cm(i, j)), std::bit_cast<std::uint32_t>(wide(i, j)));
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(row[static_cast<std::size_t>(j)]),
+                  std::bit_cast<std::uint32_t>(wide(i, j)));
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(m.view(1, 2, 1, 4)(0, 0)),
+                  std::bit_cast<std::uint32_t>(wide(1, 1)));
+      }
+    }
+    EXPECT_THROW(m.data(), std::logic_error);
+    EXPECT_THROW(m.store_quantized(t, scales), std::logic_error);  // already 8-bit
+  }
+}
+
+TEST(Matrix, StoreQuantizedRejectsValuesItCannotRebuildAndLeavesTheMatrix) {
+  Matrix m(2, 2);
+  m(0, 0) = 0.1f;  // not a code times the scale 1
+  EXPECT_THROW(m.store_quantized(DType::int8, std::vector<float>{1.0f, 1.0f}),
+               std::invalid_argument);
+  EXPECT_EQ(m.storage(), DType::fp32);
+  EXPECT_EQ(m(0, 0), 0.1f);
+  EXPECT_THROW(m.store_quantized(DType::int8, std::vector<float>{1.0f}), std::invalid_argument);
+  EXPECT_THROW(m.store_quantized(DType::bf16, std::vector<float>{1.0f, 1.0f}),
+               std::invalid_argument);
+}
+
 TEST(Weights, CompactHostStorageHoldsTheSameValues) {
   ModelConfig c = tiny_llama();
-  for (DType t : {DType::bf16, DType::fp16, DType::int8}) {
+  for (DType t : {DType::bf16, DType::fp16, DType::int8, DType::fp8_e4m3}) {
     const Weights wide = Weights::synthetic(c, t, 5);
     const Weights compact = Weights::synthetic(c, t, 5, HostStorage::compact);
-    const DType want = t == DType::int8 ? DType::fp32 : t;
+    const DType want = t;
     auto same = [&](const Matrix& a, const Matrix& b) {
       ASSERT_EQ(a.storage(), DType::fp32);
       ASSERT_EQ(b.storage(), want);
