@@ -67,50 +67,81 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len, std::uint
     set(floor, count + 1);
     return;
   }
-  // General: the intervals with the new one in place, touching ones merged.
+  if (count == kLinkIntervals && so > end[count - 1] && floor + start[0] <= now) {
+    // Full, appending, and the gap before the first interval lies before
+    // `now` (worth nothing, the earliest): the rule below folds the oldest
+    // interval into the floor. The same, without building the merged list.
+    const std::uint32_t shift = end[0];
+    for (int i = 1; i < count; ++i) start[i - 1] = start[i] - shift, end[i - 1] = end[i] - shift;
+    start[count - 1] = so - shift;
+    end[count - 1] = eo - shift;
+    set(floor + shift, count);
+    return;
+  }
+  // Between intervals: joins one or two that it touches, or is inserted
+  // while there is room.
+  int p = 0;  // intervals that end at or before the new one's start
+  while (p < count && end[p] <= so) ++p;
+  const bool left = p > 0 && end[p - 1] == so;
+  const bool right = p < count && start[p] == eo;
+  if (left && right) {
+    end[p - 1] = end[p];
+    for (int i = p + 1; i < count; ++i) start[i - 1] = start[i], end[i - 1] = end[i];
+    set(floor, count - 1);
+    return;
+  }
+  if (left) {
+    end[p - 1] = eo;
+    return;
+  }
+  if (right) {
+    start[p] = so;
+    return;
+  }
+  if (count < kLinkIntervals) {
+    for (int i = count; i > p; --i) start[i] = start[i - 1], end[i] = end[i - 1];
+    start[p] = so;
+    end[p] = eo;
+    set(floor, count + 1);
+    return;
+  }
+  // One interval too many: with the new one in place at p, give up the gap
+  // worth least, i.e. with the fewest free cycles at or after `now` (ties:
+  // the earliest). Gap 0 lies between the floor and the first interval
+  // (giving it up raises the floor); gap i between intervals i-1 and i.
   std::uint32_t st[kLinkIntervals + 1], en[kLinkIntervals + 1];
-  int n = 0;
-  bool placed = false;
-  auto put = [&](std::uint32_t a, std::uint32_t b) {
-    if (n > 0 && a <= en[n - 1]) {
-      en[n - 1] = std::max(en[n - 1], b);
-      return;
-    }
-    st[n] = a, en[n] = b, ++n;
-  };
-  for (int i = 0; i < count; ++i) {
-    if (!placed && so < start[i]) put(so, eo), placed = true;
-    put(start[i], end[i]);
-  }
-  if (!placed) put(so, eo);
-  std::uint64_t new_floor = floor;
-  int first = 0;
-  if (n > kLinkIntervals) {
-    // One gap too many: give up the one worth least, i.e. with the fewest
-    // free cycles at or after `now` (ties: the earliest). Gap 0 lies between
-    // the floor and the first interval (giving it up raises the floor).
-    auto worth = [&](std::uint64_t a, std::uint64_t b) {
-      a = std::max(a, now);
-      return b > a ? b - a : 0;
-    };
-    int gap = 0;
-    std::uint64_t least = worth(floor, floor + st[0]);
-    for (int i = 1; i < n; ++i) {
-      const std::uint64_t w = worth(floor + en[i - 1], floor + st[i]);
-      if (w < least) least = w, gap = i;
-    }
-    if (gap == 0) {
-      new_floor = floor + en[0];
-      first = 1;
+  for (int i = 0, j = 0; i <= count; ++i) {
+    if (i == p) {
+      st[i] = so, en[i] = eo;
     } else {
-      en[gap - 1] = en[gap];
-      for (int i = gap; i + 1 < n; ++i) st[i] = st[i + 1], en[i] = en[i + 1];
-      --n;
+      st[i] = start[j], en[i] = end[j];
+      ++j;
     }
   }
-  const auto shift = static_cast<std::uint32_t>(new_floor - floor);
-  for (int i = first; i < n; ++i) start[i - first] = st[i] - shift, end[i - first] = en[i] - shift;
-  set(new_floor, n - first);
+  auto worth = [&](std::uint64_t from, std::uint64_t to) {
+    from = std::max(from, now);
+    return to > from ? to - from : 0;
+  };
+  int gap = 0;
+  std::uint64_t least = worth(floor, floor + st[0]);
+  for (int i = 1; i <= count; ++i) {
+    const std::uint64_t w = worth(floor + en[i - 1], floor + st[i]);
+    if (w < least) least = w, gap = i;
+  }
+  if (gap == 0) {
+    const std::uint32_t shift = en[0];
+    for (int i = 1; i <= count; ++i) start[i - 1] = st[i] - shift, end[i - 1] = en[i] - shift;
+    set(floor + shift, count);
+    return;
+  }
+  for (int i = 0, j = 0; i <= count; ++i) {
+    if (i == gap) {
+      end[j - 1] = en[i];  // intervals gap-1 and gap become one
+      continue;
+    }
+    start[j] = st[i], end[j] = en[i];
+    ++j;
+  }
 }
 
 int FlowModel::LinkState::free_pieces(std::uint64_t t, std::uint64_t len,

@@ -274,6 +274,21 @@ int bench_agreement(const std::string& preset_dir) {
                 return std::vector<std::uint32_t>{t.reduction(
                     scheme, Line{{0, 7}, Direction::east, n}, Bytes{b}, add, ready, c2)};
               }));
+    // A move between matrices as the engine makes them: a root column sends
+    // one vector piece per row to the next matrix's column, rows shifted by
+    // half the column, so the pieces share the destination column's links;
+    // each route on a color of its own, as the color budget gives them.
+    for (int n : {8, 16})
+      for (std::uint64_t b : {256ull, 1024ull})
+        rows.push_back(time_primitive(
+            mesh, spec, "column-to-column move", fmt::format("{} pieces, {} B", n, b), bg,
+            [&](Traffic& t, Cycles s) {
+              std::vector<std::uint32_t> ends;
+              for (int i = 0; i < n; ++i)
+                ends.push_back(t.unicast({2, 8 + i}, {20, 8 + (i + n / 2) % n}, Bytes{b}, s,
+                                         static_cast<std::uint8_t>(1 + i)));
+              return ends;
+            }));
     for (auto scheme : {ReductionScheme::chain, ReductionScheme::tree})
       for (int n : {8, 16})
         rows.push_back(
