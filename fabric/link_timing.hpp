@@ -148,7 +148,7 @@ class FlowModel {
   // says (a reduction's hop that streams what its source receives, a
   // multicast branch the router replicates), under LinkSharing::interleave
   // (exclusive: as send() from inject's first wavelet). `ready` is the moment
-  // the message's time is explained from. `delivered` receives the cycles
+  // the message's time is explained from (no wavelet of `inject` before it). `delivered` receives the cycles
   // the last core's ramp hands the wavelets over. With `arrivals` it is a
   // line multicast (as send()); `passing`, when given, receives for every
   // node after the first the cycles the wavelets reach its router (what a
