@@ -98,4 +98,61 @@ Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, con
   return partial[0];
 }
 
+void all_reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line,
+                     Bytes bytes, std::span<const Timed> ready, std::vector<Timed>& arrivals) {
+  const Timed sum = reduce_line(mesh, flow, scheme, line, bytes, ready);
+  multicast_line(mesh, flow, line, bytes, sum, arrivals);
+}
+
+void multicast_rect(const Mesh& mesh, FlowModel& flow, const Rect& rect, Bytes bytes,
+                    const Timed& ready, std::vector<Timed>& arrivals) {
+  if (rect.width < 1 || rect.height < 1)
+    throw std::invalid_argument("multicast_rect: an empty rectangle");
+  const auto w = static_cast<std::size_t>(rect.width);
+  arrivals.assign(w * static_cast<std::size_t>(rect.height), ready);
+  const std::uint64_t ser = flow.serialization(bytes).value;
+  // The top row, recording when the wavelets pass each router.
+  std::vector<LinkId> links;
+  std::vector<Timed> row, column;
+  std::vector<WaveletRuns> passing;
+  mesh.straight_route({rect.x0, rect.y0}, Direction::east, rect.width - 1, links);
+  flow.stream(links, bytes, ready, WaveletRuns::from(ready.at.value, ser), nullptr, &row,
+              &passing);
+  for (std::size_t i = 0; i < w; ++i) arrivals[i] = row[i];
+  if (rect.height == 1) return;
+  // Every column, its wavelets leaving the top router as they pass it (the
+  // corner's as they are injected).
+  for (int i = 0; i < rect.width; ++i) {
+    links.clear();
+    mesh.straight_route({rect.x0 + i, rect.y0}, Direction::south, rect.height - 1, links);
+    const WaveletRuns inject =
+        i == 0 ? WaveletRuns::from(ready.at.value, ser) : passing[static_cast<std::size_t>(i - 1)];
+    // Explained from the moment the head could reach the column's top
+    // router uncontended; waits beyond it are contention.
+    const Timed top = ready.plus(Resource::hops,
+                                 Cycles{static_cast<std::uint64_t>(i) * flow.hop_latency().value});
+    flow.stream(links, bytes, top, inject, nullptr, &column);
+    for (int j = 1; j < rect.height; ++j)
+      arrivals[static_cast<std::size_t>(j) * w + static_cast<std::size_t>(i)] =
+          column[static_cast<std::size_t>(j)];
+  }
+}
+
+void all_reduce_rect(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Rect& rect,
+                     Bytes bytes, std::span<const Timed> ready, std::vector<Timed>& arrivals) {
+  const auto w = static_cast<std::size_t>(rect.width);
+  if (rect.width < 1 || rect.height < 1 ||
+      ready.size() != w * static_cast<std::size_t>(rect.height))
+    throw std::invalid_argument("all_reduce_rect: one ready time per core of the rectangle");
+  std::vector<Timed> west(static_cast<std::size_t>(rect.height));
+  for (int j = 0; j < rect.height; ++j)
+    west[static_cast<std::size_t>(j)] =
+        reduce_line(mesh, flow, scheme, Line{{rect.x0, rect.y0 + j}, Direction::east, rect.width},
+                    bytes, ready.subspan(static_cast<std::size_t>(j) * w, w));
+  const Timed sum =
+      reduce_line(mesh, flow, scheme, Line{{rect.x0, rect.y0}, Direction::south, rect.height},
+                  bytes, west);
+  multicast_rect(mesh, flow, rect, bytes, sum, arrivals);
+}
+
 }  // namespace wafersim::fabric

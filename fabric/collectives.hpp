@@ -1,5 +1,6 @@
 // Communication primitives built on the flow-level link model: multicast
-// along a line of cores and reduction along a line (chain or tree). Costs come
+// along a line of cores and to a rectangle, reduction along a line (chain,
+// tree or two-level), and all-reduce along a line and over a rectangle. Costs come
 // out of the per-link reservations, never a closed formula. Each reduction
 // also yields the order in which partial sums are combined, so functional
 // mode adds them exactly as the simulated hardware does.
@@ -52,5 +53,28 @@ void multicast_line(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes b
 // when core i's partial is ready. Returns when the sum is complete at core 0.
 Timed reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line,
                   Bytes bytes, std::span<const Timed> ready);
+
+// All-reduce along a line: reduce_line into line.at(0), then multicast the
+// sum back along the line. `arrivals[i]` is when core i has the sum
+// (core 0: when the reduction completes there).
+void all_reduce_line(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Line& line,
+                     Bytes bytes, std::span<const Timed> ready, std::vector<Timed>& arrivals);
+
+// Multicast from a rectangle's corner (x0, y0) to every core of it, as the
+// routers do it with one color: the corner's router sends east along the
+// top row, and every top-row router also replicates each wavelet south down
+// its column as it passes (no core re-sends). Uncontended, core (x0 + i,
+// y0 + j) has the message at ready + (i + j) * hop_latency + ser.
+// `arrivals` is row-major: arrivals[j * width + i] for core (x0 + i, y0 + j).
+void multicast_rect(const Mesh& mesh, FlowModel& flow, const Rect& rect, Bytes bytes,
+                    const Timed& ready, std::vector<Timed>& arrivals);
+
+// All-reduce over a rectangle: every row reduces into its west core
+// (`scheme` along the row), the west column reduces into the corner (the
+// same scheme, down the column toward the top), then the sum is multicast to
+// every core (multicast_rect). `ready` and `arrivals` are row-major, as in
+// multicast_rect.
+void all_reduce_rect(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, const Rect& rect,
+                     Bytes bytes, std::span<const Timed> ready, std::vector<Timed>& arrivals);
 
 }  // namespace wafersim::fabric

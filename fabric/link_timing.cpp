@@ -397,19 +397,28 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
 }
 
 Timed FlowModel::stream(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
-                        const WaveletRuns& inject, WaveletRuns* delivered) {
+                        const WaveletRuns& inject, WaveletRuns* delivered,
+                        std::vector<Timed>* arrivals, std::vector<WaveletRuns>* passing) {
   now_ = std::max(now_, ready.at.value);
+  if (passing) passing->clear();
   if (inject.n == 0 || links.empty()) {
     if (delivered) *delivered = inject;
+    if (arrivals) arrivals->assign(1, ready);
     return ready;
   }
   if (sharing_ == LinkSharing::interleave)
-    return traverse_interleaved(links, bytes, ready, inject, {}, Cycles{0}, true, nullptr,
-                                delivered);
+    return traverse_interleaved(links, bytes, ready, inject, {}, Cycles{0}, true, arrivals,
+                                delivered, passing);
+  const std::uint64_t ser = serialization(bytes).value;
+  // Exclusive: one contiguous run from inject's first wavelet; a node's
+  // wavelets pass from its arrival less the serialization on.
   const Timed start = ready.not_before(Cycles{inject.start[0]}, Resource::contention);
-  const Timed done = send(links, bytes, start);
-  if (delivered) *delivered = WaveletRuns::from(done.at.value - serialization(bytes).value,
-                                                serialization(bytes).value);
+  const Timed done = send(links, bytes, start, arrivals);
+  if (delivered) *delivered = WaveletRuns::from(done.at.value - ser, ser);
+  if (passing)
+    for (std::size_t k = 1; k <= links.size(); ++k)
+      passing->push_back(WaveletRuns::from(
+          arrivals ? (*arrivals)[k].at.value - ser : start.at.value + k * hop_latency_.value, ser));
   return done;
 }
 
@@ -417,7 +426,8 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
                                       const Timed& ready, const WaveletRuns& inject,
                                       std::span<const Timed> node_ready, Cycles per_hop_extra,
                                       bool eject_last, std::vector<Timed>* arrivals,
-                                      WaveletRuns* delivered) {
+                                      WaveletRuns* delivered,
+                                      std::vector<WaveletRuns>* passing) {
   if (arrivals) {
     arrivals->clear();
     arrivals->push_back(ready);
@@ -482,6 +492,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
       if (link.earliest_fit(s, runs.count[0]) == s) {
         link.reserve(s, runs.count[0], now_);
         runs.start[0] = s;
+        if (passing) passing->push_back(runs), passing->back().shift(hop);
         if (arrivals) arrivals->push_back(receive(k, nullptr));
         continue;
       }
@@ -491,6 +502,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     for (int i = 0; i < runs.n; ++i)
       cursor = link.fill(std::max(runs.start[i], cursor), runs.count[i], next, now_);
     std::swap(runs_on, next_on);
+    if (passing) passing->push_back(*runs_on), passing->back().shift(hop);
     if (arrivals) arrivals->push_back(receive(k, nullptr));
   }
   if (arrivals) return arrivals->back();

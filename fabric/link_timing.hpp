@@ -145,13 +145,19 @@ class FlowModel {
              std::vector<Timed>* arrivals = nullptr);
 
   // `bytes` along `links` when its wavelets enter the first link as `inject`
-  // says (a reduction's hop that streams what its source receives), under
-  // LinkSharing::interleave (exclusive: as send() from inject's first
-  // wavelet). `ready` is the moment the message's time is explained from.
-  // `delivered` receives the cycles the last core's ramp hands the wavelets
-  // over. Returns the time the whole message has arrived.
+  // says (a reduction's hop that streams what its source receives, a
+  // multicast branch the router replicates), under LinkSharing::interleave
+  // (exclusive: as send() from inject's first wavelet). `ready` is the moment
+  // the message's time is explained from (no wavelet of `inject` before it). `delivered` receives the cycles
+  // the last core's ramp hands the wavelets over. With `arrivals` it is a
+  // line multicast (as send()); `passing`, when given, receives for every
+  // node after the first the cycles the wavelets reach its router (what a
+  // branch leaving that router can stream). Returns the time the whole
+  // message has arrived at the last node.
   Timed stream(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
-               const WaveletRuns& inject, WaveletRuns* delivered);
+               const WaveletRuns& inject, WaveletRuns* delivered,
+               std::vector<Timed>* arrivals = nullptr,
+               std::vector<WaveletRuns>* passing = nullptr);
 
   // Chain reduction along `links`: node k (k = 0 is the first sender) adds its
   // contribution, ready at node_ready[k], to the stream and forwards it. The
@@ -243,7 +249,8 @@ class FlowModel {
   Timed traverse_interleaved(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                              const WaveletRuns& inject, std::span<const Timed> node_ready,
                              Cycles per_hop_extra, bool eject_last, std::vector<Timed>* arrivals,
-                             WaveletRuns* delivered);
+                             WaveletRuns* delivered,
+                             std::vector<WaveletRuns>* passing = nullptr);
   // Adds one message's bytes and cycles to link l's counters.
   void count_traffic(LinkId l, LinkState& link, std::uint64_t bytes, std::uint64_t cycles) {
     const std::uint64_t b = link.bytes_low + bytes, c = link.busy_low + cycles;

@@ -98,6 +98,22 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
   return add(done, afters[0]);
 }
 
+std::uint32_t Traffic::all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
+                                  Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
+                                  std::uint8_t color) {
+  const std::uint32_t sum = reduction(scheme, line, bytes, reduce_hop_overhead, ready, color);
+  if (line.length == 1) return sum;
+  Message m;
+  m.src = line.at(0);
+  m.dst = line.at(line.length - 1);
+  m.bytes = bytes;
+  m.ready = ready[0].at;
+  m.multicast = true;
+  m.color = color;
+  const After after{MessageRef{sum, 0}, Cycles{0}};
+  return add(m, std::span(&after, 1));
+}
+
 std::vector<std::uint32_t> add_gemv_phase(Traffic& traffic, const GemvPhase& phase,
                                           Cycles reduce_hop_overhead) {
   const Rect& r = phase.region;

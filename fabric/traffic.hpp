@@ -86,6 +86,14 @@ class Traffic {
                           Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
                           std::uint8_t color = 0);
 
+  // all_reduce_line: reduction() into line.at(0), then the sum multicast back
+  // along the line once the reduction is complete there. Returns the
+  // multicast (receiver j: line.at(j + 1)); a line of one core returns the
+  // reduction's marker.
+  std::uint32_t all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
+                           Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
+                           std::uint8_t color = 0);
+
   const std::vector<Message>& messages() const { return messages_; }
   std::span<const After> after(const Message& m) const {
     return {after_.data() + m.after_first, m.after_count};

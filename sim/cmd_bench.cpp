@@ -274,6 +274,16 @@ int bench_agreement(const std::string& preset_dir) {
                 return std::vector<std::uint32_t>{t.reduction(
                     scheme, Line{{0, 7}, Direction::east, n}, Bytes{b}, add, ready, c2)};
               }));
+    for (int n : {8, 32})
+      for (std::uint64_t b : {64ull, 1024ull})
+        rows.push_back(time_primitive(
+            mesh, spec, "all-reduce (tree, row)", fmt::format("{} cores, {} B", n, b), bg,
+            [&](Traffic& t, Cycles s) {
+              std::vector<NodeReady> ready(static_cast<std::size_t>(n), NodeReady{s, false, {}});
+              return std::vector<std::uint32_t>{t.all_reduce(ReductionScheme::tree,
+                                                             Line{{0, 7}, Direction::east, n},
+                                                             Bytes{b}, add, ready, c2)};
+            }));
     // A move between matrices as the engine makes them: a root column sends
     // one vector piece per row to the next matrix's column, rows shifted by
     // half the column, so the pieces share the destination column's links;

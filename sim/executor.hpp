@@ -383,8 +383,8 @@ class Executor {
 
   // A statistic of the whole vector (of every token of a block) from
   // per-piece partials: each root computes its partial (ops_per_element per
-  // element), the partials (4 B per token) are chain-reduced up the column
-  // and the result multicast back down.
+  // element), and the partials (4 B per token) are all-reduced along the
+  // column (a chain up to the first root, the sum multicast back down).
   std::vector<Timed> column_statistic(const Vec& x, const std::vector<Timed>& ready,
                                       std::uint64_t ops_per_element) {
     const Line line = column_line(x.layout);
@@ -394,10 +394,9 @@ class Executor {
     for (std::size_t i = 0; i < x.layout.size(); ++i)
       partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
                             f.cost().vector_op(x.layout[i].size() * T, ops_per_element));
-    const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
-                                          Bytes{4 * T}, partial);
     std::vector<Timed> back;
-    fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4 * T}, sum, back);
+    fabric::all_reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4 * T},
+                            partial, back);
     return back;
   }
   // Per-piece partials of token t of a column vector combined in the
@@ -518,9 +517,8 @@ class Executor {
       const auto [a, b] = span_of(h);
       if (a == b) continue;
       const Line line{l[a].core, fabric::Direction::south, static_cast<int>(b - a + 1)};
-      const Timed sum = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line,
-                                            Bytes{4 * T}, std::span(partial).subspan(a, b - a + 1));
-      fabric::multicast_line(f.mesh(), f.flow(), line, Bytes{4 * T}, sum, back);
+      fabric::all_reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4 * T},
+                              std::span(partial).subspan(a, b - a + 1), back);
       for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
     }
     for (std::size_t i = 0; i < l.size(); ++i) {

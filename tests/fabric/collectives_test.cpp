@@ -128,5 +128,63 @@ TEST_F(Collectives, MulticastDownAColumn) {
   EXPECT_EQ(arrivals[3].at.value, 3u + 2u);
 }
 
+TEST_F(Collectives, AllReduceAlongALine) {
+  // The chain above (sum at core 0 at 37), then multicast back from core 0:
+  // core i has the 64 B (16 cycles) at 37 + i + 16.
+  std::vector<Timed> ready(8), arrivals;
+  all_reduce_line(mesh, flow, ReductionScheme::chain, Line{{0, 0}, Direction::east, 8}, Bytes{64},
+                  ready, arrivals);
+  ASSERT_EQ(arrivals.size(), 8u);
+  EXPECT_EQ(arrivals[0].at.value, 37u);
+  for (std::size_t i = 1; i < 8; ++i) EXPECT_EQ(arrivals[i].at.value, 37u + i + 16u) << i;
+  EXPECT_EQ(arrivals[7].path.total(), arrivals[7].at.value);
+}
+
+TEST_F(Collectives, MulticastToARectangle) {
+  // Rectangle x 2..6, y 0..2 from its corner (2,0), 8 B (2 cycles), ready 10:
+  // the top row's routers replicate each wavelet south as it passes, so core
+  // (2 + i, j) has it at 10 + i + j + 2 (the corner at 10).
+  const Rect r{2, 0, 5, 3};
+  std::vector<Timed> arrivals;
+  multicast_rect(mesh, flow, r, Bytes{8}, Timed{Cycles{10}, {}}, arrivals);
+  ASSERT_EQ(arrivals.size(), 15u);
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 5; ++i) {
+      const Timed& a = arrivals[static_cast<std::size_t>(j * 5 + i)];
+      const std::uint64_t expected = i + j == 0 ? 10u : 10u + static_cast<std::uint64_t>(i + j) + 2u;
+      EXPECT_EQ(a.at.value, expected) << i << "," << j;
+      EXPECT_EQ(a.path.total(), a.at.value - 10u) << i << "," << j;
+      if (i + j > 0) EXPECT_EQ(a.path.contention, 0u) << i << "," << j;
+    }
+  // Every link of the spanning tree carries the 8 B once: 4 along the top
+  // row, 2 down each of the 5 columns.
+  std::uint64_t total = 0;
+  for (auto b : flow.link_bytes_by_core()) total += b;
+  EXPECT_EQ(total, 8u * (4u + 5u * 2u));
+  // A second multicast over the same rectangle right after queues behind
+  // the first wavelet by wavelet: each core has it 2 cycles later.
+  std::vector<Timed> second;
+  multicast_rect(mesh, flow, r, Bytes{8}, Timed{Cycles{10}, {}}, second);
+  for (std::size_t k = 1; k < second.size(); ++k)
+    EXPECT_EQ(second[k].at.value, arrivals[k].at.value + 2u) << k;
+}
+
+TEST_F(Collectives, AllReduceOverARectangle) {
+  // 3 x 2 cores at (0,0), chain, 16 B (4 cycles), all ready at 0. Each row
+  // chains into its west core: s0 = 0, s1 = 0 + 1 + 2 = 3, tail 3 + 1 + 4 = 8,
+  // add 2: 10 (the rows use disjoint links). The west column chains (0,1)
+  // into (0,0): 10 + 1 + 4 = 15, add 2: 17. Then the corner multicasts to
+  // the rectangle: core (i, j) at 17 + i + j + 4, the corner at 17.
+  const Rect r{0, 0, 3, 2};
+  std::vector<Timed> ready(6), arrivals;
+  all_reduce_rect(mesh, flow, ReductionScheme::chain, r, Bytes{16}, ready, arrivals);
+  const std::uint64_t expected[6] = {17, 22, 23, 22, 23, 24};
+  ASSERT_EQ(arrivals.size(), 6u);
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(arrivals[k].at.value, expected[k]) << k;
+  EXPECT_THROW(all_reduce_rect(mesh, flow, ReductionScheme::chain, r, Bytes{16},
+                               std::span(ready).first(5), arrivals),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace wafersim::fabric
