@@ -154,7 +154,9 @@ TEST_F(Collectives, MulticastToARectangle) {
       const std::uint64_t expected = i + j == 0 ? 10u : 10u + static_cast<std::uint64_t>(i + j) + 2u;
       EXPECT_EQ(a.at.value, expected) << i << "," << j;
       EXPECT_EQ(a.path.total(), a.at.value - 10u) << i << "," << j;
-      if (i + j > 0) EXPECT_EQ(a.path.contention, 0u) << i << "," << j;
+      if (i + j > 0) {
+        EXPECT_EQ(a.path.contention, 0u) << i << "," << j;
+      }
     }
   // Every link of the spanning tree carries the 8 B once: 4 along the top
   // row, 2 down each of the 5 columns.

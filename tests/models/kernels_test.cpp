@@ -119,7 +119,9 @@ TEST(GemvTile, ChoosesTheBestKernelTheHostHasAndRefusesOnesItLacks) {
   EXPECT_TRUE(gemv_kernel_available(GemvKernel::scalar));
   const GemvKernel best = best_gemv_kernel();
   EXPECT_TRUE(gemv_kernel_available(best));
-  if (gemv_kernel_available(GemvKernel::avx2)) EXPECT_EQ(best, GemvKernel::avx2);
+  if (gemv_kernel_available(GemvKernel::avx2)) {
+    EXPECT_EQ(best, GemvKernel::avx2);
+  }
   for (GemvKernel k : {GemvKernel::sse2, GemvKernel::avx2}) {
     if (gemv_kernel_available(k)) continue;
     const Matrix m(2, 2);

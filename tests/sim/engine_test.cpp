@@ -503,8 +503,11 @@ TEST(Timing, CrossingWafersCostsIoOnTheCriticalPath) {
   EXPECT_EQ(r.wafers, 2);
   const auto latency =
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz));
-  for (const auto& t : r.token_records)
-    if (!t.prefill) EXPECT_GE(t.critical_path.io, 2 * latency) << "position " << t.position;
+  for (const auto& t : r.token_records) {
+    if (!t.prefill) {
+      EXPECT_GE(t.critical_path.io, 2 * latency) << "position " << t.position;
+    }
+  }
   EXPECT_EQ(r.core_sram_bytes.size(), 2u * sc.hardware.mesh_width * sc.hardware.mesh_height);
 }
 
@@ -528,9 +531,11 @@ TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
     EXPECT_GE(t.end_cycle, t.start_cycle);
   }
   // Decode tokens follow one another: each starts when the previous one ended.
-  for (std::size_t i = 1; i < r.token_records.size(); ++i)
-    if (!r.token_records[i].prefill)
+  for (std::size_t i = 1; i < r.token_records.size(); ++i) {
+    if (!r.token_records[i].prefill) {
       EXPECT_EQ(r.token_records[i].start_cycle, r.token_records[i - 1].end_cycle);
+    }
+  }
   // The per-token latency is the mean decode step.
   EXPECT_GT(r.decode_cycles_per_token, 0u);
   EXPECT_GT(r.ttft_cycles, r.decode_cycles_per_token);  // the prompt takes longer than one step
