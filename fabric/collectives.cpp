@@ -120,13 +120,14 @@ void multicast_rect(const Mesh& mesh, FlowModel& flow, const Rect& rect, Bytes b
               &passing);
   for (std::size_t i = 0; i < w; ++i) arrivals[i] = row[i];
   if (rect.height == 1) return;
+  const WaveletRuns corner = WaveletRuns::from(ready.at.value, ser);
   // Every column, its wavelets leaving the top router as they pass it (the
   // corner's as they are injected).
   for (int i = 0; i < rect.width; ++i) {
     links.clear();
     mesh.straight_route({rect.x0 + i, rect.y0}, Direction::south, rect.height - 1, links);
-    const WaveletRuns inject =
-        i == 0 ? WaveletRuns::from(ready.at.value, ser) : passing[static_cast<std::size_t>(i - 1)];
+    const WaveletRuns& inject =
+        i == 0 ? corner : passing[static_cast<std::size_t>(i - 1)];
     // Explained from the moment the head could reach the column's top
     // router uncontended; waits beyond it are contention.
     const Timed top = ready.plus(Resource::hops,

@@ -402,7 +402,7 @@ Timed FlowModel::stream(std::span<const LinkId> links, Bytes bytes, const Timed&
   now_ = std::max(now_, ready.at.value);
   if (passing) passing->clear();
   if (inject.n == 0 || links.empty()) {
-    if (delivered) *delivered = inject;
+    if (delivered) delivered->assign(inject);
     if (arrivals) arrivals->assign(1, ready);
     return ready;
   }
@@ -440,14 +440,20 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   // contention. `bound` is the tail's uncontended arrival at node k + 1 from it.
   const Timed* from = &ready;
   std::uint64_t from_hops = hop;  // hop cycles from `from` to node k + 1
-  WaveletRuns buffer_a = inject, buffer_b;
+  WaveletRuns buffer_a, buffer_b;
+  buffer_a.assign(inject);
   WaveletRuns* runs_on = &buffer_a;  // the wavelets on the current link
   WaveletRuns* next_on = &buffer_b;
   auto explain = [&](std::uint64_t tail) {
+    // from + hops + serialization + contention, summed in place.
     const std::uint64_t bound = from->at.value + from_hops + ser;
-    return from->plus(Resource::hops, Cycles{from_hops})
-        .plus(Resource::serialization, Cycles{ser})
-        .plus(Resource::contention, Cycles{tail > bound ? tail - bound : 0});
+    const std::uint64_t wait = tail > bound ? tail - bound : 0;
+    Timed t = *from;
+    t.at = Cycles{bound + wait};
+    t.path.hops += from_hops;
+    t.path.serialization += ser;
+    t.path.contention += wait;
+    return t;
   };
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
@@ -492,7 +498,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
       if (link.earliest_fit(s, runs.count[0]) == s) {
         link.reserve(s, runs.count[0], now_);
         runs.start[0] = s;
-        if (passing) passing->push_back(runs), passing->back().shift(hop);
+        if (passing) passing->emplace_back(), passing->back().assign(runs), passing->back().shift(hop);
         if (arrivals) arrivals->push_back(receive(k, nullptr));
         continue;
       }
@@ -502,12 +508,12 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     for (int i = 0; i < runs.n; ++i)
       cursor = link.fill(std::max(runs.start[i], cursor), runs.count[i], next, now_);
     std::swap(runs_on, next_on);
-    if (passing) passing->push_back(*runs_on), passing->back().shift(hop);
+    if (passing) passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
     if (arrivals) arrivals->push_back(receive(k, nullptr));
   }
   if (arrivals) return arrivals->back();
   if (eject_last) return receive(links.size() - 1, delivered);
-  if (delivered) *delivered = *runs_on, delivered->shift(hop);
+  if (delivered) delivered->assign(*runs_on), delivered->shift(hop);
   return explain(runs_on->end() + hop);
 }
 

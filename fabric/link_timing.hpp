@@ -105,9 +105,17 @@ enum class LinkSharing : std::uint8_t { exclusive, interleave };
 // the later one (later than they went: conservative for every hop after).
 struct WaveletRuns {
   static constexpr int kMax = 8;
-  std::uint64_t start[kMax] = {};
-  std::uint64_t count[kMax] = {};
+  // Only the first n entries mean anything (left uninitialised past them:
+  // the hop loop makes one of these per message).
+  std::uint64_t start[kMax];
+  std::uint64_t count[kMax];
   int n = 0;
+
+  // Takes `o`'s runs (its first n entries only).
+  void assign(const WaveletRuns& o) {
+    n = o.n;
+    for (int i = 0; i < n; ++i) start[i] = o.start[i], count[i] = o.count[i];
+  }
 
   // `c` wavelets from `ready` on, one per cycle.
   static WaveletRuns from(std::uint64_t ready, std::uint64_t c) {
