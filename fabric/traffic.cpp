@@ -152,6 +152,12 @@ std::uint64_t TrafficResult::done(std::uint32_t m) const {
   return t;
 }
 
+std::uint64_t TrafficResult::done(std::span<const std::uint32_t> ms) const {
+  std::uint64_t t = 0;
+  for (std::uint32_t m : ms) t = std::max(t, done(m));
+  return t;
+}
+
 std::uint64_t TrafficResult::makespan() const {
   std::uint64_t t = 0;
   for (std::uint64_t a : arrival) t = std::max(t, a);

@@ -144,6 +144,9 @@ struct TrafficResult {
   }
   // The last receiver's arrival of message m.
   std::uint64_t done(std::uint32_t m) const;
+  // The latest of done(m) over `ms` (0 for none): when a primitive made of
+  // several messages is complete.
+  std::uint64_t done(std::span<const std::uint32_t> ms) const;
   // The latest arrival of all messages (kNever if any never arrived).
   std::uint64_t makespan() const;
 };

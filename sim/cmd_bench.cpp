@@ -222,11 +222,7 @@ Row time_primitive(const fabric::Mesh& mesh, const fabric::WaferSpec& spec, std:
     start = Cycles{500};
   }
   const std::vector<std::uint32_t> ends = build(t, start);
-  auto done = [&](const TrafficResult& r) {
-    std::uint64_t d = 0;
-    for (std::uint32_t m : ends) d = std::max(d, r.done(m));
-    return d - start.value;
-  };
+  auto done = [&](const TrafficResult& r) { return r.done(ends) - start.value; };
   Row row{std::move(primitive), std::move(shape), done(run_flow(mesh, spec, t)),
           done(run_wavelet(mesh, spec, t))};
   FlowModel exclusive(mesh, spec);

@@ -230,13 +230,8 @@ TEST_F(Wavelet, GemvPhaseAgreesWithinTolerance) {
     g.scheme = scheme;
     Traffic t;
     const auto rows = add_gemv_phase(t, g, spec.reduce_hop_overhead);
-    auto phase_done = [&](const TrafficResult& res) {
-      std::uint64_t d = 0;
-      for (auto m : rows) d = std::max(d, res.done(m));
-      return d;
-    };
-    const std::uint64_t flow = phase_done(run_flow(mesh, spec, t));
-    const std::uint64_t wave = phase_done(run_wavelet(mesh, spec, t));
+    const std::uint64_t flow = run_flow(mesh, spec, t).done(rows);
+    const std::uint64_t wave = run_wavelet(mesh, spec, t).done(rows);
     // The traffic description at flow level is the primitives (multicasts do
     // not share links with the row reductions' colors... they use different
     // directions, so the two agree exactly).
@@ -260,16 +255,11 @@ TEST_F(Wavelet, ContendedMovesBetweenMatricesAgreeExactly) {
       for (int i = 0; i < n; ++i)
         ends.push_back(t.unicast({1, 4 + i}, {12, 4 + (i + n / 2) % n}, Bytes{bytes}, Cycles{0},
                                  static_cast<std::uint8_t>(1 + i)));
-      auto makespan = [&](const TrafficResult& r) {
-        std::uint64_t d = 0;
-        for (auto m : ends) d = std::max(d, r.done(m));
-        return d;
-      };
-      const std::uint64_t wave = makespan(run_wavelet(mesh, spec, t));
-      const std::uint64_t flow = makespan(run_flow(mesh, spec, t));
+      const std::uint64_t wave = run_wavelet(mesh, spec, t).done(ends);
+      const std::uint64_t flow = run_flow(mesh, spec, t).done(ends);
       FlowModel exclusive(mesh, spec);
       exclusive.set_sharing(LinkSharing::exclusive);
-      const std::uint64_t late = makespan(run_flow(mesh, spec, exclusive, t));
+      const std::uint64_t late = run_flow(mesh, spec, exclusive, t).done(ends);
       const std::string what = std::to_string(n) + " pieces of " + std::to_string(bytes) + " B";
       // The pieces really contend: more than one piece's worth of time.
       EXPECT_GT(wave, 11u + 2u * ceil_div(bytes, 4)) << what;
@@ -296,9 +286,7 @@ TEST_F(Wavelet, GemvPhaseUnderBackgroundTrafficAgreesWithinTheAim) {
   g.reduce_color = 2;
   const auto rows = add_gemv_phase(t, g, spec.reduce_hop_overhead);
   auto phase = [&](const TrafficResult& res) {
-    std::uint64_t d = 0;
-    for (auto m : rows) d = std::max(d, res.done(m));
-    return static_cast<double>(d - g.start.value);
+    return static_cast<double>(res.done(rows) - g.start.value);
   };
   const double flow = phase(run_flow(mesh, spec, t));
   const double wave = phase(run_wavelet(mesh, spec, t));
