@@ -176,6 +176,10 @@ class FlowModel {
   Cycles hop_latency() const { return hop_latency_; }
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
+  // The memory of the link and ramp records (zeroed pages, see
+  // fabric/zeroed_array.hpp), for a PagePrefaulter.
+  std::vector<PageRange> record_pages() const { return {links_.pages(), eject_.pages()}; }
+
   // Per-link counters.
   std::uint64_t link_bytes(LinkId l) const;
   std::uint64_t link_busy_cycles(LinkId l) const;

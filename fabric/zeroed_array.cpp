@@ -1,5 +1,6 @@
 #include "fabric/zeroed_array.hpp"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -29,6 +30,33 @@ ZeroedPages& ZeroedPages::operator=(ZeroedPages&& o) noexcept {
     bytes_ = std::exchange(o.bytes_, 0);
   }
   return *this;
+}
+
+PagePrefaulter::PagePrefaulter(std::vector<PageRange> ranges)
+    : ranges_(std::move(ranges)), thread_([this] { run(); }) {}
+
+PagePrefaulter::~PagePrefaulter() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void PagePrefaulter::wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void PagePrefaulter::run() {
+#if defined(MADV_POPULATE_WRITE)
+  constexpr std::size_t kChunk = std::size_t{2} << 20;  // stop checks every 2 MiB
+  for (const PageRange& r : ranges_) {
+    auto* p = static_cast<char*>(r.data);
+    for (std::size_t off = 0; off < r.bytes; off += kChunk) {
+      if (stop_.load(std::memory_order_relaxed)) return;
+      const std::size_t n = std::min(kChunk, r.bytes - off);
+      if (madvise(p + off, n, MADV_POPULATE_WRITE) != 0) return;  // not supported: give up
+      done_.fetch_add(n, std::memory_order_relaxed);
+    }
+  }
+#endif
 }
 
 }  // namespace wafersim::fabric

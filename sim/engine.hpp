@@ -28,9 +28,12 @@ struct RunOptions {
   std::function<void(int, int)> progress;
   // When set, filled with where the host's time went.
   HostTimes* host_times = nullptr;
-  // Host threads computing a functional run's GEMVs beside the one that runs
-  // the simulation (sim::RowBandTeam): 0 = as many as the host has. Results
-  // are bit-identical for every value; only the host time changes.
+  // Host threads: a functional run computes its GEMVs' values on them beside
+  // the one that runs the simulation (sim::RowBandTeam); a timing-only run
+  // with more than one faults in the wafers' link and ramp records ahead of
+  // the simulation on a second thread (fabric::PagePrefaulter). 0 = as many
+  // as the host has. Results are bit-identical for every value; only the
+  // host time (and, for the prefaulting, resident memory) changes.
   int threads = 0;
 };
 

@@ -56,6 +56,25 @@ TEST(ZeroedArray, ElementsStartValueInitialisedAndAreWritable) {
   EXPECT_EQ(none.size(), 0u);
 }
 
+// Prefaulting (PagePrefaulter) writes nothing: values the simulation wrote
+// before and while it runs stay, untouched elements stay zero, and it covers
+// every byte (or none, on a kernel without MADV_POPULATE_WRITE).
+TEST(ZeroedArray, PrefaultingKeepsEveryValue) {
+  const std::size_t n = std::size_t{1} << 21;  // 16 MiB of 8-byte elements
+  ZeroedArray<std::uint64_t> a(n);
+  a[12345] = 7;
+  fabric::PagePrefaulter prefault({a.pages()});
+  for (std::size_t i = 1; i < 4096; ++i) a[(i * 7919) % n] = i;  // while it runs
+  prefault.wait();
+  EXPECT_TRUE(prefault.done_bytes() == n * sizeof(std::uint64_t) || prefault.done_bytes() == 0)
+      << prefault.done_bytes();
+  for (std::size_t i = 1; i < 4096; ++i) EXPECT_EQ(a[(i * 7919) % n], i);
+  EXPECT_EQ(a[12345], 7u);
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < n; ++i) nonzero += a[i] != 0;
+  EXPECT_EQ(nonzero, 4096u);  // the 4095 written and element 12345
+}
+
 // A plain link record (floor and count in fields of their own, the
 // reservation rule on absolute intervals), the reference the compact 48-byte
 // record must agree with decision for decision.
