@@ -192,8 +192,8 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   line(out, "parameters", format_count(r.parameter_count));
   if (r.max_context_tokens > 0)
     line(out, "max context",
-         fmt::format("{} tokens per user ({} users)", format_grouped(r.max_context_tokens),
-                     r.users));
+         fmt::format("{} tokens per user ({} user{})", format_grouped(r.max_context_tokens),
+                     r.users, r.users == 1 ? "" : "s"));
 
   out << "\nPerformance\n";
   if (m.cycles_per_token > 0) {
