@@ -296,10 +296,28 @@ void FlowModel::write_link_bytes_by_core(std::span<std::uint64_t> out) const {
   }
 }
 
+std::size_t FlowModel::ramp_slot_after(LinkId l) const {
+  const std::size_t cores = mesh_.core_count();
+  const std::size_t offset = l.value % cores;  // the source's index in its plane
+  const std::size_t h = static_cast<std::size_t>(mesh_.height());
+  const std::size_t w = static_cast<std::size_t>(mesh_.width());
+  switch (static_cast<Direction>(l.value / cores)) {
+    case Direction::south:  // vertical planes are column-major already
+      return offset + 1;
+    case Direction::north:
+      return offset - 1;
+    case Direction::east:
+      return (offset % w + 1) * h + offset / w;
+    case Direction::west:
+      return (offset % w - 1) * h + offset / w;
+  }
+  return ramp_slot(link_target(l));
+}
+
 Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
   // Shared wavelet by wavelet: the core has the message once ser free ramp
   // cycles from its head's arrival on have passed.
-  const std::uint64_t last_end = eject_[c.value].fill(tail.at.value - ser.value, ser.value, now_).second;
+  const std::uint64_t last_end = eject_[ramp_slot(c)].fill(tail.at.value - ser.value, ser.value, now_).second;
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
 
@@ -457,7 +475,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   };
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
-    LinkState& r = eject_[link_target(links[k]).value];
+    LinkState& r = eject_[ramp_slot_after(links[k])];
     const WaveletRuns& runs = *runs_on;
     if (runs.n == 1 && !out) {
       // Fast path: the ramp is free for the whole run.

@@ -250,6 +250,14 @@ class FlowModel {
   CoreId link_target(LinkId l) const {
     return mesh_.id(Mesh::step(mesh_.link_source(l), mesh_.link_direction(l)));
   }
+  // Ramp records are kept column-major (x * height + y): a column multicast,
+  // the commonest receiver of all, walks them in memory order.
+  std::size_t ramp_slot(CoreId c) const {
+    const std::size_t w = static_cast<std::size_t>(mesh_.width());
+    return c.value % w * static_cast<std::size_t>(mesh_.height()) + c.value / w;
+  }
+  // The ramp slot of the core at the end of link l.
+  std::size_t ramp_slot_after(LinkId l) const;
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                  std::span<const Timed> node_ready, Cycles per_hop_extra,
                  std::vector<Timed>* arrivals);
