@@ -227,24 +227,11 @@ std::uint64_t WaveletRuns::wavelets() const {
   return w;
 }
 
-void FlowModel::carry_traffic(LinkId l, std::uint64_t bytes_carry, std::uint64_t busy_carry) {
-  CounterCarry& carry = carries_[l.value];
-  carry.bytes += bytes_carry;
-  carry.busy += busy_carry;
-}
-
 std::uint64_t FlowModel::link_bytes(LinkId l) const {
   std::uint64_t high = 0;
   if (!carries_.empty())
-    if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second.bytes;
-  return (high << 32) + links_[l.value].bytes_low;
-}
-
-std::uint64_t FlowModel::link_busy_cycles(LinkId l) const {
-  std::uint64_t high = 0;
-  if (!carries_.empty())
-    if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second.busy;
-  return (high << 32) + links_[l.value].busy_low;
+    if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second;
+  return (high << 32) + bytes_low_[l.value];
 }
 
 FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
@@ -253,6 +240,7 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       reduce_hop_overhead_(spec.reduce_hop_overhead),
       mesh_(mesh),
       links_(mesh.link_count()),
+      bytes_low_(mesh.link_count()),
       eject_(mesh.core_count()) {}
 
 Cycles FlowModel::link_reserved_until(LinkId l) const {
@@ -408,7 +396,7 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     contention += start - at;
     at = start;
     link.reserve(at, ser, now_);
-    count_traffic(links[k], link, bytes.value, ser);
+    count_bytes(links[k], bytes.value);
     if (arrivals) arrivals->push_back(tail());
   }
   return tail();
@@ -509,7 +497,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
       }
     }
     LinkState& link = links_[links[k].value];
-    count_traffic(links[k], link, bytes.value, ser);
+    count_bytes(links[k], bytes.value);
     if (runs.n == 1) {
       // Fast path: one run that finds the link free all along keeps its shape.
       const std::uint64_t s = std::max(runs.start[0], cursor);

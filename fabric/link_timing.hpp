@@ -178,11 +178,12 @@ class FlowModel {
 
   // The memory of the link and ramp records (zeroed pages, see
   // fabric/zeroed_array.hpp), for a PagePrefaulter.
-  std::vector<PageRange> record_pages() const { return {links_.pages(), eject_.pages()}; }
+  std::vector<PageRange> record_pages() const {
+    return {links_.pages(), bytes_low_.pages(), eject_.pages()};
+  }
 
   // Per-link counters.
   std::uint64_t link_bytes(LinkId l) const;
-  std::uint64_t link_busy_cycles(LinkId l) const;
   // The end of the link's last reservation (0 if it never carried anything).
   Cycles link_reserved_until(LinkId l) const;
   // The link's busy intervals [first, second) after its floor, in time order,
@@ -195,21 +196,18 @@ class FlowModel {
   void write_link_bytes_by_core(std::span<std::uint64_t> out) const;
 
   // One link's reservations (public for its unit tests; FlowModel keeps one
-  // per link in a flat array). 48 bytes: 3.58M links on a WSE-3 take 172 MB.
-  struct alignas(16) LinkState {
+  // per link in a flat array, and the links' byte counters in one of their
+  // own). 40 bytes: 3.58M links on a WSE-3 take 143 MB.
+  struct LinkState {
     // The floor (every cycle before it counts as busy) in bits 0-55 and the
     // number of busy intervals in use in bits 56-63, one word so that the
-    // record is 48 bytes. 2^56 cycles are two years of simulated time at
+    // record is 40 bytes. 2^56 cycles are two years of simulated time at
     // 1.1 GHz; reserve() throws std::overflow_error past them.
     std::uint64_t floor_and_count = 0;
     // Busy intervals [floor + start[i], floor + end[i]) for i < count(),
     // sorted, disjoint and not touching.
     std::uint32_t start[kLinkIntervals] = {};
     std::uint32_t end[kLinkIntervals] = {};
-    // Low 32 bits of the bytes carried and of the cycles reserved; FlowModel
-    // keeps what overflows them (link_bytes(), link_busy_cycles()).
-    std::uint32_t bytes_low = 0;
-    std::uint32_t busy_low = 0;
 
     static constexpr int kCountShift = 56;
     static constexpr std::uint64_t kFloorMask = (std::uint64_t{1} << kCountShift) - 1;
@@ -240,7 +238,7 @@ class FlowModel {
     }
     void raise_floor(std::uint64_t to);
   };
-  static_assert(sizeof(LinkState) == 48, "the link record's size is part of its memory budget");
+  static_assert(sizeof(LinkState) == 40, "the link record's size is part of its memory budget");
 
  private:
   // The message whose tail reached core c at `tail` takes `ser` cycles of
@@ -271,14 +269,12 @@ class FlowModel {
                              Cycles per_hop_extra, bool eject_last, std::vector<Timed>* arrivals,
                              WaveletRuns* delivered,
                              std::vector<WaveletRuns>* passing = nullptr);
-  // Adds one message's bytes and cycles to link l's counters.
-  void count_traffic(LinkId l, LinkState& link, std::uint64_t bytes, std::uint64_t cycles) {
-    const std::uint64_t b = link.bytes_low + bytes, c = link.busy_low + cycles;
-    link.bytes_low = static_cast<std::uint32_t>(b);
-    link.busy_low = static_cast<std::uint32_t>(c);
-    if (((b | c) >> 32) != 0) carry_traffic(l, b >> 32, c >> 32);
+  // Adds one message's bytes to link l's counter.
+  void count_bytes(LinkId l, std::uint64_t bytes) {
+    const std::uint64_t b = bytes_low_[l.value] + bytes;
+    bytes_low_[l.value] = static_cast<std::uint32_t>(b);
+    if ((b >> 32) != 0) carries_[l.value] += b >> 32;
   }
-  void carry_traffic(LinkId l, std::uint64_t bytes_carry, std::uint64_t busy_carry);
 
   Cycles hop_latency_;
   Bytes link_bytes_per_cycle_;
@@ -290,18 +286,15 @@ class FlowModel {
   // Every link starts as LinkState{} (all zero bytes), straight from zeroed
   // pages (fabric/zeroed_array.hpp).
   ZeroedArray<LinkState> links_;
-  // What the links' 32-bit counters overflowed, in units of 2^32, by link
-  // index. A link overflows after 4 GiB or 2^32 busy cycles (~4 s of
-  // simulated time), so this stays empty or small; it is only looked up on an
-  // overflow and when counters are read.
-  struct CounterCarry {
-    std::uint64_t bytes = 0;
-    std::uint64_t busy = 0;
-  };
-  std::unordered_map<std::uint32_t, CounterCarry> carries_;
-  // Core ejection ramps, one link record per core (zeroed pages too: 43 MB
-  // per WSE-3 wafer, faulted in as cores first receive; the record's byte and
-  // cycle counters are left unused).
+  // Low 32 bits of the bytes each link carried (zeroed pages, 4 bytes a
+  // link), and what overflowed them, in units of 2^32, by link index. A link
+  // overflows after 4 GiB (~1 s of simulated time at full rate), so the map
+  // stays empty or small; it is only looked up on an overflow and when
+  // counters are read.
+  ZeroedArray<std::uint32_t> bytes_low_;
+  std::unordered_map<std::uint32_t, std::uint64_t> carries_;
+  // Core ejection ramps, one link record per core (zeroed pages too: 36 MB
+  // per WSE-3 wafer, faulted in as cores first receive).
   ZeroedArray<LinkState> eject_;
 };
 

@@ -1,7 +1,7 @@
 // A large fixed-size array whose elements start as all-zero bytes, taken from
 // the operating system already zeroed (an anonymous mapping) instead of being
 // written by a constructor. Used for the per-link records of a wafer (3.58M
-// x 48 bytes on a WSE-3): a std::vector value-initialises them with a memset
+// x 40 bytes on a WSE-3): a std::vector value-initialises them with a memset
 // that faults in every page at once (most of a 26-wafer placement's time was
 // those faults), although the kernel hands out zeroed pages anyway. Here a
 // page is faulted in (and zeroed, once) when the simulation first touches
