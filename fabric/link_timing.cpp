@@ -165,20 +165,6 @@ int FlowModel::LinkState::free_pieces(std::uint64_t t, std::uint64_t len,
   return pieces;
 }
 
-std::pair<std::uint64_t, std::uint64_t> FlowModel::LinkState::fill(std::uint64_t t,
-                                                                   std::uint64_t len,
-                                                                   std::uint64_t now) {
-  if (len == 0) {
-    const std::uint64_t s = std::max(t, floor());
-    return {s, s};
-  }
-  // The free pieces, computed before any is reserved (reserving may fold).
-  std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
-  const int pieces = free_pieces(t, len, piece_start, piece_len);
-  for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i], now);
-  return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
-}
-
 std::uint64_t FlowModel::LinkState::fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out,
                                          std::uint64_t now) {
   if (len == 0) return std::max(t, floor());
@@ -189,6 +175,18 @@ std::uint64_t FlowModel::LinkState::fill(std::uint64_t t, std::uint64_t len, Wav
     out.append(piece_start[i], piece_len[i]);
   }
   return piece_start[pieces - 1] + piece_len[pieces - 1];
+}
+
+std::uint64_t FlowModel::LinkState::pass_pieces(const WaveletRuns& at, std::uint64_t delay,
+                                                std::uint64_t not_before, WaveletRuns* out,
+                                                std::uint64_t now) {
+  WaveletRuns scratch;
+  WaveletRuns& taken = out ? *out : scratch;
+  taken.n = 0;
+  std::uint64_t cursor = not_before;
+  for (int i = 0; i < at.n; ++i)
+    cursor = fill(std::max(at.start[i] + delay, cursor), at.count[i], taken, now);
+  return cursor;
 }
 
 void WaveletRuns::append(std::uint64_t s, std::uint64_t c) {
@@ -305,7 +303,8 @@ std::size_t FlowModel::ramp_slot_after(LinkId l) const {
 Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
   // Shared wavelet by wavelet: the core has the message once ser free ramp
   // cycles from its head's arrival on have passed.
-  const std::uint64_t last_end = eject_[ramp_slot(c)].fill(tail.at.value - ser.value, ser.value, now_).second;
+  const std::uint64_t last_end = eject_[ramp_slot(c)].pass(
+      WaveletRuns::from(tail.at.value - ser.value, ser.value), 0, 0, nullptr, now_);
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
 
@@ -463,56 +462,24 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   };
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
-    LinkState& r = eject_[ramp_slot_after(links[k])];
-    const WaveletRuns& runs = *runs_on;
-    if (runs.n == 1 && !out) {
-      // Fast path: the ramp is free for the whole run.
-      const std::uint64_t s = runs.start[0] + hop;
-      if (r.earliest_fit(s, runs.count[0]) == s) {
-        r.reserve(s, runs.count[0], now_);
-        return explain(s + runs.count[0]);
-      }
-    }
-    WaveletRuns ramp;
-    WaveletRuns& taken = out ? *out : ramp;
-    taken.n = 0;
-    std::uint64_t cursor = 0;
-    for (int i = 0; i < runs.n; ++i)
-      cursor = r.fill(std::max(runs.start[i] + hop, cursor), runs.count[i], taken, now_);
-    return explain(cursor);
+    return explain(eject_[ramp_slot_after(links[k])].pass(*runs_on, hop, 0, out, now_));
   };
   for (std::size_t k = 0; k < links.size(); ++k) {
-    std::uint64_t cursor = 0;
-    WaveletRuns& runs = *runs_on;
+    std::uint64_t not_before = 0;
     if (k > 0) {
-      runs.shift(step);
+      runs_on->shift(step);
       from_hops += step;
       if (!node_ready.empty()) {
         // A node whose own contribution is later than the stream holds it.
-        cursor = node_ready[k].at.value;
-        if (cursor + hop > from->at.value + from_hops) {
+        not_before = node_ready[k].at.value;
+        if (not_before + hop > from->at.value + from_hops) {
           from = &node_ready[k];
           from_hops = hop;
         }
       }
     }
-    LinkState& link = links_[links[k].value];
     count_bytes(links[k], bytes.value);
-    if (runs.n == 1) {
-      // Fast path: one run that finds the link free all along keeps its shape.
-      const std::uint64_t s = std::max(runs.start[0], cursor);
-      if (link.earliest_fit(s, runs.count[0]) == s) {
-        link.reserve(s, runs.count[0], now_);
-        runs.start[0] = s;
-        if (passing) passing->emplace_back(), passing->back().assign(runs), passing->back().shift(hop);
-        if (arrivals) arrivals->push_back(receive(k, nullptr));
-        continue;
-      }
-    }
-    WaveletRuns& next = *next_on;
-    next.n = 0;
-    for (int i = 0; i < runs.n; ++i)
-      cursor = link.fill(std::max(runs.start[i], cursor), runs.count[i], next, now_);
+    links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_);
     std::swap(runs_on, next_on);
     if (passing) passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
     if (arrivals) arrivals->push_back(receive(k, nullptr));

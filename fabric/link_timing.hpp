@@ -26,7 +26,7 @@
 // fifth port of the wavelet model). At each receiving core (the end of a
 // unicast, every core of a line multicast) a message takes ser free cycles
 // of that core's ejection ramp from its head's arrival on, shared wavelet by
-// wavelet (LinkState::fill, whatever the links' sharing rule, with backfill
+// wavelet (LinkState::pass, whatever the links' sharing rule, with backfill
 // as on a link): a core that many messages converge on receives them at one
 // wavelet per cycle in all, and has a message when its last wavelet is
 // through (waits are contention). Uncontended, the ramp costs nothing; a
@@ -56,6 +56,7 @@
 // 2^31 cycles before it (also conservative, and far beyond any gap in use).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -220,15 +221,34 @@ class FlowModel {
     // ready before it): when the record is full, the gap with the fewest free
     // cycles at or after `now` is given up (see the header).
     void reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now = 0);
-    // Takes the first `len` free cycles at or after t (LinkSharing::interleave)
-    // and marks them busy. Returns {first cycle taken, end of the last}.
-    std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len,
-                                                 std::uint64_t now = 0);
-    // The same, appending the cycles taken to `out`; returns the end of the last.
+    // Takes the first `len` free cycles at or after t and marks them busy,
+    // appending them to `out`. Returns the end of the last.
     std::uint64_t fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out,
                        std::uint64_t now = 0);
+    // Passes a message's wavelets through this link (or ramp), one per free
+    // cycle, in order: wavelet i is ready `delay` cycles after its cycle in
+    // `at`, and not before `not_before`. The cycles taken are reserved and,
+    // when `out` is given, written to it (replacing what it held). Returns
+    // the end of the last. (LinkSharing::interleave's rule; a ramp in both.)
+    std::uint64_t pass(const WaveletRuns& at, std::uint64_t delay, std::uint64_t not_before,
+                       WaveletRuns* out, std::uint64_t now) {
+      if (at.n == 1) {
+        // Fast path (inline: once per hop): one run that finds the link free
+        // all along keeps its shape.
+        const std::uint64_t s = std::max(at.start[0] + delay, not_before);
+        if (earliest_fit(s, at.count[0]) == s) {
+          reserve(s, at.count[0], now);
+          if (out) out->n = 1, out->start[0] = s, out->count[0] = at.count[0];
+          return s + at.count[0];
+        }
+      }
+      return pass_pieces(at, delay, not_before, out, now);
+    }
 
    private:
+    // pass() when the wavelets meet reservations: run by run, through fill().
+    std::uint64_t pass_pieces(const WaveletRuns& at, std::uint64_t delay,
+                              std::uint64_t not_before, WaveletRuns* out, std::uint64_t now);
     // The first `len` free cycles at or after t, as pieces (at most
     // kLinkIntervals + 1); returns how many.
     int free_pieces(std::uint64_t t, std::uint64_t len, std::uint64_t* piece_start,

@@ -224,7 +224,9 @@ TEST(LinkState, CompactRecordDecidesAsTheReference) {
       ASSERT_EQ(link.floor_and_count >> FlowModel::LinkState::kCountShift, ref.count) << where;
       if (next(8) == 0) {
         // LinkSharing::interleave: the free cycles from t on, in pieces.
-        ASSERT_EQ(link.fill(t, len, now), ref.fill(t, len, now)) << where;
+        WaveletRuns taken;
+        const std::uint64_t end = link.fill(t, len, taken, now);
+        ASSERT_EQ(std::make_pair(taken.start[0], end), ref.fill(t, len, now)) << where;
       } else {
         link.reserve(s, len, now);
         ref.reserve(s, len, now);
