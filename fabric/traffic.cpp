@@ -285,18 +285,17 @@ TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
   std::vector<Timed> arrivals;
   std::vector<std::uint32_t> now_ready;
   const auto& ms = traffic.messages();
-  // Under LinkSharing::interleave a reduction's hop streams the wavelets its
-  // source receives, as they arrive: the cycles its upstream message's
-  // wavelets reached the source, kept for each message something streams from.
-  const bool streamed = flow.sharing() == LinkSharing::interleave;
-  std::vector<std::uint32_t> runs_slot(streamed ? ms.size() : 0, kNoMessage);
+  // A reduction's hop streams the wavelets its source receives, as they
+  // arrive: the cycles its upstream message's wavelets reached the source
+  // (FlowModel::stream; one contiguous run under LinkSharing::exclusive),
+  // kept for each message something streams from.
+  std::vector<std::uint32_t> runs_slot(ms.size(), kNoMessage);
   std::vector<WaveletRuns> delivered;
-  if (streamed)
-    for (const Message& m : ms)
-      if (m.stream_from != kNoMessage && runs_slot[m.stream_from] == kNoMessage) {
-        runs_slot[m.stream_from] = static_cast<std::uint32_t>(delivered.size());
-        delivered.emplace_back();
-      }
+  for (const Message& m : ms)
+    if (m.stream_from != kNoMessage && runs_slot[m.stream_from] == kNoMessage) {
+      runs_slot[m.stream_from] = static_cast<std::uint32_t>(delivered.size());
+      delivered.emplace_back();
+    }
   while (!queue.empty()) {
     const auto [ready, i] = queue.top();
     queue.pop();
@@ -315,7 +314,7 @@ TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
       flow.send(route, m.bytes, start, &arrivals);
       for (std::uint32_t j = 0; j + 1 < arrivals.size(); ++j)
         tracker.arrive({i, j}, arrivals[j + 1].at.value, now_ready);
-    } else if (streamed) {
+    } else {
       route.clear();
       mesh.xy_route(m.src, m.dst, route);
       const std::uint64_t ser = flow.serialization(m.bytes).value;
@@ -335,10 +334,6 @@ TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
       WaveletRuns* out = runs_slot[i] == kNoMessage ? nullptr : &delivered[runs_slot[i]];
       const std::uint64_t done = flow.stream(route, m.bytes, start, inject, out).at.value;
       tracker.arrive({i, 0}, done, now_ready, out && out->n > 0 ? out->start[0] : kNever);
-    } else {
-      route.clear();
-      mesh.xy_route(m.src, m.dst, route);
-      tracker.arrive({i, 0}, flow.send(route, m.bytes, start).at.value, now_ready);
     }
     for (std::uint32_t d : now_ready) queue.push({result.ready[d], d});
   }

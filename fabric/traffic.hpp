@@ -1,8 +1,9 @@
 // A traffic description that both fabric fidelities accept: a list of
 // messages (unicast, or multicast along a straight line), each with a ready
 // cycle and, optionally, dependencies on other messages' arrivals. The flow
-// level runs it through FlowModel::send in ready-time order (run_flow); the
-// wavelet level runs it router by router, cycle by cycle (fabric/wavelet.hpp).
+// level runs it through FlowModel::send and FlowModel::stream in ready-time
+// order (run_flow); the wavelet level runs it router by router, cycle by
+// cycle (fabric/wavelet.hpp).
 // The same builders express the collectives of fabric/collectives.hpp, so a
 // primitive can be timed at both levels from one description.
 //
@@ -13,9 +14,11 @@
 //  - `stream_from`: per wavelet, for a reduction chain. Wavelet i of this
 //    message may leave its source `stream_delay` cycles after wavelet i of the
 //    upstream message (a unicast ending at this message's source) reached the
-//    source's router; at flow level: the head starts at
-//    max(ready, head arrival of the upstream message + stream_delay), exactly
-//    FlowModel::reduce_chain's rule s_k = max(s_k-1 + hop + extra, node_ready).
+//    source's router; at flow level the same, wavelet run by wavelet run
+//    (FlowModel::stream from the cycles the upstream wavelets were delivered,
+//    each stream_delay later and not before `ready`), FlowModel::reduce_chain's
+//    rule; under LinkSharing::exclusive the message is one contiguous run
+//    from max(ready, head arrival of the upstream message + stream_delay).
 #pragma once
 
 #include <cstdint>
