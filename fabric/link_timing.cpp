@@ -294,16 +294,15 @@ std::size_t FlowModel::ramp_slot_after(LinkId l) const {
       return offset - 1;
     case Direction::east:
       return (offset % w + 1) * h + offset / w;
-    case Direction::west:
+    default:  // west
       return (offset % w - 1) * h + offset / w;
   }
-  return ramp_slot(link_target(l));
 }
 
-Timed FlowModel::eject(CoreId c, Cycles ser, const Timed& tail) {
+Timed FlowModel::eject(LinkId in, Cycles ser, const Timed& tail) {
   // Shared wavelet by wavelet: the core has the message once ser free ramp
   // cycles from its head's arrival on have passed.
-  const std::uint64_t last_end = eject_[ramp_slot(c)].pass(
+  const std::uint64_t last_end = eject_[ramp_slot_after(in)].pass(
       WaveletRuns::from(tail.at.value - ser.value, ser.value), 0, 0, nullptr, now_);
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
@@ -317,13 +316,12 @@ Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& r
     return traverse_interleaved(links, bytes, ready, WaveletRuns::from(ready.at.value, ser.value),
                                 {}, Cycles{0}, true, arrivals, nullptr);
   if (!arrivals)
-    return eject(link_target(links.back()), ser,
+    return eject(links.back(), ser,
                  traverse(links, bytes, ready, {}, Cycles{0}, nullptr));
   // A line multicast: every core after the first receives its copy.
   traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   for (std::size_t k = 0; k < links.size(); ++k) {
-    const CoreId c = link_target(links[k]);
-    (*arrivals)[k + 1] = eject(c, ser, (*arrivals)[k + 1]);
+    (*arrivals)[k + 1] = eject(links[k], ser, (*arrivals)[k + 1]);
   }
   return arrivals->back();
 }
@@ -336,12 +334,11 @@ Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
   Timed done = node_ready[0];
   if (!links.empty()) {
     const Cycles ser = serialization(bytes);
-    const CoreId last = link_target(links.back());
     done = sharing_ == LinkSharing::interleave
                ? traverse_interleaved(links, bytes, node_ready[0],
                                       WaveletRuns::from(node_ready[0].at.value, ser.value),
                                       node_ready, reduce_hop_overhead_, true, nullptr, nullptr)
-               : eject(last, ser,
+               : eject(links.back(), ser,
                        traverse(links, bytes, node_ready[0], node_ready, reduce_hop_overhead_,
                                 nullptr));
   }

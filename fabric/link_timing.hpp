@@ -261,20 +261,13 @@ class FlowModel {
   static_assert(sizeof(LinkState) == 40, "the link record's size is part of its memory budget");
 
  private:
-  // The message whose tail reached core c at `tail` takes `ser` cycles of
-  // c's ejection ramp from its head's arrival on; returns when the core has
-  // all of it.
-  Timed eject(CoreId c, Cycles ser, const Timed& tail);
-  CoreId link_target(LinkId l) const {
-    return mesh_.id(Mesh::step(mesh_.link_source(l), mesh_.link_direction(l)));
-  }
-  // Ramp records are kept column-major (x * height + y): a column multicast,
-  // the commonest receiver of all, walks them in memory order.
-  std::size_t ramp_slot(CoreId c) const {
-    const std::size_t w = static_cast<std::size_t>(mesh_.width());
-    return c.value % w * static_cast<std::size_t>(mesh_.height()) + c.value / w;
-  }
-  // The ramp slot of the core at the end of link l.
+  // The message whose tail reached the core at the end of link `in` at
+  // `tail` takes `ser` cycles of that core's ejection ramp from its head's
+  // arrival on; returns when the core has all of it.
+  Timed eject(LinkId in, Cycles ser, const Timed& tail);
+  // The ramp record of the core at the end of link l. Ramp records are kept
+  // column-major (x * height + y): a column multicast, the commonest
+  // receiver of all, walks them in memory order.
   std::size_t ramp_slot_after(LinkId l) const;
   Timed traverse(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                  std::span<const Timed> node_ready, Cycles per_hop_extra,
