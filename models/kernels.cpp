@@ -7,9 +7,6 @@
 #include <string>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 // AVX2 code paths compiled for that target only and chosen at run time
@@ -31,184 +28,50 @@ void require_size(std::size_t got, std::size_t want, const char* what) {
   }
 }
 
-// The element types a view can hold, each with its exact widening to fp32.
-struct Fp32Elements {
-  using Stored = float;
-  static float widen(float v) { return v; }
-};
-struct Bf16Elements {
-  using Stored = std::uint16_t;
-  static float widen(std::uint16_t b) { return bf16_bits_to_float(b); }
-};
-struct Fp16Elements {
-  using Stored = std::uint16_t;
-  static float widen(std::uint16_t b) { return fp16_bits_to_float(b); }
-};
+// gemv_tile's lanes (kernels.hpp): column j of a tile goes to lane j % 16.
+constexpr std::size_t kGemvLanes = 16;
 
-// The definition of gemv_tile's order, for one storage type.
-template <class E>
-void gemv_rows_scalar(const typename E::Stored* base, std::size_t ld, std::size_t rows,
-                      std::size_t cols, const float* x, float* y) {
-  // Four rows at a time: each row keeps its own accumulator and its own
-  // increasing-j order (the contract); interleaving rows only gives the CPU
-  // independent dependency chains to overlap.
-  std::size_t i = 0;
-  for (; i + 4 <= rows; i += 4) {
-    const typename E::Stored* r0 = base + i * ld;
-    const typename E::Stored* r1 = r0 + ld;
-    const typename E::Stored* r2 = r1 + ld;
-    const typename E::Stored* r3 = r2 + ld;
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    for (std::size_t j = 0; j < cols; ++j) {
-      const float xj = x[j];
-      a0 += E::widen(r0[j]) * xj;
-      a1 += E::widen(r1[j]) * xj;
-      a2 += E::widen(r2[j]) * xj;
-      a3 += E::widen(r3[j]) * xj;
-    }
-    y[i] = a0;
-    y[i + 1] = a1;
-    y[i + 2] = a2;
-    y[i + 3] = a3;
-  }
-  for (; i < rows; ++i) {
-    const typename E::Stored* r = base + i * ld;
-    float a = 0.0f;
-    for (std::size_t j = 0; j < cols; ++j) a += E::widen(r[j]) * x[j];
-    y[i] = a;
-  }
+// The tree that ends every dot product (kernels.hpp), from the sixteen lanes.
+float combine_lanes(const float* acc) {
+  float u[8], v[4], t[2];
+  for (int l = 0; l < 8; ++l) u[l] = acc[2 * l] + acc[2 * l + 1];
+  for (int l = 0; l < 4; ++l) v[l] = u[l] + u[l + 4];
+  for (int l = 0; l < 2; ++l) t[l] = v[l] + v[l + 2];
+  return t[0] + t[1];
 }
 
-#if defined(__SSE2__)
-
-// Four consecutive elements of one row as fp32 lanes (unaligned loads).
-struct Fp32Lanes {
-  using Elements = Fp32Elements;
-  static __m128 load4(const float* p) { return _mm_loadu_ps(p); }
-};
-struct Bf16Lanes {
-  using Elements = Bf16Elements;
-  static __m128 load4(const std::uint16_t* p) {
-    // bf16 bits in the upper half of each 32-bit lane: exactly the fp32 value.
-    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
-  }
-};
-struct Fp16Lanes {
-  using Elements = Fp16Elements;
-  static __m128 load4(const std::uint16_t* p) {
-    // fp16_bits_to_float, four at a time without F16C (not in the x86-64
-    // baseline): move exponent and mantissa into place and rebias; infinities
-    // and NaNs get the rest of the rebias to 255; zeros and subnormals are
-    // (2^-14 + m * 2^-24) - 2^-14, which is exact. The sign goes back last.
-    const __m128i h = _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
-                                         _mm_setzero_si128());
-    const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
-    __m128i o = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x7fff)), 13);
-    const __m128i exp = _mm_and_si128(o, _mm_set1_epi32(0x0f800000));
-    const __m128i rebias = _mm_set1_epi32((127 - 15) << 23);
-    o = _mm_add_epi32(o, rebias);
-    const __m128i inf_nan = _mm_cmpeq_epi32(exp, _mm_set1_epi32(0x0f800000));
-    o = _mm_add_epi32(o, _mm_and_si128(inf_nan, rebias));
-    const __m128i tiny = _mm_cmpeq_epi32(exp, _mm_setzero_si128());
-    const __m128i two_m14 = _mm_set1_epi32((127 - 14) << 23);
-    const __m128 sub = _mm_sub_ps(_mm_castsi128_ps(_mm_add_epi32(o, _mm_set1_epi32(1 << 23))),
-                                  _mm_castsi128_ps(two_m14));
-    o = _mm_or_si128(_mm_and_si128(tiny, _mm_castps_si128(sub)), _mm_andnot_si128(tiny, o));
-    return _mm_castsi128_ps(_mm_or_si128(o, sign));
-  }
-};
-
-// Rows [0, n) of r, n <= 4G: one SSE lane per row, G registers of four rows.
-// Four columns of each group of four rows are loaded, transposed so that each
-// register holds one column, and added column after column, so every lane
-// performs exactly its row's scalar sequence a = a + w(i, j) * x[j] for
-// j = 0, 1, ... (SSE2 has no fused multiply-add: each product is rounded,
-// then added). Lanes past n repeat row n - 1 (valid memory, result
-// discarded): the simulated cores' tiles are small and rarely a multiple of
-// eight rows (6-13 rows by 12-221 columns for Llama 3.2 1B on WSE-3), so a
-// scalar remainder would cost as much as the vector part. The columns left
-// over past a multiple of four continue in scalar code from the lanes'
-// accumulators, in the same order.
-template <class L, int G>
-void gemv_row_block(const typename L::Elements::Stored* r, std::size_t ld, std::size_t n,
-                    std::size_t cols, const float* x, float* y) {
-  using E = typename L::Elements;
-  constexpr std::size_t kLanes = 4 * G;
-  const typename E::Stored* p[kLanes];
-  for (std::size_t k = 0; k < kLanes; ++k) p[k] = r + (k < n ? k : n - 1) * ld;
-  __m128 acc[G];
-  for (int g = 0; g < G; ++g) acc[g] = _mm_setzero_ps();
-  std::size_t j = 0;
-  for (; j + 4 <= cols; j += 4) {
-    const __m128 xs = _mm_loadu_ps(x + j);
-    const __m128 x0 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(0, 0, 0, 0));
-    const __m128 x1 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(1, 1, 1, 1));
-    const __m128 x2 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(2, 2, 2, 2));
-    const __m128 x3 = _mm_shuffle_ps(xs, xs, _MM_SHUFFLE(3, 3, 3, 3));
-    for (int g = 0; g < G; ++g) {
-      const typename E::Stored* const* q = p + 4 * g;
-      __m128 c0 = L::load4(q[0] + j), c1 = L::load4(q[1] + j);
-      __m128 c2 = L::load4(q[2] + j), c3 = L::load4(q[3] + j);
-      _MM_TRANSPOSE4_PS(c0, c1, c2, c3);  // c0 = column j of the four rows, ...
-      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c0, x0));
-      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c1, x1));
-      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c2, x2));
-      acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(c3, x3));
-    }
-  }
-  float a[kLanes];
-  for (int g = 0; g < G; ++g) _mm_storeu_ps(a + 4 * g, acc[g]);
-  for (; j < cols; ++j) {
-    const float xj = x[j];
-    for (std::size_t k = 0; k < n; ++k) a[k] += E::widen(p[k][j]) * xj;
-  }
-  for (std::size_t k = 0; k < n; ++k) y[k] = a[k];
-}
-
-// Blocks of eight rows; a last block of one to four rows uses one register.
-// (Sixteen rows at a time, four independent chains, measured no faster: the
-// loads and the transposes' shuffles bound the loop, not the additions'
-// latency.)
-template <class L>
-void gemv_rows_sse2(const typename L::Elements::Stored* base, std::size_t ld, std::size_t rows,
-                    std::size_t cols, const float* x, float* y) {
-  for (std::size_t i = 0; i < rows; i += 8) {
-    const std::size_t n = rows - i < 8 ? rows - i : 8;
-    if (n > 4) {
-      gemv_row_block<L, 2>(base + i * ld, ld, n, cols, x, y + i);
-    } else {
-      gemv_row_block<L, 1>(base + i * ld, ld, n, cols, x, y + i);
-    }
+// The definition of gemv_tile's order: `element(i, j)` is w(i, j) widened
+// to fp32.
+template <class Element>
+void gemv_rows_scalar(std::size_t rows, std::size_t cols, const float* x, float* y,
+                      Element element) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    float acc[kGemvLanes] = {};
+    for (std::size_t j = 0; j < cols; ++j) acc[j % kGemvLanes] += element(i, j) * x[j];
+    y[i] = combine_lanes(acc);
   }
 }
-
-#endif  // __SSE2__
 
 #if defined(WAFERSIM_HAVE_AVX2_PATH)
 
-// Eight consecutive elements of one row as fp32 lanes (unaligned loads),
-// widened exactly as the scalar code widens them. No FMA: the target is avx2
-// alone, and -ffp-contract=off keeps every product rounded before its add.
-struct Fp32Lanes8 {
-  using Elements = Fp32Elements;
-  using Sse = Fp32Lanes;
-  WAFERSIM_AVX2 static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-};
-struct Bf16Lanes8 {
-  using Elements = Bf16Elements;
-  using Sse = Bf16Lanes;
-  WAFERSIM_AVX2 static __m256 load8(const std::uint16_t* p) {
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+// Sixteen consecutive 16-bit elements of a row (eight 32-bit words) as two
+// registers of eight fp32 lanes, widened exactly: `even` lane l holds element
+// 2l (the low half of word l), `odd` lane l element 2l + 1 (the high half).
+struct Bf16Split {
+  WAFERSIM_AVX2 static void split(__m256i w, __m256& even, __m256& odd) {
+    // bf16 bits in the upper half of a 32-bit lane are exactly the fp32 value.
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    odd =
+        _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
   }
 };
-struct Fp16Lanes8 {
-  using Elements = Fp16Elements;
-  using Sse = Fp16Lanes;
-  // Fp16Lanes::load4 on eight lanes (see there).
-  WAFERSIM_AVX2 static __m256 load8(const std::uint16_t* p) {
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+struct Fp16Split {
+  // fp16_bits_to_float on eight lanes that hold the fp16 bits in their low
+  // half (high half zero), without F16C (not in the x86-64 baseline): move
+  // exponent and mantissa into place and rebias; infinities and NaNs get the
+  // rest of the rebias to 255; zeros and subnormals are
+  // (2^-14 + m * 2^-24) - 2^-14, which is exact. The sign goes back last.
+  WAFERSIM_AVX2 static __m256 widen(__m256i h) {
     const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
     __m256i o = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x7fff)), 13);
     const __m256i exp = _mm256_and_si256(o, _mm256_set1_epi32(0x0f800000));
@@ -225,136 +88,172 @@ struct Fp16Lanes8 {
                         _mm256_andnot_si256(tiny, o));
     return _mm256_castsi256_ps(_mm256_or_si256(o, sign));
   }
+  WAFERSIM_AVX2 static void split(__m256i w, __m256& even, __m256& odd) {
+    even = widen(_mm256_and_si256(w, _mm256_set1_epi32(0xffff)));
+    odd = widen(_mm256_srli_epi32(w, 16));
+  }
 };
 
-// Rows c[0..8) of eight columns each become columns: c[k] = column k of the
-// eight rows.
-WAFERSIM_AVX2 inline void transpose8(__m256 c[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(c[0], c[1]), t1 = _mm256_unpackhi_ps(c[0], c[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(c[2], c[3]), t3 = _mm256_unpackhi_ps(c[2], c[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(c[4], c[5]), t5 = _mm256_unpackhi_ps(c[4], c[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(c[6], c[7]), t7 = _mm256_unpackhi_ps(c[6], c[7]);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-  c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-  c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-  c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-  c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-  c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-  c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-  c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+// u (u[l] = acc[2l] + acc[2l+1]) down the rest of combine_lanes' tree.
+WAFERSIM_AVX2 inline float combine_u(__m256 u) {
+  const __m128 v = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+  const __m128 t = _mm_add_ps(v, _mm_movehl_ps(v, v));  // t[0] = v0 + v2, t[1] = v1 + v3
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
-// gemv_row_block with eight lanes per register: rows [0, n) of r, n <= 8G,
-// eight columns at a time, then four (each 128-bit half of a register holds
-// four columns of one row: rows k and k + 4 share a register, and one 4x4
-// transpose per half gives each column of the eight rows in lane order),
-// then the last one to three columns in scalar code from the lanes'
-// accumulators. Lanes past n repeat row n - 1 (valid memory, result
-// discarded). Every lane performs exactly its row's scalar sequence.
-template <class L, int G>
-WAFERSIM_AVX2 void gemv_row_block_avx2(const typename L::Elements::Stored* r, std::size_t ld,
-                                       std::size_t n, std::size_t cols, const float* x, float* y) {
-  using E = typename L::Elements;
-  constexpr std::size_t kLanes = 8 * G;
-  const typename E::Stored* p[kLanes];
-  for (std::size_t k = 0; k < kLanes; ++k) p[k] = r + (k < n ? k : n - 1) * ld;
-  __m256 acc[G];
-  for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+// The masks of a partial last block of `elements` (0-15) 16-bit columns:
+// the 32-bit words the row holds whole, and, when `elements` is odd, the lane
+// whose low half takes the last element (read on its own: the word it starts
+// may run past the tile's memory).
+struct Tail16 {
+  __m256i words, last;
+  WAFERSIM_AVX2 explicit Tail16(std::size_t elements) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i half = _mm256_set1_epi32(static_cast<int>(elements / 2));
+    words = _mm256_cmpgt_epi32(half, lane);
+    last = _mm256_cmpeq_epi32(half, lane);
+  }
+};
+
+// x as the 16-bit kernel reads one tile's columns: for each block of sixteen
+// its even columns, then its odd ones (the lanes of Bf16Split / Fp16Split);
+// the last block padded with zeros (0 * 0 adds +0: nothing, the lanes never
+// holding -0).
+WAFERSIM_AVX2 void stage_x_even_odd(const float* x, std::size_t cols, float* out) {
   std::size_t j = 0;
-  // x is broadcast from memory at each use: sixteen registers cannot hold
-  // eight broadcasts beside eight columns and the accumulators.
-  for (; j + 8 <= cols; j += 8) {
-    for (int g = 0; g < G; ++g) {
-      __m256 c[8];
-      for (int k = 0; k < 8; ++k) c[k] = L::load8(p[8 * g + k] + j);
-      transpose8(c);  // c[k] = column j + k of the group's eight rows
-      for (int k = 0; k < 8; ++k)
-        acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(c[k], _mm256_broadcast_ss(x + j + k)));
-    }
+  for (; j + 16 <= cols; j += 16, out += 16) {
+    const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + 8);
+    // a0 a2 b0 b2 | a4 a6 b4 b6, then the 64-bit pairs into column order.
+    const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    _mm256_storeu_ps(
+        out, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
+    _mm256_storeu_ps(out + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o),
+                                                                     _MM_SHUFFLE(3, 1, 2, 0))));
   }
-  if (j + 4 <= cols) {
-    for (int g = 0; g < G; ++g) {
-      const typename E::Stored* const* q = p + 8 * g;
-      __m256 c[4];
-      for (int k = 0; k < 4; ++k)
-        c[k] = _mm256_set_m128(L::Sse::load4(q[k + 4] + j), L::Sse::load4(q[k] + j));
-      // _MM_TRANSPOSE4_PS on both halves at once.
-      const __m256 t0 = _mm256_unpacklo_ps(c[0], c[1]), t1 = _mm256_unpackhi_ps(c[0], c[1]);
-      const __m256 t2 = _mm256_unpacklo_ps(c[2], c[3]), t3 = _mm256_unpackhi_ps(c[2], c[3]);
-      c[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-      c[1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-      c[2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-      c[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-      for (int k = 0; k < 4; ++k)
-        acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(c[k], _mm256_broadcast_ss(x + j + k)));
-    }
-    j += 4;
-  }
-  if (j == cols) {
-    // Straight from the registers: a copy loop through memory becomes a
-    // `rep movs` that costs as much as a small tile's arithmetic.
-    for (int g = 0; g < G; ++g) {
-      const std::size_t first = 8 * static_cast<std::size_t>(g);
-      if (first >= n) break;
-      if (n - first >= 8) {
-        _mm256_storeu_ps(y + first, acc[g]);
-      } else {
-        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        const __m256i mask =
-            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - first)), lane);
-        _mm256_maskstore_ps(y + first, mask, acc[g]);
-      }
-    }
-    return;
-  }
-  float a[kLanes];
-  for (int g = 0; g < G; ++g) _mm256_storeu_ps(a + 8 * g, acc[g]);
-  for (; j < cols; ++j) {
-    const float xj = x[j];
-    for (std::size_t k = 0; k < n; ++k) a[k] += E::widen(p[k][j]) * xj;
-  }
-  for (std::size_t k = 0; k < n; ++k) y[k] = a[k];
+  if (j == cols) return;
+  for (int k = 0; k < 16; ++k) out[k] = 0.0f;
+  for (std::size_t k = 0; j + k < cols; ++k) out[(k % 2) * 8 + k / 2] = x[j + k];
 }
 
-// Blocks of sixteen rows (two independent chains); a last block of one to
-// eight rows uses one register.
-template <class L>
-WAFERSIM_AVX2 void gemv_rows_avx2(const typename L::Elements::Stored* base, std::size_t ld,
-                                  std::size_t rows, std::size_t cols, const float* x, float* y) {
-  for (std::size_t i = 0; i < rows; i += 16) {
-    const std::size_t n = rows - i < 16 ? rows - i : 16;
-    if (n > 8) {
-      gemv_row_block_avx2<L, 2>(base + i * ld, ld, n, cols, x, y + i);
-    } else {
-      gemv_row_block_avx2<L, 1>(base + i * ld, ld, n, cols, x, y + i);
+// R rows of one 16-bit tile (rows r, r + ld, ...) into y[0..R), every lane
+// adding its columns in order: the two registers of a row hold its sixteen
+// lanes (even and odd columns of each block), R rows share each x load.
+template <class S, int R>
+WAFERSIM_AVX2 void gemv_rows16_block(const std::uint16_t* r, std::size_t ld, std::size_t cols,
+                                     const float* xs, float* y) {
+  __m256 ae[R], ao[R];
+  for (int k = 0; k < R; ++k) ae[k] = ao[k] = _mm256_setzero_ps();
+  const std::size_t blocks = cols / 16, tail = cols % 16;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256 xe = _mm256_loadu_ps(xs + 16 * b), xo = _mm256_loadu_ps(xs + 16 * b + 8);
+    for (int k = 0; k < R; ++k) {
+      __m256 e, o;
+      S::split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + k * ld + 16 * b)), e, o);
+      ae[k] = _mm256_add_ps(ae[k], _mm256_mul_ps(e, xe));
+      ao[k] = _mm256_add_ps(ao[k], _mm256_mul_ps(o, xo));
     }
   }
+  if (tail > 0) {
+    const Tail16 masks(tail);
+    const __m256 xe = _mm256_loadu_ps(xs + 16 * blocks), xo = _mm256_loadu_ps(xs + 16 * blocks + 8);
+    for (int k = 0; k < R; ++k) {
+      const std::uint16_t* p = r + k * ld + 16 * blocks;
+      __m256i w = _mm256_maskload_epi32(reinterpret_cast<const int*>(p), masks.words);
+      if (tail % 2 == 1)
+        w = _mm256_or_si256(w, _mm256_and_si256(_mm256_set1_epi32(p[tail - 1]), masks.last));
+      __m256 e, o;
+      S::split(w, e, o);
+      ae[k] = _mm256_add_ps(ae[k], _mm256_mul_ps(e, xe));
+      ao[k] = _mm256_add_ps(ao[k], _mm256_mul_ps(o, xo));
+    }
+  }
+  for (int k = 0; k < R; ++k) y[k] = combine_u(_mm256_add_ps(ae[k], ao[k]));
+}
+
+// R rows of one fp32 tile: lanes 0-7 of each block of sixteen columns in one
+// register, lanes 8-15 in the other (column order); the partial last block
+// read through masks, with x from `x_tail` there (zero padded).
+template <int R>
+WAFERSIM_AVX2 void gemv_rows32_block(const float* r, std::size_t ld, std::size_t cols,
+                                     const float* x, const float* x_tail, float* y) {
+  __m256 aa[R], ab[R];
+  for (int k = 0; k < R; ++k) aa[k] = ab[k] = _mm256_setzero_ps();
+  const std::size_t blocks = cols / 16, tail = cols % 16;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256 xa = _mm256_loadu_ps(x + 16 * b), xb = _mm256_loadu_ps(x + 16 * b + 8);
+    for (int k = 0; k < R; ++k) {
+      const float* p = r + k * ld + 16 * b;
+      aa[k] = _mm256_add_ps(aa[k], _mm256_mul_ps(_mm256_loadu_ps(p), xa));
+      ab[k] = _mm256_add_ps(ab[k], _mm256_mul_ps(_mm256_loadu_ps(p + 8), xb));
+    }
+  }
+  if (tail > 0) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(tail)), lane);
+    const __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(tail) - 8), lane);
+    const __m256 xa = _mm256_loadu_ps(x_tail), xb = _mm256_loadu_ps(x_tail + 8);
+    for (int k = 0; k < R; ++k) {
+      const float* p = r + k * ld + 16 * blocks;
+      aa[k] = _mm256_add_ps(aa[k], _mm256_mul_ps(_mm256_maskload_ps(p, lo), xa));
+      ab[k] = _mm256_add_ps(ab[k], _mm256_mul_ps(_mm256_maskload_ps(p + 8, hi), xb));
+    }
+  }
+  // hadd: u0 u1 u4 u5 | u2 u3 u6 u7 (u[l] = acc[2l] + acc[2l+1]); the 64-bit
+  // pairs into order.
+  for (int k = 0; k < R; ++k) {
+    const __m256 h = _mm256_hadd_ps(aa[k], ab[k]);
+    y[k] = combine_u(
+        _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), _MM_SHUFFLE(3, 1, 2, 0))));
+  }
+}
+
+// The two kinds of tile kernel gemv_rows_avx2 drives: how many floats of
+// staged x a tile of `cols` columns takes, how they are staged, and R rows
+// of the tile (x: its columns of x; xs: its staged x).
+template <class S>
+struct Rows16 {
+  using Stored = std::uint16_t;
+  static std::size_t staged_floats(std::size_t cols) { return (cols + 15) / 16 * 16; }
+  WAFERSIM_AVX2 static void stage(const float* x, std::size_t cols, float* out) {
+    stage_x_even_odd(x, cols, out);
+  }
+  template <int R>
+  WAFERSIM_AVX2 static void rows(const Stored* r, std::size_t ld, std::size_t cols, const float*,
+                                 const float* xs, float* y) {
+    gemv_rows16_block<S, R>(r, ld, cols, xs, y);
+  }
+};
+struct Rows32 {
+  using Stored = float;
+  // Only the partial last block's x, zero padded (the full blocks read x).
+  static std::size_t staged_floats(std::size_t) { return 16; }
+  static void stage(const float* x, std::size_t cols, float* out) {
+    const std::size_t tail = cols % 16, at = cols - tail;
+    for (std::size_t k = 0; k < 16; ++k) out[k] = k < tail ? x[at + k] : 0.0f;
+  }
+  template <int R>
+  WAFERSIM_AVX2 static void rows(const Stored* r, std::size_t ld, std::size_t cols, const float* x,
+                                 const float* xs, float* y) {
+    gemv_rows32_block<R>(r, ld, cols, x, xs, y);
+  }
+};
+
+// gemv_tile on AVX2: x staged once, then four rows at a time (a last one to
+// three one by one).
+template <class K>
+WAFERSIM_AVX2 void gemv_rows_avx2(const typename K::Stored* base, std::size_t ld, std::size_t rows,
+                                  std::size_t cols, const float* x, float* y) {
+  thread_local std::vector<float> staged;
+  staged.resize(K::staged_floats(cols));
+  K::stage(x, cols, staged.data());
+  std::size_t i = 0;
+  for (; i + 4 <= rows; i += 4)
+    K::template rows<4>(base + i * ld, ld, cols, x, staged.data(), y + i);
+  for (; i < rows; ++i) K::template rows<1>(base + i * ld, ld, cols, x, staged.data(), y + i);
 }
 
 #endif  // WAFERSIM_HAVE_AVX2_PATH
-
-// gemv_rows_scalar for 8-bit codes: each element is widened as
-// decode_8bit(code) * its row's scale (one fp32 multiply, the value
-// quantize_row made), then multiplied by x[j] and added, as for the other
-// storages.
-void gemv_rows_scalar_8bit(DType t, const std::uint8_t* base, std::size_t ld, const float* scales,
-                           std::size_t rows, std::size_t cols, const float* x, float* y) {
-  for (std::size_t i = 0; i < rows; ++i) {
-    const std::uint8_t* r = base + i * ld;
-    const float s = scales[i];
-    float a = 0.0f;
-    for (std::size_t j = 0; j < cols; ++j) a += (decode_8bit(t, r[j]) * s) * x[j];
-    y[i] = a;
-  }
-}
 
 // The vector kernels take 8-bit tiles widened first, row by row, into fp32
 // values in a per-thread buffer (the same decode_8bit(code) * scale each
@@ -389,17 +288,36 @@ void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<f
   const std::size_t rows = static_cast<std::size_t>(w.rows());
   const std::size_t cols = static_cast<std::size_t>(w.cols());
   const std::size_t ld = w.leading_dim();
+  auto at = [ld](std::size_t i, std::size_t j) { return i * ld + j; };
   switch (w.storage()) {
     case DType::int8:
-    case DType::fp8_e4m3:
-      return gemv_rows_scalar_8bit(w.storage(), w.codes(), ld, w.row_scales(), rows, cols, x.data(),
-                                   y.data());
-    case DType::bf16:
-      return gemv_rows_scalar<Bf16Elements>(w.bits(), ld, rows, cols, x.data(), y.data());
-    case DType::fp16:
-      return gemv_rows_scalar<Fp16Elements>(w.bits(), ld, rows, cols, x.data(), y.data());
-    default:
-      return gemv_rows_scalar<Fp32Elements>(w.data(), ld, rows, cols, x.data(), y.data());
+    case DType::fp8_e4m3: {
+      // Each element widened as decode_8bit(code) * its row's scale (one
+      // fp32 multiply, the value quantize_row made).
+      const std::uint8_t* codes = w.codes();
+      const float* scales = w.row_scales();
+      const DType t = w.storage();
+      return gemv_rows_scalar(rows, cols, x.data(), y.data(), [&](std::size_t i, std::size_t j) {
+        return decode_8bit(t, codes[at(i, j)]) * scales[i];
+      });
+    }
+    case DType::bf16: {
+      const std::uint16_t* bits = w.bits();
+      return gemv_rows_scalar(rows, cols, x.data(), y.data(), [&](std::size_t i, std::size_t j) {
+        return bf16_bits_to_float(bits[at(i, j)]);
+      });
+    }
+    case DType::fp16: {
+      const std::uint16_t* bits = w.bits();
+      return gemv_rows_scalar(rows, cols, x.data(), y.data(), [&](std::size_t i, std::size_t j) {
+        return fp16_bits_to_float(bits[at(i, j)]);
+      });
+    }
+    default: {
+      const float* data = w.data();
+      return gemv_rows_scalar(rows, cols, x.data(), y.data(),
+                              [&](std::size_t i, std::size_t j) { return data[at(i, j)]; });
+    }
   }
 }
 
@@ -407,12 +325,6 @@ bool gemv_kernel_available(GemvKernel k) {
   switch (k) {
     case GemvKernel::scalar:
       return true;
-    case GemvKernel::sse2:
-#if defined(__SSE2__)
-      return true;
-#else
-      return false;
-#endif
     case GemvKernel::avx2:
 #if defined(WAFERSIM_HAVE_AVX2_PATH)
       return __builtin_cpu_supports("avx2");
@@ -424,9 +336,8 @@ bool gemv_kernel_available(GemvKernel k) {
 }
 
 GemvKernel best_gemv_kernel() {
-  static const GemvKernel best = gemv_kernel_available(GemvKernel::avx2)   ? GemvKernel::avx2
-                                 : gemv_kernel_available(GemvKernel::sse2) ? GemvKernel::sse2
-                                                                           : GemvKernel::scalar;
+  static const GemvKernel best =
+      gemv_kernel_available(GemvKernel::avx2) ? GemvKernel::avx2 : GemvKernel::scalar;
   return best;
 }
 
@@ -434,8 +345,6 @@ const char* gemv_kernel_name(GemvKernel k) {
   switch (k) {
     case GemvKernel::scalar:
       return "scalar";
-    case GemvKernel::sse2:
-      return "sse2";
     case GemvKernel::avx2:
       return "avx2";
   }
@@ -448,49 +357,26 @@ void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
     throw std::invalid_argument(std::string("gemv_tile_with: the ") + gemv_kernel_name(k) +
                                 " kernel is not available on this host");
   check_gemv_sizes(w, x, y);
-  if (is_8bit(w.storage()) && k != GemvKernel::scalar)
-    return gemv_tile_with(k, widen_8bit_tile(w), x, y);
+  if (k == GemvKernel::scalar) return gemv_tile_scalar(w, x, y);
+  if (is_8bit(w.storage())) return gemv_tile_with(k, widen_8bit_tile(w), x, y);
+#if defined(WAFERSIM_HAVE_AVX2_PATH)
   const std::size_t rows = static_cast<std::size_t>(w.rows());
   const std::size_t cols = static_cast<std::size_t>(w.cols());
   const std::size_t ld = w.leading_dim();
-  switch (k) {
-    case GemvKernel::scalar:
-      break;
-    case GemvKernel::sse2:
-#if defined(__SSE2__)
-      switch (w.storage()) {
-        case DType::bf16:
-          return gemv_rows_sse2<Bf16Lanes>(w.bits(), ld, rows, cols, x.data(), y.data());
-        case DType::fp16:
-          return gemv_rows_sse2<Fp16Lanes>(w.bits(), ld, rows, cols, x.data(), y.data());
-        default:
-          return gemv_rows_sse2<Fp32Lanes>(w.data(), ld, rows, cols, x.data(), y.data());
-      }
-#endif
-      break;
-    case GemvKernel::avx2:
-#if defined(WAFERSIM_HAVE_AVX2_PATH)
-      switch (w.storage()) {
-        case DType::bf16:
-          return gemv_rows_avx2<Bf16Lanes8>(w.bits(), ld, rows, cols, x.data(), y.data());
-        case DType::fp16:
-          return gemv_rows_avx2<Fp16Lanes8>(w.bits(), ld, rows, cols, x.data(), y.data());
-        default:
-          return gemv_rows_avx2<Fp32Lanes8>(w.data(), ld, rows, cols, x.data(), y.data());
-      }
-#endif
-      break;
+  switch (w.storage()) {
+    case DType::bf16:
+      return gemv_rows_avx2<Rows16<Bf16Split>>(w.bits(), ld, rows, cols, x.data(), y.data());
+    case DType::fp16:
+      return gemv_rows_avx2<Rows16<Fp16Split>>(w.bits(), ld, rows, cols, x.data(), y.data());
+    default:
+      return gemv_rows_avx2<Rows32>(w.data(), ld, rows, cols, x.data(), y.data());
   }
+#endif
   gemv_tile_scalar(w, x, y);
 }
 
 void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
-  // AVX2 loses to SSE2 on tiles narrower than three eight-column steps (the
-  // lm_head's 109x12 tiles of Llama 3.2 1B on WSE-3: 6.5 vs 8.2 GMAC/s in
-  // cache): its per-block cost (sixteen row pointers, 8x8 transposes, the
-  // four-column step) is not repaid. Both give the same bits.
-  const GemvKernel best = best_gemv_kernel();
-  gemv_tile_with(best == GemvKernel::avx2 && w.cols() < 24 ? GemvKernel::sse2 : best, w, x, y);
+  gemv_tile_with(best_gemv_kernel(), w, x, y);
 }
 
 float sum_of_squares(std::span<const float> x) {

@@ -17,29 +17,33 @@
 
 namespace wafersim::models {
 
-// y[i] = sum over j = 0, 1, ..., cols-1 of w(i, j) * x[j]: the accumulator
-// starts at 0.0f, each product is rounded to fp32 and added in increasing j.
-// Weights stored in 16 bits (Matrix::store_as) or as 8-bit codes with row
-// scales (Matrix::store_quantized: decode_8bit(code) * scale, one fp32
-// multiply) are widened to fp32 exactly
-// as they are read, so the result depends on the values only, not on the
-// storage. Overwrites y. Requires x.size() == w.cols() and
-// y.size() == w.rows() (std::invalid_argument otherwise).
-// On x86-64 the rows go through the vector unit, one lane per row, each lane
-// adding in the order above: with AVX2 where the CPU has it (chosen at run
-// time; the build stays x86-64 baseline, and no FMA is used) for tiles of 24
-// columns or more, else SSE2.
-// The result is bit-identical to gemv_tile_scalar, which tests check for
-// every kernel (NaN inputs give NaN in all, the payload not guaranteed to be
-// the same).
+// y[i] = the dot product of row i of w with x, in this order (a core's
+// sixteen-lane SIMD unit, every lane adding its own share of the columns):
+//   acc[l] = 0.0f for l in [0, 16);
+//   for j = 0, 1, ..., cols-1: acc[j % 16] += w(i, j) * x[j]
+//     (each product rounded to fp32, then added; lane by lane, increasing j);
+//   u[l] = acc[2l] + acc[2l+1] for l in [0, 8);
+//   v[l] = u[l] + u[l+4] for l in [0, 4);  t[l] = v[l] + v[l+2] for l in [0, 2);
+//   y[i] = t[0] + t[1].
+// Column j means column j of the tile (the view): a core's lanes start at its
+// own tile. Weights stored in 16 bits (Matrix::store_as) or as 8-bit codes
+// with row scales (Matrix::store_quantized: decode_8bit(code) * scale, one
+// fp32 multiply) are widened to fp32 exactly as they are read, so the result
+// depends on the values only, not on the storage. Overwrites y. Requires
+// x.size() == w.cols() and y.size() == w.rows() (std::invalid_argument
+// otherwise). On x86-64 with AVX2 (chosen at run time; the build stays
+// x86-64 baseline, and no FMA is used) the sixteen lanes are two 8-lane
+// registers per row, four rows at a time; elsewhere the scalar statement
+// above runs. Both give the same bits (tests check it for every storage and
+// shape; NaN inputs give NaN in both, the payload not guaranteed to be the
+// same).
 void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y);
 
 // The implementations of gemv_tile, all bit-identical.
-enum class GemvKernel { scalar, sse2, avx2 };
+enum class GemvKernel { scalar, avx2 };
 // Whether this build and this CPU can run `k`.
 bool gemv_kernel_available(GemvKernel k);
-// The best this host has: avx2, else sse2, else scalar (gemv_tile uses sse2
-// rather than avx2 for tiles under 24 columns).
+// The best this host has: avx2, else scalar (what gemv_tile uses).
 GemvKernel best_gemv_kernel();
 const char* gemv_kernel_name(GemvKernel k);
 // gemv_tile with implementation `k` (std::invalid_argument when it is not
@@ -48,7 +52,7 @@ void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
                     std::span<float> y);
 
 // gemv_tile without SIMD: the plain statement of the order above, used where
-// SSE2 is missing and as the yardstick in tests.
+// AVX2 is missing and as the yardstick in tests.
 void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<float> y);
 
 // Sum of x[i]^2 in increasing i, fp32, starting at 0.0f.

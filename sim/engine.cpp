@@ -523,6 +523,21 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   const Program& program = sys->program;
   fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
 
+  // The host's other cores fault in the wafers' link and ramp records ahead
+  // of the simulation (fabric::PagePrefaulter), the target's wafers first:
+  // in functional runs while this thread makes the weights, so that the
+  // first token pass finds them present. Stopped when the simulation ends.
+  const int threads = options.threads > 0 ? options.threads : RowBandTeam::host_threads();
+  std::vector<std::unique_ptr<fabric::PagePrefaulter>> prefaulters;
+  const auto prefault = [&](const PlacedSystem& s) {
+    if (threads <= 1) return;
+    std::vector<fabric::PageRange> pages;
+    for (const auto& f : s.wafers)
+      for (const fabric::PageRange& range : f->flow().record_pages()) pages.push_back(range);
+    prefaulters.push_back(std::make_unique<fabric::PagePrefaulter>(std::move(pages)));
+  };
+  prefault(*sys);
+
   std::optional<models::Weights> weights;
   t_host = HostClock::now();
   if (options.functional)
@@ -531,7 +546,6 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.weights_s = host_since(t_host);
   Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
   ex.set_routing_seed(sc.workload.seed);  // MoE expert choice in timing-only runs
-  const int threads = options.threads > 0 ? options.threads : RowBandTeam::host_threads();
   if (options.functional) ex.set_threads(threads);
 
   // The prompt's token ids reach the wafer over its edge I/O.
@@ -564,6 +578,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
                              "as many as it needs up to one per layer): " + e.what());
     }
     host_times.place_s += host_since(t_host);
+    prefault(*draft_sys);
     if (options.functional)
       draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed,
                                                  models::HostStorage::compact);
@@ -593,22 +608,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     host.from_draft(draft_chain->out());
   }
   t_host = HostClock::now();
-  {
-    // Timing-only runs leave the host's other cores idle: one of them faults
-    // in the wafers' link and ramp records ahead of the simulation, in
-    // pipeline order (the target's wafers, then the draft's). Functional runs
-    // use those cores for the GEMV values instead.
-    std::optional<fabric::PagePrefaulter> prefault;
-    if (!options.functional && threads > 1) {
-      std::vector<fabric::PageRange> pages;
-      for (const auto* s : {sys.get(), draft_sys.get()})
-        if (s)
-          for (const auto& f : s->wafers)
-            for (const fabric::PageRange& r : f->flow().record_pages()) pages.push_back(r);
-      prefault.emplace(std::move(pages));
-    }
-    sc_core::sc_start();
-  }
+  sc_core::sc_start();
+  prefaulters.clear();  // before any wafer is released below
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
 

@@ -29,11 +29,12 @@ struct RunOptions {
   // When set, filled with where the host's time went.
   HostTimes* host_times = nullptr;
   // Host threads: a functional run computes its GEMVs' values on them beside
-  // the one that runs the simulation (sim::RowBandTeam); a timing-only run
-  // with more than one faults in the wafers' link and ramp records ahead of
-  // the simulation on a second thread (fabric::PagePrefaulter). 0 = as many
-  // as the host has. Results are bit-identical for every value; only the
-  // host time (and, for the prefaulting, resident memory) changes.
+  // the one that runs the simulation (sim::RowBandTeam); with more than one,
+  // a second thread faults in the wafers' link and ramp records ahead of the
+  // simulation (fabric::PagePrefaulter; in functional runs while the weights
+  // are made). 0 = as many as the host has. Results are bit-identical for
+  // every value; only the host time (and, for the prefaulting, resident
+  // memory) changes.
   int threads = 0;
 };
 

@@ -40,21 +40,63 @@ TEST(GemvTile, ThroughAViewOfARectangle) {
   EXPECT_EQ(y[1], 46.0f - 24.0f);
 }
 
-TEST(GemvTile, AddsInIncreasingColumnOrder) {
-  // In fp32, ((0 + 1e8) + 1) - 1e8 + 1 = 1 exactly: the first +1 is absorbed.
-  // Pairwise or reversed orders give 0 or 2, so this pins the order, for rows
-  // in the unrolled blocks of four and in the remainder.
-  Matrix w(5, 4);
-  for (int i = 0; i < 5; ++i) {
-    w(i, 0) = 1e8f;
-    w(i, 1) = 1.0f;
-    w(i, 2) = -1e8f;
-    w(i, 3) = 1.0f;
+TEST(GemvTile, AddsInSixteenLanesThenATree) {
+  // In fp32 2^27 + 1 = 2^27 (the 1 is absorbed), so where the 1s meet the
+  // 2^27s pins the order. Each case is hand-computed from the contract, for
+  // rows in the blocks of four and in the remainder (five equal rows); all
+  // but the one-lane case differ from a plain left-to-right sum.
+  struct Case {
+    std::vector<std::pair<int, float>> w;  // (column, value), zeros elsewhere
+    float want;
+  };
+  const std::vector<Case> cases = {
+      // Lanes 0-3: u0 = 2^27 + 1 = 2^27, u1 = -2^27 + 1 = -2^27, y = 0
+      // (left to right: 1).
+      {{{0, 0x1p27f}, {1, 1.0f}, {2, -0x1p27f}, {3, 1.0f}}, 0.0f},
+      // One lane, increasing column: ((2^27 + 1) - 2^27) + 1 = 1.
+      {{{0, 0x1p27f}, {16, 1.0f}, {32, -0x1p27f}, {48, 1.0f}}, 1.0f},
+      // u0 = 2^27, u1 = 1, u4 = -2^27, u5 = 1: v0 = u0 + u4 = 0, v1 = 2,
+      // y = 2 (left to right: 1).
+      {{{0, 0x1p27f}, {2, 1.0f}, {8, -0x1p27f}, {10, 1.0f}}, 2.0f},
+      // u0 = 2^27, u1 = 1, u2 = -2^27: v = (2^27, 1, -2^27, 0), t0 = v0 + v2 = 0,
+      // t1 = 1, y = 1 (left to right, or (v0 + v1) + (v2 + v3): 0).
+      {{{0, 0x1p27f}, {2, 1.0f}, {4, -0x1p27f}}, 1.0f},
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    Matrix w(5, 64);
+    for (int i = 0; i < 5; ++i)
+      for (const auto& [j, v] : cases[c].w) w(i, j) = v;
+    const std::vector<float> x(64, 1.0f);
+    for (DType t : {DType::fp32, DType::bf16}) {
+      Matrix m = w;
+      m.store_as(t);
+      std::vector<float> y(5), s(5);
+      gemv_tile(m.view(), x, y);
+      gemv_tile_scalar(m.view(), x, s);
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(y[static_cast<std::size_t>(i)], cases[c].want)
+            << "case " << c << " " << dtype_name(t) << " row " << i;
+        EXPECT_EQ(s[static_cast<std::size_t>(i)], cases[c].want)
+            << "case " << c << " " << dtype_name(t) << " row " << i << " (scalar)";
+      }
+    }
   }
-  const std::vector<float> x = {1, 1, 1, 1};
-  std::vector<float> y(5);
-  gemv_tile(w.view(), x, y);
-  for (float v : y) EXPECT_EQ(v, 1.0f);
+}
+
+TEST(GemvTile, LanesStartAtTheTilesFirstColumn) {
+  // Columns 1, 2, 3 hold 2^27, -2^27, 1. Seen from column 1 they are lanes
+  // 0, 1, 2: u0 = 2^27 - 2^27 = 0, u1 = 1, y = 1. Seen from column 0 they
+  // are lanes 1, 2, 3: u0 = 2^27, u1 = -2^27 + 1 = -2^27 (absorbed), y = 0.
+  Matrix w(1, 40);
+  w(0, 1) = 0x1p27f;
+  w(0, 2) = -0x1p27f;
+  w(0, 3) = 1.0f;
+  const std::vector<float> x(39, 1.0f);
+  std::vector<float> y(1);
+  gemv_tile(w.view(0, 1, 1, 39), x, y);
+  EXPECT_EQ(y[0], 1.0f);
+  gemv_tile(w.view(0, 1, 0, 39), x, y);
+  EXPECT_EQ(y[0], 0.0f);
 }
 
 TEST(GemvTile, RejectsMismatchedSizes) {
@@ -110,8 +152,7 @@ void expect_same_bits(std::span<const float> a, std::span<const float> b, const 
 // The vector kernels this host can run (gemv_tile uses the last).
 std::vector<GemvKernel> vector_kernels() {
   std::vector<GemvKernel> k;
-  for (GemvKernel g : {GemvKernel::sse2, GemvKernel::avx2})
-    if (gemv_kernel_available(g)) k.push_back(g);
+  if (gemv_kernel_available(GemvKernel::avx2)) k.push_back(GemvKernel::avx2);
   return k;
 }
 
@@ -122,7 +163,7 @@ TEST(GemvTile, ChoosesTheBestKernelTheHostHasAndRefusesOnesItLacks) {
   if (gemv_kernel_available(GemvKernel::avx2)) {
     EXPECT_EQ(best, GemvKernel::avx2);
   }
-  for (GemvKernel k : {GemvKernel::sse2, GemvKernel::avx2}) {
+  for (GemvKernel k : {GemvKernel::avx2}) {
     if (gemv_kernel_available(k)) continue;
     const Matrix m(2, 2);
     std::vector<float> x(2), y(2);
@@ -131,8 +172,9 @@ TEST(GemvTile, ChoosesTheBestKernelTheHostHasAndRefusesOnesItLacks) {
 }
 
 TEST(GemvTile, VectorKernelIsBitIdenticalToScalarOnOddShapes) {
-  // Every row count 1..37 (blocks of eight or sixteen and every remainder),
-  // column counts around the four- and eight-column steps, through views
+  // Every row count 1..37 (blocks of four rows and every remainder),
+  // column counts around the sixteen-column blocks (odd tails included),
+  // through views
   // whose rows are not contiguous, for each storage type and each vector
   // kernel the host has.
   for (GemvKernel k : vector_kernels())
@@ -147,7 +189,8 @@ TEST(GemvTile, VectorKernelIsBitIdenticalToScalarOnOddShapes) {
         if (j % 13 == 9) x[j] *= 1e6f;
       }
       for (int rows = 1; rows <= 37; ++rows) {
-        for (int cols : {1, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 55, 56, 71}) {
+        for (int cols :
+             {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 18, 31, 32, 33, 47, 55, 56, 71}) {
           for (int row0 : {0, 3}) {
             const MatrixView v = m.view(row0, rows, 2, cols);
             const std::span<const float> xs(x.data(), static_cast<std::size_t>(cols));
@@ -221,11 +264,11 @@ TEST(GemvTile, EightBitCodesGiveTheSameBitsAsTheirFp32Values) {
 
 TEST(GemvTile, WidensEveryFp16BitPatternExactly) {
   // Each row holds one of the 65,536 fp16 patterns in a column that cycles
-  // through the four lanes of a vector load, zeros elsewhere, and x = 1: the
-  // result is the widened value (a zero's sign aside: 0 + -0 = +0), NaNs
-  // included, and the vector kernel must agree with the scalar one bit for
-  // bit.
-  constexpr int kCols = 8;
+  // through the sixteen lanes and the partial last block, zeros elsewhere,
+  // and x = 1: the result is the widened value (a zero's sign aside:
+  // 0 + -0 = +0), NaNs included, and the vector kernel must agree with the
+  // scalar one bit for bit.
+  constexpr int kCols = 19;
   Matrix m(65536, kCols);
   for (int p = 0; p < 65536; ++p) {
     const float v = fp16_bits_to_float(static_cast<std::uint16_t>(p));
