@@ -23,6 +23,7 @@
 #include "sim/program.hpp"
 #include "sim/row_band_team.hpp"
 #include "sim/system.hpp"
+#include "sim/value_lane.hpp"
 
 namespace wafersim::sim {
 
@@ -59,14 +60,49 @@ struct UserLog {
 };
 using HostLog = std::vector<UserLog>;
 
+// A placed model the host feeds: its executor and lowered program. A
+// functional run with the lane (sim/value_lane.hpp) has `ex` timing only and
+// `values` computing the numbers on `lane`, each stage posted as the
+// simulation reaches it.
+struct Pipeline {
+  Executor* ex = nullptr;
+  const Program* program = nullptr;
+  Executor* values = nullptr;
+  ValueLane* lane = nullptr;
+  ExpertExchange* experts = nullptr;
+
+  // Posts `work(values executor, mirror)` for token `m` (none without a
+  // lane); the mirror gets m's header first.
+  template <class Work>
+  void post(TokenMessage& m, Work&& work) const {
+    if (!lane) return;
+    if (!m.values) m.values = std::make_shared<TokenMessage>();
+    TokenMessage header;
+    m.copy_header_to(header);
+    m.lane_ticket =
+        lane->post([ex = values, v = m.values, header, work = std::forward<Work>(work)]() mutable {
+          header.copy_header_to(*v);
+          work(*ex, *v);
+        });
+  }
+  // The token the values chose and its logits, once the lane has them.
+  void settle(TokenMessage& m) const {
+    if (!m.values) return;
+    lane->wait(m.lane_ticket);
+    m.next_token = m.values->next_token;
+    m.logits = std::move(m.values->logits);
+    m.values.reset();
+  }
+};
+
 // One pipeline stage (a decoder layer or the head): takes a token, runs its
 // phases in simulated time, passes the token on.
 SC_MODULE(StageModule) {
   sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> in;
   sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> out;
 
-  StageModule(sc_core::sc_module_name name, Executor & ex, const StageProgram& program)
-      : sc_module(name), ex_(ex), program_(program) {
+  StageModule(sc_core::sc_module_name name, const Pipeline& p, const StageProgram& program)
+      : sc_module(name), p_(p), ex_(*p.ex), program_(program) {
     SC_THREAD(process);
   }
 
@@ -88,6 +124,9 @@ SC_MODULE(StageModule) {
       if (now_cycles().value > m->handed_at)
         for (Vec& v : m->slots)
           for (Timed& r : v.ready) r = r.not_before(now_cycles(), Resource::queueing);
+      p_.post(*m, [sp = &program_](Executor& ex, TokenMessage& v) {
+        run_stage(ex, *sp, v, [](const std::string&, const Timed&) {});
+      });
       run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
         trace(*m, label, t);
         wait_until(t);
@@ -111,16 +150,11 @@ SC_MODULE(StageModule) {
         static_cast<unsigned long long>(b.contention));
   }
 
+  const Pipeline p_;
   Executor& ex_;
   const StageProgram& program_;
   int trace_position_ =
       std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
-};
-
-// A placed model the host feeds: its executor and lowered program.
-struct Pipeline {
-  Executor* ex = nullptr;
-  const Program* program = nullptr;
 };
 
 // Speculative decoding on the wafer (scenario `speculative_decoding`): the
@@ -191,7 +225,7 @@ SC_MODULE(HostModule) {
 
  private:
   bool functional() const {
-    return target_.ex->functional();
+    return options_.functional;
   }
 
   TokenMessage* make(const Pipeline& p, int user, int position, std::int32_t token, bool prefill,
@@ -204,6 +238,9 @@ SC_MODULE(HostModule) {
     m->prefill = prefill;
     m->start_cycle = from_host ? 0 : id_ready.at.value;
     slot(*m, Slot::x) = p.ex->embed(token, position, id_ready, from_host);
+    p.post(*m, [=](Executor& ex, TokenMessage& v) {
+      slot(v, Slot::x) = ex.embed(token, position, Timed{}, from_host);
+    });
     return m;
   }
 
@@ -222,11 +259,19 @@ SC_MODULE(HostModule) {
     m->token = ids[0];
     m->prefill = true;
     const StageProgram& entry = p.program->stages.front();
-    std::vector<Vec> parts;
-    for (std::size_t t = 0; t < ids.size(); ++t)
-      parts.push_back(p.ex->move(p.ex->embed(ids[t], first + static_cast<int>(t), arrived, true),
-                                 entry.input, entry.input_spread));
-    slot(*m, Slot::x) = Executor::stack(parts);
+    const auto embed_block = [&entry, first](Executor& ex, std::span<const std::int32_t> ids,
+                                             const Timed& arrived) {
+      std::vector<Vec> parts;
+      for (std::size_t t = 0; t < ids.size(); ++t)
+        parts.push_back(ex.move(ex.embed(ids[t], first + static_cast<int>(t), arrived, true),
+                                entry.input, entry.input_spread));
+      return Executor::stack(parts);
+    };
+    slot(*m, Slot::x) = embed_block(*p.ex, ids, arrived);
+    p.post(*m, [embed_block, ids = std::vector<std::int32_t>(ids.begin(), ids.end())](
+                   Executor& ex, TokenMessage& v) {
+      slot(v, Slot::x) = embed_block(ex, ids, Timed{});
+    });
     return m;
   }
 
@@ -294,6 +339,7 @@ SC_MODULE(HostModule) {
     int processed = 0, finished = 0;
     while (finished < users) {
       TokenMessage* m = from_wafer->read();
+      if (m->needs_logits) target_.settle(*m);
       record(*m);
       ++processed;
       if (options_.progress) options_.progress(processed, total);
@@ -362,6 +408,7 @@ SC_MODULE(HostModule) {
   void draft_process() {
     for (;;) {
       TokenMessage* m = from_draft->read();
+      if (m->needs_logits) draft_.settle(*m);
       ++spec_->draft_passes;
       if (!m->needs_logits) continue;
       spec_->draft_cycles += m->done.at.value - m->start_cycle;
@@ -421,8 +468,11 @@ SC_MODULE(HostModule) {
     // accepted proposals); the draft has read up to r.position + k - 1.
     const int target_keep = r.position + n + 1;
     const int draft_keep = r.position + std::min(n, k - 1) + 1;
-    target_.ex->truncate_kv(u, target_keep);
-    draft_.ex->truncate_kv(u, draft_keep);
+    for (const auto& [p, keep] :
+         {std::pair{&target_, target_keep}, std::pair{&draft_, draft_keep}}) {
+      p->ex->truncate_kv(u, keep);
+      if (p->lane) p->lane->post([ex = p->values, u, keep = keep] { ex->truncate_kv(u, keep); });
+    }
     // The ids the draft's cache lacks, up to `own`.
     std::vector<std::int32_t> feed;
     for (int p = draft_keep; p < target_keep; ++p)
@@ -448,7 +498,8 @@ SC_MODULE(HostModule) {
 // first stage, out() is what its head hands back.
 class StageChain {
  public:
-  StageChain(const std::string& prefix, const Program& program, Executor& ex, int depth) {
+  StageChain(const std::string& prefix, const Pipeline& p, int depth) {
+    const Program& program = *p.program;
     const std::size_t n = program.stages.size();
     for (std::size_t i = 0; i <= n; ++i)
       fifos_.push_back(
@@ -457,7 +508,7 @@ class StageChain {
       std::string name =
           prefix + program.stages[i].name;  // "layer 3 attention" -> "layer_3_attention"
       std::replace(name.begin(), name.end(), ' ', '_');
-      stages_.push_back(std::make_unique<StageModule>(name.c_str(), ex, program.stages[i]));
+      stages_.push_back(std::make_unique<StageModule>(name.c_str(), p, program.stages[i]));
       stages_.back()->in(*fifos_[i]);
       stages_.back()->out(*fifos_[i + 1]);
     }
@@ -484,6 +535,41 @@ Scenario draft_scenario(const Scenario& sc) {
   d.speculative.reset();
   return d;
 }
+
+// The executors of one placed model: `timing` runs in simulated time; with
+// the functional lane, `values` computes the numbers on it (the timing one
+// then has no weights) and the two share the experts a MoE token chose.
+struct PipelineExecutors {
+  std::unique_ptr<Executor> timing, values;
+  std::unique_ptr<ExpertExchange> experts;
+  ValueLane* lane = nullptr;
+
+  PipelineExecutors(const PlacedSystem& s, fabric::WaferIo* io, const models::ModelConfig& model,
+                    const models::Weights* weights, int bits, std::uint64_t seed, int threads,
+                    ValueLane* value_lane)
+      : lane(weights ? value_lane : nullptr) {
+    timing = std::make_unique<Executor>(s.wafer_ptrs, io, model, s.placement, s.program,
+                                        lane ? nullptr : weights, bits);
+    timing->set_routing_seed(seed);  // MoE expert choice in timing-only runs
+    if (!lane) {
+      if (weights) timing->set_threads(threads);
+      return;
+    }
+    // The lane's thread and threads - 2 helpers for the GEMVs (this thread
+    // runs the simulation).
+    values = std::make_unique<Executor>(s.wafer_ptrs, nullptr, model, s.placement, s.program,
+                                        weights, bits);
+    values->set_values_only();
+    values->set_threads(std::max(1, threads - 1));
+    experts = std::make_unique<ExpertExchange>();
+    timing->set_expert_exchange(experts.get());
+    values->set_expert_exchange(experts.get());
+    lane->on_error([x = experts.get()] { x->abandon(); });
+  }
+  Pipeline pipeline(const Program& program) const {
+    return Pipeline{timing.get(), &program, values.get(), lane, experts.get()};
+  }
+};
 
 }  // namespace
 
@@ -518,7 +604,6 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   const std::unique_ptr<PlacedSystem> sys = place_system(sc);
   host_times.place_s = host_since(t_host);
   const auto& wafers = sys->wafers;
-  const auto& wafer_ptrs = sys->wafer_ptrs;
   const Placement& placement = sys->placement;
   const Program& program = sys->program;
   fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
@@ -544,9 +629,13 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
                                          models::HostStorage::compact);
   host_times.weights_s = host_since(t_host);
-  Executor ex(wafer_ptrs, &io, sc.model, placement, program, weights ? &*weights : nullptr, bits);
-  ex.set_routing_seed(sc.workload.seed);  // MoE expert choice in timing-only runs
-  if (options.functional) ex.set_threads(threads);
+  // A functional run with more than one thread computes its numbers on the
+  // functional lane (sim/value_lane.hpp) behind the timing; with one, both
+  // in the same executor on this thread.
+  std::unique_ptr<ValueLane> lane;
+  if (options.functional && threads > 1) lane = std::make_unique<ValueLane>();
+  PipelineExecutors target(*sys, &io, sc.model, weights ? &*weights : nullptr, bits,
+                           sc.workload.seed, threads, lane.get());
 
   // The prompt's token ids reach the wafer over its edge I/O.
   const Cycles io_cycles = id_transfer_cycles(sc.hardware, static_cast<std::size_t>(n_prompt));
@@ -554,7 +643,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
   const int users = sc.workload.users;
   const int depth = users * (n_prompt + sc.workload.generate_tokens) + 2;
-  StageChain chain("", program, ex, depth);
+  StageChain chain("", target.pipeline(program), depth);
   HostLog log(static_cast<std::size_t>(users));
   for (int u = 0; u < users; ++u)
     log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
@@ -564,7 +653,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::unique_ptr<PlacedSystem> draft_sys;
   std::optional<models::Weights> draft_weights;
   std::unique_ptr<fabric::WaferIo> draft_io;
-  std::unique_ptr<Executor> draft_ex;
+  std::unique_ptr<PipelineExecutors> draft;
   std::unique_ptr<StageChain> draft_chain;
   std::optional<analysis::SpeculativeRun> speculation;
   if (sc.speculative) {
@@ -584,12 +673,10 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
                                                  models::HostStorage::compact);
     draft_io =
         std::make_unique<fabric::WaferIo>(sc.hardware, static_cast<int>(draft_sys->wafers.size()));
-    draft_ex = std::make_unique<Executor>(draft_sys->wafer_ptrs, draft_io.get(), sd.draft,
-                                          draft_sys->placement, draft_sys->program,
-                                          draft_weights ? &*draft_weights : nullptr, bits);
-    draft_ex->set_routing_seed(sc.workload.seed);
-    if (options.functional) draft_ex->set_threads(threads);
-    draft_chain = std::make_unique<StageChain>("draft_", draft_sys->program, *draft_ex,
+    draft = std::make_unique<PipelineExecutors>(*draft_sys, draft_io.get(), sd.draft,
+                                                draft_weights ? &*draft_weights : nullptr, bits,
+                                                sc.workload.seed, threads, lane.get());
+    draft_chain = std::make_unique<StageChain>("draft_", draft->pipeline(draft_sys->program),
                                                depth + users * sd.draft_tokens);
     speculation.emplace();  // what the run is; the host counts how it went
     speculation->draft_model = sd.draft.name;
@@ -598,9 +685,17 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     speculation->acceptance_rate = sd.acceptance_rate;
     speculation->accepted_by_comparison = options.functional;
   }
-  HostModule host("host", Pipeline{&ex, &program}, sc, io_cycles, r, log, options,
-                  Pipeline{draft_ex.get(), draft_sys ? &draft_sys->program : nullptr},
+  HostModule host("host", target.pipeline(program), sc, io_cycles, r, log, options,
+                  draft ? draft->pipeline(draft_sys->program) : Pipeline{},
                   speculation ? &*speculation : nullptr);
+  // Whatever way this function ends, the lane stops before what its work
+  // refers to (executors, weights, programs) goes.
+  struct StopLane {
+    ValueLane* lane;
+    ~StopLane() {
+      if (lane) lane->stop();
+    }
+  } stop_lane{lane.get()};
   host.to_wafer(chain.in());
   host.from_wafer(chain.out());
   if (draft_chain) {
@@ -609,7 +704,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   }
   t_host = HostClock::now();
   sc_core::sc_start();
-  prefaulters.clear();  // before any wafer is released below
+  if (lane) lane->drain();  // the last numbers (and any error of the lane's)
+  prefaulters.clear();      // before any wafer is released below
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
 

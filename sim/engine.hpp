@@ -28,13 +28,15 @@ struct RunOptions {
   std::function<void(int, int)> progress;
   // When set, filled with where the host's time went.
   HostTimes* host_times = nullptr;
-  // Host threads: a functional run computes its GEMVs' values on them beside
-  // the one that runs the simulation (sim::RowBandTeam); with more than one,
-  // a second thread faults in the wafers' link and ramp records ahead of the
-  // simulation (fabric::PagePrefaulter; in functional runs while the weights
-  // are made). 0 = as many as the host has. Results are bit-identical for
-  // every value; only the host time (and, for the prefaulting, resident
-  // memory) changes.
+  // Host threads. With more than one, a functional run computes its numbers
+  // on a thread of their own behind the simulation (the functional lane,
+  // sim/value_lane.hpp), with threads - 2 more helping with its GEMVs
+  // (sim::RowBandTeam); with one, this thread computes them beside the
+  // timing. With more than one, a further thread also faults in the wafers'
+  // link and ramp records ahead of the simulation (fabric::PagePrefaulter;
+  // in functional runs while the weights are made). 0 = as many as the host
+  // has. Results are bit-identical for every value; only the host time (and,
+  // for the prefaulting, resident memory) changes.
   int threads = 0;
 };
 

@@ -22,6 +22,7 @@
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
 #include "sim/row_band_team.hpp"
+#include "sim/value_lane.hpp"
 
 namespace wafersim::sim {
 
@@ -72,6 +73,16 @@ struct TokenMessage {
   std::int32_t next_token = 0;
   Timed done;
   std::vector<float> logits;
+  // The functional lane (sim/value_lane.hpp): the token as the values-only
+  // executor computes it, and the ticket of the last work posted for it.
+  std::shared_ptr<TokenMessage> values;
+  std::uint64_t lane_ticket = 0;
+
+  // What the values mirror needs of this token besides its vectors.
+  void copy_header_to(TokenMessage& o) const {
+    o.user = user, o.position = position, o.tokens = tokens, o.token = token;
+    o.prefill = prefill, o.needs_logits = needs_logits, o.verifies = verifies;
+  }
 };
 
 inline Vec& slot(TokenMessage& m, Slot s) {
@@ -114,6 +125,22 @@ class Executor {
 
   bool functional() const { return w_ != nullptr; }
 
+  // A values-only executor (the functional lane, sim/value_lane.hpp):
+  // computes the numbers and the layouts only, never touching the fabric;
+  // every time it returns is the ready time it was given and means nothing.
+  // Needs weights. Its fabrics may be in use by a timing executor on
+  // another thread at the same time.
+  void set_values_only() {
+    if (!functional()) throw std::logic_error("a values-only executor needs weights");
+    timing_ = false;
+  }
+  bool timing() const { return timing_; }
+
+  // Mixture-of-experts choices: a functional executor publishes the experts
+  // each token chose to `x`; a timing-only one with an exchange takes them
+  // from it (waiting) instead of drawing them (timing_route).
+  void set_expert_exchange(ExpertExchange* x) { experts_ = x; }
+
   // Seed of the expert choice in timing-only runs (see timing_route()).
   void set_routing_seed(std::uint64_t seed) { routing_seed_ = seed; }
 
@@ -126,9 +153,8 @@ class Executor {
     while (p + 1 < e.p() && e.row_begin(p + 1) <= row) ++p;
     Vec v;
     std::vector<Timed> arrivals;
-    fabric::multicast_line(fab(e.wafer).mesh(), fab(e.wafer).flow(),
-                           Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_root,
-                           arrivals);
+    multicast(e.wafer, Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_root,
+              arrivals);
     for (int q = 0; q < e.q(); ++q) {
       v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1), e.wafer});
       v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
@@ -146,7 +172,7 @@ class Executor {
     int p = 0;
     while (p + 1 < e.p() && e.row_begin(p + 1) <= token) ++p;
     Timed at_row = id_ready;
-    if (!from_host) {
+    if (!from_host && timing_) {
       route_.clear();
       fab(e.wafer).route(pl_.head.lm_head.root(0), e.root(p), route_);
       at_row = fab(e.wafer).flow().send(route_, Bytes{4}, id_ready);
@@ -161,11 +187,13 @@ class Executor {
       // The position index travels with the token id to the position block.
       int pp = 0;
       while (pp + 1 < pe.p() && pe.row_begin(pp + 1) <= position) ++pp;
-      route_.clear();
-      fab(pe.wafer).mesh().xy_route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp),
-                                    route_);
-      const Timed at_pos =
-          fab(pe.wafer).flow().send(route_, Bytes{4}, from_host ? at_row : id_ready);
+      Timed at_pos = from_host ? at_row : id_ready;
+      if (timing_) {
+        route_.clear();
+        fab(pe.wafer).mesh().xy_route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp),
+                                      route_);
+        at_pos = fab(pe.wafer).flow().send(route_, Bytes{4}, at_pos);
+      }
       Vec pos = move(embedding_row(pe, position, at_pos), v.layout);
       if (functional()) {
         pos.values.resize(static_cast<std::size_t>(w_->position_embedding.cols()));
@@ -291,6 +319,7 @@ class Executor {
 
   fabric::Fabric& fab(int wafer) { return *fabs_[static_cast<std::size_t>(wafer)]; }
   Timed run_core(int wafer, Coord c, const Timed& ready, const fabric::CoreCost& cost) {
+    if (!timing_) return ready;
     fabric::Fabric& f = fab(wafer);
     return f.cores().run(f.mesh().id(c), ready, cost);
   }
@@ -301,6 +330,7 @@ class Executor {
   // On one wafer, `waypoint_x` >= 0 routes through that column (see move()).
   Timed transfer(const Piece& src, const Piece& dst, Bytes bytes, const Timed& ready,
                  int waypoint_x = -1) {
+    if (!timing_) return ready;
     route_.clear();
     if (src.wafer == dst.wafer) {
       // Around dead routers when there are any (XY otherwise).
@@ -323,6 +353,24 @@ class Executor {
     route_.clear();
     b.route(Coord{0, dst.core.y}, dst.core, route_);
     return b.flow().send(route_, bytes, across);
+  }
+
+  // The collectives on wafer `wafer`'s fabric (fabric/collectives.hpp).
+  void multicast(int wafer, const Line& line, Bytes bytes, const Timed& ready,
+                 std::vector<Timed>& arrivals) {
+    if (!timing_) return arrivals.assign(static_cast<std::size_t>(line.length), ready);
+    fabric::multicast_line(fab(wafer).mesh(), fab(wafer).flow(), line, bytes, ready, arrivals);
+  }
+  Timed reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
+               std::span<const Timed> ready) {
+    if (!timing_) return ready.front();
+    return fabric::reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready);
+  }
+  void all_reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
+                  std::span<const Timed> ready, std::vector<Timed>& arrivals) {
+    if (!timing_) return arrivals.assign(ready.size(), ready.front());
+    fabric::all_reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready,
+                            arrivals);
   }
 
   // The pieces of a layout that sits on consecutive cores of one column.
@@ -395,8 +443,7 @@ class Executor {
       partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
                             f.cost().vector_op(x.layout[i].size() * T, ops_per_element));
     std::vector<Timed> back;
-    fabric::all_reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4 * T},
-                            partial, back);
+    all_reduce(x.layout.front().wafer, ReductionScheme::chain, line, Bytes{4 * T}, partial, back);
     return back;
   }
   // Per-piece partials of token t of a column vector combined in the
@@ -517,8 +564,8 @@ class Executor {
       const auto [a, b] = span_of(h);
       if (a == b) continue;
       const Line line{l[a].core, fabric::Direction::south, static_cast<int>(b - a + 1)};
-      fabric::all_reduce_line(f.mesh(), f.flow(), ReductionScheme::chain, line, Bytes{4 * T},
-                              std::span(partial).subspan(a, b - a + 1), back);
+      all_reduce(l.front().wafer, ReductionScheme::chain, line, Bytes{4 * T},
+                 std::span(partial).subspan(a, b - a + 1), back);
       for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
     }
     for (std::size_t i = 0; i < l.size(); ++i) {
@@ -605,9 +652,15 @@ class Executor {
     const auto T64 = static_cast<std::uint64_t>(T);
     // The choice of every token of the block.
     std::vector<std::vector<models::ExpertChoice>> chosen;
-    for (int t = 0; t < T; ++t)
-      chosen.push_back(functional() ? models::route_top_k(logits.row(t), k)
-                                    : timing_route(layer, user, position + t));
+    for (int t = 0; t < T; ++t) {
+      if (functional()) {
+        chosen.push_back(models::route_top_k(logits.row(t), k));
+        if (experts_) experts_->publish(layer, user, position + t, chosen.back());
+      } else {
+        chosen.push_back(experts_ ? experts_->take(layer, user, position + t)
+                                  : timing_route(layer, user, position + t));
+      }
+    }
     const MatrixPlacement& r = st.router;
     const int w = r.wafer;
     std::vector<Timed> local(logits.layout.size());
@@ -615,14 +668,11 @@ class Executor {
       local[i] = run_core(w, logits.layout[i].core, logits.ready[i],
                           fab(w).cost().vector_op(logits.layout[i].size() * T64, 1));
     const auto pair_bytes = Bytes{static_cast<std::uint64_t>(k) * 8 * T64};
-    Timed choice = fabric::reduce_line(fab(w).mesh(), fab(w).flow(), ReductionScheme::chain,
-                                       column_line(logits.layout), pair_bytes, local);
+    Timed choice = reduce(w, ReductionScheme::chain, column_line(logits.layout), pair_bytes, local);
     choice = run_core(w, r.root(0), choice,
                       fab(w).cost().vector_op(static_cast<std::uint64_t>(k) * T64, 4));
     std::vector<Timed> told;
-    fabric::multicast_line(fab(w).mesh(), fab(w).flow(),
-                           Line{r.core(0, 0), fabric::Direction::east, r.q()}, pair_bytes, choice,
-                           told);
+    multicast(w, Line{r.core(0, 0), fabric::Direction::east, r.q()}, pair_bytes, choice, told);
     Vec x = normed;
     if (x.layout.size() != told.size())
       throw std::logic_error(r.name + ": the normed vector is not on the router's columns");
@@ -795,9 +845,8 @@ class Executor {
     std::vector<Timed> arrivals;
     for (int qi = 0; qi < Q; ++qi) {
       const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
-      fabric::multicast_line(fab(m.wafer).mesh(), fab(m.wafer).flow(),
-                             Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4 * T},
-                             x.ready[static_cast<std::size_t>(qi)], arrivals);
+      multicast(m.wafer, Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4 * T},
+                x.ready[static_cast<std::size_t>(qi)], arrivals);
       for (int pi = 0; pi < P; ++pi) {
         const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
         done_[static_cast<std::size_t>(pi) * Q + qi] =
@@ -808,10 +857,9 @@ class Executor {
     y.layout = output_layout(m);
     for (int pi = 0; pi < P; ++pi) {
       const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-      y.ready.push_back(
-          fabric::reduce_line(fab(m.wafer).mesh(), fab(m.wafer).flow(), m.reduction,
-                              Line{m.root(pi), fabric::Direction::east, Q}, Bytes{rows * 4 * T},
-                              std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
+      y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
+                               Bytes{rows * 4 * T},
+                               std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
     }
     if (functional()) {
       join_on_throw.team = nullptr;
@@ -952,9 +1000,8 @@ class Executor {
         kv_ready[static_cast<std::size_t>(i_owner)].push_back(k.ready[0]);
         kv_ready[static_cast<std::size_t>(i_owner)].push_back(v.ready[0]);
       }
-      fabric::multicast_line(fab(w).mesh(), fab(w).flow(), Line{top, fabric::Direction::south, L},
-                             Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0],
-                             arrivals);
+      multicast(w, Line{top, fabric::Direction::south, L},
+                Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0], arrivals);
       for (int i = 0; i < L; ++i) {
         std::uint64_t mine = 0;
         for (int t = 0; t < T; ++t)
@@ -968,9 +1015,8 @@ class Executor {
                       : run_core(w, a.segment_core(h, i), ready,
                                  fab(w).cost().attention(mine, hd, g, bits_));
       }
-      const Timed reduced = fabric::reduce_line(
-          fab(w).mesh(), fab(w).flow(), a.reduction, Line{top, fabric::Direction::south, L},
-          Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done);
+      const Timed reduced = reduce(w, a.reduction, Line{top, fabric::Direction::south, L},
+                                   Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done);
       out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
       out.ready.push_back(run_core(
           w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd) * T64, 1)));
@@ -1033,9 +1079,8 @@ class Executor {
     for (std::size_t i = 0; i < logits.layout.size(); ++i)
       local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
                           fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
-    fabric::Fabric& f = fab(logits.layout.front().wafer);
-    m.done = fabric::reduce_line(f.mesh(), f.flow(), ReductionScheme::chain,
-                                 column_line(logits.layout), Bytes{8}, local);
+    m.done = reduce(logits.layout.front().wafer, ReductionScheme::chain, column_line(logits.layout),
+                    Bytes{8}, local);
     if (functional()) {
       m.next_token = models::argmax(logits.values);
       m.logits = logits.values;
@@ -1080,6 +1125,8 @@ class Executor {
   std::unique_ptr<RowBandTeam> team_;
   std::vector<BandScratch> scratch_;  // one per thread of team_
   std::uint64_t routing_seed_ = 0;
+  bool timing_ = true;  // false: values only (set_values_only)
+  ExpertExchange* experts_ = nullptr;
   // Functional KV cache: one slice (rows of head_dim values, in position
   // order) per (user, layer, kv head, segment core).
   std::size_t slice(int user, int layer, int kv_head, int core) const {

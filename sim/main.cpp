@@ -196,9 +196,9 @@ int main(int argc, char** argv) {
       "Use this placement file (wafersim place --write-placement) instead of the strategy");
   int threads = 0;
   run->add_option("--threads", threads,
-                  "Host threads (0: all the host has): functional runs compute GEMV values on "
-                  "them, timing-only runs fault in the link records ahead on a second one; "
-                  "results do not depend on it")
+                  "Host threads (0: all the host has): from 2 on, functional runs compute "
+                  "their numbers on a second thread behind the timing (GEMV helpers from 3 on) "
+                  "and the link records are faulted in ahead; results do not depend on it")
       ->check(CLI::NonNegativeNumber);
 
   std::string svg, strategy, write_placement;
