@@ -1,9 +1,15 @@
 #include "models/weights.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "models/dtype.hpp"
@@ -195,10 +201,35 @@ std::vector<float> random_biases(int n, DType dtype, std::uint64_t seed, std::ui
   return b;
 }
 
+// Runs every job once on up to `threads` threads (this one included); the
+// first exception a job threw is rethrown once all have stopped.
+void run_jobs(const std::vector<std::function<void()>>& jobs, int threads) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  const auto work = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      try {
+        jobs[i]();
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = jobs.size();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  const std::size_t n = std::min(jobs.size(), static_cast<std::size_t>(std::max(1, threads)));
+  for (std::size_t t = 1; t < n; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& h : helpers) h.join();
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 
 Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,
-                           HostStorage storage) {
+                           HostStorage storage, int threads) {
   config.validate();
   const int hidden = config.hidden_size;
   const int inter = config.intermediate_size;
@@ -213,20 +244,27 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   w.embedding = uniform_matrix(config.vocab_size, hidden, unit_variance, dtype, seed,
                                kEmbeddingStream, storage);
 
+  // The layers' matrices are made by `threads` threads, each matrix from its
+  // own stream (the same bits whichever thread makes it, in whatever order).
+  std::vector<std::function<void()>> jobs;
+  const auto later = [&jobs, dtype, seed, storage](Matrix& into, int rows, int cols,
+                                                   std::uint64_t stream) {
+    jobs.push_back([&into, rows, cols, dtype, seed, stream, storage] {
+      into = random_matrix(rows, cols, dtype, seed, stream, storage);
+    });
+  };
   w.layers.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
     auto s = [l](TensorKind k) { return layer_stream(l, k); };
-    layer.wq = random_matrix(q, hidden, dtype, seed, s(TensorKind::wq), storage);
-    layer.wk = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wk), storage);
-    layer.wv = random_matrix(kv, hidden, dtype, seed, s(TensorKind::wv), storage);
-    layer.wo = random_matrix(hidden, q, dtype, seed, s(TensorKind::wo), storage);
+    later(layer.wq, q, hidden, s(TensorKind::wq));
+    later(layer.wk, kv, hidden, s(TensorKind::wk));
+    later(layer.wv, kv, hidden, s(TensorKind::wv));
+    later(layer.wo, hidden, q, s(TensorKind::wo));
     if (!config.is_moe()) {
-      if (!config.is_gpt2()) {
-        layer.w_gate = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_gate), storage);
-      }
-      layer.w_up = random_matrix(inter, hidden, dtype, seed, s(TensorKind::w_up), storage);
-      layer.w_down = random_matrix(hidden, inter, dtype, seed, s(TensorKind::w_down), storage);
+      if (!config.is_gpt2()) later(layer.w_gate, inter, hidden, s(TensorKind::w_gate));
+      later(layer.w_up, inter, hidden, s(TensorKind::w_up));
+      later(layer.w_down, hidden, inter, s(TensorKind::w_down));
     }
     layer.attn_norm = random_gains(hidden, dtype, seed, s(TensorKind::attn_norm));
     layer.ffn_norm = random_gains(hidden, dtype, seed, s(TensorKind::ffn_norm));
@@ -249,20 +287,18 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
       layer.k_norm = random_gains(config.head_dim, dtype, seed, x(ExtraKind::k_norm));
     }
     if (config.is_moe()) {
-      layer.router =
-          random_matrix(config.num_experts, hidden, dtype, seed, x(ExtraKind::router), storage);
+      later(layer.router, config.num_experts, hidden, x(ExtraKind::router));
       layer.experts.resize(static_cast<std::size_t>(config.num_experts));
       for (int e = 0; e < config.num_experts; ++e) {
         ExpertWeights& ex = layer.experts[static_cast<std::size_t>(e)];
-        ex.w_gate =
-            random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e), storage);
-        ex.w_up =
-            random_matrix(inter, hidden, dtype, seed, x(ExtraKind::expert0, 3 * e + 1), storage);
-        ex.w_down =
-            random_matrix(hidden, inter, dtype, seed, x(ExtraKind::expert0, 3 * e + 2), storage);
+        later(ex.w_gate, inter, hidden, x(ExtraKind::expert0, 3 * e));
+        later(ex.w_up, inter, hidden, x(ExtraKind::expert0, 3 * e + 1));
+        later(ex.w_down, hidden, inter, x(ExtraKind::expert0, 3 * e + 2));
       }
     }
   }
+
+  run_jobs(jobs, threads);
 
   w.final_norm = random_gains(hidden, dtype, seed, kFinalNormStream);
   if (config.is_gpt2()) {

@@ -304,9 +304,12 @@ struct Weights {
   // With HostStorage::compact each matrix is store_as(dtype) (bf16, fp16) or
   // store_quantized(dtype, its row scales) (int8, fp8_e4m3) as soon as it is
   // made, so the fp32 copy of only one matrix is alive at a time; the values
-  // are the same either way. Validates the config (ConfigError).
+  // are the same either way. The layers' matrices are made on `threads`
+  // host threads (the same bits for any count; the fp32 copies of up to
+  // `threads` matrices are alive at once). Validates the config
+  // (ConfigError).
   static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,
-                           HostStorage storage = HostStorage::fp32);
+                           HostStorage storage = HostStorage::fp32, int threads = 1);
 };
 
 // Indices of the synthetic streams (see Weights::synthetic).

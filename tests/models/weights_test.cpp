@@ -230,6 +230,52 @@ TEST(Weights, CompactHostStorageHoldsTheSameValues) {
   }
 }
 
+TEST(Weights, HostThreadCountDoesNotChangeABit) {
+  // Dense and mixture-of-experts layers, made by one thread or by four
+  // (more threads than some layers have matrices).
+  ModelConfig moe = tiny_llama();
+  moe.name = "tiny-moe";
+  moe.architecture = Architecture::mixtral;
+  moe.num_experts = 4;
+  moe.experts_per_token = 2;
+  for (const ModelConfig& c : {tiny_llama(), moe}) {
+    const Weights one = Weights::synthetic(c, DType::bf16, 9, HostStorage::compact, 1);
+    const Weights four = Weights::synthetic(c, DType::bf16, 9, HostStorage::compact, 4);
+    auto same = [&](const Matrix& a, const Matrix& b, const std::string& what) {
+      ASSERT_EQ(a.rows(), b.rows()) << what;
+      ASSERT_EQ(a.cols(), b.cols()) << what;
+      ASSERT_EQ(a.storage(), b.storage()) << what;
+      for (int i = 0; i < a.rows(); ++i)
+        for (int j = 0; j < a.cols(); ++j)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(a(i, j)), std::bit_cast<std::uint32_t>(b(i, j)))
+              << c.name << " " << what << " (" << i << ", " << j << ")";
+    };
+    same(one.embedding, four.embedding, "embedding");
+    for (std::size_t l = 0; l < one.layers.size(); ++l) {
+      const LayerWeights& a = one.layers[l];
+      const LayerWeights& b = four.layers[l];
+      const std::string at = " of layer " + std::to_string(l);
+      same(a.wq, b.wq, "wq" + at);
+      same(a.wk, b.wk, "wk" + at);
+      same(a.wv, b.wv, "wv" + at);
+      same(a.wo, b.wo, "wo" + at);
+      if (c.is_moe()) {
+        same(a.router, b.router, "router" + at);
+        ASSERT_EQ(a.experts.size(), b.experts.size());
+        for (std::size_t e = 0; e < a.experts.size(); ++e) {
+          same(a.experts[e].w_gate, b.experts[e].w_gate, "expert gate" + at);
+          same(a.experts[e].w_up, b.experts[e].w_up, "expert up" + at);
+          same(a.experts[e].w_down, b.experts[e].w_down, "expert down" + at);
+        }
+      } else {
+        same(a.w_gate, b.w_gate, "w_gate" + at);
+        same(a.w_up, b.w_up, "w_up" + at);
+        same(a.w_down, b.w_down, "w_down" + at);
+      }
+    }
+  }
+}
+
 TEST(Weights, ShapesFollowTheConfig) {
   const ModelConfig c = tiny_llama();
   const Weights w = Weights::synthetic(c, DType::bf16, 1);
