@@ -203,16 +203,22 @@ std::vector<float> random_biases(int n, DType dtype, std::uint64_t seed, std::ui
 
 // Runs every job once on up to `threads` threads (this one included); the
 // first exception a job threw is rethrown once all have stopped.
-void run_jobs(const std::vector<std::function<void()>>& jobs, int threads) {
+// `progress(done, total)` after each job, one call at a time.
+void run_jobs(const std::vector<std::function<void()>>& jobs, int threads,
+              const std::function<void(int, int)>& progress) {
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
-  std::mutex error_mutex;
+  std::mutex mutex;  // error, done, progress
+  int done = 0;
+  const int total = static_cast<int>(jobs.size());
   const auto work = [&] {
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       try {
         jobs[i]();
+        const std::lock_guard lock(mutex);
+        if (progress) progress(++done, total);
       } catch (...) {
-        const std::lock_guard lock(error_mutex);
+        const std::lock_guard lock(mutex);
         if (!error) error = std::current_exception();
         next = jobs.size();
       }
@@ -229,7 +235,8 @@ void run_jobs(const std::vector<std::function<void()>>& jobs, int threads) {
 }  // namespace
 
 Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,
-                           HostStorage storage, int threads) {
+                           HostStorage storage, int threads,
+                           const std::function<void(int, int)>& progress) {
   config.validate();
   const int hidden = config.hidden_size;
   const int inter = config.intermediate_size;
@@ -298,7 +305,7 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
     }
   }
 
-  run_jobs(jobs, threads);
+  run_jobs(jobs, threads, progress);
 
   w.final_norm = random_gains(hidden, dtype, seed, kFinalNormStream);
   if (config.is_gpt2()) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -306,10 +307,12 @@ struct Weights {
   // made, so the fp32 copy of only one matrix is alive at a time; the values
   // are the same either way. The layers' matrices are made on `threads`
   // host threads (the same bits for any count; the fp32 copies of up to
-  // `threads` matrices are alive at once). Validates the config
-  // (ConfigError).
+  // `threads` matrices are alive at once); `progress(done, total)` is called
+  // as they are (one call at a time, from any of those threads). Validates
+  // the config (ConfigError).
   static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,
-                           HostStorage storage = HostStorage::fp32, int threads = 1);
+                           HostStorage storage = HostStorage::fp32, int threads = 1,
+                           const std::function<void(int, int)>& progress = {});
 };
 
 // Indices of the synthetic streams (see Weights::synthetic).

@@ -626,8 +626,9 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::optional<models::Weights> weights;
   t_host = HostClock::now();
   if (options.functional)
-    weights = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
-                                         models::HostStorage::compact, threads);
+    weights =
+        models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
+                                   models::HostStorage::compact, threads, options.weights_progress);
   host_times.weights_s = host_since(t_host);
   // A functional run with more than one thread computes its numbers on the
   // functional lane (sim/value_lane.hpp) behind the timing; with one, both
@@ -670,7 +671,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     prefault(*draft_sys);
     if (options.functional)
       draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed,
-                                                 models::HostStorage::compact, threads);
+                                                 models::HostStorage::compact, threads,
+                                                 options.weights_progress);
     draft_io =
         std::make_unique<fabric::WaferIo>(sc.hardware, static_cast<int>(draft_sys->wafers.size()));
     draft = std::make_unique<PipelineExecutors>(*draft_sys, draft_io.get(), sd.draft,

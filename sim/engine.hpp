@@ -26,6 +26,9 @@ struct RunOptions {
   bool functional = true;  // compute real numbers and compare with the reference
   // Called with (tokens done, tokens total) as the simulation advances.
   std::function<void(int, int)> progress;
+  // Called with (matrices made, matrices in all) as a functional run makes
+  // its synthetic weights (from any host thread, one call at a time).
+  std::function<void(int, int)> weights_progress;
   // When set, filled with where the host's time went.
   HostTimes* host_times = nullptr;
   // Host threads. With more than one, a functional run computes its numbers

@@ -40,15 +40,21 @@ std::filesystem::path preset_dir(const std::string& flag) {
 }
 
 // A one-line progress bar on stderr, only when stderr is a terminal.
-void show_progress(int done, int total) {
+void show_bar(const char* what, int done, int total) {
   if (!::isatty(STDERR_FILENO) || total <= 0) return;
   const int width = 30;
   const int filled = done * width / total;
-  std::fprintf(stderr, "\r  simulating tokens [%s%s] %d/%d",
+  std::fprintf(stderr, "\r  %s [%s%s] %d/%d", what,
                std::string(static_cast<std::size_t>(filled), '#').c_str(),
                std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total);
-  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
+  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 60, "");
   std::fflush(stderr);
+}
+void show_progress(int done, int total) {
+  show_bar("simulating tokens", done, total);
+}
+void show_weights_progress(int done, int total) {
+  show_bar("making synthetic weights", done, total);
 }
 
 int cmd_run(const std::string& file, const std::string& presets, bool json, const std::string& out,
@@ -58,6 +64,7 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
   sim::RunOptions options;
   options.functional = functional_flag.value_or(sc.outputs.functional);
   options.progress = show_progress;
+  options.weights_progress = show_weights_progress;
   options.threads = threads;
   analysis::RunResult result = sim::run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
