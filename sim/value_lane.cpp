@@ -34,8 +34,8 @@ std::uint64_t ValueLane::post(std::function<void()> work) {
 
 void ValueLane::wait(std::uint64_t ticket) {
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return finished_ >= ticket || error_; });
-  if (error_) std::rethrow_exception(error_);
+  done_.wait(lock, [&] { return finished_ >= ticket; });  // after an error the rest is quick
+  if (error_ && error_ticket_ <= ticket) std::rethrow_exception(error_);
 }
 
 void ValueLane::drain() {
@@ -69,8 +69,8 @@ void ValueLane::loop() {
       for (const auto& f : on_error_) f();
     {
       std::lock_guard lock(mutex_);
-      if (error && !error_) error_ = error;
       ++finished_;
+      if (error && !error_) error_ = error, error_ticket_ = finished_;
     }
     done_.notify_all();
   }

@@ -38,7 +38,8 @@ class ValueLane {
   // Queues `work`; returns its ticket (1, 2, ... in posting order).
   std::uint64_t post(std::function<void()> work);
   // Waits until the work of `ticket` (and all before it) has run. Rethrows
-  // the first exception a work threw (the work after it is skipped).
+  // the first exception a work threw if that work was `ticket` or one before
+  // it (every work after it is skipped).
   void wait(std::uint64_t ticket);
   // Waits for everything posted so far.
   void drain();
@@ -62,6 +63,7 @@ class ValueLane {
   std::uint64_t finished_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;
+  std::uint64_t error_ticket_ = 0;  // the work that threw error_
   std::vector<std::function<void()>> on_error_;
   std::thread thread_;
 };
