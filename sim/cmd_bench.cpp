@@ -368,9 +368,12 @@ RegisteredCommand add_bench_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"fabric", "agreement", "models"}));
   cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models)");
-  cmd->add_option("--cases", o->only, "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional)")
+  cmd->add_option(
+         "--cases", o->only,
+         "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, 1b-timing)")
       ->delimiter(',');
-  cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")->group("");
+  cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")
+      ->group("");
   cmd->add_option("--threads", o->threads,
                   "models: host threads for the functional arithmetic (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
