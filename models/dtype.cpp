@@ -119,7 +119,19 @@ float round_to_dtype(float f, DType t) {
 
 float quantize_row(std::span<float> row, DType t) {
   if (t != DType::int8 && t != DType::fp8_e4m3) {
-    for (float& v : row) v = round_to_dtype(v, t);
+    // round_to_dtype, its switch taken once per row.
+    switch (t) {
+      case DType::fp32:
+        break;
+      case DType::bf16:
+        for (float& v : row) v = bf16_bits_to_float(float_to_bf16_bits(v));
+        break;
+      case DType::fp16:
+        for (float& v : row) v = fp16_bits_to_float(float_to_fp16_bits(v));
+        break;
+      default:
+        for (float& v : row) v = round_to_dtype(v, t);
+    }
     return 1.0f;
   }
   float amax = 0.0f;

@@ -17,11 +17,19 @@
 
 namespace wafersim::models {
 
-Matrix::Matrix(int rows, int cols) : rows_(rows), cols_(cols) {
+namespace {
+
+void check_dimensions(int rows, int cols) {
   if (rows < 0 || cols < 0) {
     throw std::invalid_argument("Matrix dimensions must be >= 0, got " + std::to_string(rows) +
                                 " x " + std::to_string(cols));
   }
+}
+
+}  // namespace
+
+Matrix::Matrix(int rows, int cols) : rows_(rows), cols_(cols) {
+  check_dimensions(rows, cols);
   values_.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols), 0.0f);
 }
 
@@ -29,6 +37,53 @@ void throw_wrong_storage(const char* what, DType storage) {
   throw std::logic_error(std::string(what) + ": not available for a matrix stored as " +
                          dtype_name(storage));
 }
+
+namespace {
+
+// v as the 16-bit encoding of `t` (bf16 or fp16); false when v is not
+// exactly representable in it.
+bool encode16(DType t, float v, std::uint16_t& out) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
+  if (t == DType::bf16) {
+    // A bf16 value is an fp32 whose low 16 bits are zero; the high 16 are
+    // its encoding (any NaN payload included).
+    out = static_cast<std::uint16_t>(u >> 16);
+    return (u & 0xffffu) == 0;
+  }
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    // A NaN: float_to_fp16_bits would make a signalling one quiet, so its
+    // payload is moved by hand; it must fit in fp16's 10 mantissa bits.
+    out = static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7c00u | ((u >> 13) & 0x3ffu));
+    return (u & 0x1fffu) == 0;
+  }
+  out = float_to_fp16_bits(v);
+  // Compared as bits: -0.0 must stay -0.0.
+  return std::bit_cast<std::uint32_t>(fp16_bits_to_float(out)) == u;
+}
+
+// v as the 8-bit code of `t` under row scale s (quantize_row's own encoding
+// of v / s); false when the code times s is not v, bit for bit.
+bool encode8(DType t, float v, float s, std::uint8_t& out) {
+  out = t == DType::int8 ? static_cast<std::uint8_t>(float_to_int8(v / s))
+                         : float_to_fp8_e4m3_bits(v / s);
+  return std::bit_cast<std::uint32_t>(decode_8bit(t, out) * s) == std::bit_cast<std::uint32_t>(v);
+}
+
+[[noreturn]] void throw_not_representable(const char* what, DType t, std::size_t i, std::size_t j,
+                                          float v) {
+  throw std::invalid_argument(std::string(what) + "(" + dtype_name(t) + "): element (" +
+                              std::to_string(i) + ", " + std::to_string(j) + ") = " +
+                              std::to_string(v) + " is not exactly representable; round it first");
+}
+
+[[noreturn]] void throw_not_a_code(DType t, std::size_t i, std::size_t j, float v, float s) {
+  throw std::invalid_argument("Matrix::store_quantized(" + std::string(dtype_name(t)) +
+                              "): element (" + std::to_string(i) + ", " + std::to_string(j) +
+                              ") = " + std::to_string(v) + " is not a code times the row " +
+                              "scale " + std::to_string(s) + "; quantize the row first");
+}
+
+}  // namespace
 
 void Matrix::store_as(DType t) {
   if (t != DType::bf16 && t != DType::fp16) return;  // held as fp32 (see header)
@@ -38,33 +93,10 @@ void Matrix::store_as(DType t) {
                            "): the matrix is already stored as " + dtype_name(storage_));
   }
   std::vector<std::uint16_t> bits(values_.size());
-  for (std::size_t k = 0; k < values_.size(); ++k) {
-    const float v = values_[k];
-    const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
-    bool exact;
-    if (t == DType::bf16) {
-      // A bf16 value is an fp32 whose low 16 bits are zero; the high 16 are
-      // its encoding (any NaN payload included).
-      bits[k] = static_cast<std::uint16_t>(u >> 16);
-      exact = (u & 0xffffu) == 0;
-    } else if ((u & 0x7fffffffu) > 0x7f800000u) {
-      // A NaN: float_to_fp16_bits would make a signalling one quiet, so its
-      // payload is moved by hand; it must fit in fp16's 10 mantissa bits.
-      bits[k] = static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7c00u | ((u >> 13) & 0x3ffu));
-      exact = (u & 0x1fffu) == 0;
-    } else {
-      bits[k] = float_to_fp16_bits(v);
-      // Compared as bits: -0.0 must stay -0.0.
-      exact = std::bit_cast<std::uint32_t>(fp16_bits_to_float(bits[k])) == u;
-    }
-    if (!exact) {
-      const std::size_t cols = static_cast<std::size_t>(cols_);
-      throw std::invalid_argument("Matrix::store_as(" + std::string(dtype_name(t)) +
-                                  "): element (" + std::to_string(k / cols) + ", " +
-                                  std::to_string(k % cols) + ") = " + std::to_string(v) +
-                                  " is not exactly representable; round it first");
-    }
-  }
+  const std::size_t cols = static_cast<std::size_t>(cols_);
+  for (std::size_t k = 0; k < values_.size(); ++k)
+    if (!encode16(t, values_[k], bits[k]))
+      throw_not_representable("Matrix::store_as", t, k / cols, k % cols, values_[k]);
   bits_ = std::move(bits);
   std::vector<float>().swap(values_);  // give the fp32 memory back now
   storage_ = t;
@@ -85,24 +117,59 @@ void Matrix::store_quantized(DType t, std::span<const float> row_scales) {
     const float s = row_scales[static_cast<std::size_t>(i)];
     for (int j = 0; j < cols_; ++j) {
       const std::size_t k = index(i, j);
-      const float v = values_[k];
-      // quantize_row's own encoding of v / s; exact when v came from it.
-      const std::uint8_t c = t == DType::int8 ? static_cast<std::uint8_t>(float_to_int8(v / s))
-                                              : float_to_fp8_e4m3_bits(v / s);
-      // Compared as bits: -0.0 must stay -0.0.
-      if (std::bit_cast<std::uint32_t>(decode_8bit(t, c) * s) != std::bit_cast<std::uint32_t>(v)) {
-        throw std::invalid_argument("Matrix::store_quantized(" + std::string(dtype_name(t)) +
-                                    "): element (" + std::to_string(i) + ", " + std::to_string(j) +
-                                    ") = " + std::to_string(v) + " is not a code times the row " +
-                                    "scale " + std::to_string(s) + "; quantize the row first");
-      }
-      codes[k] = c;
+      if (!encode8(t, values_[k], s, codes[k]))
+        throw_not_a_code(t, static_cast<std::size_t>(i), static_cast<std::size_t>(j), values_[k],
+                         s);
     }
   }
   codes_ = std::move(codes);
   scales_.assign(row_scales.begin(), row_scales.end());
   std::vector<float>().swap(values_);  // give the fp32 memory back now
   storage_ = t;
+}
+
+Matrix Matrix::compact(int rows, int cols, DType t) {
+  if (!is_8bit(t) && t != DType::bf16 && t != DType::fp16)
+    throw std::invalid_argument(std::string("Matrix::compact: ") + dtype_name(t) +
+                                " has no compact storage (bf16, fp16, int8, fp8_e4m3)");
+  check_dimensions(rows, cols);
+  Matrix m;
+  m.rows_ = rows;
+  m.cols_ = cols;
+  m.storage_ = t;
+  const std::size_t n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+  if (is_8bit(t)) {
+    m.codes_.assign(n, 0);
+    m.scales_.assign(static_cast<std::size_t>(rows), 1.0f);
+  } else {
+    m.bits_.assign(n, 0);
+  }
+  return m;
+}
+
+void Matrix::set_row(int i, std::span<const float> values, float scale) {
+  if (i < 0 || i >= rows_ || values.size() != static_cast<std::size_t>(cols_))
+    throw std::invalid_argument("Matrix::set_row: row " + std::to_string(i) + " of " +
+                                std::to_string(rows_) + " with " + std::to_string(values.size()) +
+                                " values for " + std::to_string(cols_) + " columns");
+  const auto row = static_cast<std::size_t>(i);
+  if (storage_ == DType::fp32) {
+    std::copy(values.begin(), values.end(),
+              values_.begin() + static_cast<std::ptrdiff_t>(index(i, 0)));
+    return;
+  }
+  if (is_8bit(storage_)) {
+    std::uint8_t* out = codes_.data() + index(i, 0);
+    for (std::size_t j = 0; j < values.size(); ++j)
+      if (!encode8(storage_, values[j], scale, out[j]))
+        throw_not_a_code(storage_, row, j, values[j], scale);
+    scales_[row] = scale;
+    return;
+  }
+  std::uint16_t* out = bits_.data() + index(i, 0);
+  for (std::size_t j = 0; j < values.size(); ++j)
+    if (!encode16(storage_, values[j], out[j]))
+      throw_not_representable("Matrix::set_row", storage_, row, j, values[j]);
 }
 
 void Matrix::row_values(int i, std::span<float> out) const {
@@ -166,6 +233,20 @@ void fill_uniform(std::span<float> values, float bound, DType dtype, std::uint64
 // codes with the rows' scales (int8, fp8_e4m3).
 Matrix uniform_matrix(int rows, int cols, float bound, DType dtype, std::uint64_t seed,
                       std::uint64_t stream, HostStorage storage) {
+  if (storage == HostStorage::compact && dtype != DType::fp32) {
+    // Row by row straight into the compact storage: the same values (one
+    // stream in row-major order, each row through quantize_row) without an
+    // fp32 copy of the whole matrix.
+    Matrix m = Matrix::compact(rows, cols, dtype);
+    Xoshiro256StarStar rng(stream_seed(seed, stream));
+    std::vector<float> row(static_cast<std::size_t>(cols));
+    for (int i = 0; i < rows; ++i) {
+      for (float& v : row) v = rng.uniform_pm1() * bound;  // fp32: round_to_dtype is exact
+      const float scale = quantize_row(row, dtype);
+      m.set_row(i, row, scale);
+    }
+    return m;
+  }
   Matrix m(rows, cols);
   fill_uniform({m.data(), m.size()}, bound, DType::fp32, seed, stream);
   std::vector<float> scales(static_cast<std::size_t>(rows));

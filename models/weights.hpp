@@ -158,6 +158,19 @@ class Matrix {
   // storage (std::logic_error otherwise).
   void store_quantized(DType t, std::span<const float> row_scales);
 
+  // A rows x cols matrix held compactly from the start (bf16, fp16: 16-bit
+  // encodings; int8, fp8_e4m3: codes and row scales), every element +0 and
+  // every scale 1; set_row() fills it row by row, with no fp32 copy of the
+  // whole matrix. std::invalid_argument for another dtype or a negative
+  // dimension.
+  static Matrix compact(int rows, int cols, DType t);
+  // Row i := `values`, stored as the matrix is: fp32 as given; 16-bit
+  // formats exactly as store_as would (std::invalid_argument naming the
+  // element when one is not representable); 8-bit formats as codes times
+  // `scale` exactly as store_quantized would (quantize_row's values and
+  // scale). The row is left partly written on an error.
+  void set_row(int i, std::span<const float> values, float scale = 1.0f);
+
   // fp32 storage only (std::logic_error otherwise).
   float* data() {
     require_fp32("Matrix::data");

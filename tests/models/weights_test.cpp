@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/dtype.hpp"
@@ -194,6 +195,54 @@ TEST(Matrix, StoreQuantizedRejectsValuesItCannotRebuildAndLeavesTheMatrix) {
   EXPECT_THROW(m.store_quantized(DType::int8, std::vector<float>{1.0f}), std::invalid_argument);
   EXPECT_THROW(m.store_quantized(DType::bf16, std::vector<float>{1.0f, 1.0f}),
                std::invalid_argument);
+}
+
+TEST(Matrix, CompactRowByRowEqualsStoringTheWholeMatrix) {
+  // The same rounded rows, stored by set_row into a compact matrix and by
+  // store_as / store_quantized from fp32: the same storage, the same bits.
+  for (DType t : {DType::bf16, DType::fp16, DType::int8, DType::fp8_e4m3}) {
+    Matrix wide(5, 9);
+    std::vector<float> scales(5);
+    Xoshiro256StarStar rng(4);
+    Matrix rows = Matrix::compact(5, 9, t);
+    EXPECT_EQ(rows.storage(), t);
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 9; ++j) wide(i, j) = rng.uniform_pm1() * 3.0f;
+      wide(i, 0) = -0.0f;
+      scales[static_cast<std::size_t>(i)] = quantize_row(wide.mutable_row(i), t);
+      rows.set_row(i, wide.row(i), scales[static_cast<std::size_t>(i)]);
+    }
+    Matrix whole = wide;
+    if (is_8bit(t)) {
+      whole.store_quantized(t, scales);
+    } else {
+      whole.store_as(t);
+    }
+    EXPECT_EQ(rows.storage_bytes(), whole.storage_bytes()) << dtype_name(t);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 9; ++j)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(std::as_const(rows)(i, j)),
+                  std::bit_cast<std::uint32_t>(std::as_const(whole)(i, j)))
+            << dtype_name(t) << " (" << i << ", " << j << ")";
+  }
+}
+
+TEST(Matrix, SetRowRejectsWhatTheStorageCannotHoldAndCompactOnlyCompactTypes) {
+  Matrix m = Matrix::compact(2, 3, DType::bf16);
+  const std::vector<float> ok = {1.0f, -2.0f, 0.5f}, bad = {1.0f, 1.0f + 0x1p-20f, 0.0f};
+  m.set_row(1, ok);
+  EXPECT_EQ(std::as_const(m)(1, 1), -2.0f);
+  EXPECT_EQ(std::as_const(m)(0, 2), 0.0f);
+  try {
+    m.set_row(0, bad);
+    FAIL() << "not representable in bf16";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("element (0, 1)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(m.set_row(2, ok), std::invalid_argument);  // no row 2
+  EXPECT_THROW(m.set_row(0, std::vector<float>(2)), std::invalid_argument);
+  EXPECT_THROW(Matrix::compact(2, 2, DType::fp32), std::invalid_argument);
+  EXPECT_THROW(Matrix::compact(-1, 2, DType::bf16), std::invalid_argument);
 }
 
 TEST(Weights, CompactHostStorageHoldsTheSameValues) {
