@@ -329,11 +329,9 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   w.dtype = dtype;
 
   const float unit_variance = static_cast<float>(std::sqrt(3.0));
-  w.embedding = uniform_matrix(config.vocab_size, hidden, unit_variance, dtype, seed,
-                               kEmbeddingStream, storage);
-
-  // The layers' matrices are made by `threads` threads, each matrix from its
-  // own stream (the same bits whichever thread makes it, in whatever order).
+  // Every matrix is made by one of `threads` threads, each from its own
+  // stream (the same bits whichever thread makes it, in whatever order);
+  // the largest first.
   std::vector<std::function<void()>> jobs;
   const auto later = [&jobs, dtype, seed, storage](Matrix& into, int rows, int cols,
                                                    std::uint64_t stream) {
@@ -341,6 +339,18 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
       into = random_matrix(rows, cols, dtype, seed, stream, storage);
     });
   };
+  const auto later_uniform = [&jobs, dtype, seed, storage](Matrix& into, int rows, int cols,
+                                                           float bound, std::uint64_t stream) {
+    jobs.push_back([&into, rows, cols, bound, dtype, seed, stream, storage] {
+      into = uniform_matrix(rows, cols, bound, dtype, seed, stream, storage);
+    });
+  };
+  later_uniform(w.embedding, config.vocab_size, hidden, unit_variance, kEmbeddingStream);
+  if (!config.tie_embeddings)  // tied: embedding is the lm_head (lm_head_matrix())
+    later(w.lm_head, config.vocab_size, hidden, kLmHeadStream);
+  if (config.is_gpt2())
+    later_uniform(w.position_embedding, config.max_position, hidden, unit_variance,
+                  kPositionEmbeddingStream);
   w.layers.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
@@ -389,13 +399,8 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   run_jobs(jobs, threads, progress);
 
   w.final_norm = random_gains(hidden, dtype, seed, kFinalNormStream);
-  if (config.is_gpt2()) {
+  if (config.is_gpt2())
     w.final_norm_bias = random_biases(hidden, dtype, seed, kFinalNormBiasStream);
-    w.position_embedding = uniform_matrix(config.max_position, hidden, unit_variance, dtype, seed,
-                                          kPositionEmbeddingStream, storage);
-  }
-  if (!config.tie_embeddings)  // tied: embedding is the lm_head (lm_head_matrix())
-    w.lm_head = random_matrix(config.vocab_size, hidden, dtype, seed, kLmHeadStream, storage);
   return w;
 }
 

@@ -317,10 +317,9 @@ struct Weights {
   // (fp8/int8 get a per-row scale), vectors to vector_dtype(dtype).
   // With HostStorage::compact each matrix is store_as(dtype) (bf16, fp16) or
   // store_quantized(dtype, its row scales) (int8, fp8_e4m3) as soon as it is
-  // made, so the fp32 copy of only one matrix is alive at a time; the values
-  // are the same either way. The layers' matrices are made on `threads`
-  // host threads (the same bits for any count; the fp32 copies of up to
-  // `threads` matrices are alive at once); `progress(done, total)` is called
+  // made (row by row: no fp32 copy of the whole matrix); the values are the
+  // same either way. The matrices are made on `threads` host threads (the
+  // same bits for any count); `progress(done, total)` is called
   // as they are (one call at a time, from any of those threads). Validates
   // the config (ConfigError).
   static Weights synthetic(const ModelConfig& config, DType dtype, std::uint64_t seed,

@@ -300,6 +300,7 @@ TEST(Weights, HostThreadCountDoesNotChangeABit) {
               << c.name << " " << what << " (" << i << ", " << j << ")";
     };
     same(one.embedding, four.embedding, "embedding");
+    if (!c.tie_embeddings) same(one.lm_head, four.lm_head, "lm_head");
     for (std::size_t l = 0; l < one.layers.size(); ++l) {
       const LayerWeights& a = one.layers[l];
       const LayerWeights& b = four.layers[l];
