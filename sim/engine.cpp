@@ -69,7 +69,6 @@ struct Pipeline {
   const Program* program = nullptr;
   Executor* values = nullptr;
   ValueLane* lane = nullptr;
-  ExpertExchange* experts = nullptr;
 
   // Posts `work(values executor, mirror)` for token `m` (none without a
   // lane); the mirror gets m's header first.
@@ -567,7 +566,7 @@ struct PipelineExecutors {
     lane->on_error([x = experts.get()] { x->abandon(); });
   }
   Pipeline pipeline(const Program& program) const {
-    return Pipeline{timing.get(), &program, values.get(), lane, experts.get()};
+    return Pipeline{timing.get(), &program, values.get(), lane};
   }
 };
 
