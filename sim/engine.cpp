@@ -600,7 +600,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   };
   HostTimes host_times;
   auto t_host = HostClock::now();
-  const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+  const std::unique_ptr<PlacedSystem> sys = place_system(sc, options.placement_progress);
   host_times.place_s = host_since(t_host);
   const auto& wafers = sys->wafers;
   const Placement& placement = sys->placement;
@@ -660,7 +660,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     const models::gpu::SpeculativeDecoding& sd = sc.speculative->decoding;
     t_host = HostClock::now();
     try {
-      draft_sys = place_system(draft_scenario(sc));
+      draft_sys = place_system(draft_scenario(sc), options.placement_progress);
     } catch (const fabric::FitError& e) {
       throw fabric::FitError("the speculative draft " + sd.draft.name +
                              " (placed on wafers of its own, " +

@@ -26,6 +26,9 @@ struct RunOptions {
   bool functional = true;  // compute real numbers and compare with the reference
   // Called with (tokens done, tokens total) as the simulation advances.
   std::function<void(int, int)> progress;
+  // Called with (wafers, wafer being planned) as the placement is searched
+  // (PlacementRequest::progress).
+  std::function<void(int, int)> placement_progress;
   // Called with (matrices made, matrices in all) as a functional run makes
   // its synthetic weights (from any host thread, one call at a time).
   std::function<void(int, int)> weights_progress;

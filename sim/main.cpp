@@ -53,6 +53,10 @@ void show_bar(const char* what, int done, int total) {
 void show_progress(int done, int total) {
   show_bar("simulating tokens", done, total);
 }
+void show_placement_progress(int wafers, int wafer) {
+  show_bar(fmt::format("placing on {} wafer{}", wafers, wafers == 1 ? "" : "s").c_str(), wafer,
+           wafers);
+}
 void show_weights_progress(int done, int total) {
   show_bar("making synthetic weights", done, total);
 }
@@ -65,6 +69,7 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
   options.functional = functional_flag.value_or(sc.outputs.functional);
   options.progress = show_progress;
   options.weights_progress = show_weights_progress;
+  options.placement_progress = show_placement_progress;
   options.threads = threads;
   analysis::RunResult result = sim::run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
@@ -150,7 +155,7 @@ int cmd_place(const std::string& file, const std::string& presets, bool json,
     sc.placement.strategy = strategy;
   }
   if (block_rows > 0) sc.placement.block_rows = block_rows;
-  const sim::PlacementReport report = sim::evaluate_placement(sc);
+  const sim::PlacementReport report = sim::evaluate_placement(sc, show_placement_progress);
   if (!svg.empty()) sim::write_text_atomically(svg, sim::placement_svg(report));
   if (!write_placement.empty()) sim::write_text_atomically(write_placement, report.placement_file);
   if (json)

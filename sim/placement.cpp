@@ -912,6 +912,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
 
   int final_context = INT_MAX;
   for (int w = 0; w < n_wafers; ++w) {
+    if (req.progress) req.progress(n_wafers, w);
     const int l_begin = block_begin(model.num_layers, n_wafers, w);
     const int l_end = block_begin(model.num_layers, n_wafers, w + 1);
     const int k = l_end - l_begin;
@@ -1031,6 +1032,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   }
   pl.max_context_tokens = std::min(pl.max_context_tokens, final_context);
   pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
+  if (req.progress) req.progress(n_wafers, n_wafers);
   return pl;
 }
 

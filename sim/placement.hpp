@@ -191,6 +191,10 @@ struct PlacementRequest {
   AnnealOptions anneal;
   Halo halo;
   std::map<std::string, MatrixOverride> matrices;  // by kind (see MatrixOverride)
+  // Not part of the placement: called with (wafers, w) as planning on
+  // `wafers` wafers starts wafer w, and with (wafers, wafers) when that plan
+  // is complete (a progress bar for long searches: anneal on many wafers).
+  std::function<void(int, int)> progress;
 };
 
 // The rectangle of `spec`'s mesh that placement may use (the mesh less the halo).

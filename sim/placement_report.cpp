@@ -14,8 +14,9 @@
 
 namespace wafersim::sim {
 
-PlacementReport evaluate_placement(const Scenario& sc) {
-  const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+PlacementReport evaluate_placement(const Scenario& sc,
+                                   const std::function<void(int, int)>& progress) {
+  const std::unique_ptr<PlacedSystem> sys = place_system(sc, progress);
   const Placement& pl = sys->placement;
   PlacementReport r;
   r.scenario = sc.name;

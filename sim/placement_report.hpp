@@ -4,6 +4,7 @@
 // x hops summed over every link) and the worst link, next to the SRAM map.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -48,7 +49,8 @@ struct PlacementReport {
   std::string placement_file;  // the placement as a placement file (sim/placement_file.hpp)
 };
 
-PlacementReport evaluate_placement(const Scenario& scenario);
+PlacementReport evaluate_placement(const Scenario& scenario,
+                                   const std::function<void(int, int)>& progress = {});
 
 void write_placement_summary(std::ostream& out, const PlacementReport& r);
 nlohmann::ordered_json placement_json(const PlacementReport& r);

@@ -7,7 +7,8 @@
 
 namespace wafersim::sim {
 
-std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
+std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
+                                           const std::function<void(int, int)>& progress) {
   check_wafer_supports(sc.model);
   auto sys = std::make_unique<PlacedSystem>();
   const int bits = models::dtype_bits(sc.precision);
@@ -29,6 +30,7 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc) {
       static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;
   req.weight_bits = bits;
+  req.progress = progress;
   if (!sc.placement.file.empty()) {
     // A placement file fixes the wafers and every rectangle; it is checked
     // on reading, and the allocator has the final word on SRAM.

@@ -2,6 +2,7 @@
 // placement and the lowered program. Shared by `run` and `place`.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,7 +22,9 @@ struct PlacedSystem {
 
 // Places the scenario's model on scenario.wafers wafers, or, with
 // wafers_auto, on the fewest that fit (starting from the fewest whose SRAM
-// could hold the weights). Throws fabric::FitError.
-std::unique_ptr<PlacedSystem> place_system(const Scenario& scenario);
+// could hold the weights). Throws fabric::FitError. `progress` as
+// PlacementRequest::progress.
+std::unique_ptr<PlacedSystem> place_system(const Scenario& scenario,
+                                           const std::function<void(int, int)>& progress = {});
 
 }  // namespace wafersim::sim

@@ -77,6 +77,25 @@ TEST(Placement, EveryArchitecturesWeightBytesEqualItsParameterBytes) {
 
 // Every matrix of a mixture of experts, each expert's own, lies inside its
 // layer's strip, and no two overlap (each expert has its own region).
+TEST(Placement, ProgressReportsEveryWaferOfThePlanThenItsEnd) {
+  // Three wafers, every strategy: (3, 0), (3, 1), (3, 2), then (3, 3), in
+  // order; the plan does not depend on whether anyone listens.
+  for (const std::string& strategy : placement_strategies()) {
+    PlacementRequest req;
+    req.strategy = strategy;
+    std::vector<std::pair<int, int>> calls;
+    req.progress = [&](int wafers, int wafer) { calls.emplace_back(wafers, wafer); };
+    const fabric::WaferSpec spec = fabric::testing::small_spec(32, 32);
+    const Placement with = plan_placement(tiny(), spec, 3, req);
+    EXPECT_EQ(calls, (std::vector<std::pair<int, int>>{{3, 0}, {3, 1}, {3, 2}, {3, 3}}))
+        << strategy;
+    req.progress = {};
+    const Placement without = plan_placement(tiny(), spec, 3, req);
+    EXPECT_EQ(with.planner_note, without.planner_note) << strategy;
+    EXPECT_EQ(with.estimated_hop_bytes, without.estimated_hop_bytes) << strategy;
+  }
+}
+
 TEST(Placement, ExpertsHaveDisjointRegionsInsideTheirLayer) {
   const models::ModelConfig m = load_model_preset("tiny-mixtral");
   fabric::Fabric fab(fabric::testing::small_spec(32, 32));
