@@ -19,6 +19,7 @@
 #include "fabric/synthetic.hpp"
 #include "fabric/traffic.hpp"
 #include "fabric/wavelet.hpp"
+#include "sim/bench_kernels.hpp"
 #include "sim/bench_models.hpp"
 #include "sim/commands.hpp"
 #include "sim/scenario.hpp"
@@ -363,11 +364,12 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     int threads = 0;
   };
   auto o = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("bench", "Benchmarks: fabric speed, flow-vs-wavelet agreement");
-  cmd->add_option("what", o->what, "fabric | agreement | models")
+  auto* cmd = app.add_subcommand(
+      "bench", "Benchmarks: fabric speed, flow-vs-wavelet agreement, model runs, GEMV kernels");
+  cmd->add_option("what", o->what, "fabric | agreement | models | kernels")
       ->required()
-      ->check(CLI::IsMember({"fabric", "agreement", "models"}));
-  cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models)");
+      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels"}));
+  cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models, kernels)");
   cmd->add_option(
          "--cases", o->only,
          "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, 1b-timing)")
@@ -390,6 +392,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               m.threads = o->threads;
               return bench_models(m);
             }
+            if (o->what == "kernels") return bench_kernels(o->json);
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

@@ -251,6 +251,22 @@ TEST(Cli, HostThreadCountDoesNotChangeAResult) {
   }
 }
 
+TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
+  // Figures only (never checked against a speed): every shape, a positive
+  // rate for the scalar kernel and, where the host has it, AVX2.
+  const Outcome o = wafersim("bench kernels --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& row : j) {
+    EXPECT_GT(row["rows"].get<int>(), 0);
+    EXPECT_GT(row["scalar"].get<double>(), 0.0) << row.dump();
+    if (row.contains("avx2")) {
+      EXPECT_GT(row["avx2"].get<double>(), 0.0) << row.dump();
+    }
+  }
+}
+
 TEST(Cli, TimingOnlyHasNoTokens) {
   const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json --timing-only");
   ASSERT_EQ(o.code, 0) << o.err;
