@@ -281,10 +281,8 @@ void check_gemv_sizes(const MatrixView& w, std::span<const float> x, std::span<f
   require_size(y.size(), static_cast<std::size_t>(w.rows()), "gemv_tile y");
 }
 
-}  // namespace
-
-void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<float> y) {
-  check_gemv_sizes(w, x, y);
+// gemv_tile_scalar on sizes already checked.
+void gemv_scalar_checked(const MatrixView& w, std::span<const float> x, std::span<float> y) {
   const std::size_t rows = static_cast<std::size_t>(w.rows());
   const std::size_t cols = static_cast<std::size_t>(w.cols());
   const std::size_t ld = w.leading_dim();
@@ -319,6 +317,33 @@ void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<f
                               [&](std::size_t i, std::size_t j) { return data[at(i, j)]; });
     }
   }
+}
+
+// gemv_tile with kernel `k`, which the host has, on sizes already checked.
+void gemv_checked(GemvKernel k, const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  if (k == GemvKernel::scalar) return gemv_scalar_checked(w, x, y);
+  if (is_8bit(w.storage())) return gemv_checked(k, widen_8bit_tile(w), x, y);
+#if defined(WAFERSIM_HAVE_AVX2_PATH)
+  const std::size_t rows = static_cast<std::size_t>(w.rows());
+  const std::size_t cols = static_cast<std::size_t>(w.cols());
+  const std::size_t ld = w.leading_dim();
+  switch (w.storage()) {
+    case DType::bf16:
+      return gemv_rows_avx2<Rows16<Bf16Split>>(w.bits(), ld, rows, cols, x.data(), y.data());
+    case DType::fp16:
+      return gemv_rows_avx2<Rows16<Fp16Split>>(w.bits(), ld, rows, cols, x.data(), y.data());
+    default:
+      return gemv_rows_avx2<Rows32>(w.data(), ld, rows, cols, x.data(), y.data());
+  }
+#endif
+  gemv_scalar_checked(w, x, y);
+}
+
+}  // namespace
+
+void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<float> y) {
+  check_gemv_sizes(w, x, y);
+  gemv_scalar_checked(w, x, y);
 }
 
 bool gemv_kernel_available(GemvKernel k) {
@@ -357,26 +382,12 @@ void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
     throw std::invalid_argument(std::string("gemv_tile_with: the ") + gemv_kernel_name(k) +
                                 " kernel is not available on this host");
   check_gemv_sizes(w, x, y);
-  if (k == GemvKernel::scalar) return gemv_tile_scalar(w, x, y);
-  if (is_8bit(w.storage())) return gemv_tile_with(k, widen_8bit_tile(w), x, y);
-#if defined(WAFERSIM_HAVE_AVX2_PATH)
-  const std::size_t rows = static_cast<std::size_t>(w.rows());
-  const std::size_t cols = static_cast<std::size_t>(w.cols());
-  const std::size_t ld = w.leading_dim();
-  switch (w.storage()) {
-    case DType::bf16:
-      return gemv_rows_avx2<Rows16<Bf16Split>>(w.bits(), ld, rows, cols, x.data(), y.data());
-    case DType::fp16:
-      return gemv_rows_avx2<Rows16<Fp16Split>>(w.bits(), ld, rows, cols, x.data(), y.data());
-    default:
-      return gemv_rows_avx2<Rows32>(w.data(), ld, rows, cols, x.data(), y.data());
-  }
-#endif
-  gemv_tile_scalar(w, x, y);
+  gemv_checked(k, w, x, y);
 }
 
 void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
-  gemv_tile_with(best_gemv_kernel(), w, x, y);
+  check_gemv_sizes(w, x, y);
+  gemv_checked(best_gemv_kernel(), w, x, y);  // the best kernel: available by definition
 }
 
 float sum_of_squares(std::span<const float> x) {
