@@ -1,19 +1,17 @@
 #include "models/weights.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
-#include <exception>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "models/dtype.hpp"
 #include "models/rng.hpp"
+#include "models/work_team.hpp"
 
 namespace wafersim::models {
 
@@ -76,9 +74,10 @@ bool encode8(DType t, float v, float s, std::uint8_t& out) {
                               std::to_string(v) + " is not exactly representable; round it first");
 }
 
-[[noreturn]] void throw_not_a_code(DType t, std::size_t i, std::size_t j, float v, float s) {
-  throw std::invalid_argument("Matrix::store_quantized(" + std::string(dtype_name(t)) +
-                              "): element (" + std::to_string(i) + ", " + std::to_string(j) +
+[[noreturn]] void throw_not_a_code(const char* what, DType t, std::size_t i, std::size_t j, float v,
+                                   float s) {
+  throw std::invalid_argument(std::string(what) + "(" + dtype_name(t) + "): element (" +
+                              std::to_string(i) + ", " + std::to_string(j) +
                               ") = " + std::to_string(v) + " is not a code times the row " +
                               "scale " + std::to_string(s) + "; quantize the row first");
 }
@@ -118,8 +117,8 @@ void Matrix::store_quantized(DType t, std::span<const float> row_scales) {
     for (int j = 0; j < cols_; ++j) {
       const std::size_t k = index(i, j);
       if (!encode8(t, values_[k], s, codes[k]))
-        throw_not_a_code(t, static_cast<std::size_t>(i), static_cast<std::size_t>(j), values_[k],
-                         s);
+        throw_not_a_code("Matrix::store_quantized", t, static_cast<std::size_t>(i),
+                         static_cast<std::size_t>(j), values_[k], s);
     }
   }
   codes_ = std::move(codes);
@@ -162,7 +161,7 @@ void Matrix::set_row(int i, std::span<const float> values, float scale) {
     std::uint8_t* out = codes_.data() + index(i, 0);
     for (std::size_t j = 0; j < values.size(); ++j)
       if (!encode8(storage_, values[j], scale, out[j]))
-        throw_not_a_code(storage_, row, j, values[j], scale);
+        throw_not_a_code("Matrix::set_row", storage_, row, j, values[j], scale);
     scales_[row] = scale;
     return;
   }
@@ -227,37 +226,23 @@ void fill_uniform(std::span<float> values, float bound, DType dtype, std::uint64
   for (float& v : values) v = round_to_dtype(rng.uniform_pm1() * bound, dtype);
 }
 
-// bound * u in fp32, then each row stored as `dtype` (quantize_row). For the
-// float formats that is exactly round_to_dtype of each value.
-// HostStorage::compact then stores it in 16 bits (bf16, fp16) or as 8-bit
-// codes with the rows' scales (int8, fp8_e4m3).
+// bound * u in fp32 (one stream, row-major order), then each row stored as
+// `dtype` (quantize_row; for the float formats exactly round_to_dtype of each
+// value) and written as the matrix holds it (set_row): with
+// HostStorage::compact in 16 bits (bf16, fp16) or as 8-bit codes with the
+// rows' scales (int8, fp8_e4m3) from the start, so no fp32 copy of the whole
+// matrix is ever made.
 Matrix uniform_matrix(int rows, int cols, float bound, DType dtype, std::uint64_t seed,
                       std::uint64_t stream, HostStorage storage) {
-  if (storage == HostStorage::compact && dtype != DType::fp32) {
-    // Row by row straight into the compact storage: the same values (one
-    // stream in row-major order, each row through quantize_row) without an
-    // fp32 copy of the whole matrix.
-    Matrix m = Matrix::compact(rows, cols, dtype);
-    Xoshiro256StarStar rng(stream_seed(seed, stream));
-    std::vector<float> row(static_cast<std::size_t>(cols));
-    for (int i = 0; i < rows; ++i) {
-      for (float& v : row) v = rng.uniform_pm1() * bound;  // fp32: round_to_dtype is exact
-      const float scale = quantize_row(row, dtype);
-      m.set_row(i, row, scale);
-    }
-    return m;
-  }
-  Matrix m(rows, cols);
-  fill_uniform({m.data(), m.size()}, bound, DType::fp32, seed, stream);
-  std::vector<float> scales(static_cast<std::size_t>(rows));
-  for (int i = 0; i < rows; ++i)
-    scales[static_cast<std::size_t>(i)] = quantize_row(m.mutable_row(i), dtype);
-  if (storage == HostStorage::compact) {
-    if (is_8bit(dtype)) {
-      m.store_quantized(dtype, scales);
-    } else {
-      m.store_as(dtype);
-    }
+  Matrix m = storage == HostStorage::compact && dtype != DType::fp32
+                 ? Matrix::compact(rows, cols, dtype)
+                 : Matrix(rows, cols);
+  Xoshiro256StarStar rng(stream_seed(seed, stream));
+  std::vector<float> row(static_cast<std::size_t>(cols));
+  for (int i = 0; i < rows; ++i) {
+    for (float& v : row) v = rng.uniform_pm1() * bound;  // fp32: round_to_dtype is exact
+    const float scale = quantize_row(row, dtype);
+    m.set_row(i, row, scale);
   }
   return m;
 }
@@ -280,37 +265,6 @@ std::vector<float> random_biases(int n, DType dtype, std::uint64_t seed, std::ui
   std::vector<float> b(static_cast<std::size_t>(n));
   fill_uniform(b, 0.1f, vector_dtype(dtype), seed, stream);
   return b;
-}
-
-// Runs every job once on up to `threads` threads (this one included); the
-// first exception a job threw is rethrown once all have stopped.
-// `progress(done, total)` after each job, one call at a time.
-void run_jobs(const std::vector<std::function<void()>>& jobs, int threads,
-              const std::function<void(int, int)>& progress) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex mutex;  // error, done, progress
-  int done = 0;
-  const int total = static_cast<int>(jobs.size());
-  const auto work = [&] {
-    for (std::size_t i = next++; i < jobs.size(); i = next++) {
-      try {
-        jobs[i]();
-        const std::lock_guard lock(mutex);
-        if (progress) progress(++done, total);
-      } catch (...) {
-        const std::lock_guard lock(mutex);
-        if (!error) error = std::current_exception();
-        next = jobs.size();
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  const std::size_t n = std::min(jobs.size(), static_cast<std::size_t>(std::max(1, threads)));
-  for (std::size_t t = 1; t < n; ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& h : helpers) h.join();
-  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -396,7 +350,17 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
     }
   }
 
-  run_jobs(jobs, threads, progress);
+  // One matrix per item of a WorkTeam; progress as each is made.
+  std::mutex progress_mutex;
+  int made = 0;
+  WorkTeam team(threads);
+  team.start(static_cast<int>(jobs.size()), [&](int item, int) {
+    jobs[static_cast<std::size_t>(item)]();
+    if (!progress) return;
+    const std::lock_guard lock(progress_mutex);
+    progress(++made, static_cast<int>(jobs.size()));
+  });
+  team.finish();
 
   w.final_norm = random_gains(hidden, dtype, seed, kFinalNormStream);
   if (config.is_gpt2())

@@ -1,13 +1,13 @@
-#include "sim/row_band_team.hpp"
+#include "models/work_team.hpp"
 
 #include <stdexcept>
 #include <utility>
 
-namespace wafersim::sim {
+namespace wafersim::models {
 
-RowBandTeam::RowBandTeam(int threads) : threads_(threads < 1 ? 1 : threads) {}
+WorkTeam::WorkTeam(int threads) : threads_(threads < 1 ? 1 : threads) {}
 
-RowBandTeam::~RowBandTeam() {
+WorkTeam::~WorkTeam() {
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -16,16 +16,16 @@ RowBandTeam::~RowBandTeam() {
   for (std::thread& t : helpers_) t.join();
 }
 
-int RowBandTeam::host_threads() {
+int WorkTeam::host_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-void RowBandTeam::start(int bands, std::function<void(int, int)> work) {
+void WorkTeam::start(int items, std::function<void(int, int)> work) {
   std::unique_lock lock(mutex_);
-  if (open_) throw std::logic_error("RowBandTeam::start: the previous batch is not finished");
+  if (open_) throw std::logic_error("WorkTeam::start: the previous batch is not finished");
   open_ = true;
-  bands_ = bands;
+  items_ = items;
   next_.store(0, std::memory_order_relaxed);
   work_ = std::move(work);
   error_ = nullptr;
@@ -38,12 +38,12 @@ void RowBandTeam::start(int bands, std::function<void(int, int)> work) {
   wake_.notify_all();
 }
 
-void RowBandTeam::finish() {
+void WorkTeam::finish() {
   {
     std::lock_guard lock(mutex_);
-    if (!open_) throw std::logic_error("RowBandTeam::finish: no batch was started");
+    if (!open_) throw std::logic_error("WorkTeam::finish: no batch was started");
   }
-  take_bands(0);
+  take_items(0);
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [this] { return busy_ == 0; });
   open_ = false;
@@ -51,19 +51,19 @@ void RowBandTeam::finish() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void RowBandTeam::take_bands(int thread) {
+void WorkTeam::take_items(int thread) {
   try {
-    for (int b = next_.fetch_add(1, std::memory_order_relaxed); b < bands_;
-         b = next_.fetch_add(1, std::memory_order_relaxed))
-      work_(b, thread);
+    for (int i = next_.fetch_add(1, std::memory_order_relaxed); i < items_;
+         i = next_.fetch_add(1, std::memory_order_relaxed))
+      work_(i, thread);
   } catch (...) {
     std::lock_guard lock(mutex_);
     if (!error_) error_ = std::current_exception();
-    next_.store(bands_, std::memory_order_relaxed);  // the others stop after their band
+    next_.store(items_, std::memory_order_relaxed);  // the others stop after their item
   }
 }
 
-void RowBandTeam::helper_loop(int thread) {
+void WorkTeam::helper_loop(int thread) {
   std::uint64_t seen = 0;
   for (;;) {
     {
@@ -72,7 +72,7 @@ void RowBandTeam::helper_loop(int thread) {
       if (stop_) return;
       seen = batch_;
     }
-    take_bands(thread);
+    take_items(thread);
     {
       std::lock_guard lock(mutex_);
       --busy_;
@@ -81,4 +81,4 @@ void RowBandTeam::helper_loop(int thread) {
   }
 }
 
-}  // namespace wafersim::sim
+}  // namespace wafersim::models

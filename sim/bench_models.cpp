@@ -29,8 +29,8 @@
 #include "analysis/metrics.hpp"
 #include "models/dtype.hpp"
 #include "models/weights.hpp"
+#include "models/work_team.hpp"
 #include "sim/engine.hpp"
-#include "sim/row_band_team.hpp"
 #include "sim/scenario.hpp"
 
 namespace wafersim::sim {
@@ -136,7 +136,7 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["model"] = sc.model.name;
   j["wafers_used"] = r.wafers;
   j["functional"] = options.functional;
-  j["threads"] = threads > 0 ? threads : RowBandTeam::host_threads();
+  j["threads"] = threads > 0 ? threads : models::WorkTeam::host_threads();
   j["tokens_match"] = !options.functional || r.tokens == r.reference_tokens;
   j["place_s"] = host.place_s;
   j["weights_s"] = host.weights_s;

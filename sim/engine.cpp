@@ -18,10 +18,10 @@
 #include "models/reference.hpp"
 #include "models/rng.hpp"
 #include "models/weights.hpp"
+#include "models/work_team.hpp"
 #include "sim/executor.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
-#include "sim/row_band_team.hpp"
 #include "sim/system.hpp"
 #include "sim/value_lane.hpp"
 
@@ -611,7 +611,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   // of the simulation (fabric::PagePrefaulter), the target's wafers first:
   // in functional runs while this thread makes the weights, so that the
   // first token pass finds them present. Stopped when the simulation ends.
-  const int threads = options.threads > 0 ? options.threads : RowBandTeam::host_threads();
+  const int threads = options.threads > 0 ? options.threads : models::WorkTeam::host_threads();
   std::vector<std::unique_ptr<fabric::PagePrefaulter>> prefaulters;
   const auto prefault = [&](const PlacedSystem& s) {
     if (threads <= 1) return;

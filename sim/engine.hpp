@@ -37,7 +37,7 @@ struct RunOptions {
   // Host threads. With more than one, a functional run computes its numbers
   // on a thread of their own behind the simulation (the functional lane,
   // sim/value_lane.hpp), with threads - 2 more helping with its GEMVs
-  // (sim::RowBandTeam); with one, this thread computes them beside the
+  // (models::WorkTeam); with one, this thread computes them beside the
   // timing. With more than one, a further thread also faults in the wafers'
   // link and ramp records ahead of the simulation (fabric::PagePrefaulter;
   // in functional runs while the weights are made). 0 = as many as the host

@@ -19,9 +19,9 @@
 #include "models/kernels.hpp"
 #include "models/rng.hpp"
 #include "models/weights.hpp"
+#include "models/work_team.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
-#include "sim/row_band_team.hpp"
 #include "sim/value_lane.hpp"
 
 namespace wafersim::sim {
@@ -134,7 +134,6 @@ class Executor {
     if (!functional()) throw std::logic_error("a values-only executor needs weights");
     timing_ = false;
   }
-  bool timing() const { return timing_; }
 
   // Mixture-of-experts choices: a functional executor publishes the experts
   // each token chose to `x`; a timing-only one with an exchange takes them
@@ -817,7 +816,7 @@ class Executor {
     // Until finish(), the helpers read x and order and write y.values: if
     // the timing below throws, they are waited for before those go.
     struct JoinOnThrow {
-      RowBandTeam* team = nullptr;
+      models::WorkTeam* team = nullptr;
       ~JoinOnThrow() {
         if (!team) return;
         try {
@@ -895,10 +894,10 @@ class Executor {
   }
 
   // Host threads for the functional GEMVs: `threads` in all, this one
-  // included (RowBandTeam); 1 = this thread alone, the default. Results do
+  // included (models::WorkTeam); 1 = this thread alone, the default. Results do
   // not depend on it.
   void set_threads(int threads) {
-    team_ = std::make_unique<RowBandTeam>(threads);
+    team_ = std::make_unique<models::WorkTeam>(threads);
     scratch_.resize(static_cast<std::size_t>(team_->threads()));
   }
 
@@ -1118,11 +1117,11 @@ class Executor {
   int bits_;
   std::vector<fabric::LinkId> route_;
   std::vector<Timed> done_;
-  RowBandTeam& team() {
+  models::WorkTeam& team() {
     if (!team_) set_threads(1);
     return *team_;
   }
-  std::unique_ptr<RowBandTeam> team_;
+  std::unique_ptr<models::WorkTeam> team_;
   std::vector<BandScratch> scratch_;  // one per thread of team_
   std::uint64_t routing_seed_ = 0;
   bool timing_ = true;  // false: values only (set_values_only)

@@ -1,6 +1,6 @@
-// sim::RowBandTeam: every band exactly once, per-thread scratch, errors
+// models::WorkTeam: every item exactly once, per-thread scratch, errors
 // carried back to the caller, batch after batch.
-#include "sim/row_band_team.hpp"
+#include "models/work_team.hpp"
 
 #include <atomic>
 #include <stdexcept>
@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
-namespace wafersim::sim {
+namespace wafersim::models {
 namespace {
 
-TEST(RowBandTeam, EveryBandRunsExactlyOnceForAnyThreadCount) {
+TEST(WorkTeam, EveryBandRunsExactlyOnceForAnyThreadCount) {
   for (int threads : {0, 1, 2, 5}) {
-    RowBandTeam team(threads);
+    WorkTeam team(threads);
     EXPECT_EQ(team.threads(), threads < 1 ? 1 : threads);
     for (int bands : {0, 1, 3, 1000}) {
       std::vector<std::atomic<int>> runs(static_cast<std::size_t>(bands));
@@ -29,8 +29,8 @@ TEST(RowBandTeam, EveryBandRunsExactlyOnceForAnyThreadCount) {
   }
 }
 
-TEST(RowBandTeam, CallerAloneRunsTheBandsInOrderInFinish) {
-  RowBandTeam team(1);
+TEST(WorkTeam, CallerAloneRunsTheBandsInOrderInFinish) {
+  WorkTeam team(1);
   std::vector<int> seen;
   team.start(4, [&](int b, int t) {
     EXPECT_EQ(t, 0);
@@ -41,8 +41,8 @@ TEST(RowBandTeam, CallerAloneRunsTheBandsInOrderInFinish) {
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3}));
 }
 
-TEST(RowBandTeam, ABandsExceptionReachesTheCallerAndTheTeamGoesOn) {
-  RowBandTeam team(2);
+TEST(WorkTeam, ABandsExceptionReachesTheCallerAndTheTeamGoesOn) {
+  WorkTeam team(2);
   team.start(100, [](int b, int) {
     if (b == 37) throw std::invalid_argument("band 37");
   });
@@ -53,17 +53,17 @@ TEST(RowBandTeam, ABandsExceptionReachesTheCallerAndTheTeamGoesOn) {
   EXPECT_EQ(n.load(), 10);
 }
 
-TEST(RowBandTeam, MisuseIsALogicError) {
-  RowBandTeam team(2);
+TEST(WorkTeam, MisuseIsALogicError) {
+  WorkTeam team(2);
   EXPECT_THROW(team.finish(), std::logic_error);
   team.start(1, [](int, int) {});
   EXPECT_THROW(team.start(1, [](int, int) {}), std::logic_error);
   team.finish();
 }
 
-TEST(RowBandTeam, HostThreadsIsAtLeastOne) {
-  EXPECT_GE(RowBandTeam::host_threads(), 1);
+TEST(WorkTeam, HostThreadsIsAtLeastOne) {
+  EXPECT_GE(WorkTeam::host_threads(), 1);
 }
 
 }  // namespace
-}  // namespace wafersim::sim
+}  // namespace wafersim::models

@@ -209,7 +209,7 @@ TEST(Cli, SameScenarioTwiceGivesBitIdenticalJson) {
 
 // The functional arithmetic on one host thread (beside the timing, in the
 // same executor) or several (the functional lane, sim/value_lane.hpp: the
-// numbers on a thread of their own, with RowBandTeam helpers from three on)
+// numbers on a thread of their own, with WorkTeam helpers from three on)
 // gives the same bits: tokens, logits errors, every timing figure. Dense,
 // mixture-of-experts (the choice crosses from the values to the timing) and
 // gpt2 models, decode and blocks of prompt tokens, two users, and
