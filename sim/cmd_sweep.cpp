@@ -1,5 +1,4 @@
 // wafersim sweep: a scenario at every point of a grid of overrides.
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -24,13 +23,7 @@ struct SweepArgs {
 };
 
 void show_sweep_progress(int done, int total) {
-  if (!::isatty(STDERR_FILENO) || total <= 0) return;
-  const int width = 30, filled = done * width / total;
-  std::fprintf(stderr, "\r  sweeping [%s%s] %d/%d points",
-               std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total);
-  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
-  std::fflush(stderr);
+  show_progress_bar("sweeping", done, total, "points");
 }
 
 int run(const SweepArgs& a) {

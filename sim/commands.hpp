@@ -5,10 +5,15 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace wafersim::sim {
+
+// A one-line progress bar on stderr, only when stderr is a terminal:
+// "  WHAT [####....] DONE/TOTAL UNIT", wiped when DONE reaches TOTAL.
+void show_progress_bar(const std::string& what, int done, int total, const std::string& unit = "");
 
 struct RegisteredCommand {
   CLI::App* command = nullptr;

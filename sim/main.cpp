@@ -39,26 +39,15 @@ std::filesystem::path preset_dir(const std::string& flag) {
   return flag.empty() ? sim::default_preset_dir() : std::filesystem::path(flag);
 }
 
-// A one-line progress bar on stderr, only when stderr is a terminal.
-void show_bar(const char* what, int done, int total) {
-  if (!::isatty(STDERR_FILENO) || total <= 0) return;
-  const int width = 30;
-  const int filled = done * width / total;
-  std::fprintf(stderr, "\r  %s [%s%s] %d/%d", what,
-               std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total);
-  if (done == total) std::fprintf(stderr, "\r%*s\r", width + 60, "");
-  std::fflush(stderr);
-}
 void show_progress(int done, int total) {
-  show_bar("simulating tokens", done, total);
+  sim::show_progress_bar("simulating tokens", done, total);
 }
 void show_placement_progress(int wafers, int wafer) {
-  show_bar(fmt::format("placing on {} wafer{}", wafers, wafers == 1 ? "" : "s").c_str(), wafer,
-           wafers);
+  sim::show_progress_bar(fmt::format("placing on {} wafer{}", wafers, wafers == 1 ? "" : "s"),
+                         wafer, wafers);
 }
 void show_weights_progress(int done, int total) {
-  show_bar("making synthetic weights", done, total);
+  sim::show_progress_bar("making synthetic weights", done, total);
 }
 
 int cmd_run(const std::string& file, const std::string& presets, bool json, const std::string& out,
