@@ -1,10 +1,12 @@
 #include "models/kernels.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -169,6 +171,101 @@ WAFERSIM_AVX2 void gemv_rows16_block(const std::uint16_t* r, std::size_t ld, std
     }
   }
   for (int k = 0; k < R; ++k) y[k] = combine_u(_mm256_add_ps(ae[k], ao[k]));
+}
+
+// Words [0, n) of a row (n <= 4 whole 32-bit words; more reads four),
+// exactly those: no masked loads, which were several times slower here than
+// plain loads of the same bytes.
+template <int n>
+WAFERSIM_AVX2 inline __m128i narrow_words(const std::uint16_t* p) {
+  if constexpr (n >= 4) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (n == 3) return _mm_unpacklo_epi64(_mm_loadu_si64(p), _mm_loadu_si32(p + 4));
+  if constexpr (n == 2) return _mm_loadu_si64(p);
+  if constexpr (n == 1) return _mm_loadu_si32(p);
+  return _mm_setzero_si128();
+}
+
+// Words [0, min(n, 4)) of eight rows (r, r + ld, ...) transposed 4 x 4 in
+// each 128-bit half: w[m] holds word m of rows 0-3 in its low half, of rows
+// 4-7 in its high half.
+template <int n>
+WAFERSIM_AVX2 inline void narrow_words_transposed(const std::uint16_t* r, std::size_t ld,
+                                                  __m256i* w) {
+  __m256i a[4];
+  for (int i = 0; i < 4; ++i)
+    a[i] = _mm256_set_m128i(narrow_words<n>(r + static_cast<std::size_t>(i + 4) * ld),
+                            narrow_words<n>(r + static_cast<std::size_t>(i) * ld));
+  const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+  w[0] = _mm256_unpacklo_epi64(t0, t2);
+  w[1] = _mm256_unpackhi_epi64(t0, t2);
+  w[2] = _mm256_unpacklo_epi64(t1, t3);
+  w[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+// Eight rows of a 16-bit tile of at most sixteen columns (rows r, r + ld,
+// ..., r + 7 ld) into y[0..8), one row per fp32 lane. A tile this narrow is
+// one (partial) block: lane j < cols of a row takes one product (0 + w * x)
+// and the others stay +0. The rows' 32-bit words (two columns each) are
+// transposed, 4 x 4 in each 128-bit half, so that a register holds one word
+// of all eight rows; then every step of combine_lanes' tree is one vertical
+// add for the eight rows, where the row-by-row kernel shuffles per row
+// (Llama-3.2-1B's lm_head tiles on a WSE-3 are ~109 x 11).
+template <class S, int C>
+WAFERSIM_AVX2 void gemv_rows16_narrow8(const std::uint16_t* r, std::size_t ld, const float* x,
+                                       float* y) {
+  static_assert(C >= 1 && C <= 16);
+  constexpr int kWords = C / 2;  // whole words of a row
+  // w[m] (m < kWords): word m of rows 0-3 in the low half, of rows 4-7 in
+  // the high half.
+  __m256i w[8];
+  if constexpr (kWords > 0) narrow_words_transposed<kWords>(r, ld, w);
+  if constexpr (kWords > 4) narrow_words_transposed<kWords - 4>(r + 8, ld, w + 4);
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 acc[16];
+  for (int j = 0; j < 16; ++j) acc[j] = zero;
+  for (int m = 0; m < kWords; ++m) {
+    __m256 e, o;
+    S::split(w[m], e, o);
+    acc[2 * m] = _mm256_add_ps(zero, _mm256_mul_ps(e, _mm256_set1_ps(x[2 * m])));
+    acc[2 * m + 1] = _mm256_add_ps(zero, _mm256_mul_ps(o, _mm256_set1_ps(x[2 * m + 1])));
+  }
+  if constexpr (C % 2 == 1) {
+    // The last column on its own (its word may run past the tile's memory):
+    // as the high half of the word that starts one column before it, or, in
+    // a one-column tile, the low half of eight 16-bit reads.
+    constexpr int j = C - 1;
+    __m256 e, o;
+    if constexpr (C >= 3) {
+      __m256i last[4];
+      narrow_words_transposed<1>(r + (j - 1), ld, last);
+      S::split(last[0], o, e);  // e: the high halves
+    } else {
+      S::split(_mm256_setr_epi32(r[0], r[ld], r[2 * ld], r[3 * ld], r[4 * ld], r[5 * ld],
+                                 r[6 * ld], r[7 * ld]),
+               e, o);
+    }
+    acc[j] = _mm256_add_ps(zero, _mm256_mul_ps(e, _mm256_set1_ps(x[j])));
+  }
+  __m256 u[8], v[4];
+  for (int l = 0; l < 8; ++l) u[l] = _mm256_add_ps(acc[2 * l], acc[2 * l + 1]);
+  for (int l = 0; l < 4; ++l) v[l] = _mm256_add_ps(u[l], u[l + 4]);
+  const __m256 t0 = _mm256_add_ps(v[0], v[2]), t1 = _mm256_add_ps(v[1], v[3]);
+  _mm256_storeu_ps(y, _mm256_add_ps(t0, t1));
+}
+
+// gemv_rows16_narrow8 for `cols` (1-16) chosen at run time.
+template <class S>
+using Narrow8 = void (*)(const std::uint16_t*, std::size_t, const float*, float*);
+template <class S, int... C>
+constexpr std::array<Narrow8<S>, sizeof...(C)> narrow8_table(std::integer_sequence<int, C...>) {
+  return {&gemv_rows16_narrow8<S, C + 1>...};
+}
+template <class S>
+WAFERSIM_AVX2 void gemv_rows16_narrow8(const std::uint16_t* r, std::size_t ld, std::size_t cols,
+                                       const float* x, float* y) {
+  static constexpr auto table = narrow8_table<S>(std::make_integer_sequence<int, 16>{});
+  table[cols - 1](r, ld, x, y);
 }
 
 // R rows of one fp32 tile: lanes 0-7 of each block of sixteen columns in one
@@ -388,6 +485,51 @@ void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
 void gemv_tile(const MatrixView& w, std::span<const float> x, std::span<float> y) {
   check_gemv_sizes(w, x, y);
   gemv_checked(best_gemv_kernel(), w, x, y);  // the best kernel: available by definition
+}
+
+void gemv_tiles(const MatrixView& w, std::span<const int> col_begin, std::span<const float> x,
+                std::span<float> y, std::size_t y_stride) {
+  const std::size_t tiles = col_begin.empty() ? 0 : col_begin.size() - 1;
+  const auto rows = static_cast<std::size_t>(w.rows());
+  bool ok = tiles > 0 && col_begin.front() == 0 && col_begin.back() == w.cols() &&
+            x.size() == static_cast<std::size_t>(w.cols()) && y_stride >= rows &&
+            y.size() >= (tiles - 1) * y_stride + rows;
+  int widest = 0;
+  for (std::size_t t = 0; ok && t < tiles; ++t) {
+    ok = col_begin[t + 1] > col_begin[t];
+    widest = std::max(widest, col_begin[t + 1] - col_begin[t]);
+  }
+  if (!ok)
+    throw std::invalid_argument(
+        "gemv_tiles: col_begin must rise from 0 to the view's " + std::to_string(w.cols()) +
+        " columns, x hold them and y hold every tile's " + std::to_string(rows) + " rows");
+  const GemvKernel k = best_gemv_kernel();
+  auto tile = [&](std::size_t t, std::size_t row0, std::size_t n) {
+    const int c0 = col_begin[t], nc = col_begin[t + 1] - c0;
+    gemv_checked(k, w.sub(static_cast<int>(row0), static_cast<int>(n), c0, nc),
+                 x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc)),
+                 y.subspan(t * y_stride + row0, n));
+  };
+  std::size_t done = 0;  // rows the narrow kernel took
+#if defined(WAFERSIM_HAVE_AVX2_PATH)
+  const bool bits16 = w.storage() == DType::bf16 || w.storage() == DType::fp16;
+  if (k == GemvKernel::avx2 && bits16 && widest <= 16 && rows >= 8) {
+    const std::uint16_t* base = w.bits();
+    const std::size_t ld = w.leading_dim();
+    for (; done + 8 <= rows; done += 8)
+      for (std::size_t t = 0; t < tiles; ++t) {
+        const auto c0 = static_cast<std::size_t>(col_begin[t]);
+        const auto nc = static_cast<std::size_t>(col_begin[t + 1]) - c0;
+        float* out = y.data() + t * y_stride + done;
+        if (w.storage() == DType::bf16)
+          gemv_rows16_narrow8<Bf16Split>(base + done * ld + c0, ld, nc, x.data() + c0, out);
+        else
+          gemv_rows16_narrow8<Fp16Split>(base + done * ld + c0, ld, nc, x.data() + c0, out);
+      }
+  }
+#endif
+  if (done < rows)
+    for (std::size_t t = 0; t < tiles; ++t) tile(t, done, rows - done);
 }
 
 float sum_of_squares(std::span<const float> x) {

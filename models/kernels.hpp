@@ -55,6 +55,19 @@ void gemv_tile_with(GemvKernel k, const MatrixView& w, std::span<const float> x,
 // AVX2 is missing and as the yardstick in tests.
 void gemv_tile_scalar(const MatrixView& w, std::span<const float> x, std::span<float> y);
 
+// A row of tiles, as a row band of cores holds a matrix: the view's columns
+// cut at col_begin (col_begin[0] = 0 < col_begin[1] < ... < col_begin[T] =
+// w.cols()); tile t's products, gemv_tile of w's columns [col_begin[t],
+// col_begin[t + 1]) with x's, go to y[t * y_stride, t * y_stride + w.rows()).
+// The same bits as gemv_tile tile by tile (std::invalid_argument on sizes
+// that do not fit). With AVX2, 16-bit tiles of at most 16 columns (the
+// lm_head of Llama-3.2-1B on a WSE-3: ~109 x 11) run eight rows at a time
+// along the whole row: tile by tile, a narrow tile's rows are a few bytes of
+// as many cache lines 4 KiB apart, and the row-by-row kernel shuffles for
+// every row's lane tree where eight rows share vertical adds.
+void gemv_tiles(const MatrixView& w, std::span<const int> col_begin, std::span<const float> x,
+                std::span<float> y, std::size_t y_stride);
+
 // Sum of x[i]^2 in increasing i, fp32, starting at 0.0f.
 float sum_of_squares(std::span<const float> x);
 

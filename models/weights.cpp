@@ -199,6 +199,30 @@ void Matrix::row_values(int i, std::span<float> out) const {
   }
 }
 
+MatrixView MatrixView::sub(int row0, int nrows, int col0, int ncols) const {
+  if (row0 < 0 || nrows < 0 || col0 < 0 || ncols < 0 || row0 > rows_ - nrows ||
+      col0 > cols_ - ncols) {
+    throw std::out_of_range("MatrixView::sub: rows [" + std::to_string(row0) + ", +" +
+                            std::to_string(nrows) + ") x cols [" + std::to_string(col0) + ", +" +
+                            std::to_string(ncols) + ") must lie inside " + std::to_string(rows_) +
+                            " x " + std::to_string(cols_));
+  }
+  const std::size_t origin =
+      static_cast<std::size_t>(row0) * leading_dim_ + static_cast<std::size_t>(col0);
+  MatrixView v = *this;
+  v.rows_ = nrows;
+  v.cols_ = ncols;
+  if (storage_ == DType::fp32) {
+    v.data_ = static_cast<const float*>(data_) + origin;
+  } else if (is_8bit(storage_)) {
+    v.data_ = static_cast<const std::uint8_t*>(data_) + origin;
+    v.scales_ = scales_ + row0;
+  } else {
+    v.data_ = static_cast<const std::uint16_t*>(data_) + origin;
+  }
+  return v;
+}
+
 MatrixView Matrix::view(int row0, int nrows, int col0, int ncols) const {
   if (row0 < 0 || nrows < 0 || col0 < 0 || ncols < 0 || row0 > rows_ - nrows ||
       col0 > cols_ - ncols) {

@@ -95,6 +95,9 @@ class MatrixView {
         return static_cast<const float*>(data_)[k];
     }
   }
+  // Rows [row0, row0 + nrows) x columns [col0, col0 + ncols) of this view
+  // (std::out_of_range when they do not lie inside it).
+  MatrixView sub(int row0, int nrows, int col0, int ncols) const;
   // fp32 storage only (std::logic_error otherwise).
   std::span<const float> row(int i) const {
     return {data() + static_cast<std::size_t>(i) * leading_dim_, static_cast<std::size_t>(cols_)};

@@ -734,23 +734,27 @@ class Executor {
   // What one host thread needs while it computes a row band of a GEMV.
   struct BandScratch {
     std::vector<float> partials, gate, up;
+    std::vector<int> cuts;
   };
 
-  // Partial products of one core's tile: rows [r0, r1) of the fused matrix,
-  // input columns [c0, c1); `expert` for the expert matrices. Reads the
-  // weights only, so host threads may run it at once (each with its own
-  // scratch).
-  void tile_product(WeightRef ref, int layer, int r0, int r1, int c0, int c1,
+  // Partial products of a row band's tiles: rows [r0, r1) of the fused
+  // matrix, the tile of core column qi on input columns [c0 + cuts[qi],
+  // c0 + cuts[qi + 1]) (cuts[0] = 0), into y[qi * (r1 - r0) ...]
+  // (models::gemv_tiles: the same bits as each tile on its own); `expert`
+  // for the expert matrices. Reads the weights only, so host threads may run
+  // it at once (each with its own scratch).
+  void band_product(WeightRef ref, int layer, int r0, int r1, int c0, std::span<const int> cuts,
                     std::span<const float> x, std::span<float> y, BandScratch& scratch,
                     int expert = -1) const {
-    const int nc = c1 - c0;
+    const auto n = static_cast<std::size_t>(r1 - r0);
+    const int nc = cuts.back();
     const auto xs = x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc));
+    const std::span<const int> local = cuts;
     auto part = [&](const models::Matrix& m, int row_offset, int lo, int hi) {
       const int a = std::max(r0, lo), b = std::min(r1, hi);
       if (a >= b) return;
-      models::gemv_tile(
-          m.view(a - row_offset, b - a, c0, nc), xs,
-          y.subspan(static_cast<std::size_t>(a - r0), static_cast<std::size_t>(b - a)));
+      models::gemv_tiles(m.view(a - row_offset, b - a, c0, nc), local, xs,
+                         y.subspan(static_cast<std::size_t>(a - r0)), n);
     };
     if (ref == WeightRef::lm_head) return part(w_->lm_head_matrix(), 0, 0, model_.vocab_size);
     const models::LayerWeights& lw = w_->layers[static_cast<std::size_t>(layer)];
@@ -785,15 +789,17 @@ class Executor {
                                        ? lw.w_up
                                        : lw.experts.at(static_cast<std::size_t>(expert)).w_up;
         // Interleaved rows: 2i is gate row i, 2i+1 is up row i (r0, r1 even).
-        const int n = (r1 - r0) / 2;
-        scratch.gate.resize(static_cast<std::size_t>(n));
-        scratch.up.resize(static_cast<std::size_t>(n));
-        models::gemv_tile(wg.view(r0 / 2, n, c0, nc), xs, scratch.gate);
-        models::gemv_tile(wu.view(r0 / 2, n, c0, nc), xs, scratch.up);
-        for (int i = 0; i < n; ++i) {
-          y[static_cast<std::size_t>(2 * i)] = scratch.gate[static_cast<std::size_t>(i)];
-          y[static_cast<std::size_t>(2 * i + 1)] = scratch.up[static_cast<std::size_t>(i)];
-        }
+        const std::size_t half = n / 2, tiles = local.size() - 1;
+        scratch.gate.resize(tiles * half);
+        scratch.up.resize(tiles * half);
+        const int g0 = r0 / 2, gn = static_cast<int>(half);
+        models::gemv_tiles(wg.view(g0, gn, c0, nc), local, xs, scratch.gate, half);
+        models::gemv_tiles(wu.view(g0, gn, c0, nc), local, xs, scratch.up, half);
+        for (std::size_t t = 0; t < tiles; ++t)
+          for (std::size_t i = 0; i < half; ++i) {
+            y[t * n + 2 * i] = scratch.gate[t * half + i];
+            y[t * n + 2 * i + 1] = scratch.up[t * half + i];
+          }
         break;
       }
       case WeightRef::lm_head:
@@ -878,12 +884,13 @@ class Executor {
     const int r0 = m.row_begin(pi), r1 = m.row_begin(pi + 1);
     const auto n = static_cast<std::size_t>(r1 - r0);
     std::vector<float>& partials = scratch.partials;
+    std::vector<int>& cuts = scratch.cuts;  // the tiles' columns from the first's
+    cuts.resize(static_cast<std::size_t>(Q) + 1);
+    for (int qi = 0; qi <= Q; ++qi)
+      cuts[static_cast<std::size_t>(qi)] = m.col_begin(qi) - m.col_begin(0);
     for (int t = 0; t < x.tokens; ++t) {
       partials.assign(static_cast<std::size_t>(Q) * n, 0.0f);
-      for (int qi = 0; qi < Q; ++qi)
-        tile_product(ref, layer, r0, r1, m.col_begin(qi), m.col_begin(qi + 1), x.row(t),
-                     std::span(partials).subspan(static_cast<std::size_t>(qi) * n, n), scratch,
-                     expert);
+      band_product(ref, layer, r0, r1, m.col_begin(0), cuts, x.row(t), partials, scratch, expert);
       for (const auto& step : order)
         models::add_inplace(
             std::span(partials).subspan(static_cast<std::size_t>(step.into) * n, n),

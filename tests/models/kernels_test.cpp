@@ -326,6 +326,102 @@ TEST(GemvTile, EveryColumnStepKeepsSignedZerosInfinitiesAndNaNs) {
   }
 }
 
+// gemv_tiles against gemv_tile_scalar tile by tile, into a y with gaps
+// between the tiles (y_stride > rows) that must stay untouched.
+void expect_tiles_match_scalar(const MatrixView& v, const std::vector<int>& cuts,
+                               std::span<const float> x, const std::string& what) {
+  const auto rows = static_cast<std::size_t>(v.rows());
+  const std::size_t stride = rows + 3, tiles = cuts.size() - 1;
+  std::vector<float> y(tiles * stride, 77.0f);
+  gemv_tiles(v, cuts, x, y, stride);
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const int c0 = cuts[t], nc = cuts[t + 1] - c0;
+    std::vector<float> want(rows);
+    gemv_tile_scalar(v.sub(0, v.rows(), c0, nc),
+                     x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc)), want);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const float got = y[t * stride + i];
+      if (std::isnan(want[i])) {
+        ASSERT_TRUE(std::isnan(got)) << what << " tile " << t << " row " << i;
+      } else {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(want[i]))
+            << what << " tile " << t << " (" << nc << " columns) row " << i << ": " << got
+            << " vs " << want[i];
+      }
+    }
+    for (std::size_t i = rows; i < stride && t * stride + i < y.size(); ++i)
+      ASSERT_EQ(y[t * stride + i], 77.0f) << what << ": wrote between tiles";
+  }
+}
+
+TEST(GemvTiles, SameBitsAsEachTileOnItsOwn) {
+  // Rows of tiles as row bands of cores hold them: narrow tiles (the
+  // eight-rows-at-a-time kernel of 16-bit storage: every width 1..16 and
+  // every row count around the blocks of eight), wide ones, and a mix, in
+  // views whose rows are not contiguous, for each storage.
+  const std::vector<std::vector<int>> cut_sets = {
+      {0, 1, 2, 4, 7, 11, 16, 22, 29, 37, 46, 56, 67, 73},  // widths 1..11, 6
+      {0, 12, 25, 39, 54, 70, 73},                          // 12..16, 3
+      {0, 11, 22, 33, 44, 55, 66, 73},                      // lm_head-like 11s
+      {0, 55, 73},                                          // wide
+      {0, 16, 49, 60, 73},                                  // narrow and wide
+  };
+  for (DType t : {DType::fp32, DType::bf16, DType::fp16}) {
+    const Matrix m = awkward_matrix(41, 75, t, 9);
+    Xoshiro256StarStar rng(23);
+    std::vector<float> x(73);
+    for (float& v : x) v = rng.uniform_pm1();
+    for (const auto& cuts : cut_sets)
+      for (int rows : {1, 7, 8, 9, 15, 16, 17, 24, 31, 37})
+        for (int row0 : {0, 3})
+          expect_tiles_match_scalar(m.view(row0, rows, 2, 73), cuts, x,
+                                    std::string(dtype_name(t)) + " " + std::to_string(rows) +
+                                        " rows at row " + std::to_string(row0));
+  }
+}
+
+TEST(GemvTiles, NarrowTilesKeepSignedZerosInfinitiesAndNaNs) {
+  // Sixteen-bit narrow tiles, eight rows per step: rows whose sums are -0
+  // products only, an infinity, opposite infinities, overflow, a NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> rows = {
+      {-0.0f, -0.0f, -0.0f},  {-1.0f, 0.0f, 0.0f},         {inf, 1.0f, 2.0f},
+      {inf, -inf, 1.0f},      {3e38f, 3e38f, -3e38f},      {0.0f, 0.0f, -1e-45f},
+      {-3e38f, -3e38f, 1.0f}, {std::nanf(""), 1.0f, 1.0f}, {1.0f, 2.0f, 3.0f},
+  };
+  for (DType t : {DType::bf16, DType::fp16}) {
+    for (int cols = 1; cols <= 16; ++cols) {
+      Matrix m(static_cast<int>(rows.size()), cols);
+      for (int i = 0; i < m.rows(); ++i)
+        for (int j = 0; j < cols; ++j)
+          m(i, j) = round_to_dtype(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j % 3)], t);
+      m.store_as(t);
+      std::vector<float> x(static_cast<std::size_t>(cols));
+      for (int j = 0; j < cols; ++j) x[static_cast<std::size_t>(j)] = j % 2 == 0 ? 1.0f : 0.5f;
+      x[0] = 0.0f;  // -0 products in the first column of the -0 row
+      expect_tiles_match_scalar(m.view(), {0, cols}, x,
+                                std::string(dtype_name(t)) + " " + std::to_string(cols) + " columns");
+    }
+  }
+}
+
+TEST(GemvTiles, RejectsCutsAndSizesThatDoNotFit) {
+  const Matrix m(4, 6);
+  const std::vector<float> x(6);
+  std::vector<float> y(12);
+  const auto call = [&](std::vector<int> cuts, std::size_t x_size, std::size_t stride) {
+    gemv_tiles(m.view(), cuts, std::span<const float>(x).first(x_size), y, stride);
+  };
+  EXPECT_NO_THROW(call({0, 3, 6}, 6, 4));
+  EXPECT_THROW(call({0, 3, 5}, 6, 4), std::invalid_argument);  // short of the columns
+  EXPECT_THROW(call({1, 3, 6}, 6, 4), std::invalid_argument);  // not from column 0
+  EXPECT_THROW(call({0, 3, 3, 6}, 6, 4), std::invalid_argument);  // an empty tile
+  EXPECT_THROW(call({0}, 6, 4), std::invalid_argument);         // no tile
+  EXPECT_THROW(call({0, 3, 6}, 5, 4), std::invalid_argument);   // x too short
+  EXPECT_THROW(call({0, 3, 6}, 6, 3), std::invalid_argument);   // stride below the rows
+  EXPECT_THROW(call({0, 2, 4, 6}, 6, 5), std::invalid_argument);  // y too short (2*5+4 > 12)
+}
+
 TEST(RmsNorm, HandVector) {
   const std::vector<float> x = {1, 2, 3, 4};
   const std::vector<float> gamma = {1, 0.5f, 2, 1};
