@@ -1,11 +1,13 @@
 #include "models/work_team.hpp"
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace wafersim::models {
 
-WorkTeam::WorkTeam(int threads) : threads_(threads < 1 ? 1 : threads) {}
+WorkTeam::WorkTeam(int threads, int guests)
+    : threads_(threads < 1 ? 1 : threads), guests_(guests < 0 ? 0 : guests) {}
 
 WorkTeam::~WorkTeam() {
   {
@@ -29,13 +31,32 @@ void WorkTeam::start(int items, std::function<void(int, int)> work) {
   next_.store(0, std::memory_order_relaxed);
   work_ = std::move(work);
   error_ = nullptr;
-  if (threads_ == 1) return;
-  if (helpers_.empty())
-    for (int t = 1; t < threads_; ++t) helpers_.emplace_back([this, t] { helper_loop(t); });
-  busy_ = threads_ - 1;
-  ++batch_;
+  if (threads_ > 1) {
+    if (helpers_.empty())
+      for (int t = 1; t < threads_; ++t) helpers_.emplace_back([this, t] { helper_loop(t); });
+    busy_ = threads_ - 1;  // no guest is inside: finish() waited for them all
+    ++batch_;
+  }
   lock.unlock();
-  wake_.notify_all();
+  if (threads_ > 1) wake_.notify_all();
+  if (on_start_ && guests_ > 0) on_start_();
+}
+
+bool WorkTeam::assist(int guest) {
+  if (guest < 0 || guest >= guests_)
+    throw std::logic_error("WorkTeam::assist: no guest " + std::to_string(guest));
+  {
+    std::lock_guard lock(mutex_);
+    if (!open_ || next_.load(std::memory_order_relaxed) >= items_) return false;
+    ++busy_;  // finish() waits for this guest too
+  }
+  take_items(threads_ + guest);
+  {
+    std::lock_guard lock(mutex_);
+    --busy_;
+  }
+  idle_.notify_all();
+  return true;
 }
 
 void WorkTeam::finish() {
@@ -77,7 +98,7 @@ void WorkTeam::helper_loop(int thread) {
       std::lock_guard lock(mutex_);
       --busy_;
     }
-    idle_.notify_one();
+    idle_.notify_all();
   }
 }
 

@@ -27,13 +27,17 @@ namespace wafersim::models {
 class WorkTeam {
  public:
   // `threads` in all, the caller included; values < 1 count as 1 (the caller
-  // alone: start() does nothing, finish() runs every item).
-  explicit WorkTeam(int threads);
+  // alone: start() does nothing, finish() runs every item). `guests` other
+  // threads may join a batch with assist() (thread numbers threads() ..
+  // slots() - 1, for their scratch).
+  explicit WorkTeam(int threads, int guests = 0);
   ~WorkTeam();
   WorkTeam(const WorkTeam&) = delete;
   WorkTeam& operator=(const WorkTeam&) = delete;
 
   int threads() const { return threads_; }
+  // Thread numbers work() may see: the team's threads and the guests.
+  int slots() const { return threads_ + guests_; }
 
   // The number of threads worth using on this host: the hardware threads
   // (std::thread::hardware_concurrency, 1 when unknown).
@@ -46,9 +50,19 @@ class WorkTeam {
   void start(int items, std::function<void(int item, int thread)> work);
 
   // The caller works through the items not taken yet, then waits for the
-  // helpers. Rethrows the first exception an item threw (the items not
-  // started by then are skipped).
+  // helpers (and guests). Rethrows the first exception an item threw (the
+  // items not started by then are skipped).
   void finish();
+
+  // Guest `guest` (0 .. guests - 1) takes items of the open batch, as
+  // thread threads() + guest, until none is left; false when no batch is
+  // open or every item is taken (a thread with nothing else to do, waiting
+  // for what the batch's caller will produce, can lend a hand). One thread
+  // per guest number at a time.
+  bool assist(int guest);
+  // Called (outside the team's lock) each time start() opens a batch, so
+  // that a guest waiting elsewhere can come and assist. Set before use.
+  void on_start(std::function<void()> f) { on_start_ = std::move(f); }
 
  private:
   void helper_loop(int thread);
@@ -56,6 +70,8 @@ class WorkTeam {
   void take_items(int thread);
 
   int threads_ = 1;
+  int guests_ = 0;
+  std::function<void()> on_start_;
   std::vector<std::thread> helpers_;
   std::mutex mutex_;
   std::condition_variable wake_;  // helpers: a new batch, or stop
@@ -63,7 +79,7 @@ class WorkTeam {
   std::uint64_t batch_ = 0;       // increases with every start()
   bool stop_ = false;
   bool open_ = false;  // between start() and finish()
-  int busy_ = 0;       // helpers still inside the current batch
+  int busy_ = 0;       // helpers and guests still inside the current batch
   int items_ = 0;
   std::atomic<int> next_{0};  // the next item to take
   std::function<void(int, int)> work_;

@@ -559,7 +559,10 @@ struct PipelineExecutors {
     values = std::make_unique<Executor>(s.wafer_ptrs, nullptr, model, s.placement, s.program,
                                         weights, bits);
     values->set_values_only();
-    values->set_threads(std::max(1, threads - 1));
+    // This thread, waiting for the lane (a step's token), takes row bands
+    // of the lane's GEMVs as a guest.
+    values->set_threads(std::max(1, threads - 1), [l = lane] { l->ring(); });
+    lane->add_helper([v = values.get()] { return v->assist(); });
     experts = std::make_unique<ExpertExchange>();
     timing->set_expert_exchange(experts.get());
     values->set_expert_exchange(experts.get());

@@ -903,10 +903,17 @@ class Executor {
   // Host threads for the functional GEMVs: `threads` in all, this one
   // included (models::WorkTeam); 1 = this thread alone, the default. Results do
   // not depend on it.
-  void set_threads(int threads) {
-    team_ = std::make_unique<models::WorkTeam>(threads);
-    scratch_.resize(static_cast<std::size_t>(team_->threads()));
+  // `guest`, when given, is called each time a GEMV's bands are handed out:
+  // one other thread may then take some of them with assist() (the
+  // simulation, waiting for the functional lane: sim/value_lane.hpp).
+  void set_threads(int threads, std::function<void()> guest = nullptr) {
+    team_ = std::make_unique<models::WorkTeam>(threads, guest ? 1 : 0);
+    if (guest) team_->on_start(std::move(guest));
+    scratch_.resize(static_cast<std::size_t>(team_->slots()));
   }
+  // The guest thread computes row bands of the GEMV being computed, if
+  // any (set_threads); whether it found one.
+  bool assist() { return team_ && team_->slots() > team_->threads() && team_->assist(0); }
 
   void elementwise(Vec& v, std::uint64_t ops_per_element) {
     for (std::size_t i = 0; i < v.layout.size(); ++i)

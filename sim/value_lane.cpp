@@ -33,9 +33,29 @@ std::uint64_t ValueLane::post(std::function<void()> work) {
 }
 
 void ValueLane::wait(std::uint64_t ticket) {
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return finished_ >= ticket; });  // after an error the rest is quick
-  if (error_ && error_ticket_ <= ticket) std::rethrow_exception(error_);
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      // After an error the rest is quick.
+      done_.wait(lock, [&] { return finished_ >= ticket || (rung_ && !helpers_.empty()); });
+      rung_ = false;
+      if (finished_ >= ticket) {
+        if (error_ && error_ticket_ <= ticket) std::rethrow_exception(error_);
+        return;
+      }
+    }
+    for (const auto& help : helpers_)
+      while (help()) {
+      }
+  }
+}
+
+void ValueLane::ring() {
+  {
+    std::lock_guard lock(mutex_);
+    rung_ = true;
+  }
+  done_.notify_all();
 }
 
 void ValueLane::drain() {

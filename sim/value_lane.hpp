@@ -39,7 +39,8 @@ class ValueLane {
   std::uint64_t post(std::function<void()> work);
   // Waits until the work of `ticket` (and all before it) has run. Rethrows
   // the first exception a work threw if that work was `ticket` or one before
-  // it (every work after it is skipped).
+  // it (every work after it is skipped). While it waits, the caller lends a
+  // hand (add_helper).
   void wait(std::uint64_t ticket);
   // Waits for everything posted so far.
   void drain();
@@ -51,6 +52,15 @@ class ValueLane {
   // that whatever waits on the lane's results elsewhere can give up.
   // (Each call adds one; set them before posting.)
   void on_error(std::function<void()> f) { on_error_.push_back(std::move(f)); }
+  // Work a waiting thread can do for the lane: `help` takes part in a batch
+  // the lane's work has open (a values executor's GEMV row bands,
+  // Executor::assist) and returns whether it found one. The batch's owner
+  // calls ring() when it opens one. (Set before posting.) So a simulation
+  // that waits for a step's token computes part of the lm_head instead of
+  // idling.
+  void add_helper(std::function<bool()> help) { helpers_.push_back(std::move(help)); }
+  // Wakes a waiter to try the helpers (any thread).
+  void ring();
 
  private:
   void loop();
@@ -65,6 +75,8 @@ class ValueLane {
   std::exception_ptr error_;
   std::uint64_t error_ticket_ = 0;  // the work that threw error_
   std::vector<std::function<void()>> on_error_;
+  std::vector<std::function<bool()>> helpers_;
+  bool rung_ = false;  // ring() since a waiter last looked
   std::thread thread_;
 };
 

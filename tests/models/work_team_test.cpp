@@ -3,7 +3,9 @@
 #include "models/work_team.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -59,6 +61,49 @@ TEST(WorkTeam, MisuseIsALogicError) {
   team.start(1, [](int, int) {});
   EXPECT_THROW(team.start(1, [](int, int) {}), std::logic_error);
   team.finish();
+}
+
+TEST(WorkTeam, AGuestTakesItemsOfTheOpenBatchAsItsOwnThreadNumber) {
+  // One team thread (the caller) and one guest: the caller opens a batch and
+  // lets the guest, told by on_start, take every item before it finishes;
+  // the guest's items see thread number threads() (its scratch slot).
+  WorkTeam team(1, 1);
+  EXPECT_EQ(team.slots(), 2);
+  EXPECT_FALSE(team.assist(0));  // no batch open
+  std::atomic<int> rung{0};
+  team.on_start([&] { rung.fetch_add(1); });
+  std::vector<int> by(50, -1);
+  team.start(50, [&](int item, int thread) { by[static_cast<std::size_t>(item)] = thread; });
+  EXPECT_EQ(rung.load(), 1);
+  std::thread guest([&] { EXPECT_TRUE(team.assist(0)); });
+  guest.join();
+  EXPECT_FALSE(team.assist(0));  // every item taken
+  team.finish();
+  for (int t : by) EXPECT_EQ(t, 1);
+  EXPECT_THROW(team.assist(1), std::logic_error);  // only one guest
+}
+
+TEST(WorkTeam, FinishWaitsForAGuestStillInsideItsItem) {
+  WorkTeam team(1, 1);
+  std::atomic<bool> guest_in{false}, release{false}, guest_done{false};
+  team.start(2, [&](int item, int thread) {
+    if (thread == 1) {
+      guest_in = true;
+      while (!release) std::this_thread::yield();
+      guest_done = true;
+    }
+    (void)item;
+  });
+  std::thread guest([&] { team.assist(0); });
+  while (!guest_in) std::this_thread::yield();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    release = true;
+  });
+  team.finish();  // takes the other item, then waits for the guest's
+  EXPECT_TRUE(guest_done.load());
+  guest.join();
+  releaser.join();
 }
 
 TEST(WorkTeam, HostThreadsIsAtLeastOne) {

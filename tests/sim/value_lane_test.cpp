@@ -47,6 +47,28 @@ TEST(ValueLane, WaitReturnsOnceItsTicketHasRun) {
   EXPECT_EQ(done.load(), 2);
 }
 
+TEST(ValueLane, AWaiterRunsTheHelpersWhenRungAndReturnsWhenItsTicketHasRun) {
+  // The lane's work opens "batches" (ring) and waits until the waiter has
+  // helped with each; the waiter only helps while it waits.
+  ValueLane lane;
+  std::atomic<int> open{0}, helped{0};
+  lane.add_helper([&] {
+    if (open.load() == 0) return false;
+    open.fetch_sub(1);
+    helped.fetch_add(1);
+    return true;
+  });
+  const std::uint64_t ticket = lane.post([&] {
+    for (int i = 0; i < 3; ++i) {
+      open.fetch_add(1);
+      lane.ring();
+      while (open.load() > 0) std::this_thread::yield();  // the waiter takes it
+    }
+  });
+  lane.wait(ticket);
+  EXPECT_EQ(helped.load(), 3);
+}
+
 TEST(ValueLane, AnErrorReachesEveryLaterWaitAndSkipsTheRest) {
   ValueLane lane;
   int errors_seen = 0;
