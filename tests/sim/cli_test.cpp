@@ -253,7 +253,7 @@ TEST(Cli, HostThreadCountDoesNotChangeAResult) {
 
 TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
   // Figures only (never checked against a speed): every shape, a positive
-  // rate for the scalar kernel and, where the host has it, AVX2.
+  // rate for the scalar kernel, where the host has it AVX2, and row bands.
   const Outcome o = wafersim("bench kernels --json");
   ASSERT_EQ(o.code, 0) << o.err;
   const auto j = nlohmann::json::parse(o.out);
@@ -264,6 +264,7 @@ TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
     if (row.contains("avx2")) {
       EXPECT_GT(row["avx2"].get<double>(), 0.0) << row.dump();
     }
+    EXPECT_GT(row["bands"].get<double>(), 0.0) << row.dump();
   }
 }
 
