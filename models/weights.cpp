@@ -223,22 +223,15 @@ MatrixView MatrixView::sub(int row0, int nrows, int col0, int ncols) const {
   return v;
 }
 
-MatrixView Matrix::view(int row0, int nrows, int col0, int ncols) const {
-  if (row0 < 0 || nrows < 0 || col0 < 0 || ncols < 0 || row0 > rows_ - nrows ||
-      col0 > cols_ - ncols) {
-    throw std::out_of_range("Matrix::view: rows [" + std::to_string(row0) + ", +" +
-                            std::to_string(nrows) + ") x cols [" + std::to_string(col0) + ", +" +
-                            std::to_string(ncols) + ") must lie inside " + std::to_string(rows_) +
-                            " x " + std::to_string(cols_));
-  }
-  const std::size_t origin = static_cast<std::size_t>(row0) * static_cast<std::size_t>(cols_) +
-                             static_cast<std::size_t>(col0);
+MatrixView Matrix::view() const {
   const std::size_t ld = static_cast<std::size_t>(cols_);
-  if (storage_ == DType::fp32) return MatrixView(values_.data() + origin, nrows, ncols, ld);
-  if (is_8bit(storage_))
-    return MatrixView(codes_.data() + origin, storage_, nrows, ncols, ld,
-                      scales_.data() + static_cast<std::size_t>(row0));
-  return MatrixView(bits_.data() + origin, storage_, nrows, ncols, ld);
+  if (storage_ == DType::fp32) return MatrixView(values_.data(), rows_, cols_, ld);
+  if (is_8bit(storage_)) return MatrixView(codes_.data(), storage_, rows_, cols_, ld, scales_.data());
+  return MatrixView(bits_.data(), storage_, rows_, cols_, ld);
+}
+
+MatrixView Matrix::view(int row0, int nrows, int col0, int ncols) const {
+  return view().sub(row0, nrows, col0, ncols);
 }
 
 namespace {

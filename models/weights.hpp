@@ -218,7 +218,7 @@ class Matrix {
   // without copying. Throws std::out_of_range if it does not lie inside.
   MatrixView view(int row0, int nrows, int col0, int ncols) const;
   // The whole matrix.
-  MatrixView view() const { return view(0, rows_, 0, cols_); }
+  MatrixView view() const;
 
   // Same shape, same storage, same bits.
   friend bool operator==(const Matrix&, const Matrix&) = default;

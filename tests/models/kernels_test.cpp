@@ -292,16 +292,22 @@ TEST(GemvTile, WidensEveryFp16BitPatternExactly) {
   }
 }
 
-TEST(GemvTile, EveryColumnStepKeepsSignedZerosInfinitiesAndNaNs) {
-  // Column counts that use the eight-, four- and one-column steps: rows whose
-  // sums are -0 products only, an infinity, opposite infinities (NaN), or
-  // overflow must come out as the scalar order gives them.
+// Rows (three values, repeated along the columns) whose sums are -0
+// products only, an infinity, opposite infinities (NaN), overflow, a NaN.
+std::vector<std::vector<float>> special_rows() {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<std::vector<float>> rows = {
+  return {
       {-0.0f, -0.0f, -0.0f},  {-1.0f, 0.0f, 0.0f},         {inf, 1.0f, 2.0f},
       {inf, -inf, 1.0f},      {3e38f, 3e38f, -3e38f},      {0.0f, 0.0f, -1e-45f},
       {-3e38f, -3e38f, 1.0f}, {std::nanf(""), 1.0f, 1.0f}, {1.0f, 2.0f, 3.0f},
   };
+}
+
+TEST(GemvTile, EveryColumnStepKeepsSignedZerosInfinitiesAndNaNs) {
+  // Column counts that use the eight-, four- and one-column steps: rows whose
+  // sums are -0 products only, an infinity, opposite infinities (NaN), or
+  // overflow must come out as the scalar order gives them.
+  const std::vector<std::vector<float>> rows = special_rows();
   for (int cols : {3, 11, 12, 15, 19}) {
     Matrix m(static_cast<int>(rows.size()), cols);
     for (int i = 0; i < m.rows(); ++i)
@@ -383,12 +389,7 @@ TEST(GemvTiles, SameBitsAsEachTileOnItsOwn) {
 TEST(GemvTiles, NarrowTilesKeepSignedZerosInfinitiesAndNaNs) {
   // Sixteen-bit narrow tiles, eight rows per step: rows whose sums are -0
   // products only, an infinity, opposite infinities, overflow, a NaN.
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<std::vector<float>> rows = {
-      {-0.0f, -0.0f, -0.0f},  {-1.0f, 0.0f, 0.0f},         {inf, 1.0f, 2.0f},
-      {inf, -inf, 1.0f},      {3e38f, 3e38f, -3e38f},      {0.0f, 0.0f, -1e-45f},
-      {-3e38f, -3e38f, 1.0f}, {std::nanf(""), 1.0f, 1.0f}, {1.0f, 2.0f, 3.0f},
-  };
+  const std::vector<std::vector<float>> rows = special_rows();
   for (DType t : {DType::bf16, DType::fp16}) {
     for (int cols = 1; cols <= 16; ++cols) {
       Matrix m(static_cast<int>(rows.size()), cols);
