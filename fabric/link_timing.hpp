@@ -70,7 +70,7 @@
 
 namespace wafersim::fabric {
 
-// Busy intervals kept per link (see above). 4 keeps a link record at 48
+// Busy intervals kept per link (see above). 4 keeps a link record at 40
 // bytes (FlowModel::LinkState); docs/validation.md compares it with 8 on the
 // agreement benchmark.
 inline constexpr int kLinkIntervals = 4;

@@ -29,7 +29,8 @@ std::uint32_t Traffic::unicast(Coord src, Coord dst, Bytes bytes, Cycles ready,
   return add(m);
 }
 
-std::uint32_t Traffic::multicast(const Line& line, Bytes bytes, Cycles ready, std::uint8_t color) {
+std::uint32_t Traffic::multicast(const Line& line, Bytes bytes, Cycles ready, std::uint8_t color,
+                                 std::span<const After> after) {
   Message m;
   m.src = line.at(0);
   m.dst = line.at(line.length - 1);
@@ -37,7 +38,7 @@ std::uint32_t Traffic::multicast(const Line& line, Bytes bytes, Cycles ready, st
   m.ready = ready;
   m.multicast = line.length > 1;
   m.color = color;
-  return add(m);
+  return add(m, after);
 }
 
 std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes bytes,
@@ -103,15 +104,8 @@ std::uint32_t Traffic::all_reduce(ReductionScheme scheme, const Line& line, Byte
                                   std::uint8_t color) {
   const std::uint32_t sum = reduction(scheme, line, bytes, reduce_hop_overhead, ready, color);
   if (line.length == 1) return sum;
-  Message m;
-  m.src = line.at(0);
-  m.dst = line.at(line.length - 1);
-  m.bytes = bytes;
-  m.ready = ready[0].at;
-  m.multicast = true;
-  m.color = color;
   const After after{MessageRef{sum, 0}, Cycles{0}};
-  return add(m, std::span(&after, 1));
+  return multicast(line, bytes, ready[0].at, color, std::span(&after, 1));
 }
 
 std::vector<std::uint32_t> add_gemv_phase(Traffic& traffic, const GemvPhase& phase,

@@ -79,8 +79,10 @@ class Traffic {
   // must refer to earlier messages). Returns its index.
   std::uint32_t add(const Message& m, std::span<const After> after = {});
   std::uint32_t unicast(Coord src, Coord dst, Bytes bytes, Cycles ready, std::uint8_t color = 0);
-  // multicast_line: from line.at(0) to line.at(1 .. length-1).
-  std::uint32_t multicast(const Line& line, Bytes bytes, Cycles ready, std::uint8_t color = 0);
+  // multicast_line: from line.at(0) to line.at(1 .. length-1), after
+  // `after` (as add()).
+  std::uint32_t multicast(const Line& line, Bytes bytes, Cycles ready, std::uint8_t color = 0,
+                          std::span<const After> after = {});
   // reduce_line: one partial per core of `line` summed into line.at(0), with
   // `reduce_hop_overhead` cycles per add (WaferSpec::reduce_hop_overhead).
   // Returns a zero-byte marker message at line.at(0) whose arrival is when the

@@ -254,19 +254,16 @@ WAFERSIM_AVX2 void gemv_rows16_narrow8(const std::uint16_t* r, std::size_t ld, c
   _mm256_storeu_ps(y, _mm256_add_ps(t0, t1));
 }
 
-// gemv_rows16_narrow8 for `cols` (1-16) chosen at run time.
-template <class S>
+// The gemv_rows16_narrow8 kernels of one 16-bit format, by column count:
+// table[cols - 1] for 1-16 columns.
 using Narrow8 = void (*)(const std::uint16_t*, std::size_t, const float*, float*);
+using Narrow8Table = std::array<Narrow8, 16>;
 template <class S, int... C>
-constexpr std::array<Narrow8<S>, sizeof...(C)> narrow8_table(std::integer_sequence<int, C...>) {
+constexpr Narrow8Table narrow8_table(std::integer_sequence<int, C...>) {
   return {&gemv_rows16_narrow8<S, C + 1>...};
 }
 template <class S>
-WAFERSIM_AVX2 void gemv_rows16_narrow8(const std::uint16_t* r, std::size_t ld, std::size_t cols,
-                                       const float* x, float* y) {
-  static constexpr auto table = narrow8_table<S>(std::make_integer_sequence<int, 16>{});
-  table[cols - 1](r, ld, x, y);
-}
+constexpr Narrow8Table kNarrow8 = narrow8_table<S>(std::make_integer_sequence<int, 16>{});
 
 // R rows of one fp32 tile: lanes 0-7 of each block of sixteen columns in one
 // register, lanes 8-15 in the other (column order); the partial last block
@@ -514,17 +511,15 @@ void gemv_tiles(const MatrixView& w, std::span<const int> col_begin, std::span<c
 #if defined(WAFERSIM_HAVE_AVX2_PATH)
   const bool bits16 = w.storage() == DType::bf16 || w.storage() == DType::fp16;
   if (k == GemvKernel::avx2 && bits16 && widest <= 16 && rows >= 8) {
+    const Narrow8Table& narrow =
+        w.storage() == DType::bf16 ? kNarrow8<Bf16Split> : kNarrow8<Fp16Split>;
     const std::uint16_t* base = w.bits();
     const std::size_t ld = w.leading_dim();
     for (; done + 8 <= rows; done += 8)
       for (std::size_t t = 0; t < tiles; ++t) {
         const auto c0 = static_cast<std::size_t>(col_begin[t]);
         const auto nc = static_cast<std::size_t>(col_begin[t + 1]) - c0;
-        float* out = y.data() + t * y_stride + done;
-        if (w.storage() == DType::bf16)
-          gemv_rows16_narrow8<Bf16Split>(base + done * ld + c0, ld, nc, x.data() + c0, out);
-        else
-          gemv_rows16_narrow8<Fp16Split>(base + done * ld + c0, ld, nc, x.data() + c0, out);
+        narrow[nc - 1](base + done * ld + c0, ld, x.data() + c0, y.data() + t * y_stride + done);
       }
   }
 #endif

@@ -734,7 +734,6 @@ class Executor {
   // What one host thread needs while it computes a row band of a GEMV.
   struct BandScratch {
     std::vector<float> partials, gate, up;
-    std::vector<int> cuts;
   };
 
   // Partial products of a row band's tiles: rows [r0, r1) of the fused
@@ -749,11 +748,10 @@ class Executor {
     const auto n = static_cast<std::size_t>(r1 - r0);
     const int nc = cuts.back();
     const auto xs = x.subspan(static_cast<std::size_t>(c0), static_cast<std::size_t>(nc));
-    const std::span<const int> local = cuts;
     auto part = [&](const models::Matrix& m, int row_offset, int lo, int hi) {
       const int a = std::max(r0, lo), b = std::min(r1, hi);
       if (a >= b) return;
-      models::gemv_tiles(m.view(a - row_offset, b - a, c0, nc), local, xs,
+      models::gemv_tiles(m.view(a - row_offset, b - a, c0, nc), cuts, xs,
                          y.subspan(static_cast<std::size_t>(a - r0)), n);
     };
     if (ref == WeightRef::lm_head) return part(w_->lm_head_matrix(), 0, 0, model_.vocab_size);
@@ -789,12 +787,12 @@ class Executor {
                                        ? lw.w_up
                                        : lw.experts.at(static_cast<std::size_t>(expert)).w_up;
         // Interleaved rows: 2i is gate row i, 2i+1 is up row i (r0, r1 even).
-        const std::size_t half = n / 2, tiles = local.size() - 1;
+        const std::size_t half = n / 2, tiles = cuts.size() - 1;
         scratch.gate.resize(tiles * half);
         scratch.up.resize(tiles * half);
         const int g0 = r0 / 2, gn = static_cast<int>(half);
-        models::gemv_tiles(wg.view(g0, gn, c0, nc), local, xs, scratch.gate, half);
-        models::gemv_tiles(wu.view(g0, gn, c0, nc), local, xs, scratch.up, half);
+        models::gemv_tiles(wg.view(g0, gn, c0, nc), cuts, xs, scratch.gate, half);
+        models::gemv_tiles(wu.view(g0, gn, c0, nc), cuts, xs, scratch.up, half);
         for (std::size_t t = 0; t < tiles; ++t)
           for (std::size_t i = 0; i < half; ++i) {
             y[t * n + 2 * i] = scratch.gate[t * half + i];
@@ -819,7 +817,8 @@ class Executor {
     Vec y;
     y.tokens = x.tokens;
     std::vector<fabric::CombineStep> order;
-    // Until finish(), the helpers read x and order and write y.values: if
+    std::vector<int> cuts;  // the tiles' columns, from the first column's
+    // Until finish(), the helpers read x, order and cuts and write y.values: if
     // the timing below throws, they are waited for before those go.
     struct JoinOnThrow {
       models::WorkTeam* team = nullptr;
@@ -835,8 +834,9 @@ class Executor {
       y.values.assign(static_cast<std::size_t>(m.out_features) * static_cast<std::size_t>(x.tokens),
                       0.0f);
       order = reduction_order(m.reduction, Q);
+      for (int qi = 0; qi <= Q; ++qi) cuts.push_back(m.col_begin(qi) - m.col_begin(0));
       team().start(P, [&](int pi, int thread) {
-        band_values(m, ref, layer, order, pi, x, y, expert,
+        band_values(m, ref, layer, order, cuts, pi, x, y, expert,
                     scratch_[static_cast<std::size_t>(thread)]);
       });
       join_on_throw.team = team_.get();
@@ -875,19 +875,16 @@ class Executor {
 
   // The values of row band `pi` of a GEMV (rows [row_begin(pi),
   // row_begin(pi + 1)) of every token of the block): the tile products of
-  // the band's Q cores, added in the reduction's `order`. Writes those rows
-  // of y only, and reads nothing another band writes.
+  // the band's Q cores (`cuts`: their columns from the first's, as
+  // band_product takes them), added in the reduction's `order`. Writes those
+  // rows of y only, and reads nothing another band writes.
   void band_values(const MatrixPlacement& m, WeightRef ref, int layer,
-                   std::span<const fabric::CombineStep> order, int pi, const Vec& x, Vec& y,
-                   int expert, BandScratch& scratch) const {
+                   std::span<const fabric::CombineStep> order, std::span<const int> cuts, int pi,
+                   const Vec& x, Vec& y, int expert, BandScratch& scratch) const {
     const int Q = m.q();
     const int r0 = m.row_begin(pi), r1 = m.row_begin(pi + 1);
     const auto n = static_cast<std::size_t>(r1 - r0);
     std::vector<float>& partials = scratch.partials;
-    std::vector<int>& cuts = scratch.cuts;  // the tiles' columns from the first's
-    cuts.resize(static_cast<std::size_t>(Q) + 1);
-    for (int qi = 0; qi <= Q; ++qi)
-      cuts[static_cast<std::size_t>(qi)] = m.col_begin(qi) - m.col_begin(0);
     for (int t = 0; t < x.tokens; ++t) {
       partials.assign(static_cast<std::size_t>(Q) * n, 0.0f);
       band_product(ref, layer, r0, r1, m.col_begin(0), cuts, x.row(t), partials, scratch, expert);

@@ -89,6 +89,24 @@ TEST(Matrix, ViewOutsideThrows) {
   EXPECT_THROW(Matrix(-1, 2), std::invalid_argument);
 }
 
+// Every element of `m`, read with operator() const and with row_values,
+// has the bits of the same element of the fp32 matrix `want`.
+void expect_same_values(const Matrix& m, const Matrix& want) {
+  ASSERT_EQ(m.rows(), want.rows());
+  ASSERT_EQ(m.cols(), want.cols());
+  std::vector<float> row(static_cast<std::size_t>(m.cols()));
+  for (int i = 0; i < m.rows(); ++i) {
+    m.row_values(i, row);
+    for (int j = 0; j < m.cols(); ++j) {
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(m(i, j)), std::bit_cast<std::uint32_t>(want(i, j)))
+          << "(" << i << ", " << j << ")";
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(row[static_cast<std::size_t>(j)]),
+                std::bit_cast<std::uint32_t>(want(i, j)))
+          << "row_values (" << i << ", " << j << ")";
+    }
+  }
+}
+
 TEST(Matrix, StoreAsSixteenBitsKeepsEveryValueAndHalvesTheMemory) {
   for (DType t : {DType::bf16, DType::fp16}) {
     Matrix m(3, 5);
@@ -103,15 +121,8 @@ TEST(Matrix, StoreAsSixteenBitsKeepsEveryValueAndHalvesTheMemory) {
     EXPECT_EQ(m.storage_bytes(), 15u * 2u);
     EXPECT_EQ(m.size(), 15u);
     const Matrix& c = m;
+    expect_same_values(c, fp32);
     std::vector<float> row(5);
-    for (int i = 0; i < 3; ++i) {
-      c.row_values(i, row);
-      for (int j = 0; j < 5; ++j) {
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(c(i, j)), std::bit_cast<std::uint32_t>(fp32(i, j)));
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(row[static_cast<std::size_t>(j)]),
-                  std::bit_cast<std::uint32_t>(fp32(i, j)));
-      }
-    }
     const MatrixView v = c.view(1, 2, 1, 3);
     EXPECT_EQ(v.storage(), t);
     EXPECT_EQ(v(1, 2), fp32(2, 3));
@@ -168,18 +179,9 @@ TEST(Matrix, StoreQuantizedKeepsEveryValueInAQuarterOfTheBytes) {
     m.store_quantized(t, scales);
     EXPECT_EQ(m.storage(), t);
     EXPECT_EQ(m.storage_bytes(), 15u + 3u * 4u);
-    const Matrix& cm = m;
-    std::vector<float> row(5);
-    for (int i = 0; i < 3; ++i) {
-      m.row_values(i, row);
-      for (int j = 0; j < 5; ++j) {
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(cm(i, j)), std::bit_cast<std::uint32_t>(wide(i, j)));
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(row[static_cast<std::size_t>(j)]),
-                  std::bit_cast<std::uint32_t>(wide(i, j)));
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(m.view(1, 2, 1, 4)(0, 0)),
-                  std::bit_cast<std::uint32_t>(wide(1, 1)));
-      }
-    }
+    expect_same_values(m, wide);
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(m.view(1, 2, 1, 4)(0, 0)),
+              std::bit_cast<std::uint32_t>(wide(1, 1)));
     EXPECT_THROW(m.data(), std::logic_error);
     EXPECT_THROW(m.store_quantized(t, scales), std::logic_error);  // already 8-bit
   }
