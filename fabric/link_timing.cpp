@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace wafersim::fabric {
 
@@ -241,15 +242,57 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       bytes_low_(mesh.link_count()),
       eject_(mesh.core_count()) {}
 
+void FlowModel::use_record_pool(PagePool& pool) {
+  pool_ = &pool;
+  if (max_end_ == 0) {
+    // Nothing reserved yet: the model's own records (never touched) are
+    // unmapped rather than pooled, so that the pool's blocks are the only ones.
+    links_.give_pages();
+    eject_.give_pages();
+  } else {
+    release_records(Cycles{max_end_});
+  }
+}
+
+bool FlowModel::release_records(Cycles all_ready_from) {
+  if (!pool_ || !links_.held() || max_end_ > all_ready_from.value) return false;
+  pool_->give(links_.give_pages(), max_end_);
+  pool_->give(eject_.give_pages(), max_end_);
+  released_until_ = max_end_;
+  return true;
+}
+
+void FlowModel::take_records() {
+  if (!pool_) throw std::logic_error("FlowModel: records released without a pool");
+  // Another model's records may come with the block: stale ones, all
+  // ending by the block's tag, which this model's messages must not precede.
+  PagePool::Block links = pool_->take(mesh_.link_count() * sizeof(LinkState));
+  PagePool::Block ramps = pool_->take(mesh_.core_count() * sizeof(LinkState));
+  released_until_ = std::max({released_until_, links.tag, ramps.tag});
+  max_end_ = std::max(max_end_, released_until_);
+  links_ = ZeroedArray<LinkState>(std::move(links.pages), mesh_.link_count());
+  eject_ = ZeroedArray<LinkState>(std::move(ramps.pages), mesh_.core_count());
+}
+
+void FlowModel::message_before_release(std::uint64_t ready) const {
+  throw std::logic_error(
+      "flow model: a message ready at cycle " + std::to_string(ready) +
+      " came after link records were recycled as idle until cycle " +
+      std::to_string(released_until_) +
+      "; the recycling bound is wrong (run with --keep-link-records to avoid it)");
+}
+
 Cycles FlowModel::link_reserved_until(LinkId l) const {
+  if (!links_.held()) return Cycles{0};
   const LinkState& s = links_[l.value];
   const int count = s.count();
   return Cycles{count == 0 ? s.floor() : s.floor() + s.end[count - 1]};
 }
 
 std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) const {
-  const LinkState& s = links_[l.value];
   std::vector<std::pair<Cycles, Cycles>> out;
+  if (!links_.held()) return out;
+  const LinkState& s = links_[l.value];
   for (int i = 0; i < s.count(); ++i)
     out.emplace_back(Cycles{s.floor() + s.start[i]}, Cycles{s.floor() + s.end[i]});
   return out;
@@ -304,11 +347,13 @@ Timed FlowModel::eject(LinkId in, Cycles ser, const Timed& tail) {
   // cycles from its head's arrival on have passed.
   const std::uint64_t last_end = eject_[ramp_slot_after(in)].pass(
       WaveletRuns::from(tail.at.value - ser.value, ser.value), 0, 0, nullptr, now_);
+  max_end_ = std::max(max_end_, last_end);
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
 
 Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                       std::vector<Timed>* arrivals) {
+  hold_records(ready.at.value);
   now_ = std::max(now_, ready.at.value);
   if (links.empty()) return traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   const Cycles ser = serialization(bytes);
@@ -330,6 +375,7 @@ Timed FlowModel::reduce_chain(std::span<const LinkId> links, Bytes bytes,
                               std::span<const Timed> node_ready) {
   if (node_ready.size() != links.size() + 1)
     throw std::invalid_argument("reduce_chain: one ready time per node");
+  hold_records(node_ready[0].at.value);
   now_ = std::max(now_, node_ready[0].at.value);
   Timed done = node_ready[0];
   if (!links.empty()) {
@@ -392,6 +438,7 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     contention += start - at;
     at = start;
     link.reserve(at, ser, now_);
+    max_end_ = std::max(max_end_, at + ser);
     count_bytes(links[k], bytes.value);
     if (arrivals) arrivals->push_back(tail());
   }
@@ -401,6 +448,7 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
 Timed FlowModel::stream(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                         const WaveletRuns& inject, WaveletRuns* delivered,
                         std::vector<Timed>* arrivals, std::vector<WaveletRuns>* passing) {
+  hold_records(ready.at.value);  // no wavelet of inject is before ready
   now_ = std::max(now_, ready.at.value);
   if (passing) passing->clear();
   if (inject.n == 0 || links.empty()) {
@@ -459,7 +507,9 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   };
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
-    return explain(eject_[ramp_slot_after(links[k])].pass(*runs_on, hop, 0, out, now_));
+    const std::uint64_t end = eject_[ramp_slot_after(links[k])].pass(*runs_on, hop, 0, out, now_);
+    max_end_ = std::max(max_end_, end);
+    return explain(end);
   };
   for (std::size_t k = 0; k < links.size(); ++k) {
     std::uint64_t not_before = 0;
@@ -476,7 +526,8 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
       }
     }
     count_bytes(links[k], bytes.value);
-    links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_);
+    max_end_ =
+        std::max(max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_));
     std::swap(runs_on, next_on);
     if (passing) passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
     if (arrivals) arrivals->push_back(receive(k, nullptr));

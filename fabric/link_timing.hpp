@@ -178,10 +178,35 @@ class FlowModel {
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
   // The memory of the link and ramp records (zeroed pages, see
-  // fabric/zeroed_array.hpp), for a PagePrefaulter.
+  // fabric/zeroed_array.hpp), for a PagePrefaulter: those it holds now.
   std::vector<PageRange> record_pages() const {
-    return {links_.pages(), bytes_low_.pages(), eject_.pages()};
+    std::vector<PageRange> r;
+    if (links_.held()) r.push_back(links_.pages());
+    r.push_back(bytes_low_.pages());
+    if (eject_.held()) r.push_back(eject_.pages());
+    return r;
   }
+
+  // Recycling the link and ramp records (the byte counters stay). With a
+  // pool, this model holds records only while they may still matter:
+  // release_records() gives them back to the pool when every reservation
+  // ends by `all_ready_from`, a time no message still to come (to any model
+  // sharing the pool) is ready before; the engine knows it from the tokens
+  // in flight (sim/record_recycler.hpp). The next message takes blocks from
+  // the pool again, as their last owner left them, unzeroed: a record whose
+  // every busy interval (and floor) ends by a message's ready time answers
+  // that message, and every later one, as a fresh record does (its stale
+  // gaps are worth nothing at or after `now` and are the first given up;
+  // docs/modelling.md, "Recycled link records"). So results are the same as
+  // without a pool. A message ready before the end of records released here
+  // or taken from the pool breaks that and throws std::logic_error. A
+  // pipeline of wafers that one token crosses at a time then holds a few
+  // wafers' records instead of all of them.
+  void use_record_pool(PagePool& pool);
+  bool release_records(Cycles all_ready_from);
+  bool holds_records() const { return links_.held(); }
+  // The end of the latest reservation made so far (links and ramps).
+  Cycles reserved_until() const { return Cycles{max_end_}; }
 
   // Per-link counters.
   std::uint64_t link_bytes(LinkId l) const;
@@ -282,6 +307,14 @@ class FlowModel {
                              Cycles per_hop_extra, bool eject_last, std::vector<Timed>* arrivals,
                              WaveletRuns* delivered,
                              std::vector<WaveletRuns>* passing = nullptr);
+  // Before a message: the records in hand (from the pool when released),
+  // and the message not ready before what was released.
+  void hold_records(std::uint64_t ready) {
+    if (ready < released_until_) message_before_release(ready);
+    if (!links_.held()) take_records();
+  }
+  void take_records();
+  [[noreturn]] void message_before_release(std::uint64_t ready) const;
   // Adds one message's bytes to link l's counter.
   void count_bytes(LinkId l, std::uint64_t bytes) {
     const std::uint64_t b = bytes_low_[l.value] + bytes;
@@ -309,6 +342,11 @@ class FlowModel {
   // Core ejection ramps, one link record per core (zeroed pages too: 36 MB
   // per WSE-3 wafer, faulted in as cores first receive).
   ZeroedArray<LinkState> eject_;
+  // Record recycling (use_record_pool): the pool, the end of the latest
+  // reservation, and the end of those released or taken stale from the pool.
+  PagePool* pool_ = nullptr;
+  std::uint64_t max_end_ = 0;
+  std::uint64_t released_until_ = 0;
 };
 
 }  // namespace wafersim::fabric

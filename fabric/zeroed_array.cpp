@@ -32,6 +32,33 @@ ZeroedPages& ZeroedPages::operator=(ZeroedPages&& o) noexcept {
   return *this;
 }
 
+PagePool::Block PagePool::take(std::size_t bytes) {
+  for (std::vector<Block>* list : {&fresh_, &used_})
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].pages.bytes() != bytes) continue;
+      Block block = std::move((*list)[i]);
+      list->erase(list->begin() + static_cast<std::ptrdiff_t>(i));
+      if (list == &used_) ++reused_;
+      return block;
+    }
+  ++made_;
+  return Block{ZeroedPages(bytes), 0};
+}
+
+void PagePool::give(ZeroedPages pages, std::uint64_t tag) {
+  if (pages.data()) used_.push_back(Block{std::move(pages), tag});
+}
+
+std::vector<PageRange> PagePool::stock(int count, std::size_t bytes) {
+  std::vector<PageRange> ranges;
+  for (int i = 0; i < count; ++i) {
+    fresh_.push_back(Block{ZeroedPages(bytes), 0});
+    ++made_;
+    ranges.push_back({fresh_.back().pages.data(), fresh_.back().pages.bytes()});
+  }
+  return ranges;
+}
+
 PagePrefaulter::PagePrefaulter(std::vector<PageRange> ranges)
     : ranges_(std::move(ranges)), thread_([this] { run(); }) {}
 

@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace wafersim::fabric {
@@ -32,7 +34,6 @@ class ZeroedPages {
 
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
-
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
@@ -42,6 +43,38 @@ class ZeroedPages {
 struct PageRange {
   void* data = nullptr;
   std::size_t bytes = 0;
+};
+
+// Blocks of pages handed from one owner to another, so that memory already
+// faulted in is used again instead of fresh pages: a wafer whose link
+// records are all in the past gives its block back, the next wafer the
+// pipeline reaches takes it as it is (FlowModel::use_record_pool; such
+// records need no zeroing, see there). A block carries a tag from the owner
+// that gave it back to the next (FlowModel: the end of the reservations its
+// records hold). Not thread-safe: one simulation thread.
+class PagePool {
+ public:
+  struct Block {
+    ZeroedPages pages;
+    std::uint64_t tag = 0;  // 0 for a block never used
+  };
+  // A block of `bytes`: one made by stock() first (zero bytes, tag 0), then
+  // one given back (its bytes and tag as given), else a new zeroed mapping.
+  Block take(std::size_t bytes);
+  // Takes `pages` back, with its tag, for a later take().
+  void give(ZeroedPages pages, std::uint64_t tag);
+  // Makes `count` blocks of `bytes` ahead of need and returns their ranges
+  // (for a PagePrefaulter to fault in while the simulation starts).
+  std::vector<PageRange> stock(int count, std::size_t bytes);
+
+  // Blocks mapped so far, and blocks handed out again after a give().
+  std::uint64_t blocks_made() const { return made_; }
+  std::uint64_t blocks_reused() const { return reused_; }
+
+ private:
+  std::vector<Block> fresh_;  // never used (stock()), handed out first
+  std::vector<Block> used_;   // given back
+  std::uint64_t made_ = 0, reused_ = 0;
 };
 
 // Faults in (and so has the kernel zero) the pages of `ranges`, in order, on
@@ -85,8 +118,18 @@ class ZeroedArray {
 
  public:
   explicit ZeroedArray(std::size_t n) : pages_(n * sizeof(T)), n_(n) {}
+  // n elements in `pages` (at least n * sizeof(T) bytes), as the pages hold
+  // them: T{} for pages never written, else what their last owner left.
+  ZeroedArray(ZeroedPages pages, std::size_t n) : pages_(std::move(pages)), n_(n) {}
 
   std::size_t size() const { return n_; }
+  // Whether it holds pages (give_pages() leaves it without).
+  bool held() const { return pages_.data() != nullptr; }
+  // Hands its pages over and holds none after (size 0).
+  ZeroedPages give_pages() {
+    n_ = 0;
+    return std::move(pages_);
+  }
   PageRange pages() const { return {pages_.data(), pages_.bytes()}; }
   T& operator[](std::size_t i) { return data()[i]; }
   const T& operator[](std::size_t i) const { return data()[i]; }

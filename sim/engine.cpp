@@ -22,12 +22,18 @@
 #include "sim/executor.hpp"
 #include "sim/placement.hpp"
 #include "sim/program.hpp"
+#include "sim/record_recycler.hpp"
 #include "sim/system.hpp"
 #include "sim/value_lane.hpp"
 
 namespace wafersim::sim {
 
 namespace {
+
+// Wafers' worth of link and ramp records the pool of a recycling run makes
+// (and has faulted in) before the simulation starts: a token crossing a
+// pipeline holds about this many at a time.
+constexpr int kStockedWafers = 3;
 
 // SystemC time base: one fabric clock cycle is represented as 1 ns of
 // sc_time, so cycle counts stay exact integers; seconds come from clock_hz.
@@ -69,6 +75,9 @@ struct Pipeline {
   const Program* program = nullptr;
   Executor* values = nullptr;
   ValueLane* lane = nullptr;
+  // Tracks the tokens in flight to give idle wafers' link records back
+  // (sim/record_recycler.hpp); shared by the target and the draft.
+  RecordRecycler* recycler = nullptr;
 
   // Posts `work(values executor, mirror)` for token `m` (none without a
   // lane); the mirror gets m's header first.
@@ -123,6 +132,7 @@ SC_MODULE(StageModule) {
       if (now_cycles().value > m->handed_at)
         for (Vec& v : m->slots)
           for (Timed& r : v.ready) r = r.not_before(now_cycles(), Resource::queueing);
+      if (p_.recycler) p_.recycler->entered(*m);
       p_.post(*m, [sp = &program_](Executor& ex, TokenMessage& v) {
         run_stage(ex, *sp, v, [](const std::string&, const Timed&) {});
       });
@@ -240,6 +250,7 @@ SC_MODULE(HostModule) {
     p.post(*m, [=](Executor& ex, TokenMessage& v) {
       slot(v, Slot::x) = ex.embed(token, position, Timed{}, from_host);
     });
+    if (p.recycler) p.recycler->track(*m);
     return m;
   }
 
@@ -271,6 +282,7 @@ SC_MODULE(HostModule) {
                    Executor& ex, TokenMessage& v) {
       slot(v, Slot::x) = embed_block(ex, ids, Timed{});
     });
+    if (p.recycler) p.recycler->track(*m);
     return m;
   }
 
@@ -338,6 +350,7 @@ SC_MODULE(HostModule) {
     int processed = 0, finished = 0;
     while (finished < users) {
       TokenMessage* m = from_wafer->read();
+      if (target_.recycler) target_.recycler->untrack(*m);
       if (m->needs_logits) target_.settle(*m);
       record(*m);
       ++processed;
@@ -407,6 +420,7 @@ SC_MODULE(HostModule) {
   void draft_process() {
     for (;;) {
       TokenMessage* m = from_draft->read();
+      if (draft_.recycler) draft_.recycler->untrack(*m);
       if (m->needs_logits) draft_.settle(*m);
       ++spec_->draft_passes;
       if (!m->needs_logits) continue;
@@ -568,8 +582,8 @@ struct PipelineExecutors {
     values->set_expert_exchange(experts.get());
     lane->on_error([x = experts.get()] { x->abandon(); });
   }
-  Pipeline pipeline(const Program& program) const {
-    return Pipeline{timing.get(), &program, values.get(), lane};
+  Pipeline pipeline(const Program& program, RecordRecycler* recycler) const {
+    return Pipeline{timing.get(), &program, values.get(), lane, recycler};
   }
 };
 
@@ -610,20 +624,60 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   const Program& program = sys->program;
   fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
 
+  // Speculative decoding: the draft on wafers of its own.
+  std::unique_ptr<PlacedSystem> draft_sys;
+  if (sc.speculative) {
+    t_host = HostClock::now();
+    try {
+      draft_sys = place_system(draft_scenario(sc), options.placement_progress);
+    } catch (const fabric::FitError& e) {
+      throw fabric::FitError("the speculative draft " + sc.speculative->decoding.draft.name +
+                             " (placed on wafers of its own, " +
+                             "as many as it needs up to one per layer): " + e.what());
+    }
+    host_times.place_s += host_since(t_host);
+  }
+
+  // With more than one wafer, the link and ramp records of wafers a token
+  // has left go back to a pool for the wafers it reaches next
+  // (sim/record_recycler.hpp): same results, a few wafers' records in
+  // memory instead of every wafer's.
+  fabric::PagePool record_pool;
+  RecordRecycler recycler;
+  {
+    std::vector<fabric::FlowModel*> flows;
+    for (const auto& f : sys->wafers) flows.push_back(&f->flow());
+    if (draft_sys)
+      for (const auto& f : draft_sys->wafers) flows.push_back(&f->flow());
+    if (flows.size() > 1 && options.recycle_link_records) recycler.recycle(flows, record_pool);
+  }
+
   // The host's other cores fault in the wafers' link and ramp records ahead
   // of the simulation (fabric::PagePrefaulter), the target's wafers first:
   // in functional runs while this thread makes the weights, so that the
-  // first token pass finds them present. Stopped when the simulation ends.
+  // first token pass finds them present. With recycling the wafers hold
+  // only their byte counters until a token reaches them; the pool's first
+  // blocks are faulted in instead. Stopped when the simulation ends.
   const int threads = options.threads > 0 ? options.threads : models::WorkTeam::host_threads();
   std::vector<std::unique_ptr<fabric::PagePrefaulter>> prefaulters;
-  const auto prefault = [&](const PlacedSystem& s) {
-    if (threads <= 1) return;
+  if (threads > 1) {
     std::vector<fabric::PageRange> pages;
-    for (const auto& f : s.wafers)
-      for (const fabric::PageRange& range : f->flow().record_pages()) pages.push_back(range);
+    if (recycler.active()) {
+      const fabric::Mesh& mesh = sys->wafers.front()->mesh();
+      const std::size_t wafer_count =
+          sys->wafers.size() + (draft_sys ? draft_sys->wafers.size() : 0);
+      for (std::size_t w = 0; w < std::min<std::size_t>(kStockedWafers, wafer_count); ++w)
+        for (const std::size_t records : {mesh.link_count(), mesh.core_count()})
+          for (const fabric::PageRange& range :
+               record_pool.stock(1, records * sizeof(fabric::FlowModel::LinkState)))
+            pages.push_back(range);
+    }
+    for (const PlacedSystem* s : {sys.get(), draft_sys.get()})
+      if (s)
+        for (const auto& f : s->wafers)
+          for (const fabric::PageRange& range : f->flow().record_pages()) pages.push_back(range);
     prefaulters.push_back(std::make_unique<fabric::PagePrefaulter>(std::move(pages)));
-  };
-  prefault(*sys);
+  }
 
   std::optional<models::Weights> weights;
   t_host = HostClock::now();
@@ -646,14 +700,14 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
   const int users = sc.workload.users;
   const int depth = users * (n_prompt + sc.workload.generate_tokens) + 2;
-  StageChain chain("", target.pipeline(program), depth);
+  RecordRecycler* recycling = recycler.active() ? &recycler : nullptr;
+  StageChain chain("", target.pipeline(program, recycling), depth);
   HostLog log(static_cast<std::size_t>(users));
   for (int u = 0; u < users; ++u)
     log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
 
-  // Speculative decoding: the draft on wafers of its own, with its own
-  // stage chain (host -> draft layers -> draft head -> host).
-  std::unique_ptr<PlacedSystem> draft_sys;
+  // Speculative decoding: the draft's own stage chain (host -> draft
+  // layers -> draft head -> host).
   std::optional<models::Weights> draft_weights;
   std::unique_ptr<fabric::WaferIo> draft_io;
   std::unique_ptr<PipelineExecutors> draft;
@@ -661,16 +715,6 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   std::optional<analysis::SpeculativeRun> speculation;
   if (sc.speculative) {
     const models::gpu::SpeculativeDecoding& sd = sc.speculative->decoding;
-    t_host = HostClock::now();
-    try {
-      draft_sys = place_system(draft_scenario(sc), options.placement_progress);
-    } catch (const fabric::FitError& e) {
-      throw fabric::FitError("the speculative draft " + sd.draft.name +
-                             " (placed on wafers of its own, " +
-                             "as many as it needs up to one per layer): " + e.what());
-    }
-    host_times.place_s += host_since(t_host);
-    prefault(*draft_sys);
     if (options.functional)
       draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed,
                                                  models::HostStorage::compact, threads,
@@ -680,7 +724,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     draft = std::make_unique<PipelineExecutors>(*draft_sys, draft_io.get(), sd.draft,
                                                 draft_weights ? &*draft_weights : nullptr, bits,
                                                 sc.workload.seed, threads, lane.get());
-    draft_chain = std::make_unique<StageChain>("draft_", draft->pipeline(draft_sys->program),
+    draft_chain = std::make_unique<StageChain>("draft_", draft->pipeline(draft_sys->program, recycling),
                                                depth + users * sd.draft_tokens);
     speculation.emplace();  // what the run is; the host counts how it went
     speculation->draft_model = sd.draft.name;
@@ -689,8 +733,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     speculation->acceptance_rate = sd.acceptance_rate;
     speculation->accepted_by_comparison = options.functional;
   }
-  HostModule host("host", target.pipeline(program), sc, io_cycles, r, log, options,
-                  draft ? draft->pipeline(draft_sys->program) : Pipeline{},
+  HostModule host("host", target.pipeline(program, recycling), sc, io_cycles, r, log, options,
+                  draft ? draft->pipeline(draft_sys->program, recycling) : Pipeline{},
                   speculation ? &*speculation : nullptr);
   // Whatever way this function ends, the lane stops before what its work
   // refers to (executors, weights, programs) goes.
@@ -710,6 +754,11 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   sc_core::sc_start();
   if (lane) lane->drain();  // the last numbers (and any error of the lane's)
   prefaulters.clear();      // before any wafer is released below
+  if (std::getenv("WAFERSIM_DEBUG_POOL"))
+    std::fprintf(stderr, "pool: releases %llu made %llu reused %llu\n",
+                 (unsigned long long)recycler.releases(),
+                 (unsigned long long)record_pool.blocks_made(),
+                 (unsigned long long)record_pool.blocks_reused());
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
 

@@ -44,6 +44,10 @@ struct RunOptions {
   // has. Results are bit-identical for every value; only the host time (and,
   // for the prefaulting, resident memory) changes.
   int threads = 0;
+  // With more than one wafer, give the link records of wafers a token has
+  // left back for reuse (sim/record_recycler.hpp). Results are bit-identical
+  // either way; off, every wafer keeps its records for the whole run.
+  bool recycle_link_records = true;
 };
 
 analysis::RunResult run_scenario(const Scenario& scenario, const RunOptions& options);

@@ -52,7 +52,7 @@ void show_weights_progress(int done, int total) {
 
 int cmd_run(const std::string& file, const std::string& presets, bool json, const std::string& out,
             std::optional<bool> functional_flag, const sim::ScenarioOverrides& overrides,
-            int threads) {
+            int threads, bool keep_link_records) {
   const sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
   sim::RunOptions options;
   options.functional = functional_flag.value_or(sc.outputs.functional);
@@ -60,6 +60,7 @@ int cmd_run(const std::string& file, const std::string& presets, bool json, cons
   options.weights_progress = show_weights_progress;
   options.placement_progress = show_placement_progress;
   options.threads = threads;
+  options.recycle_link_records = !keep_link_records;
   analysis::RunResult result = sim::run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = sim::compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
@@ -201,6 +202,10 @@ int main(int argc, char** argv) {
                   "their numbers on a second thread behind the timing (GEMV helpers from 3 on) "
                   "and the link records are faulted in ahead; results do not depend on it")
       ->check(CLI::NonNegativeNumber);
+  bool keep_link_records = false;
+  run->add_flag("--keep-link-records", keep_link_records,
+                "Keep every wafer's link records for the whole run instead of reusing those of "
+                "wafers a token has left (more memory; the same results)");
 
   std::string svg, strategy, write_placement;
   int block_rows = 0;
@@ -261,7 +266,7 @@ int main(int argc, char** argv) {
       std::optional<bool> fn;
       if (functional) fn = true;
       if (timing_only) fn = false;
-      return cmd_run(file, presets, json, out, fn, overrides, threads);
+      return cmd_run(file, presets, json, out, fn, overrides, threads, keep_link_records);
     }
     if (*validate) return cmd_validate(file, presets);
     if (*place)
