@@ -143,6 +143,9 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["simulate_s"] = host.simulate_s;
   j["reference_s"] = host.reference_s;
   j["token_passes"] = host.token_passes;
+  j["record_releases"] = host.record_releases;
+  j["record_blocks_made"] = host.record_blocks_made;
+  j["record_blocks_reused"] = host.record_blocks_reused;
   j["wall_per_token_s"] = host.token_passes > 0 ? host.simulate_s / host.token_passes : 0.0;
   j["total_s"] = total_s;
   j["peak_resident_mib"] = peak_resident_mib();

@@ -754,13 +754,11 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   sc_core::sc_start();
   if (lane) lane->drain();  // the last numbers (and any error of the lane's)
   prefaulters.clear();      // before any wafer is released below
-  if (std::getenv("WAFERSIM_DEBUG_POOL"))
-    std::fprintf(stderr, "pool: releases %llu made %llu reused %llu\n",
-                 (unsigned long long)recycler.releases(),
-                 (unsigned long long)record_pool.blocks_made(),
-                 (unsigned long long)record_pool.blocks_reused());
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
+  host_times.record_releases = recycler.releases();
+  host_times.record_blocks_made = record_pool.blocks_made();
+  host_times.record_blocks_reused = record_pool.blocks_reused();
 
   // Counters, wafer after wafer (stacked in y); a speculative draft's wafers
   // follow the target's. Nothing uses a wafer's fabric after the simulation,

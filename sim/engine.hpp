@@ -4,6 +4,7 @@
 // simulation cannot be restarted.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -20,6 +21,11 @@ struct HostTimes {
   double simulate_s = 0.0;   // the SystemC simulation (and functional arithmetic)
   double reference_s = 0.0;  // the reference forward pass (functional mode)
   int token_passes = 0;      // tokens that crossed the whole model (all users)
+  // Link-record recycling (RunOptions::recycle_link_records): wafers'
+  // records given back, blocks of records mapped, blocks taken again.
+  std::uint64_t record_releases = 0;
+  std::uint64_t record_blocks_made = 0;
+  std::uint64_t record_blocks_reused = 0;
 };
 
 struct RunOptions {

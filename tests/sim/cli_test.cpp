@@ -251,6 +251,55 @@ TEST(Cli, HostThreadCountDoesNotChangeAResult) {
   }
 }
 
+// Recycling the link records of wafers a token has left (RecordRecycler,
+// FlowModel::use_record_pool) changes no figure: multi-wafer runs, dense,
+// mixture-of-experts and gpt2 models, two users, blocks of prompt tokens,
+// speculative decoding with the draft on a wafer of its own, functional and
+// timing-only, give the same JSON as with every wafer's records kept. And
+// the records were recycled (bench models --point reports the pool).
+TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
+  struct Case {
+    std::string model, wafers, extra;
+    bool functional;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-llama", "4", "", true},
+      {"tiny-mixtral", "2", "", false},
+      {"tiny-gpt2", "2", "  prefill_block: 4\n", true},
+      {"tiny-llama", "2",
+       "speculative_decoding:\n  draft_model: tiny-mistral\n  draft_tokens: 3\n"
+       "  acceptance_rate: 0.5\n",
+       true},
+  };
+  for (const Case& c : cases) {
+    const fs::path d = scratch_dir("recycle");
+    const fs::path scenario = d / "recycle.yaml";
+    const bool workload_key = c.extra.rfind("  ", 0) == 0;
+    std::ofstream(scenario) << "name: recycle\nhardware: small\nmodel: " << c.model
+                            << "\nprecision: bf16\nwafers: " << c.wafers
+                            << "\nworkload:\n  prompt_tokens: 6\n  generate_tokens: 6\n"
+                               "  users: 2\n"
+                            << (workload_key ? c.extra : "")
+                            << "outputs:\n  functional: " << (c.functional ? "true" : "false")
+                            << "\n" << (workload_key ? "" : c.extra);
+    const Outcome recycled = wafersim("run " + scenario.string() + " --json");
+    ASSERT_EQ(recycled.code, 0) << c.model << ": " << recycled.err;
+    const Outcome kept = wafersim("run " + scenario.string() + " --json --keep-link-records");
+    ASSERT_EQ(kept.code, 0) << c.model << ": " << kept.err;
+    EXPECT_EQ(recycled.out, kept.out) << c.model << " on " << c.wafers << " wafers " << c.extra;
+    const Outcome point = wafersim("bench models --point " + scenario.string());
+    ASSERT_EQ(point.code, 0) << point.err;
+    const auto j = nlohmann::json::parse(point.out);
+    EXPECT_GT(j["record_releases"].get<int>(), 0) << c.model;
+    // Four wafers, three stocked blocks of each kind: a fourth wafer's worth
+    // of records can only come back from the pool.
+    if (c.wafers == "4") {
+      EXPECT_GT(j["record_blocks_reused"].get<int>(), 0) << c.model;
+    }
+    fs::remove_all(d);
+  }
+}
+
 TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
   // Figures only (never checked against a speed): every shape, a positive
   // rate for the scalar kernel, where the host has it AVX2, and row bands.
