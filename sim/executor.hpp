@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -372,12 +373,17 @@ class Executor {
                             arrivals);
   }
 
-  // The pieces of a layout that sits on consecutive cores of one column.
-  static Line column_line(const Layout& l) {
-    for (std::size_t i = 1; i < l.size(); ++i)
-      if (l[i].core.x != l[0].core.x || l[i].core.y != l[0].core.y + static_cast<int>(i))
+  // The pieces [a, b] of a layout that sits on consecutive cores of one
+  // column, down it or (an upward matrix's roots) up it, from piece a on.
+  static Line column_line(const Layout& l, std::size_t a = 0, std::size_t b = SIZE_MAX) {
+    b = std::min(b, l.size() - 1);
+    const int step = b > a && l[a + 1].core.y < l[a].core.y ? -1 : 1;
+    for (std::size_t i = a + 1; i <= b; ++i)
+      if (l[i].core.x != l[a].core.x ||
+          l[i].core.y != l[a].core.y + step * static_cast<int>(i - a))
         throw std::logic_error("layout is not a column of consecutive cores");
-    return Line{l[0].core, fabric::Direction::south, static_cast<int>(l.size())};
+    return Line{l[a].core, step > 0 ? fabric::Direction::south : fabric::Direction::north,
+                static_cast<int>(b - a + 1)};
   }
 
   // Blocks of prompt tokens: `tokens` equal layouts stacked into one block
@@ -562,7 +568,7 @@ class Executor {
     for (int h = 0; h < heads; ++h) {
       const auto [a, b] = span_of(h);
       if (a == b) continue;
-      const Line line{l[a].core, fabric::Direction::south, static_cast<int>(b - a + 1)};
+      const Line line = column_line(l, a, b);
       all_reduce(l.front().wafer, ReductionScheme::chain, line, Bytes{4 * T},
                  std::span(partial).subspan(a, b - a + 1), back);
       for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
@@ -850,7 +856,7 @@ class Executor {
     std::vector<Timed> arrivals;
     for (int qi = 0; qi < Q; ++qi) {
       const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
-      multicast(m.wafer, Line{m.core(0, qi), fabric::Direction::south, P}, Bytes{cols * 4 * T},
+      multicast(m.wafer, Line{m.core(0, qi), m.multicast_direction(), P}, Bytes{cols * 4 * T},
                 x.ready[static_cast<std::size_t>(qi)], arrivals);
       for (int pi = 0; pi < P; ++pi) {
         const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));

@@ -253,8 +253,9 @@ class StagePlanner {
   // head (as far as the block's spare rows allow) before the matrices share
   // the spare rows (anneal searches over it: longer segments, less attention
   // per core, fewer rows per matrix).
+  // upward: stacked bottom to top (LayerStage::upward).
   LayerStage layer(int l, int w, const Rect& block, std::uint64_t budget,
-                   const std::string& strategy, int kv_segment = 0) {
+                   const std::string& strategy, int kv_segment = 0, bool upward = false) {
     const int bw = block.width, bh = block.height;
     const int att_width = std::min(bw, model_.num_kv_heads);
     const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
@@ -327,17 +328,23 @@ class StagePlanner {
       mins.push_back(cap(i, rows[i]));
       steps.push_back(1);
     }
-    const std::vector<int> y = stack_shrinking(
+    // Bottom to top: the same stack in reverse order from the top.
+    if (upward)
+      for (std::vector<int>* v : {&heights, &mins, &steps}) std::reverse(v->begin(), v->end());
+    std::vector<int> y = stack_shrinking(
         block, dead, heights, mins, steps,
         fmt::format("layer {} of {}: the dead cores in its block ({} x {} at ({}, {})) leave no "
                     "contiguous rows for its matrices and KV cache",
                     l, model_.name, bw, bh, block.x0, block.y0));
+    if (upward)
+      for (std::vector<int>* v : {&heights, &y}) std::reverse(v->begin(), v->end());
     segment = heights[1] / per_column;
 
     LayerStage st;
     st.layer = l;
     st.wafer = w;
     st.strip = block;
+    st.upward = upward;
     auto matrix = [&](std::size_t shape, int y0, int h) {
       MatrixShape sh = shapes_[shape];
       sh.name = fmt::format("layer {} {}", l, sh.name);
@@ -345,6 +352,7 @@ class StagePlanner {
           make_matrix(sh, block.x0, y0, width[shape], h,
                       override_of(shapes_[shape].name).reduction.value_or(req_.reduction));
       mp.wafer = w;
+      mp.upward = upward;
       return mp;
     };
     st.qkv = matrix(0, y[0], heights[0]);
@@ -483,6 +491,8 @@ struct RegionPlan {
   Rect rest;  // the area left to the layers
   std::string note;
   int kv_segment = 0;  // StagePlanner::layer's KV segment floor (0: the matrices first)
+  // Odd layers (by their index in the model) stacked bottom to top.
+  bool alternate_layers = false;
 };
 
 // Head strip width (a full-height strip on the west of `u`) as wide as its share of the bytes.
@@ -631,9 +641,11 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   // Plans a wafer's stages from a region plan at a per-core budget.
   auto build = [&](const RegionPlan& plan, int w, int l_begin, bool has_head, std::uint64_t budget,
                    Placement& out) {
-    for (std::size_t i = 0; i < plan.blocks.size(); ++i)
-      out.layers.push_back(planner.layer(l_begin + static_cast<int>(i), w, plan.blocks[i], budget,
-                                         req.strategy, plan.kv_segment));
+    for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
+      const int l = l_begin + static_cast<int>(i);
+      out.layers.push_back(planner.layer(l, w, plan.blocks[i], budget, req.strategy,
+                                         plan.kv_segment, plan.alternate_layers && l % 2 == 1));
+    }
     if (has_head) out.head = planner.head(w, plan.head, budget);
   };
   // Closed-form cost of a candidate plan for one wafer (its stages alone).
@@ -926,7 +938,12 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
             "layer-rectangles gives each stage at least one column, but wafer {} holds {} stages "
             "({} layers{}) and {} is only {} columns wide; use more wafers or serpentine",
             w, stages, k, has_head ? " + head" : "", spec.name, area.width));
-      // Full-height strips, layers left to right, the head on the right.
+      // Full-height strips, layers left to right, the head on the right;
+      // every other layer (by its index in the model, so the alternation
+      // goes on across wafers, whose links keep a message's row) stacked
+      // bottom to top, so that each layer's output leaves next to the next
+      // layer's input.
+      plan.alternate_layers = true;
       const int head_width = has_head ? head_share(area.width, head_bytes, layer_bytes, k) : 0;
       const int layer_width = std::max(1, (area.width - head_width) / k);
       for (int i = 0; i < k; ++i)

@@ -25,6 +25,10 @@ inline int block_begin(int n, int k, int i) {
 // A weight matrix W [out][in] tiled over rect: core (x0+q, y0+p) holds the
 // tile of out rows block p and in columns block q. Input chunk q is multicast
 // down column q; partial sums of row p are reduced west to the root (x0, y0+p).
+// An `upward` matrix is the same turned upside down: tile row p is the p-th
+// row of cores from the bottom of rect, input chunks enter at the bottom row
+// and are multicast north (a layer stacked bottom to top, see
+// LayerStage::upward).
 struct MatrixPlacement {
   std::string name;  // e.g. "layer 3 qkv"
   int wafer = 0;
@@ -35,6 +39,7 @@ struct MatrixPlacement {
   // Output rows are split in whole groups of this many rows (2 for the
   // interleaved gate/up matrix, so each root holds whole gate/up pairs).
   int row_granule = 1;
+  bool upward = false;
 
   int p() const { return rect.height; }
   int q() const { return rect.width; }
@@ -42,7 +47,13 @@ struct MatrixPlacement {
     return row_granule * block_begin(out_features / row_granule, p(), pi);
   }
   int col_begin(int qi) const { return block_begin(in_features, q(), qi); }
-  Coord core(int pi, int qi) const { return Coord{rect.x0 + qi, rect.y0 + pi}; }
+  Coord core(int pi, int qi) const {
+    return Coord{rect.x0 + qi, upward ? rect.y0 + rect.height - 1 - pi : rect.y0 + pi};
+  }
+  // The way input chunks travel from tile row 0 (south, or north when upward).
+  fabric::Direction multicast_direction() const {
+    return upward ? fabric::Direction::north : fabric::Direction::south;
+  }
   Coord root(int pi) const { return core(pi, 0); }
   std::uint64_t max_tile_elements() const;
   bool operator==(const MatrixPlacement&) const = default;
@@ -95,6 +106,12 @@ struct LayerStage {
   int layer = 0;
   int wafer = 0;
   fabric::Rect strip;
+  // Stacked bottom to top (qkv at the bottom, down at the top, every matrix
+  // upward): layer-rectangles turns every other layer over, so that a
+  // layer's output (down's roots, at the bottom of a top-down layer) is next
+  // to the input of the layer beside it (o's roots, low in a bottom-up one),
+  // and back (docs/modelling.md).
+  bool upward = false;
   // gate_up holds the interleaved gate/up rows of a SwiGLU MLP, or (gpt2,
   // row_granule 1) the plain up matrix of the GELU MLP. A mixture of experts
   // leaves gate_up and down empty (0 x 0) and has router + experts instead.

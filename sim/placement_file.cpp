@@ -87,6 +87,7 @@ void write_mlp(std::string& o, const models::ModelConfig& model, const LayerStag
 void write_layer(std::string& o, const models::ModelConfig& model, const LayerStage& st) {
   o += fmt::format("  - layer: {}\n    wafer: {}\n    region: {}\n", st.layer, st.wafer,
                    rect_yaml(st.strip));
+  if (st.upward) o += "    stacking: bottom-up\n";
   o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv));
   const AttentionPlacement& a = st.attention;
   o += fmt::format(
@@ -351,7 +352,7 @@ class PlacementFileReader {
   }
 
   LayerStage layer(const Node& ln, int l) {
-    std::vector<std::string> keys{"layer", "wafer", "region", "qkv", "attention", "o"};
+    std::vector<std::string> keys{"layer", "wafer", "region", "stacking", "qkv", "attention", "o"};
     for (std::string& k : mlp_keys(mlp_kind(model_))) keys.push_back(std::move(k));
     r_.check_keys(ln, keys, [&](const std::string& k) { return other_mlp_key_note(k); });
     const Node idx = r_.get(ln, "layer");
@@ -361,12 +362,25 @@ class PlacementFileReader {
     st.layer = l;
     st.wafer = wafer(r_.get(ln, "wafer"));
     st.strip = rect_in_mesh(r_.get(ln, "region"));
+    if (ln.node["stacking"]) {
+      const Node sn = r_.get(ln, "stacking");
+      const std::string stacking = r_.text(sn);
+      if (stacking != "top-down" && stacking != "bottom-up")
+        r_.fail(sn, fmt::format("unknown stacking '{}'; valid: top-down, bottom-up (every matrix "
+                                "of the layer turned upside down: inputs enter at its bottom "
+                                "row){}",
+                                stacking, suggest_name(stacking, {"top-down", "bottom-up"})));
+      st.upward = stacking == "bottom-up";
+    }
     const std::string L = fmt::format("layer {} ", l);
     const int hidden = model_.hidden_size;
     st.qkv = matrix(ln, "qkv", {L + "qkv", model_.q_dim() + 2 * model_.kv_dim(), hidden}, st.wafer);
     st.attention = attention(ln, st.wafer);
     st.o = matrix(ln, "o", {L + "o", hidden, model_.q_dim()}, st.wafer);
     mlp(ln, L, st);
+    for (MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down, &st.router})
+      m->upward = st.upward && m->p() > 0;  // as placed: the MLP kind the model lacks stays 0 x 0
+    for (ExpertPlacement& e : st.experts) e.gate_up.upward = e.down.upward = st.upward;
     return st;
   }
 

@@ -54,6 +54,41 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
 }
 
+// The same GEMV turned upside down (MatrixPlacement::upward, a layer stacked
+// bottom to top) on rows 2..3: tile row 0 is the bottom row (y = 3), the
+// input enters there and goes north, and every time is the hand computation
+// above; the links used are the north ones, not the south ones.
+TEST(MeshGemv, AnUpwardMatrixIsTheMirrorImage) {
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  MatrixPlacement m;
+  m.name = "w";
+  m.out_features = 4;
+  m.in_features = 8;
+  m.rect = fabric::Rect{0, 2, 2, 2};
+  m.upward = true;
+  Vec x;
+  x.layout = input_layout(m);
+  ASSERT_EQ(x.layout[1].core, (Coord{1, 3}));  // tile row 0 at the bottom
+  x.ready.assign(2, Timed{});
+  const Vec y = ex.gemv(m, WeightRef::o, 0, x);
+  ASSERT_EQ(y.ready.size(), 2u);
+  EXPECT_EQ(y.ready[0].at.value, 16u);
+  EXPECT_EQ(y.ready[1].at.value, 21u);
+  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.layout[0].core, (Coord{0, 3}));
+  EXPECT_EQ(y.layout[1].core, (Coord{0, 2}));
+  // Rows of W: [0, 2) on the bottom row of cores, [2, 4) above it.
+  EXPECT_EQ(y.layout[1].begin, 2);
+  EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 2})), 11u);
+  const fabric::Mesh& mesh = fab.mesh();
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 3}, fabric::Direction::north)), 16u);
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 2}, fabric::Direction::south)), 0u);
+}
+
 TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
   // qkv of head_dim 4, one q head and one kv head: 12 values on two roots,
   // (0,0) holds [0, 6) (q and half of k), (0,1) holds [6, 12) (the other

@@ -375,6 +375,38 @@ TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
   EXPECT_EQ(placement_file_yaml(m, spec, back), placement_file_yaml(m, spec, pl));
 }
 
+// A layer's `stacking` (layer-rectangles writes `bottom-up` for every other
+// layer): read back, every matrix of the layer is upward; a file may turn a
+// layer either way; an unknown word is an error naming its line and the
+// valid ones.
+TEST_F(PlacementFile, StackingTurnsEveryMatrixOfALayerAndIsChecked) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  const PlacementRequest req = request("layer-rectangles");
+  const Placement pl = plan_placement(m, spec, 1, req);
+  const std::string text = placement_file_yaml(m, spec, pl);
+  const auto first = text.find("    stacking: bottom-up\n");
+  ASSERT_NE(first, std::string::npos);
+  const Placement back = read_placement_file(write("p.yaml", text), m, spec, req);
+  for (std::size_t l = 0; l < back.layers.size(); ++l) {
+    const LayerStage& st = back.layers[l];
+    EXPECT_EQ(st.upward, l % 2 == 1) << "layer " << l;
+    for (const MatrixPlacement* x : st.matrices()) EXPECT_EQ(x->upward, st.upward) << x->name;
+  }
+  // Layer 1 written top-down: read so.
+  std::string flat = text;
+  flat.replace(first, 23, "    stacking: top-down\n");
+  EXPECT_FALSE(read_placement_file(write("flat.yaml", flat), m, spec, req).layers[1].o.upward);
+  std::string bad = text;
+  bad.replace(first, 23, "    stacking: bottom-upp\n");
+  const ScenarioError e = read_error(write("bad.yaml", bad), m, spec, req);
+  EXPECT_EQ(e.line(), 1 + static_cast<int>(std::count(text.begin(),
+                                                      text.begin() + static_cast<long>(first), '\n')));
+  EXPECT_NE(std::string(e.what()).find("valid: top-down, bottom-up"), std::string::npos)
+      << e.what();
+  EXPECT_NE(std::string(e.what()).find("did you mean 'bottom-up'"), std::string::npos) << e.what();
+}
+
 TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLines) {
   const models::ModelConfig m = eight_layers();
   fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);

@@ -29,6 +29,75 @@ bool overlap(const fabric::Rect& a, const fabric::Rect& b) {
          b.y0 < a.y0 + a.height;
 }
 
+TEST(MatrixPlacement, AnUpwardMatrixCountsItsTileRowsFromTheBottom) {
+  MatrixPlacement m;
+  m.out_features = 6;
+  m.in_features = 4;
+  m.rect = fabric::Rect{5, 10, 2, 3};
+  EXPECT_EQ(m.core(0, 1), (Coord{6, 10}));
+  EXPECT_EQ(m.multicast_direction(), fabric::Direction::south);
+  m.upward = true;
+  EXPECT_EQ(m.core(0, 1), (Coord{6, 12}));
+  EXPECT_EQ(m.root(2), (Coord{5, 10}));
+  EXPECT_EQ(m.multicast_direction(), fabric::Direction::north);
+}
+
+// layer-rectangles turns every other layer over: layer 2i top-down (qkv,
+// attention, o, gate_up, down from the top of its strip), layer 2i + 1 the
+// mirror image, every matrix upward. So a layer's output (down's roots) and
+// the next layer's input (o's roots) are in the same half of the strips, and
+// the move between them is short, both ways.
+TEST(Placement, LayerRectanglesStacksEveryOtherLayerBottomUp) {
+  const models::ModelConfig model = tiny();
+  fabric::Fabric fab(fabric::testing::small_spec(32, 32));
+  PlacementRequest req;
+  req.context_tokens = 24;
+  const Placement pl = place(model, fab, req);
+  ASSERT_GE(pl.layers.size(), 4u);
+  const LayerStage& even = pl.layers[2];
+  const LayerStage& odd = pl.layers[3];
+  EXPECT_FALSE(even.upward);
+  EXPECT_TRUE(odd.upward);
+  EXPECT_LT(even.qkv.rect.y0, even.o.rect.y0);
+  EXPECT_LT(even.o.rect.y0, even.down.rect.y0);
+  EXPECT_GT(odd.qkv.rect.y0, odd.o.rect.y0);
+  EXPECT_GT(odd.o.rect.y0, odd.down.rect.y0);
+  // Mirror images of each other in their strips.
+  const fabric::Rect& s = even.strip;
+  ASSERT_EQ(odd.strip.y0, s.y0);
+  ASSERT_EQ(odd.strip.height, s.height);
+  auto mirrored = [&](const fabric::Rect& a, const fabric::Rect& b) {
+    return a.height == b.height && b.y0 - s.y0 == s.height - (a.y0 - s.y0) - a.height;
+  };
+  for (const auto& [a, b] : {std::pair{&even.qkv, &odd.qkv}, std::pair{&even.o, &odd.o},
+                             std::pair{&even.gate_up, &odd.gate_up},
+                             std::pair{&even.down, &odd.down}}) {
+    EXPECT_TRUE(mirrored(a->rect, b->rect)) << a->name;
+    EXPECT_FALSE(a->upward);
+    EXPECT_TRUE(b->upward) << b->name;
+  }
+  EXPECT_TRUE(mirrored(even.attention.rect, odd.attention.rect));
+  // The input of an upward matrix enters at its bottom row.
+  for (const Piece& p : input_layout(odd.qkv))
+    EXPECT_EQ(p.core.y, odd.qkv.rect.y0 + odd.qkv.rect.height - 1);
+  // Down's roots of layer 1 (bottom-up: at the top) to o's roots of layer 2
+  // (top-down: high in the strip), and of layer 2 (at the bottom) to layer
+  // 3's (low): each vertical trip shorter than from a top-down layer's
+  // down roots to its own o roots, the trip to the next layer when every
+  // layer was top-down.
+  auto farthest = [](const Layout& from, const Layout& to) {
+    int far = 0;
+    for (const Piece& a : from)
+      for (const Piece& b : to) far = std::max(far, std::abs(a.core.y - b.core.y));
+    return far;
+  };
+  const int all_top_down = farthest(output_layout(even.down), output_layout(even.o));
+  for (std::size_t l : {1u, 2u})
+    EXPECT_LT(farthest(output_layout(pl.layers[l].down), output_layout(pl.layers[l + 1].o)),
+              all_top_down / 2)
+        << "layer " << l << " to " << l + 1;
+}
+
 TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
   // Conservation: every parameter is stored exactly once, at 2 bytes (bf16).
   for (bool tied : {false, true}) {
