@@ -941,9 +941,11 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       // Full-height strips, layers left to right, the head on the right;
       // every other layer (by its index in the model, so the alternation
       // goes on across wafers, whose links keep a message's row) stacked
-      // bottom to top, so that each layer's output leaves next to the next
-      // layer's input.
-      plan.alternate_layers = true;
+      // bottom to top, so that each layer's output (down's roots) leaves
+      // next to the next layer's input (o's roots). Not a mixture of
+      // experts: its layers' output is the residual on o's roots already,
+      // in the same rows from one strip to the next while none is turned.
+      plan.alternate_layers = !model.is_moe();
       const int head_width = has_head ? head_share(area.width, head_bytes, layer_bytes, k) : 0;
       const int layer_width = std::max(1, (area.width - head_width) / k);
       for (int i = 0; i < k; ++i)

@@ -107,7 +107,7 @@ struct LayerStage {
   int wafer = 0;
   fabric::Rect strip;
   // Stacked bottom to top (qkv at the bottom, down at the top, every matrix
-  // upward): layer-rectangles turns every other layer over, so that a
+  // upward): layer-rectangles turns every other dense layer over, so that a
   // layer's output (down's roots, at the bottom of a top-down layer) is next
   // to the input of the layer beside it (o's roots, low in a bottom-up one),
   // and back (docs/modelling.md).

@@ -96,6 +96,14 @@ TEST(Placement, LayerRectanglesStacksEveryOtherLayerBottomUp) {
     EXPECT_LT(farthest(output_layout(pl.layers[l].down), output_layout(pl.layers[l + 1].o)),
               all_top_down / 2)
         << "layer " << l << " to " << l + 1;
+  // A mixture of experts' layers hand the residual on from o's roots to o's
+  // roots, in the same rows while no layer is turned: none is.
+  fabric::Fabric moe_fab(fabric::testing::small_spec(32, 32));
+  const Placement moe = place(load_model_preset("tiny-mixtral"), moe_fab, req);
+  for (const LayerStage& st : moe.layers) {
+    EXPECT_FALSE(st.upward) << "layer " << st.layer;
+    EXPECT_FALSE(st.router.upward);
+  }
 }
 
 TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
