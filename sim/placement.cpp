@@ -491,8 +491,10 @@ struct RegionPlan {
   Rect rest;  // the area left to the layers
   std::string note;
   int kv_segment = 0;  // StagePlanner::layer's KV segment floor (0: the matrices first)
-  // Odd layers (by their index in the model) stacked bottom to top.
-  bool alternate_layers = false;
+  // Each layer stacked top-down or bottom-up, whichever brings its input
+  // nearer the previous layer's output (all strategies but anneal, whose
+  // search prices its slots top-down).
+  bool turn_layers = true;
 };
 
 // Head strip width (a full-height strip on the west of `u`) as wide as its share of the bytes.
@@ -643,8 +645,25 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
                    Placement& out) {
     for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
       const int l = l_begin + static_cast<int>(i);
-      out.layers.push_back(planner.layer(l, w, plan.blocks[i], budget, req.strategy,
-                                         plan.kv_segment, plan.alternate_layers && l % 2 == 1));
+      LayerStage st =
+          planner.layer(l, w, plan.blocks[i], budget, req.strategy, plan.kv_segment, false);
+      // The layer before: this wafer's last, else the previous wafer's.
+      const LayerStage* before = !out.layers.empty() ? &out.layers.back()
+                                 : !pl.layers.empty() ? &pl.layers.back()
+                                                      : nullptr;
+      if (plan.turn_layers && before) {
+        try {
+          LayerStage up =
+              planner.layer(l, w, plan.blocks[i], budget, req.strategy, plan.kv_segment, true);
+          const Layout from = layer_output_layout(*before);
+          if (move_hop_bytes(from, layer_input_layout(up), spec.mesh_width) <
+              move_hop_bytes(from, layer_input_layout(st), spec.mesh_width))
+            st = std::move(up);
+        } catch (const FitError&) {
+          // Dead rows can leave room for the stack one way only: keep it top-down.
+        }
+      }
+      out.layers.push_back(std::move(st));
     }
     if (has_head) out.head = planner.head(w, plan.head, budget);
   };
@@ -716,6 +735,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     const Dataflow graph = layer_dataflow(k, has_head, n_wafers == 1, model.hidden_size);
     const auto weight = boost::get(boost::edge_weight, graph);
     RegionPlan best_plan;
+    best_plan.turn_layers = false;  // its slots are priced top-down
     double best_cost = std::numeric_limits<double>::infinity();
     std::uint64_t candidate = 0;
     for (const bool by_columns : {false, true})
@@ -938,14 +958,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
             "layer-rectangles gives each stage at least one column, but wafer {} holds {} stages "
             "({} layers{}) and {} is only {} columns wide; use more wafers or serpentine",
             w, stages, k, has_head ? " + head" : "", spec.name, area.width));
-      // Full-height strips, layers left to right, the head on the right;
-      // every other layer (by its index in the model, so the alternation
-      // goes on across wafers, whose links keep a message's row) stacked
-      // bottom to top, so that each layer's output (down's roots) leaves
-      // next to the next layer's input (o's roots). Not a mixture of
-      // experts: its layers' output is the residual on o's roots already,
-      // in the same rows from one strip to the next while none is turned.
-      plan.alternate_layers = !model.is_moe();
+      // Full-height strips, layers left to right, the head on the right.
       const int head_width = has_head ? head_share(area.width, head_bytes, layer_bytes, k) : 0;
       const int layer_width = std::max(1, (area.width - head_width) / k);
       for (int i = 0; i < k; ++i)
@@ -1041,6 +1054,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     } else {  // anneal
       plan = anneal(k, has_head, l_begin, w);
     }
+
     // The searches above planned many candidates; the longest context is the final plan's.
     planner.max_context = INT_MAX;
     build(plan, w, l_begin, has_head, budget, pl);

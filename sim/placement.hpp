@@ -107,10 +107,11 @@ struct LayerStage {
   int wafer = 0;
   fabric::Rect strip;
   // Stacked bottom to top (qkv at the bottom, down at the top, every matrix
-  // upward): layer-rectangles turns every other dense layer over, so that a
-  // layer's output (down's roots, at the bottom of a top-down layer) is next
-  // to the input of the layer beside it (o's roots, low in a bottom-up one),
-  // and back (docs/modelling.md).
+  // upward). The strategies (all but anneal) turn a layer over when that
+  // brings its input (o's roots) nearer the previous layer's output: in
+  // layer-rectangles' strips every other dense layer, so that a top-down
+  // layer's output (down's roots, at its bottom) is next to the next layer's
+  // input (low in a bottom-up one), and back (docs/modelling.md).
   bool upward = false;
   // gate_up holds the interleaved gate/up rows of a SwiGLU MLP, or (gpt2,
   // row_granule 1) the plain up matrix of the GELU MLP. A mixture of experts

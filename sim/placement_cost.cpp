@@ -79,8 +79,11 @@ double move_hop_bytes(const Layout& from, const Layout& to, int mesh_width) {
     const int lo = std::max(from[i].begin, to[j].begin);
     const int hi = std::min(from[i].end, to[j].end);
     if (hi > lo) {
+      // Across wafers: along the row to the east edge, over the I/O, from the
+      // west edge in the same row to the target.
       const int hops = from[i].wafer == to[j].wafer ? manhattan(from[i].core, to[j].core)
-                       : mesh_width > 0 ? (mesh_width - 1 - from[i].core.x) + to[j].core.x
+                       : mesh_width > 0 ? (mesh_width - 1 - from[i].core.x) + to[j].core.x +
+                                              std::abs(to[j].core.y - from[i].core.y)
                                         : 0;
       total += static_cast<double>(hi - lo) * kActivationBytes * hops;
     }
