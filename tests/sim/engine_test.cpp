@@ -17,6 +17,25 @@ namespace {
 
 // ---- A GEMV on a 2 x 2 region, timed by hand (no SystemC) -----------------
 
+// W (4 x 8, bf16) on the 2 x 2 rectangle `rect` of `fab`, its input ready at
+// cycle 0 where it enters.
+Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false) {
+  models::ModelConfig model;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  MatrixPlacement m;
+  m.name = "w";
+  m.out_features = 4;
+  m.in_features = 8;
+  m.rect = rect;
+  m.upward = upward;
+  Vec x;
+  x.layout = input_layout(m);
+  x.ready.assign(2, Timed{});
+  return ex.gemv(m, WeightRef::o, 0, x);
+}
+
 TEST(MeshGemv, CyclesMatchAHandComputation) {
   // W is 4 x 8 bf16 on a 2 x 2 region at (0,0): core (q,p) holds rows
   // [2p, 2p+2) x cols [4q, 4q+4). Spec: 1 cycle/hop, 4 B/cycle links,
@@ -29,19 +48,7 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   //  - chain reduction of 2 fp32 (8 B = 2 cycles) west over 1 hop, plus the
   //    root's add: row 0 = 11 + 1 + 2 + 2 = 16, row 1 = 16 + 1 + 2 + 2 = 21.
   fabric::Fabric fab(fabric::testing::small_spec(4, 4));
-  models::ModelConfig model;
-  Placement pl;
-  Program prog;
-  Executor ex(fab, model, pl, prog, nullptr, 16);
-  MatrixPlacement m;
-  m.name = "w";
-  m.out_features = 4;
-  m.in_features = 8;
-  m.rect = fabric::Rect{0, 0, 2, 2};
-  Vec x;
-  x.layout = input_layout(m);
-  x.ready.assign(2, Timed{});
-  const Vec y = ex.gemv(m, WeightRef::o, 0, x);
+  const Vec y = gemv_4x8(fab, fabric::Rect{0, 0, 2, 2});
   ASSERT_EQ(y.ready.size(), 2u);
   EXPECT_EQ(y.ready[0].at.value, 16u);
   EXPECT_EQ(y.ready[1].at.value, 21u);
@@ -60,21 +67,7 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
 // above; the links used are the north ones, not the south ones.
 TEST(MeshGemv, AnUpwardMatrixIsTheMirrorImage) {
   fabric::Fabric fab(fabric::testing::small_spec(4, 4));
-  models::ModelConfig model;
-  Placement pl;
-  Program prog;
-  Executor ex(fab, model, pl, prog, nullptr, 16);
-  MatrixPlacement m;
-  m.name = "w";
-  m.out_features = 4;
-  m.in_features = 8;
-  m.rect = fabric::Rect{0, 2, 2, 2};
-  m.upward = true;
-  Vec x;
-  x.layout = input_layout(m);
-  ASSERT_EQ(x.layout[1].core, (Coord{1, 3}));  // tile row 0 at the bottom
-  x.ready.assign(2, Timed{});
-  const Vec y = ex.gemv(m, WeightRef::o, 0, x);
+  const Vec y = gemv_4x8(fab, fabric::Rect{0, 2, 2, 2}, true);
   ASSERT_EQ(y.ready.size(), 2u);
   EXPECT_EQ(y.ready[0].at.value, 16u);
   EXPECT_EQ(y.ready[1].at.value, 21u);
