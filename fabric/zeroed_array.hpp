@@ -34,6 +34,7 @@ class ZeroedPages {
 
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
+
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;

@@ -724,8 +724,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     draft = std::make_unique<PipelineExecutors>(*draft_sys, draft_io.get(), sd.draft,
                                                 draft_weights ? &*draft_weights : nullptr, bits,
                                                 sc.workload.seed, threads, lane.get());
-    draft_chain = std::make_unique<StageChain>("draft_", draft->pipeline(draft_sys->program, recycling),
-                                               depth + users * sd.draft_tokens);
+    draft_chain = std::make_unique<StageChain>(
+        "draft_", draft->pipeline(draft_sys->program, recycling), depth + users * sd.draft_tokens);
     speculation.emplace();  // what the run is; the host counts how it went
     speculation->draft_model = sd.draft.name;
     speculation->draft_wafers = static_cast<int>(draft_sys->wafers.size());

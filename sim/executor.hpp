@@ -379,8 +379,7 @@ class Executor {
     b = std::min(b, l.size() - 1);
     const int step = b > a && l[a + 1].core.y < l[a].core.y ? -1 : 1;
     for (std::size_t i = a + 1; i <= b; ++i)
-      if (l[i].core.x != l[a].core.x ||
-          l[i].core.y != l[a].core.y + step * static_cast<int>(i - a))
+      if (l[i].core.x != l[a].core.x || l[i].core.y != l[a].core.y + step * static_cast<int>(i - a))
         throw std::logic_error("layout is not a column of consecutive cores");
     return Line{l[a].core, step > 0 ? fabric::Direction::south : fabric::Direction::north,
                 static_cast<int>(b - a + 1)};

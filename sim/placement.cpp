@@ -648,7 +648,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
       LayerStage st =
           planner.layer(l, w, plan.blocks[i], budget, req.strategy, plan.kv_segment, false);
       // The layer before: this wafer's last, else the previous wafer's.
-      const LayerStage* before = !out.layers.empty() ? &out.layers.back()
+      const LayerStage* before = !out.layers.empty()  ? &out.layers.back()
                                  : !pl.layers.empty() ? &pl.layers.back()
                                                       : nullptr;
       if (plan.turn_layers && before) {

@@ -281,7 +281,8 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
                                "  users: 2\n"
                             << (workload_key ? c.extra : "")
                             << "outputs:\n  functional: " << (c.functional ? "true" : "false")
-                            << "\n" << (workload_key ? "" : c.extra);
+                            << "\n"
+                            << (workload_key ? "" : c.extra);
     const Outcome recycled = wafersim("run " + scenario.string() + " --json");
     ASSERT_EQ(recycled.code, 0) << c.model << ": " << recycled.err;
     const Outcome kept = wafersim("run " + scenario.string() + " --json --keep-link-records");

@@ -400,8 +400,8 @@ TEST_F(PlacementFile, StackingTurnsEveryMatrixOfALayerAndIsChecked) {
   std::string bad = text;
   bad.replace(first, 23, "    stacking: bottom-upp\n");
   const ScenarioError e = read_error(write("bad.yaml", bad), m, spec, req);
-  EXPECT_EQ(e.line(), 1 + static_cast<int>(std::count(text.begin(),
-                                                      text.begin() + static_cast<long>(first), '\n')));
+  EXPECT_EQ(e.line(), 1 + static_cast<int>(std::count(
+                              text.begin(), text.begin() + static_cast<long>(first), '\n')));
   EXPECT_NE(std::string(e.what()).find("valid: top-down, bottom-up"), std::string::npos)
       << e.what();
   EXPECT_NE(std::string(e.what()).find("did you mean 'bottom-up'"), std::string::npos) << e.what();

@@ -69,9 +69,9 @@ TEST(Placement, LayerRectanglesStacksEveryOtherLayerBottomUp) {
   auto mirrored = [&](const fabric::Rect& a, const fabric::Rect& b) {
     return a.height == b.height && b.y0 - s.y0 == s.height - (a.y0 - s.y0) - a.height;
   };
-  for (const auto& [a, b] : {std::pair{&even.qkv, &odd.qkv}, std::pair{&even.o, &odd.o},
-                             std::pair{&even.gate_up, &odd.gate_up},
-                             std::pair{&even.down, &odd.down}}) {
+  for (const auto& [a, b] :
+       {std::pair{&even.qkv, &odd.qkv}, std::pair{&even.o, &odd.o},
+        std::pair{&even.gate_up, &odd.gate_up}, std::pair{&even.down, &odd.down}}) {
     EXPECT_TRUE(mirrored(a->rect, b->rect)) << a->name;
     EXPECT_FALSE(a->upward);
     EXPECT_TRUE(b->upward) << b->name;
