@@ -36,7 +36,7 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
   for (const LayerStage& st : pl.layers) {
     for (const MatrixPlacement* m : st.matrices())
-      r.regions.push_back({m->name, st.layer, st.wafer, m->rect});
+      r.regions.push_back({m->name, st.layer, st.wafer, m->rect, m->upward});
     r.regions.push_back(
         {fmt::format("layer {} attention", st.layer), st.layer, st.wafer, st.attention.rect});
   }
@@ -152,7 +152,8 @@ nlohmann::ordered_json placement_json(const PlacementReport& r) {
                             {"x", g.rect.x0},
                             {"y", g.rect.y0},
                             {"width", g.rect.width},
-                            {"height", g.rect.height}});
+                            {"height", g.rect.height},
+                            {"upward", g.upward}});
   return j;
 }
 
@@ -209,8 +210,9 @@ std::string placement_svg(const PlacementReport& r) {
       s += fmt::format(
           "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
           "stroke=\"#333\" "
-          "stroke-width=\"0.3\"><title>{} ({} x {} cores)</title></rect>\n",
-          x, y, gw, gh, layer_colour(g.layer, r.layers), g.name, g.rect.width, g.rect.height);
+          "stroke-width=\"0.3\"><title>{} ({} x {} cores{})</title></rect>\n",
+          x, y, gw, gh, layer_colour(g.layer, r.layers), g.name, g.rect.width, g.rect.height,
+          g.upward ? ", input from the bottom row" : "");
       if (gh > 10 && gw > 14 && (g.name.find(" qkv") != std::string::npos || g.layer < 0))
         s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">{}</text>\n", x + 1,
                          y + 9, g.layer < 0 ? g.name : std::to_string(g.layer));

@@ -21,6 +21,7 @@ struct RegionInfo {
   int layer = -1;    // -1 for the head
   int wafer = 0;
   fabric::Rect rect;
+  bool upward = false;  // a matrix turned upside down (MatrixPlacement::upward)
 };
 
 struct PlacementReport {
