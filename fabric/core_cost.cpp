@@ -41,12 +41,21 @@ CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_di
   return streaming(macs, kv_bits, bytes);
 }
 
-Timed CoreTimeline::run(CoreId core, const Timed& ready, const CoreCost& cost) {
-  Timed t = ready.not_before(Cycles{free_at_[core.value]}, Resource::queueing);
+Timed CoreTimeline::run(Coord core, const Timed& ready, const CoreCost& cost) {
+  const std::size_t i = slot(core);
+  Timed t = ready.not_before(Cycles{free_at_[i]}, Resource::queueing);
   t = t.plus(Resource::compute, cost.overhead).plus(cost.bound, cost.cycles - cost.overhead);
-  free_at_[core.value] = t.at.value;
-  busy_[core.value] += cost.cycles.value;
+  free_at_[i] = t.at.value;
+  busy_[i] += cost.cycles.value;
   return t;
+}
+
+std::vector<std::uint64_t> CoreTimeline::busy_cycles_by_core() const {
+  std::vector<std::uint64_t> out(busy_.size());
+  for (int y = 0; y < mesh_.height(); ++y)
+    for (int x = 0; x < mesh_.width(); ++x)
+      out[mesh_.id(Coord{x, y}).value] = busy_[slot(Coord{x, y})];
+  return out;
 }
 
 }  // namespace wafersim::fabric

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabric/critical_path.hpp"
+#include "fabric/mesh.hpp"
 #include "fabric/wafer_spec.hpp"
 
 namespace wafersim::fabric {
@@ -45,13 +46,28 @@ class CoreCostModel {
 // per core (flat array indexed by core id).
 class CoreTimeline {
  public:
-  explicit CoreTimeline(std::size_t cores) : free_at_(cores, 0), busy_(cores, 0) {}
+  explicit CoreTimeline(const Mesh& mesh)
+      : mesh_(mesh), free_at_(mesh.core_count(), 0), busy_(mesh.core_count(), 0) {}
   // Runs `cost` on `core` once `ready`; waiting for the core is queueing.
-  Timed run(CoreId core, const Timed& ready, const CoreCost& cost);
-  std::uint64_t busy_cycles(CoreId core) const { return busy_[core.value]; }
-  const std::vector<std::uint64_t>& all_busy_cycles() const { return busy_; }
+  Timed run(Coord core, const Timed& ready, const CoreCost& cost);
+  Timed run(CoreId core, const Timed& ready, const CoreCost& cost) {
+    return run(mesh_.coord(core), ready, cost);
+  }
+  std::uint64_t busy_cycles(Coord core) const { return busy_[slot(core)]; }
+  std::uint64_t busy_cycles(CoreId core) const { return busy_cycles(mesh_.coord(core)); }
+  // Busy cycles of every core, by core id (row-major).
+  std::vector<std::uint64_t> busy_cycles_by_core() const;
 
  private:
+  // Column-major (x * height + y), as the ramp records: a GEMV runs its
+  // tiles down each column of its rectangle, so consecutive tasks touch
+  // consecutive entries instead of one page apart (a 762-core-wide WSE-3 row
+  // is 6 KiB of each array).
+  std::size_t slot(Coord c) const {
+    return static_cast<std::size_t>(c.x) * static_cast<std::size_t>(mesh_.height()) +
+           static_cast<std::size_t>(c.y);
+  }
+  const Mesh& mesh_;
   std::vector<std::uint64_t> free_at_;
   std::vector<std::uint64_t> busy_;
 };

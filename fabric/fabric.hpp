@@ -20,7 +20,7 @@ class Fabric {
         defects_(spec_),
         sram_(mesh_, spec.sram_per_core, &defects_),
         flow_(mesh_, spec_),
-        cores_(mesh_.core_count()),
+        cores_(mesh_),
         cost_(spec_),
         router_(mesh_, defects_) {}
   Fabric(const Fabric&) = delete;

@@ -83,7 +83,7 @@ PhaseFigures decode_like_phase(fabric::Fabric& fab) {
       for (int j = 0; j < h; ++j) {
         for (int i = 0; i < w; ++i)
           ready[static_cast<std::size_t>(i)] = fab.cores().run(
-              mesh.id(Coord{x0 + i, y0 + j}),
+              Coord{x0 + i, y0 + j},
               column[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], tile);
         const Timed done = reduce_line(mesh, fab.flow(), ReductionScheme::tree,
                                        Line{{x0, y0 + j}, Direction::east, w}, partial, ready);

@@ -777,7 +777,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   r.link_bytes.reserve(links * all_wafers.size());
   for (std::unique_ptr<fabric::Fabric>* wafer : all_wafers) {
     std::unique_ptr<fabric::Fabric>& f = *wafer;
-    const auto& busy = f->cores().all_busy_cycles();
+    const std::vector<std::uint64_t> busy = f->cores().busy_cycles_by_core();
     const auto& sram = f->sram().all_used();
     r.core_busy_cycles.insert(r.core_busy_cycles.end(), busy.begin(), busy.end());
     r.core_sram_bytes.insert(r.core_sram_bytes.end(), sram.begin(), sram.end());

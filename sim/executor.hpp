@@ -321,7 +321,7 @@ class Executor {
   Timed run_core(int wafer, Coord c, const Timed& ready, const fabric::CoreCost& cost) {
     if (!timing_) return ready;
     fabric::Fabric& f = fab(wafer);
-    return f.cores().run(f.mesh().id(c), ready, cost);
+    return f.cores().run(c, ready, cost);
   }
 
   // One point-to-point message between two cores, on one wafer along its XY

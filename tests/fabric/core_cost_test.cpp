@@ -47,15 +47,25 @@ TEST(CoreCost, GemmTileReadsTheTileOnceForTheWholeBlock) {
 TEST(CoreTimeline, ACoreRunsOneTaskAtATime) {
   const WaferSpec spec = testing::small_spec();
   CoreCostModel cost(spec);
-  CoreTimeline cores(4);
+  const Mesh mesh(3, 2);
+  CoreTimeline cores(mesh);
   const CoreCost c = cost.gemv_tile(8, 8, 16);  // 8 + 10 = 18 cycles
-  const Timed a = cores.run(CoreId{1}, Timed{}, c);
-  const Timed b = cores.run(CoreId{1}, Timed{Cycles{5}, {}}, c);
+  const Timed a = cores.run(Coord{1, 0}, Timed{}, c);
+  const Timed b = cores.run(CoreId{1}, Timed{Cycles{5}, {}}, c);  // the same core by id
   EXPECT_EQ(a.at.value, 18u);
   EXPECT_EQ(b.at.value, 36u);
   EXPECT_EQ(b.path.queueing, 13u);
   EXPECT_EQ(cores.busy_cycles(CoreId{1}), 36u);
   EXPECT_EQ(cores.busy_cycles(CoreId{0}), 0u);
+  // Another core, and the busy cycles by core id (row-major) as results
+  // report them, whatever order the timeline keeps them in.
+  cores.run(Coord{2, 1}, Timed{}, c);
+  const std::vector<std::uint64_t> by_id = cores.busy_cycles_by_core();
+  ASSERT_EQ(by_id.size(), 6u);
+  EXPECT_EQ(by_id[1], 36u);
+  EXPECT_EQ(by_id[mesh.id(Coord{2, 1}).value], 18u);
+  EXPECT_EQ(by_id[mesh.id(Coord{1, 1}).value], 0u);
+  EXPECT_EQ(cores.busy_cycles(Coord{2, 1}), 18u);
 }
 
 }  // namespace
