@@ -191,6 +191,11 @@ TEST(PlacementCost, MoveHopBytesByHand) {
   const Layout from{Piece{{0, 0}, 0, 4, 0}};
   const Layout to{Piece{{2, 1}, 0, 2, 0}, Piece{{0, 3}, 2, 4, 0}};
   EXPECT_DOUBLE_EQ(move_hop_bytes(from, to), 2 * 4 * 3 + 2 * 4 * 3);
+  // To another wafer of a 10-wide mesh: along row 0 to the east edge (9
+  // hops), over the I/O, from the west edge to (2, 1) (2 hops) and down the
+  // row it differs by (1 hop); to (0, 3): 9 + 0 + 3.
+  const Layout away{Piece{{2, 1}, 0, 2, 1}, Piece{{0, 3}, 2, 4, 1}};
+  EXPECT_DOUBLE_EQ(move_hop_bytes(from, away, 10), 2 * 4 * (9 + 2 + 1) + 2 * 4 * (9 + 0 + 3));
 }
 
 // ---- Closed-form critical-path latency, against hand computation ----------
