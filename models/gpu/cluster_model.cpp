@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace wafersim::models::gpu {
@@ -213,7 +214,10 @@ std::optional<GpuEstimate> estimate_split(const ClusterSpec& c, const ModelConfi
     round_s += sd.draft_tokens * e.draft_step_s;
   }
   e.decode_tokens_per_s_per_user = e.expected_tokens_per_step / round_s;
-  const int concurrent = std::min(std::max(1, w.users), e.replicas * e.max_users_per_replica);
+  // replicas x users per replica can pass INT_MAX (72 GPUs of a tiny model).
+  const int concurrent = static_cast<int>(
+      std::min<std::int64_t>(std::max(1, w.users), static_cast<std::int64_t>(e.replicas) *
+                                                       e.max_users_per_replica));
   e.aggregate_tokens_per_s = concurrent * e.decode_tokens_per_s_per_user;
 
   // TTFT: one request's prompt through every stage (compute-bound for long prompts).
