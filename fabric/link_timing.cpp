@@ -254,6 +254,20 @@ void FlowModel::use_record_pool(PagePool& pool) {
   }
 }
 
+std::size_t FlowModel::link_block_bytes(const Mesh& mesh) {
+  return mesh.link_count() * sizeof(LinkState);
+}
+
+std::size_t FlowModel::ramp_block_bytes(const Mesh& mesh) {
+  return mesh.core_count() * sizeof(LinkState);
+}
+
+std::vector<PageRange> FlowModel::stock_records(PagePool& pool, const Mesh& mesh, int wafers) {
+  std::vector<PageRange> ranges = pool.stock(wafers, link_block_bytes(mesh));
+  for (const PageRange& r : pool.stock(wafers, ramp_block_bytes(mesh))) ranges.push_back(r);
+  return ranges;
+}
+
 bool FlowModel::release_records(Cycles all_ready_from) {
   if (!pool_ || !links_.held() || max_end_ > all_ready_from.value) return false;
   pool_->give(links_.give_pages(), max_end_);
@@ -266,8 +280,8 @@ void FlowModel::take_records() {
   if (!pool_) throw std::logic_error("FlowModel: records released without a pool");
   // Another model's records may come with the block: stale ones, all
   // ending by the block's tag, which this model's messages must not precede.
-  PagePool::Block links = pool_->take(mesh_.link_count() * sizeof(LinkState));
-  PagePool::Block ramps = pool_->take(mesh_.core_count() * sizeof(LinkState));
+  PagePool::Block links = pool_->take(link_block_bytes(mesh_));
+  PagePool::Block ramps = pool_->take(ramp_block_bytes(mesh_));
   released_until_ = std::max({released_until_, links.tag, ramps.tag});
   max_end_ = std::max(max_end_, released_until_);
   links_ = ZeroedArray<LinkState>(std::move(links.pages), mesh_.link_count());

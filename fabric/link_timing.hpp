@@ -203,6 +203,9 @@ class FlowModel {
   // pipeline of wafers that one token crosses at a time then holds a few
   // wafers' records instead of all of them.
   void use_record_pool(PagePool& pool);
+  // Makes, in `pool`, `wafers` wafers' worth of record blocks for models on
+  // `mesh` ahead of need; their ranges are for a PagePrefaulter.
+  static std::vector<PageRange> stock_records(PagePool& pool, const Mesh& mesh, int wafers);
   bool release_records(Cycles all_ready_from);
   bool holds_records() const { return links_.held(); }
   // The end of the latest reservation made so far (links and ramps).
@@ -314,6 +317,9 @@ class FlowModel {
     if (!links_.held()) take_records();
   }
   void take_records();
+  // Bytes of a block of link records and of ramp records on `mesh`.
+  static std::size_t link_block_bytes(const Mesh& mesh);
+  static std::size_t ramp_block_bytes(const Mesh& mesh);
   [[noreturn]] void message_before_release(std::uint64_t ready) const;
   // Adds one message's bytes to link l's counter.
   void count_bytes(LinkId l, std::uint64_t bytes) {

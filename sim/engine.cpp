@@ -663,14 +663,11 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   if (threads > 1) {
     std::vector<fabric::PageRange> pages;
     if (recycler.active()) {
-      const fabric::Mesh& mesh = sys->wafers.front()->mesh();
       const std::size_t wafer_count =
           sys->wafers.size() + (draft_sys ? draft_sys->wafers.size() : 0);
-      for (std::size_t w = 0; w < std::min<std::size_t>(kStockedWafers, wafer_count); ++w)
-        for (const std::size_t records : {mesh.link_count(), mesh.core_count()})
-          for (const fabric::PageRange& range :
-               record_pool.stock(1, records * sizeof(fabric::FlowModel::LinkState)))
-            pages.push_back(range);
+      pages = fabric::FlowModel::stock_records(
+          record_pool, sys->wafers.front()->mesh(),
+          static_cast<int>(std::min<std::size_t>(kStockedWafers, wafer_count)));
     }
     for (const PlacedSystem* s : {sys.get(), draft_sys.get()})
       if (s)

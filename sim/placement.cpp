@@ -344,7 +344,6 @@ class StagePlanner {
     st.layer = l;
     st.wafer = w;
     st.strip = block;
-    st.upward = upward;
     auto matrix = [&](std::size_t shape, int y0, int h) {
       MatrixShape sh = shapes_[shape];
       sh.name = fmt::format("layer {} {}", l, sh.name);
@@ -1054,7 +1053,6 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     } else {  // anneal
       plan = anneal(k, has_head, l_begin, w);
     }
-
     // The searches above planned many candidates; the longest context is the final plan's.
     planner.max_context = INT_MAX;
     build(plan, w, l_begin, has_head, budget, pl);

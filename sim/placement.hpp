@@ -106,13 +106,6 @@ struct LayerStage {
   int layer = 0;
   int wafer = 0;
   fabric::Rect strip;
-  // Stacked bottom to top (qkv at the bottom, down at the top, every matrix
-  // upward). The strategies (all but anneal) turn a layer over when that
-  // brings its input (o's roots) nearer the previous layer's output: in
-  // layer-rectangles' strips every other dense layer, so that a top-down
-  // layer's output (down's roots, at its bottom) is next to the next layer's
-  // input (low in a bottom-up one), and back (docs/modelling.md).
-  bool upward = false;
   // gate_up holds the interleaved gate/up rows of a SwiGLU MLP, or (gpt2,
   // row_granule 1) the plain up matrix of the GELU MLP. A mixture of experts
   // leaves gate_up and down empty (0 x 0) and has router + experts instead.
@@ -124,6 +117,13 @@ struct LayerStage {
   // Every matrix with cores (qkv, o, then gate_up/down or router and the
   // experts' gate_up/down in order).
   std::vector<const MatrixPlacement*> matrices() const;
+  // Stacked bottom to top (qkv at the bottom, down at the top, every matrix
+  // upward). The strategies (all but anneal) turn a layer over when that
+  // brings its input (o's roots) nearer the previous layer's output: in
+  // layer-rectangles' strips every other dense layer, so that a top-down
+  // layer's output (down's roots, at its bottom) is next to the next layer's
+  // input (low in a bottom-up one), and back (docs/modelling.md).
+  bool upward() const { return qkv.upward; }
   bool operator==(const LayerStage&) const = default;
 };
 

@@ -87,7 +87,7 @@ void write_mlp(std::string& o, const models::ModelConfig& model, const LayerStag
 void write_layer(std::string& o, const models::ModelConfig& model, const LayerStage& st) {
   o += fmt::format("  - layer: {}\n    wafer: {}\n    region: {}\n", st.layer, st.wafer,
                    rect_yaml(st.strip));
-  if (st.upward) o += "    stacking: bottom-up\n";
+  if (st.upward()) o += "    stacking: bottom-up\n";
   o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv));
   const AttentionPlacement& a = st.attention;
   o += fmt::format(
@@ -362,6 +362,7 @@ class PlacementFileReader {
     st.layer = l;
     st.wafer = wafer(r_.get(ln, "wafer"));
     st.strip = rect_in_mesh(r_.get(ln, "region"));
+    bool upward = false;
     if (ln.node["stacking"]) {
       const Node sn = r_.get(ln, "stacking");
       const std::string stacking = r_.text(sn);
@@ -370,7 +371,7 @@ class PlacementFileReader {
                                 "of the layer turned upside down: inputs enter at its bottom "
                                 "row){}",
                                 stacking, suggest_name(stacking, {"top-down", "bottom-up"})));
-      st.upward = stacking == "bottom-up";
+      upward = stacking == "bottom-up";
     }
     const std::string L = fmt::format("layer {} ", l);
     const int hidden = model_.hidden_size;
@@ -379,8 +380,8 @@ class PlacementFileReader {
     st.o = matrix(ln, "o", {L + "o", hidden, model_.q_dim()}, st.wafer);
     mlp(ln, L, st);
     for (MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down, &st.router})
-      m->upward = st.upward && m->p() > 0;  // as placed: the MLP kind the model lacks stays 0 x 0
-    for (ExpertPlacement& e : st.experts) e.gate_up.upward = e.down.upward = st.upward;
+      m->upward = upward && m->p() > 0;  // as placed: the MLP kind the model lacks stays 0 x 0
+    for (ExpertPlacement& e : st.experts) e.gate_up.upward = e.down.upward = upward;
     return st;
   }
 

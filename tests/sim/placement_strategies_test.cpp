@@ -395,8 +395,8 @@ TEST_F(PlacementFile, StackingTurnsEveryMatrixOfALayerAndIsChecked) {
   const Placement back = read_placement_file(write("p.yaml", text), m, spec, req);
   for (std::size_t l = 0; l < back.layers.size(); ++l) {
     const LayerStage& st = back.layers[l];
-    EXPECT_EQ(st.upward, l % 2 == 1) << "layer " << l;
-    for (const MatrixPlacement* x : st.matrices()) EXPECT_EQ(x->upward, st.upward) << x->name;
+    EXPECT_EQ(st.upward(), l % 2 == 1) << "layer " << l;
+    for (const MatrixPlacement* x : st.matrices()) EXPECT_EQ(x->upward, st.upward()) << x->name;
   }
   // Layer 1 written top-down: read so.
   std::string flat = text;
@@ -633,8 +633,8 @@ TEST_F(PlacementFile, AVersion1LlamaFileReadsBackUnchanged) {
   ASSERT_EQ(back.layers.size(), now.layers.size());
   int turned = 0;
   for (std::size_t l = 0; l < back.layers.size(); ++l) {
-    EXPECT_FALSE(back.layers[l].upward) << "layer " << l;
-    if (now.layers[l].upward)
+    EXPECT_FALSE(back.layers[l].upward()) << "layer " << l;
+    if (now.layers[l].upward())
       ++turned;
     else
       EXPECT_EQ(back.layers[l], now.layers[l]) << "layer " << l;

@@ -56,8 +56,8 @@ TEST(Placement, LayerRectanglesStacksEveryOtherLayerBottomUp) {
   ASSERT_GE(pl.layers.size(), 4u);
   const LayerStage& even = pl.layers[2];
   const LayerStage& odd = pl.layers[3];
-  EXPECT_FALSE(even.upward);
-  EXPECT_TRUE(odd.upward);
+  EXPECT_FALSE(even.upward());
+  EXPECT_TRUE(odd.upward());
   EXPECT_LT(even.qkv.rect.y0, even.o.rect.y0);
   EXPECT_LT(even.o.rect.y0, even.down.rect.y0);
   EXPECT_GT(odd.qkv.rect.y0, odd.o.rect.y0);
@@ -101,7 +101,7 @@ TEST(Placement, LayerRectanglesStacksEveryOtherLayerBottomUp) {
   fabric::Fabric moe_fab(fabric::testing::small_spec(32, 32));
   const Placement moe = place(load_model_preset("tiny-mixtral"), moe_fab, req);
   for (const LayerStage& st : moe.layers) {
-    EXPECT_FALSE(st.upward) << "layer " << st.layer;
+    EXPECT_FALSE(st.upward()) << "layer " << st.layer;
     EXPECT_FALSE(st.router.upward);
   }
 }
