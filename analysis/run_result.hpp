@@ -27,7 +27,7 @@ struct TokenRecord {
   CycleBreakdown critical_path;
 };
 
-// Speculative decoding as the wafer simulation ran it (sim/engine.cpp): the
+// Speculative decoding as the wafer simulation ran it (sim/engine/engine.cpp): the
 // draft on wafers of its own proposing, the target verifying blocks.
 struct SpeculativeRun {
   std::string draft_model;

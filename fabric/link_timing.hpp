@@ -192,7 +192,7 @@ class FlowModel {
   // release_records() gives them back to the pool when every reservation
   // ends by `all_ready_from`, a time no message still to come (to any model
   // sharing the pool) is ready before; the engine knows it from the tokens
-  // in flight (sim/record_recycler.hpp). The next message takes blocks from
+  // in flight (sim/exec/record_recycler.hpp). The next message takes blocks from
   // the pool again, as their last owner left them, unzeroed: a record whose
   // every busy interval (and floor) ends by a message's ready time answers
   // that message, and every later one, as a fresh record does (its stale

@@ -8,7 +8,7 @@
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 
-#include "sample_result.hpp"
+#include "support/sample_result.hpp"
 
 namespace wafersim::analysis {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sample_result.hpp"
+#include "support/sample_result.hpp"
 
 namespace wafersim::analysis {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sample_result.hpp"
+#include "support/sample_result.hpp"
 
 namespace wafersim::analysis {
 namespace {

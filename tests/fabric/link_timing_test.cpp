@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_spec.hpp"
+#include "support/test_spec.hpp"
 
 namespace wafersim::fabric {
 namespace {

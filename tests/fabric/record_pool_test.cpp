@@ -10,7 +10,7 @@
 
 #include "fabric/link_timing.hpp"
 #include "fabric/zeroed_array.hpp"
-#include "test_spec.hpp"
+#include "support/test_spec.hpp"
 
 namespace wafersim::fabric {
 namespace {

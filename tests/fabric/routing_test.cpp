@@ -5,7 +5,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/link_timing.hpp"
 #include "fabric/sram.hpp"
-#include "test_spec.hpp"
+#include "support/test_spec.hpp"
 
 namespace wafersim::fabric {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "fabric/synthetic.hpp"
 #include "fabric/traffic.hpp"
-#include "test_spec.hpp"
+#include "support/test_spec.hpp"
 
 namespace wafersim::fabric {
 namespace {

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <string>
 
-#include "sim/baselines.hpp"
-#include "sim/scenario.hpp"
+#include "sim/studies/baselines.hpp"
+#include "sim/config/scenario.hpp"
 
 namespace wafersim::sim {
 namespace {

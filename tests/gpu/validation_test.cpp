@@ -8,7 +8,7 @@
 #include <string>
 
 #include "models/gpu/cluster_model.hpp"
-#include "sim/scenario.hpp"
+#include "sim/config/scenario.hpp"
 
 namespace wafersim {
 namespace {

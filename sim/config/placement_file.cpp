@@ -1,0 +1,554 @@
+#include "sim/config/placement_file.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "fabric/defects.hpp"
+#include "sim/placement/placement_cost.hpp"
+#include "sim/config/scenario.hpp"
+
+namespace wafersim::sim {
+
+namespace {
+
+// ---- What a layer's MLP is: it decides the layer's keys ----------------------
+
+enum class MlpKind { swiglu, gelu, experts };
+
+MlpKind mlp_kind(const models::ModelConfig& model) {
+  if (model.is_moe()) return MlpKind::experts;
+  return model.is_gpt2() ? MlpKind::gelu : MlpKind::swiglu;
+}
+
+std::vector<std::string> mlp_keys(MlpKind kind) {
+  switch (kind) {
+    case MlpKind::swiglu:
+      return {"gate_up", "down"};
+    case MlpKind::gelu:
+      return {"up", "down"};
+    case MlpKind::experts:
+      return {"router", "experts"};
+  }
+  return {};
+}
+
+std::string mlp_description(const models::ModelConfig& model) {
+  switch (mlp_kind(model)) {
+    case MlpKind::swiglu:
+      return "a SwiGLU MLP: gate_up and down";
+    case MlpKind::gelu:
+      return "a GELU MLP: up and down";
+    case MlpKind::experts:
+      return fmt::format("a mixture of {} experts: router and experts", model.num_experts);
+  }
+  return {};
+}
+
+// ---- Writing --------------------------------------------------------------------
+
+std::string rect_yaml(const fabric::Rect& r) {
+  return fmt::format("[{}, {}, {}, {}]", r.x0, r.y0, r.width, r.height);
+}
+
+std::string matrix_yaml(const MatrixPlacement& m) {
+  return fmt::format("{{rect: {}, reduction: {}}}", rect_yaml(m.rect), reduction_name(m.reduction));
+}
+
+// gpt2's biases and LayerNorm parameters have no rectangle of their own:
+// lower() and the allocator keep them on matrix roots, so an architect moving
+// a matrix moves them with it. (RMSNorm gains sit on o's roots likewise.)
+std::string roots_comment(const models::ModelConfig& model) {
+  if (!model.is_gpt2()) return {};
+  return "# LayerNorm gains and biases sit on o's roots (the final one's on lm_head's first\n"
+         "# roots); each of qkv, o, up and down keeps its bias on its roots (column x0).\n";
+}
+
+void write_mlp(std::string& o, const models::ModelConfig& model, const LayerStage& st) {
+  switch (mlp_kind(model)) {
+    case MlpKind::swiglu:
+      o += fmt::format("    gate_up: {}\n", matrix_yaml(st.gate_up));
+      break;
+    case MlpKind::gelu:
+      o += fmt::format("    up: {}\n", matrix_yaml(st.gate_up));
+      break;
+    case MlpKind::experts:
+      o += fmt::format("    router: {}\n    experts:\n", matrix_yaml(st.router));
+      for (std::size_t e = 0; e < st.experts.size(); ++e)
+        o += fmt::format("      - expert: {}\n        gate_up: {}\n        down: {}\n", e,
+                         matrix_yaml(st.experts[e].gate_up), matrix_yaml(st.experts[e].down));
+      return;
+  }
+  o += fmt::format("    down: {}\n", matrix_yaml(st.down));
+}
+
+void write_layer(std::string& o, const models::ModelConfig& model, const LayerStage& st) {
+  o += fmt::format("  - layer: {}\n    wafer: {}\n    region: {}\n", st.layer, st.wafer,
+                   rect_yaml(st.strip));
+  if (st.upward()) o += "    stacking: bottom-up\n";
+  o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv));
+  const AttentionPlacement& a = st.attention;
+  o += fmt::format(
+      "    attention: {{rect: {}, segment_length: {}, segments_per_column: {}, reduction: {}}}\n",
+      rect_yaml(a.rect), a.segment_length, a.segments_per_column, reduction_name(a.reduction));
+  o += fmt::format("    o: {}\n", matrix_yaml(st.o));
+  write_mlp(o, model, st);
+}
+
+void write_head(std::string& o, const HeadStage& head) {
+  o += fmt::format("head:\n  wafer: {}\n  region: {}\n", head.wafer, rect_yaml(head.strip));
+  o += fmt::format("  lm_head: {}\n", matrix_yaml(head.lm_head));
+  if (!head.tied) o += fmt::format("  embedding: {}\n", matrix_yaml(head.embedding));
+  if (head.position_embedding.p() > 0)
+    o += fmt::format("  position_embedding: {}\n", matrix_yaml(head.position_embedding));
+}
+
+// ---- Reading: YAML with key paths -----------------------------------------------
+
+// A node of the file with its key path, for errors with file:line:column.
+struct Node {
+  YAML::Node node;
+  std::string path;
+};
+
+class FileReader {
+ public:
+  explicit FileReader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const Node& n, const std::string& what) const {
+    const YAML::Mark m = n.node.Mark();
+    const bool known = !m.is_null() && m.line >= 0;
+    throw ScenarioError(file_, known ? m.line + 1 : 0, known ? m.column + 1 : 0, n.path, what);
+  }
+
+  // The mapping's keys, checked against `keys` (unknown keys are errors with
+  // a did-you-mean, and `why(key)` where it has more to say).
+  void check_keys(const Node& n, const std::vector<std::string>& keys,
+                  const std::function<std::string(const std::string&)>& why = {}) const {
+    if (!n.node.IsMap())
+      fail(n, fmt::format("expected a mapping with keys {}", fmt::join(keys, ", ")));
+    for (auto it = n.node.begin(); it != n.node.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      if (std::find(keys.begin(), keys.end(), k) == keys.end())
+        fail(Node{it->first, n.path.empty() ? k : n.path + "." + k},
+             fmt::format("unknown key '{}'; valid keys here: {}{}{}", k, fmt::join(keys, ", "),
+                         suggest_name(k, keys), why ? why(k) : std::string()));
+    }
+  }
+
+  Node get(const Node& n, const std::string& key) const {
+    const YAML::Node v = n.node[key];
+    if (!v) fail(n, fmt::format("missing key '{}'", key));
+    return Node{v, n.path.empty() ? key : n.path + "." + key};
+  }
+
+  // The `count` elements of a list, in order, each with its path (`what`
+  // names the elements in the error).
+  std::vector<Node> list(const Node& n, std::size_t count, const std::string& what) const {
+    if (!n.node.IsSequence() || n.node.size() != count)
+      fail(n, fmt::format(
+                  "expected a list of {} {}{}", count, what,
+                  n.node.IsSequence() ? fmt::format(", not {}", n.node.size()) : std::string()));
+    std::vector<Node> items;
+    for (std::size_t i = 0; i < count; ++i)
+      items.push_back(Node{n.node[i], fmt::format("{}[{}]", n.path, i)});
+    return items;
+  }
+
+  long long integer(const Node& n) const {
+    try {
+      if (!n.node.IsScalar()) throw YAML::Exception(n.node.Mark(), "");
+      return n.node.as<long long>();
+    } catch (const YAML::Exception&) {
+      fail(n, "expected an integer");
+    }
+  }
+
+  std::string text(const Node& n) const {
+    if (!n.node.IsScalar()) fail(n, "expected a string");
+    return n.node.Scalar();
+  }
+
+  fabric::Rect rect(const Node& n) const {
+    if (!n.node.IsSequence() || n.node.size() != 4)
+      fail(n, "expected [x0, y0, width, height] (cores)");
+    fabric::Rect r;
+    int* f[] = {&r.x0, &r.y0, &r.width, &r.height};
+    for (std::size_t i = 0; i < 4; ++i) *f[i] = static_cast<int>(integer(Node{n.node[i], n.path}));
+    return r;
+  }
+
+  fabric::ReductionScheme reduction(const Node& n) const {
+    const std::string s = text(n);
+    if (s == "chain") return fabric::ReductionScheme::chain;
+    if (s == "tree") return fabric::ReductionScheme::tree;
+    if (s == "two-level") return fabric::ReductionScheme::two_level;
+    fail(n, fmt::format("unknown reduction '{}'; valid: chain, tree, two-level{}", s,
+                        suggest_name(s, {"chain", "tree", "two-level"})));
+  }
+
+ private:
+  std::string file_;
+};
+
+// One rectangle of the file, remembered with where it was written for
+// overlap, dead-core and SRAM errors.
+struct PlacedRect {
+  fabric::Rect rect;
+  int wafer = 0;
+  Node where;
+};
+
+// The shape a matrix must have: [out][in], output rows in groups of `granule`.
+struct MatrixShape {
+  std::string name;
+  int out = 0, in = 0;
+  int granule = 1;
+};
+
+// Reads one placement file for one model, wafer spec and request: every
+// stage's rectangles, each checked as it is read (inside the mesh, a shape
+// that suits its matrix), then all of them together (no overlap, no dead
+// core, every core's bytes within its SRAM).
+class PlacementFileReader {
+ public:
+  PlacementFileReader(std::string file, const models::ModelConfig& model,
+                      const fabric::WaferSpec& spec, const PlacementRequest& req)
+      : r_(file), file_(std::move(file)), model_(model), spec_(spec), req_(req) {}
+
+  Placement read(const Node& top) {
+    r_.check_keys(top, {"placement_file", "model", "mesh", "wafers", "strategy", "layers", "head"});
+    check_header(top);
+    Placement pl;
+    pl.strategy = r_.text(r_.get(top, "strategy"));
+    pl.planner_note = fmt::format("read from {}", file_);
+    pl.wafers = wafers_;
+    pl.context_tokens = req_.context_tokens;
+    pl.users = users();
+    pl.max_context_tokens = model_.max_position;
+    const std::vector<Node> layers =
+        r_.list(r_.get(top, "layers"), static_cast<std::size_t>(model_.num_layers), "layers");
+    for (int l = 0; l < model_.num_layers; ++l)
+      pl.layers.push_back(layer(layers[static_cast<std::size_t>(l)], l));
+    pl.head = head(r_.get(top, "head"));
+    check_cores_alive_and_unshared();
+    check_sram(pl);
+    pl.max_context_tokens = layout_max_context(model_, pl, req_, spec_);
+    pl.estimated_hop_bytes = estimate_hop_bytes(model_, pl, spec_.mesh_width);
+    return pl;
+  }
+
+ private:
+  int users() const { return std::max(1, req_.users); }
+  int context() const { return std::max(1, req_.context_tokens); }
+
+  // placement_file, model, mesh and wafers.
+  void check_header(const Node& top) {
+    const Node version = r_.get(top, "placement_file");
+    if (r_.integer(version) != 1)
+      r_.fail(version, "unsupported placement file version (this build reads 1)");
+    const Node model_name = r_.get(top, "model");
+    if (r_.text(model_name) != model_.name)
+      r_.fail(model_name, fmt::format("the file places '{}' but the scenario's model is '{}'",
+                                      r_.text(model_name), model_.name));
+    const Node mesh = r_.get(top, "mesh");
+    r_.check_keys(mesh, {"width", "height"});
+    const long long w = r_.integer(r_.get(mesh, "width")), h = r_.integer(r_.get(mesh, "height"));
+    if (w != spec_.mesh_width || h != spec_.mesh_height)
+      r_.fail(mesh, fmt::format("the file is for a {} x {} mesh but {} is {} x {}", w, h,
+                                spec_.name, spec_.mesh_width, spec_.mesh_height));
+    const Node wafers = r_.get(top, "wafers");
+    const long long n = r_.integer(wafers);
+    if (n < 1 || n > model_.num_layers)
+      r_.fail(wafers,
+              fmt::format("must be between 1 and {} (the model's layers)", model_.num_layers));
+    wafers_ = static_cast<int>(n);
+  }
+
+  int wafer(const Node& n) const {
+    const long long w = r_.integer(n);
+    if (w < 0 || w >= wafers_)
+      r_.fail(n, fmt::format("wafer {} does not exist (wafers: {})", w, wafers_));
+    return static_cast<int>(w);
+  }
+
+  fabric::Rect rect_in_mesh(const Node& n) const {
+    const fabric::Rect rc = r_.rect(n);
+    if (rc.width < 1 || rc.height < 1 || rc.x0 < 0 || rc.y0 < 0 ||
+        rc.x0 + rc.width > spec_.mesh_width || rc.y0 + rc.height > spec_.mesh_height)
+      r_.fail(n, fmt::format("rectangle {} is not inside the {} x {} mesh", rect_yaml(rc),
+                             spec_.mesh_width, spec_.mesh_height));
+    return rc;
+  }
+
+  // `key` of `parent`: {rect, reduction}, at most one core per input column
+  // and per output row (group).
+  MatrixPlacement matrix(const Node& parent, const std::string& key, const MatrixShape& shape,
+                         int wafer) {
+    const Node n = r_.get(parent, key);
+    r_.check_keys(n, {"rect", "reduction"});
+    MatrixPlacement m;
+    m.name = shape.name;
+    m.wafer = wafer;
+    m.out_features = shape.out;
+    m.in_features = shape.in;
+    m.row_granule = shape.granule;
+    const Node rn = r_.get(n, "rect");
+    m.rect = rect_in_mesh(rn);
+    if (m.q() > shape.in)
+      r_.fail(rn, fmt::format("{} columns of cores for {} input columns: at most {}", m.q(),
+                              shape.in, shape.in));
+    const int groups = shape.out / shape.granule;
+    if (m.p() > groups)
+      r_.fail(rn, fmt::format("{} rows of cores for {} output rows{}: at most {}", m.p(), shape.out,
+                              shape.granule > 1 ? " (in gate/up pairs)" : "", groups));
+    m.reduction = r_.reduction(r_.get(n, "reduction"));
+    placed_.push_back({m.rect, wafer, rn});
+    return m;
+  }
+
+  AttentionPlacement attention(const Node& parent, int wafer) {
+    const Node an = r_.get(parent, "attention");
+    r_.check_keys(an, {"rect", "segment_length", "segments_per_column", "reduction"});
+    AttentionPlacement a;
+    a.wafer = wafer;
+    a.num_kv_heads = model_.num_kv_heads;
+    const Node seg = r_.get(an, "segment_length"), spc = r_.get(an, "segments_per_column");
+    a.segment_length = static_cast<int>(r_.integer(seg));
+    a.segments_per_column = static_cast<int>(r_.integer(spc));
+    if (a.segment_length < 1) r_.fail(seg, "must be at least 1 (cores per kv head)");
+    if (a.segments_per_column < 1 || a.segments_per_column > model_.num_kv_heads)
+      r_.fail(spc, fmt::format("must be between 1 and {} (kv heads)", model_.num_kv_heads));
+    const Node arn = r_.get(an, "rect");
+    a.rect = rect_in_mesh(arn);
+    const int want_w = static_cast<int>(ceil_div(model_.num_kv_heads, a.segments_per_column));
+    const int want_h = a.segments_per_column * a.segment_length;
+    if (a.rect.width != want_w || a.rect.height != want_h)
+      r_.fail(arn, fmt::format("{} kv heads in segments of {} cores, {} per column, take a {} x {} "
+                               "rectangle (width x height), not {} x {}",
+                               model_.num_kv_heads, a.segment_length, a.segments_per_column, want_w,
+                               want_h, a.rect.width, a.rect.height));
+    a.reduction = r_.reduction(r_.get(an, "reduction"));
+    a.context = context();
+    a.users = users();
+    const std::uint64_t slots = static_cast<std::uint64_t>(context()) * users();
+    a.max_positions_per_core =
+        static_cast<int>(ceil_div(slots, static_cast<std::uint64_t>(a.segment_length)));
+    placed_.push_back({a.rect, wafer, arn});
+    return a;
+  }
+
+  // Unknown-key note for a layer: the MLP keys of another architecture.
+  std::string other_mlp_key_note(const std::string& key) const {
+    for (const MlpKind kind : {MlpKind::swiglu, MlpKind::gelu, MlpKind::experts}) {
+      const std::vector<std::string> keys = mlp_keys(kind);
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        return fmt::format("; {} layers ({}) have {}", model_.name,
+                           models::architecture_name(model_.architecture), mlp_description(model_));
+    }
+    return {};
+  }
+
+  LayerStage layer(const Node& ln, int l) {
+    std::vector<std::string> keys{"layer", "wafer", "region", "stacking", "qkv", "attention", "o"};
+    for (std::string& k : mlp_keys(mlp_kind(model_))) keys.push_back(std::move(k));
+    r_.check_keys(ln, keys, [&](const std::string& k) { return other_mlp_key_note(k); });
+    const Node idx = r_.get(ln, "layer");
+    if (r_.integer(idx) != l)
+      r_.fail(idx, fmt::format("layers must be in order: expected layer {}", l));
+    LayerStage st;
+    st.layer = l;
+    st.wafer = wafer(r_.get(ln, "wafer"));
+    st.strip = rect_in_mesh(r_.get(ln, "region"));
+    bool upward = false;
+    if (ln.node["stacking"]) {
+      const Node sn = r_.get(ln, "stacking");
+      const std::string stacking = r_.text(sn);
+      if (stacking != "top-down" && stacking != "bottom-up")
+        r_.fail(sn, fmt::format("unknown stacking '{}'; valid: top-down, bottom-up (every matrix "
+                                "of the layer turned upside down: inputs enter at its bottom "
+                                "row){}",
+                                stacking, suggest_name(stacking, {"top-down", "bottom-up"})));
+      upward = stacking == "bottom-up";
+    }
+    const std::string L = fmt::format("layer {} ", l);
+    const int hidden = model_.hidden_size;
+    st.qkv = matrix(ln, "qkv", {L + "qkv", model_.q_dim() + 2 * model_.kv_dim(), hidden}, st.wafer);
+    st.attention = attention(ln, st.wafer);
+    st.o = matrix(ln, "o", {L + "o", hidden, model_.q_dim()}, st.wafer);
+    mlp(ln, L, st);
+    for (MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down, &st.router})
+      m->upward = upward && m->p() > 0;  // as placed: the MLP kind the model lacks stays 0 x 0
+    for (ExpertPlacement& e : st.experts) e.gate_up.upward = e.down.upward = upward;
+    return st;
+  }
+
+  // The layer's MLP: the dense matrices of its kind, or the router and experts.
+  void mlp(const Node& ln, const std::string& L, LayerStage& st) {
+    const int hidden = model_.hidden_size, inter = model_.intermediate_size;
+    switch (mlp_kind(model_)) {
+      case MlpKind::swiglu:
+        // Rows interleave gate and up: 2i = gate i, 2i+1 = up i (granule 2).
+        st.gate_up = matrix(ln, "gate_up", {L + "gate_up", 2 * inter, hidden, 2}, st.wafer);
+        st.down = matrix(ln, "down", {L + "down", hidden, inter}, st.wafer);
+        break;
+      case MlpKind::gelu:
+        // gpt2's plain up matrix takes gate_up's place (granule 1).
+        st.gate_up = matrix(ln, "up", {L + "up", inter, hidden}, st.wafer);
+        st.down = matrix(ln, "down", {L + "down", hidden, inter}, st.wafer);
+        break;
+      case MlpKind::experts:
+        st.router = matrix(ln, "router", {L + "router", model_.num_experts, hidden}, st.wafer);
+        st.experts = experts(r_.get(ln, "experts"), L, st.wafer);
+        break;
+    }
+  }
+
+  // A layer's experts: one entry per expert, in order, each with its own
+  // gate_up (interleaved, as the dense one) and down.
+  std::vector<ExpertPlacement> experts(const Node& list, const std::string& L, int wafer) {
+    const std::vector<Node> items =
+        r_.list(list, static_cast<std::size_t>(model_.num_experts),
+                fmt::format("experts (one per expert of {}, each with expert, gate_up and down)",
+                            model_.name));
+    std::vector<ExpertPlacement> out;
+    const int hidden = model_.hidden_size, inter = model_.intermediate_size;
+    for (int e = 0; e < model_.num_experts; ++e) {
+      const Node& en = items[static_cast<std::size_t>(e)];
+      r_.check_keys(en, {"expert", "gate_up", "down"});
+      const Node idx = r_.get(en, "expert");
+      if (r_.integer(idx) != e)
+        r_.fail(idx, fmt::format("experts must be in order: expected expert {}", e));
+      const std::string E = fmt::format("{}expert {} ", L, e);
+      ExpertPlacement ep;
+      ep.gate_up = matrix(en, "gate_up", {E + "gate_up", 2 * inter, hidden, 2}, wafer);
+      ep.down = matrix(en, "down", {E + "down", hidden, inter}, wafer);
+      out.push_back(std::move(ep));
+    }
+    return out;
+  }
+
+  HeadStage head(const Node& hn) {
+    HeadStage head;
+    head.tied = model_.tie_embeddings;
+    std::vector<std::string> keys{"wafer", "region", "lm_head"};
+    if (!head.tied) keys.push_back("embedding");
+    if (model_.is_gpt2()) keys.push_back("position_embedding");
+    r_.check_keys(hn, keys);
+    head.wafer = wafer(r_.get(hn, "wafer"));
+    head.strip = rect_in_mesh(r_.get(hn, "region"));
+    const int vocab = model_.vocab_size, hidden = model_.hidden_size;
+    head.lm_head = matrix(hn, "lm_head", {"lm_head", vocab, hidden}, head.wafer);
+    head.embedding = head.tied ? head.lm_head
+                               : matrix(hn, "embedding", {"embedding", vocab, hidden}, head.wafer);
+    if (model_.is_gpt2())
+      head.position_embedding =
+          matrix(hn, "position_embedding", {"position_embedding", model_.max_position, hidden},
+                 head.wafer);
+    return head;
+  }
+
+  // Index of core `c` of wafer `wafer` in per-core arrays of every wafer.
+  std::size_t core_index(int wafer, Coord c) const {
+    const auto cores = static_cast<std::size_t>(spec_.mesh_width) * spec_.mesh_height;
+    return static_cast<std::size_t>(wafer) * cores +
+           static_cast<std::size_t>(c.y) * spec_.mesh_width + static_cast<std::size_t>(c.x);
+  }
+
+  // Every core of every rectangle: alive, and in no other rectangle.
+  void check_cores_alive_and_unshared() const {
+    const fabric::DefectMap defects(spec_);
+    std::vector<int> owner(core_index(wafers_, Coord{0, 0}), -1);
+    for (std::size_t i = 0; i < placed_.size(); ++i) {
+      const PlacedRect& p = placed_[i];
+      for_each_core(p.rect, [&](Coord c) {
+        if (defects.dead(c))
+          r_.fail(p.where, fmt::format("rectangle {} contains the dead core ({}, {})",
+                                       rect_yaml(p.rect), c.x, c.y));
+        int& o = owner[core_index(p.wafer, c)];
+        if (o >= 0) {
+          const PlacedRect& q = placed_[static_cast<std::size_t>(o)];
+          r_.fail(p.where,
+                  fmt::format("rectangle {} overlaps {} {} (line {}) at core ({}, {}) of wafer {}",
+                              rect_yaml(p.rect), q.where.path, rect_yaml(q.rect),
+                              q.where.node.Mark().line + 1, c.x, c.y, p.wafer));
+        }
+        o = static_cast<int>(i);
+      });
+    }
+  }
+
+  // Every core within its SRAM, its bytes counted as the allocator will
+  // allocate them (for_each_allocation); the first rectangle (in file order)
+  // with a core over is the error.
+  void check_sram(const Placement& pl) const {
+    std::vector<std::uint64_t> used(core_index(wafers_, Coord{0, 0}), 0);
+    for_each_allocation(model_, pl, req_, [&](const CoreAllocation& a) {
+      used[core_index(a.wafer, a.core)] += a.bytes.value;
+    });
+    const std::uint64_t capacity = spec_.sram_per_core.value;
+    for (const PlacedRect& p : placed_) {
+      Coord fullest{p.rect.x0, p.rect.y0};
+      for_each_core(p.rect, [&](Coord c) {
+        if (used[core_index(p.wafer, c)] > used[core_index(p.wafer, fullest)]) fullest = c;
+      });
+      const std::uint64_t most = used[core_index(p.wafer, fullest)];
+      if (most > capacity)
+        r_.fail(p.where,
+                fmt::format("its fullest core ({}, {}) would hold {} bytes but a core has {} ({} "
+                            "tokens x {} users of KV cache where it is attention); use more cores",
+                            fullest.x, fullest.y, most, capacity, context(), users()));
+    }
+  }
+
+  static void for_each_core(const fabric::Rect& r, const std::function<void(Coord)>& f) {
+    for (int y = r.y0; y < r.y0 + r.height; ++y)
+      for (int x = r.x0; x < r.x0 + r.width; ++x) f(Coord{x, y});
+  }
+
+  FileReader r_;
+  std::string file_;
+  const models::ModelConfig& model_;
+  const fabric::WaferSpec& spec_;
+  const PlacementRequest& req_;
+  int wafers_ = 1;
+  std::vector<PlacedRect> placed_;  // in file order
+};
+
+}  // namespace
+
+std::string placement_file_yaml(const models::ModelConfig& model, const fabric::WaferSpec& spec,
+                                const Placement& pl) {
+  std::string o;
+  o += "# wafersim placement file: edit the rectangles and read it back with\n";
+  o += "# `placement: {file: THIS}` or `wafersim run|place SCENARIO --placement THIS`.\n";
+  o += "# rect: [x0, y0, width, height] in cores; a matrix's P x Q tiles are height x width.\n";
+  o += roots_comment(model);
+  o += "placement_file: 1\n";
+  o += fmt::format("model: \"{}\"\n", model.name);
+  o += fmt::format("mesh: {{width: {}, height: {}}}\n", spec.mesh_width, spec.mesh_height);
+  o += fmt::format("wafers: {}\n", pl.wafers);
+  o += fmt::format("strategy: \"{}\"\n", pl.strategy);
+  o += "layers:\n";
+  for (const LayerStage& st : pl.layers) write_layer(o, model, st);
+  write_head(o, pl.head);
+  return o;
+}
+
+Placement read_placement_file(const std::filesystem::path& path, const models::ModelConfig& model,
+                              const fabric::WaferSpec& spec, const PlacementRequest& req) {
+  const std::string file = path.string();
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file);
+  } catch (const YAML::BadFile&) {
+    throw ScenarioError(file, 0, 0, "", "cannot read the placement file");
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(file, e.mark.line + 1, e.mark.column + 1, "", e.msg);
+  }
+  return PlacementFileReader(file, model, spec, req).read(Node{root, ""});
+}
+
+}  // namespace wafersim::sim

@@ -1,0 +1,165 @@
+// A validated scenario: hardware, model, precision, placement choices and
+// workload, with presets resolved. Immutable after load.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <map>
+
+#include "fabric/collectives.hpp"
+#include "sim/placement/placement.hpp"
+#include "fabric/wafer_spec.hpp"
+#include "models/model_config.hpp"
+#include "models/gpu/cluster_model.hpp"
+#include "models/gpu/gpu_spec.hpp"
+#include "models/gpu/serving.hpp"
+
+namespace wafersim::sim {
+
+// A scenario (or preset) file that cannot be used. The message already names
+// the file, line, column and key path; the fields let tests check them.
+class ScenarioError : public std::runtime_error {
+ public:
+  ScenarioError(std::string file, int line, int column, std::string key_path, const std::string& what);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }      // 1-based; 0 when unknown
+  int column() const { return column_; }  // 1-based; 0 when unknown
+  const std::string& key_path() const { return key_path_; }  // e.g. "hardware.core.sram"
+
+ private:
+  std::string file_;
+  int line_;
+  int column_;
+  std::string key_path_;
+};
+
+using ReductionScheme = fabric::ReductionScheme;
+const char* reduction_name(ReductionScheme s);
+
+struct PlacementOptions {
+  std::string strategy = "layer-rectangles";
+  ReductionScheme reduction = ReductionScheme::chain;
+  int block_rows = 2;  // serpentine, sram-balanced: rows of layer blocks on each wafer
+  std::uint64_t seed = 1;  // anneal
+  int anneal_iterations = 200000;
+  double anneal_initial_temperature = 0.1;
+  double anneal_final_temperature = 1e-4;
+  double anneal_sram_weight = 0.0;
+  double anneal_latency_weight = kDefaultAnnealLatencyWeight;
+  double anneal_spare_slots = 0.0;
+  int halo_columns = 0;  // cores kept free for I/O (Cerebras SDK: 7 columns, 2 rows)
+  int halo_rows = 0;
+  // A placement file (wafersim place --write-placement) to use instead of a
+  // strategy; resolved against the scenario's folder.
+  std::string file;
+  // Per matrix kind (qkv, o, gate_up, down, attention, lm_head): rows / columns
+  // of cores and reduction, overriding the strategy (sim/placement/placement.hpp).
+  std::map<std::string, MatrixOverride> matrices;
+};
+
+struct Workload {
+  // Either given explicitly, or drawn from `seed` when only a count was given
+  // (the loader fills prompt_ids in both cases).
+  std::vector<std::int32_t> prompt_ids;
+  int generate_tokens = 0;
+  std::uint64_t seed = 0;
+  // Sequences decoded at once, each with its own KV cache, in flight through
+  // the layer pipeline together. User 0's prompt is prompt_ids; user u's is
+  // derived from it (see user_prompt()).
+  int users = 1;
+  // Prompt tokens that travel through a stage together as one block (prefill
+  // as GEMM: each core streams its weight tile once per block). 1 = token by
+  // token (GEMV per prompt token).
+  int prefill_block = 1;
+};
+
+// The prompt of user `u`: user 0 gets the workload's prompt_ids; user u > 0
+// gets each id shifted by u * 7919 modulo the vocabulary, so users differ.
+std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size);
+
+struct Outputs {
+  std::optional<std::string> results;  // HDF5 path, relative to the current directory
+  bool functional = true;              // compute real numbers (false: timing only)
+};
+
+// GPU clusters the report puts beside the wafer (scenarios/gpus/*.yaml).
+struct GpuComparison {
+  std::vector<models::gpu::ClusterSpec> systems;  // compare_with, resolved (presets expanded)
+  int tp = 0;  // gpu_parallelism.tp; 0 = chosen for lowest latency
+  int pp = 0;  // gpu_parallelism.pp; 0 = chosen for lowest latency
+};
+
+// Speculative decoding on both sides (models/gpu/cluster_model.hpp).
+struct SpeculativeOptions {
+  std::string draft_preset;  // preset name of the draft model (or "inline")
+  models::gpu::SpeculativeDecoding decoding;
+};
+
+struct Scenario {
+  std::string name;
+  std::string source_file;  // path as given by the user
+  std::string hardware_preset;  // name of the preset used (or "inline")
+  std::string model_preset;     // name of the preset used (or "inline")
+  fabric::WaferSpec hardware;
+  models::ModelConfig model;
+  models::DType precision = models::DType::bf16;
+  // Wafers in the pipeline; with wafers_auto the run uses the fewest that fit.
+  int wafers = 1;
+  bool wafers_auto = false;
+  PlacementOptions placement;
+  Workload workload;
+  Outputs outputs;
+  GpuComparison gpu;
+  std::optional<SpeculativeOptions> speculative;
+  std::optional<models::gpu::ServingOverhead> serving;
+  // The fully resolved scenario (presets expanded, defaults filled) as YAML
+  // that load_scenario() accepts again and that reproduces this run.
+  std::string resolved_yaml;
+};
+
+// "\n  did you mean 'x'?" for the closest of `candidates`, or "" (as scenario errors use).
+std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates);
+
+// Where preset files are looked up: $WAFERSIM_PRESETS if set, else the
+// scenarios/ folder of the source tree the binary was built from.
+std::filesystem::path default_preset_dir();
+
+// Loads, validates and resolves a scenario. Throws ScenarioError.
+Scenario load_scenario(const std::filesystem::path& file,
+                       const std::filesystem::path& preset_dir = default_preset_dir());
+
+// Command-line overrides of a scenario's keys (wafersim run --model ... ),
+// applied before validation, so they are checked like the file's own keys
+// and appear in the resolved scenario.
+struct ScenarioOverrides {
+  std::optional<std::string> hardware;   // preset name
+  std::optional<std::string> model;      // preset name (or what `model:` accepts)
+  std::optional<std::string> precision;  // fp32 | fp16 | bf16 | ...
+  std::optional<std::string> wafers;     // N | auto
+  std::optional<int> users;              // workload.users
+  std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
+};
+Scenario load_scenario(const std::filesystem::path& file, const std::filesystem::path& preset_dir,
+                       const ScenarioOverrides& overrides);
+
+// Loads a preset by name from <preset_dir>/hardware/<name>.yaml or
+// <preset_dir>/models/<name>.yaml. Throws ScenarioError.
+fabric::WaferSpec load_hardware_preset(const std::string& name,
+                                       const std::filesystem::path& preset_dir = default_preset_dir());
+models::ModelConfig load_model_preset(const std::string& name,
+                                      const std::filesystem::path& preset_dir = default_preset_dir());
+// <preset_dir>/gpus/<name>.yaml, validated. Throws ScenarioError.
+models::gpu::ClusterSpec load_gpu_preset(const std::string& name,
+                                         const std::filesystem::path& preset_dir = default_preset_dir());
+// GPU systems a scenario without compare_with is compared with, when their presets exist.
+inline const std::vector<std::string>& default_compare_with() {
+  static const std::vector<std::string> kNames = {"dgx-h100", "dgx-b200"};
+  return kNames;
+}
+
+}  // namespace wafersim::sim

@@ -1,0 +1,61 @@
+// The run: builds the fabric, places and lowers the model, then simulates
+// prefill and greedy decode in SystemC (one module per pipeline stage plus a
+// host), and returns the results. One Engine::run() per process: a SystemC
+// simulation cannot be restarted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "analysis/run_result.hpp"
+#include "sim/config/scenario.hpp"
+
+namespace wafersim::sim {
+
+// Host wall-clock seconds spent in each part of a run (for benchmarks; never
+// part of the results, which must be bit-identical from run to run).
+struct HostTimes {
+  double place_s = 0.0;      // fabric build, placement, SRAM allocation, lowering
+  double weights_s = 0.0;    // synthetic weights (functional mode)
+  double simulate_s = 0.0;   // the SystemC simulation (and functional arithmetic)
+  double reference_s = 0.0;  // the reference forward pass (functional mode)
+  int token_passes = 0;      // tokens that crossed the whole model (all users)
+  // Link-record recycling (RunOptions::recycle_link_records): wafers'
+  // records given back, blocks of records mapped, blocks taken again.
+  std::uint64_t record_releases = 0;
+  std::uint64_t record_blocks_made = 0;
+  std::uint64_t record_blocks_reused = 0;
+};
+
+struct RunOptions {
+  bool functional = true;  // compute real numbers and compare with the reference
+  // Called with (tokens done, tokens total) as the simulation advances.
+  std::function<void(int, int)> progress;
+  // Called with (wafers, wafer being planned) as the placement is searched
+  // (PlacementRequest::progress).
+  std::function<void(int, int)> placement_progress;
+  // Called with (matrices made, matrices in all) as a functional run makes
+  // its synthetic weights (from any host thread, one call at a time).
+  std::function<void(int, int)> weights_progress;
+  // When set, filled with where the host's time went.
+  HostTimes* host_times = nullptr;
+  // Host threads. With more than one, a functional run computes its numbers
+  // on a thread of their own behind the simulation (the functional lane,
+  // sim/exec/value_lane.hpp), with threads - 2 more helping with its GEMVs
+  // (models::WorkTeam); with one, this thread computes them beside the
+  // timing. With more than one, a further thread also faults in the wafers'
+  // link and ramp records ahead of the simulation (fabric::PagePrefaulter;
+  // in functional runs while the weights are made). 0 = as many as the host
+  // has. Results are bit-identical for every value; only the host time (and,
+  // for the prefaulting, resident memory) changes.
+  int threads = 0;
+  // With more than one wafer, give the link records of wafers a token has
+  // left back for reuse (sim/exec/record_recycler.hpp). Results are bit-identical
+  // either way; off, every wafer keeps its records for the whole run.
+  bool recycle_link_records = true;
+};
+
+analysis::RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+}  // namespace wafersim::sim

@@ -1,0 +1,30 @@
+// A scenario's model placed on its wafers: the fabrics (one per wafer), the
+// placement and the lowered program. Shared by `run` and `place`.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "fabric/fabric.hpp"
+#include "sim/placement/placement.hpp"
+#include "sim/program/program.hpp"
+#include "sim/config/scenario.hpp"
+
+namespace wafersim::sim {
+
+struct PlacedSystem {
+  std::vector<std::unique_ptr<fabric::Fabric>> wafers;
+  std::vector<fabric::Fabric*> wafer_ptrs;
+  Placement placement;
+  Program program;
+};
+
+// Places the scenario's model on scenario.wafers wafers, or, with
+// wafers_auto, on the fewest that fit (starting from the fewest whose SRAM
+// could hold the weights). Throws fabric::FitError. `progress` as
+// PlacementRequest::progress.
+std::unique_ptr<PlacedSystem> place_system(const Scenario& scenario,
+                                           const std::function<void(int, int)>& progress = {});
+
+}  // namespace wafersim::sim

@@ -1,0 +1,63 @@
+// `wafersim place`: a placement evaluated without running the SystemC
+// engine. One decode token is pushed through the lowered program on the
+// fabric model, which gives the mesh traffic a token causes (hop-bytes: bytes
+// x hops summed over every link) and the worst link, next to the SRAM map.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fabric/mesh.hpp"
+#include "sim/config/scenario.hpp"
+
+namespace wafersim::sim {
+
+struct RegionInfo {
+  std::string name;  // "layer 3 qkv", "layer 3 attention", "lm_head", ...
+  int layer = -1;    // -1 for the head
+  int wafer = 0;
+  fabric::Rect rect;
+  bool upward = false;  // a matrix turned upside down (MatrixPlacement::upward)
+};
+
+struct PlacementReport {
+  std::string scenario;
+  std::string strategy;
+  std::string planner_note;          // how the strategy chose its regions
+  double estimated_hop_bytes = 0.0;  // closed form (placement_cost.hpp), for comparison
+  // Closed-form critical-path cycles of one token at the full context
+  // (estimate_latency_cycles), next to the engine's decode step alone.
+  double estimated_latency_cycles = 0.0;
+  int wafers = 1;
+  int mesh_width = 0, mesh_height = 0;
+  int layers = 0;
+  std::vector<RegionInfo> regions;
+  std::vector<std::uint64_t> core_sram;   // [wafer * H + y][x]
+  std::vector<std::uint64_t> link_bytes;  // one decode token: [wafer * H + y][x][E, W, S, N]
+  std::uint64_t sram_capacity_per_core = 0;
+  std::uint64_t cores_used = 0;
+  std::uint64_t sram_min = 0, sram_max = 0;  // over used cores
+  double sram_mean = 0.0;
+  std::uint64_t hop_bytes_per_token = 0;
+  std::uint64_t worst_link_bytes_per_token = 0;
+  std::uint64_t token_cycles = 0;  // one decode step alone on the fabric
+  double clock_hz = 0.0;
+  int max_context_tokens = 0;
+  std::string placement_file;  // the placement as a placement file (sim/config/placement_file.hpp)
+};
+
+PlacementReport evaluate_placement(const Scenario& scenario,
+                                   const std::function<void(int, int)>& progress = {});
+
+void write_placement_summary(std::ostream& out, const PlacementReport& r);
+nlohmann::ordered_json placement_json(const PlacementReport& r);
+// Three panels per wafer: the regions coloured by layer and labelled, a
+// heatmap of SRAM use per core and one of the bytes a decode token puts on
+// each core's outgoing links (downsampled to at most ~160 cells a side).
+std::string placement_svg(const PlacementReport& r);
+
+}  // namespace wafersim::sim

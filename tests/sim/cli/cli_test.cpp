@@ -1,0 +1,569 @@
+// The wafersim command line, run as a user runs it: a child process, its exit
+// code, stdout and stderr.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome wafersim(const std::string& args) {
+  const fs::path err_file =
+      fs::temp_directory_path() / ("wafersim_cli_err_" + std::to_string(::getpid()));
+  const std::string cmd = std::string(WAFERSIM_BINARY) + " " + args + " 2>" + err_file.string();
+  Outcome o;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  o.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err_file);
+  return o;
+}
+
+std::string src(const std::string& rel) {
+  return std::string(WAFERSIM_SOURCE_DIR) + "/" + rel;
+}
+
+fs::path scratch_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("wafersim_cli_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(Cli, PlacementFileWrittenAndReadBackGivesTheSamePlacementAndTokens) {
+  const fs::path d = scratch_dir("placement_file");
+  const std::string file = (d / "p.yaml").string();
+  const Outcome a = wafersim("place " + src("scenarios/quickstart.yaml") +
+                             " --strategy anneal --json --write-placement " + file);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const Outcome b =
+      wafersim("place " + src("scenarios/quickstart.yaml") + " --json --placement " + file);
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  for (const char* key : {"hop_bytes_per_token", "worst_link_bytes_per_token", "cores_used",
+                          "estimated_hop_bytes_per_token"})
+    EXPECT_EQ(ja[key], jb[key]) << key;
+  // Functional run on the file's placement: the reference tokens (exit 3 otherwise).
+  const Outcome r =
+      wafersim("run " + src("scenarios/quickstart.yaml") + " --json --placement " + file);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto jr = nlohmann::json::parse(r.out);
+  EXPECT_EQ(jr["tokens"], jr["reference_tokens"]);
+  // A broken file is an error with its file and line.
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  text.replace(text.find("reduction: "), 11, "reductoin: ");
+  std::ofstream(file) << text;
+  const Outcome e = wafersim("place " + src("scenarios/quickstart.yaml") + " --placement " + file);
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find(file + ":"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("did you mean 'reduction'"), std::string::npos) << e.err;
+  fs::remove_all(d);
+}
+
+// Per architecture and strategy: a functional run from the placement file
+// that `place --write-placement` wrote is the strategy's own run -- the
+// reference tokens, the same cycles, cores, bytes and link loads.
+struct FileRun {
+  const char* model;
+  const char* strategy;
+  int wafers = 1;
+};
+
+void PrintTo(const FileRun& c, std::ostream* os) {
+  *os << c.model << " " << c.strategy << " on " << c.wafers << " wafer(s)";
+}
+
+class CliPlacementFile : public ::testing::TestWithParam<FileRun> {};
+
+TEST_P(CliPlacementFile, RunFromTheWrittenFileIsTheStrategysRun) {
+  const FileRun& c = GetParam();
+  const fs::path d = scratch_dir(std::string("pfile_") + c.model + "_" + c.strategy);
+  const std::string scenario = (d / "s.yaml").string(), file = (d / "p.yaml").string();
+  std::ofstream(scenario) << "name: pfile\nhardware: small\nmodel: " << c.model
+                          << "\nwafers: " << c.wafers << "\nplacement:\n  strategy: " << c.strategy
+                          << "\n  reduction: tree\n"
+                          << (std::string(c.strategy) == "anneal"
+                                  ? "  anneal: {iterations: 20000}\n"
+                                  : "")
+                          << "workload:\n  prompt_tokens: 6\n  generate_tokens: 8\n  seed: 3\n"
+                          << "outputs:\n  functional: true\n";
+  const Outcome w = wafersim("place " + scenario + " --write-placement " + file);
+  ASSERT_EQ(w.code, 0) << w.err;
+  const Outcome a = wafersim("run " + scenario + " --json");
+  const Outcome b = wafersim("run " + scenario + " --json --placement " + file);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  ASSERT_EQ(jb["tokens"].size(), 8u);
+  EXPECT_EQ(jb["tokens"], jb["reference_tokens"]);
+  EXPECT_EQ(ja["tokens"], jb["tokens"]);
+  EXPECT_EQ(ja["cycles_per_token"], jb["cycles_per_token"]);
+  EXPECT_EQ(ja["total_cycles"], jb["total_cycles"]);
+  EXPECT_EQ(ja["token_records"], jb["token_records"]);
+  // Everything else too, but the longest context: a strategy reports what a
+  // re-plan of its shape could reach (matrices on their fewest rows), a file
+  // what its own attention segments hold. The fixed layout holds this
+  // workload (14 tokens) and can be no better than a re-plan.
+  const int context_a = ja["max_context_tokens"], context_b = jb["max_context_tokens"];
+  EXPECT_GE(context_b, 14);
+  EXPECT_LE(context_b, context_a);
+  for (auto* j : {&ja, &jb}) j->erase("max_context_tokens");
+  EXPECT_EQ(ja, jb);
+  fs::remove_all(d);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, CliPlacementFile,
+    ::testing::Values(FileRun{"tiny-llama", "serpentine"}, FileRun{"tiny-llama", "sram-balanced"},
+                      FileRun{"tiny-mixtral", "layer-rectangles"},
+                      FileRun{"tiny-mixtral", "short-path"}, FileRun{"tiny-mixtral", "anneal"},
+                      FileRun{"tiny-mixtral", "serpentine", 2},
+                      FileRun{"tiny-gpt2", "layer-rectangles"},
+                      FileRun{"tiny-gpt2", "sram-balanced"}, FileRun{"tiny-gpt2", "anneal"},
+                      FileRun{"tiny-gpt2", "serpentine", 2}),
+    [](const ::testing::TestParamInfo<FileRun>& info) {
+      std::string name = std::string(info.param.model) + "_" + info.param.strategy + "_" +
+                         std::to_string(info.param.wafers) + "w";
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+// A mistake in a mixture-of-experts file is reported by `run` with the
+// file, line and key path, and exit code 1.
+TEST(Cli, BrokenExpertInAPlacementFileNamesFileLineAndKey) {
+  const fs::path d = scratch_dir("pfile_broken_expert");
+  const std::string file = (d / "p.yaml").string();
+  const std::string model = " --model tiny-mixtral";
+  const Outcome w =
+      wafersim("place " + src("scenarios/quickstart.yaml") + model + " --write-placement " + file);
+  ASSERT_EQ(w.code, 0) << w.err;
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string expert1 = "- expert: 1";
+  const auto at = text.find(expert1);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, expert1.size(), "- expert: 3");
+  std::ofstream(file) << text;
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  const Outcome e =
+      wafersim("run " + src("scenarios/quickstart.yaml") + model + " --placement " + file);
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find(file + ":" + std::to_string(line) + ":"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("layers[0].experts[1].expert"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("expected expert 1"), std::string::npos) << e.err;
+  fs::remove_all(d);
+}
+
+TEST(Cli, RunJsonIsOneObjectWithTheDocumentedKeys) {
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);  // nothing but JSON on stdout
+  for (const char* key :
+       {"scenario", "hardware", "model", "cores_used", "sram_bytes_used", "sram_bytes_capacity",
+        "decode_tokens_per_s_per_user", "inter_token_latency_s", "ttft_s", "cycles_per_token",
+        "clock_hz", "bottleneck", "tokens", "reference_tokens", "prompt_ids"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+  EXPECT_EQ(j["tokens"].size(), 16u);
+  // tokens/s per user is the inverse of the inter-token latency.
+  EXPECT_NEAR(
+      j["decode_tokens_per_s_per_user"].get<double>() * j["inter_token_latency_s"].get<double>(),
+      1.0, 1e-12);
+  EXPECT_LE(j["sram_bytes_used"].get<double>(), j["sram_bytes_capacity"].get<double>());
+}
+
+TEST(Cli, SameScenarioTwiceGivesBitIdenticalJson) {
+  const Outcome a = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
+  const Outcome b = wafersim("run " + src("scenarios/quickstart.yaml") + " --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+// The functional arithmetic on one host thread (beside the timing, in the
+// same executor) or several (the functional lane, sim/exec/value_lane.hpp: the
+// numbers on a thread of their own, with WorkTeam helpers from three on)
+// gives the same bits: tokens, logits errors, every timing figure. Dense,
+// mixture-of-experts (the choice crosses from the values to the timing) and
+// gpt2 models, decode and blocks of prompt tokens, two users, and
+// speculative decoding with a draft that disagrees (rollbacks of both KV
+// caches).
+TEST(Cli, HostThreadCountDoesNotChangeAResult) {
+  struct Case {
+    std::string model, extra;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-llama", ""},
+      {"tiny-mixtral", ""},
+      {"tiny-gpt2", "  prefill_block: 4\n"},
+      {"tiny-llama",
+       "speculative_decoding:\n  draft_model: tiny-mistral\n  draft_tokens: 3\n"
+       "  acceptance_rate: 0.5\n"},
+  };
+  for (const Case& c : cases) {
+    const fs::path d = scratch_dir("threads");
+    const fs::path scenario = d / "threads.yaml";
+    const bool workload_key = c.extra.rfind("  ", 0) == 0;
+    std::ofstream(scenario) << "name: threads\nhardware: small\nmodel: " << c.model
+                            << "\nprecision: bf16\nworkload:\n  prompt_tokens: 6\n"
+                               "  generate_tokens: 6\n  users: 2\n"
+                            << (workload_key ? c.extra : "") << (workload_key ? "" : c.extra);
+    const Outcome one = wafersim("run " + scenario.string() + " --json --functional --threads 1");
+    ASSERT_EQ(one.code, 0) << c.model << ": " << one.err;
+    for (int threads : {2, 3}) {
+      const Outcome more = wafersim("run " + scenario.string() + " --json --functional --threads " +
+                                    std::to_string(threads));
+      EXPECT_EQ(one.out, more.out) << c.model << " " << c.extra << " on " << threads << " threads";
+    }
+    if (!workload_key && !c.extra.empty()) {
+      // The draft disagrees now and then: rejected proposals were rolled back.
+      const auto j = nlohmann::json::parse(one.out);
+      EXPECT_LT(j["speculative_decoding"]["wafer_acceptance_rate"].get<double>(), 1.0);
+    }
+    fs::remove_all(d);
+  }
+}
+
+// Recycling the link records of wafers a token has left (RecordRecycler,
+// FlowModel::use_record_pool) changes no figure: multi-wafer runs, dense,
+// mixture-of-experts and gpt2 models, two users, blocks of prompt tokens,
+// speculative decoding with the draft on a wafer of its own, functional and
+// timing-only, give the same JSON as with every wafer's records kept. And
+// the records were recycled (bench models --point reports the pool).
+TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
+  struct Case {
+    std::string model, wafers, extra;
+    bool functional;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-llama", "4", "", true},
+      {"tiny-mixtral", "2", "", false},
+      {"tiny-gpt2", "2", "  prefill_block: 4\n", true},
+      {"tiny-llama", "2",
+       "speculative_decoding:\n  draft_model: tiny-mistral\n  draft_tokens: 3\n"
+       "  acceptance_rate: 0.5\n",
+       true},
+  };
+  for (const Case& c : cases) {
+    const fs::path d = scratch_dir("recycle");
+    const fs::path scenario = d / "recycle.yaml";
+    const bool workload_key = c.extra.rfind("  ", 0) == 0;
+    std::ofstream(scenario) << "name: recycle\nhardware: small\nmodel: " << c.model
+                            << "\nprecision: bf16\nwafers: " << c.wafers
+                            << "\nworkload:\n  prompt_tokens: 6\n  generate_tokens: 6\n"
+                               "  users: 2\n"
+                            << (workload_key ? c.extra : "")
+                            << "outputs:\n  functional: " << (c.functional ? "true" : "false")
+                            << "\n"
+                            << (workload_key ? "" : c.extra);
+    const Outcome recycled = wafersim("run " + scenario.string() + " --json");
+    ASSERT_EQ(recycled.code, 0) << c.model << ": " << recycled.err;
+    const Outcome kept = wafersim("run " + scenario.string() + " --json --keep-link-records");
+    ASSERT_EQ(kept.code, 0) << c.model << ": " << kept.err;
+    EXPECT_EQ(recycled.out, kept.out) << c.model << " on " << c.wafers << " wafers " << c.extra;
+    const Outcome point = wafersim("bench models --point " + scenario.string());
+    ASSERT_EQ(point.code, 0) << point.err;
+    const auto j = nlohmann::json::parse(point.out);
+    EXPECT_GT(j["record_releases"].get<int>(), 0) << c.model;
+    // Four wafers, three stocked blocks of each kind: a fourth wafer's worth
+    // of records can only come back from the pool.
+    if (c.wafers == "4") {
+      EXPECT_GT(j["record_blocks_reused"].get<int>(), 0) << c.model;
+    }
+    fs::remove_all(d);
+  }
+}
+
+TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
+  // Figures only (never checked against a speed): every shape, a positive
+  // rate for the scalar kernel, where the host has it AVX2, and row bands.
+  const Outcome o = wafersim("bench kernels --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& row : j) {
+    EXPECT_GT(row["rows"].get<int>(), 0);
+    EXPECT_GT(row["scalar"].get<double>(), 0.0) << row.dump();
+    if (row.contains("avx2")) {
+      EXPECT_GT(row["avx2"].get<double>(), 0.0) << row.dump();
+    }
+    EXPECT_GT(row["bands"].get<double>(), 0.0) << row.dump();
+  }
+}
+
+TEST(Cli, TimingOnlyHasNoTokens) {
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") + " --json --timing-only");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_FALSE(j.contains("tokens"));
+  EXPECT_FALSE(j["functional"].get<bool>());
+}
+
+TEST(Cli, OutWritesResultsAndTheResolvedScenarioThatReproducesTheRun) {
+  const fs::path d = scratch_dir("out");
+  const fs::path h5 = d / "r.h5";
+  const Outcome o =
+      wafersim("run " + src("scenarios/quickstart.yaml") + " --out " + h5.string() + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(fs::exists(h5));
+  const fs::path resolved = h5.string() + ".scenario.yaml";
+  ASSERT_TRUE(fs::exists(resolved));
+  // Rerunning the resolved scenario gives the same numbers.
+  const Outcome again = wafersim("run " + resolved.string() + " --json");
+  ASSERT_EQ(again.code, 0) << again.err;
+  auto a = nlohmann::json::parse(o.out), b = nlohmann::json::parse(again.out);
+  for (auto* j : {&a, &b}) j->erase("scenario_file");
+  EXPECT_EQ(a, b);
+  for (const auto& entry : fs::directory_iterator(d))
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  fs::remove_all(d);
+}
+
+TEST(Cli, ModelTooLargeIsAClearErrorAndWritesNothing) {
+  const fs::path d = scratch_dir("fit");
+  const fs::path scenario = d / "big.yaml";
+  std::ofstream(scenario) << "name: big\nhardware: small\nmodel: llama-3.1-8b\nworkload:\n"
+                             "  prompt_tokens: 4\n  generate_tokens: 4\n";
+  const Outcome o = wafersim("run " + scenario.string() + " --out " + (d / "r.h5").string());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("does not fit"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("needs"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("big.yaml"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(d / "r.h5"));
+  EXPECT_FALSE(fs::exists(d / "r.h5.scenario.yaml"));
+  fs::remove_all(d);
+}
+
+// Every architecture the models accept runs on the wafer from the command
+// line (validate, place, a functional run whose tokens equal the
+// reference's: exit code 0, not 3).
+TEST(Cli, EveryArchitectureValidatesPlacesAndRuns) {
+  for (const char* model : {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral"}) {
+    const fs::path d = scratch_dir("arch");
+    const fs::path scenario = d / "arch.yaml";
+    std::ofstream(scenario) << "name: arch\nhardware: small\nmodel: " << model
+                            << "\nworkload:\n  prompt_tokens: 6\n  generate_tokens: 6\n";
+    for (const char* cmd : {"validate", "place", "run"}) {
+      const Outcome o = wafersim(std::string(cmd) + " " + scenario.string() +
+                                 (std::string(cmd) == "run" ? " --functional" : ""));
+      EXPECT_EQ(o.code, 0) << model << " " << cmd << ": " << o.err;
+    }
+    fs::remove_all(d);
+  }
+}
+
+TEST(Cli, BrokenScenarioNamesFileLineAndKey) {
+  const fs::path d = scratch_dir("bad");
+  const fs::path scenario = d / "typo.yaml";
+  std::ofstream(scenario) << "name: typo\nhardware: small\nmodel: tiny-llama\nworkload:\n"
+                             "  prompt_tokens: 4\n  generate_tokns: 4\n";
+  const Outcome o = wafersim("validate " + scenario.string());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("typo.yaml:6:3"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("workload.generate_tokns"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("generate_tokens"), std::string::npos) << o.err;  // did you mean
+  fs::remove_all(d);
+}
+
+TEST(Cli, ValidateSummarisesAGoodScenario) {
+  const Outcome o = wafersim("validate " + src("scenarios/quickstart.yaml"));
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("ok: tiny-llama on small"), std::string::npos) << o.out;
+}
+
+TEST(Cli, ListShowsThePresets) {
+  const Outcome o = wafersim("list");
+  EXPECT_EQ(o.code, 0) << o.err;
+  for (const char* name : {"wse3", "wse2", "small", "tiny-llama", "llama-3.1-8b"})
+    EXPECT_NE(o.out.find(name), std::string::npos) << name;
+}
+
+TEST(Cli, OverridesReplaceScenarioKeys) {
+  const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") +
+                             " --json --timing-only --wafers 2 --users 3 --precision fp16");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["wafers_used"], 2);
+  EXPECT_EQ(j["users"], 3);
+  EXPECT_EQ(j["precision"], "fp16");
+  EXPECT_GT(j["aggregate_tokens_per_s"].get<double>(),
+            j["decode_tokens_per_s_per_user"].get<double>());
+  const Outcome bad = wafersim("run " + src("scenarios/quickstart.yaml") + " --wafers 0");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("wafers"), std::string::npos) << bad.err;
+}
+
+TEST(Cli, GoldenRegressionSuitePasses) {
+  const Outcome o = wafersim("regress " + src("scenarios/regression"));
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("0 failed"), std::string::npos) << o.out;
+}
+
+TEST(Cli, RegressionSuiteCatchesAChangedResult) {
+  // A copy of one case whose placement changed (chain -> tree reduction)
+  // but whose recorded result did not: the suite must fail and say what moved.
+  const fs::path d = scratch_dir("regress");
+  fs::create_directories(d / "expected");
+  std::ifstream in(src("scenarios/regression/tiny-small-chain.yaml"));
+  std::string yaml((std::istreambuf_iterator<char>(in)), {});
+  yaml.replace(yaml.find("reduction: chain"), 16, "reduction: tree");
+  std::ofstream(d / "tiny-small-chain.yaml") << yaml;
+  fs::copy_file(src("scenarios/regression/expected/tiny-small-chain.json"),
+                d / "expected/tiny-small-chain.json");
+  const Outcome o = wafersim("regress " + d.string());
+  EXPECT_EQ(o.code, 4) << o.out << o.err;
+  EXPECT_NE(o.out.find("CHANGED"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("cycles_per_token: expected"), std::string::npos) << o.out;
+  // Accepting records the new baseline, after which it passes.
+  EXPECT_EQ(wafersim("regress " + d.string() + " --accept").code, 0);
+  EXPECT_EQ(wafersim("regress " + d.string()).code, 0);
+  fs::remove_all(d);
+}
+
+TEST(Cli, CompareFailsOnARegressionBeyondTheThreshold) {
+  const fs::path d = scratch_dir("compare");
+  const std::string a = (d / "a.h5").string(), b = (d / "b.h5").string();
+  ASSERT_EQ(wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --out " + a).code,
+            0);
+  ASSERT_EQ(
+      wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --wafers 2 --out " + b)
+          .code,
+      0);
+  EXPECT_EQ(wafersim("compare " + a + " " + a + " --fail-on-regression 0").code, 0);
+  const Outcome o = wafersim("compare " + a + " " + b + " --json --fail-on-regression 5");
+  EXPECT_EQ(o.code, 4) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  bool tps_regressed = false;
+  for (const auto& name : j["regressions"]) tps_regressed |= name == "decode_tokens_per_s_per_user";
+  EXPECT_TRUE(tps_regressed) << o.out;  // crossing the wafer I/O twice per token costs speed
+  // B -> A is an improvement in tokens/s: not a regression of that figure.
+  const auto back = nlohmann::json::parse(
+      wafersim("compare " + b + " " + a + " --json --fail-on-regression 5").out);
+  for (const auto& name : back["regressions"]) EXPECT_NE(name, "decode_tokens_per_s_per_user");
+  EXPECT_EQ(wafersim("compare " + a + " " + (d / "missing.h5").string()).code, 1);
+  fs::remove_all(d);
+}
+
+TEST(Cli, PlaceMeasuresTheSameTrafficAsARunOfOneToken) {
+  // One prompt token and one generated token: the run pushes exactly one
+  // token through every stage, as `place` does, so the bytes x hops on the
+  // mesh must agree (two code paths, one number).
+  const fs::path d = scratch_dir("place");
+  for (const char* strategy : {"layer-rectangles", "serpentine"}) {
+    const fs::path scenario = d / (std::string(strategy) + ".yaml");
+    std::ofstream(scenario)
+        << "name: one\nhardware: small\nmodel: tiny-llama\nplacement:\n  strategy: " << strategy
+        << "\nworkload:\n  prompt_tokens: 1\n  generate_tokens: 1\n";
+    const Outcome place =
+        wafersim("place " + scenario.string() + " --json --svg " + (d / "p.svg").string());
+    ASSERT_EQ(place.code, 0) << place.err;
+    const auto p = nlohmann::json::parse(place.out);
+    const Outcome run = wafersim("run " + scenario.string() + " --json --timing-only");
+    ASSERT_EQ(run.code, 0) << run.err;
+    const auto r = nlohmann::json::parse(run.out);
+    EXPECT_EQ(p["hop_bytes_per_token"], r["total_link_bytes"]) << strategy;
+    EXPECT_EQ(p["strategy"], strategy);
+    EXPECT_LE(p["sram_bytes_per_core_max"].get<double>(),
+              p["sram_bytes_per_core_capacity"].get<double>());
+    EXPECT_GT(p["regions"].size(), 4u * 5u);  // 4 layers x (4 matrices + attention) + head
+    std::ifstream svg(d / "p.svg");
+    const std::string text((std::istreambuf_iterator<char>(svg)), {});
+    EXPECT_EQ(text.rfind("<svg", 0), 0u);
+    EXPECT_NE(text.find("</svg>"), std::string::npos);
+    EXPECT_NE(text.find("layer 3 qkv"), std::string::npos);
+  }
+  EXPECT_EQ(wafersim("place " + (d / "serpentine.yaml").string() + " --strategy nope").code, 1);
+  fs::remove_all(d);
+}
+
+TEST(Cli, UnknownCommandIsAUsageError) {
+  EXPECT_EQ(wafersim("frobnicate").code, 2);
+  EXPECT_EQ(wafersim("run").code, 2);
+}
+
+// ---- wafersim sweep ----------------------------------------------------------
+
+nlohmann::json sweep(const std::string& args) {
+  const Outcome o = wafersim("sweep " + src("scenarios/quickstart.yaml") + " --json " + args);
+  EXPECT_EQ(o.code, 0) << o.err;
+  return nlohmann::json::parse(o.out);
+}
+
+TEST(Cli, SweepOverUsersGivesOnePointEachAndMoreUsersMoreAggregate) {
+  const auto j = sweep("--users 1,2,4 --timing-only");
+  ASSERT_EQ(j["points"].size(), 3u);
+  double last = 0.0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& p = j["points"][i];
+    EXPECT_EQ(p["index"], static_cast<int>(i));
+    EXPECT_EQ(p["exit_code"], 0);
+    EXPECT_EQ(p["users"], 1 << i);
+    EXPECT_EQ(p["overrides"]["users"], 1 << i);
+    // Users share the layer pipeline: each adds throughput, none is faster alone.
+    EXPECT_GT(p["aggregate_tokens_per_s"].get<double>(), last);
+    EXPECT_LE(p["decode_tokens_per_s_per_user"].get<double>(),
+              j["points"][0]["decode_tokens_per_s_per_user"].get<double>());
+    last = p["aggregate_tokens_per_s"].get<double>();
+  }
+}
+
+TEST(Cli, SweepResultsDoNotDependOnHowManyRunAtOnce) {
+  EXPECT_EQ(sweep("--users 1,2 --precision bf16,fp32 --timing-only -j 1"),
+            sweep("--users 1,2 --precision bf16,fp32 --timing-only -j 3"));
+}
+
+TEST(Cli, SweepReportsAModelThatDoesNotFitAsAnAnswer) {
+  const auto j = sweep("--model tiny-llama,llama-3.1-8b --timing-only");
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][0]["exit_code"], 0);
+  EXPECT_EQ(j["points"][1]["exit_code"], 1);
+  EXPECT_NE(j["points"][1]["error"].get<std::string>().find("does not fit"), std::string::npos);
+}
+
+TEST(Cli, SweepShardsSplitThePoints) {
+  const auto all = sweep("--users 1,2,3 --timing-only");
+  const auto s0 = sweep("--users 1,2,3 --timing-only --shard 0/2");
+  const auto s1 = sweep("--users 1,2,3 --timing-only --shard 1/2");
+  ASSERT_EQ(s0["points"].size(), 2u);
+  ASSERT_EQ(s1["points"].size(), 1u);
+  EXPECT_EQ(s0["points"][0], all["points"][0]);
+  EXPECT_EQ(s1["points"][0], all["points"][1]);
+  EXPECT_EQ(s0["points"][1], all["points"][2]);
+}
+
+TEST(Cli, SweepWithAnUnknownPresetFailsBeforeRunningAnything) {
+  const Outcome o =
+      wafersim("sweep " + src("scenarios/quickstart.yaml") + " --model tiny-llama,nope");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("unknown model preset 'nope'"), std::string::npos) << o.err;
+  EXPECT_TRUE(o.out.empty());
+}
+
+}  // namespace

@@ -1,0 +1,998 @@
+// Scenario loading: presets, overrides, defaults, deterministic prompts, the
+// resolved-YAML round trip, and every kind of error with its file, line,
+// column, key path and message.
+#include "sim/config/scenario.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/config/presets.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSourceDir = WAFERSIM_SOURCE_DIR;
+const fs::path kPresets = kSourceDir / "scenarios";
+const fs::path kData = kSourceDir / "tests" / "sim" / "data";
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The ScenarioError that loading `file` throws.
+ScenarioError load_error(const fs::path& file, const fs::path& presets = kPresets) {
+  try {
+    load_scenario(file, presets);
+  } catch (const ScenarioError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "loading " << file << " did not throw a ScenarioError";
+  return ScenarioError("", 0, 0, "", "no error");
+}
+
+// Each test writes its own scenario files into a private folder.
+class ScenarioFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("wafersim-scenario-") + info->name() + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  // A scenario around the given hardware/model/workload blocks.
+  fs::path scenario(const std::string& body, const std::string& name = "s.yaml") {
+    return write(name, body);
+  }
+
+  fs::path dir_;
+};
+
+// The same SplitMix64 as documented in docs/scenario-schema.md, written out
+// independently so that the test pins the documented algorithm.
+std::vector<std::int32_t> reference_prompt(int count, std::uint64_t vocab, std::uint64_t seed) {
+  std::uint64_t state = seed ^ 0x70726F6D7074ull;
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < count; ++i) {
+    state += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    ids.push_back(static_cast<std::int32_t>((static_cast<unsigned __int128>(z) * vocab) >> 64));
+  }
+  return ids;
+}
+
+void expect_same_hardware(const fabric::WaferSpec& a, const fabric::WaferSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.mesh_width, b.mesh_width);
+  EXPECT_EQ(a.mesh_height, b.mesh_height);
+  EXPECT_EQ(a.dies_x, b.dies_x);
+  EXPECT_EQ(a.dies_y, b.dies_y);
+  EXPECT_EQ(a.clock_hz, b.clock_hz);
+  EXPECT_EQ(a.sram_per_core, b.sram_per_core);
+  EXPECT_EQ(a.simd_lanes_16bit, b.simd_lanes_16bit);
+  EXPECT_EQ(a.simd_lanes_32bit, b.simd_lanes_32bit);
+  EXPECT_EQ(a.sram_read_bytes_per_cycle, b.sram_read_bytes_per_cycle);
+  EXPECT_EQ(a.task_overhead, b.task_overhead);
+  EXPECT_EQ(a.hop_latency, b.hop_latency);
+  EXPECT_EQ(a.link_bytes_per_cycle, b.link_bytes_per_cycle);
+  EXPECT_EQ(a.virtual_channels, b.virtual_channels);
+  EXPECT_EQ(a.reduce_hop_overhead, b.reduce_hop_overhead);
+  EXPECT_EQ(a.io_bandwidth_bytes_per_s, b.io_bandwidth_bytes_per_s);
+  EXPECT_EQ(a.io_latency_s, b.io_latency_s);
+}
+
+void expect_same_model(const models::ModelConfig& a, const models::ModelConfig& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.architecture, b.architecture);
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.intermediate_size, b.intermediate_size);
+  EXPECT_EQ(a.num_layers, b.num_layers);
+  EXPECT_EQ(a.num_heads, b.num_heads);
+  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.max_position, b.max_position);
+  EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
+  EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
+}
+
+void expect_same_scenario(const Scenario& a, const Scenario& b) {
+  EXPECT_EQ(a.name, b.name);
+  expect_same_hardware(a.hardware, b.hardware);
+  expect_same_model(a.model, b.model);
+  EXPECT_EQ(a.precision, b.precision);
+  EXPECT_EQ(a.placement.strategy, b.placement.strategy);
+  EXPECT_EQ(a.placement.reduction, b.placement.reduction);
+  EXPECT_EQ(a.workload.prompt_ids, b.workload.prompt_ids);
+  EXPECT_EQ(a.workload.generate_tokens, b.workload.generate_tokens);
+  EXPECT_EQ(a.workload.seed, b.workload.seed);
+  EXPECT_EQ(a.workload.prefill_block, b.workload.prefill_block);
+  EXPECT_EQ(a.outputs.results, b.outputs.results);
+  EXPECT_EQ(a.outputs.functional, b.outputs.functional);
+}
+
+std::string without_comments(const std::string& yaml) {
+  std::istringstream in(yaml);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("#")) out += line + "\n";
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Loading what ships.
+
+TEST(Scenario, QuickstartLoads) {
+  const Scenario s = load_scenario(kPresets / "quickstart.yaml", kPresets);
+  EXPECT_EQ(s.name, "quickstart");
+  EXPECT_EQ(s.source_file, (kPresets / "quickstart.yaml").string());
+  EXPECT_EQ(s.hardware_preset, "small");
+  EXPECT_EQ(s.model_preset, "tiny-llama");
+  EXPECT_EQ(s.hardware.name, "small");
+  EXPECT_EQ(s.hardware.mesh_width, 32);
+  EXPECT_EQ(s.hardware.mesh_height, 32);
+  EXPECT_EQ(s.model.name, "tiny-llama");
+  EXPECT_EQ(s.model.num_layers, 4);
+  EXPECT_EQ(s.precision, models::DType::bf16);
+  EXPECT_EQ(s.placement.strategy, "layer-rectangles");
+  EXPECT_EQ(s.placement.reduction, ReductionScheme::chain);
+  EXPECT_EQ(s.workload.prompt_ids.size(), 8u);
+  EXPECT_EQ(s.workload.generate_tokens, 16);
+  EXPECT_EQ(s.workload.seed, 42u);
+  EXPECT_EQ(s.workload.prompt_ids, reference_prompt(8, 256, 42));
+  EXPECT_TRUE(s.outputs.functional);
+  EXPECT_FALSE(s.outputs.results.has_value());
+}
+
+TEST(Scenario, Wse3PresetHasThePublishedFigures) {
+  const fabric::WaferSpec hw = load_hardware_preset("wse3", kPresets);
+  EXPECT_EQ(hw.name, "wse3");
+  EXPECT_EQ(hw.mesh_width, 762);
+  EXPECT_EQ(hw.mesh_height, 1176);
+  EXPECT_EQ(hw.dies_x, 7);
+  EXPECT_EQ(hw.dies_y, 12);
+  EXPECT_EQ(hw.clock_hz, 1.1e9);
+  EXPECT_EQ(hw.sram_per_core.value, 48u * 1024u);
+  EXPECT_EQ(hw.simd_lanes_16bit, 8);
+  EXPECT_EQ(hw.simd_lanes_32bit, 4);
+  EXPECT_EQ(hw.sram_read_bytes_per_cycle.value, 16u);
+  EXPECT_EQ(hw.task_overhead.value, 20u);
+  EXPECT_EQ(hw.hop_latency.value, 1u);
+  EXPECT_EQ(hw.link_bytes_per_cycle.value, 4u);  // one 32-bit wavelet
+  EXPECT_EQ(hw.virtual_channels, 24);
+  EXPECT_EQ(hw.reduce_hop_overhead.value, 2u);
+  EXPECT_DOUBLE_EQ(hw.io_bandwidth_bytes_per_s, 150e9);  // 12 x 100 Gbit/s
+  EXPECT_DOUBLE_EQ(hw.io_latency_s, 1e-6);
+
+  const fabric::WaferSpec wse2 = load_hardware_preset("wse2", kPresets);
+  EXPECT_EQ(wse2.mesh_width, 757);
+  EXPECT_EQ(wse2.mesh_height, 996);
+  EXPECT_EQ(wse2.simd_lanes_16bit, 4);
+}
+
+TEST(Scenario, EveryShippedPresetAndScenarioLoadsAndValidates) {
+  int hardware = 0, models_seen = 0, scenarios = 0;
+  for (const auto& e : fs::directory_iterator(kPresets / "hardware")) {
+    if (e.path().extension() != ".yaml") continue;
+    const fabric::WaferSpec hw = load_hardware_preset(e.path().stem().string(), kPresets);
+    EXPECT_NO_THROW(hw.validate()) << e.path();
+    EXPECT_EQ(hw.name, e.path().stem().string());
+    ++hardware;
+  }
+  for (const auto& e : fs::directory_iterator(kPresets / "models")) {
+    if (e.path().extension() != ".yaml") continue;
+    const models::ModelConfig m = load_model_preset(e.path().stem().string(), kPresets);
+    EXPECT_NO_THROW(m.validate()) << e.path();
+    ++models_seen;
+  }
+  for (const auto& e : fs::directory_iterator(kPresets)) {
+    if (e.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(load_scenario(e.path(), kPresets)) << e.path();
+    ++scenarios;
+  }
+  EXPECT_GE(hardware, 3);
+  EXPECT_GE(models_seen, 2);
+  EXPECT_GE(scenarios, 2);
+}
+
+TEST(Scenario, Llama8BPresetHasTheHuggingFaceShape) {
+  const models::ModelConfig m = load_model_preset("llama-3.1-8b", kPresets);
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.intermediate_size, 14336);
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.num_heads, 32);
+  EXPECT_EQ(m.num_kv_heads, 8);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.vocab_size, 128256);
+  EXPECT_EQ(m.max_position, 131072);
+  EXPECT_EQ(m.rope_theta, 500000.0);
+  EXPECT_EQ(m.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(m.tie_embeddings);
+}
+
+TEST(Presets, ListIsSortedWithOneLineSummaries) {
+  const std::vector<PresetInfo> all = list_presets(kPresets);
+  ASSERT_GE(all.size(), 5u);
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    EXPECT_LT(std::tie(all[i - 1].kind, all[i - 1].name), std::tie(all[i].kind, all[i].name));
+  }
+  auto find = [&](const std::string& kind, const std::string& name) -> std::string {
+    for (const auto& p : all) {
+      if (p.kind == kind && p.name == name) return p.summary;
+    }
+    return "(missing)";
+  };
+  EXPECT_EQ(find("hardware", "wse3"), "762x1176 cores, 48 KiB/core, 1.1 GHz");
+  EXPECT_EQ(find("hardware", "small"), "32x32 cores, 48 KiB/core, 1.1 GHz");
+  EXPECT_EQ(find("model", "tiny-llama"), "4 layers, d=64, 230K params");
+  EXPECT_EQ(find("model", "llama-3.1-8b"), "32 layers, d=4096, 8.03B params");
+  for (const auto& p : all) EXPECT_FALSE(contains(p.summary, "\n")) << p.name;
+}
+
+TEST(Presets, FormatCount) {
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1000), "1.00K");
+  EXPECT_EQ(format_count(229952), "230K");
+  EXPECT_EQ(format_count(1234567), "1.23M");
+  EXPECT_EQ(format_count(999999), "1.00M");
+  EXPECT_EQ(format_count(8030261248ull), "8.03B");
+}
+
+TEST(Presets, MissingFolderIsAnError) {
+  EXPECT_THROW(list_presets(kPresets / "no-such-folder"), ScenarioError);
+}
+
+TEST(Presets, DefaultFolderFollowsEnvironment) {
+  ASSERT_EQ(::setenv("WAFERSIM_PRESETS", "/tmp/some-presets", 1), 0);
+  EXPECT_EQ(default_preset_dir(), fs::path("/tmp/some-presets"));
+  ::unsetenv("WAFERSIM_PRESETS");
+  EXPECT_EQ(default_preset_dir(), kPresets);
+}
+
+TEST(Presets, UnknownPresetNameListsTheAvailableOnes) {
+  try {
+    load_hardware_preset("wse9", kPresets);
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_TRUE(contains(e.what(), "unknown hardware preset 'wse9'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "available presets: small, wse2, wse3")) << e.what();
+  }
+  // Names are file names, never paths.
+  EXPECT_THROW(load_model_preset("../models/tiny-llama", kPresets), ScenarioError);
+}
+
+// ---------------------------------------------------------------------------
+// Presets with overrides, inline descriptions, defaults.
+
+TEST_F(ScenarioFiles, OverridesDeepMergeIntoThePreset) {
+  const Scenario s = load_scenario(scenario(R"(name: merged
+hardware:
+  preset: wse3
+  core: {clock: 0.9 GHz}
+  router:
+    virtual_channels: 8
+model:
+  preset: tiny-llama
+  num_layers: 2
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"),
+                                   kPresets);
+  fabric::WaferSpec expected = load_hardware_preset("wse3", kPresets);
+  expected.clock_hz = 0.9e9;
+  expected.virtual_channels = 8;
+  expect_same_hardware(s.hardware, expected);  // everything else is the preset's
+  models::ModelConfig model = load_model_preset("tiny-llama", kPresets);
+  model.num_layers = 2;
+  expect_same_model(s.model, model);
+  EXPECT_EQ(s.hardware_preset, "wse3");
+  EXPECT_EQ(s.model_preset, "tiny-llama");
+}
+
+TEST_F(ScenarioFiles, DefectsAreReadAndWrittenToTheResolvedScenario) {
+  const Scenario a = load_scenario(scenario(R"(name: defects
+hardware:
+  preset: wse3
+  defects:
+    rate: 0.001
+    seed: 9
+    cores: [[3, 5], [10, 0]]
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"),
+                                   kPresets);
+  EXPECT_EQ(a.hardware.defect_rate, 0.001);
+  EXPECT_EQ(a.hardware.defect_seed, 9u);
+  ASSERT_EQ(a.hardware.defect_cores.size(), 2u);
+  EXPECT_EQ(a.hardware.defect_cores[0], (Coord{3, 5}));
+  EXPECT_EQ(a.hardware.defect_cores[1], (Coord{10, 0}));
+  EXPECT_TRUE(contains(a.resolved_yaml,
+                       "  defects:\n    rate: 0.001\n    seed: 9\n    cores: [[3, 5], [10, 0]]\n"))
+      << a.resolved_yaml;
+  const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  EXPECT_EQ(b.hardware.defect_rate, a.hardware.defect_rate);
+  EXPECT_EQ(b.hardware.defect_seed, a.hardware.defect_seed);
+  EXPECT_EQ(b.hardware.defect_cores, a.hardware.defect_cores);
+  // Without defects the resolved scenario has no defects block.
+  const Scenario none = load_scenario(kPresets / "quickstart.yaml", kPresets);
+  EXPECT_FALSE(contains(none.resolved_yaml, "defects")) << none.resolved_yaml;
+}
+
+TEST_F(ScenarioFiles, DefectErrorsNameTheLineAndKey) {
+  auto error_for = [&](const std::string& defects) {
+    return load_error(
+        scenario("name: bad\nhardware:\n  preset: wse3\n  defects:\n" + defects +
+                 "model: tiny-llama\nworkload: {prompt_tokens: 4, generate_tokens: 4}\n"));
+  };
+  {
+    const ScenarioError e = error_for("    rat: 0.01\n");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.column(), 5);
+    EXPECT_EQ(e.key_path(), "hardware.defects.rat");
+    EXPECT_TRUE(contains(e.what(), "did you mean 'rate'?")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("    seed: 1\n    cores: [[1, 2], [800, 5]]\n");
+    EXPECT_EQ(e.line(), 6);
+    EXPECT_EQ(e.key_path(), "hardware.defects.cores");
+    EXPECT_TRUE(contains(e.what(), "(800, 5)")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("    cores: [[1, 2], [7]]\n");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.key_path(), "hardware.defects.cores[1]");
+    EXPECT_TRUE(contains(e.what(), "expected one core as [x, y]")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("    rate: 1.5\n");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.key_path(), "hardware.defects.rate");
+    EXPECT_TRUE(contains(e.what(), "[0, 1)")) << e.what();
+  }
+}
+
+TEST_F(ScenarioFiles, InlineDescriptionsNeedNoPreset) {
+  // missing_key.yaml with the missing key added is a complete inline description.
+  std::string text = read_text(kData / "missing_key.yaml");
+  text.replace(text.find("  router:\n"), 10, "  router:\n    hop_latency: 1 cycle\n");
+  const Scenario inline_hw = load_scenario(write("inline.yaml", text), kPresets);
+  EXPECT_EQ(inline_hw.hardware_preset, "inline");
+  EXPECT_EQ(inline_hw.hardware.name, "custom");
+  EXPECT_EQ(inline_hw.hardware.mesh_width, 8);
+  EXPECT_EQ(inline_hw.hardware.clock_hz, 1e9);
+  EXPECT_DOUBLE_EQ(inline_hw.hardware.io_bandwidth_bytes_per_s, 12.5e9);
+}
+
+TEST_F(ScenarioFiles, DefaultsAreFilled) {
+  const Scenario s = load_scenario(scenario(R"(name: defaults
+hardware: small
+model: tiny-llama
+workload:
+  prompt_ids: [5, 6, 7]
+  generate_tokens: 2
+)"),
+                                   kPresets);
+  EXPECT_EQ(s.precision, models::DType::bf16);
+  EXPECT_EQ(s.placement.strategy, "layer-rectangles");
+  EXPECT_EQ(s.placement.reduction, ReductionScheme::chain);
+  EXPECT_EQ(s.workload.seed, 0u);
+  EXPECT_EQ(s.workload.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));
+  EXPECT_TRUE(s.outputs.functional);
+  EXPECT_FALSE(s.outputs.results.has_value());
+}
+
+TEST_F(ScenarioFiles, PromptTokensAreDrawnDeterministicallyFromTheSeed) {
+  auto with_seed = [&](int seed, const std::string& file) {
+    return load_scenario(scenario("name: p\nhardware: small\nmodel: tiny-llama\nworkload:\n"
+                                  "  prompt_tokens: 32\n  generate_tokens: 4\n  seed: " +
+                                      std::to_string(seed) + "\n",
+                                  file),
+                         kPresets)
+        .workload.prompt_ids;
+  };
+  const auto a = with_seed(42, "a.yaml");
+  const auto b = with_seed(42, "b.yaml");
+  const auto c = with_seed(43, "c.yaml");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  ASSERT_EQ(a.size(), 32u);
+  for (auto id : a) {
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, 256);
+  }
+  EXPECT_EQ(a, reference_prompt(32, 256, 42));
+  EXPECT_EQ(c, reference_prompt(32, 256, 43));
+  // Pinned: the documented algorithm, not whatever the library happens to do.
+  EXPECT_EQ(std::vector<std::int32_t>(a.begin(), a.begin() + 8),
+            (std::vector<std::int32_t>{127, 213, 62, 80, 14, 203, 16, 66}));
+}
+
+// ---------------------------------------------------------------------------
+// The resolved scenario.
+
+TEST_F(ScenarioFiles, ResolvedYamlRoundTripsTheQuickstart) {
+  const Scenario a = load_scenario(kPresets / "quickstart.yaml", kPresets);
+  EXPECT_TRUE(contains(a.resolved_yaml, "    sram: 48 KiB\n")) << a.resolved_yaml;
+  EXPECT_TRUE(contains(a.resolved_yaml, "    clock: 1.1 GHz\n")) << a.resolved_yaml;
+  EXPECT_TRUE(contains(a.resolved_yaml, "  prompt_ids: [127, 213, 62, 80, 14, 203, 16, 66]\n"))
+      << a.resolved_yaml;
+  EXPECT_FALSE(contains(without_comments(a.resolved_yaml), "preset:")) << a.resolved_yaml;
+
+  const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  expect_same_scenario(a, b);
+  EXPECT_EQ(b.hardware_preset, "inline");
+  EXPECT_EQ(b.model_preset, "inline");
+  EXPECT_EQ(without_comments(a.resolved_yaml), without_comments(b.resolved_yaml));
+}
+
+TEST_F(ScenarioFiles, ResolvedYamlRoundTripsEveryOption) {
+  const Scenario a = load_scenario(scenario(R"(name: "true"
+hardware:
+  preset: wse2
+  core: {clock: 0.85 GHz, sram: 40 KiB}
+  io: {bandwidth: 150 GB/s, latency: 2.5 us}
+model:
+  preset: llama-3.1-8b
+  rms_norm_eps: 1.0e-6
+  tie_embeddings: true
+precision: fp32
+placement: {strategy: layer-rectangles, reduction: tree}
+workload:
+  prompt_tokens: 300
+  generate_tokens: 7
+  seed: 18446744073709551615
+  prefill_block: 32
+outputs:
+  results: "out dir/run #1.h5"
+  functional: false
+)"),
+                                   kPresets);
+  EXPECT_EQ(a.name, "true");
+  EXPECT_EQ(a.workload.seed, 18446744073709551615ull);
+  EXPECT_EQ(a.workload.prefill_block, 32);
+  EXPECT_EQ(a.outputs.results, "out dir/run #1.h5");
+  const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  expect_same_scenario(a, b);
+  EXPECT_EQ(without_comments(a.resolved_yaml), without_comments(b.resolved_yaml));
+  // The resolved form needs no presets at all.
+  const Scenario c = load_scenario(write("again.yaml", a.resolved_yaml), dir_ / "no-presets");
+  expect_same_scenario(a, c);
+}
+
+// ---------------------------------------------------------------------------
+// Errors, fixture by fixture: file, line, column, key path, message.
+
+TEST(ScenarioErrors, UnknownKeyWithDidYouMean) {
+  const fs::path file = kData / "unknown_key.yaml";
+  const ScenarioError e = load_error(file);
+  EXPECT_EQ(e.file(), file.string());
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.column(), 5);
+  EXPECT_EQ(e.key_path(), "hardware.core.sram_size");
+  EXPECT_EQ(std::string(e.what()),
+            file.string() +
+                ":6:5: error: hardware.core.sram_size: unknown key 'sram_size'; valid keys here: "
+                "clock, sram, simd_lanes_16bit, simd_lanes_32bit, sram_read_bandwidth, "
+                "task_overhead\n  did you mean 'sram'?");
+}
+
+TEST(ScenarioErrors, WrongType) {
+  const ScenarioError e = load_error(kData / "wrong_type.yaml");
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.column(), 23);
+  EXPECT_EQ(e.key_path(), "hardware.core.simd_lanes_16bit");
+  EXPECT_TRUE(contains(e.what(), "expected a whole number such as 8, got '8.5'")) << e.what();
+}
+
+TEST(ScenarioErrors, MissingKeyIsNamedAtItsParentMapping) {
+  const ScenarioError e = load_error(kData / "missing_key.yaml");
+  EXPECT_EQ(e.line(), 15);  // the `router:` line
+  EXPECT_EQ(e.column(), 3);
+  EXPECT_EQ(e.key_path(), "hardware.router.hop_latency");
+  EXPECT_TRUE(contains(e.what(), "missing required key 'hop_latency'")) << e.what();
+}
+
+TEST(ScenarioErrors, ImpossibleValueFromValidate) {
+  const ScenarioError e = load_error(kData / "impossible_value.yaml");
+  EXPECT_EQ(e.file(), (kData / "impossible_value.yaml").string());
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.column(), 5);
+  EXPECT_EQ(e.key_path(), "hardware.mesh.width");
+  EXPECT_TRUE(contains(e.what(), "mesh width must be at least 1 core")) << e.what();
+}
+
+TEST(ScenarioErrors, BrokenYamlSyntaxGivesTheParserPosition) {
+  const fs::path file = kData / "bad_syntax.yaml";
+  const ScenarioError e = load_error(file);
+  EXPECT_EQ(e.file(), file.string());
+  EXPECT_EQ(e.line(), 7);  // where the parser found the flow list still open
+  EXPECT_GT(e.column(), 0);
+  EXPECT_EQ(e.key_path(), "");
+  EXPECT_TRUE(contains(e.what(), "invalid YAML: end of sequence flow not found")) << e.what();
+}
+
+TEST(ScenarioErrors, MissingFileIsNamed) {
+  const fs::path file = kData / "no-such-scenario.yaml";
+  const ScenarioError e = load_error(file);
+  EXPECT_EQ(e.file(), file.string());
+  EXPECT_EQ(e.line(), 0);
+  EXPECT_EQ(std::string(e.what()),
+            file.string() + ": error: cannot open file: No such file or directory");
+}
+
+TEST(ScenarioErrors, UnknownPresetListsTheAvailableOnes) {
+  const ScenarioError e = load_error(kData / "unknown_preset.yaml");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.column(), 11);
+  EXPECT_EQ(e.key_path(), "hardware");
+  EXPECT_TRUE(contains(e.what(),
+                       "unknown hardware preset 'wse-3'; available presets: small, "
+                       "wse2, wse3\n  did you mean 'wse3'?"))
+      << e.what();
+}
+
+TEST(ScenarioErrors, PromptLongerThanMaxPosition) {
+  const ScenarioError e = load_error(kData / "prompt_too_long.yaml");
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.column(), 18);
+  EXPECT_EQ(e.key_path(), "workload.prompt_tokens");
+  EXPECT_TRUE(contains(e.what(), "generate_tokens (4) = 204 tokens, more than max_position 128"))
+      << e.what();
+}
+
+TEST(ScenarioErrors, PromptPlusGenerateBeyondMaxPosition) {
+  const ScenarioError e = load_error(kData / "generate_too_many.yaml");
+  EXPECT_EQ(e.line(), 7);
+  EXPECT_EQ(e.column(), 20);
+  EXPECT_EQ(e.key_path(), "workload.generate_tokens");
+  EXPECT_TRUE(contains(e.what(), "max_position 128")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "generate_tokens can be at most 120")) << e.what();
+}
+
+TEST(ScenarioErrors, TokenIdOutOfRange) {
+  const ScenarioError e = load_error(kData / "token_out_of_range.yaml");
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.column(), 22);
+  EXPECT_EQ(e.key_path(), "workload.prompt_ids[2]");
+  EXPECT_TRUE(contains(e.what(), "token id 300 is out of range; ids must be in [0, 256)"))
+      << e.what();
+}
+
+// ---------------------------------------------------------------------------
+// More errors, from scenarios written by the tests.
+
+TEST_F(ScenarioFiles, UnknownTopLevelKeySuggestsTheRightOne) {
+  const ScenarioError e =
+      load_error(scenario("name: x\nhardware: small\nmodel: tiny-llama\n"
+                          "worklaod:\n  prompt_tokens: 4\n"));
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_EQ(e.column(), 1);
+  EXPECT_EQ(e.key_path(), "worklaod");
+  EXPECT_TRUE(contains(e.what(), "did you mean 'workload'?")) << e.what();
+}
+
+TEST_F(ScenarioFiles, NegativeAnnealLatencyWeight) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  anneal: {latency_weight: -1}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.key_path(), "placement.anneal.latency_weight");
+  EXPECT_TRUE(contains(e.what(), "must be a finite number >= 0")) << e.what();
+}
+
+TEST_F(ScenarioFiles, MissingTopLevelKey) {
+  const ScenarioError e = load_error(scenario("name: x\nhardware: small\nmodel: tiny-llama\n"));
+  EXPECT_EQ(e.line(), 1);
+  EXPECT_EQ(e.column(), 1);
+  EXPECT_EQ(e.key_path(), "workload");
+  EXPECT_TRUE(contains(e.what(), "missing required key 'workload'")) << e.what();
+}
+
+TEST_F(ScenarioFiles, BareNumberWhereAUnitIsRequired) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware:
+  preset: small
+  core:
+    sram: 48
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.line(), 5);
+  EXPECT_EQ(e.column(), 11);
+  EXPECT_EQ(e.key_path(), "hardware.core.sram");
+  EXPECT_TRUE(contains(e.what(),
+                       "hardware.core.sram: sram needs a unit, e.g. 48 KiB; accepted "
+                       "units: TiB, TB, GiB, GB, MiB, MB, KiB, KB, kB, B"))
+      << e.what();
+}
+
+TEST_F(ScenarioFiles, NegativeAndZeroSram) {
+  const std::string head = "name: x\nhardware:\n  preset: small\n  core:\n    sram: ";
+  const std::string tail =
+      "\nmodel: tiny-llama\nworkload: {prompt_tokens: 4, generate_tokens: 4}\n";
+  const ScenarioError negative = load_error(scenario(head + "-4 KiB" + tail, "neg.yaml"));
+  EXPECT_EQ(negative.key_path(), "hardware.core.sram");
+  EXPECT_EQ(negative.line(), 5);
+  EXPECT_TRUE(contains(negative.what(), "sram cannot be negative")) << negative.what();
+
+  const ScenarioError zero = load_error(scenario(head + "0 B" + tail, "zero.yaml"));
+  EXPECT_EQ(zero.key_path(), "hardware.core.sram");
+  EXPECT_EQ(zero.line(), 5);  // WaferSpec::validate's complaint, at the override's line
+  EXPECT_EQ(zero.column(), 5);
+  EXPECT_TRUE(contains(zero.what(), "SRAM per core must be positive")) << zero.what();
+}
+
+TEST_F(ScenarioFiles, CountsMustBePlainNonNegativeWholeNumbers) {
+  const ScenarioError negative = load_error(scenario(R"(name: x
+hardware: {preset: small, mesh: {width: -4}}
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                     "neg.yaml"));
+  EXPECT_EQ(negative.key_path(), "hardware.mesh.width");
+  EXPECT_TRUE(contains(negative.what(), "cannot be negative (got -4)")) << negative.what();
+
+  const ScenarioError quoted = load_error(scenario(R"(name: x
+hardware: {preset: small, router: {virtual_channels: "24"}}
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                   "quoted.yaml"));
+  EXPECT_EQ(quoted.key_path(), "hardware.router.virtual_channels");
+  EXPECT_TRUE(contains(quoted.what(), "write numbers without quotes")) << quoted.what();
+
+  const ScenarioError word = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: lots}
+)",
+                                                 "word.yaml"));
+  EXPECT_EQ(word.key_path(), "workload.generate_tokens");
+  EXPECT_EQ(word.line(), 4);
+  EXPECT_EQ(word.column(), 47);
+  EXPECT_TRUE(contains(word.what(), "expected a whole number such as 16, got 'lots'"))
+      << word.what();
+}
+
+TEST_F(ScenarioFiles, ListWhereAMappingIsExpected) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: [tree]
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.key_path(), "placement");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_EQ(e.column(), 12);
+  EXPECT_TRUE(contains(e.what(),
+                       "expected a mapping with keys strategy, reduction, block_rows, seed, "
+                       "anneal, halo, file, matrices, got a list"))
+      << e.what();
+}
+
+TEST_F(ScenarioFiles, AnnealParametersAreValidated) {
+  const ScenarioError cold = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  anneal: {initial_temperature: 0.01, final_temperature: 0.5}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(cold.key_path(), "placement.anneal.final_temperature");
+  EXPECT_EQ(cold.line(), 6);
+  EXPECT_TRUE(contains(cold.what(), "at most initial_temperature (0.01)")) << cold.what();
+  const ScenarioError wrong = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: serpentine
+  anneal: {iterations: 10}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(wrong.key_path(), "placement.anneal");
+  EXPECT_TRUE(contains(wrong.what(), "set strategy: anneal")) << wrong.what();
+  const ScenarioError typo = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  anneal: {iteration: 10}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_TRUE(contains(typo.what(), "did you mean 'iterations'?")) << typo.what();
+  const ScenarioError reduction = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {reduction: two_level}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_TRUE(contains(reduction.what(), "did you mean 'two-level'?")) << reduction.what();
+  const ScenarioError shape = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {matrices: {attention: {rows: 3}}}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(shape.key_path(), "placement.matrices.attention.rows");
+  EXPECT_TRUE(contains(shape.what(), "valid keys here: reduction")) << shape.what();
+}
+
+TEST_F(ScenarioFiles, AnnealHaloAndTwoLevelAreReadAndResolved) {
+  const fs::path f = scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: anneal
+  reduction: two-level
+  seed: 9
+  anneal: {iterations: 1000, initial_temperature: 0.2, final_temperature: 0.001, sram_weight: 0.5, latency_weight: 250, spare_slots: 0.25}
+  halo: {columns: 7, rows: 2}
+  matrices: {gate_up: {rows: 6, columns: 3, reduction: tree}, attention: {reduction: two-level}}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)");
+  const Scenario s = load_scenario(f, kPresets);
+  EXPECT_EQ(s.placement.reduction, ReductionScheme::two_level);
+  EXPECT_EQ(s.placement.seed, 9u);
+  EXPECT_EQ(s.placement.anneal_iterations, 1000);
+  EXPECT_DOUBLE_EQ(s.placement.anneal_sram_weight, 0.5);
+  EXPECT_DOUBLE_EQ(s.placement.anneal_latency_weight, 250.0);
+  EXPECT_DOUBLE_EQ(s.placement.anneal_spare_slots, 0.25);
+  EXPECT_EQ(s.placement.halo_columns, 7);
+  EXPECT_EQ(s.placement.halo_rows, 2);
+  // The resolved scenario reads back to the same options.
+  const fs::path again = scenario(s.resolved_yaml, "t.yaml");
+  const Scenario t = load_scenario(again, kPresets);
+  EXPECT_EQ(t.placement.reduction, ReductionScheme::two_level);
+  EXPECT_EQ(t.placement.seed, 9u);
+  EXPECT_DOUBLE_EQ(t.placement.anneal_final_temperature, 0.001);
+  EXPECT_DOUBLE_EQ(t.placement.anneal_spare_slots, 0.25);
+  EXPECT_DOUBLE_EQ(t.placement.anneal_latency_weight, 250.0);
+  EXPECT_EQ(t.placement.halo_columns, 7);
+  ASSERT_EQ(t.placement.matrices.count("gate_up"), 1u);
+  EXPECT_EQ(t.placement.matrices.at("gate_up").rows, 6);
+  EXPECT_EQ(t.placement.matrices.at("gate_up").columns, 3);
+  EXPECT_EQ(t.placement.matrices.at("gate_up").reduction, ReductionScheme::tree);
+  EXPECT_EQ(t.placement.matrices.at("attention").reduction, ReductionScheme::two_level);
+}
+
+TEST_F(ScenarioFiles, ImpossibleModelFromAnOverride) {
+  const ScenarioError layers = load_error(scenario(R"(name: x
+hardware: small
+model:
+  preset: tiny-llama
+  num_layers: 0
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                   "layers.yaml"));
+  EXPECT_EQ(layers.key_path(), "model.num_layers");
+  EXPECT_EQ(layers.line(), 5);
+  EXPECT_EQ(layers.column(), 3);
+
+  const ScenarioError heads = load_error(scenario(R"(name: x
+hardware: small
+model: {preset: tiny-llama, num_kv_heads: 3}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                  "heads.yaml"));
+  EXPECT_EQ(heads.key_path(), "model.num_kv_heads");
+  EXPECT_EQ(heads.line(), 3);
+  EXPECT_EQ(heads.column(), 29);
+}
+
+TEST_F(ScenarioFiles, ImpossibleValueInsideAPresetFileIsReportedThere) {
+  std::string small = read_text(kPresets / "hardware" / "small.yaml");
+  const auto pos = small.find("  width: 32");
+  ASSERT_NE(pos, std::string::npos);
+  small.replace(pos, 11, "  width: 0");
+  const int width_line = 1 + static_cast<int>(std::count(small.begin(), small.begin() + pos, '\n'));
+  const fs::path presets = dir_ / "presets";
+  write("presets/hardware/small.yaml", small);
+  write("presets/models/tiny-llama.yaml", read_text(kPresets / "models" / "tiny-llama.yaml"));
+
+  const ScenarioError e = load_error(kPresets / "quickstart.yaml", presets);
+  EXPECT_EQ(e.file(), (presets / "hardware" / "small.yaml").string());
+  EXPECT_EQ(e.line(), width_line);
+  EXPECT_EQ(e.column(), 3);
+  EXPECT_EQ(e.key_path(), "hardware.mesh.width");
+
+  // An override in the scenario fixes it, and then the override is what counts.
+  const Scenario fixed = load_scenario(scenario(R"(name: x
+hardware: {preset: small, mesh: {width: 16}}
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"),
+                                       presets);
+  EXPECT_EQ(fixed.hardware.mesh_width, 16);
+}
+
+TEST_F(ScenarioFiles, UnknownKeyInsideAPresetFile) {
+  std::string model = read_text(kPresets / "models" / "tiny-llama.yaml");
+  model += "num_expert: 8\n";  // a misspelt num_experts
+  write("presets/models/tiny-llama.yaml", model);
+  write("presets/hardware/small.yaml", read_text(kPresets / "hardware" / "small.yaml"));
+  const ScenarioError e = load_error(kPresets / "quickstart.yaml", dir_ / "presets");
+  EXPECT_EQ(e.file(), (dir_ / "presets" / "models" / "tiny-llama.yaml").string());
+  EXPECT_EQ(e.key_path(), "model.num_expert");
+  EXPECT_EQ(e.column(), 1);
+  EXPECT_TRUE(contains(e.what(), "unknown key 'num_expert'")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "did you mean 'num_experts'?")) << e.what();
+}
+
+TEST_F(ScenarioFiles, PresetNameMustMatchItsFile) {
+  std::string hw = read_text(kPresets / "hardware" / "small.yaml");
+  hw.replace(hw.find("name: small"), 11, "name: tiny");
+  write("presets/hardware/small.yaml", hw);
+  write("presets/models/tiny-llama.yaml", read_text(kPresets / "models" / "tiny-llama.yaml"));
+  const ScenarioError e = load_error(kPresets / "quickstart.yaml", dir_ / "presets");
+  EXPECT_EQ(e.key_path(), "hardware.name");
+  EXPECT_TRUE(contains(e.what(), "does not match its file name 'small.yaml'")) << e.what();
+}
+
+TEST_F(ScenarioFiles, UnknownChoicesListTheValidOnes) {
+  const ScenarioError precision = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+precision: bf8
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                      "p.yaml"));
+  EXPECT_EQ(precision.key_path(), "precision");
+  EXPECT_TRUE(contains(precision.what(),
+                       "unknown precision 'bf8'; valid: fp32, fp16, bf16, fp8, fp8_e4m3, int8\n"
+                       "  did you mean 'bf16'?"))
+      << precision.what();
+
+  const ScenarioError strategy = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {strategy: snake}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                     "s.yaml"));
+  EXPECT_EQ(strategy.key_path(), "placement.strategy");
+  EXPECT_TRUE(contains(strategy.what(), "valid: layer-rectangles")) << strategy.what();
+
+  const ScenarioError reduction = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {reduction: ring}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)",
+                                                      "r.yaml"));
+  EXPECT_EQ(reduction.key_path(), "placement.reduction");
+  EXPECT_TRUE(contains(reduction.what(), "valid: chain, tree")) << reduction.what();
+}
+
+TEST_F(ScenarioFiles, PromptGivenTwiceOrNotAtAll) {
+  const ScenarioError both = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_ids: [1]
+  prompt_tokens: 4
+  generate_tokens: 4
+)",
+                                                 "both.yaml"));
+  EXPECT_EQ(both.key_path(), "workload.prompt_tokens");
+  EXPECT_EQ(both.line(), 6);
+  EXPECT_TRUE(contains(both.what(), "not both")) << both.what();
+
+  const ScenarioError neither = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  generate_tokens: 4
+)",
+                                                    "neither.yaml"));
+  EXPECT_EQ(neither.key_path(), "workload.prompt_tokens");
+  EXPECT_EQ(neither.line(), 4);
+
+  const ScenarioError empty = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_ids: [], generate_tokens: 4}
+)",
+                                                  "empty.yaml"));
+  EXPECT_EQ(empty.key_path(), "workload.prompt_ids");
+  EXPECT_TRUE(contains(empty.what(), "at least one token id")) << empty.what();
+}
+
+TEST_F(ScenarioFiles, DuplicateKey) {
+  const ScenarioError e =
+      load_error(scenario("name: x\nhardware: small\nmodel: tiny-llama\nname: y\n"
+                          "workload: {prompt_tokens: 4, generate_tokens: 4}\n"));
+  EXPECT_EQ(e.key_path(), "name");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_TRUE(contains(e.what(), "duplicate key 'name'; it was already given on line 1"))
+      << e.what();
+}
+
+TEST_F(ScenarioFiles, EmptyFileAndNonMappingFile) {
+  const ScenarioError empty = load_error(scenario("# nothing here\n", "empty.yaml"));
+  EXPECT_EQ(empty.line(), 0);
+  EXPECT_TRUE(contains(empty.what(), "the file is empty")) << empty.what();
+
+  const ScenarioError list = load_error(scenario("- name: x\n", "list.yaml"));
+  EXPECT_EQ(list.line(), 1);
+  EXPECT_TRUE(contains(list.what(), "expected a mapping with keys name, hardware")) << list.what();
+}
+
+TEST_F(ScenarioFiles, EmptyValueIsReportedAtItsKey) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware:
+  preset: small
+  core:
+    clock:
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.key_path(), "hardware.core.clock");
+  EXPECT_EQ(e.line(), 5);
+  EXPECT_EQ(e.column(), 5);
+  EXPECT_TRUE(contains(e.what(), "got nothing")) << e.what();
+}
+
+TEST_F(ScenarioFiles, PrefillBlockIsAPositiveCountAtItsLine) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: 4
+  prefill_block: 0
+)"));
+  EXPECT_EQ(e.key_path(), "workload.prefill_block");
+  EXPECT_EQ(e.line(), 7);
+  EXPECT_TRUE(contains(e.what(), "prompt tokens per block")) << e.what();
+}
+
+TEST_F(ScenarioFiles, BooleansAreStrict) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+outputs: {functional: yes}
+)"));
+  EXPECT_EQ(e.key_path(), "outputs.functional");
+  EXPECT_TRUE(contains(e.what(), "expected true or false, got 'yes'")) << e.what();
+}
+
+}  // namespace
+}  // namespace wafersim::sim

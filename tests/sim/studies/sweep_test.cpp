@@ -1,0 +1,93 @@
+// Sweep grids and shards (sim/studies/sweep.hpp); the runs themselves are checked
+// through the command line in cli_test.cpp.
+#include "sim/studies/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+
+namespace wafersim::sim {
+namespace {
+
+SweepAxes two_models_three_user_counts() {
+  SweepAxes a;
+  a.models = {"tiny-llama", "tiny-qwen3"};
+  a.users = {1, 2, 4};
+  return a;
+}
+
+TEST(SweepPoints, TheGridIsTheProductOfItsAxesModelsOutermost) {
+  const auto p = sweep_points(two_models_three_user_counts());
+  ASSERT_EQ(p.size(), 6u);
+  for (std::size_t i = 0; i < p.size(); ++i) EXPECT_EQ(p[i].index, static_cast<int>(i));
+  EXPECT_EQ(p[0].model, "tiny-llama");
+  EXPECT_EQ(p[0].users, 1);
+  EXPECT_EQ(p[2].users, 4);
+  EXPECT_EQ(p[3].model, "tiny-qwen3");
+  EXPECT_EQ(p[3].users, 1);
+  EXPECT_FALSE(p[0].hardware);  // an empty axis keeps the scenario's value
+  EXPECT_FALSE(p[0].precision);
+}
+
+TEST(SweepPoints, NoAxesIsThePlainScenario) {
+  const auto p = sweep_points(SweepAxes{});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_FALSE(p[0].model || p[0].hardware || p[0].precision || p[0].wafers || p[0].users);
+}
+
+TEST(SweepPoints, ShardsCoverEveryPointExactlyOnce) {
+  SweepAxes a = two_models_three_user_counts();
+  a.precisions = {"bf16", "fp32"};  // 12 points over 5 shards: uneven on purpose
+  std::multiset<int> seen;
+  for (int k = 0; k < 5; ++k)
+    for (const SweepPoint& p : sweep_points(a, SweepShard{k, 5})) {
+      EXPECT_EQ(p.index % 5, k);
+      seen.insert(p.index);
+    }
+  ASSERT_EQ(seen.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
+}
+
+TEST(SweepShard, ParsesKOfNAndRejectsTheImpossible) {
+  const SweepShard s = parse_shard("2/3");
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_THROW(parse_shard("3/3"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("-1/3"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("1/0"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("1-3"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("a/3"), std::invalid_argument);
+}
+
+TEST(SweepShard, MpiReadsTheLaunchersRankAndSize) {
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::unsetenv("PMI_RANK");
+  ::unsetenv("PMI_SIZE");
+  ::unsetenv("PMIX_RANK");
+  EXPECT_THROW(parse_shard("mpi"), std::invalid_argument);
+  ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+  const SweepShard s = parse_shard("mpi");
+  EXPECT_EQ(s.rank, 3);
+  EXPECT_EQ(s.count, 8);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST(SweepRun, ArgumentsCarryTheScenarioFlagsAndThePointsOverrides) {
+  SweepPoint p;
+  p.model = "llama-3.1-8b";
+  p.wafers = "auto";
+  p.users = 16;
+  const auto a = sweep_run_arguments("/bin/wafersim", "s.yaml", "/presets", false, p);
+  const std::vector<std::string> want{
+      "/bin/wafersim", "--presets",    "/presets", "run",  "s.yaml",  "--json", "--timing-only",
+      "--model",       "llama-3.1-8b", "--wafers", "auto", "--users", "16"};
+  EXPECT_EQ(a, want);
+}
+
+}  // namespace
+}  // namespace wafersim::sim
