@@ -136,13 +136,13 @@ int cmd_place(const std::string& file, const std::string& presets, bool json,
               const std::string& strategy, int block_rows, const std::string& write_placement) {
   sim::Scenario sc = sim::load_scenario(file, preset_dir(presets), overrides);
   if (!strategy.empty()) {
-    const auto known = sim::placement_strategies();
-    if (std::find(known.begin(), known.end(), strategy) == known.end()) {
-      std::cerr << "wafersim: error: --strategy " << strategy
-                << ": unknown; valid: " << fmt::format("{}", fmt::join(known, ", ")) << "\n";
+    const std::optional<sim::StrategyKind> kind = sim::parse_strategy(strategy);
+    if (!kind) {
+      std::cerr << "wafersim: error: --strategy " << strategy << ": unknown; valid: "
+                << fmt::format("{}", fmt::join(sim::placement_strategies(), ", ")) << "\n";
       return 1;
     }
-    sc.placement.strategy = strategy;
+    sc.placement.strategy = *kind;
   }
   if (block_rows > 0) sc.placement.block_rows = block_rows;
   const sim::PlacementReport report = sim::evaluate_placement(sc, show_placement_progress);

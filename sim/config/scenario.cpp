@@ -945,9 +945,8 @@ void read_placement(const Value& v, PlacementOptions& placement) {
   const Mapping m(v, {"strategy", "reduction", "block_rows", "seed", "anneal", "halo", "file",
                       "matrices"});
   if (m.has("strategy")) {
-    placement.strategy = read_choice(
-        m.get("strategy"), "placement strategy",
-        {"layer-rectangles", "serpentine", "short-path", "sram-balanced", "anneal"});
+    placement.strategy =
+        *parse_strategy(read_choice(m.get("strategy"), "placement strategy", placement_strategies()));
   }
   if (m.has("block_rows")) {
     const Value& rows = m.get("block_rows");
@@ -970,50 +969,50 @@ void read_placement(const Value& v, PlacementOptions& placement) {
                          "latency_weight", "spare_slots"});
     if (a.has("iterations")) {
       const Value& it = a.get("iterations");
-      placement.anneal_iterations = read_count(it, "200000");
-      if (placement.anneal_iterations < 1 || placement.anneal_iterations > 100000000)
+      placement.anneal.iterations = read_count(it, "200000");
+      if (placement.anneal.iterations < 1 || placement.anneal.iterations > 100000000)
         fail(it.loc(), it.path, "must be between 1 and 100000000 (moves per candidate grid)");
     }
     if (a.has("initial_temperature")) {
       const Value& t = a.get("initial_temperature");
-      placement.anneal_initial_temperature = read_real(t, "0.1");
-      if (!(placement.anneal_initial_temperature > 0.0))
+      placement.anneal.initial_temperature = read_real(t, "0.1");
+      if (!(placement.anneal.initial_temperature > 0.0))
         fail(t.loc(), t.path,
              "must be > 0 (a fraction of the mean per-layer cost of the starting assignment)");
     }
     if (a.has("final_temperature")) {
       const Value& t = a.get("final_temperature");
-      placement.anneal_final_temperature = read_real(t, "0.0001");
-      if (!(placement.anneal_final_temperature > 0.0) ||
-          placement.anneal_final_temperature > placement.anneal_initial_temperature)
+      placement.anneal.final_temperature = read_real(t, "0.0001");
+      if (!(placement.anneal.final_temperature > 0.0) ||
+          placement.anneal.final_temperature > placement.anneal.initial_temperature)
         fail(t.loc(), t.path,
              fmt::format("must be > 0 and at most initial_temperature ({})",
-                         placement.anneal_initial_temperature));
+                         placement.anneal.initial_temperature));
     }
     if (a.has("sram_weight")) {
       const Value& t = a.get("sram_weight");
-      placement.anneal_sram_weight = read_real(t, "0");
-      if (placement.anneal_sram_weight < 0.0)
+      placement.anneal.sram_weight = read_real(t, "0");
+      if (placement.anneal.sram_weight < 0.0)
         fail(t.loc(), t.path, "must be >= 0 (hop-bytes per byte of the fullest core)");
     }
     if (a.has("latency_weight")) {
       const Value& t = a.get("latency_weight");
-      placement.anneal_latency_weight = read_real(t, "1000");
-      if (!(placement.anneal_latency_weight >= 0.0) ||
-          !std::isfinite(placement.anneal_latency_weight))
+      placement.anneal.latency_weight = read_real(t, "1000");
+      if (!(placement.anneal.latency_weight >= 0.0) ||
+          !std::isfinite(placement.anneal.latency_weight))
         fail(t.loc(), t.path,
              "must be a finite number >= 0 (hop-bytes per cycle of estimated token latency)");
     }
     if (a.has("spare_slots")) {
       const Value& t = a.get("spare_slots");
-      placement.anneal_spare_slots = read_real(t, "0.25");
-      if (placement.anneal_spare_slots < 0.0 || placement.anneal_spare_slots > 1.0)
+      placement.anneal.spare_slots = read_real(t, "0.25");
+      if (placement.anneal.spare_slots < 0.0 || placement.anneal.spare_slots > 1.0)
         fail(t.loc(), t.path, "must be between 0 and 1 (spare slots as a fraction of the layers)");
     }
-    if (placement.strategy != "anneal")
+    if (placement.strategy != StrategyKind::anneal)
       fail(av.key_loc(), av.path,
            fmt::format("anneal parameters given but strategy is '{}'; set strategy: anneal",
-                       placement.strategy));
+                       strategy_name(placement.strategy)));
   }
   if (m.has("matrices")) {
     const std::vector<std::string> kinds = {"qkv", "o", "gate_up", "down", "attention", "lm_head"};
@@ -1043,8 +1042,8 @@ void read_placement(const Value& v, PlacementOptions& placement) {
   }
   if (m.has("halo")) {
     const Mapping h(m.get("halo"), {"columns", "rows"});
-    if (h.has("columns")) placement.halo_columns = read_count(h.get("columns"), "7");
-    if (h.has("rows")) placement.halo_rows = read_count(h.get("rows"), "2");
+    if (h.has("columns")) placement.halo.columns = read_count(h.get("columns"), "7");
+    if (h.has("rows")) placement.halo.rows = read_count(h.get("rows"), "2");
   }
   if (m.has("file")) {
     // Relative to the scenario's folder; kept absolute so that the resolved
@@ -1476,21 +1475,21 @@ std::string emit_resolved(const Scenario& s) {
   o += fmt::format("precision: {}\n", models::dtype_name(s.precision));
   o += s.wafers_auto ? std::string("wafers: auto\n") : fmt::format("wafers: {}\n", s.wafers);
   o += "placement:\n";
-  o += fmt::format("  strategy: {}\n", yaml_string(s.placement.strategy));
+  o += fmt::format("  strategy: {}\n", yaml_string(strategy_name(s.placement.strategy)));
   o += fmt::format("  reduction: {}\n", reduction_name(s.placement.reduction));
   o += fmt::format("  block_rows: {}\n", s.placement.block_rows);
-  if (s.placement.strategy == "anneal") {
+  if (s.placement.strategy == StrategyKind::anneal) {
     o += fmt::format("  seed: {}\n", s.placement.seed);
     o += fmt::format(
         "  anneal: {{iterations: {}, initial_temperature: {}, final_temperature: {}, "
         "sram_weight: {}, latency_weight: {}, spare_slots: {}}}\n",
-        s.placement.anneal_iterations, s.placement.anneal_initial_temperature,
-        s.placement.anneal_final_temperature, s.placement.anneal_sram_weight,
-        s.placement.anneal_latency_weight, s.placement.anneal_spare_slots);
+        s.placement.anneal.iterations, s.placement.anneal.initial_temperature,
+        s.placement.anneal.final_temperature, s.placement.anneal.sram_weight,
+        s.placement.anneal.latency_weight, s.placement.anneal.spare_slots);
   }
-  if (s.placement.halo_columns != 0 || s.placement.halo_rows != 0)
-    o += fmt::format("  halo: {{columns: {}, rows: {}}}\n", s.placement.halo_columns,
-                     s.placement.halo_rows);
+  if (s.placement.halo.columns != 0 || s.placement.halo.rows != 0)
+    o += fmt::format("  halo: {{columns: {}, rows: {}}}\n", s.placement.halo.columns,
+                     s.placement.halo.rows);
   if (!s.placement.file.empty()) o += fmt::format("  file: {}\n", yaml_string(s.placement.file));
   if (!s.placement.matrices.empty()) {
     o += "  matrices:\n";

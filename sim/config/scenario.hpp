@@ -41,25 +41,12 @@ class ScenarioError : public std::runtime_error {
 using ReductionScheme = fabric::ReductionScheme;
 const char* reduction_name(ReductionScheme s);
 
-struct PlacementOptions {
-  std::string strategy = "layer-rectangles";
-  ReductionScheme reduction = ReductionScheme::chain;
-  int block_rows = 2;  // serpentine, sram-balanced: rows of layer blocks on each wafer
-  std::uint64_t seed = 1;  // anneal
-  int anneal_iterations = 200000;
-  double anneal_initial_temperature = 0.1;
-  double anneal_final_temperature = 1e-4;
-  double anneal_sram_weight = 0.0;
-  double anneal_latency_weight = kDefaultAnnealLatencyWeight;
-  double anneal_spare_slots = 0.0;
-  int halo_columns = 0;  // cores kept free for I/O (Cerebras SDK: 7 columns, 2 rows)
-  int halo_rows = 0;
+// The scenario's `placement:` keys: the strategy and its parameters (what
+// place() is asked, sim/placement/request.hpp), or a placement file.
+struct PlacementOptions : PlacementChoices {
   // A placement file (wafersim place --write-placement) to use instead of a
   // strategy; resolved against the scenario's folder.
   std::string file;
-  // Per matrix kind (qkv, o, gate_up, down, attention, lm_head): rows / columns
-  // of cores and reduction, overriding the strategy (sim/placement/placement.hpp).
-  std::map<std::string, MatrixOverride> matrices;
 };
 
 struct Workload {

@@ -598,7 +598,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   r.hardware_name = sc.hardware.name;
   r.model_name = sc.model.name;
   r.precision = models::dtype_name(sc.precision);
-  r.placement_strategy = sc.placement.strategy;
+  r.placement_strategy = strategy_name(sc.placement.strategy);
   r.seed = sc.workload.seed;
   r.functional = options.functional;
   r.mesh_width = sc.hardware.mesh_width;

@@ -13,19 +13,7 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
   auto sys = std::make_unique<PlacedSystem>();
   const int bits = models::dtype_bits(sc.precision);
   PlacementRequest req;
-  req.strategy = sc.placement.strategy;
-  req.reduction = sc.placement.reduction;
-  req.block_rows = sc.placement.block_rows;
-  req.seed = sc.placement.seed;
-  req.anneal.iterations = sc.placement.anneal_iterations;
-  req.anneal.initial_temperature = sc.placement.anneal_initial_temperature;
-  req.anneal.final_temperature = sc.placement.anneal_final_temperature;
-  req.anneal.sram_weight = sc.placement.anneal_sram_weight;
-  req.anneal.latency_weight = sc.placement.anneal_latency_weight;
-  req.anneal.spare_slots = sc.placement.anneal_spare_slots;
-  req.halo.columns = sc.placement.halo_columns;
-  req.halo.rows = sc.placement.halo_rows;
-  req.matrices = sc.placement.matrices;
+  static_cast<PlacementChoices&>(req) = sc.placement;
   req.context_tokens =
       static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;

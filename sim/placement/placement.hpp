@@ -14,6 +14,7 @@
 #include "fabric/collectives.hpp"
 #include "fabric/fabric.hpp"
 #include "models/model_config.hpp"
+#include "sim/placement/request.hpp"
 
 namespace wafersim::sim {
 
@@ -155,71 +156,12 @@ struct Placement {
   HeadStage head;
 };
 
-// anneal's default latency_weight (defined in placement.cpp).
-extern const double kDefaultAnnealLatencyWeight;
-
-// Simulated annealing over the assignment of layers to region slots
-// (strategy `anneal`). Temperatures are fractions of the mean per-layer cost
-// of the random starting assignment; the temperature falls geometrically
-// from initial to final over `iterations` moves per candidate slot grid.
-struct AnnealOptions {
-  int iterations = 200000;
-  double initial_temperature = 0.1;
-  double final_temperature = 1e-4;
-  // Cost = hop-bytes per token + sram_weight x the largest per-core SRAM
-  // bytes of the grid (hop-bytes per byte; 0 = hop-bytes alone).
-  double sram_weight = 0.0;
-  // Cost += latency_weight x the closed-form critical-path latency of one
-  // token (placement_cost.hpp: per stage its largest tiles, attention at the
-  // context over its KV segment, multicast/reduction hops; per hand-over its
-  // distance), in hop-bytes per cycle; 0 = traffic alone. The default is
-  // the measured choice on Llama-3.1-8B / WSE-3 (docs/modelling.md).
-  double latency_weight = kDefaultAnnealLatencyWeight;
-  // Grids may have up to this fraction of k more slots than the k layers
-  // (spare slots stay empty: smaller blocks, fewer hop-bytes, fuller cores).
-  double spare_slots = 0.0;
-};
-
-// Cores kept free for I/O around the programmable area (the Cerebras SDK
-// leaves 7 columns and 2 rows): ceil(columns/2) on the west, floor on the
-// east, ceil(rows/2) on the north, floor on the south.
-struct Halo {
-  int columns = 0;
-  int rows = 0;
-};
-
-// A scenario's override of one matrix kind's tiling in every layer (or the
-// head): rows (P) and/or columns (Q) of cores, and the reduction scheme.
-// 0 = the strategy's choice. Kinds: qkv, o, gate_up, down, attention
-// (reduction only), lm_head (reduction only; also the embedding's).
-struct MatrixOverride {
-  int rows = 0;
-  int columns = 0;
-  std::optional<fabric::ReductionScheme> reduction;
-};
-
-struct PlacementRequest {
-  std::string strategy = "layer-rectangles";
-  fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
-  int block_rows = 2;      // serpentine, sram-balanced: rows of layer blocks per wafer
-  int context_tokens = 0;  // prompt + generated tokens to reserve KV for, per user
-  int users = 1;
-  int weight_bits = 16;
-  std::uint64_t seed = 1;  // anneal
-  AnnealOptions anneal;
-  Halo halo;
-  std::map<std::string, MatrixOverride> matrices;  // by kind (see MatrixOverride)
-  // Not part of the placement: called with (wafers, w) as planning on
-  // `wafers` wafers starts wafer w, and with (wafers, wafers) when that plan
-  // is complete (a progress bar for long searches: anneal on many wafers).
-  std::function<void(int, int)> progress;
-};
-
 // The rectangle of `spec`'s mesh that placement may use (the mesh less the halo).
 fabric::Rect usable_area(const fabric::WaferSpec& spec, const Halo& halo);
 
-// Strategy names that place() accepts.
-std::vector<std::string> placement_strategies();
+// Bytes of every layer's KV cache: context_tokens x users (at least 1) slots
+// of keys and values at the weights' bits.
+std::uint64_t kv_cache_bytes(const models::ModelConfig& model, const PlacementRequest& req);
 
 // Places the model and allocates every byte in fabric.sram(). Throws
 // fabric::FitError (with how much is needed and how much there is) when the

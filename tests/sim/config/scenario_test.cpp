@@ -166,7 +166,7 @@ TEST(Scenario, QuickstartLoads) {
   EXPECT_EQ(s.model.name, "tiny-llama");
   EXPECT_EQ(s.model.num_layers, 4);
   EXPECT_EQ(s.precision, models::DType::bf16);
-  EXPECT_EQ(s.placement.strategy, "layer-rectangles");
+  EXPECT_EQ(s.placement.strategy, StrategyKind::layer_rectangles);
   EXPECT_EQ(s.placement.reduction, ReductionScheme::chain);
   EXPECT_EQ(s.workload.prompt_ids.size(), 8u);
   EXPECT_EQ(s.workload.generate_tokens, 16);
@@ -404,7 +404,7 @@ workload:
 )"),
                                    kPresets);
   EXPECT_EQ(s.precision, models::DType::bf16);
-  EXPECT_EQ(s.placement.strategy, "layer-rectangles");
+  EXPECT_EQ(s.placement.strategy, StrategyKind::layer_rectangles);
   EXPECT_EQ(s.placement.reduction, ReductionScheme::chain);
   EXPECT_EQ(s.workload.seed, 0u);
   EXPECT_EQ(s.workload.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));
@@ -770,21 +770,21 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   const Scenario s = load_scenario(f, kPresets);
   EXPECT_EQ(s.placement.reduction, ReductionScheme::two_level);
   EXPECT_EQ(s.placement.seed, 9u);
-  EXPECT_EQ(s.placement.anneal_iterations, 1000);
-  EXPECT_DOUBLE_EQ(s.placement.anneal_sram_weight, 0.5);
-  EXPECT_DOUBLE_EQ(s.placement.anneal_latency_weight, 250.0);
-  EXPECT_DOUBLE_EQ(s.placement.anneal_spare_slots, 0.25);
-  EXPECT_EQ(s.placement.halo_columns, 7);
-  EXPECT_EQ(s.placement.halo_rows, 2);
+  EXPECT_EQ(s.placement.anneal.iterations, 1000);
+  EXPECT_DOUBLE_EQ(s.placement.anneal.sram_weight, 0.5);
+  EXPECT_DOUBLE_EQ(s.placement.anneal.latency_weight, 250.0);
+  EXPECT_DOUBLE_EQ(s.placement.anneal.spare_slots, 0.25);
+  EXPECT_EQ(s.placement.halo.columns, 7);
+  EXPECT_EQ(s.placement.halo.rows, 2);
   // The resolved scenario reads back to the same options.
   const fs::path again = scenario(s.resolved_yaml, "t.yaml");
   const Scenario t = load_scenario(again, kPresets);
   EXPECT_EQ(t.placement.reduction, ReductionScheme::two_level);
   EXPECT_EQ(t.placement.seed, 9u);
-  EXPECT_DOUBLE_EQ(t.placement.anneal_final_temperature, 0.001);
-  EXPECT_DOUBLE_EQ(t.placement.anneal_spare_slots, 0.25);
-  EXPECT_DOUBLE_EQ(t.placement.anneal_latency_weight, 250.0);
-  EXPECT_EQ(t.placement.halo_columns, 7);
+  EXPECT_DOUBLE_EQ(t.placement.anneal.final_temperature, 0.001);
+  EXPECT_DOUBLE_EQ(t.placement.anneal.spare_slots, 0.25);
+  EXPECT_DOUBLE_EQ(t.placement.anneal.latency_weight, 250.0);
+  EXPECT_EQ(t.placement.halo.columns, 7);
   ASSERT_EQ(t.placement.matrices.count("gate_up"), 1u);
   EXPECT_EQ(t.placement.matrices.at("gate_up").rows, 6);
   EXPECT_EQ(t.placement.matrices.at("gate_up").columns, 3);

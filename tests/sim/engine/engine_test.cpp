@@ -214,8 +214,8 @@ TEST(Functional, TokensMatchReferenceTwoLevel) {
 // tokens must still be the reference's.
 Scenario with_strategy(const std::string& strategy, std::uint64_t seed) {
   Scenario sc = quickstart(seed, fabric::ReductionScheme::two_level);
-  sc.placement.strategy = strategy;
-  sc.placement.anneal_iterations = 5000;
+  sc.placement.strategy = *parse_strategy(strategy);
+  sc.placement.anneal.iterations = 5000;
   return sc;
 }
 TEST(Functional, TokensMatchReferenceShortPath) {
@@ -240,8 +240,8 @@ TEST(Functional, TokensMatchReferenceWithDeadCoresAndHalo) {
   sc.hardware.defect_rate = 0.003;
   sc.hardware.defect_seed = 11;
   sc.hardware.defect_cores = {{3, 3}, {10, 20}};
-  sc.placement.halo_columns = 7;
-  sc.placement.halo_rows = 2;
+  sc.placement.halo.columns = 7;
+  sc.placement.halo.rows = 2;
   const std::unique_ptr<PlacedSystem> sys = place_system(sc);
   const fabric::Fabric& fab = *sys->wafers.front();
   ASSERT_GE(fab.defects().dead_count(), 2u);

@@ -54,7 +54,7 @@ bool adjacent(const fabric::Rect& a, const fabric::Rect& b) {
 
 PlacementRequest request(const std::string& strategy, int context = 24) {
   PlacementRequest req;
-  req.strategy = strategy;
+  req.strategy = *parse_strategy(strategy);
   req.context_tokens = context;
   req.anneal.iterations = 20000;
   return req;

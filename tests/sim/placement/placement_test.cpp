@@ -159,7 +159,7 @@ TEST(Placement, ProgressReportsEveryWaferOfThePlanThenItsEnd) {
   // order; the plan does not depend on whether anyone listens.
   for (const std::string& strategy : placement_strategies()) {
     PlacementRequest req;
-    req.strategy = strategy;
+    req.strategy = *parse_strategy(strategy);
     std::vector<std::pair<int, int>> calls;
     req.progress = [&](int wafers, int wafer) { calls.emplace_back(wafers, wafer); };
     const fabric::WaferSpec spec = fabric::testing::small_spec(32, 32);
@@ -204,7 +204,7 @@ TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
   const fabric::WaferSpec wse3 = load_hardware_preset("wse3");
   PlacementRequest req;
   req.context_tokens = 64;
-  req.strategy = "layer-rectangles";
+  req.strategy = StrategyKind::layer_rectangles;
   EXPECT_THROW(plan_placement(m, wse3, 2, req), fabric::FitError);
   std::vector<std::unique_ptr<fabric::Fabric>> fabs;
   std::vector<fabric::Fabric*> ptrs;
