@@ -62,6 +62,7 @@ struct WaferSpec {
   double system_power_w = 0.0;
 
   int core_count() const { return mesh_width * mesh_height; }
+  bool operator==(const WaferSpec&) const = default;
   Bytes sram_capacity() const { return sram_per_core * static_cast<std::uint64_t>(core_count()); }
   // Multiply-accumulates per cycle for elements of the given width in bits.
   int simd_lanes(int element_bits) const {

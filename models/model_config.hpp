@@ -100,6 +100,7 @@ struct ModelConfig {
   // norm, lm_head unless tied): the published counts, e.g. Llama-3.1-8B
   // 8,030,261,248; GPT-2 124,439,808; Mixtral-8x7B 46,702,792,704.
   std::uint64_t parameter_count() const;
+  bool operator==(const ModelConfig&) const = default;
   // Throws ConfigError naming the offending field.
   void validate() const;
 };

@@ -1,6 +1,6 @@
-# The library link graph, written at configure time for the architecture test
-# (compare_links.cmake): one line per wafersim library, its direct link
-# dependencies sorted (wafersim::x written wafersim_x; wafersim_warnings, a
+# The link graph, written at configure time for the architecture test
+# (compare_links.cmake): one line per wafersim library and test executable,
+# its direct link dependencies sorted (wafersim::x written wafersim_x; wafersim_warnings, a
 # set of compiler flags, left out).
 function(wafersim_collect_targets dir out)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
@@ -14,14 +14,22 @@ endfunction()
 
 function(wafersim_write_link_graph file)
   set(text "")
-  foreach(top fabric models analysis sim)
+  foreach(top fabric models analysis sim tests)
+    if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${top}/CMakeLists.txt OR
+       (top STREQUAL "tests" AND NOT WAFERSIM_BUILD_TESTS))
+      continue()
+    endif()
     wafersim_collect_targets(${PROJECT_SOURCE_DIR}/${top} targets)
     foreach(t IN LISTS targets)
       get_target_property(type ${t} TYPE)
       if(NOT t MATCHES "^wafersim" OR type STREQUAL "UTILITY")
         continue()
       endif()
-      get_target_property(libs ${t} LINK_LIBRARIES)
+      if(type STREQUAL "INTERFACE_LIBRARY")
+        get_target_property(libs ${t} INTERFACE_LINK_LIBRARIES)
+      else()
+        get_target_property(libs ${t} LINK_LIBRARIES)
+      endif()
       if(NOT libs)
         set(libs "")
       endif()

@@ -6,13 +6,13 @@
 
 #include "support/test_spec.hpp"
 #include "sim/program/program.hpp"
-#include "sim/config/scenario.hpp"
+#include "support/presets.hpp"
 
 namespace wafersim::sim {
 namespace {
 
 models::ModelConfig tiny() {
-  return load_model_preset("tiny-llama");
+  return testing::preset_model("tiny-llama");
 }
 
 std::vector<const MatrixPlacement*> matrices(const Placement& pl) {
@@ -99,7 +99,7 @@ TEST(Placement, LayerRectanglesStacksEveryOtherLayerBottomUp) {
   // A mixture of experts' layers hand the residual on from o's roots to o's
   // roots, in the same rows while no layer is turned: none is.
   fabric::Fabric moe_fab(fabric::testing::small_spec(32, 32));
-  const Placement moe = place(load_model_preset("tiny-mixtral"), moe_fab, req);
+  const Placement moe = place(testing::preset_model("tiny-mixtral"), moe_fab, req);
   for (const LayerStage& st : moe.layers) {
     EXPECT_FALSE(st.upward()) << "layer " << st.layer;
     EXPECT_FALSE(st.router.upward);
@@ -129,7 +129,7 @@ TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
 TEST(Placement, EveryArchitecturesWeightBytesEqualItsParameterBytes) {
   for (const char* name : {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral"}) {
     for (bool bias : {false, true}) {
-      models::ModelConfig m = load_model_preset(name);
+      models::ModelConfig m = testing::preset_model(name);
       if (bias && m.is_gpt2()) continue;  // gpt2 has them anyway
       m.attention_bias = bias;
       fabric::Fabric fab(fabric::testing::small_spec(32, 32));
@@ -174,7 +174,7 @@ TEST(Placement, ProgressReportsEveryWaferOfThePlanThenItsEnd) {
 }
 
 TEST(Placement, ExpertsHaveDisjointRegionsInsideTheirLayer) {
-  const models::ModelConfig m = load_model_preset("tiny-mixtral");
+  const models::ModelConfig m = testing::preset_model("tiny-mixtral");
   fabric::Fabric fab(fabric::testing::small_spec(32, 32));
   PlacementRequest req;
   req.context_tokens = 24;
@@ -200,8 +200,8 @@ TEST(Placement, ExpertsHaveDisjointRegionsInsideTheirLayer) {
 // every layer is placed and the weight bytes on the wafers are the
 // parameter bytes exactly.
 TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
-  const models::ModelConfig m = load_model_preset("mixtral-8x7b");
-  const fabric::WaferSpec wse3 = load_hardware_preset("wse3");
+  const models::ModelConfig m = testing::preset_model("mixtral-8x7b");
+  const fabric::WaferSpec wse3 = testing::preset_hardware("wse3");
   PlacementRequest req;
   req.context_tokens = 64;
   req.strategy = StrategyKind::layer_rectangles;
@@ -224,7 +224,7 @@ TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
 // the first moves the layer's input in, only the last hands `out` on.
 TEST(Lowering, EveryLayerIsFiveStagesCutAtItsRegions) {
   for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2"}) {
-    const models::ModelConfig m = load_model_preset(name);
+    const models::ModelConfig m = testing::preset_model(name);
     fabric::Fabric fab(fabric::testing::small_spec(32, 32));
     PlacementRequest req;
     req.context_tokens = 24;
@@ -252,8 +252,8 @@ TEST(Lowering, EveryLayerIsFiveStagesCutAtItsRegions) {
 TEST(Placement, WaferSupportGateNamesModelArchitectureAndWhatRuns) {
   for (const char* name :
        {"tiny-llama", "tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral", "mixtral-8x7b"})
-    EXPECT_NO_THROW(check_wafer_supports(load_model_preset(name))) << name;
-  models::ModelConfig m = load_model_preset("tiny-gpt2");
+    EXPECT_NO_THROW(check_wafer_supports(testing::preset_model(name))) << name;
+  models::ModelConfig m = testing::preset_model("tiny-gpt2");
   m.num_experts = 4;
   m.experts_per_token = 2;
   try {
@@ -369,8 +369,8 @@ TEST(Placement, NoCoreHoldsMoreThanItsSram) {
 }
 
 TEST(Placement, ModelTooLargeForTheMeshSaysHowMuchItNeedsAndHas) {
-  const models::ModelConfig m = load_model_preset("llama-3.1-8b");
-  fabric::Fabric fab(load_hardware_preset("small"));
+  const models::ModelConfig m = testing::preset_model("llama-3.1-8b");
+  fabric::Fabric fab(testing::preset_hardware("small"));
   PlacementRequest req;
   req.context_tokens = 256;
   try {

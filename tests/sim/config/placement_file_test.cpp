@@ -1,0 +1,577 @@
+// Placement files: written from a placement and read back to the same
+// placement and SRAM, every architecture's keys, and their errors with file,
+// line and key path.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/config/placement_file.hpp"
+#include "sim/config/scenario.hpp"
+#include "sim/placement/placement.hpp"
+#include "sim/placement/placement_cost.hpp"
+#include "support/presets.hpp"
+#include "support/test_spec.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// tiny-llama with 8 layers, so that grids and paths have room to differ.
+models::ModelConfig eight_layers() {
+  models::ModelConfig m = testing::preset_model("tiny-llama");
+  m.num_layers = 8;
+  return m;
+}
+
+PlacementRequest request(const std::string& strategy, int context = 24) {
+  PlacementRequest req;
+  req.strategy = *parse_strategy(strategy);
+  req.context_tokens = context;
+  req.anneal.iterations = 20000;
+  return req;
+}
+
+class PlacementFile : public ::testing::Test {
+ protected:
+  fs::path dir =
+      fs::temp_directory_path() / ("wafersim_placement_file_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  ScenarioError read_error(const fs::path& p, const models::ModelConfig& m,
+                           const fabric::WaferSpec& spec, const PlacementRequest& req) {
+    try {
+      read_placement_file(p, m, spec, req);
+    } catch (const ScenarioError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no ScenarioError";
+    return ScenarioError("", 0, 0, "", "");
+  }
+};
+
+// A file's longest context is what its attention segments hold: on each
+// segment core the SRAM left by the attention buffers holds whole KV slots
+// (2 x head_dim x bits / 8 bytes each), positions go round the segment, and
+// the users share them. By hand for layer 0 (every layer is alike here).
+TEST_F(PlacementFile, LongestContextIsWhatTheFilesSegmentsHold) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("serpentine");
+  req.users = 3;
+  fabric::Fabric a(spec);
+  const Placement pl = place(m, a, req);
+  const Placement back =
+      read_placement_file(write("p.yaml", placement_file_yaml(m, spec, pl)), m, spec, req);
+  const int group = m.num_heads / m.num_kv_heads;
+  const std::uint64_t buffers = static_cast<std::uint64_t>(group) * (2 * m.head_dim + 2) * 4;
+  const std::uint64_t slot = 2 * static_cast<std::uint64_t>(m.head_dim) * req.weight_bits / 8;
+  const std::uint64_t per_core = (spec.sram_per_core.value - buffers) / slot;
+  int shortest = m.max_position;
+  for (const LayerStage& st : back.layers)
+    shortest =
+        std::min<int>(shortest, static_cast<int>(per_core * st.attention.segment_length / 3));
+  EXPECT_EQ(back.max_context_tokens, shortest);
+  EXPECT_GE(back.max_context_tokens, req.context_tokens);
+  EXPECT_LE(back.max_context_tokens, pl.max_context_tokens);
+}
+
+TEST_F(PlacementFile, RoundTripGivesTheSamePlacementAndSram) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("anneal");
+  req.reduction = fabric::ReductionScheme::two_level;
+  fabric::Fabric a(spec);
+  const Placement pl = place(m, a, req);
+  const fs::path f = write("p.yaml", placement_file_yaml(m, spec, pl));
+  const Placement back = read_placement_file(f, m, spec, req);
+  ASSERT_EQ(back.layers.size(), pl.layers.size());
+  for (std::size_t l = 0; l < pl.layers.size(); ++l) {
+    const LayerStage &x = pl.layers[l], &y = back.layers[l];
+    EXPECT_EQ(x.strip, y.strip);
+    for (auto [p, q] :
+         {std::pair{&x.qkv, &y.qkv}, {&x.o, &y.o}, {&x.gate_up, &y.gate_up}, {&x.down, &y.down}}) {
+      EXPECT_EQ(p->rect, q->rect);
+      EXPECT_EQ(p->reduction, q->reduction);
+      EXPECT_EQ(p->row_granule, q->row_granule);
+      EXPECT_EQ(p->name, q->name);
+    }
+    EXPECT_EQ(x.attention.rect, y.attention.rect);
+    EXPECT_EQ(x.attention.segment_length, y.attention.segment_length);
+    EXPECT_EQ(x.attention.max_positions_per_core, y.attention.max_positions_per_core);
+  }
+  EXPECT_EQ(back.head.lm_head.rect, pl.head.lm_head.rect);
+  EXPECT_EQ(back.head.embedding.rect, pl.head.embedding.rect);
+  fabric::Fabric b(spec);
+  fabric::Fabric* wafers[] = {&b};
+  allocate_placement(m, back, wafers, req);
+  EXPECT_EQ(a.sram().all_used(), b.sram().all_used());
+  EXPECT_DOUBLE_EQ(estimate_hop_bytes(m, back, spec.mesh_width), pl.estimated_hop_bytes);
+  // Written again, the file is the same text.
+  EXPECT_EQ(placement_file_yaml(m, spec, back), placement_file_yaml(m, spec, pl));
+}
+
+// A layer's `stacking` (layer-rectangles writes `bottom-up` for every other
+// layer): read back, every matrix of the layer is upward; a file may turn a
+// layer either way; an unknown word is an error naming its line and the
+// valid ones.
+TEST_F(PlacementFile, StackingTurnsEveryMatrixOfALayerAndIsChecked) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  const PlacementRequest req = request("layer-rectangles");
+  const Placement pl = plan_placement(m, spec, 1, req);
+  const std::string text = placement_file_yaml(m, spec, pl);
+  const auto first = text.find("    stacking: bottom-up\n");
+  ASSERT_NE(first, std::string::npos);
+  const Placement back = read_placement_file(write("p.yaml", text), m, spec, req);
+  for (std::size_t l = 0; l < back.layers.size(); ++l) {
+    const LayerStage& st = back.layers[l];
+    EXPECT_EQ(st.upward(), l % 2 == 1) << "layer " << l;
+    for (const MatrixPlacement* x : st.matrices()) EXPECT_EQ(x->upward, st.upward()) << x->name;
+  }
+  // Layer 1 written top-down: read so.
+  std::string flat = text;
+  flat.replace(first, 23, "    stacking: top-down\n");
+  EXPECT_FALSE(read_placement_file(write("flat.yaml", flat), m, spec, req).layers[1].o.upward);
+  std::string bad = text;
+  bad.replace(first, 23, "    stacking: bottom-upp\n");
+  const ScenarioError e = read_error(write("bad.yaml", bad), m, spec, req);
+  EXPECT_EQ(e.line(), 1 + static_cast<int>(std::count(
+                              text.begin(), text.begin() + static_cast<long>(first), '\n')));
+  EXPECT_NE(std::string(e.what()).find("valid: top-down, bottom-up"), std::string::npos)
+      << e.what();
+  EXPECT_NE(std::string(e.what()).find("did you mean 'bottom-up'"), std::string::npos) << e.what();
+}
+
+TEST_F(PlacementFile, OverlapOutsideMeshSramDeadCoreAndUnknownKeyAreErrorsWithLines) {
+  const models::ModelConfig m = eight_layers();
+  fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  const PlacementRequest req = request("serpentine");
+  const Placement pl = plan_placement(m, spec, 1, req);
+  const std::string text = placement_file_yaml(m, spec, pl);
+  auto line_of = [&](const std::string& needle) {
+    const auto at = text.find(needle);
+    return 1 +
+           static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  // o of layer 0 moved onto qkv of layer 0.
+  auto rect_text = [](const fabric::Rect& r) {
+    return "[" + std::to_string(r.x0) + ", " + std::to_string(r.y0) + ", " +
+           std::to_string(r.width) + ", " + std::to_string(r.height) + "]";
+  };
+  const fabric::Rect q = pl.layers[0].qkv.rect, o = pl.layers[0].o.rect;
+  const std::string qkv0 = rect_text(q);
+  const std::string o0 = "o: {rect: " + rect_text(o);
+  const std::string o0_on_qkv =
+      "o: {rect: " + rect_text(fabric::Rect{q.x0, q.y0, o.width, o.height});
+  ScenarioError e = read_error(write("overlap.yaml", replaced(o0, o0_on_qkv)), m, spec, req);
+  EXPECT_EQ(e.line(), line_of(o0));
+  EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find(qkv0), std::string::npos) << e.what();
+
+  e = read_error(write("outside.yaml", replaced(o0, "o: {rect: [47, 47, 4, 4]")), m, spec, req);
+  EXPECT_EQ(e.line(), line_of(o0));
+  EXPECT_NE(std::string(e.what()).find("not inside"), std::string::npos) << e.what();
+
+  e = read_error(write("key.yaml", replaced("segment_length", "segment_lenght")), m, spec, req);
+  EXPECT_NE(std::string(e.what()).find("did you mean 'segment_length'"), std::string::npos)
+      << e.what();
+
+  // The same file with far less SRAM per core: the first matrix that no
+  // longer fits is named with its line.
+  fabric::WaferSpec small = spec;
+  small.sram_per_core = Bytes{2048};
+  e = read_error(write("sram.yaml", text), m, small, req);
+  EXPECT_GT(e.line(), 0);
+  EXPECT_NE(std::string(e.what()).find("fullest core"), std::string::npos) << e.what();
+
+  fabric::WaferSpec dead = spec;
+  dead.defect_cores = {{pl.layers[2].down.rect.x0, pl.layers[2].down.rect.y0}};
+  e = read_error(write("dead.yaml", text), m, dead, req);
+  EXPECT_NE(std::string(e.what()).find("dead core"), std::string::npos) << e.what();
+  EXPECT_EQ(e.key_path(), "layers[2].down.rect");
+}
+
+// ---- Placement files: every architecture's parts ------------------------------
+
+std::string rect_text(const fabric::Rect& r) {
+  return "[" + std::to_string(r.x0) + ", " + std::to_string(r.y0) + ", " + std::to_string(r.width) +
+         ", " + std::to_string(r.height) + "]";
+}
+
+// The same stages: every matrix (name, shape, rectangle, reduction), the
+// attention segments, the regions and the head; then the whole structs, which
+// also hold the parts a model lacks (0 x 0).
+void expect_same_placement(const Placement& a, const Placement& b) {
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.wafers, b.wafers);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    const auto ma = a.layers[l].matrices(), mb = b.layers[l].matrices();
+    ASSERT_EQ(ma.size(), mb.size()) << "layer " << l;
+    for (std::size_t i = 0; i < ma.size(); ++i)
+      EXPECT_TRUE(*ma[i] == *mb[i]) << ma[i]->name << " " << rect_text(ma[i]->rect) << " vs "
+                                    << mb[i]->name << " " << rect_text(mb[i]->rect);
+    EXPECT_TRUE(a.layers[l].attention == b.layers[l].attention) << "layer " << l;
+    EXPECT_TRUE(a.layers[l] == b.layers[l]) << "layer " << l;
+  }
+  EXPECT_TRUE(a.head.lm_head == b.head.lm_head);
+  EXPECT_TRUE(a.head.embedding == b.head.embedding);
+  EXPECT_TRUE(a.head.position_embedding == b.head.position_embedding);
+  EXPECT_TRUE(a.head == b.head);
+  EXPECT_DOUBLE_EQ(a.estimated_hop_bytes, b.estimated_hop_bytes);
+}
+
+struct RoundTripCase {
+  const char* model;
+  const char* strategy;
+  int wafers = 1;
+  fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+};
+
+void PrintTo(const RoundTripCase& c, std::ostream* os) {
+  *os << c.model << " " << c.strategy << " on " << c.wafers << " wafer(s), "
+      << reduction_name(c.reduction);
+}
+
+class PlacementFileRoundTrip : public PlacementFile,
+                               public ::testing::WithParamInterface<RoundTripCase> {};
+
+// Placed by a strategy, written, read back: the same placement, the same
+// bytes on every core of every wafer, and the same text written again.
+TEST_P(PlacementFileRoundTrip, GivesTheSamePlacementSramAndText) {
+  const RoundTripCase& c = GetParam();
+  models::ModelConfig m = testing::preset_model(c.model);
+  if (m.name == "tiny-llama") m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request(c.strategy);
+  req.reduction = c.reduction;
+  std::vector<std::unique_ptr<fabric::Fabric>> a, b;
+  std::vector<fabric::Fabric*> pa, pb;
+  for (int w = 0; w < c.wafers; ++w) {
+    a.push_back(std::make_unique<fabric::Fabric>(spec));
+    b.push_back(std::make_unique<fabric::Fabric>(spec));
+    pa.push_back(a.back().get());
+    pb.push_back(b.back().get());
+  }
+  const Placement pl = place(m, pa, req);
+  const std::string text = placement_file_yaml(m, spec, pl);
+  const Placement back = read_placement_file(write("p.yaml", text), m, spec, req);
+  expect_same_placement(pl, back);
+  allocate_placement(m, back, pb, req);
+  for (int w = 0; w < c.wafers; ++w)
+    EXPECT_EQ(a[static_cast<std::size_t>(w)]->sram().all_used(),
+              b[static_cast<std::size_t>(w)]->sram().all_used())
+        << "wafer " << w;
+  EXPECT_EQ(placement_file_yaml(m, spec, back), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, PlacementFileRoundTrip,
+    ::testing::Values(
+        RoundTripCase{"tiny-llama", "layer-rectangles"}, RoundTripCase{"tiny-llama", "serpentine"},
+        RoundTripCase{"tiny-llama", "short-path", 1, fabric::ReductionScheme::tree},
+        RoundTripCase{"tiny-llama", "sram-balanced"}, RoundTripCase{"tiny-llama", "anneal", 2},
+        RoundTripCase{"tiny-mixtral", "layer-rectangles"},
+        RoundTripCase{"tiny-mixtral", "serpentine", 1, fabric::ReductionScheme::tree},
+        RoundTripCase{"tiny-mixtral", "short-path"},
+        RoundTripCase{"tiny-mixtral", "sram-balanced", 1, fabric::ReductionScheme::two_level},
+        RoundTripCase{"tiny-mixtral", "anneal"}, RoundTripCase{"tiny-mixtral", "serpentine", 2},
+        RoundTripCase{"tiny-gpt2", "layer-rectangles"}, RoundTripCase{"tiny-gpt2", "serpentine"},
+        RoundTripCase{"tiny-gpt2", "short-path", 1, fabric::ReductionScheme::two_level},
+        RoundTripCase{"tiny-gpt2", "sram-balanced"},
+        RoundTripCase{"tiny-gpt2", "anneal", 1, fabric::ReductionScheme::tree},
+        RoundTripCase{"tiny-gpt2", "layer-rectangles", 2}),
+    [](const ::testing::TestParamInfo<RoundTripCase>& info) {
+      std::string name = std::string(info.param.model) + "_" + info.param.strategy + "_" +
+                         std::to_string(info.param.wafers) + "w_" +
+                         reduction_name(info.param.reduction);
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+// The full-size models the issue names, planned on WSE-3 wafers (no
+// allocation, as `place` plans): the file gives back the same placement.
+TEST_F(PlacementFile, FullSizeMixtralAndGpt2RoundTrip) {
+  const fabric::WaferSpec wse3 = testing::preset_hardware("wse3");
+  for (const auto& [name, wafers] : {std::pair{"mixtral-8x7b", 3}, std::pair{"gpt2", 1}}) {
+    const models::ModelConfig m = testing::preset_model(name);
+    PlacementRequest req = request("layer-rectangles", 64);
+    req.reduction = fabric::ReductionScheme::tree;
+    const Placement pl = plan_placement(m, wse3, wafers, req);
+    const std::string text = placement_file_yaml(m, wse3, pl);
+    const Placement back = read_placement_file(write("full.yaml", text), m, wse3, req);
+    expect_same_placement(pl, back);
+    EXPECT_EQ(placement_file_yaml(m, wse3, back), text) << name;
+  }
+}
+
+// Only the parts a model has are written: llama-family files have the keys
+// they always had, mixtral's layers a router and experts, gpt2's an up
+// matrix and its head the position embeddings.
+TEST_F(PlacementFile, EachArchitectureWritesItsOwnKeys) {
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  auto text_of = [&](const char* name) {
+    const models::ModelConfig m = testing::preset_model(name);
+    return placement_file_yaml(m, spec, plan_placement(m, spec, 1, request("serpentine")));
+  };
+  auto has = [](const std::string& text, const std::string& key) {
+    return text.find(" " + key + ":") != std::string::npos;
+  };
+  const std::string llama = text_of("tiny-llama"), mixtral = text_of("tiny-mixtral"),
+                    gpt2 = text_of("tiny-gpt2");
+  for (const char* key : {"router", "experts", "expert", "up", "position_embedding"})
+    EXPECT_FALSE(has(llama, key)) << key;
+  EXPECT_TRUE(has(llama, "gate_up") && has(llama, "down"));
+  EXPECT_TRUE(has(mixtral, "router") && has(mixtral, "experts"));
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(mixtral, "    router: {rect: "), 2);  // per layer of 2
+  EXPECT_EQ(count(mixtral, "      - expert: "), 2 * 4);
+  EXPECT_EQ(count(mixtral, "\n    gate_up:") + count(mixtral, "\n    down:"), 0);  // in experts
+  EXPECT_FALSE(has(gpt2, "gate_up"));
+  EXPECT_TRUE(has(gpt2, "up") && has(gpt2, "down") && has(gpt2, "position_embedding"));
+  EXPECT_FALSE(has(gpt2, "embedding"));  // tied to lm_head
+}
+
+// A llama-family file written before mixtures of experts and gpt2 could be
+// written (tests/sim/data/tiny-llama-placement-v1.yaml, by the version 1
+// writer) reads back to the strategy's placement and is written again as is.
+TEST_F(PlacementFile, AVersion1LlamaFileReadsBackUnchanged) {
+  const models::ModelConfig m = testing::preset_model("tiny-llama");
+  const fabric::WaferSpec spec = testing::preset_hardware("small");
+  const fs::path v1 = fs::path(WAFERSIM_SOURCE_DIR) / "tests/sim/data/tiny-llama-placement-v1.yaml";
+  std::string text;
+  {
+    std::ifstream in(v1);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  PlacementRequest req = request("serpentine");
+  const Placement back = read_placement_file(v1, m, spec, req);
+  // Written before a layer could be stacked bottom-up: every layer reads
+  // back top-down, as serpentine placed it then. Serpentine now turns the
+  // layers whose input that brings nearer the previous output; the others
+  // are as they were.
+  const Placement now = plan_placement(m, spec, 1, req);
+  ASSERT_EQ(back.layers.size(), now.layers.size());
+  int turned = 0;
+  for (std::size_t l = 0; l < back.layers.size(); ++l) {
+    EXPECT_FALSE(back.layers[l].upward()) << "layer " << l;
+    if (now.layers[l].upward())
+      ++turned;
+    else
+      EXPECT_EQ(back.layers[l], now.layers[l]) << "layer " << l;
+  }
+  EXPECT_GT(turned, 0);
+  EXPECT_EQ(back.head, now.head);
+  EXPECT_EQ(placement_file_yaml(m, spec, back), text);
+}
+
+// Errors in the new keys name the key path and the line.
+class PlacementFileErrors : public PlacementFile {
+ protected:
+  fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  models::ModelConfig model;
+  PlacementRequest req = request("serpentine");
+  Placement pl;
+  std::string text;
+
+  void use(const char* name) {
+    model = testing::preset_model(name);
+    pl = plan_placement(model, spec, 1, req);
+    text = placement_file_yaml(model, spec, pl);
+  }
+  // Line (1-based) of the first `needle` at or after the first `after`.
+  int line_of(const std::string& needle, const std::string& after = "") const {
+    const auto from = after.empty() ? 0 : text.find(after);
+    const auto at = text.find(needle, from);
+    EXPECT_NE(at, std::string::npos) << needle;
+    return 1 +
+           static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  }
+  std::string replaced(const std::string& from, const std::string& to,
+                       const std::string& after = "") const {
+    std::string t = text;
+    const auto at = t.find(from, after.empty() ? 0 : t.find(after));
+    EXPECT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    return t;
+  }
+  ScenarioError error_of(const std::string& edited) {
+    return read_error(write("edited.yaml", edited), model, spec, req);
+  }
+};
+
+std::string what(const ScenarioError& e) {
+  return e.what();
+}
+
+TEST_F(PlacementFileErrors, MixtralMissingOrMisorderedExpertsNameTheirPathAndLine) {
+  use("tiny-mixtral");
+  // Expert 3 of layer 1 (the last layer's last expert) deleted: a list of 3, not 4.
+  std::string t = text;
+  const auto at = t.find("      - expert: 3\n", t.find("  - layer: 1"));
+  t.erase(at, t.find("head:", at) - at);
+  ScenarioError e = error_of(t);
+  EXPECT_EQ(e.key_path(), "layers[1].experts");
+  EXPECT_EQ(e.line(), line_of("      - expert: 0", "  - layer: 1"));
+  EXPECT_NE(what(e).find("expected a list of 4 experts"), std::string::npos) << what(e);
+  EXPECT_NE(what(e).find("not 3"), std::string::npos) << what(e);
+
+  // Two experts swapped by index.
+  e = error_of(replaced("- expert: 1", "- expert: 2"));
+  EXPECT_EQ(e.key_path(), "layers[0].experts[1].expert");
+  EXPECT_EQ(e.line(), line_of("- expert: 1"));
+  EXPECT_NE(what(e).find("expected expert 1"), std::string::npos) << what(e);
+
+  // An expert without its down matrix.
+  const std::string down2 = "        down: ";
+  std::string no_down = text;
+  const auto d = no_down.find(down2, no_down.find("- expert: 2"));
+  no_down.erase(d, no_down.find('\n', d) + 1 - d);
+  e = read_error(write("no_down.yaml", no_down), model, spec, req);
+  EXPECT_EQ(e.key_path(), "layers[0].experts[2]");
+  EXPECT_EQ(e.line(), line_of("- expert: 2"));
+  EXPECT_NE(what(e).find("missing key 'down'"), std::string::npos) << what(e);
+
+  // No experts at all.
+  e = error_of(replaced("    experts:", "    experts_:"));
+  EXPECT_NE(what(e).find("unknown key 'experts_'"), std::string::npos) << what(e);
+  EXPECT_NE(what(e).find("did you mean 'experts'"), std::string::npos) << what(e);
+}
+
+TEST_F(PlacementFileErrors, MixtralDenseKeysOverlapsShapesAndDeadCoresInExperts) {
+  use("tiny-mixtral");
+  // A dense MLP key in a mixture-of-experts layer says what the layer has.
+  ScenarioError e = error_of(replaced("    router:", "    gate_up:"));
+  EXPECT_EQ(e.key_path(), "layers[0].gate_up");
+  EXPECT_EQ(e.line(), line_of("    router:"));
+  EXPECT_NE(what(e).find("a mixture of 4 experts: router and experts"), std::string::npos)
+      << what(e);
+
+  // Expert 1's down moved onto expert 0's gate_up: the overlap names both.
+  const LayerStage& l0 = pl.layers[0];
+  const fabric::Rect g0 = l0.experts[0].gate_up.rect, d1 = l0.experts[1].down.rect;
+  const std::string d1_text = "down: {rect: " + rect_text(d1);
+  e = error_of(replaced(d1_text, "down: {rect: " + rect_text({g0.x0, g0.y0, d1.width, d1.height})));
+  EXPECT_EQ(e.key_path(), "layers[0].experts[1].down.rect");
+  EXPECT_EQ(e.line(), line_of(d1_text));
+  EXPECT_NE(what(e).find("overlaps layers[0].experts[0].gate_up.rect"), std::string::npos)
+      << what(e);
+
+  // The router with more rows of cores than experts.
+  const fabric::Rect r = l0.router.rect;
+  const std::string r_text = "router: {rect: " + rect_text(r);
+  e = error_of(replaced(r_text, "router: {rect: " + rect_text({r.x0, r.y0, r.width, 5})));
+  EXPECT_EQ(e.key_path(), "layers[0].router.rect");
+  EXPECT_EQ(e.line(), line_of(r_text));
+  EXPECT_NE(what(e).find("5 rows of cores for 4 output rows: at most 4"), std::string::npos)
+      << what(e);
+
+  // A dead core under an expert's down matrix of the last layer.
+  fabric::WaferSpec dead = spec;
+  const fabric::Rect d = pl.layers[1].experts[3].down.rect;
+  dead.defect_cores = {{d.x0 + d.width - 1, d.y0 + d.height - 1}};
+  e = read_error(write("dead.yaml", text), model, dead, req);
+  EXPECT_EQ(e.key_path(), "layers[1].experts[3].down.rect");
+  EXPECT_NE(what(e).find("dead core"), std::string::npos) << what(e);
+
+  // Far less SRAM: the first rectangle whose cores no longer fit, with its line.
+  fabric::WaferSpec small = spec;
+  small.sram_per_core = Bytes{1024};
+  e = read_error(write("sram.yaml", text), model, small, req);
+  EXPECT_GT(e.line(), 0);
+  EXPECT_TRUE(e.key_path().ends_with(".rect")) << e.key_path();
+  EXPECT_NE(what(e).find("fullest core"), std::string::npos) << what(e);
+}
+
+TEST_F(PlacementFileErrors, Gpt2UpPositionEmbeddingsAndTiedHeadKeys) {
+  use("tiny-gpt2");
+  // gate_up in a gpt2 layer says what the layer has.
+  ScenarioError e = error_of(replaced("    up:", "    gate_up:"));
+  EXPECT_EQ(e.key_path(), "layers[0].gate_up");
+  EXPECT_EQ(e.line(), line_of("    up:"));
+  EXPECT_NE(what(e).find("a GELU MLP: up and down"), std::string::npos) << what(e);
+
+  // The up matrix moved onto its layer's o.
+  const fabric::Rect u = pl.layers[1].gate_up.rect, o = pl.layers[1].o.rect;
+  const std::string u_text = "up: {rect: " + rect_text(u);
+  e = error_of(replaced(u_text, "up: {rect: " + rect_text({o.x0, o.y0, u.width, u.height})));
+  EXPECT_EQ(e.key_path(), "layers[1].up.rect");
+  EXPECT_EQ(e.line(), line_of(u_text));
+  EXPECT_NE(what(e).find("overlaps layers[1].o.rect"), std::string::npos) << what(e);
+
+  // Position embeddings missing, or outside the mesh.
+  std::string no_pos = text;
+  no_pos.erase(no_pos.find("  position_embedding:"));
+  e = error_of(no_pos);
+  EXPECT_EQ(e.key_path(), "head");
+  EXPECT_NE(what(e).find("missing key 'position_embedding'"), std::string::npos) << what(e);
+  const std::string p_text =
+      "position_embedding: {rect: " + rect_text(pl.head.position_embedding.rect);
+  e = error_of(replaced(p_text, "position_embedding: {rect: [40, 40, 9, 9]"));
+  EXPECT_EQ(e.key_path(), "head.position_embedding.rect");
+  EXPECT_EQ(e.line(), line_of(p_text));
+  EXPECT_NE(what(e).find("not inside the 48 x 48 mesh"), std::string::npos) << what(e);
+
+  // The position embeddings onto the lm_head.
+  const fabric::Rect lm = pl.head.lm_head.rect, pe = pl.head.position_embedding.rect;
+  e = error_of(replaced(
+      p_text, "position_embedding: {rect: " + rect_text({lm.x0, lm.y0, pe.width, pe.height})));
+  EXPECT_EQ(e.key_path(), "head.position_embedding.rect");
+  EXPECT_NE(what(e).find("overlaps head.lm_head.rect"), std::string::npos) << what(e);
+
+  // gpt2 ties its embedding to the lm_head: an embedding key is unknown.
+  e = error_of(text + "  embedding: {rect: [0, 0, 1, 1], reduction: chain}\n");
+  EXPECT_EQ(e.key_path(), "head.embedding");
+  EXPECT_NE(what(e).find("unknown key 'embedding'"), std::string::npos) << what(e);
+
+  // position_embedding in a llama-family file is unknown too.
+  use("tiny-llama");
+  e = error_of(text + "  position_embedding: {rect: [0, 0, 1, 1], reduction: chain}\n");
+  EXPECT_EQ(e.key_path(), "head.position_embedding");
+  EXPECT_NE(what(e).find("unknown key 'position_embedding'"), std::string::npos) << what(e);
+}
+
+// The reader counts a core's bytes as the allocator does (tiles, buffers,
+// KV slots, norm gains, gpt2's biases and LayerNorm): a file fits cores of
+// exactly the fullest core's bytes and not one byte less.
+TEST_F(PlacementFile, SramIsCheckedToTheByteAsTheAllocatorCountsIt) {
+  for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2", "tiny-qwen3"}) {
+    const models::ModelConfig m = testing::preset_model(name);
+    fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+    const PlacementRequest req = request("sram-balanced");
+    fabric::Fabric fab(spec);
+    const Placement pl = place(m, fab, req);
+    const std::vector<std::uint64_t>& used = fab.sram().all_used();
+    const std::uint64_t fullest = *std::max_element(used.begin(), used.end());
+    const fs::path f = write("p.yaml", placement_file_yaml(m, spec, pl));
+    spec.sram_per_core = Bytes{fullest};
+    EXPECT_NO_THROW(read_placement_file(f, m, spec, req)) << name;
+    spec.sram_per_core = Bytes{fullest - 1};
+    const ScenarioError e = read_error(f, m, spec, req);
+    EXPECT_GT(e.line(), 0) << name;
+    EXPECT_NE(std::string(e.what()).find("would hold " + std::to_string(fullest) + " bytes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace wafersim::sim
