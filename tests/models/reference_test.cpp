@@ -10,90 +10,12 @@
 
 #include "models/dtype.hpp"
 #include "models/kernels.hpp"
+#include "support/double_model.hpp"
 
 namespace wafersim::models {
 namespace {
 
 using Vec = std::vector<double>;
-
-// An independent forward pass in double precision, straight from the Llama
-// equations; it shares nothing with the library but the weights.
-class DoubleLlama {
- public:
-  explicit DoubleLlama(const Weights& w) : w_(w), c_(w.config) {
-    k_.resize(c_.num_layers);
-    v_.resize(c_.num_layers);
-  }
-
-  Vec step(int token, int pos) {
-    Vec x(c_.hidden_size);
-    for (int j = 0; j < c_.hidden_size; ++j) x[j] = w_.embedding(token, j);
-    for (int l = 0; l < c_.num_layers; ++l) {
-      const LayerWeights& lw = w_.layers[l];
-      Vec n1 = norm(x, lw.attn_norm);
-      Vec q = mul(lw.wq, n1), k = mul(lw.wk, n1), v = mul(lw.wv, n1);
-      for (int h = 0; h < c_.num_heads; ++h) rope(q, h * c_.head_dim, pos);
-      for (int h = 0; h < c_.num_kv_heads; ++h) rope(k, h * c_.head_dim, pos);
-      k_[l].push_back(k);
-      v_[l].push_back(v);
-      Vec attn(c_.q_dim(), 0.0);
-      const int per_kv = c_.num_heads / c_.num_kv_heads;
-      for (int h = 0; h < c_.num_heads; ++h) {
-        const int kvh = h / per_kv;
-        const int n = static_cast<int>(k_[l].size());
-        Vec s(n);
-        double m = -1e300, z = 0;
-        for (int t = 0; t < n; ++t) {
-          double dot = 0;
-          for (int d = 0; d < c_.head_dim; ++d)
-            dot += q[h * c_.head_dim + d] * k_[l][t][kvh * c_.head_dim + d];
-          s[t] = dot / std::sqrt(static_cast<double>(c_.head_dim));
-          m = std::max(m, s[t]);
-        }
-        for (int t = 0; t < n; ++t) z += std::exp(s[t] - m);
-        for (int t = 0; t < n; ++t)
-          for (int d = 0; d < c_.head_dim; ++d)
-            attn[h * c_.head_dim + d] += std::exp(s[t] - m) / z * v_[l][t][kvh * c_.head_dim + d];
-      }
-      Vec o = mul(lw.wo, attn);
-      for (int j = 0; j < c_.hidden_size; ++j) x[j] += o[j];
-      Vec n2 = norm(x, lw.ffn_norm);
-      Vec g = mul(lw.w_gate, n2), u = mul(lw.w_up, n2);
-      for (std::size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      Vec dn = mul(lw.w_down, g);
-      for (int j = 0; j < c_.hidden_size; ++j) x[j] += dn[j];
-    }
-    return mul(w_.lm_head_matrix(), norm(x, w_.final_norm));
-  }
-
- private:
-  Vec norm(const Vec& x, const std::vector<float>& g) const {
-    double ss = 0;
-    for (double a : x) ss += a * a;
-    const double r = 1.0 / std::sqrt(ss / x.size() + c_.rms_norm_eps);
-    Vec out(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) out[i] = x[i] * r * g[i];
-    return out;
-  }
-  static Vec mul(const Matrix& m, const Vec& x) {
-    Vec y(m.rows(), 0.0);
-    for (int i = 0; i < m.rows(); ++i)
-      for (int j = 0; j < m.cols(); ++j) y[i] += m(i, j) * x[j];
-    return y;
-  }
-  void rope(Vec& a, int off, int pos) const {
-    const int half = c_.head_dim / 2;
-    for (int i = 0; i < half; ++i) {
-      const double ang = pos / std::pow(c_.rope_theta, 2.0 * i / c_.head_dim);
-      const double x0 = a[off + i], x1 = a[off + i + half];
-      a[off + i] = x0 * std::cos(ang) - x1 * std::sin(ang);
-      a[off + i + half] = x1 * std::cos(ang) + x0 * std::sin(ang);
-    }
-  }
-  const Weights& w_;
-  const ModelConfig& c_;
-  std::vector<std::vector<Vec>> k_, v_;
-};
 
 ModelConfig micro_config() {
   ModelConfig c;
@@ -127,7 +49,7 @@ ModelConfig tiny_llama() {
 
 void expect_matches_double(const Weights& w, const std::vector<std::int32_t>& tokens) {
   ReferenceModel model(w);
-  DoubleLlama expect(w);
+  testing::DoubleModel expect(w);
   for (std::size_t p = 0; p < tokens.size(); ++p) {
     const std::vector<float> got = model.forward(tokens[p], static_cast<int>(p));
     const Vec want = expect.step(tokens[p], static_cast<int>(p));
