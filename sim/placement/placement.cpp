@@ -70,11 +70,11 @@ fabric::Rect usable_area(const fabric::WaferSpec& spec, const Halo& halo) {
   return Rect{west, north, spec.mesh_width - halo.columns, spec.mesh_height - halo.rows};
 }
 
-std::uint64_t kv_cache_bytes(const models::ModelConfig& model, const PlacementRequest& req) {
+Bytes kv_cache_bytes(const models::ModelConfig& model, const PlacementRequest& req) {
   const int users = std::max(1, req.users);
-  return static_cast<std::uint64_t>(model.num_layers) *
-         static_cast<std::uint64_t>(req.context_tokens) * users * 2 *
-         static_cast<std::uint64_t>(model.kv_dim()) * req.weight_bits / 8;
+  return Bytes{static_cast<std::uint64_t>(model.num_layers) *
+               static_cast<std::uint64_t>(req.context_tokens) * users * 2 *
+               static_cast<std::uint64_t>(model.kv_dim()) * req.weight_bits / 8};
 }
 
 namespace {
@@ -94,7 +94,7 @@ void check_fits(const models::ModelConfig& model, const fabric::WaferSpec& spec,
   const std::uint64_t weight_bytes =
       ceil_div(model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
   const int users = std::max(1, req.users);
-  const std::uint64_t kv_bytes = kv_cache_bytes(model, req);
+  const std::uint64_t kv_bytes = kv_cache_bytes(model, req).value;
   const std::uint64_t system_capacity =
       spec.sram_capacity().value * static_cast<std::uint64_t>(n_wafers);
   if (weight_bytes + kv_bytes > system_capacity)
@@ -102,9 +102,10 @@ void check_fits(const models::ModelConfig& model, const fabric::WaferSpec& spec,
         "{} needs {} of SRAM ({} of weights for {} parameters at {} bits + {} of KV cache for {} "
         "tokens x {} users), but {} x {} has {} ({} cores x {} each); use a larger wafer or more "
         "wafers (at least {})",
-        model.name, human_bytes(weight_bytes + kv_bytes), human_bytes(weight_bytes),
-        model.parameter_count(), bits, human_bytes(kv_bytes), req.context_tokens, users, n_wafers,
-        spec.name, human_bytes(system_capacity), spec.core_count(), human_bytes(capacity),
+        model.name, human_bytes(Bytes{weight_bytes + kv_bytes}), human_bytes(Bytes{weight_bytes}),
+        model.parameter_count(), bits, human_bytes(Bytes{kv_bytes}), req.context_tokens, users,
+        n_wafers, spec.name, human_bytes(Bytes{system_capacity}), spec.core_count(),
+        human_bytes(Bytes{capacity}),
         ceil_div(weight_bytes + kv_bytes, spec.sram_capacity().value)));
   if (n_wafers > model.num_layers)
     throw FitError(
@@ -137,7 +138,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
     const RegionPlan plan = strategy->plan(ctx, task);
     // The searches planned many candidates; the longest context is the final plan's.
     ctx.planner.reset_max_context();
-    ctx.build(plan, task, plan.budget > 0 ? plan.budget : ctx.capacity, pl);
+    ctx.build(plan, task, plan.budget > Bytes{0} ? plan.budget : ctx.capacity, pl);
     final_context = std::min(final_context, ctx.planner.max_context());
     if (!plan.note.empty())
       pl.planner_note += (pl.planner_note.empty() ? "" : "; ") +

@@ -161,7 +161,7 @@ fabric::Rect usable_area(const fabric::WaferSpec& spec, const Halo& halo);
 
 // Bytes of every layer's KV cache: context_tokens x users (at least 1) slots
 // of keys and values at the weights' bits.
-std::uint64_t kv_cache_bytes(const models::ModelConfig& model, const PlacementRequest& req);
+Bytes kv_cache_bytes(const models::ModelConfig& model, const PlacementRequest& req);
 
 // Places the model and allocates every byte in fabric.sram(). Throws
 // fabric::FitError (with how much is needed and how much there is) when the

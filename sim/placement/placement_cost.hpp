@@ -44,8 +44,8 @@
 
 #include "fabric/wafer_spec.hpp"
 #include "models/model_config.hpp"
-#include "sim/placement/placement.hpp"
 #include "sim/placement/layout.hpp"
+#include "sim/placement/placement.hpp"
 
 namespace wafersim::sim {
 

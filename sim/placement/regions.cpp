@@ -7,10 +7,11 @@ namespace wafersim::sim {
 
 using fabric::Rect;
 
-int head_share(int extent, std::uint64_t head_bytes, std::uint64_t layer_bytes, int k) {
-  const double total = static_cast<double>(layer_bytes) * k + static_cast<double>(head_bytes);
-  const int w =
-      std::max(1, static_cast<int>(std::floor(extent * static_cast<double>(head_bytes) / total)));
+int head_share(int extent, Bytes head_bytes, Bytes layer_bytes, int k) {
+  const double total =
+      static_cast<double>(layer_bytes.value) * k + static_cast<double>(head_bytes.value);
+  const int w = std::max(
+      1, static_cast<int>(std::floor(extent * static_cast<double>(head_bytes.value) / total)));
   return std::min(w, extent - 1);
 }
 

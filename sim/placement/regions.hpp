@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fabric/mesh.hpp"
+#include "fabric/units.hpp"
 
 namespace wafersim::sim {
 
@@ -15,11 +16,11 @@ namespace wafersim::sim {
 struct RegionPlan {
   std::vector<fabric::Rect> blocks;
   fabric::Rect head;
-  fabric::Rect rest;  // the area left to the layers
-  std::string note;   // how the strategy chose it, for reports
+  fabric::Rect rest;   // the area left to the layers
+  std::string note;    // how the strategy chose it, for reports
   int kv_segment = 0;  // StagePlanner::layer's KV segment floor (0: the matrices first)
   // Per-core byte budget the stages are planned at (0: the core's capacity).
-  std::uint64_t budget = 0;
+  Bytes budget;
   // Each layer stacked top-down or bottom-up, whichever brings its input
   // nearer the previous layer's output (all strategies but anneal, whose
   // search prices its slots top-down).
@@ -28,7 +29,7 @@ struct RegionPlan {
 
 // Head strip width (a full-height strip on the west of the area) as wide as
 // its share of the bytes: at least 1, at most extent - 1.
-int head_share(int extent, std::uint64_t head_bytes, std::uint64_t layer_bytes, int k);
+int head_share(int extent, Bytes head_bytes, Bytes layer_bytes, int k);
 
 // A boustrophedon of k blocks: `rows` rows of ceil(k/rows) blocks inside
 // `area`, snaking left to right then right to left; with `by_columns` the

@@ -10,15 +10,16 @@ namespace wafersim::sim {
 using fabric::FitError;
 using fabric::Rect;
 
-std::string human_bytes(std::uint64_t b) {
+std::string human_bytes(Bytes b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
+  double v = static_cast<double>(b.value);
   int u = 0;
   while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits) {
+int min_rows(const MatrixShape& m, int width, Bytes capacity_bytes, int weight_bits) {
+  const std::uint64_t capacity = capacity_bytes.value;
   const std::uint64_t q = static_cast<std::uint64_t>(std::min(width, m.in));
   const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m.in), q);
   const std::uint64_t row_bytes = ceil_div(cols * static_cast<std::uint64_t>(weight_bits), 8) + 4 +
@@ -133,13 +134,14 @@ StagePlanner::StagePlanner(const models::ModelConfig& model, const fabric::Wafer
       {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
       // O's roots hold the residual stream and the norms' gains (and gpt2's
       // LayerNorm biases) of their rows.
-      {"o", model.hidden_size, model.q_dim(), 1, 2 * (model.is_gpt2() ? 2 : 1) * req.weight_bits / 8},
+      {"o", model.hidden_size, model.q_dim(), 1,
+       2 * (model.is_gpt2() ? 2 : 1) * req.weight_bits / 8},
   };
   if (model.is_moe()) {
     shapes_.push_back({"router", model.num_experts, model.hidden_size});
     for (int e = 0; e < model.num_experts; ++e) {
-      shapes_.push_back({fmt::format("expert {} gate_up", e), 2 * model.intermediate_size,
-                         model.hidden_size, 2});
+      shapes_.push_back(
+          {fmt::format("expert {} gate_up", e), 2 * model.intermediate_size, model.hidden_size, 2});
       shapes_.push_back(
           {fmt::format("expert {} down", e), model.hidden_size, model.intermediate_size});
     }
@@ -157,10 +159,10 @@ StagePlanner::StagePlanner(const models::ModelConfig& model, const fabric::Wafer
   if (capacity_ <= att_buffers_ + slot_bytes_)
     throw FitError(
         fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
-                    human_bytes(capacity_), model.name));
+                    human_bytes(capacity()), model.name));
 }
 
-StagePlanner::MatrixRows StagePlanner::matrix_rows(int bw, std::uint64_t budget) const {
+StagePlanner::MatrixRows StagePlanner::matrix_rows(int bw, Bytes budget) const {
   MatrixRows m;
   m.rows.resize(shapes_.size());
   m.width.resize(shapes_.size());
@@ -189,19 +191,20 @@ StagePlanner::MatrixRows StagePlanner::matrix_rows(int bw, std::uint64_t budget)
 void StagePlanner::note_max_context(const MatrixRows& m, int clear, int per_column) {
   std::vector<int> full(shapes_.size());
   for (std::size_t i = 0; i < shapes_.size(); ++i)
-    full[i] = m.fixed[i] > 0 ? m.fixed[i] : min_rows(shapes_[i], m.width[i], capacity_, bits_);
+    full[i] = m.fixed[i] > 0 ? m.fixed[i] : min_rows(shapes_[i], m.width[i], capacity(), bits_);
   const int spc_full = static_cast<int>((capacity_ - att_buffers_) / slot_bytes_);
   const int most_rows = (clear - std::accumulate(full.begin(), full.end(), 0)) / per_column;
   max_context_ = static_cast<int>(std::min<std::int64_t>(
       max_context_, static_cast<std::int64_t>(std::max(0, most_rows)) * spc_full / users_));
 }
 
-LayerStage StagePlanner::layer(int l, int w, const Rect& block, std::uint64_t budget,
+LayerStage StagePlanner::layer(int l, int w, const Rect& block, Bytes budget_bytes,
                                const std::string& strategy, int kv_segment, bool upward) {
   const int bw = block.width, bh = block.height;
   const int att_width = std::min(bw, model_.num_kv_heads);
   const int per_column = static_cast<int>(ceil_div(model_.num_kv_heads, att_width));
-  const MatrixRows m = matrix_rows(bw, budget);
+  const MatrixRows m = matrix_rows(bw, budget_bytes);
+  const std::uint64_t budget = budget_bytes.value;
   if (budget <= att_buffers_ + slot_bytes_)
     throw FitError("per-core budget below one KV slot and the attention buffers");
   const int spc = static_cast<int>((budget - att_buffers_) / slot_bytes_);
@@ -221,8 +224,8 @@ LayerStage StagePlanner::layer(int l, int w, const Rect& block, std::uint64_t bu
   std::vector<int> target = m.rows;
   const int kv_reserve = std::min(
       clear - needed,
-      per_column * std::max(0, static_cast<int>(std::min<std::int64_t>(kv_segment, slots_)) -
-                                   min_segment));
+      per_column *
+          std::max(0, static_cast<int>(std::min<std::int64_t>(kv_segment, slots_)) - min_segment));
   share_rows(target, shapes_, clear - needed - kv_reserve);
   for (std::size_t i = 0; i < shapes_.size(); ++i)
     if (m.fixed[i] > 0) target[i] = m.fixed[i];  // overridden: exactly the rows asked for
@@ -304,7 +307,7 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
   return st;
 }
 
-int StagePlanner::head_min_rows(int width, std::uint64_t budget) const {
+int StagePlanner::head_min_rows(int width, Bytes budget) const {
   const MatrixShape lm{"lm_head", model_.vocab_size, model_.hidden_size};
   const int r = min_rows(lm, width, budget, bits_);
   const MatrixShape pos{"position_embedding", model_.max_position, model_.hidden_size};
@@ -312,7 +315,7 @@ int StagePlanner::head_min_rows(int width, std::uint64_t budget) const {
   return r < 0 || p < 0 ? -1 : r * (model_.tie_embeddings ? 1 : 2) + p;
 }
 
-HeadStage StagePlanner::head(int w, const Rect& strip, std::uint64_t budget) {
+HeadStage StagePlanner::head(int w, const Rect& strip, Bytes budget) {
   HeadStage head;
   head.wafer = w;
   head.strip = strip;
@@ -355,8 +358,9 @@ HeadStage StagePlanner::head(int w, const Rect& strip, std::uint64_t budget) {
       override_of("lm_head").reduction.value_or(req_.reduction);
   head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction);
   head.lm_head.wafer = w;
-  head.embedding = head.tied ? head.lm_head
-                             : make_matrix(emb, strip.x0, y[1], strip.width, heights[1], head_reduction);
+  head.embedding = head.tied
+                       ? head.lm_head
+                       : make_matrix(emb, strip.x0, y[1], strip.width, heights[1], head_reduction);
   head.embedding.wafer = w;
   if (!head.tied) head.embedding.name = "embedding";
   if (pos_rows > 0) {

@@ -17,7 +17,7 @@
 namespace wafersim::sim {
 
 // "1.5 MiB": byte counts in fit errors and planner notes.
-std::string human_bytes(std::uint64_t bytes);
+std::string human_bytes(Bytes bytes);
 
 // What one stage needs of a matrix: its shape, and how its rows split.
 struct MatrixShape {
@@ -32,7 +32,7 @@ struct MatrixShape {
 // Fewest rows of cores (with q = min(width, in) columns) so that every tile,
 // its fp32 input chunk and its fp32 partial sums fit `capacity` bytes; -1
 // when not even one row fits.
-int min_rows(const MatrixShape& m, int width, std::uint64_t capacity, int weight_bits);
+int min_rows(const MatrixShape& m, int width, Bytes capacity, int weight_bits);
 
 // Plans one wafer's (or one candidate's) stages: the layout of a layer in a
 // block and of the head in a strip, for a per-core byte budget.
@@ -41,9 +41,9 @@ class StagePlanner {
   StagePlanner(const models::ModelConfig& model, const fabric::WaferSpec& spec,
                const PlacementRequest& req);
 
-  std::uint64_t capacity() const { return capacity_; }
+  Bytes capacity() const { return Bytes{capacity_}; }
   // The smallest budget worth trying: one KV slot plus attention buffers.
-  std::uint64_t min_budget() const { return att_buffers_ + slot_bytes_ + 1; }
+  Bytes min_budget() const { return Bytes{att_buffers_ + slot_bytes_ + 1}; }
 
   // Layer l of wafer w in `block` at `budget` bytes per core. kv_segment > 0:
   // the KV segments get at least this many cores per kv head (as far as the
@@ -51,11 +51,11 @@ class StagePlanner {
   // (anneal searches over it: longer segments, less attention per core,
   // fewer rows per matrix). upward: stacked bottom to top
   // (LayerStage::upward). `strategy` names the block in fit errors.
-  LayerStage layer(int l, int w, const fabric::Rect& block, std::uint64_t budget,
+  LayerStage layer(int l, int w, const fabric::Rect& block, Bytes budget,
                    const std::string& strategy, int kv_segment = 0, bool upward = false);
   // Fewest rows of cores the head needs in a strip `width` wide at `budget`.
-  int head_min_rows(int width, std::uint64_t budget) const;
-  HeadStage head(int w, const fabric::Rect& strip, std::uint64_t budget);
+  int head_min_rows(int width, Bytes budget) const;
+  HeadStage head(int w, const fabric::Rect& strip, Bytes budget);
 
   // The longest context per user the layers planned since the last reset
   // could hold at full capacity (each layer() lowers it).
@@ -69,7 +69,7 @@ class StagePlanner {
     std::vector<int> width;  // columns of cores
     std::vector<int> fixed;  // rows a placement.matrices override asks for (0: none)
   };
-  MatrixRows matrix_rows(int block_width, std::uint64_t budget) const;
+  MatrixRows matrix_rows(int block_width, Bytes budget) const;
   // Lowers max_context_ to what this layout could cache at full capacity.
   void note_max_context(const MatrixRows& m, int clear_rows, int per_column);
   LayerStage assemble_layer(int l, int w, const fabric::Rect& block, const MatrixRows& m,

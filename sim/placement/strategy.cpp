@@ -17,19 +17,20 @@ PlanningContext::PlanningContext(const models::ModelConfig& model_in,
       req(request),
       n_wafers(wafers),
       area(usable_area(spec_in, request.halo)),
-      capacity(spec_in.sram_per_core.value),
+      capacity(spec_in.sram_per_core),
       planner(model_in, spec_in, request),
       so_far_(so_far) {
   const auto bits = static_cast<std::uint64_t>(req.weight_bits);
-  const std::uint64_t kv_bytes = kv_cache_bytes(model, req);
-  layer_bytes = ceil_div(model.layer_parameters() * bits, 8) +
-                kv_bytes / static_cast<std::uint64_t>(model.num_layers);
-  head_bytes = ceil_div((model.tie_embeddings ? 1u : 2u) *
-                            static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits,
-                        8);
+  const std::uint64_t kv_bytes = kv_cache_bytes(model, req).value;
+  layer_bytes = Bytes{ceil_div(model.layer_parameters() * bits, 8) +
+                      kv_bytes / static_cast<std::uint64_t>(model.num_layers)};
+  head_bytes =
+      Bytes{ceil_div((model.tie_embeddings ? 1u : 2u) *
+                         static_cast<std::uint64_t>(model.vocab_size) * model.hidden_size * bits,
+                     8)};
 }
 
-void PlanningContext::build(const RegionPlan& plan, const WaferTask& task, std::uint64_t budget,
+void PlanningContext::build(const RegionPlan& plan, const WaferTask& task, Bytes budget,
                             Placement& out) {
   const std::string strategy = strategy_name(req.strategy);
   for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
@@ -37,7 +38,7 @@ void PlanningContext::build(const RegionPlan& plan, const WaferTask& task, std::
     LayerStage st =
         planner.layer(l, task.wafer, plan.blocks[i], budget, strategy, plan.kv_segment, false);
     // The layer before: this wafer's last, else the previous wafer's.
-    const LayerStage* before = !out.layers.empty()      ? &out.layers.back()
+    const LayerStage* before = !out.layers.empty()       ? &out.layers.back()
                                : !so_far_.layers.empty() ? &so_far_.layers.back()
                                                          : nullptr;
     if (plan.turn_layers && before) {

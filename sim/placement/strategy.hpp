@@ -38,17 +38,17 @@ class PlanningContext {
   const fabric::WaferSpec& spec;
   const PlacementRequest& req;
   const int n_wafers;
-  const fabric::Rect area;        // the usable area (the mesh less the halo)
-  const std::uint64_t capacity;   // SRAM bytes per core
-  std::uint64_t layer_bytes = 0;  // one layer's weights and KV cache
-  std::uint64_t head_bytes = 0;   // embedding and lm_head (once when tied)
+  const fabric::Rect area;  // the usable area (the mesh less the halo)
+  const Bytes capacity;     // SRAM per core
+  Bytes layer_bytes;        // one layer's weights and KV cache
+  Bytes head_bytes;         // embedding and lm_head (once when tied)
   StagePlanner planner;
   std::string last_fit_error;  // why the last rejected candidate did not fit
 
   // Plans a wafer's stages from a region plan at a per-core budget,
   // appending them to `out`. With plan.turn_layers, each layer is stacked
   // bottom-up when that brings its input nearer the previous layer's output.
-  void build(const RegionPlan& plan, const WaferTask& task, std::uint64_t budget, Placement& out);
+  void build(const RegionPlan& plan, const WaferTask& task, Bytes budget, Placement& out);
   // Closed-form hop-bytes per token of a candidate plan for one wafer (its
   // stages alone, and their legs to and from other wafers); false (and
   // last_fit_error) when it does not fit.

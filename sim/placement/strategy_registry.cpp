@@ -31,7 +31,9 @@ const Registered& registered(StrategyKind kind) {
 
 }  // namespace
 
-const char* strategy_name(StrategyKind kind) { return registered(kind).name; }
+const char* strategy_name(StrategyKind kind) {
+  return registered(kind).name;
+}
 
 std::optional<StrategyKind> parse_strategy(const std::string& name) {
   for (const Registered& r : kStrategies)

@@ -98,8 +98,8 @@ inline models::ModelConfig preset_model(const std::string& name) {
 
 // The models preset_model knows.
 inline std::vector<std::string> preset_model_names() {
-  return {"tiny-llama", "tiny-mistral", "tiny-mixtral", "tiny-gpt2",   "tiny-qwen3",
-          "gpt2",       "llama-3.1-8b", "mixtral-8x7b"};
+  return {"tiny-llama", "tiny-mistral", "tiny-mixtral", "tiny-gpt2",
+          "tiny-qwen3", "gpt2",         "llama-3.1-8b", "mixtral-8x7b"};
 }
 
 // scenarios/hardware/{small,wse3}.yaml: WSE-3 cores (small: a 32 x 32 test mesh of them).
@@ -133,6 +133,8 @@ inline fabric::WaferSpec preset_hardware(const std::string& name) {
   return s;
 }
 
-inline std::vector<std::string> preset_hardware_names() { return {"small", "wse3"}; }
+inline std::vector<std::string> preset_hardware_names() {
+  return {"small", "wse3"};
+}
 
 }  // namespace wafersim::testing

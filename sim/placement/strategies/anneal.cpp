@@ -69,7 +69,7 @@ struct GridPrices {
   std::vector<Layout> in, out;
   std::vector<double> entry, exit;  // per layer slot: from the west edge, to the east edge
   std::vector<double> dist;         // [a * N + b]: per byte of the edge, a's output to b's input
-  std::uint64_t core_max = 0;       // largest per-core weight bytes of the grid's stages
+  Bytes core_max;                   // largest per-core weight bytes of the grid's stages
 };
 
 class Annealer {
@@ -78,8 +78,8 @@ class Annealer {
       : ctx_(ctx),
         task_(task),
         k_(task.layers),
-        graph_(layer_dataflow(task.layers, task.has_head, ctx.n_wafers == 1,
-                              ctx.model.hidden_size)),
+        graph_(
+            layer_dataflow(task.layers, task.has_head, ctx.n_wafers == 1, ctx.model.hidden_size)),
         weight_(boost::get(boost::edge_weight, graph_)),
         lat_model_{ctx.spec, ctx.req.weight_bits, std::max(1, ctx.req.context_tokens)},
         lw_(ctx.req.anneal.latency_weight) {}
@@ -89,7 +89,8 @@ class Annealer {
     // segments of 2, 4, 8 and 16 cores when latency counts (traffic alone
     // never gains from them: a longer segment only adds multicast and
     // reduction hops).
-    const std::vector<int> kv_segments = lw_ > 0 ? std::vector<int>{0, 2, 4, 8, 16} : std::vector<int>{0};
+    const std::vector<int> kv_segments =
+        lw_ > 0 ? std::vector<int>{0, 2, 4, 8, 16} : std::vector<int>{0};
     const AnnealOptions& opt = ctx_.req.anneal;
     RegionPlan best_plan;
     best_plan.turn_layers = false;  // its slots are priced top-down
@@ -109,7 +110,8 @@ class Annealer {
             if (slots.empty() || !price(base, slots, kv_segment, g)) continue;
             double best_here = 0.0;
             const std::vector<int> best_slots = anneal(g, candidate, best_here);
-            const double total = best_here + opt.sram_weight * static_cast<double>(g.core_max);
+            const double total =
+                best_here + opt.sram_weight * static_cast<double>(g.core_max.value);
             if (total < best_cost) {
               best_cost = total;
               best_plan.head = base.head;
@@ -152,9 +154,9 @@ class Annealer {
     HeadStage head;
     try {
       for (int i = 0; i < g.S; ++i)
-        stage[at(i)] = ctx_.planner.layer(task_.first_layer, task_.wafer, slots[at(i)],
-                                          ctx_.capacity, strategy_name(ctx_.req.strategy),
-                                          kv_segment);
+        stage[at(i)] =
+            ctx_.planner.layer(task_.first_layer, task_.wafer, slots[at(i)], ctx_.capacity,
+                               strategy_name(ctx_.req.strategy), kv_segment);
       if (task_.has_head) head = ctx_.planner.head(task_.wafer, base.head, ctx_.capacity);
     } catch (const fabric::FitError& e) {
       ctx_.last_fit_error = e.what();
@@ -170,7 +172,7 @@ class Annealer {
       g.in[at(i)] = layer_input_layout(st);
       g.out[at(i)] = layer_output_layout(st);
       for (const MatrixPlacement* m : st.matrices())
-        g.core_max = std::max(g.core_max, ceil_div(m->max_tile_elements() * bits, 8));
+        g.core_max = std::max(g.core_max, Bytes{ceil_div(m->max_tile_elements() * bits, 8)});
     }
     if (task_.has_head) {
       g.intra[at(g.S)] = head_hop_bytes(model, head);
@@ -329,6 +331,8 @@ class Anneal : public PlacementStrategy {
 
 }  // namespace
 
-std::unique_ptr<PlacementStrategy> anneal() { return std::make_unique<Anneal>(); }
+std::unique_ptr<PlacementStrategy> anneal() {
+  return std::make_unique<Anneal>();
+}
 
 }  // namespace wafersim::sim::strategies

@@ -14,15 +14,17 @@ class Serpentine : public PlacementStrategy {
   RegionPlan plan(PlanningContext& ctx, const WaferTask& task) const override {
     RegionPlan plan = ctx.snake_plan(task.layers, task.has_head, ctx.req.block_rows, false);
     if (plan.blocks.empty())
-      throw fabric::FitError(fmt::format("serpentine: {} block rows of {} layers do not fit {} ({} x {})",
-                                         ctx.req.block_rows, task.layers, ctx.spec.name,
-                                         ctx.area.width, ctx.area.height));
+      throw fabric::FitError(fmt::format(
+          "serpentine: {} block rows of {} layers do not fit {} ({} x {})", ctx.req.block_rows,
+          task.layers, ctx.spec.name, ctx.area.width, ctx.area.height));
     return plan;
   }
 };
 
 }  // namespace
 
-std::unique_ptr<PlacementStrategy> serpentine() { return std::make_unique<Serpentine>(); }
+std::unique_ptr<PlacementStrategy> serpentine() {
+  return std::make_unique<Serpentine>();
+}
 
 }  // namespace wafersim::sim::strategies

@@ -43,6 +43,8 @@ class ShortPath : public PlacementStrategy {
 
 }  // namespace
 
-std::unique_ptr<PlacementStrategy> short_path() { return std::make_unique<ShortPath>(); }
+std::unique_ptr<PlacementStrategy> short_path() {
+  return std::make_unique<ShortPath>();
+}
 
 }  // namespace wafersim::sim::strategies

@@ -18,7 +18,7 @@ class SramBalanced : public PlacementStrategy {
   RegionPlan plan(PlanningContext& ctx, const WaferTask& task) const override {
     std::string why;
     RegionPlan plan;
-    std::uint64_t lo = ctx.planner.min_budget(), hi = ctx.capacity;
+    std::uint64_t lo = ctx.planner.min_budget().value, hi = ctx.capacity.value;
     if (!plan_at(ctx, task, hi, plan, why))
       throw fabric::FitError(
           fmt::format("sram-balanced: {} layers{} do not fit {} even at full capacity: {}",
@@ -32,15 +32,17 @@ class SramBalanced : public PlacementStrategy {
         lo = mid + 1;
     }
     plan_at(ctx, task, hi, plan, why);
-    plan.budget = hi;
-    plan.note = fmt::format("per-core budget {} of {}", human_bytes(hi), human_bytes(ctx.capacity));
+    plan.budget = Bytes{hi};
+    plan.note =
+        fmt::format("per-core budget {} of {}", human_bytes(Bytes{hi}), human_bytes(ctx.capacity));
     return plan;
   }
 
  private:
   // Whether a serpentine layout fits at budget b (the plan in p); why not in `why`.
-  static bool plan_at(PlanningContext& ctx, const WaferTask& task, std::uint64_t b,
+  static bool plan_at(PlanningContext& ctx, const WaferTask& task, std::uint64_t bytes,
                       RegionPlan& p, std::string& why) {
+    const Bytes b{bytes};
     const fabric::Rect& area = ctx.area;
     int first = 0;
     if (task.has_head) {
@@ -70,6 +72,8 @@ class SramBalanced : public PlacementStrategy {
 
 }  // namespace
 
-std::unique_ptr<PlacementStrategy> sram_balanced() { return std::make_unique<SramBalanced>(); }
+std::unique_ptr<PlacementStrategy> sram_balanced() {
+  return std::make_unique<SramBalanced>();
+}
 
 }  // namespace wafersim::sim::strategies
