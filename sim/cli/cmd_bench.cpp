@@ -19,10 +19,10 @@
 #include "fabric/synthetic.hpp"
 #include "fabric/traffic.hpp"
 #include "fabric/wavelet.hpp"
-#include "sim/studies/bench_kernels.hpp"
-#include "sim/studies/bench_models.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/studies/bench_kernels.hpp"
+#include "sim/studies/bench_models.hpp"
 
 namespace wafersim::sim {
 
@@ -379,10 +379,9 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads,
                   "models: host threads for the functional arithmetic (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
-  CLI::App* root = &app;
+  const CLI::App* root = &app;
   return {cmd, [o, root]() {
-            const CLI::Option* presets = root->get_option_no_throw("--presets");
-            const std::string dir = presets && presets->count() ? presets->as<std::string>() : "";
+            const std::string dir = presets_flag(*root);
             if (o->what == "models") {
               BenchModelsOptions m;
               m.json = o->json;

@@ -164,17 +164,14 @@ RegisteredCommand add_noc_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--drain", o->drain, "Cycles after the window for measured packets to arrive")
       ->capture_default_str();
-  CLI::App* root = &app;
+  const CLI::App* root = &app;
   return {cmd, [o, root]() {
-            const CLI::Option* presets = root->get_option_no_throw("--presets");
             try {
-              return run_noc(*o, presets && presets->count() ? presets->as<std::string>() : "");
+              return run_noc(*o, presets_flag(*root));
             } catch (const CLI::ValidationError& e) {
-              std::cerr << "wafersim: error: " << e.what() << "\n";
-              return 2;
+              throw CommandError(kExitUsage, e.what());
             } catch (const std::invalid_argument& e) {  // e.g. transpose on a non-square mesh
-              std::cerr << "wafersim: error: noc: " << e.what() << "\n";
-              return 2;
+              throw CommandError(kExitUsage, std::string("noc: ") + e.what());
             }
           }};
 }

@@ -31,8 +31,7 @@ int run(const SweepArgs& a) {
   try {
     shard = parse_shard(a.shard);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "wafersim: error: " << e.what() << "\n";
-    return 2;
+    throw CommandError(kExitUsage, e.what());
   }
   const std::vector<SweepPoint> points = sweep_points(a.axes, shard);
   // Every point's scenario is loaded here first, so a broken file or an
@@ -66,8 +65,8 @@ int run(const SweepArgs& a) {
   // A point that does not fit (exit 1) is an answer; a crashed or
   // internally failing point fails the sweep.
   for (const SweepOutcome& s : outcomes)
-    if (s.exit_code > 1) return 3;
-  return 0;
+    if (s.exit_code > kExitBadInput) return kExitInternal;
+  return kExitSuccess;
 }
 
 }  // namespace
@@ -93,10 +92,10 @@ RegisteredCommand add_sweep_command(CLI::App& app) {
   auto* f = c->add_flag("--functional", args->functional, "Every point computes real numbers");
   auto* t = c->add_flag("--timing-only", args->timing_only, "Every point is timing only");
   f->excludes(t);
-  return {c, [args, &app] {
-            // --presets is the app's option; the children need it too.
-            if (auto* p = app.get_option_no_throw("--presets"); p && p->count() > 0)
-              args->presets = p->as<std::string>();
+  const CLI::App* root = &app;
+  return {c, [args, root] {
+            // --presets is the app's option; the children need it too, as given.
+            args->presets = presets_flag(*root);
             return run(*args);
           }};
 }

@@ -73,45 +73,53 @@ TEST(ZeroedArray, PrefaultingKeepsEveryValue) {
   EXPECT_EQ(nonzero, 4096u);  // the 4095 written and element 12345
 }
 
-// A plain link record (floor and count in fields of their own, the
-// reservation rule on absolute intervals), the reference the compact 48-byte
-// record must agree with decision for decision.
+// A plain link record: the floor and the busy intervals as absolute cycles,
+// each rule written from its definition in link_timing.hpp rather than from
+// the compact record's code. The reference the compact 40-byte record must
+// agree with, decision for decision.
 struct ReferenceLinkState {
+  using Interval = std::pair<std::uint64_t, std::uint64_t>;  // busy [first, second)
   std::uint64_t floor = 0;
-  std::uint32_t start[kLinkIntervals] = {};
-  std::uint32_t end[kLinkIntervals] = {};
-  std::uint8_t count = 0;
+  std::vector<Interval> busy;  // sorted, disjoint, not touching, all after the floor
 
-  std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const {
-    std::uint64_t s = std::max(t, floor);
-    if (count == 0 || s >= floor + end[count - 1]) return s;
-    for (int i = 0; i < count; ++i) {
-      const std::uint64_t b = floor + end[i];
-      if (b <= s) continue;
-      if (floor + start[i] >= s + len) break;
-      s = b;
-    }
-    return s;
+  // The busy interval cycle c is in, if any (c at or after the floor).
+  const Interval* busy_at(std::uint64_t c) const {
+    for (const Interval& iv : busy)
+      if (iv.first <= c && c < iv.second) return &iv;
+    return nullptr;
   }
+  bool fits(std::uint64_t s, std::uint64_t len) const {
+    if (s < floor) return false;
+    for (const Interval& iv : busy)
+      if (iv.first < s + len && s < iv.second) return false;
+    return true;
+  }
+  // The earliest start >= t at which [s, s + len) is free. It is t (or the
+  // floor) or the end of a busy interval; past the last interval everything
+  // is free.
+  std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const {
+    const std::uint64_t s = std::max(t, floor);
+    if (fits(s, len)) return s;
+    for (const Interval& iv : busy)
+      if (iv.second > s && fits(iv.second, len)) return iv.second;
+    ADD_FAILURE() << "no fit after the last interval";
+    return 0;
+  }
+  // Every cycle before `to` counts busy, and so does any interval the new
+  // floor reaches into or touches.
   void raise_floor(std::uint64_t to) {
     if (to <= floor) return;
-    int absorbed = 0;
-    while (absorbed < count && floor + start[absorbed] <= to) {
-      to = std::max(to, floor + end[absorbed]);
-      ++absorbed;
-    }
-    const auto shift = static_cast<std::uint32_t>(to - floor);
-    for (int i = absorbed; i < count; ++i) {
-      start[i - absorbed] = start[i] - shift;
-      end[i - absorbed] = end[i] - shift;
-    }
-    count = static_cast<std::uint8_t>(count - absorbed);
     floor = to;
+    while (!busy.empty() && busy.front().first <= floor) {
+      floor = std::max(floor, busy.front().second);
+      busy.erase(busy.begin());
+    }
   }
-  // Written plainly on absolute intervals: insert, merge what touches, and
-  // when one interval too many, give up the gap with the fewest free cycles
-  // at or after `now` (the earliest of equals; the gap before the first
-  // interval is given up by raising the floor).
+  // Insert, merge what touches, and when one interval too many, give up the
+  // gap with the fewest free cycles at or after `now` (the earliest of
+  // equals; the gap before the first interval is given up by raising the
+  // floor). Bounds more than 2^32 cycles past the floor move it up to 2^31
+  // cycles before the end.
   void reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now) {
     if (len == 0) return;
     std::uint64_t e = s + len;
@@ -123,86 +131,82 @@ struct ReferenceLinkState {
       raise_floor(e);
       return;
     }
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> v;
-    for (int i = 0; i < count; ++i) v.emplace_back(floor + start[i], floor + end[i]);
+    std::vector<Interval> v = busy;
     v.emplace_back(s, e);
     std::sort(v.begin(), v.end());
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+    std::vector<Interval> merged;
     for (const auto& iv : v) {
       if (!merged.empty() && iv.first <= merged.back().second)
         merged.back().second = std::max(merged.back().second, iv.second);
       else
         merged.push_back(iv);
     }
-    std::uint64_t f = floor;
     if (static_cast<int>(merged.size()) > kLinkIntervals) {
       auto worth = [&](std::uint64_t a, std::uint64_t b) {
         a = std::max(a, now);
         return b > a ? b - a : 0;
       };
       std::size_t gap = 0;
-      std::uint64_t least = worth(f, merged[0].first);
+      std::uint64_t least = worth(floor, merged[0].first);
       for (std::size_t i = 1; i < merged.size(); ++i)
         if (worth(merged[i - 1].second, merged[i].first) < least)
           least = worth(merged[i - 1].second, merged[i].first), gap = i;
       if (gap == 0) {
-        f = merged[0].second;
+        floor = merged[0].second;
         merged.erase(merged.begin());
       } else {
         merged[gap - 1].second = merged[gap].second;
         merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(gap));
       }
     }
-    floor = f;
-    count = static_cast<std::uint8_t>(merged.size());
-    for (std::size_t i = 0; i < merged.size(); ++i) {
-      start[i] = static_cast<std::uint32_t>(merged[i].first - f);
-      end[i] = static_cast<std::uint32_t>(merged[i].second - f);
-    }
+    busy = merged;
   }
-  std::pair<std::uint64_t, std::uint64_t> fill(std::uint64_t t, std::uint64_t len,
-                                                std::uint64_t now) {
-    std::uint64_t s = std::max(t, floor);
-    if (len == 0) return {s, s};
-    std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
-    int pieces = 0;
-    std::uint64_t left = len;
-    for (int i = 0; i < count && left > 0; ++i) {
-      const std::uint64_t a = floor + start[i], b = floor + end[i];
-      if (b <= s) continue;
-      if (a > s) {
-        const std::uint64_t take = std::min(a - s, left);
-        piece_start[pieces] = s, piece_len[pieces] = take, ++pieces;
-        left -= take;
+  // A link that takes one wavelet per cycle: wavelet by wavelet, each takes
+  // the next cycle at or after t that was free when the fill began (a busy
+  // interval is stepped over whole), until `len` are placed; then the cycles
+  // taken, as runs, are reserved in order.
+  std::vector<Interval> fill(std::uint64_t t, std::uint64_t len, std::uint64_t now) {
+    std::vector<Interval> taken;
+    std::uint64_t c = std::max(t, floor);
+    for (std::uint64_t placed = 0; placed < len;) {
+      if (const Interval* in = busy_at(c)) {
+        c = in->second;
+        continue;
       }
-      s = b;
+      if (!taken.empty() && taken.back().second == c)
+        ++taken.back().second;
+      else
+        taken.emplace_back(c, c + 1);
+      ++placed;
+      ++c;
     }
-    if (left > 0) piece_start[pieces] = s, piece_len[pieces] = left, ++pieces;
-    for (int i = 0; i < pieces; ++i) reserve(piece_start[i], piece_len[i], now);
-    return {piece_start[0], piece_start[pieces - 1] + piece_len[pieces - 1]};
+    for (const Interval& run : taken) reserve(run.first, run.second - run.first, now);
+    return taken;
   }
 };
 
 void expect_same_state(const FlowModel::LinkState& a, const ReferenceLinkState& r,
                        const std::string& where) {
   ASSERT_EQ(a.floor(), r.floor) << where;
-  ASSERT_EQ(a.count(), r.count) << where;
-  for (int i = 0; i < r.count; ++i) {
-    ASSERT_EQ(a.start[i], r.start[i]) << where << " interval " << i;
-    ASSERT_EQ(a.end[i], r.end[i]) << where << " interval " << i;
+  ASSERT_EQ(static_cast<std::size_t>(a.count()), r.busy.size()) << where;
+  for (std::size_t i = 0; i < r.busy.size(); ++i) {
+    ASSERT_EQ(a.floor() + a.start[i], r.busy[i].first) << where << " interval " << i;
+    ASSERT_EQ(a.floor() + a.end[i], r.busy[i].second) << where << " interval " << i;
   }
 }
 
 TEST(LinkState, CompactRecordDecidesAsTheReference) {
   // Random reservations (mostly in time order, as the engine makes them,
   // some backfilling earlier gaps, some far ahead to move the floor past
-  // the 32-bit span) on the record and on the reference: every earliest fit
-  // and every state after a reservation or a fill must be the same.
+  // the 32-bit span) on the record and on the reference: every earliest fit,
+  // every fill's cycles and every state after a reservation or a fill must
+  // be the same.
   std::uint64_t state = 987654321;
   auto next = [&state](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return (state >> 17) % n;
   };
+  int multi_piece_fills = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     FlowModel::LinkState link;
     ReferenceLinkState ref;
@@ -221,12 +225,24 @@ TEST(LinkState, CompactRecordDecidesAsTheReference) {
       const std::string where = "trial " + std::to_string(trial) + " step " + std::to_string(i);
       const std::uint64_t s = link.earliest_fit(t, len);
       ASSERT_EQ(s, ref.earliest_fit(t, len)) << where;
-      ASSERT_EQ(link.floor_and_count >> FlowModel::LinkState::kCountShift, ref.count) << where;
+      ASSERT_EQ(link.floor_and_count >> FlowModel::LinkState::kCountShift, ref.busy.size())
+          << where;
       if (next(8) == 0) {
-        // LinkSharing::interleave: the free cycles from t on, in pieces.
+        // LinkSharing::interleave: the free cycles from t on, in pieces (a
+        // fill of at most a few hundred wavelets: the reference places them
+        // one cycle at a time).
+        len = std::min<std::uint64_t>(len, 300);
         WaveletRuns taken;
         const std::uint64_t end = link.fill(t, len, taken, now);
-        ASSERT_EQ(std::make_pair(taken.start[0], end), ref.fill(t, len, now)) << where;
+        const auto expected = ref.fill(t, len, now);
+        ASSERT_EQ(taken.n, static_cast<int>(expected.size())) << where;
+        for (int k = 0; k < taken.n; ++k) {
+          const auto run = expected[static_cast<std::size_t>(k)];
+          ASSERT_EQ(taken.start[k], run.first) << where << " run " << k;
+          ASSERT_EQ(taken.count[k], run.second - run.first) << where << " run " << k;
+        }
+        ASSERT_EQ(end, expected.back().second) << where;
+        multi_piece_fills += taken.n > 1;
       } else {
         link.reserve(s, len, now);
         ref.reserve(s, len, now);
@@ -235,6 +251,7 @@ TEST(LinkState, CompactRecordDecidesAsTheReference) {
       now = std::max(now, s);
     }
   }
+  EXPECT_GT(multi_piece_fills, 100);  // fills that went around reservations
 }
 
 TEST(LinkState, RefusesReservationsPastItsTimeLimit) {
@@ -259,8 +276,9 @@ TEST(FlowModelCounters, ExactPastThirtyTwoBits) {
   EXPECT_EQ(flow.link_bytes(r[1]), 9 * gib);
   // The link is busy for the three messages' serialization, 2.25 G cycles.
   const auto busy = flow.link_busy_intervals(r[0]);
-  const std::uint64_t reserved = flow.link_floor(r[0]).value +
-                                 (busy.empty() ? 0 : busy.back().second.value - busy.front().first.value);
+  const std::uint64_t reserved =
+      flow.link_floor(r[0]).value +
+      (busy.empty() ? 0 : busy.back().second.value - busy.front().first.value);
   EXPECT_EQ(reserved, 3 * flow.serialization(Bytes{3 * gib}).value);
   // An untouched link next to them still reads 0.
   EXPECT_EQ(flow.link_bytes(mesh.link(Coord{0, 1}, Direction::east)), 0u);
@@ -525,7 +543,7 @@ TEST(WaveletRuns, AFullListJoinsTheClosestRunsLater) {
   WaveletRuns r;
   for (int i = 0; i < WaveletRuns::kMax; ++i)
     r.append(100u * static_cast<std::uint64_t>(i), 10);  // gaps of 90
-  r.append(795, 3);  // touches nothing, so one run too many
+  r.append(795, 3);                                      // touches nothing, so one run too many
   EXPECT_EQ(r.n, WaveletRuns::kMax);
   EXPECT_EQ(r.wavelets(), 10u * WaveletRuns::kMax + 3u);
   EXPECT_EQ(r.end(), 798u);
@@ -561,7 +579,8 @@ TEST_F(LinkTiming, InterleavedWavesPayEachBusyCycleOnce) {
     // Link k busy in cycle 10 + 6k (a 1-wavelet message from its source).
     for (int k = 0; k < 6; ++k) {
       const Coord src{k, 0};
-      f.send(route(src, {k + 1, 0}), Bytes{4}, Timed{Cycles{10u + 6u * static_cast<unsigned>(k)}, {}});
+      f.send(route(src, {k + 1, 0}), Bytes{4},
+             Timed{Cycles{10u + 6u * static_cast<unsigned>(k)}, {}});
     }
     return f.send(r, Bytes{160}, Timed{});
   };

@@ -1,11 +1,26 @@
+// What the commands share: the --presets flag and the progress bars.
+#include "sim/cli/commands.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
-#include "sim/cli/commands.hpp"
+#include <fmt/format.h>
+
+#include "sim/config/scenario.hpp"
 
 namespace wafersim::sim {
+
+std::string presets_flag(const CLI::App& app) {
+  const CLI::Option* presets = app.get_option_no_throw("--presets");
+  return presets && presets->count() > 0 ? presets->as<std::string>() : "";
+}
+
+std::filesystem::path preset_dir(const CLI::App& app) {
+  const std::string flag = presets_flag(app);
+  return flag.empty() ? default_preset_dir() : std::filesystem::path(flag);
+}
 
 void show_progress_bar(const std::string& what, int done, int total, const std::string& unit) {
   if (!::isatty(STDERR_FILENO) || total <= 0) return;
@@ -18,6 +33,11 @@ void show_progress_bar(const std::string& what, int done, int total, const std::
   std::fprintf(stderr, "\r%s", line.c_str());
   if (done == total) std::fprintf(stderr, "\r%*s\r", static_cast<int>(line.size()), "");
   std::fflush(stderr);
+}
+
+void show_placement_progress(int wafers, int wafer) {
+  show_progress_bar(fmt::format("placing on {} wafer{}", wafers, wafers == 1 ? "" : "s"), wafer,
+                    wafers);
 }
 
 }  // namespace wafersim::sim

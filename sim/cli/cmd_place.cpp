@@ -1,0 +1,75 @@
+// wafersim place: place a scenario's model and evaluate the placement, without
+// simulating it (summary, JSON, SVG picture, an editable placement file).
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/cli/commands.hpp"
+#include "sim/config/scenario.hpp"
+#include "sim/placement/placement.hpp"
+#include "sim/studies/placement_report.hpp"
+#include "sim/studies/subprocess.hpp"
+
+namespace wafersim::sim {
+
+namespace {
+
+struct PlaceArgs {
+  std::string scenario, svg, strategy, write_placement;
+  bool json = false;
+  int block_rows = 0;
+  ScenarioOverrides overrides;
+};
+
+int run(const PlaceArgs& a, const std::filesystem::path& presets) {
+  Scenario sc = load_scenario(a.scenario, presets, a.overrides);
+  if (!a.strategy.empty()) {
+    const std::optional<StrategyKind> kind = parse_strategy(a.strategy);
+    if (!kind)
+      throw CommandError(kExitBadInput,
+                         "--strategy " + a.strategy + ": unknown; valid: " +
+                             fmt::format("{}", fmt::join(placement_strategies(), ", ")));
+    sc.placement.strategy = *kind;
+  }
+  if (a.block_rows > 0) sc.placement.block_rows = a.block_rows;
+  const PlacementReport report = evaluate_placement(sc, show_placement_progress);
+  if (!a.svg.empty()) write_text_atomically(a.svg, placement_svg(report));
+  if (!a.write_placement.empty()) write_text_atomically(a.write_placement, report.placement_file);
+  if (a.json)
+    std::cout << placement_json(report).dump(2) << "\n";
+  else
+    write_placement_summary(std::cout, report);
+  return kExitSuccess;
+}
+
+}  // namespace
+
+RegisteredCommand add_place_command(CLI::App& app) {
+  auto a = std::make_shared<PlaceArgs>();
+  CLI::App* place = app.add_subcommand(
+      "place", "Place a scenario's model and evaluate the placement (no simulation)");
+  place->add_option("scenario", a->scenario, "Scenario YAML file")->required();
+  place->add_flag("--json", a->json, "Print one JSON object");
+  place->add_option("--svg", a->svg, "Write a picture: regions, SRAM and link-load heatmaps");
+  place->add_option("--strategy", a->strategy, "Override the placement strategy");
+  place
+      ->add_option("--block-rows", a->block_rows, "serpentine, sram-balanced: rows of layer blocks")
+      ->check(CLI::Range(1, 64));
+  place->add_option("--wafers", a->overrides.wafers, "Wafers: N or auto");
+  place->add_option("--hardware", a->overrides.hardware, "Override the hardware preset");
+  place->add_option("--model", a->overrides.model, "Override the model preset");
+  place->add_option("--placement", a->overrides.placement_file,
+                    "Read this placement file instead of running the strategy");
+  place->add_option("--write-placement", a->write_placement,
+                    "Write the placement (regions, every matrix's rectangle and reduction) as an "
+                    "editable YAML file");
+  const CLI::App* root = &app;
+  return {place, [a, root] { return run(*a, preset_dir(*root)); }, [a] { return a->scenario; }};
+}
+
+}  // namespace wafersim::sim
