@@ -7,8 +7,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fabric/defects.hpp"
-#include "sim/placement/placement_cost.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/config/strict_yaml.hpp"
+#include "sim/placement/placement_cost.hpp"
 
 namespace wafersim::sim {
 
@@ -105,100 +106,86 @@ void write_head(std::string& o, const HeadStage& head) {
     o += fmt::format("  position_embedding: {}\n", matrix_yaml(head.position_embedding));
 }
 
-// ---- Reading: YAML with key paths -----------------------------------------------
+// ---- Reading: strict YAML (strict_yaml.hpp) in this file's own wording -------------
 
-// A node of the file with its key path, for errors with file:line:column.
-struct Node {
-  YAML::Node node;
-  std::string path;
-};
+using yaml::Mapping;
+using yaml::Value;
 
-class FileReader {
- public:
-  explicit FileReader(std::string file) : file_(std::move(file)) {}
+[[noreturn]] void fail(const Value& n, const std::string& what) {
+  yaml::fail(n.node_loc(), n.path, what);
+}
 
-  [[noreturn]] void fail(const Node& n, const std::string& what) const {
-    const YAML::Mark m = n.node.Mark();
-    const bool known = !m.is_null() && m.line >= 0;
-    throw ScenarioError(file_, known ? m.line + 1 : 0, known ? m.column + 1 : 0, n.path, what);
+// The mapping's keys, checked against `keys` (unknown keys are errors with a
+// did-you-mean, and `why(key)` where it has more to say). A placement file
+// does not say what was given instead of a mapping, and the first of
+// duplicate keys counts.
+Mapping mapping(const Value& n, std::vector<std::string> keys,
+                std::function<std::string(const std::string&)> why = {}) {
+  yaml::KeyRules rules;
+  rules.strict_keys = false;
+  rules.say_what_was_given = false;
+  rules.unknown_key_note = std::move(why);
+  return Mapping(n, std::move(keys), rules);
+}
+
+Value get(const Mapping& m, const std::string& key) {
+  if (const Value* v = m.find(key)) return *v;
+  fail(m.self(), fmt::format("missing key '{}'", key));
+}
+
+// The `count` elements of a list, in order, each with its path (`what`
+// names the elements in the error).
+std::vector<Value> list(const Value& n, std::size_t count, const std::string& what) {
+  if (!n.node.IsSequence() || n.node.size() != count)
+    fail(n,
+         fmt::format("expected a list of {} {}{}", count, what,
+                     n.node.IsSequence() ? fmt::format(", not {}", n.node.size()) : std::string()));
+  std::vector<Value> items;
+  for (std::size_t i = 0; i < count; ++i) items.push_back(n.item(i));
+  return items;
+}
+
+// Any integer yaml-cpp reads (a sign included: a rectangle off the mesh is
+// reported as such).
+long long integer(const Value& n) {
+  try {
+    if (!n.node.IsScalar()) throw YAML::Exception(n.node.Mark(), "");
+    return n.node.as<long long>();
+  } catch (const YAML::Exception&) {
+    fail(n, "expected an integer");
   }
+}
 
-  // The mapping's keys, checked against `keys` (unknown keys are errors with
-  // a did-you-mean, and `why(key)` where it has more to say).
-  void check_keys(const Node& n, const std::vector<std::string>& keys,
-                  const std::function<std::string(const std::string&)>& why = {}) const {
-    if (!n.node.IsMap())
-      fail(n, fmt::format("expected a mapping with keys {}", fmt::join(keys, ", ")));
-    for (auto it = n.node.begin(); it != n.node.end(); ++it) {
-      const std::string k = it->first.Scalar();
-      if (std::find(keys.begin(), keys.end(), k) == keys.end())
-        fail(Node{it->first, n.path.empty() ? k : n.path + "." + k},
-             fmt::format("unknown key '{}'; valid keys here: {}{}{}", k, fmt::join(keys, ", "),
-                         suggest_name(k, keys), why ? why(k) : std::string()));
-    }
-  }
+std::string text(const Value& n) {
+  if (!n.node.IsScalar()) fail(n, "expected a string");
+  return n.node.Scalar();
+}
 
-  Node get(const Node& n, const std::string& key) const {
-    const YAML::Node v = n.node[key];
-    if (!v) fail(n, fmt::format("missing key '{}'", key));
-    return Node{v, n.path.empty() ? key : n.path + "." + key};
-  }
+fabric::Rect rect(const Value& n) {
+  if (!n.node.IsSequence() || n.node.size() != 4)
+    fail(n, "expected [x0, y0, width, height] (cores)");
+  fabric::Rect r;
+  int* f[] = {&r.x0, &r.y0, &r.width, &r.height};
+  for (std::size_t i = 0; i < 4; ++i)
+    *f[i] = static_cast<int>(integer(Value{n.node[i], n.file, n.path, n.node[i].Mark()}));
+  return r;
+}
 
-  // The `count` elements of a list, in order, each with its path (`what`
-  // names the elements in the error).
-  std::vector<Node> list(const Node& n, std::size_t count, const std::string& what) const {
-    if (!n.node.IsSequence() || n.node.size() != count)
-      fail(n, fmt::format(
-                  "expected a list of {} {}{}", count, what,
-                  n.node.IsSequence() ? fmt::format(", not {}", n.node.size()) : std::string()));
-    std::vector<Node> items;
-    for (std::size_t i = 0; i < count; ++i)
-      items.push_back(Node{n.node[i], fmt::format("{}[{}]", n.path, i)});
-    return items;
-  }
-
-  long long integer(const Node& n) const {
-    try {
-      if (!n.node.IsScalar()) throw YAML::Exception(n.node.Mark(), "");
-      return n.node.as<long long>();
-    } catch (const YAML::Exception&) {
-      fail(n, "expected an integer");
-    }
-  }
-
-  std::string text(const Node& n) const {
-    if (!n.node.IsScalar()) fail(n, "expected a string");
-    return n.node.Scalar();
-  }
-
-  fabric::Rect rect(const Node& n) const {
-    if (!n.node.IsSequence() || n.node.size() != 4)
-      fail(n, "expected [x0, y0, width, height] (cores)");
-    fabric::Rect r;
-    int* f[] = {&r.x0, &r.y0, &r.width, &r.height};
-    for (std::size_t i = 0; i < 4; ++i) *f[i] = static_cast<int>(integer(Node{n.node[i], n.path}));
-    return r;
-  }
-
-  fabric::ReductionScheme reduction(const Node& n) const {
-    const std::string s = text(n);
-    if (s == "chain") return fabric::ReductionScheme::chain;
-    if (s == "tree") return fabric::ReductionScheme::tree;
-    if (s == "two-level") return fabric::ReductionScheme::two_level;
-    fail(n, fmt::format("unknown reduction '{}'; valid: chain, tree, two-level{}", s,
-                        suggest_name(s, {"chain", "tree", "two-level"})));
-  }
-
- private:
-  std::string file_;
-};
+fabric::ReductionScheme reduction(const Value& n) {
+  const std::string s = text(n);
+  if (s == "chain") return fabric::ReductionScheme::chain;
+  if (s == "tree") return fabric::ReductionScheme::tree;
+  if (s == "two-level") return fabric::ReductionScheme::two_level;
+  fail(n, fmt::format("unknown reduction '{}'; valid: chain, tree, two-level{}", s,
+                      yaml::did_you_mean(s, {"chain", "tree", "two-level"})));
+}
 
 // One rectangle of the file, remembered with where it was written for
 // overlap, dead-core and SRAM errors.
 struct PlacedRect {
   fabric::Rect rect;
   int wafer = 0;
-  Node where;
+  Value where;
 };
 
 // The shape a matrix must have: [out][in], output rows in groups of `granule`.
@@ -216,23 +203,24 @@ class PlacementFileReader {
  public:
   PlacementFileReader(std::string file, const models::ModelConfig& model,
                       const fabric::WaferSpec& spec, const PlacementRequest& req)
-      : r_(file), file_(std::move(file)), model_(model), spec_(spec), req_(req) {}
+      : file_(std::move(file)), model_(model), spec_(spec), req_(req) {}
 
-  Placement read(const Node& top) {
-    r_.check_keys(top, {"placement_file", "model", "mesh", "wafers", "strategy", "layers", "head"});
+  Placement read(const Value& file) {
+    const Mapping top =
+        mapping(file, {"placement_file", "model", "mesh", "wafers", "strategy", "layers", "head"});
     check_header(top);
     Placement pl;
-    pl.strategy = r_.text(r_.get(top, "strategy"));
+    pl.strategy = text(get(top, "strategy"));
     pl.planner_note = fmt::format("read from {}", file_);
     pl.wafers = wafers_;
     pl.context_tokens = req_.context_tokens;
     pl.users = users();
     pl.max_context_tokens = model_.max_position;
-    const std::vector<Node> layers =
-        r_.list(r_.get(top, "layers"), static_cast<std::size_t>(model_.num_layers), "layers");
+    const std::vector<Value> layers =
+        list(get(top, "layers"), static_cast<std::size_t>(model_.num_layers), "layers");
     for (int l = 0; l < model_.num_layers; ++l)
       pl.layers.push_back(layer(layers[static_cast<std::size_t>(l)], l));
-    pl.head = head(r_.get(top, "head"));
+    pl.head = head(get(top, "head"));
     check_cores_alive_and_unshared();
     check_sram(pl);
     pl.max_context_tokens = layout_max_context(model_, pl, req_, spec_);
@@ -245,92 +233,90 @@ class PlacementFileReader {
   int context() const { return std::max(1, req_.context_tokens); }
 
   // placement_file, model, mesh and wafers.
-  void check_header(const Node& top) {
-    const Node version = r_.get(top, "placement_file");
-    if (r_.integer(version) != 1)
-      r_.fail(version, "unsupported placement file version (this build reads 1)");
-    const Node model_name = r_.get(top, "model");
-    if (r_.text(model_name) != model_.name)
-      r_.fail(model_name, fmt::format("the file places '{}' but the scenario's model is '{}'",
-                                      r_.text(model_name), model_.name));
-    const Node mesh = r_.get(top, "mesh");
-    r_.check_keys(mesh, {"width", "height"});
-    const long long w = r_.integer(r_.get(mesh, "width")), h = r_.integer(r_.get(mesh, "height"));
+  void check_header(const Mapping& top) {
+    const Value version = get(top, "placement_file");
+    if (integer(version) != 1)
+      fail(version, "unsupported placement file version (this build reads 1)");
+    const Value model_name = get(top, "model");
+    if (text(model_name) != model_.name)
+      fail(model_name, fmt::format("the file places '{}' but the scenario's model is '{}'",
+                                   text(model_name), model_.name));
+    const Value mesh_value = get(top, "mesh");
+    const Mapping mesh = mapping(mesh_value, {"width", "height"});
+    const long long w = integer(get(mesh, "width")), h = integer(get(mesh, "height"));
     if (w != spec_.mesh_width || h != spec_.mesh_height)
-      r_.fail(mesh, fmt::format("the file is for a {} x {} mesh but {} is {} x {}", w, h,
-                                spec_.name, spec_.mesh_width, spec_.mesh_height));
-    const Node wafers = r_.get(top, "wafers");
-    const long long n = r_.integer(wafers);
+      fail(mesh_value, fmt::format("the file is for a {} x {} mesh but {} is {} x {}", w, h,
+                                   spec_.name, spec_.mesh_width, spec_.mesh_height));
+    const Value wafers = get(top, "wafers");
+    const long long n = integer(wafers);
     if (n < 1 || n > model_.num_layers)
-      r_.fail(wafers,
-              fmt::format("must be between 1 and {} (the model's layers)", model_.num_layers));
+      fail(wafers, fmt::format("must be between 1 and {} (the model's layers)", model_.num_layers));
     wafers_ = static_cast<int>(n);
   }
 
-  int wafer(const Node& n) const {
-    const long long w = r_.integer(n);
+  int wafer(const Value& n) const {
+    const long long w = integer(n);
     if (w < 0 || w >= wafers_)
-      r_.fail(n, fmt::format("wafer {} does not exist (wafers: {})", w, wafers_));
+      fail(n, fmt::format("wafer {} does not exist (wafers: {})", w, wafers_));
     return static_cast<int>(w);
   }
 
-  fabric::Rect rect_in_mesh(const Node& n) const {
-    const fabric::Rect rc = r_.rect(n);
+  fabric::Rect rect_in_mesh(const Value& n) const {
+    const fabric::Rect rc = rect(n);
     if (rc.width < 1 || rc.height < 1 || rc.x0 < 0 || rc.y0 < 0 ||
         rc.x0 + rc.width > spec_.mesh_width || rc.y0 + rc.height > spec_.mesh_height)
-      r_.fail(n, fmt::format("rectangle {} is not inside the {} x {} mesh", rect_yaml(rc),
-                             spec_.mesh_width, spec_.mesh_height));
+      fail(n, fmt::format("rectangle {} is not inside the {} x {} mesh", rect_yaml(rc),
+                          spec_.mesh_width, spec_.mesh_height));
     return rc;
   }
 
   // `key` of `parent`: {rect, reduction}, at most one core per input column
   // and per output row (group).
-  MatrixPlacement matrix(const Node& parent, const std::string& key, const MatrixShape& shape,
+  MatrixPlacement matrix(const Mapping& parent, const std::string& key, const MatrixShape& shape,
                          int wafer) {
-    const Node n = r_.get(parent, key);
-    r_.check_keys(n, {"rect", "reduction"});
+    const Mapping n = mapping(get(parent, key), {"rect", "reduction"});
     MatrixPlacement m;
     m.name = shape.name;
     m.wafer = wafer;
     m.out_features = shape.out;
     m.in_features = shape.in;
     m.row_granule = shape.granule;
-    const Node rn = r_.get(n, "rect");
+    const Value rn = get(n, "rect");
     m.rect = rect_in_mesh(rn);
     if (m.q() > shape.in)
-      r_.fail(rn, fmt::format("{} columns of cores for {} input columns: at most {}", m.q(),
-                              shape.in, shape.in));
+      fail(rn, fmt::format("{} columns of cores for {} input columns: at most {}", m.q(), shape.in,
+                           shape.in));
     const int groups = shape.out / shape.granule;
     if (m.p() > groups)
-      r_.fail(rn, fmt::format("{} rows of cores for {} output rows{}: at most {}", m.p(), shape.out,
-                              shape.granule > 1 ? " (in gate/up pairs)" : "", groups));
-    m.reduction = r_.reduction(r_.get(n, "reduction"));
+      fail(rn, fmt::format("{} rows of cores for {} output rows{}: at most {}", m.p(), shape.out,
+                           shape.granule > 1 ? " (in gate/up pairs)" : "", groups));
+    m.reduction = reduction(get(n, "reduction"));
     placed_.push_back({m.rect, wafer, rn});
     return m;
   }
 
-  AttentionPlacement attention(const Node& parent, int wafer) {
-    const Node an = r_.get(parent, "attention");
-    r_.check_keys(an, {"rect", "segment_length", "segments_per_column", "reduction"});
+  AttentionPlacement attention(const Mapping& parent, int wafer) {
+    const Mapping an = mapping(get(parent, "attention"),
+                               {"rect", "segment_length", "segments_per_column", "reduction"});
     AttentionPlacement a;
     a.wafer = wafer;
     a.num_kv_heads = model_.num_kv_heads;
-    const Node seg = r_.get(an, "segment_length"), spc = r_.get(an, "segments_per_column");
-    a.segment_length = static_cast<int>(r_.integer(seg));
-    a.segments_per_column = static_cast<int>(r_.integer(spc));
-    if (a.segment_length < 1) r_.fail(seg, "must be at least 1 (cores per kv head)");
+    const Value seg = get(an, "segment_length"), spc = get(an, "segments_per_column");
+    a.segment_length = static_cast<int>(integer(seg));
+    a.segments_per_column = static_cast<int>(integer(spc));
+    if (a.segment_length < 1) fail(seg, "must be at least 1 (cores per kv head)");
     if (a.segments_per_column < 1 || a.segments_per_column > model_.num_kv_heads)
-      r_.fail(spc, fmt::format("must be between 1 and {} (kv heads)", model_.num_kv_heads));
-    const Node arn = r_.get(an, "rect");
+      fail(spc, fmt::format("must be between 1 and {} (kv heads)", model_.num_kv_heads));
+    const Value arn = get(an, "rect");
     a.rect = rect_in_mesh(arn);
     const int want_w = static_cast<int>(ceil_div(model_.num_kv_heads, a.segments_per_column));
     const int want_h = a.segments_per_column * a.segment_length;
     if (a.rect.width != want_w || a.rect.height != want_h)
-      r_.fail(arn, fmt::format("{} kv heads in segments of {} cores, {} per column, take a {} x {} "
-                               "rectangle (width x height), not {} x {}",
-                               model_.num_kv_heads, a.segment_length, a.segments_per_column, want_w,
-                               want_h, a.rect.width, a.rect.height));
-    a.reduction = r_.reduction(r_.get(an, "reduction"));
+      fail(arn, fmt::format("{} kv heads in segments of {} cores, {} per column, take a {} x {} "
+                            "rectangle (width x height), not {} x {}",
+                            model_.num_kv_heads, a.segment_length, a.segments_per_column, want_w,
+                            want_h, a.rect.width, a.rect.height));
+    a.reduction = reduction(get(an, "reduction"));
     a.context = context();
     a.users = users();
     const std::uint64_t slots = static_cast<std::uint64_t>(context()) * users();
@@ -351,26 +337,26 @@ class PlacementFileReader {
     return {};
   }
 
-  LayerStage layer(const Node& ln, int l) {
+  LayerStage layer(const Value& layer_value, int l) {
     std::vector<std::string> keys{"layer", "wafer", "region", "stacking", "qkv", "attention", "o"};
     for (std::string& k : mlp_keys(mlp_kind(model_))) keys.push_back(std::move(k));
-    r_.check_keys(ln, keys, [&](const std::string& k) { return other_mlp_key_note(k); });
-    const Node idx = r_.get(ln, "layer");
-    if (r_.integer(idx) != l)
-      r_.fail(idx, fmt::format("layers must be in order: expected layer {}", l));
+    const Mapping ln =
+        mapping(layer_value, keys, [&](const std::string& k) { return other_mlp_key_note(k); });
+    const Value idx = get(ln, "layer");
+    if (integer(idx) != l) fail(idx, fmt::format("layers must be in order: expected layer {}", l));
     LayerStage st;
     st.layer = l;
-    st.wafer = wafer(r_.get(ln, "wafer"));
-    st.strip = rect_in_mesh(r_.get(ln, "region"));
+    st.wafer = wafer(get(ln, "wafer"));
+    st.strip = rect_in_mesh(get(ln, "region"));
     bool upward = false;
-    if (ln.node["stacking"]) {
-      const Node sn = r_.get(ln, "stacking");
-      const std::string stacking = r_.text(sn);
+    if (ln.has("stacking")) {
+      const Value sn = get(ln, "stacking");
+      const std::string stacking = text(sn);
       if (stacking != "top-down" && stacking != "bottom-up")
-        r_.fail(sn, fmt::format("unknown stacking '{}'; valid: top-down, bottom-up (every matrix "
-                                "of the layer turned upside down: inputs enter at its bottom "
-                                "row){}",
-                                stacking, suggest_name(stacking, {"top-down", "bottom-up"})));
+        fail(sn, fmt::format("unknown stacking '{}'; valid: top-down, bottom-up (every matrix "
+                             "of the layer turned upside down: inputs enter at its bottom "
+                             "row){}",
+                             stacking, suggest_name(stacking, {"top-down", "bottom-up"})));
       upward = stacking == "bottom-up";
     }
     const std::string L = fmt::format("layer {} ", l);
@@ -386,7 +372,7 @@ class PlacementFileReader {
   }
 
   // The layer's MLP: the dense matrices of its kind, or the router and experts.
-  void mlp(const Node& ln, const std::string& L, LayerStage& st) {
+  void mlp(const Mapping& ln, const std::string& L, LayerStage& st) {
     const int hidden = model_.hidden_size, inter = model_.intermediate_size;
     switch (mlp_kind(model_)) {
       case MlpKind::swiglu:
@@ -401,26 +387,25 @@ class PlacementFileReader {
         break;
       case MlpKind::experts:
         st.router = matrix(ln, "router", {L + "router", model_.num_experts, hidden}, st.wafer);
-        st.experts = experts(r_.get(ln, "experts"), L, st.wafer);
+        st.experts = experts(get(ln, "experts"), L, st.wafer);
         break;
     }
   }
 
   // A layer's experts: one entry per expert, in order, each with its own
   // gate_up (interleaved, as the dense one) and down.
-  std::vector<ExpertPlacement> experts(const Node& list, const std::string& L, int wafer) {
-    const std::vector<Node> items =
-        r_.list(list, static_cast<std::size_t>(model_.num_experts),
-                fmt::format("experts (one per expert of {}, each with expert, gate_up and down)",
-                            model_.name));
+  std::vector<ExpertPlacement> experts(const Value& entries, const std::string& L, int wafer) {
+    const std::vector<Value> items =
+        list(entries, static_cast<std::size_t>(model_.num_experts),
+             fmt::format("experts (one per expert of {}, each with expert, gate_up and down)",
+                         model_.name));
     std::vector<ExpertPlacement> out;
     const int hidden = model_.hidden_size, inter = model_.intermediate_size;
     for (int e = 0; e < model_.num_experts; ++e) {
-      const Node& en = items[static_cast<std::size_t>(e)];
-      r_.check_keys(en, {"expert", "gate_up", "down"});
-      const Node idx = r_.get(en, "expert");
-      if (r_.integer(idx) != e)
-        r_.fail(idx, fmt::format("experts must be in order: expected expert {}", e));
+      const Mapping en = mapping(items[static_cast<std::size_t>(e)], {"expert", "gate_up", "down"});
+      const Value idx = get(en, "expert");
+      if (integer(idx) != e)
+        fail(idx, fmt::format("experts must be in order: expected expert {}", e));
       const std::string E = fmt::format("{}expert {} ", L, e);
       ExpertPlacement ep;
       ep.gate_up = matrix(en, "gate_up", {E + "gate_up", 2 * inter, hidden, 2}, wafer);
@@ -430,15 +415,15 @@ class PlacementFileReader {
     return out;
   }
 
-  HeadStage head(const Node& hn) {
+  HeadStage head(const Value& head_value) {
     HeadStage head;
     head.tied = model_.tie_embeddings;
     std::vector<std::string> keys{"wafer", "region", "lm_head"};
     if (!head.tied) keys.push_back("embedding");
     if (model_.is_gpt2()) keys.push_back("position_embedding");
-    r_.check_keys(hn, keys);
-    head.wafer = wafer(r_.get(hn, "wafer"));
-    head.strip = rect_in_mesh(r_.get(hn, "region"));
+    const Mapping hn = mapping(head_value, keys);
+    head.wafer = wafer(get(hn, "wafer"));
+    head.strip = rect_in_mesh(get(hn, "region"));
     const int vocab = model_.vocab_size, hidden = model_.hidden_size;
     head.lm_head = matrix(hn, "lm_head", {"lm_head", vocab, hidden}, head.wafer);
     head.embedding = head.tied ? head.lm_head
@@ -465,15 +450,15 @@ class PlacementFileReader {
       const PlacedRect& p = placed_[i];
       for_each_core(p.rect, [&](Coord c) {
         if (defects.dead(c))
-          r_.fail(p.where, fmt::format("rectangle {} contains the dead core ({}, {})",
-                                       rect_yaml(p.rect), c.x, c.y));
+          fail(p.where, fmt::format("rectangle {} contains the dead core ({}, {})",
+                                    rect_yaml(p.rect), c.x, c.y));
         int& o = owner[core_index(p.wafer, c)];
         if (o >= 0) {
           const PlacedRect& q = placed_[static_cast<std::size_t>(o)];
-          r_.fail(p.where,
-                  fmt::format("rectangle {} overlaps {} {} (line {}) at core ({}, {}) of wafer {}",
-                              rect_yaml(p.rect), q.where.path, rect_yaml(q.rect),
-                              q.where.node.Mark().line + 1, c.x, c.y, p.wafer));
+          fail(p.where,
+               fmt::format("rectangle {} overlaps {} {} (line {}) at core ({}, {}) of wafer {}",
+                           rect_yaml(p.rect), q.where.path, rect_yaml(q.rect),
+                           q.where.node.Mark().line + 1, c.x, c.y, p.wafer));
         }
         o = static_cast<int>(i);
       });
@@ -496,10 +481,10 @@ class PlacementFileReader {
       });
       const std::uint64_t most = used[core_index(p.wafer, fullest)];
       if (most > capacity)
-        r_.fail(p.where,
-                fmt::format("its fullest core ({}, {}) would hold {} bytes but a core has {} ({} "
-                            "tokens x {} users of KV cache where it is attention); use more cores",
-                            fullest.x, fullest.y, most, capacity, context(), users()));
+        fail(p.where,
+             fmt::format("its fullest core ({}, {}) would hold {} bytes but a core has {} ({} "
+                         "tokens x {} users of KV cache where it is attention); use more cores",
+                         fullest.x, fullest.y, most, capacity, context(), users()));
     }
   }
 
@@ -508,7 +493,6 @@ class PlacementFileReader {
       for (int x = r.x0; x < r.x0 + r.width; ++x) f(Coord{x, y});
   }
 
-  FileReader r_;
   std::string file_;
   const models::ModelConfig& model_;
   const fabric::WaferSpec& spec_;
@@ -548,7 +532,7 @@ Placement read_placement_file(const std::filesystem::path& path, const models::M
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(file, e.mark.line + 1, e.mark.column + 1, "", e.msg);
   }
-  return PlacementFileReader(file, model, spec, req).read(Node{root, ""});
+  return PlacementFileReader(file, model, spec, req).read(yaml::document(root, file, ""));
 }
 
 }  // namespace wafersim::sim

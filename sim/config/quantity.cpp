@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -428,5 +429,70 @@ std::string format_duration(double seconds) {
       {{"s", 0}, {"ms", -3}, {"us", -6}, {"ns", -9}, {"ps", -12}}};
   return format_real(seconds, kCanonical);
 }
+
+// ---------------------------------------------------------------------------
+// Power and FLOP rates: scaled units with a real-valued number.
+
+namespace {
+
+struct ScaledUnit {
+  std::string_view name;
+  double scale;
+};
+
+double parse_scaled(std::string_view text, std::span<const ScaledUnit> units,
+                    std::string_view example) {
+  std::string accepted;
+  for (const ScaledUnit& u : units) accepted += (accepted.empty() ? "" : ", ") + std::string(u.name);
+  std::size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  double value = 0.0;
+  const auto r = std::from_chars(text.data() + i, text.data() + text.size(), value);
+  if (r.ec != std::errc{} || !std::isfinite(value)) {
+    throw QuantityError(fmt::format("expects a number and a unit, e.g. {}; accepted units: {}",
+                                    example, accepted));
+  }
+  if (value < 0.0) throw QuantityError(fmt::format("cannot be negative, e.g. {}", example));
+  std::string_view unit(r.ptr, static_cast<std::size_t>(text.data() + text.size() - r.ptr));
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  while (!unit.empty() && unit.back() == ' ') unit.remove_suffix(1);
+  if (unit.empty()) {
+    throw QuantityError(
+        fmt::format("needs a unit, e.g. {}; accepted units: {}", example, accepted));
+  }
+  for (const ScaledUnit& u : units) {
+    if (u.name == unit) return value * u.scale;
+  }
+  throw QuantityError(fmt::format("has an unknown unit '{}'; accepted units: {}", unit, accepted));
+}
+
+// The largest unit in which the value is at least 1, with the shortest digits
+// that read back exactly; the base unit when no scaled spelling does.
+std::string format_scaled(double v, std::span<const ScaledUnit> units) {
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    if (v < it->scale && it + 1 != units.rend()) continue;
+    std::array<char, 64> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v / it->scale);
+    const std::string text = std::string(buf.data(), r.ptr) + " " + std::string(it->name);
+    if (parse_scaled(text, units, "") == v) return text;
+  }
+  std::array<char, 64> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), r.ptr) + " " + std::string(units.front().name);
+}
+
+// Units in increasing scale: the first is the base unit.
+constexpr std::array<ScaledUnit, 3> kPowerUnits{{{"W", 1.0}, {"kW", 1e3}, {"MW", 1e6}}};
+constexpr std::array<ScaledUnit, 4> kFlopUnits{
+    {{"FLOPS", 1.0}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15}}};
+
+}  // namespace
+
+double parse_power(std::string_view text) { return parse_scaled(text, kPowerUnits, "23 kW"); }
+double parse_flop_rate(std::string_view text) {
+  return parse_scaled(text, kFlopUnits, "989.4 TFLOPS");
+}
+std::string format_power(double w) { return format_scaled(w, kPowerUnits); }
+std::string format_flop_rate(double f) { return format_scaled(f, kFlopUnits); }
 
 }  // namespace wafersim::sim

@@ -52,4 +52,13 @@ std::string format_bytes_per_cycle(Bytes per_cycle);  // "16 B/cycle"
 std::string format_data_rate(double bytes_per_s);     // in bit/s units
 std::string format_duration(double seconds);
 
+// Power ("23 kW": W, kW, MW) and FLOP rates ("989.4 TFLOPS": FLOPS, GFLOPS,
+// TFLOPS, PFLOPS), for the wafer's system power and the GPU presets: an
+// explicit unit, no sign; written in the largest unit in which they are at
+// least 1, with the shortest digits that read back exactly.
+double parse_power(std::string_view text);      // watts
+double parse_flop_rate(std::string_view text);  // FLOP/s
+std::string format_power(double watts);
+std::string format_flop_rate(double flops);
+
 }  // namespace wafersim::sim

@@ -1,0 +1,119 @@
+// hardware: a wafer (fabric::WaferSpec), in a preset file, inline or as
+// overrides of a preset. docs/scenario-schema.md, "Hardware".
+#include <cstdint>
+#include <limits>
+
+#include "sim/config/quantity.hpp"
+#include "sim/config/sections.hpp"
+
+namespace wafersim::sim::schema {
+
+namespace {
+
+using fabric::WaferSpec;
+using namespace yaml;
+
+constexpr Need R = Need::required;
+constexpr Need O = Need::optional;
+
+// defects: written (all three keys) whenever any of them is set, so a run
+// with defects reproduces.
+bool has_defects(const WaferSpec& h) {
+  return h.defect_rate > 0.0 || h.defect_seed != 0 || !h.defect_cores.empty();
+}
+
+std::string write_cores(const WaferSpec& h) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < h.defect_cores.size(); ++i)
+    o += fmt::format("{}[{}, {}]", i ? ", " : "", h.defect_cores[i].x, h.defect_cores[i].y);
+  return o + "]";
+}
+
+constexpr Key<WaferSpec> kHardware[] = {
+    {"name", R, "string", "for reports; in a preset file it must equal the file name",
+     [](auto& v, auto& h, auto&) { h.name = read_string(v); },
+     [](auto& h) { return yaml_string(h.name); }},
+    {"description", O, "string", "optional, free text",
+     [](auto& v, auto&, auto&) { read_string(v); }},
+    {"mesh.width", R, "count", "programmable mesh of cores, columns",
+     [](auto& v, auto& h, auto&) { h.mesh_width = read_count(v, "762"); },
+     [](auto& h) { return fmt::format("{}", h.mesh_width); }},
+    {"mesh.height", R, "count", "programmable mesh of cores, rows",
+     [](auto& v, auto& h, auto&) { h.mesh_height = read_count(v, "1176"); },
+     [](auto& h) { return fmt::format("{}", h.mesh_height); }},
+    {"dies.x", R, "count", "die tiling of the wafer, columns",
+     [](auto& v, auto& h, auto&) { h.dies_x = read_count(v, "7"); },
+     [](auto& h) { return fmt::format("{}", h.dies_x); }},
+    {"dies.y", R, "count", "die tiling of the wafer, rows",
+     [](auto& v, auto& h, auto&) { h.dies_y = read_count(v, "12"); },
+     [](auto& h) { return fmt::format("{}", h.dies_y); }},
+    {"core.clock", R, "frequency", "core clock",
+     [](auto& v, auto& h, auto&) { h.clock_hz = read_quantity(v, parse_frequency, "1.1 GHz"); },
+     [](auto& h) { return format_frequency(h.clock_hz); }},
+    {"core.sram", R, "size", "SRAM per core",
+     [](auto& v, auto& h, auto&) { h.sram_per_core = read_quantity(v, parse_size, "48 KiB"); },
+     [](auto& h) { return format_size(h.sram_per_core); }},
+    {"core.simd_lanes_16bit", R, "count", "16-bit multiply-accumulates per cycle",
+     [](auto& v, auto& h, auto&) { h.simd_lanes_16bit = read_count(v, "8"); },
+     [](auto& h) { return fmt::format("{}", h.simd_lanes_16bit); }},
+    {"core.simd_lanes_32bit", R, "count", "32-bit multiply-accumulates per cycle",
+     [](auto& v, auto& h, auto&) { h.simd_lanes_32bit = read_count(v, "4"); },
+     [](auto& h) { return fmt::format("{}", h.simd_lanes_32bit); }},
+    {"core.sram_read_bandwidth", R, "per cycle", "weight bytes the datapath reads per cycle",
+     [](auto& v, auto& h, auto&) {
+       h.sram_read_bytes_per_cycle = read_quantity(v, parse_bytes_per_cycle, "16 B/cycle");
+     },
+     [](auto& h) { return format_bytes_per_cycle(h.sram_read_bytes_per_cycle); }},
+    {"core.task_overhead", R, "cycles", "fixed cost to start a kernel tile",
+     [](auto& v, auto& h, auto&) { h.task_overhead = read_quantity(v, parse_cycles, "20 cycles"); },
+     [](auto& h) { return format_cycles(h.task_overhead); }},
+    {"router.hop_latency", R, "cycles", "one router plus one link",
+     [](auto& v, auto& h, auto&) { h.hop_latency = read_quantity(v, parse_cycles, "1 cycle"); },
+     [](auto& h) { return format_cycles(h.hop_latency); }},
+    {"router.link_bandwidth", R, "per cycle", "per link per direction; whole bytes",
+     [](auto& v, auto& h, auto&) {
+       h.link_bytes_per_cycle = read_quantity(v, parse_bytes_per_cycle, "32 bit/cycle");
+     },
+     [](auto& h) { return format_bits_per_cycle(h.link_bytes_per_cycle); }},
+    {"router.virtual_channels", R, "count", "colors",
+     [](auto& v, auto& h, auto&) { h.virtual_channels = read_count(v, "24"); },
+     [](auto& h) { return fmt::format("{}", h.virtual_channels); }},
+    {"router.reduce_hop_overhead", R, "cycles", "extra cost per hop when a core adds and forwards",
+     [](auto& v, auto& h, auto&) {
+       h.reduce_hop_overhead = read_quantity(v, parse_cycles, "2 cycles");
+     },
+     [](auto& h) { return format_cycles(h.reduce_hop_overhead); }},
+    {"io.bandwidth", R, "data rate", "wafer edge I/O",
+     [](auto& v, auto& h, auto&) {
+       h.io_bandwidth_bytes_per_s = read_quantity(v, parse_data_rate, "1200 Gbit/s");
+     },
+     [](auto& h) { return format_data_rate(h.io_bandwidth_bytes_per_s); }},
+    {"io.latency", R, "time", "wafer edge I/O",
+     [](auto& v, auto& h, auto&) { h.io_latency_s = read_quantity(v, parse_duration, "1 us"); },
+     [](auto& h) { return format_duration(h.io_latency_s); }},
+    {"system_power", O, "power (W, kW, MW)",
+     "power of the whole system around one wafer; used only for tokens/s per kW",
+     [](auto& v, auto& h, auto&) { h.system_power_w = read_quantity(v, parse_power, "23 kW"); },
+     [](auto& h) { return format_power(h.system_power_w); },
+     [](auto& h) { return h.system_power_w > 0.0; }},
+    // Optional everywhere (a preset without it has no dead cores); each key
+    // inside is optional too, and over a preset replaces only itself.
+    {"defects.rate", O, "number in [0, 1)", "each core dead independently with this probability",
+     [](auto& v, auto& h, auto&) { h.defect_rate = read_real(v, "0.001"); },
+     [](auto& h) { return fmt::format("{}", h.defect_rate); }, has_defects},
+    {"defects.seed", O, "count", "seed of the defect draw (SplitMix64, one draw per core)",
+     [](auto& v, auto& h, auto&) {
+       h.defect_seed = read_unsigned(v, std::numeric_limits<std::uint64_t>::max(), "7");
+     },
+     [](auto& h) { return fmt::format("{}", h.defect_seed); }, has_defects},
+    {"defects.cores", O, "list of [x, y]", "cores dead in addition to the drawn ones",
+     [](auto& v, auto& h, auto&) { h.defect_cores = read_coords(v); }, write_cores, has_defects},
+};
+
+}  // namespace
+
+std::span<const Key<WaferSpec>> hardware_keys() {
+  return kHardware;
+}
+
+}  // namespace wafersim::sim::schema

@@ -1,0 +1,90 @@
+// model: a transformer's shape (models::ModelConfig), in a preset file, inline
+// or as overrides of a preset. docs/scenario-schema.md, "Model".
+#include "sim/config/sections.hpp"
+
+namespace wafersim::sim::schema {
+
+namespace {
+
+using models::ModelConfig;
+using namespace yaml;
+
+constexpr Need R = Need::required;
+constexpr Need O = Need::optional;
+
+std::string count(int n) {
+  return fmt::format("{}", n);
+}
+
+constexpr Key<ModelConfig> kModel[] = {
+    {"name", R, "string", "in a preset file it must equal the file name",
+     [](auto& v, auto& m, auto&) { m.name = read_string(v); },
+     [](auto& m) { return yaml_string(m.name); }},
+    {"description", O, "string", "optional, free text",
+     [](auto& v, auto&, auto&) { read_string(v); }},
+    {"architecture", R, "llama, mistral, qwen2, qwen3, mixtral or gpt2",
+     "what each changes: models/model_config.hpp",
+     [](auto& v, auto& m, auto&) {
+       m.architecture = models::parse_architecture(read_choice(
+           v, "architecture", {"llama", "mistral", "qwen2", "qwen3", "mixtral", "gpt2"}));
+     },
+     [](auto& m) { return std::string(models::architecture_name(m.architecture)); }},
+    {"hidden_size", R, "count", "width of the residual stream",
+     [](auto& v, auto& m, auto&) { m.hidden_size = read_count(v, "4096"); },
+     [](auto& m) { return count(m.hidden_size); }},
+    {"intermediate_size", R, "count", "width of the MLP (of each expert for mixtral)",
+     [](auto& v, auto& m, auto&) { m.intermediate_size = read_count(v, "14336"); },
+     [](auto& m) { return count(m.intermediate_size); }},
+    {"num_layers", R, "count", "transformer layers",
+     [](auto& v, auto& m, auto&) { m.num_layers = read_count(v, "32"); },
+     [](auto& m) { return count(m.num_layers); }},
+    {"num_heads", R, "count", "query heads",
+     [](auto& v, auto& m, auto&) { m.num_heads = read_count(v, "32"); },
+     [](auto& m) { return count(m.num_heads); }},
+    {"num_kv_heads", R, "count", "key/value heads; divides num_heads",
+     [](auto& v, auto& m, auto&) { m.num_kv_heads = read_count(v, "8"); },
+     [](auto& m) { return count(m.num_kv_heads); }},
+    {"head_dim", R, "count", "width of one head",
+     [](auto& v, auto& m, auto&) { m.head_dim = read_count(v, "128"); },
+     [](auto& m) { return count(m.head_dim); }},
+    {"vocab_size", R, "count", "tokens of the vocabulary",
+     [](auto& v, auto& m, auto&) { m.vocab_size = read_count(v, "128256"); },
+     [](auto& m) { return count(m.vocab_size); }},
+    {"max_position", R, "count", "longest context: prompt plus generated tokens",
+     [](auto& v, auto& m, auto&) { m.max_position = read_count(v, "131072"); },
+     [](auto& m) { return count(m.max_position); }},
+    {"rope_theta", R, "plain number (10000.0)", "RoPE base; unused by gpt2",
+     [](auto& v, auto& m, auto&) { m.rope_theta = read_real(v, "500000.0"); },
+     [](auto& m) { return yaml_real(m.rope_theta); }},
+    {"rms_norm_eps", R, "plain number (1.0e-5)", "norm epsilon (gpt2: LayerNorm's)",
+     [](auto& v, auto& m, auto&) { m.rms_norm_eps = read_real(v, "1.0e-5"); },
+     [](auto& m) { return yaml_real(m.rms_norm_eps); }},
+    {"tie_embeddings", R, "true / false", "lm_head shares the embedding's matrix",
+     [](auto& v, auto& m, auto&) { m.tie_embeddings = read_bool(v); },
+     [](auto& m) { return yaml_bool(m.tie_embeddings); }},
+    // Architecture extras: optional everywhere, 0 / false when absent, and
+    // written only when they differ from that.
+    {"num_experts", O, "count, default 0", "experts per layer; >= 1 for mixtral, 0 otherwise",
+     [](auto& v, auto& m, auto&) { m.num_experts = read_count(v, "8"); },
+     [](auto& m) { return count(m.num_experts); }, [](auto& m) { return m.num_experts != 0; }},
+    {"experts_per_token", O, "count, default 0", "top-k experts per token (mixtral)",
+     [](auto& v, auto& m, auto&) { m.experts_per_token = read_count(v, "2"); },
+     [](auto& m) { return count(m.experts_per_token); },
+     [](auto& m) { return m.experts_per_token != 0; }},
+    {"attention_bias", O, "true / false, default false", "q/k/v biases for the llama family",
+     [](auto& v, auto& m, auto&) { m.attention_bias = read_bool(v); },
+     [](auto&) { return std::string("true"); }, [](auto& m) { return m.attention_bias; }},
+    {"sliding_window", O, "count, default 0 = whole context",
+     "each query sees the last N positions (itself included)",
+     [](auto& v, auto& m, auto&) { m.sliding_window = read_count(v, "4096"); },
+     [](auto& m) { return count(m.sliding_window); },
+     [](auto& m) { return m.sliding_window != 0; }},
+};
+
+}  // namespace
+
+std::span<const Key<ModelConfig>> model_keys() {
+  return kModel;
+}
+
+}  // namespace wafersim::sim::schema

@@ -1,0 +1,189 @@
+// placement: the strategy and its parameters, or a placement file
+// (PlacementOptions). docs/scenario-schema.md, "Placement strategies".
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "sim/config/sections.hpp"
+
+namespace wafersim::sim::schema {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using namespace yaml;
+
+constexpr Need O = Need::optional;
+
+ReductionScheme read_reduction(const Value& v) {
+  const std::string r = read_choice(v, "reduction scheme", {"chain", "tree", "two-level"});
+  return r == "tree"        ? ReductionScheme::tree
+         : r == "two-level" ? ReductionScheme::two_level
+                            : ReductionScheme::chain;
+}
+
+// matrices: per-matrix overrides, {rows, columns, reduction} for the shaped
+// matrices, {reduction} for attention and lm_head.
+void read_matrices(const Value& v, PlacementOptions& placement) {
+  const std::vector<std::string> kinds = {"qkv", "o", "gate_up", "down", "attention", "lm_head"};
+  const Mapping mm(v, kinds);
+  for (const std::string& kind : kinds) {
+    if (!mm.has(kind)) continue;
+    const bool shaped = kind != "attention" && kind != "lm_head";
+    const Mapping one(mm.get(kind), shaped
+                                        ? std::vector<std::string>{"rows", "columns", "reduction"}
+                                        : std::vector<std::string>{"reduction"});
+    MatrixOverride ov;
+    for (const char* key : {"rows", "columns"}) {
+      if (!one.has(key)) continue;
+      const Value& n = one.get(key);
+      const int value = read_count(n, "8");
+      if (value < 1) fail(n.loc(), n.path, "must be at least 1 (cores)");
+      (std::string(key) == "rows" ? ov.rows : ov.columns) = value;
+    }
+    if (one.has("reduction")) ov.reduction = read_reduction(one.get("reduction"));
+    placement.matrices[kind] = ov;
+  }
+}
+
+std::string write_matrices(const PlacementOptions& p) {
+  std::string o;
+  for (const auto& [kind, ov] : p.matrices) {
+    std::vector<std::string> parts;
+    if (ov.rows > 0) parts.push_back(fmt::format("rows: {}", ov.rows));
+    if (ov.columns > 0) parts.push_back(fmt::format("columns: {}", ov.columns));
+    if (ov.reduction) parts.push_back(fmt::format("reduction: {}", reduction_name(*ov.reduction)));
+    o += fmt::format("\n    {}: {{{}}}", kind, join_list(parts));
+  }
+  return o;
+}
+
+// Relative to the scenario's folder; kept absolute so that the resolved
+// scenario written next to results still finds it.
+void read_file(const Value& f, PlacementOptions& placement) {
+  const fs::path given = read_string(f, "a placement file such as placement.yaml");
+  placement.file =
+      fs::absolute(given.is_absolute() ? given : fs::path(f.file).parent_path() / given)
+          .lexically_normal()
+          .string();
+}
+
+bool annealing(const PlacementOptions& p) {
+  return p.strategy == StrategyKind::anneal;
+}
+bool has_halo(const PlacementOptions& p) {
+  return p.halo.columns != 0 || p.halo.rows != 0;
+}
+
+// Read by rank: strategy and block_rows, then reduction, seed, anneal and
+// matrices, then halo and file.
+constexpr Key<PlacementOptions> kPlacement[] = {
+    {"strategy", O, "layer-rectangles | serpentine | short-path | sram-balanced | anneal",
+     "how layers are laid out on the mesh",
+     [](auto& v, auto& p, auto&) {
+       p.strategy = *parse_strategy(read_choice(v, "placement strategy", placement_strategies()));
+     },
+     [](auto& p) { return yaml_string(strategy_name(p.strategy)); }},
+    {"reduction", O, "chain | tree | two-level (default chain)",
+     "how partial sums are reduced along a row of cores",
+     [](auto& v, auto& p, auto&) { p.reduction = read_reduction(v); },
+     [](auto& p) { return std::string(reduction_name(p.reduction)); }, nullptr, 1},
+    {"block_rows", O, "count 1..64 (default 2)", "serpentine, sram-balanced: rows of layer blocks",
+     [](auto& v, auto& p, auto&) {
+       p.block_rows = read_count(v, "2");
+       if (p.block_rows < 1 || p.block_rows > 64)
+         fail(v.loc(), v.path,
+              "must be between 1 and 64 (rows of layer blocks, serpentine and sram-balanced)");
+     },
+     [](auto& p) { return fmt::format("{}", p.block_rows); }},
+    {"seed", O, "whole number (default 1)", "anneal: seed of the search",
+     [](auto& v, auto& p, auto&) { p.seed = read_unsigned(v, UINT64_MAX, "1"); },
+     [](auto& p) { return fmt::format("{}", p.seed); }, annealing, 1},
+    {"anneal.iterations", O, "count 1..10^8 (default 200000)", "moves per candidate grid",
+     [](auto& v, auto& p, auto&) {
+       p.anneal.iterations = read_count(v, "200000");
+       if (p.anneal.iterations < 1 || p.anneal.iterations > 100000000)
+         fail(v.loc(), v.path, "must be between 1 and 100000000 (moves per candidate grid)");
+     },
+     [](auto& p) { return fmt::format("{}", p.anneal.iterations); }, annealing, 1, true},
+    {"anneal.initial_temperature", O, "number > 0 (default 0.1)",
+     "a fraction of the mean per-layer cost of the random start",
+     [](auto& v, auto& p, auto&) {
+       p.anneal.initial_temperature = read_real(v, "0.1");
+       if (!(p.anneal.initial_temperature > 0.0))
+         fail(v.loc(), v.path,
+              "must be > 0 (a fraction of the mean per-layer cost of the starting assignment)");
+     },
+     [](auto& p) { return fmt::format("{}", p.anneal.initial_temperature); }, annealing, 1, true},
+    {"anneal.final_temperature", O, "number in (0, initial_temperature] (default 0.0001)",
+     "where the cooling ends",
+     [](auto& v, auto& p, auto&) {
+       p.anneal.final_temperature = read_real(v, "0.0001");
+       if (!(p.anneal.final_temperature > 0.0) ||
+           p.anneal.final_temperature > p.anneal.initial_temperature)
+         fail(v.loc(), v.path,
+              fmt::format("must be > 0 and at most initial_temperature ({})",
+                          p.anneal.initial_temperature));
+     },
+     [](auto& p) { return fmt::format("{}", p.anneal.final_temperature); }, annealing, 1, true},
+    {"anneal.sram_weight", O, "number >= 0 (default 0)", "hop-bytes per byte of the fullest core",
+     [](auto& v, auto& p, auto&) {
+       p.anneal.sram_weight = read_real(v, "0");
+       if (p.anneal.sram_weight < 0.0)
+         fail(v.loc(), v.path, "must be >= 0 (hop-bytes per byte of the fullest core)");
+     },
+     [](auto& p) { return fmt::format("{}", p.anneal.sram_weight); }, annealing, 1, true},
+    {"anneal.latency_weight", O, "finite number >= 0 (default 1000)",
+     "hop-bytes per cycle of estimated token latency",
+     [](auto& v, auto& p, auto&) {
+       p.anneal.latency_weight = read_real(v, "1000");
+       if (!(p.anneal.latency_weight >= 0.0) || !std::isfinite(p.anneal.latency_weight))
+         fail(v.loc(), v.path,
+              "must be a finite number >= 0 (hop-bytes per cycle of estimated token latency)");
+     },
+     [](auto& p) { return fmt::format("{}", p.anneal.latency_weight); }, annealing, 1, true},
+    {"anneal.spare_slots", O, "number in [0, 1] (default 0)",
+     "empty slots a grid may have, as a fraction of the layers",
+     [](auto& v, auto& p, auto&) {
+       p.anneal.spare_slots = read_real(v, "0.25");
+       if (p.anneal.spare_slots < 0.0 || p.anneal.spare_slots > 1.0)
+         fail(v.loc(), v.path, "must be between 0 and 1 (spare slots as a fraction of the layers)");
+     },
+     [](auto& p) { return fmt::format("{}", p.anneal.spare_slots); }, annealing, 1, true},
+    // The anneal mapping as a whole, once its keys are read: only with strategy anneal.
+    {"anneal", O, "mapping", "the annealer's parameters; only with strategy: anneal",
+     [](auto& v, auto& p, auto&) {
+       if (p.strategy != StrategyKind::anneal)
+         fail(v.key_loc(), v.path,
+              fmt::format("anneal parameters given but strategy is '{}'; set strategy: anneal",
+                          strategy_name(p.strategy)));
+     },
+     nullptr, nullptr, 1},
+    {"halo.columns", O, "count (default 0)", "columns of cores kept free for I/O",
+     [](auto& v, auto& p, auto&) { p.halo.columns = read_count(v, "7"); },
+     [](auto& p) { return fmt::format("{}", p.halo.columns); }, has_halo, 2, true},
+    {"halo.rows", O, "count (default 0)", "rows of cores kept free for I/O",
+     [](auto& v, auto& p, auto&) { p.halo.rows = read_count(v, "2"); },
+     [](auto& p) { return fmt::format("{}", p.halo.rows); }, has_halo, 2, true},
+    {"file", O, "path", "a placement file instead of a strategy (relative to the scenario)",
+     [](auto& v, auto& p, auto&) { read_file(v, p); }, [](auto& p) { return yaml_string(p.file); },
+     [](auto& p) { return !p.file.empty(); }, 2},
+    {"matrices", O, "mapping", "per-matrix overrides of rows, columns and reduction",
+     [](auto& v, auto& p, auto&) { read_matrices(v, p); }, write_matrices,
+     [](auto& p) { return !p.matrices.empty(); }, 1},
+};
+
+}  // namespace
+
+std::span<const Key<PlacementOptions>> placement_keys() {
+  return kPlacement;
+}
+
+void read_placement(const Value& v, PlacementOptions& placement) {
+  const Mapping m(v, top_keys(placement_keys()));
+  Provenance unused;
+  read_keys(m, /*complete=*/true, placement_keys(), placement, unused, ReadContext{});
+}
+
+}  // namespace wafersim::sim::schema

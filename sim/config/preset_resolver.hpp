@@ -1,0 +1,49 @@
+// Presets: finding <preset dir>/<folder>/<name>.yaml, reading it as a complete
+// description, and resolving a scenario's `hardware:`, `model:`, a draft
+// model or a GPU system: a preset name, a preset with overrides, a complete
+// inline description (or, for models, a Hugging Face checkpoint). Each result
+// is validated, its errors at the line that set the value. Private to sim/config.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "fabric/wafer_spec.hpp"
+#include "models/gpu/gpu_spec.hpp"
+#include "models/model_config.hpp"
+#include "sim/config/schema_table.hpp"
+
+namespace wafersim::sim::schema {
+
+// What one kind of preset needs to be resolved from a scenario.
+template <class Config>
+struct PresetKind {
+  std::string kind;    // "hardware" / "model" / "GPU system", for messages
+  std::string folder;  // "hardware" / "models" / "gpus"
+  std::string example;
+  std::span<const Key<Config>> keys;
+  // Config::validate(), its errors at the line that set the field.
+  void (*validate)(const Config&, const std::string& root_path, const Provenance&,
+                   const Loc& fallback);
+};
+
+const PresetKind<fabric::WaferSpec>& hardware_kind();
+const PresetKind<models::ModelConfig>& model_kind();
+const PresetKind<models::gpu::ClusterSpec>& gpu_kind();
+
+// A preset by name, alone (wafersim list, load_*_preset): errors name the
+// preset file with key paths from its top.
+template <class Config>
+Config load_preset(const PresetKind<Config>& kind, const std::string& name,
+                   const std::filesystem::path& preset_dir);
+
+// A scenario's `hardware:` or `model:` value (or a draft model, a GPU
+// system): a preset name, a preset with overrides ({preset: NAME, ...}), or a
+// complete inline description. `preset_name` is set to the preset's name, the
+// checkpoint's path or "inline".
+template <class Config>
+Config resolve(const PresetKind<Config>& kind, const Value& v,
+               const std::filesystem::path& preset_dir, std::string& preset_name);
+
+}  // namespace wafersim::sim::schema

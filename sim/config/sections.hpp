@@ -1,0 +1,51 @@
+// The sections of a scenario, each a schema table (schema_table.hpp) with the
+// readers around it, and the resolved-scenario emitter. Private to sim/config.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fabric/wafer_spec.hpp"
+#include "models/gpu/gpu_spec.hpp"
+#include "models/gpu/serving.hpp"
+#include "models/model_config.hpp"
+#include "sim/config/scenario.hpp"
+#include "sim/config/schema_table.hpp"
+
+namespace wafersim::sim::schema {
+
+// Presets and their overrides (hardware_schema.cpp, model_schema.cpp, gpu_schema.cpp).
+std::span<const Key<fabric::WaferSpec>> hardware_keys();
+std::span<const Key<models::ModelConfig>> model_keys();
+std::span<const Key<models::gpu::ClusterSpec>> gpu_keys();
+
+// placement: (placement_schema.cpp).
+std::span<const Key<PlacementOptions>> placement_keys();
+void read_placement(const Value& v, PlacementOptions& placement);
+
+// workload: and outputs: (workload_schema.cpp).
+std::span<const Key<Workload>> workload_keys();
+std::span<const Key<Outputs>> outputs_keys();
+void read_workload(const Value& v, const models::ModelConfig& model, Workload& w);
+void read_outputs(const Value& v, Outputs& outputs);
+
+// compare_with, gpu_parallelism, speculative_decoding, serving (comparison_schema.cpp).
+std::span<const Key<GpuComparison>> gpu_parallelism_keys();
+std::span<const Key<SpeculativeOptions>> speculative_keys();
+std::span<const Key<models::gpu::ServingOverhead>> serving_keys();
+std::vector<models::gpu::ClusterSpec> read_compare_with(const Mapping& top,
+                                                        const std::filesystem::path& preset_dir);
+void read_gpu_parallelism(const Value& v, GpuComparison& gpu);
+SpeculativeOptions read_speculative(const Value& v, const std::filesystem::path& preset_dir,
+                                    const models::ModelConfig& target);
+models::gpu::ServingOverhead read_serving(const Value& v);
+// compare_with (every system inline), gpu_parallelism, speculative_decoding, serving.
+void write_comparison(std::string& o, const Scenario& s);
+
+// The resolved scenario, as YAML that load_scenario() reads back to an equal
+// Scenario (resolved_scenario.cpp).
+std::string emit_resolved(const Scenario& s);
+
+}  // namespace wafersim::sim::schema

@@ -1,0 +1,199 @@
+// workload: what is decoded (Workload), and outputs: (Outputs).
+// docs/scenario-schema.md, "Workload".
+#include <climits>
+#include <cstdint>
+
+#include "sim/config/sections.hpp"
+
+namespace wafersim::sim::schema {
+
+namespace {
+
+using namespace yaml;
+
+constexpr Need R = Need::required;
+constexpr Need O = Need::optional;
+
+// SplitMix64 (Steele, Lea, Flood 2014): the generator behind prompt_tokens.
+// Its whole definition is here, so ids do not depend on the standard library.
+std::uint64_t splitmix64(std::uint64_t& state) {
+  state += 0x9E3779B97F4A7C15ull;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Prompt ids drawn from `seed`: the generator starts at seed XOR "prompt" (in
+// ASCII) so that the prompt stream differs from anything else seeded with the
+// same number; each draw maps to [0, vocab) by multiply-high (no modulo bias
+// beyond 2^-64).
+std::vector<std::int32_t> draw_prompt(int count, int vocab, std::uint64_t seed) {
+  constexpr std::uint64_t kPromptStream = 0x70726F6D7074ull;  // "prompt"
+  std::uint64_t state = seed ^ kPromptStream;
+  std::vector<std::int32_t> ids;
+  ids.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const unsigned __int128 wide =
+        static_cast<unsigned __int128>(splitmix64(state)) * static_cast<unsigned>(vocab);
+    ids.push_back(static_cast<std::int32_t>(wide >> 64));
+  }
+  return ids;
+}
+
+// The prompt plus generate_tokens must fit the model's context: reported at
+// the prompt when it alone reaches max_position, else at generate_tokens.
+void check_context(const Value& prompt, long long prompt_length, const Workload& w,
+                   const ReadContext& ctx) {
+  const models::ModelConfig& model = *ctx.model;
+  const long long total = prompt_length + w.generate_tokens;
+  if (total <= model.max_position) return;
+  const std::string sum = fmt::format(
+      "the prompt ({} tokens) + generate_tokens ({}) = {} tokens, more than "
+      "max_position {} of model {}",
+      prompt_length, w.generate_tokens, total, model.max_position, model.name);
+  if (prompt_length >= model.max_position) {
+    fail(prompt.loc(), prompt.path,
+         fmt::format("{}; the prompt must be shorter than {} tokens", sum, model.max_position));
+  }
+  const Value& generate = ctx.mapping->get("generate_tokens");
+  fail(generate.loc(), generate.path,
+       fmt::format("{}; with this prompt generate_tokens can be at most {}", sum,
+                   model.max_position - prompt_length));
+}
+
+// prompt_ids: the length first (an absurd prompt fails before its ids are read).
+void read_prompt_ids(const Value& prompt, Workload& w, const ReadContext& ctx) {
+  if (!prompt.node.IsSequence()) {
+    fail(prompt.loc(), prompt.path,
+         fmt::format("expected a list of token ids such as [1, 2, 3], got {}",
+                     describe(prompt.node)));
+  }
+  std::vector<Value> id_values;
+  for (std::size_t i = 0; i < prompt.node.size(); ++i) id_values.push_back(prompt.item(i));
+  const auto length = static_cast<long long>(id_values.size());
+  if (length == 0) fail(prompt.loc(), prompt.path, "needs at least one token id, e.g. [1, 2, 3]");
+  check_context(prompt, length, w, ctx);
+  const models::ModelConfig& model = *ctx.model;
+  w.prompt_ids.clear();
+  for (const Value& id_value : id_values) {
+    const int id = read_count(id_value, "42");
+    if (id >= model.vocab_size) {
+      fail(id_value.loc(), id_value.path,
+           fmt::format("token id {} is out of range; ids must be in [0, {}) for model {} "
+                       "(vocab_size {})",
+                       id, model.vocab_size, model.name, model.vocab_size));
+    }
+    w.prompt_ids.push_back(id);
+  }
+}
+
+void read_prompt_tokens(const Value& prompt, Workload& w, const ReadContext& ctx) {
+  const long long length = read_count(prompt, "8");
+  if (length < 1) fail(prompt.loc(), prompt.path, "must be at least 1 token");
+  check_context(prompt, length, w, ctx);
+  w.prompt_ids = draw_prompt(static_cast<int>(length), ctx.model->vocab_size, w.seed);
+}
+
+// A flow list, wrapped so that long prompts stay readable.
+std::string write_prompt_ids(const Workload& w) {
+  const std::string key = "  prompt_ids: ";
+  std::string ids = key + "[";
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < w.prompt_ids.size(); ++i) {
+    std::string item = std::to_string(w.prompt_ids[i]);
+    if (i + 1 < w.prompt_ids.size()) item += ",";
+    if (i > 0) {
+      if (ids.size() - line_start + 1 + item.size() > 96) {
+        ids += "\n    ";
+        line_start = ids.size() - 4;
+      } else {
+        ids += " ";
+      }
+    }
+    ids += item;
+  }
+  return ids.substr(key.size()) + "]";
+}
+
+// Read by rank: seed, users and prefill_block, then generate_tokens, then the
+// prompt (its length is checked against generate_tokens, its draw uses the seed).
+constexpr Key<Workload> kWorkload[] = {
+    {"prompt_ids", O, "list of token ids, each in [0, vocab_size), at least one",
+     "the prompt, explicitly", read_prompt_ids, write_prompt_ids, nullptr, 2},
+    {"prompt_tokens", O, "count >= 1", "the prompt: this many ids drawn from seed",
+     read_prompt_tokens, nullptr, nullptr, 2},
+    {"generate_tokens", R, "count >= 1", "tokens to decode",
+     [](auto& v, auto& w, auto&) {
+       w.generate_tokens = read_count(v, "16");
+       if (w.generate_tokens < 1)
+         fail(v.loc(), v.path, "must be at least 1 (the number of tokens to decode)");
+     },
+     [](auto& w) { return fmt::format("{}", w.generate_tokens); }, nullptr, 1},
+    {"seed", O, "whole number in [0, 2^64), default 0",
+     "seeds the prompt and the synthetic weights",
+     [](auto& v, auto& w, auto&) { w.seed = read_unsigned(v, UINT64_MAX, "42"); },
+     [](auto& w) { return fmt::format("{}", w.seed); }},
+    {"users", O, "count 1..100000, default 1", "sequences decoded at once, each with its KV cache",
+     [](auto& v, auto& w, auto&) {
+       w.users = read_count(v, "4");
+       if (w.users < 1 || w.users > 100000)
+         fail(v.loc(), v.path, "must be between 1 and 100000 (sequences decoded at once)");
+     },
+     [](auto& w) { return fmt::format("{}", w.users); }},
+    {"prefill_block", O, "count 1..1000000, default 1",
+     "prompt tokens that go through each stage together as one block",
+     [](auto& v, auto& w, auto&) {
+       w.prefill_block = read_count(v, "32");
+       if (w.prefill_block < 1 || w.prefill_block > 1000000)
+         fail(v.loc(), v.path,
+              "must be between 1 and 1000000 (prompt tokens per block; 1 = token by token)");
+     },
+     [](auto& w) { return fmt::format("{}", w.prefill_block); }},
+};
+
+constexpr Key<Outputs> kOutputs[] = {
+    {"results", O, "path", "HDF5 results file, relative to the current directory (default none)",
+     [](auto& v, auto& o, auto&) { o.results = read_string(v, "a file path such as out/run.h5"); },
+     [](auto& o) { return yaml_string(*o.results); },
+     [](auto& o) { return o.results.has_value(); }},
+    {"functional", O, "true / false, default true", "compute real numbers; false = timing only",
+     [](auto& v, auto& o, auto&) { o.functional = read_bool(v); },
+     [](auto& o) { return yaml_bool(o.functional); }},
+};
+
+}  // namespace
+
+std::span<const Key<Workload>> workload_keys() {
+  return kWorkload;
+}
+std::span<const Key<Outputs>> outputs_keys() {
+  return kOutputs;
+}
+
+void read_workload(const Value& v, const models::ModelConfig& model, Workload& w) {
+  const Mapping m(v, top_keys(workload_keys()));
+  if (m.has("prompt_ids") && m.has("prompt_tokens")) {
+    const Value& count = m.get("prompt_tokens");
+    fail(count.key_loc(), count.path,
+         "give either prompt_ids (explicit token ids) or prompt_tokens (a count of ids drawn "
+         "from the seed), not both");
+  }
+  if (!m.has("prompt_ids") && !m.has("prompt_tokens")) {
+    fail(v.key_loc(), join_path(v.path, "prompt_tokens"),
+         "missing the prompt; give prompt_tokens (a count, e.g. prompt_tokens: 8) or prompt_ids "
+         "(e.g. prompt_ids: [1, 2, 3])");
+  }
+  Provenance unused;
+  ReadContext ctx;
+  ctx.model = &model;
+  read_keys(m, /*complete=*/true, workload_keys(), w, unused, ctx);
+}
+
+void read_outputs(const Value& v, Outputs& outputs) {
+  const Mapping m(v, top_keys(outputs_keys()));
+  Provenance unused;
+  read_keys(m, /*complete=*/true, outputs_keys(), outputs, unused, ReadContext{});
+}
+
+}  // namespace wafersim::sim::schema
