@@ -1,7 +1,6 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,15 +15,15 @@
 #include "fabric/fabric.hpp"
 #include "models/kernels.hpp"
 #include "models/reference.hpp"
-#include "models/rng.hpp"
 #include "models/weights.hpp"
 #include "models/work_team.hpp"
+#include "sim/engine/speculative_rounds.hpp"
+#include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
+#include "sim/exec/record_recycler.hpp"
+#include "sim/exec/value_lane.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/program/program.hpp"
-#include "sim/exec/record_recycler.hpp"
-#include "sim/engine/system.hpp"
-#include "sim/exec/value_lane.hpp"
 
 namespace wafersim::sim {
 
@@ -167,34 +166,14 @@ SC_MODULE(StageModule) {
 };
 
 // Speculative decoding on the wafer (scenario `speculative_decoding`): the
-// draft model, placed on wafers of its own, proposes up to `draft_tokens`
-// tokens, one decode step after another. The target starts on the newest
-// emitted token at once, and each proposal crosses the wafer I/O to the
-// target as soon as it is ready, so the target verifies the round's tokens
-// one after another through its layer pipeline (a block of T tokens would
-// cost each core T times its tile; pipelined, the tokens overlap). When every
-// token of the round is back, the longest prefix of proposals the target
-// agrees with is accepted, followed by the target's own next token; both KV
-// caches forget the rejected positions. Functional runs accept by comparing
-// greedy choices, so the tokens are exactly the target's greedy tokens;
-// timing-only runs accept each proposal with the scenario's acceptance rate,
-// drawn from the workload seed. The host counts what happened in the run's
-// analysis::SpeculativeRun.
-
-// Where one user's speculative round stands.
-struct Round {
-  int position = 0;       // position of `last` in the sequence
-  std::int32_t last = 0;  // newest emitted token: the round's first token on the target
-  int draft_count = 0;    // proposals this round (fewer near the end of the workload)
-  std::vector<std::int32_t> drafts;
-  // The target's result for the round's token at position + i: its greedy
-  // choice and (functional) logits; `returned` of draft_count + 1 are back.
-  std::vector<std::int32_t> choices;
-  std::vector<std::vector<float>> logits;
-  int returned = 0;
-  std::uint64_t started = 0;         // cycle `last` was ready
-  std::uint64_t proposals_done = 0;  // cycle the last proposal was ready
-};
+// draft model, placed on wafers of its own, proposes one decode step after
+// another. The target starts on the newest emitted token at once, and each
+// proposal crosses the wafer I/O to the target as soon as it is ready, so
+// the target verifies the round's tokens one after another through its
+// layer pipeline (a block of T tokens would cost each core T times its
+// tile; pipelined, the tokens overlap). What a round is, what it accepts and
+// what it counts is SpeculativeRounds' (sim/engine/speculative_rounds.hpp);
+// the host makes and sends the tokens in simulated time.
 
 // The host: sends the prompt in over the wafer's I/O, collects each step's
 // token, and feeds generated tokens back until the workload is done. With
@@ -213,7 +192,7 @@ SC_MODULE(HostModule) {
 
   HostModule(sc_core::sc_module_name name, Pipeline target, const Scenario& sc, Cycles io_cycles,
              analysis::RunResult& result, HostLog& log, const RunOptions& options,
-             Pipeline draft = {}, analysis::SpeculativeRun* speculation = nullptr)
+             Pipeline draft = {}, SpeculativeRounds* speculation = nullptr)
       : sc_module(name),
         target_(target),
         draft_(draft),
@@ -222,9 +201,7 @@ SC_MODULE(HostModule) {
         io_(io_cycles),
         result_(result),
         log_(log),
-        options_(options),
-        rounds_(log.size()),
-        acceptance_rng_(sc.workload.seed ^ 0x5bd1e995a1b2c3d4ull) {
+        options_(options) {
     SC_THREAD(process);
     if (spec_) SC_THREAD(draft_process);
   }
@@ -388,24 +365,14 @@ SC_MODULE(HostModule) {
   // proposes.
   void start_round(int u, int position, std::int32_t last, std::vector<std::int32_t> feed,
                    const Timed& at) {
-    Round& r = rounds_[static_cast<std::size_t>(u)];
     const int remaining = sc_.workload.generate_tokens -
                           static_cast<int>(log_[static_cast<std::size_t>(u)].tokens.size());
-    r.position = position;
-    r.last = last;
-    r.drafts.clear();
-    // A round yields at least one token: propose no more than the workload
-    // still needs beyond it.
-    r.draft_count = std::min(sc_.speculative->decoding.draft_tokens, remaining - 1);
-    r.choices.assign(static_cast<std::size_t>(r.draft_count) + 1, 0);
-    r.logits.assign(static_cast<std::size_t>(r.draft_count) + 1, {});
-    r.returned = 0;
-    r.started = r.proposals_done = at.at.value;
+    const int proposals = spec_->start(u, position, last, remaining, at.at.value);
     TokenMessage* t = make(target_, u, position, last, false, Timed{at.at, {}}, false);
     t->needs_logits = true;
     t->verifies = true;
     send(to_wafer, t);
-    if (r.draft_count == 0) return;
+    if (proposals == 0) return;
     const int first = position + 1 - static_cast<int>(feed.size());
     TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()));
     m->prefill = false;
@@ -422,21 +389,20 @@ SC_MODULE(HostModule) {
       TokenMessage* m = from_draft->read();
       if (draft_.recycler) draft_.recycler->untrack(*m);
       if (m->needs_logits) draft_.settle(*m);
-      ++spec_->draft_passes;
+      spec_->draft_pass();
       if (!m->needs_logits) continue;
-      spec_->draft_cycles += m->done.at.value - m->start_cycle;
-      Round& r = rounds_[static_cast<std::size_t>(m->user)];
       const std::int32_t d = chosen(*m);
-      r.drafts.push_back(d);
-      r.proposals_done = m->done.at.value;
-      const int position = r.position + static_cast<int>(r.drafts.size());
-      TokenMessage* v = make(target_, m->user, position, d, false, io_hop(m->done, 1), true);
+      const SpeculativeRounds::Proposal proposal =
+          spec_->propose(m->user, d, m->start_cycle, m->done.at.value);
+      TokenMessage* v =
+          make(target_, m->user, proposal.position, d, false, io_hop(m->done, 1), true);
       v->start_cycle = m->done.at.value;
       v->needs_logits = true;
       v->verifies = true;
       send(to_wafer, v);
-      if (static_cast<int>(r.drafts.size()) < r.draft_count) {
-        TokenMessage* nm = make(draft_, m->user, position, d, false, Timed{m->done.at, {}}, false);
+      if (proposal.more) {
+        TokenMessage* nm =
+            make(draft_, m->user, proposal.position, d, false, Timed{m->done.at, {}}, false);
         nm->needs_logits = true;
         send(to_draft, nm);
       }
@@ -444,67 +410,31 @@ SC_MODULE(HostModule) {
   }
 
   // A token of a round is back from the target. When the whole round is:
-  // accept, emit, roll back, start the next round. True when the user is
-  // done.
+  // emit what it accepted and the target's own token, roll both KV caches
+  // back, start the next round. True when the user is done.
   bool verified(TokenMessage & m) {
     const int u = m.user;
-    Round& r = rounds_[static_cast<std::size_t>(u)];
-    const auto i = static_cast<std::size_t>(m.position - r.position);
-    r.choices[i] = chosen(m);
-    r.logits[i] = std::move(m.logits);
-    if (++r.returned < r.draft_count + 1) return false;
-    const int k = r.draft_count;
-    int n = 0;
-    if (functional())
-      while (n < k &&
-             r.drafts[static_cast<std::size_t>(n)] == r.choices[static_cast<std::size_t>(n)])
-        ++n;
-    else
-      while (n < k && acceptance_rng_.uniform01() < sc_.speculative->decoding.acceptance_rate) ++n;
-    analysis::SpeculativeRun& st = *spec_;
-    ++st.rounds;
-    st.proposed += static_cast<std::uint64_t>(k);
-    st.accepted += static_cast<std::uint64_t>(n);
-    if (n < k) ++st.rejected;
-    st.verify_cycles += m.done.at.value - r.proposals_done;
-    st.round_cycles += m.done.at.value - r.started;
-    // Emitted: the n accepted proposals, then the target's own choice after
-    // them; the target's result at position + j carries token j's logits.
-    for (int j = 0; j < n; ++j)
-      if (emit(u, r.drafts[static_cast<std::size_t>(j)], m.done.at.value,
-               std::move(r.logits[static_cast<std::size_t>(j)])))
-        return true;
-    const std::int32_t own = r.choices[static_cast<std::size_t>(n)];
-    if (emit(u, own, m.done.at.value, std::move(r.logits[static_cast<std::size_t>(n)])))
-      return true;
-    // Positions up to r.position + n hold the sequence (last, then the
-    // accepted proposals); the draft has read up to r.position + k - 1.
-    const int target_keep = r.position + n + 1;
-    const int draft_keep = r.position + std::min(n, k - 1) + 1;
+    std::optional<SpeculativeRounds::Verdict> v =
+        spec_->verify(u, m.position, chosen(m), std::move(m.logits), m.done.at.value);
+    if (!v) return false;
+    for (std::size_t j = 0; j < v->emitted.size(); ++j)
+      if (emit(u, v->emitted[j], m.done.at.value, std::move(v->logits[j]))) return true;
     for (const auto& [p, keep] :
-         {std::pair{&target_, target_keep}, std::pair{&draft_, draft_keep}}) {
+         {std::pair{&target_, v->target_keep}, std::pair{&draft_, v->draft_keep}}) {
       p->ex->truncate_kv(u, keep);
       if (p->lane) p->lane->post([ex = p->values, u, keep = keep] { ex->truncate_kv(u, keep); });
     }
-    // The ids the draft's cache lacks, up to `own`.
-    std::vector<std::int32_t> feed;
-    for (int p = draft_keep; p < target_keep; ++p)
-      feed.push_back(p == r.position ? r.last
-                                     : r.drafts[static_cast<std::size_t>(p - r.position - 1)]);
-    feed.push_back(own);
-    start_round(u, target_keep, own, std::move(feed), m.done);
+    start_round(u, v->target_keep, v->emitted.back(), std::move(v->feed), m.done);
     return false;
   }
 
   Pipeline target_, draft_;
-  analysis::SpeculativeRun* spec_;  // with speculative decoding: its counters
+  SpeculativeRounds* spec_;  // with speculative decoding: its rounds
   const Scenario& sc_;
   Cycles io_;
   analysis::RunResult& result_;
   HostLog& log_;
   const RunOptions& options_;
-  std::vector<Round> rounds_;
-  models::Xoshiro256StarStar acceptance_rng_;
 };
 
 // The stage modules of one placed model joined by fifos: in() feeds its
@@ -587,11 +517,15 @@ struct PipelineExecutors {
   }
 };
 
-}  // namespace
+// ---- The run, step by step ---------------------------------------------------
 
-analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
-  // The SystemC banner would corrupt --json output on stdout.
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+using HostClock = std::chrono::steady_clock;
+double host_since(HostClock::time_point t0) {
+  return std::chrono::duration<double>(HostClock::now() - t0).count();
+}
+
+// What the result says of the scenario and the run before it starts.
+analysis::RunResult describe_run(const Scenario& sc, const RunOptions& options) {
   analysis::RunResult r;
   r.scenario_name = sc.name;
   r.scenario_file = sc.source_file;
@@ -608,167 +542,197 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   r.parameter_count = sc.model.parameter_count();
   r.prompt_ids = sc.workload.prompt_ids;
   r.resolved_scenario_yaml = sc.resolved_yaml;
+  return r;
+}
 
-  const int bits = models::dtype_bits(sc.precision);
-  const int n_prompt = static_cast<int>(sc.workload.prompt_ids.size());
-  using HostClock = std::chrono::steady_clock;
-  const auto host_since = [](HostClock::time_point t0) {
-    return std::chrono::duration<double>(HostClock::now() - t0).count();
-  };
-  HostTimes host_times;
+// The target placed on its wafers and, with speculative decoding, the draft
+// on wafers of its own (after the target's).
+struct PlacedModels {
+  std::unique_ptr<PlacedSystem> target, draft;
+
+  std::vector<const PlacedSystem*> all() const {
+    std::vector<const PlacedSystem*> out{target.get()};
+    if (draft) out.push_back(draft.get());
+    return out;
+  }
+  std::size_t wafer_count() const {
+    return target->wafers.size() + (draft ? draft->wafers.size() : 0);
+  }
+};
+
+PlacedModels place_models(const Scenario& sc, const RunOptions& options, HostTimes& times) {
+  PlacedModels placed;
   auto t_host = HostClock::now();
-  const std::unique_ptr<PlacedSystem> sys = place_system(sc, options.placement_progress);
-  host_times.place_s = host_since(t_host);
-  const auto& wafers = sys->wafers;
-  const Placement& placement = sys->placement;
-  const Program& program = sys->program;
-  fabric::WaferIo io(sc.hardware, static_cast<int>(wafers.size()));
-
-  // Speculative decoding: the draft on wafers of its own.
-  std::unique_ptr<PlacedSystem> draft_sys;
-  if (sc.speculative) {
-    t_host = HostClock::now();
-    try {
-      draft_sys = place_system(draft_scenario(sc), options.placement_progress);
-    } catch (const fabric::FitError& e) {
-      throw fabric::FitError("the speculative draft " + sc.speculative->decoding.draft.name +
-                             " (placed on wafers of its own, " +
-                             "as many as it needs up to one per layer): " + e.what());
-    }
-    host_times.place_s += host_since(t_host);
-  }
-
-  // With more than one wafer, the link and ramp records of wafers a token
-  // has left go back to a pool for the wafers it reaches next
-  // (sim/exec/record_recycler.hpp): same results, a few wafers' records in
-  // memory instead of every wafer's.
-  fabric::PagePool record_pool;
-  RecordRecycler recycler;
-  {
-    std::vector<fabric::FlowModel*> flows;
-    for (const auto& f : sys->wafers) flows.push_back(&f->flow());
-    if (draft_sys)
-      for (const auto& f : draft_sys->wafers) flows.push_back(&f->flow());
-    if (flows.size() > 1 && options.recycle_link_records) recycler.recycle(flows, record_pool);
-  }
-
-  // The host's other cores fault in the wafers' link and ramp records ahead
-  // of the simulation (fabric::PagePrefaulter), the target's wafers first:
-  // in functional runs while this thread makes the weights, so that the
-  // first token pass finds them present. With recycling the wafers hold
-  // only their byte counters until a token reaches them; the pool's first
-  // blocks are faulted in instead. Stopped when the simulation ends.
-  const int threads = options.threads > 0 ? options.threads : models::WorkTeam::host_threads();
-  std::vector<std::unique_ptr<fabric::PagePrefaulter>> prefaulters;
-  if (threads > 1) {
-    std::vector<fabric::PageRange> pages;
-    if (recycler.active()) {
-      const std::size_t wafer_count =
-          sys->wafers.size() + (draft_sys ? draft_sys->wafers.size() : 0);
-      pages = fabric::FlowModel::stock_records(
-          record_pool, sys->wafers.front()->mesh(),
-          static_cast<int>(std::min<std::size_t>(kStockedWafers, wafer_count)));
-    }
-    for (const PlacedSystem* s : {sys.get(), draft_sys.get()})
-      if (s)
-        for (const auto& f : s->wafers)
-          for (const fabric::PageRange& range : f->flow().record_pages()) pages.push_back(range);
-    prefaulters.push_back(std::make_unique<fabric::PagePrefaulter>(std::move(pages)));
-  }
-
-  std::optional<models::Weights> weights;
+  placed.target = place_system(sc, options.placement_progress);
+  times.place_s = host_since(t_host);
+  if (!sc.speculative) return placed;
   t_host = HostClock::now();
-  if (options.functional)
-    weights =
-        models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
-                                   models::HostStorage::compact, threads, options.weights_progress);
-  host_times.weights_s = host_since(t_host);
-  // A functional run with more than one thread computes its numbers on the
-  // functional lane (sim/exec/value_lane.hpp) behind the timing; with one, both
-  // in the same executor on this thread.
-  std::unique_ptr<ValueLane> lane;
-  if (options.functional && threads > 1) lane = std::make_unique<ValueLane>();
-  PipelineExecutors target(*sys, &io, sc.model, weights ? &*weights : nullptr, bits,
-                           sc.workload.seed, threads, lane.get());
+  try {
+    placed.draft = place_system(draft_scenario(sc), options.placement_progress);
+  } catch (const fabric::FitError& e) {
+    throw fabric::FitError("the speculative draft " + sc.speculative->decoding.draft.name +
+                           " (placed on wafers of its own, " +
+                           "as many as it needs up to one per layer): " + e.what());
+  }
+  times.place_s += host_since(t_host);
+  return placed;
+}
+
+// With more than one wafer, the link and ramp records of wafers a token
+// has left go back to a pool for the wafers it reaches next
+// (sim/exec/record_recycler.hpp): same results, a few wafers' records in
+// memory instead of every wafer's.
+void start_recycling(const PlacedModels& placed, fabric::PagePool& pool, RecordRecycler& recycler) {
+  std::vector<fabric::FlowModel*> flows;
+  for (const PlacedSystem* s : placed.all())
+    for (const auto& f : s->wafers) flows.push_back(&f->flow());
+  if (flows.size() > 1) recycler.recycle(flows, pool);
+}
+
+// The host's other cores fault in the wafers' link and ramp records ahead
+// of the simulation (fabric::PagePrefaulter), the target's wafers first:
+// in functional runs while this thread makes the weights, so that the
+// first token pass finds them present. With recycling the wafers hold
+// only their byte counters until a token reaches them; the pool's first
+// blocks are faulted in instead. Stopped when the simulation ends.
+std::unique_ptr<fabric::PagePrefaulter> start_prefaulting(const PlacedModels& placed,
+                                                          const RecordRecycler& recycler,
+                                                          fabric::PagePool& pool) {
+  std::vector<fabric::PageRange> pages;
+  if (recycler.active())
+    pages = fabric::FlowModel::stock_records(
+        pool, placed.target->wafers.front()->mesh(),
+        static_cast<int>(std::min<std::size_t>(kStockedWafers, placed.wafer_count())));
+  for (const PlacedSystem* s : placed.all())
+    for (const auto& f : s->wafers)
+      for (const fabric::PageRange& range : f->flow().record_pages()) pages.push_back(range);
+  return std::make_unique<fabric::PagePrefaulter>(std::move(pages));
+}
+
+// The weights, executors and SystemC modules of one run: host -> layer 0
+// -> ... -> layer L-1 -> head -> host, and with speculative decoding the
+// draft's own chain (host -> draft layers -> draft head -> host). Made in
+// the order the original elaboration made them (SystemC schedules its
+// processes in creation order) and destroyed in reverse, after the lane has
+// stopped: its work refers to the executors, weights and programs.
+class Simulation {
+ public:
+  Simulation(const Scenario& sc, const RunOptions& options, const PlacedModels& placed,
+             fabric::WaferIo& io, RecordRecycler* recycling, int threads, HostTimes& times,
+             analysis::RunResult& r)
+      : sc_(sc), options_(options) {
+    const int bits = models::dtype_bits(sc.precision);
+    const auto t_host = HostClock::now();
+    if (options.functional)
+      weights_ = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
+                                            models::HostStorage::compact, threads,
+                                            options.weights_progress);
+    times.weights_s = host_since(t_host);
+    // A functional run with more than one thread computes its numbers on the
+    // functional lane (sim/exec/value_lane.hpp) behind the timing; with one,
+    // both in the same executor on this thread.
+    if (options.functional && threads > 1) lane_ = std::make_unique<ValueLane>();
+    target_ = std::make_unique<PipelineExecutors>(*placed.target, &io, sc.model,
+                                                  weights_ ? &*weights_ : nullptr, bits,
+                                                  sc.workload.seed, threads, lane_.get());
+    const int users = sc.workload.users;
+    const int depth =
+        users * (static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens) + 2;
+    const Pipeline target = target_->pipeline(placed.target->program, recycling);
+    chain_ = std::make_unique<StageChain>("", target, depth);
+    log_.resize(static_cast<std::size_t>(users));
+    for (int u = 0; u < users; ++u)
+      log_[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
+    Pipeline draft;
+    if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
+    host_ = std::make_unique<HostModule>("host", target, sc, io_cycles(), r, log_, options, draft,
+                                         rounds_ ? &*rounds_ : nullptr);
+    host_->to_wafer(chain_->in());
+    host_->from_wafer(chain_->out());
+    if (draft_chain_) {
+      host_->to_draft(draft_chain_->in());
+      host_->from_draft(draft_chain_->out());
+    }
+  }
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+  ~Simulation() {
+    if (lane_) lane_->stop();
+  }
+
+  // Runs the simulation to its end (the host's last token), then waits for
+  // the lane's last numbers (and any error of the lane's).
+  void run() {
+    sc_core::sc_start();
+    if (lane_) lane_->drain();
+  }
 
   // The prompt's token ids reach the wafer over its edge I/O.
-  const Cycles io_cycles = id_transfer_cycles(sc.hardware, static_cast<std::size_t>(n_prompt));
-
-  // Elaborate: host -> layer 0 -> ... -> layer L-1 -> head -> host.
-  const int users = sc.workload.users;
-  const int depth = users * (n_prompt + sc.workload.generate_tokens) + 2;
-  RecordRecycler* recycling = recycler.active() ? &recycler : nullptr;
-  StageChain chain("", target.pipeline(program, recycling), depth);
-  HostLog log(static_cast<std::size_t>(users));
-  for (int u = 0; u < users; ++u)
-    log[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
-
-  // Speculative decoding: the draft's own stage chain (host -> draft
-  // layers -> draft head -> host).
-  std::optional<models::Weights> draft_weights;
-  std::unique_ptr<fabric::WaferIo> draft_io;
-  std::unique_ptr<PipelineExecutors> draft;
-  std::unique_ptr<StageChain> draft_chain;
-  std::optional<analysis::SpeculativeRun> speculation;
-  if (sc.speculative) {
-    const models::gpu::SpeculativeDecoding& sd = sc.speculative->decoding;
-    if (options.functional)
-      draft_weights = models::Weights::synthetic(sd.draft, sc.precision, sc.workload.seed,
-                                                 models::HostStorage::compact, threads,
-                                                 options.weights_progress);
-    draft_io =
-        std::make_unique<fabric::WaferIo>(sc.hardware, static_cast<int>(draft_sys->wafers.size()));
-    draft = std::make_unique<PipelineExecutors>(*draft_sys, draft_io.get(), sd.draft,
-                                                draft_weights ? &*draft_weights : nullptr, bits,
-                                                sc.workload.seed, threads, lane.get());
-    draft_chain = std::make_unique<StageChain>(
-        "draft_", draft->pipeline(draft_sys->program, recycling), depth + users * sd.draft_tokens);
-    speculation.emplace();  // what the run is; the host counts how it went
-    speculation->draft_model = sd.draft.name;
-    speculation->draft_wafers = static_cast<int>(draft_sys->wafers.size());
-    speculation->draft_tokens = sd.draft_tokens;
-    speculation->acceptance_rate = sd.acceptance_rate;
-    speculation->accepted_by_comparison = options.functional;
+  Cycles io_cycles() const {
+    return id_transfer_cycles(sc_.hardware, sc_.workload.prompt_ids.size());
   }
-  HostModule host("host", target.pipeline(program, recycling), sc, io_cycles, r, log, options,
-                  draft ? draft->pipeline(draft_sys->program, recycling) : Pipeline{},
-                  speculation ? &*speculation : nullptr);
-  // Whatever way this function ends, the lane stops before what its work
-  // refers to (executors, weights, programs) goes.
-  struct StopLane {
-    ValueLane* lane;
-    ~StopLane() {
-      if (lane) lane->stop();
-    }
-  } stop_lane{lane.get()};
-  host.to_wafer(chain.in());
-  host.from_wafer(chain.out());
-  if (draft_chain) {
-    host.to_draft(draft_chain->in());
-    host.from_draft(draft_chain->out());
-  }
-  t_host = HostClock::now();
-  sc_core::sc_start();
-  if (lane) lane->drain();  // the last numbers (and any error of the lane's)
-  prefaulters.clear();      // before any wafer is released below
-  host_times.simulate_s = host_since(t_host);
-  host_times.token_passes = users * (n_prompt + sc.workload.generate_tokens - 1);
-  host_times.record_releases = recycler.releases();
-  host_times.record_blocks_made = record_pool.blocks_made();
-  host_times.record_blocks_reused = record_pool.blocks_reused();
+  const HostLog& log() const { return log_; }
+  const std::optional<models::Weights>& weights() const { return weights_; }
+  const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
 
-  // Counters, wafer after wafer (stacked in y); a speculative draft's wafers
-  // follow the target's. Nothing uses a wafer's fabric after the simulation,
-  // so each is released once read: its memory then holds the counters
-  // instead of adding to them (26 wafers of Llama-3.1-405B: ~1.1 GB of
-  // counters beside ~5 GB of fabrics).
+ private:
+  // The draft's weights, executors and stage chain, and the rounds the host
+  // drives it by.
+  Pipeline make_draft(const PlacedSystem& placed, RecordRecycler* recycling, int threads, int bits,
+                      int depth) {
+    const models::gpu::SpeculativeDecoding& sd = sc_.speculative->decoding;
+    if (options_.functional)
+      draft_weights_ = models::Weights::synthetic(sd.draft, sc_.precision, sc_.workload.seed,
+                                                  models::HostStorage::compact, threads,
+                                                  options_.weights_progress);
+    draft_io_ =
+        std::make_unique<fabric::WaferIo>(sc_.hardware, static_cast<int>(placed.wafers.size()));
+    draft_ = std::make_unique<PipelineExecutors>(placed, draft_io_.get(), sd.draft,
+                                                 draft_weights_ ? &*draft_weights_ : nullptr, bits,
+                                                 sc_.workload.seed, threads, lane_.get());
+    const Pipeline draft = draft_->pipeline(placed.program, recycling);
+    draft_chain_ =
+        std::make_unique<StageChain>("draft_", draft, depth + sc_.workload.users * sd.draft_tokens);
+    speculation_.emplace();  // what the run is; the rounds count how it went
+    speculation_->draft_model = sd.draft.name;
+    speculation_->draft_wafers = static_cast<int>(placed.wafers.size());
+    speculation_->draft_tokens = sd.draft_tokens;
+    speculation_->acceptance_rate = sd.acceptance_rate;
+    speculation_->accepted_by_comparison = options_.functional;
+    rounds_.emplace(sc_.workload.users, sd.draft_tokens, options_.functional, sd.acceptance_rate,
+                    sc_.workload.seed, *speculation_);
+    return draft;
+  }
+
+  const Scenario& sc_;
+  const RunOptions& options_;
+  std::optional<models::Weights> weights_;
+  std::unique_ptr<ValueLane> lane_;
+  std::unique_ptr<PipelineExecutors> target_;
+  std::unique_ptr<StageChain> chain_;
+  HostLog log_;
+  std::optional<models::Weights> draft_weights_;
+  std::unique_ptr<fabric::WaferIo> draft_io_;
+  std::unique_ptr<PipelineExecutors> draft_;
+  std::unique_ptr<StageChain> draft_chain_;
+  std::optional<analysis::SpeculativeRun> speculation_;
+  std::optional<SpeculativeRounds> rounds_;
+  std::unique_ptr<HostModule> host_;
+};
+
+// Counters, wafer after wafer (stacked in y); a speculative draft's wafers
+// follow the target's. Nothing uses a wafer's fabric after the simulation,
+// so each is released once read: its memory then holds the counters
+// instead of adding to them (26 wafers of Llama-3.1-405B: ~1.1 GB of
+// counters beside ~5 GB of fabrics).
+void read_wafer_counters(const Scenario& sc, PlacedModels& placed, analysis::RunResult& r) {
   std::vector<std::unique_ptr<fabric::Fabric>*> all_wafers;
-  for (std::unique_ptr<fabric::Fabric>& f : sys->wafers) all_wafers.push_back(&f);
-  if (draft_sys)
-    for (std::unique_ptr<fabric::Fabric>& f : draft_sys->wafers) all_wafers.push_back(&f);
+  for (std::unique_ptr<fabric::Fabric>& f : placed.target->wafers) all_wafers.push_back(&f);
+  if (placed.draft)
+    for (std::unique_ptr<fabric::Fabric>& f : placed.draft->wafers) all_wafers.push_back(&f);
   r.wafers = static_cast<int>(all_wafers.size());
-  const std::size_t cores = sys->wafers.front()->mesh().core_count();
-  const std::size_t links = sys->wafers.front()->mesh().link_count();
+  const std::size_t cores = placed.target->wafers.front()->mesh().core_count();
+  const std::size_t links = placed.target->wafers.front()->mesh().link_count();
   r.core_busy_cycles.reserve(cores * all_wafers.size());
   r.core_sram_bytes.reserve(cores * all_wafers.size());
   r.link_bytes.reserve(links * all_wafers.size());
@@ -785,15 +749,17 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     f.reset();
   }
   r.sram_bytes_capacity = sc.hardware.sram_capacity().value * static_cast<std::uint64_t>(r.wafers);
-  r.total_cycles = now_cycles().value;
+}
 
-  // Latencies, per user: the first token is ready when the last prompt
-  // token's logits have been reduced, and reaches the user over the I/O link;
-  // every later token costs one decode step. TTFT is the mean over users.
+// Latencies, per user: the first token is ready when the last prompt
+// token's logits have been reduced, and reaches the user over the I/O link;
+// every later token costs one decode step. TTFT is the mean over users.
+void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
+                    analysis::RunResult& r) {
   const Cycles io_out{
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz))};
+  const int users = sc.workload.users;
   r.users = users;
-  r.max_context_tokens = static_cast<std::uint64_t>(placement.max_context_tokens);
   std::uint64_t ttft_sum = 0, prefill_sum = 0;
   for (const UserLog& u : log) {
     ttft_sum += u.ready_cycles.front() + io_out.value;
@@ -812,25 +778,62 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   if (r.decode_cycles_per_token == 0)  // one generated token: the prefill pass is all there is
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
+}
 
-  r.speculative = speculation;
+// Tokens of all users, user after user; each user's against its own
+// reference generation (functional runs).
+void compare_with_reference(const Scenario& sc, const HostLog& log, const models::Weights& weights,
+                            analysis::RunResult& r) {
+  double err = 0.0;
+  for (const UserLog& u : log) {
+    r.tokens.insert(r.tokens.end(), u.tokens.begin(), u.tokens.end());
+    const models::Generation ref =
+        models::greedy_generate(weights, u.prompt, sc.workload.generate_tokens);
+    r.reference_tokens.insert(r.reference_tokens.end(), ref.tokens.begin(), ref.tokens.end());
+    for (std::size_t t = 0; t < std::min(ref.logits.size(), u.logits.size()); ++t)
+      for (std::size_t i = 0; i < ref.logits[t].size(); ++i)
+        err = std::max(err, static_cast<double>(std::fabs(ref.logits[t][i] - u.logits[t][i])));
+  }
+  r.max_logit_abs_error = err;
+}
+
+}  // namespace
+
+analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
+  // The SystemC banner would corrupt --json output on stdout.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  analysis::RunResult r = describe_run(sc, options);
+  HostTimes host_times;
+  PlacedModels placed = place_models(sc, options, host_times);
+  fabric::WaferIo io(sc.hardware, static_cast<int>(placed.target->wafers.size()));
+  fabric::PagePool record_pool;
+  RecordRecycler recycler;
+  if (options.recycle_link_records) start_recycling(placed, record_pool, recycler);
+  const int threads = options.threads > 0 ? options.threads : models::WorkTeam::host_threads();
+  std::unique_ptr<fabric::PagePrefaulter> prefaulter;
+  if (threads > 1) prefaulter = start_prefaulting(placed, recycler, record_pool);
+
+  Simulation simulation(sc, options, placed, io, recycler.active() ? &recycler : nullptr, threads,
+                        host_times, r);
+  auto t_host = HostClock::now();
+  simulation.run();
+  prefaulter.reset();  // before any wafer is released below
+  host_times.simulate_s = host_since(t_host);
+  const int users = sc.workload.users;
+  host_times.token_passes =
+      users * (static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens - 1);
+  host_times.record_releases = recycler.releases();
+  host_times.record_blocks_made = record_pool.blocks_made();
+  host_times.record_blocks_reused = record_pool.blocks_reused();
+
+  read_wafer_counters(sc, placed, r);
+  r.total_cycles = now_cycles().value;
+  r.max_context_tokens = static_cast<std::uint64_t>(placed.target->placement.max_context_tokens);
+  read_latencies(sc, simulation.log(), simulation.io_cycles(), r);
+  r.speculative = simulation.speculation();
 
   t_host = HostClock::now();
-  if (options.functional) {
-    // Tokens of all users, user after user; each user's against its own
-    // reference generation.
-    double err = 0.0;
-    for (const UserLog& u : log) {
-      r.tokens.insert(r.tokens.end(), u.tokens.begin(), u.tokens.end());
-      const models::Generation ref =
-          models::greedy_generate(*weights, u.prompt, sc.workload.generate_tokens);
-      r.reference_tokens.insert(r.reference_tokens.end(), ref.tokens.begin(), ref.tokens.end());
-      for (std::size_t t = 0; t < std::min(ref.logits.size(), u.logits.size()); ++t)
-        for (std::size_t i = 0; i < ref.logits[t].size(); ++i)
-          err = std::max(err, static_cast<double>(std::fabs(ref.logits[t][i] - u.logits[t][i])));
-    }
-    r.max_logit_abs_error = err;
-  }
+  if (options.functional) compare_with_reference(sc, simulation.log(), *simulation.weights(), r);
   host_times.reference_s = host_since(t_host);
   if (options.host_times) *options.host_times = host_times;
   return r;

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "fabric/link_timing.hpp"
-#include "sim/exec/executor.hpp"
+#include "sim/exec/token_message.hpp"
 
 namespace wafersim::sim {
 

@@ -1,0 +1,582 @@
+#include "sim/exec/executor.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+#include "models/rng.hpp"
+
+namespace wafersim::sim {
+
+Executor::Executor(std::vector<fabric::Fabric*> wafers, fabric::WaferIo* io,
+                   const models::ModelConfig& model, const Placement& pl, const Program& prog,
+                   const models::Weights* weights, int weight_bits)
+    : fabs_(std::move(wafers)), io_(io), model_(model), pl_(pl), prog_(prog), bits_(weight_bits) {
+  if (!io_) {
+    own_io_ =
+        std::make_unique<fabric::WaferIo>(fabs_.front()->spec(), static_cast<int>(fabs_.size()));
+    io_ = own_io_.get();
+  }
+  if (weights) values_ = std::make_unique<PhaseValues>(model, pl, *weights);
+}
+
+Executor::~Executor() = default;
+
+void Executor::set_values_only() {
+  if (!functional()) throw std::logic_error("a values-only executor needs weights");
+  timing_ = false;
+}
+
+void Executor::set_threads(int threads, std::function<void()> guest) {
+  if (!functional()) throw std::logic_error("host threads for the GEMVs need weights");
+  values_->set_threads(threads, std::move(guest));
+}
+
+void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
+  static const std::vector<float> none;  // timing only: no gains
+  const auto gamma = [&]() -> const std::vector<float>& {
+    return values_ ? values_->gamma(ph.gamma, layer) : none;
+  };
+  const auto beta = [&]() -> const std::vector<float>& {
+    return values_ ? values_->beta(ph.gamma, layer) : none;
+  };
+  switch (ph.kind) {
+    case PhaseKind::move:
+      slot(m, ph.out) = move(slot(m, ph.a), ph.target, ph.spread);
+      break;
+    case PhaseKind::rmsnorm:
+      slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma());
+      break;
+    case PhaseKind::layernorm:
+      slot(m, ph.out) = layernorm(slot(m, ph.a), gamma(), beta());
+      break;
+    case PhaseKind::gemv:
+      slot(m, ph.out) = gemv(*ph.matrix, ph.weights, layer, slot(m, ph.a));
+      break;
+    case PhaseKind::bias:
+      bias(slot(m, ph.a), ph.weights, layer);
+      break;
+    case PhaseKind::qk_norm:
+      qk_norm(slot(m, ph.a), layer);
+      break;
+    case PhaseKind::rope:
+      rope(slot(m, ph.a), m.position);
+      break;
+    case PhaseKind::attention:
+      slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.user, m.position);
+      break;
+    case PhaseKind::silu_mul:
+      slot(m, ph.out) = silu_mul(slot(m, ph.a));
+      break;
+    case PhaseKind::gelu:
+      gelu(slot(m, ph.a));
+      break;
+    case PhaseKind::moe:
+      slot(m, ph.out) = moe(*ph.stage, layer, slot(m, ph.a), slot(m, ph.b), ph.target, ph.spread,
+                            m.user, m.position);
+      break;
+    case PhaseKind::add:
+      slot(m, ph.out) = add(slot(m, ph.a), slot(m, ph.b));
+      break;
+    case PhaseKind::argmax:
+      argmax(slot(m, ph.a), m);
+      break;
+  }
+}
+
+// ---- Fabric ------------------------------------------------------------------
+
+Timed Executor::run_core(int wafer, Coord c, const Timed& ready, const fabric::CoreCost& cost) {
+  if (!timing_) return ready;
+  fabric::Fabric& f = fab(wafer);
+  return f.cores().run(c, ready, cost);
+}
+
+Timed Executor::transfer(const Piece& src, const Piece& dst, Bytes bytes, const Timed& ready,
+                         int waypoint_x) {
+  if (!timing_) return ready;
+  route_.clear();
+  if (src.wafer == dst.wafer) {
+    // Around dead routers when there are any (XY otherwise).
+    fabric::Fabric& f = fab(src.wafer);
+    if (waypoint_x >= 0 && waypoint_x < f.mesh().width() && src.core.y != dst.core.y) {
+      const Coord a{waypoint_x, src.core.y}, b{waypoint_x, dst.core.y};
+      f.route(src.core, a, route_);
+      f.route(a, b, route_);
+      f.route(b, dst.core, route_);
+    } else {
+      f.route(src.core, dst.core, route_);
+    }
+    return fab(src.wafer).flow().send(route_, bytes, ready);
+  }
+  fabric::Fabric& a = fab(src.wafer);
+  fabric::Fabric& b = fab(dst.wafer);
+  a.route(src.core, Coord{a.mesh().width() - 1, src.core.y}, route_);
+  const Timed at_edge = a.flow().send(route_, bytes, ready);
+  const Timed across = io_->transfer(src.wafer, dst.wafer, bytes, at_edge);
+  route_.clear();
+  b.route(Coord{0, dst.core.y}, dst.core, route_);
+  return b.flow().send(route_, bytes, across);
+}
+
+void Executor::multicast(int wafer, const Line& line, Bytes bytes, const Timed& ready,
+                         std::vector<Timed>& arrivals) {
+  if (!timing_) return arrivals.assign(static_cast<std::size_t>(line.length), ready);
+  fabric::multicast_line(fab(wafer).mesh(), fab(wafer).flow(), line, bytes, ready, arrivals);
+}
+
+Timed Executor::reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
+                       std::span<const Timed> ready) {
+  if (!timing_) return ready.front();
+  return fabric::reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready);
+}
+
+void Executor::all_reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
+                          std::span<const Timed> ready, std::vector<Timed>& arrivals) {
+  if (!timing_) return arrivals.assign(ready.size(), ready.front());
+  fabric::all_reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready,
+                          arrivals);
+}
+
+Line Executor::column_line(const Layout& l, std::size_t a, std::size_t b) {
+  b = std::min(b, l.size() - 1);
+  const int step = b > a && l[a + 1].core.y < l[a].core.y ? -1 : 1;
+  for (std::size_t i = a + 1; i <= b; ++i)
+    if (l[i].core.x != l[a].core.x || l[i].core.y != l[a].core.y + step * static_cast<int>(i - a))
+      throw std::logic_error("layout is not a column of consecutive cores");
+  return Line{l[a].core, step > 0 ? fabric::Direction::south : fabric::Direction::north,
+              static_cast<int>(b - a + 1)};
+}
+
+// ---- Vectors: embedding, moves, blocks ----------------------------------------
+
+Vec Executor::embedding_row(const MatrixPlacement& e, int row, const Timed& at_root) {
+  int p = 0;
+  while (p + 1 < e.p() && e.row_begin(p + 1) <= row) ++p;
+  Vec v;
+  std::vector<Timed> arrivals;
+  multicast(e.wafer, Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_root, arrivals);
+  for (int q = 0; q < e.q(); ++q) {
+    v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1), e.wafer});
+    v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
+  }
+  return v;
+}
+
+Vec Executor::embed(std::int32_t token, int position, const Timed& id_ready, bool from_host) {
+  const MatrixPlacement& e = pl_.head.embedding;
+  int p = 0;
+  while (p + 1 < e.p() && e.row_begin(p + 1) <= token) ++p;
+  Timed at_row = id_ready;
+  if (!from_host && timing_) {
+    route_.clear();
+    fab(e.wafer).route(pl_.head.lm_head.root(0), e.root(p), route_);
+    at_row = fab(e.wafer).flow().send(route_, Bytes{4}, id_ready);
+  }
+  Vec v = embedding_row(e, token, at_row);
+  if (values_) values_->embedding_row(token, v.values);
+  const MatrixPlacement& pe = pl_.head.position_embedding;
+  if (!model_.is_gpt2() || pe.p() == 0) return v;
+  // The position index travels with the token id to the position block.
+  int pp = 0;
+  while (pp + 1 < pe.p() && pe.row_begin(pp + 1) <= position) ++pp;
+  Timed at_pos = from_host ? at_row : id_ready;
+  if (timing_) {
+    route_.clear();
+    fab(pe.wafer).mesh().xy_route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp),
+                                  route_);
+    at_pos = fab(pe.wafer).flow().send(route_, Bytes{4}, at_pos);
+  }
+  Vec pos = move(embedding_row(pe, position, at_pos), v.layout);
+  if (values_) values_->position_row(position, pos.values);
+  return add(v, pos);
+}
+
+Vec Executor::move(const Vec& v, const Layout& target, int spread) {
+  Vec out;
+  out.layout = target;
+  out.values = v.values;
+  out.tokens = v.tokens;
+  out.ready.reserve(target.size());
+  std::size_t s = 0;
+  int transfers = 0;
+  for (const Piece& t : target) {
+    while (s > 0 && v.layout[s].begin > t.begin) --s;
+    while (s < v.layout.size() && v.layout[s].end <= t.begin) ++s;
+    std::optional<Timed> ready;
+    for (std::size_t k = s; k < v.layout.size() && v.layout[k].begin < t.end; ++k) {
+      const Piece& src = v.layout[k];
+      const int n = std::min(src.end, t.end) - std::max(src.begin, t.begin);
+      if (n <= 0) continue;
+      const int waypoint =
+          spread > 0 ? std::min(src.core.x, t.core.x) + 1 + transfers % spread : -1;
+      ++transfers;
+      const Timed arrival = transfer(
+          src, t, Bytes{static_cast<std::uint64_t>(n) * 4 * static_cast<std::uint64_t>(v.tokens)},
+          v.ready[k], waypoint);
+      ready = ready ? later(*ready, arrival) : arrival;
+    }
+    if (!ready) throw std::logic_error("move: target piece not covered by the source vector");
+    out.ready.push_back(*ready);
+  }
+  return out;
+}
+
+Vec Executor::stack(const std::vector<Vec>& parts) {
+  Vec out = parts.front();
+  out.tokens = 0;
+  out.values.clear();
+  for (const Vec& p : parts) {
+    if (p.layout.size() != out.layout.size())
+      throw std::logic_error("stack: parts on different layouts");
+    for (std::size_t i = 0; i < out.ready.size(); ++i)
+      out.ready[i] = later(out.ready[i], p.ready[i]);
+    out.values.insert(out.values.end(), p.values.begin(), p.values.end());
+    out.tokens += p.tokens;
+  }
+  return out;
+}
+
+Vec Executor::last_token(const Vec& v) {
+  Vec out;
+  out.layout = v.layout;
+  out.ready = v.ready;
+  if (!v.values.empty()) {
+    const auto r = v.row(v.tokens - 1);
+    out.values.assign(r.begin(), r.end());
+  }
+  return out;
+}
+
+// ---- GEMV --------------------------------------------------------------------
+
+Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert) {
+  const int P = m.p(), Q = m.q();
+  if (static_cast<int>(x.layout.size()) != Q)
+    throw std::logic_error(m.name + ": input is not on its columns");
+  Vec y;
+  y.tokens = x.tokens;
+  // The host threads compute y.values while this thread times the GEMV.
+  std::optional<PhaseValues::Gemv> values;
+  if (values_) values.emplace(*values_, m, ref, layer, x, y, expert);
+  const auto T = static_cast<std::uint64_t>(x.tokens);
+  done_.resize(static_cast<std::size_t>(P) * Q);
+  std::vector<Timed> arrivals;
+  for (int qi = 0; qi < Q; ++qi) {
+    const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
+    multicast(m.wafer, Line{m.core(0, qi), m.multicast_direction(), P}, Bytes{cols * 4 * T},
+              x.ready[static_cast<std::size_t>(qi)], arrivals);
+    for (int pi = 0; pi < P; ++pi) {
+      const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
+      done_[static_cast<std::size_t>(pi) * Q + qi] =
+          run_core(m.wafer, m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)],
+                   fab(m.wafer).cost().gemm_tile(rows, cols, T, bits_));
+    }
+  }
+  y.layout = output_layout(m);
+  for (int pi = 0; pi < P; ++pi) {
+    const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
+    y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
+                             Bytes{rows * 4 * T},
+                             std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
+  }
+  if (values) values->finish();
+  return y;
+}
+
+// ---- Norms and elementwise work ------------------------------------------------
+
+std::vector<Timed> Executor::column_statistic(const Vec& x, const std::vector<Timed>& ready,
+                                              std::uint64_t ops_per_element) {
+  const Line line = column_line(x.layout);
+  fabric::Fabric& f = fab(x.layout.front().wafer);
+  const auto T = static_cast<std::uint64_t>(x.tokens);
+  std::vector<Timed> partial(x.layout.size());
+  for (std::size_t i = 0; i < x.layout.size(); ++i)
+    partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
+                          f.cost().vector_op(x.layout[i].size() * T, ops_per_element));
+  std::vector<Timed> back;
+  all_reduce(x.layout.front().wafer, ReductionScheme::chain, line, Bytes{4 * T}, partial, back);
+  return back;
+}
+
+Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g) {
+  const std::vector<Timed> back = column_statistic(x, x.ready, 2);
+  fabric::Fabric& f = fab(x.layout.front().wafer);
+  const auto T = static_cast<std::uint64_t>(x.tokens);
+  Vec out;
+  out.layout = x.layout;
+  out.tokens = x.tokens;
+  for (std::size_t i = 0; i < x.layout.size(); ++i)
+    out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, back[i],
+                                 f.cost().vector_op(x.layout[i].size() * T, 2)));
+  if (values_) values_->rmsnorm(x, g, out);
+  return out;
+}
+
+Vec Executor::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b) {
+  fabric::Fabric& f = fab(x.layout.front().wafer);
+  const auto T = static_cast<std::uint64_t>(x.tokens);
+  const std::vector<Timed> mean_ready = column_statistic(x, x.ready, 1);
+  const std::vector<Timed> var_ready = column_statistic(x, mean_ready, 3);
+  Vec out;
+  out.layout = x.layout;
+  out.tokens = x.tokens;
+  for (std::size_t i = 0; i < x.layout.size(); ++i)
+    out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, var_ready[i],
+                                 f.cost().vector_op(x.layout[i].size() * T, 4)));
+  if (values_) values_->layernorm(x, g, b, out);
+  return out;
+}
+
+void Executor::qk_norm(Vec& qkv, int layer) {
+  const Layout& l = qkv.layout;
+  const int hd = model_.head_dim;
+  const int heads = model_.num_heads + model_.num_kv_heads;
+  const int qk_end = heads * hd;
+  const auto T = static_cast<std::uint64_t>(qkv.tokens);
+  auto overlap = [&](std::size_t i, int lo, int hi) {
+    return std::max(0, std::min(l[i].end, hi) - std::max(l[i].begin, lo));
+  };
+  fabric::Fabric& f = fab(l.front().wafer);
+  std::vector<Timed> partial(l.size()), normed(l.size());
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+    partial[i] = n == 0
+                     ? qkv.ready[i]
+                     : run_core(l[i].wafer, l[i].core, qkv.ready[i], f.cost().vector_op(n * T, 2));
+    normed[i] = partial[i];
+  }
+  std::vector<Timed> back;
+  for (int h = 0; h < heads; ++h) {
+    const auto [a, b] = pieces_of_head(l, h, hd);
+    if (a == b) continue;
+    const Line line = column_line(l, a, b);
+    all_reduce(l.front().wafer, ReductionScheme::chain, line, Bytes{4 * T},
+               std::span(partial).subspan(a, b - a + 1), back);
+    for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
+  }
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+    qkv.ready[i] = n == 0
+                       ? qkv.ready[i]
+                       : run_core(l[i].wafer, l[i].core, normed[i], f.cost().vector_op(n * T, 2));
+  }
+  if (values_) values_->qk_norm(qkv, layer);
+}
+
+void Executor::elementwise(Vec& v, std::uint64_t ops_per_element) {
+  for (std::size_t i = 0; i < v.layout.size(); ++i)
+    v.ready[i] = run_core(
+        v.layout[i].wafer, v.layout[i].core, v.ready[i],
+        fab(v.layout[i].wafer)
+            .cost()
+            .vector_op(v.layout[i].size() * static_cast<std::uint64_t>(v.tokens), ops_per_element));
+}
+
+void Executor::bias(Vec& v, WeightRef ref, int layer) {
+  elementwise(v, 1);
+  if (values_) values_->bias(v, ref, layer);
+}
+
+void Executor::rope(Vec& qkv, int position) {
+  elementwise(qkv, 4);  // ~4 flops per element (two products and a sum, table lookup)
+  if (values_) values_->rope(qkv, position);
+}
+
+Vec Executor::silu_mul(const Vec& gu) {
+  Vec out;
+  out.layout = swiglu_output_layout(gu.layout);
+  out.ready = gu.ready;
+  out.tokens = gu.tokens;  // [T][2n] interleaved rows give [T][n] outputs elementwise
+  elementwise(out, 6);     // sigmoid (exp, add, div) and two products per output
+  if (values_) values_->silu_mul(gu, out);
+  return out;
+}
+
+void Executor::gelu(Vec& v) {
+  elementwise(v, 8);
+  if (values_) values_->gelu(v);
+}
+
+Vec Executor::add(const Vec& a, const Vec& b) {
+  if (a.layout.size() != b.layout.size())
+    throw std::logic_error("add: operands on different layouts");
+  Vec out;
+  out.layout = a.layout;
+  out.tokens = a.tokens;
+  for (std::size_t i = 0; i < a.layout.size(); ++i)
+    out.ready.push_back(later(a.ready[i], b.ready[i]));
+  elementwise(out, 1);
+  if (values_) values_->add(a, b, out);
+  return out;
+}
+
+// ---- Attention and the head ------------------------------------------------------
+
+Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
+                        int position) {
+  const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
+  const int q_dim = model_.q_dim(), kv = model_.kv_dim();
+  const int L = a.segment_length;
+  const int T = qkv.tokens;
+  const auto T64 = static_cast<std::uint64_t>(T);
+  Vec out;
+  out.tokens = T;
+  std::vector<Timed> arrivals, done(static_cast<std::size_t>(L));
+  // Arrivals of k and v (in that order, token after token) per segment core.
+  std::vector<std::vector<Timed>> kv_ready(static_cast<std::size_t>(L));
+  Vec one;  // one token of the block, for its k and v (timing only)
+  one.layout = qkv.layout;
+  one.ready = qkv.ready;
+  for (int h = 0; h < a.num_kv_heads; ++h) {
+    const Coord top = a.segment_core(h, 0);
+    const int w = a.wafer;
+    const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd, w}});
+    for (auto& r : kv_ready) r.clear();
+    for (int t = 0; t < T; ++t) {
+      const int i_owner = a.slot_core(user, position + t);
+      const Coord owner = a.segment_core(h, i_owner);
+      const Vec k = move(one, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, w}});
+      const Vec v =
+          move(one, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, w}});
+      kv_ready[static_cast<std::size_t>(i_owner)].push_back(k.ready[0]);
+      kv_ready[static_cast<std::size_t>(i_owner)].push_back(v.ready[0]);
+    }
+    multicast(w, Line{top, fabric::Direction::south, L},
+              Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0], arrivals);
+    for (int i = 0; i < L; ++i) {
+      std::uint64_t mine = 0;
+      for (int t = 0; t < T; ++t)
+        mine += static_cast<std::uint64_t>(
+            a.positions_on_core(user, position + t + 1, i) -
+            a.positions_on_core(user, first_visible_position(model_, position + t), i));
+      Timed ready = arrivals[static_cast<std::size_t>(i)];
+      for (const Timed& r : kv_ready[static_cast<std::size_t>(i)]) ready = later(ready, r);
+      done[static_cast<std::size_t>(i)] =
+          mine == 0 ? ready
+                    : run_core(w, a.segment_core(h, i), ready,
+                               fab(w).cost().attention(mine, hd, g, bits_));
+    }
+    const Timed reduced = reduce(w, a.reduction, Line{top, fabric::Direction::south, L},
+                                 Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done);
+    out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
+    out.ready.push_back(run_core(
+        w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd) * T64, 1)));
+  }
+  if (values_) values_->attention(a, layer, qkv, user, position, out);
+  return out;
+}
+
+void Executor::argmax(const Vec& logits, TokenMessage& m) {
+  std::vector<Timed> local(logits.layout.size());
+  for (std::size_t i = 0; i < logits.layout.size(); ++i)
+    local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
+                        fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
+  m.done = reduce(logits.layout.front().wafer, ReductionScheme::chain, column_line(logits.layout),
+                  Bytes{8}, local);
+  if (values_) values_->argmax(logits, m);
+}
+
+// ---- Mixture of experts ---------------------------------------------------------
+
+std::vector<models::ExpertChoice> Executor::timing_route(int layer, int user, int position) const {
+  const std::uint64_t key = (static_cast<std::uint64_t>(layer) << 48) ^
+                            (static_cast<std::uint64_t>(user) << 32) ^
+                            static_cast<std::uint64_t>(position);
+  models::Xoshiro256StarStar rng(models::stream_seed(routing_seed_, key));
+  std::vector<int> experts(static_cast<std::size_t>(model_.num_experts));
+  for (int e = 0; e < model_.num_experts; ++e) experts[static_cast<std::size_t>(e)] = e;
+  std::vector<models::ExpertChoice> chosen;
+  for (int j = 0; j < model_.experts_per_token; ++j) {
+    const auto left = static_cast<std::uint64_t>(model_.num_experts - j);
+    const auto pick = static_cast<std::size_t>(j) + static_cast<std::size_t>(rng.next() % left);
+    std::swap(experts[static_cast<std::size_t>(j)], experts[pick]);
+    chosen.push_back({experts[static_cast<std::size_t>(j)],
+                      1.0f / static_cast<float>(model_.experts_per_token)});
+  }
+  return chosen;
+}
+
+std::vector<std::vector<models::ExpertChoice>> Executor::choose_experts(int layer,
+                                                                        const Vec& logits,
+                                                                        int tokens, int user,
+                                                                        int position) {
+  std::vector<std::vector<models::ExpertChoice>> chosen;
+  for (int t = 0; t < tokens; ++t) {
+    if (values_) {
+      chosen.push_back(values_->route(logits, t));
+      if (experts_) experts_->publish(layer, user, position + t, chosen.back());
+    } else {
+      chosen.push_back(experts_ ? experts_->take(layer, user, position + t)
+                                : timing_route(layer, user, position + t));
+    }
+  }
+  return chosen;
+}
+
+Vec Executor::moe(const LayerStage& st, int layer, const Vec& normed, const Vec& logits,
+                  const Layout& home, int spread, int user, int position) {
+  const int k = model_.experts_per_token;
+  const int T = normed.tokens;
+  const auto T64 = static_cast<std::uint64_t>(T);
+  // The choice of every token of the block.
+  const std::vector<std::vector<models::ExpertChoice>> chosen =
+      choose_experts(layer, logits, T, user, position);
+  const MatrixPlacement& r = st.router;
+  const int w = r.wafer;
+  std::vector<Timed> local(logits.layout.size());
+  for (std::size_t i = 0; i < logits.layout.size(); ++i)
+    local[i] = run_core(w, logits.layout[i].core, logits.ready[i],
+                        fab(w).cost().vector_op(logits.layout[i].size() * T64, 1));
+  const auto pair_bytes = Bytes{static_cast<std::uint64_t>(k) * 8 * T64};
+  Timed choice = reduce(w, ReductionScheme::chain, column_line(logits.layout), pair_bytes, local);
+  choice = run_core(w, r.root(0), choice,
+                    fab(w).cost().vector_op(static_cast<std::uint64_t>(k) * T64, 4));
+  std::vector<Timed> told;
+  multicast(w, Line{r.core(0, 0), fabric::Direction::east, r.q()}, pair_bytes, choice, told);
+  Vec x = normed;
+  if (x.layout.size() != told.size())
+    throw std::logic_error(r.name + ": the normed vector is not on the router's columns");
+  for (std::size_t i = 0; i < x.ready.size(); ++i) x.ready[i] = later(x.ready[i], told[i]);
+
+  // Experts in order of first use (for one token: its chosen order); each
+  // runs once on the block of the tokens that chose it.
+  std::vector<int> order;
+  std::vector<std::vector<int>> users_of(static_cast<std::size_t>(model_.num_experts));
+  for (int t = 0; t < T; ++t)
+    for (const models::ExpertChoice& c : chosen[static_cast<std::size_t>(t)]) {
+      auto& u = users_of[static_cast<std::size_t>(c.expert)];
+      if (u.empty()) order.push_back(c.expert);
+      u.push_back(t);
+    }
+  std::vector<Vec> outputs(static_cast<std::size_t>(model_.num_experts));
+  for (int e_id : order) {
+    const ExpertPlacement& e = st.experts[static_cast<std::size_t>(e_id)];
+    const std::vector<int>& rows = users_of[static_cast<std::size_t>(e_id)];
+    Vec sub;
+    sub.layout = x.layout;
+    sub.ready = x.ready;
+    sub.tokens = static_cast<int>(rows.size());
+    if (values_) values_->select_tokens(x, rows, sub);
+    const Vec gu =
+        gemv(e.gate_up, WeightRef::expert_gate_up, layer, move(sub, input_layout(e.gate_up)), e_id);
+    const Vec act = silu_mul(gu);
+    const Vec y =
+        gemv(e.down, WeightRef::expert_down, layer, move(act, input_layout(e.down)), e_id);
+    outputs[static_cast<std::size_t>(e_id)] = move(y, home, spread);
+  }
+  Vec out;
+  out.layout = home;
+  out.tokens = T;
+  for (std::size_t i = 0; i < home.size(); ++i) {
+    Timed t = outputs[static_cast<std::size_t>(order.front())].ready[i];
+    for (int e_id : order) t = later(t, outputs[static_cast<std::size_t>(e_id)].ready[i]);
+    out.ready.push_back(run_core(home[i].wafer, home[i].core, t,
+                                 fab(home[i].wafer).cost().vector_op(home[i].size() * T64, 2 * k)));
+  }
+  if (values_) values_->combine_experts(chosen, users_of, outputs, out);
+  return out;
+}
+
+}  // namespace wafersim::sim

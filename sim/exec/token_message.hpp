@@ -1,0 +1,80 @@
+// What travels through the pipeline: a token (or a block of prompt tokens)
+// and its activation vectors, each with where its pieces sit, when each
+// piece is ready and (functional mode) its values. Plain data: the executor
+// (sim/exec/executor.hpp) fills it, the engine moves it between stages, the
+// record recycler (sim/exec/record_recycler.hpp) reads its ready times.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "fabric/critical_path.hpp"
+#include "sim/placement/layout.hpp"
+#include "sim/program/program.hpp"
+
+namespace wafersim::sim {
+
+inline constexpr int kSlots = static_cast<int>(Slot::count);
+
+// An activation vector of one token, or of a block of `tokens` prompt
+// tokens (prefill in blocks): where its pieces are (each piece holds its
+// elements of every token of the block), when each piece is ready, and
+// (functional mode) its values, token after token ([tokens][n]).
+struct Vec {
+  Layout layout;
+  std::vector<Timed> ready;
+  std::vector<float> values;
+  int tokens = 1;
+  // Elements per token (functional mode).
+  std::size_t width() const { return values.size() / static_cast<std::size_t>(tokens); }
+  std::span<float> row(int t) {
+    return std::span(values).subspan(static_cast<std::size_t>(t) * width(), width());
+  }
+  std::span<const float> row(int t) const {
+    return std::span(values).subspan(static_cast<std::size_t>(t) * width(), width());
+  }
+  Timed latest() const {
+    Timed t = ready.front();
+    for (const Timed& r : ready) t = later(t, r);
+    return t;
+  }
+};
+
+// One token on its way through the pipeline, or a block of `tokens` prompt
+// tokens at positions [position, position + tokens).
+struct TokenMessage {
+  int user = 0;
+  int position = 0;
+  int tokens = 1;
+  std::int32_t token = 0;
+  bool prefill = false;
+  bool needs_logits = false;  // the last prompt token and generated tokens
+  // A token of a speculative round on the target: its greedy choice is
+  // compared with the draft's proposal, not fed back.
+  bool verifies = false;
+  std::uint64_t start_cycle = 0;
+  std::uint64_t handed_at = 0;  // cycle it was written into the fifo it waits in
+  std::array<Vec, kSlots> slots;
+  std::int32_t next_token = 0;
+  Timed done;
+  std::vector<float> logits;
+  // The functional lane (sim/exec/value_lane.hpp): the token as the values-only
+  // executor computes it, and the ticket of the last work posted for it.
+  std::shared_ptr<TokenMessage> values;
+  std::uint64_t lane_ticket = 0;
+
+  // What the values mirror needs of this token besides its vectors.
+  void copy_header_to(TokenMessage& o) const {
+    o.user = user, o.position = position, o.tokens = tokens, o.token = token;
+    o.prefill = prefill, o.needs_logits = needs_logits, o.verifies = verifies;
+  }
+};
+
+inline Vec& slot(TokenMessage& m, Slot s) {
+  return m.slots[static_cast<int>(s)];
+}
+
+}  // namespace wafersim::sim

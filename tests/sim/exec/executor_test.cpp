@@ -1,0 +1,218 @@
+// The executor's primitives timed by hand on a small wafer (no SystemC):
+// a mesh GEMV, qk-norm, LayerNorm, the two reduction schemes; and a
+// values-only executor (the functional lane's) that computes the same
+// numbers without touching the fabric.
+#include "sim/exec/executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "models/kernels.hpp"
+#include "support/test_spec.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+// ---- A GEMV on a 2 x 2 region, timed by hand (no SystemC) -----------------
+
+// W (4 x 8, bf16) on the 2 x 2 rectangle `rect` of `fab`, its input ready at
+// cycle 0 where it enters.
+Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false) {
+  models::ModelConfig model;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  MatrixPlacement m;
+  m.name = "w";
+  m.out_features = 4;
+  m.in_features = 8;
+  m.rect = rect;
+  m.upward = upward;
+  Vec x;
+  x.layout = input_layout(m);
+  x.ready.assign(2, Timed{});
+  return ex.gemv(m, WeightRef::o, 0, x);
+}
+
+TEST(MeshGemv, CyclesMatchAHandComputation) {
+  // W is 4 x 8 bf16 on a 2 x 2 region at (0,0): core (q,p) holds rows
+  // [2p, 2p+2) x cols [4q, 4q+4). Spec: 1 cycle/hop, 4 B/cycle links,
+  // 8 lanes at 16 bit, 16 B/cycle SRAM, 10 cycles task overhead, 2 cycles
+  // per reduction add.
+  //  - multicast of 4 fp32 (16 B = 4 cycles) down each column: row 0 has it
+  //    at 0, row 1 at 0 + 1 hop + 4 = 5;
+  //  - each tile: 8 MACs / 8 lanes = 1 cycle (16 B / 16 B/cycle = 1) + 10 = 11:
+  //    row 0 done at 11, row 1 at 16;
+  //  - chain reduction of 2 fp32 (8 B = 2 cycles) west over 1 hop, plus the
+  //    root's add: row 0 = 11 + 1 + 2 + 2 = 16, row 1 = 16 + 1 + 2 + 2 = 21.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  const Vec y = gemv_4x8(fab, fabric::Rect{0, 0, 2, 2});
+  ASSERT_EQ(y.ready.size(), 2u);
+  EXPECT_EQ(y.ready[0].at.value, 16u);
+  EXPECT_EQ(y.ready[1].at.value, 21u);
+  // The critical path of row 1 explains all 21 cycles.
+  EXPECT_EQ(y.ready[1].path.compute, 11u);
+  EXPECT_EQ(y.ready[1].path.serialization, 4u + 2u);
+  EXPECT_EQ(y.ready[1].path.hops, 1u + 1u + 2u);
+  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.layout[1].core, (Coord{0, 1}));
+  EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
+}
+
+// The same GEMV turned upside down (MatrixPlacement::upward, a layer stacked
+// bottom to top) on rows 2..3: tile row 0 is the bottom row (y = 3), the
+// input enters there and goes north, and every time is the hand computation
+// above; the links used are the north ones, not the south ones.
+TEST(MeshGemv, AnUpwardMatrixIsTheMirrorImage) {
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  const Vec y = gemv_4x8(fab, fabric::Rect{0, 2, 2, 2}, true);
+  ASSERT_EQ(y.ready.size(), 2u);
+  EXPECT_EQ(y.ready[0].at.value, 16u);
+  EXPECT_EQ(y.ready[1].at.value, 21u);
+  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.layout[0].core, (Coord{0, 3}));
+  EXPECT_EQ(y.layout[1].core, (Coord{0, 2}));
+  // Rows of W: [0, 2) on the bottom row of cores, [2, 4) above it.
+  EXPECT_EQ(y.layout[1].begin, 2);
+  EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 2})), 11u);
+  const fabric::Mesh& mesh = fab.mesh();
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 3}, fabric::Direction::north)), 16u);
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 2}, fabric::Direction::south)), 0u);
+}
+
+TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
+  // qkv of head_dim 4, one q head and one kv head: 12 values on two roots,
+  // (0,0) holds [0, 6) (q and half of k), (0,1) holds [6, 12) (the other
+  // half of k, and v). Spec: 4 fp32 lanes, 16 B/cycle SRAM, 10 cycles task
+  // overhead, 1 cycle/hop, 4 B/cycle links, 2 cycles per reduction add.
+  //  - squares: root 0 has 6 q/k elements x 2 ops = 12 / 4 lanes = 3 (+10) -> 13;
+  //    root 1 has 2 (k) x 2 = 4 / 4 = 1 (+10) -> 11 (v is not normed);
+  //  - k spans both roots: root 1's partial (4 B = 1 cycle) chains to root 0:
+  //    11 + 1 hop + 1 + 2 add = 15; multicast back: root 0 at 15, root 1 at
+  //    15 + 1 + 1 = 17;
+  //  - scaling: root 0 from 15: 13 more -> 28; root 1 from 17: 11 more -> 28.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.architecture = models::Architecture::qwen3;
+  model.head_dim = 4;
+  model.num_heads = 1;
+  model.num_kv_heads = 1;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  Vec qkv;
+  qkv.layout = {Piece{Coord{0, 0}, 0, 6, 0}, Piece{Coord{0, 1}, 6, 12, 0}};
+  qkv.ready.assign(2, Timed{});
+  ex.qk_norm(qkv, 0);
+  EXPECT_EQ(qkv.ready[0].at.value, 28u);
+  EXPECT_EQ(qkv.ready[1].at.value, 28u);
+  EXPECT_EQ(qkv.ready[1].path.total(), 28u);
+}
+
+TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
+  // A 16-element vector on two roots of a column, (0,0) [0, 8) and (0,1)
+  // [8, 16). Spec as above (4 fp32 lanes, 16 B/cycle SRAM, 10 cycles
+  // overhead, 1 cycle/hop, 4 B/cycle links, 2 cycles per reduction add).
+  //  - sums (1 op/element): 8/4 = 2 (+10) = 12 on both; root 1's partial
+  //    (4 B = 1 cycle) chains up: 12 + 1 hop + 1 + 2 add = 16; multicast
+  //    back: 16 and 16 + 1 + 1 = 18;
+  //  - squared deviations (3 ops): 24/4 = 6 (+10) = 16: 32 and 34; chain:
+  //    34 + 1 + 1 + 2 = 38; back: 38 and 40;
+  //  - apply (4 ops): 32/4 = 8 (+10) = 18: 56 and 58.
+  // Values: small integers, so every sum is exact and the result equals
+  // models::layernorm bit for bit.
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.rms_norm_eps = 1e-5;
+  Placement pl;
+  Program prog;
+  models::Weights w;  // functional: only the values below are read
+  Executor ex(fab, model, pl, prog, &w, 16);
+  Vec x;
+  x.layout = {Piece{Coord{0, 0}, 0, 8, 0}, Piece{Coord{0, 1}, 8, 16, 0}};
+  x.ready.assign(2, Timed{});
+  std::vector<float> gain(16), bias(16);
+  for (int i = 0; i < 16; ++i) {
+    x.values.push_back(static_cast<float>((i * 7) % 11) - 5.0f);
+    gain[static_cast<std::size_t>(i)] = 1.0f + 0.125f * static_cast<float>(i % 3);
+    bias[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i % 4);
+  }
+  const Vec y = ex.layernorm(x, gain, bias);
+  EXPECT_EQ(y.ready[0].at.value, 56u);
+  EXPECT_EQ(y.ready[1].at.value, 58u);
+  EXPECT_EQ(y.ready[1].path.total(), 58u);
+  std::vector<float> expected(16);
+  models::layernorm(x.values, gain, bias, 1e-5f, expected);
+  EXPECT_EQ(y.values, expected);
+}
+
+TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
+  // With Q = 2 both schemes are one hop; with Q = 8 and a short vector the
+  // tree's log-depth wins (see fabric collectives tests for the arithmetic).
+  auto time_of = [](fabric::ReductionScheme s, int q) {
+    fabric::Fabric fab(fabric::testing::small_spec(8, 2));
+    models::ModelConfig model;
+    Placement pl;
+    Program prog;
+    Executor ex(fab, model, pl, prog, nullptr, 16);
+    MatrixPlacement m;
+    m.out_features = 2;
+    m.in_features = 8 * q;
+    m.rect = fabric::Rect{0, 0, q, 1};
+    m.reduction = s;
+    Vec x;
+    x.layout = input_layout(m);
+    x.ready.assign(static_cast<std::size_t>(q), Timed{});
+    return ex.gemv(m, WeightRef::o, 0, x).ready[0].at.value;
+  };
+  EXPECT_EQ(time_of(fabric::ReductionScheme::chain, 2), time_of(fabric::ReductionScheme::tree, 2));
+  EXPECT_LT(time_of(fabric::ReductionScheme::tree, 8), time_of(fabric::ReductionScheme::chain, 8));
+}
+
+// A values-only executor (Executor::set_values_only) computes the numbers
+// of a functional one and the same layout, but its times are the ready
+// times it was given and the fabric stays idle.
+TEST(ValuesOnly, SameNumbersNoTiming) {
+  models::ModelConfig model;
+  model.rms_norm_eps = 1e-5;
+  Placement pl;
+  Program prog;
+  models::Weights w;
+  Vec x;
+  x.layout = {Piece{Coord{0, 0}, 0, 8, 0}, Piece{Coord{0, 1}, 8, 16, 0}};
+  x.ready.assign(2, Timed{}.plus(Resource::io, Cycles{7}));
+  std::vector<float> gain(16, 1.0f), bias(16, 0.5f);
+  for (int i = 0; i < 16; ++i) x.values.push_back(static_cast<float>(i % 5) - 2.0f);
+
+  fabric::Fabric timed_fab(fabric::testing::small_spec(4, 4));
+  Executor timed(timed_fab, model, pl, prog, &w, 16);
+  const Vec a = timed.layernorm(x, gain, bias);
+
+  fabric::Fabric idle_fab(fabric::testing::small_spec(4, 4));
+  Executor values(idle_fab, model, pl, prog, &w, 16);
+  values.set_values_only();
+  const Vec b = values.layernorm(x, gain, bias);
+
+  EXPECT_EQ(a.values, b.values);
+  ASSERT_EQ(b.layout.size(), a.layout.size());
+  EXPECT_EQ(b.layout[1].core, a.layout[1].core);
+  EXPECT_EQ(a.ready[1].at.value, 7u + 58u);  // the hand computation of the LayerNorm test
+  for (const Timed& t : b.ready) EXPECT_EQ(t.at.value, 7u);
+  for (std::uint64_t busy : idle_fab.cores().busy_cycles_by_core()) EXPECT_EQ(busy, 0u);
+  EXPECT_GT(timed_fab.cores().busy_cycles(Coord{0, 1}), 0u);
+}
+
+TEST(ValuesOnly, NeedsWeights) {
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  EXPECT_FALSE(ex.functional());
+  EXPECT_THROW(ex.set_values_only(), std::logic_error);
+  EXPECT_THROW(ex.set_threads(2), std::logic_error);
+}
+
+}  // namespace
+}  // namespace wafersim::sim
