@@ -95,6 +95,7 @@ void derive_timing(const RunResult& r, Metrics& m) {
   if (r.user_decode_cycles_per_token.empty())
     m.aggregate_tokens_per_s = m.decode_tokens_per_s_per_user;
   m.ttft_s = static_cast<double>(r.ttft_cycles) / clock;
+  m.prefill_s = static_cast<double>(r.prefill_cycles) / clock;
   m.total_time_s = static_cast<double>(r.total_cycles) / clock;
 }
 
@@ -123,6 +124,8 @@ void derive_cores(const RunResult& r, Metrics& m) {
                              std::to_string(r.total_cycles));
     }
   }
+  m.sram_headroom_bytes = static_cast<double>(m.sram_bytes_per_core_capacity) -
+                          static_cast<double>(m.max_core_sram_bytes);
   if (m.cores_with_sram > 0 && r.total_cycles > 0) {
     m.core_utilisation =
         static_cast<double>(busy / (static_cast<long double>(m.cores_with_sram) * r.total_cycles));
@@ -136,6 +139,8 @@ void derive_links(const RunResult& r, Metrics& m) {
     m.total_link_bytes += r.link_bytes[i];
     if (r.link_bytes[i] > r.link_bytes[busiest]) busiest = i;  // first of equals wins
   }
+  const double tokens = r.token_records.empty() ? 1.0 : static_cast<double>(r.token_records.size());
+  m.hop_bytes_per_token = static_cast<double>(m.total_link_bytes) / tokens;
   if (r.link_bytes.empty() || r.link_bytes[busiest] == 0) return;
 
   BusiestLink link;

@@ -52,6 +52,7 @@ struct Metrics {
   double aggregate_tokens_per_s = 0.0;
   double inter_token_latency_s = 0.0;  // decode_cycles_per_token / clock_hz
   double ttft_s = 0.0;                 // ttft_cycles / clock_hz
+  double prefill_s = 0.0;              // prefill_cycles / clock_hz
   double total_time_s = 0.0;           // total_cycles / clock_hz
   std::uint64_t cycles_per_token = 0;  // = decode_cycles_per_token
 
@@ -62,10 +63,12 @@ struct Metrics {
   double sram_utilisation = 0.0;          // sram_bytes_used / sram_bytes_capacity
   std::uint64_t max_core_sram_bytes = 0;  // the fullest core
   std::uint64_t sram_bytes_per_core_capacity = 0;  // sram_bytes_capacity / cores_total
+  double sram_headroom_bytes = 0.0;  // sram_bytes_per_core_capacity - max_core_sram_bytes
 
   // Links.
   std::optional<BusiestLink> busiest_link;  // empty when no link carried a byte
   std::uint64_t total_link_bytes = 0;
+  double hop_bytes_per_token = 0.0;  // total_link_bytes per token record (per 1 if none)
 
   // Critical path of the tokens the bottleneck is judged on: the decode
   // (generated) tokens, or the prompt tokens when nothing was generated.
