@@ -20,7 +20,7 @@ void add_figures(Json& j, std::span<const Figure* const> figures, const RunResul
 
 Json breakdown_json(const CycleBreakdown& b) {
   Json j = Json::object();
-  for (Resource c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c);
+  for (Resource c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c).value;
   return j;
 }
 
@@ -29,8 +29,8 @@ Json token_record_json(const TokenRecord& t) {
   j["user"] = t.user;
   j["position"] = t.position;
   j["prefill"] = t.prefill;
-  j["start_cycle"] = t.start_cycle;
-  j["end_cycle"] = t.end_cycle;
+  j["start_cycle"] = t.start_cycle.value;
+  j["end_cycle"] = t.end_cycle.value;
   j["token_in"] = t.token_in;
   j["critical_path_cycles"] = breakdown_json(t.critical_path);
   return j;
@@ -122,9 +122,12 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   add_figures(j, kJsonFigures, r, m);
   if (m.busiest_link) {
     const BusiestLink& l = *m.busiest_link;
-    j["busiest_link"] = Json{{"wafer", l.wafer}, {"x", l.x},
-                             {"y", l.y},         {"dir", std::string(direction_name(l.dir))},
-                             {"bytes", l.bytes}, {"load", l.load}};
+    j["busiest_link"] = Json{{"wafer", l.wafer},
+                             {"x", l.x},
+                             {"y", l.y},
+                             {"dir", std::string(direction_name(l.dir))},
+                             {"bytes", l.bytes.value},
+                             {"load", l.load}};
   } else {
     j["busiest_link"] = nullptr;
   }

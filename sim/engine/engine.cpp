@@ -154,9 +154,10 @@ SC_MODULE(StageModule) {
         stderr,
         "trace pos %d %-28s at %10llu  compute %8llu hops %7llu ser %7llu contention %8llu\n",
         m.position, label.c_str(), static_cast<unsigned long long>(t.at.value),
-        static_cast<unsigned long long>(b.compute + b.sram),
-        static_cast<unsigned long long>(b.hops), static_cast<unsigned long long>(b.serialization),
-        static_cast<unsigned long long>(b.contention));
+        static_cast<unsigned long long>((b.compute + b.sram).value),
+        static_cast<unsigned long long>(b.hops.value),
+        static_cast<unsigned long long>(b.serialization.value),
+        static_cast<unsigned long long>(b.contention.value));
   }
 
   const Pipeline p_;
@@ -298,8 +299,8 @@ SC_MODULE(HostModule) {
     r.user = m.user;
     r.position = m.position;
     r.prefill = m.prefill;
-    r.start_cycle = m.start_cycle;
-    r.end_cycle = m.done.at.value;
+    r.start_cycle = Cycles{m.start_cycle};
+    r.end_cycle = m.done.at;
     r.token_in = m.token;
     r.critical_path = m.done.path;
     result_.token_records.push_back(r);
@@ -424,7 +425,7 @@ SC_MODULE(HostModule) {
       if (m->needs_logits) draft_.settle(*m);
       ++spec_->draft_passes;
       if (!m->needs_logits) continue;
-      spec_->draft_cycles += m->done.at.value - m->start_cycle;
+      spec_->draft_cycles += Cycles{m->done.at.value - m->start_cycle};
       Round& r = rounds_[static_cast<std::size_t>(m->user)];
       const std::int32_t d = chosen(*m);
       r.drafts.push_back(d);
@@ -466,8 +467,8 @@ SC_MODULE(HostModule) {
     st.proposed += static_cast<std::uint64_t>(k);
     st.accepted += static_cast<std::uint64_t>(n);
     if (n < k) ++st.rejected;
-    st.verify_cycles += m.done.at.value - r.proposals_done;
-    st.round_cycles += m.done.at.value - r.started;
+    st.verify_cycles += Cycles{m.done.at.value - r.proposals_done};
+    st.round_cycles += Cycles{m.done.at.value - r.started};
     // Emitted: the n accepted proposals, then the target's own choice after
     // them; the target's result at position + j carries token j's logits.
     for (int j = 0; j < n; ++j)
@@ -604,7 +605,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   r.mesh_width = sc.hardware.mesh_width;
   r.mesh_height = sc.hardware.mesh_height;
   r.clock_hz = sc.hardware.clock_hz;
-  r.link_bytes_per_cycle = sc.hardware.link_bytes_per_cycle.value;
+  r.link_bytes_per_cycle = sc.hardware.link_bytes_per_cycle;
   r.parameter_count = sc.model.parameter_count();
   r.prompt_ids = sc.workload.prompt_ids;
   r.resolved_scenario_yaml = sc.resolved_yaml;
@@ -781,11 +782,11 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
     r.link_bytes.resize(r.link_bytes.size() + links);
     f->flow().write_link_bytes_by_core(std::span(r.link_bytes).last(links));
     r.cores_used += f->sram().cores_used();
-    r.sram_bytes_used += f->sram().total_used().value;
+    r.sram_bytes_used += f->sram().total_used();
     f.reset();
   }
-  r.sram_bytes_capacity = sc.hardware.sram_capacity().value * static_cast<std::uint64_t>(r.wafers);
-  r.total_cycles = now_cycles().value;
+  r.sram_bytes_capacity = sc.hardware.sram_capacity() * static_cast<std::uint64_t>(r.wafers);
+  r.total_cycles = now_cycles();
 
   // Latencies, per user: the first token is ready when the last prompt
   // token's logits have been reduced, and reaches the user over the I/O link;
@@ -802,14 +803,14 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
         u.ready_cycles.size() > 1
             ? (u.ready_cycles.back() - u.ready_cycles.front()) / (u.ready_cycles.size() - 1)
             : 0;
-    r.user_decode_cycles_per_token.push_back(step);
+    r.user_decode_cycles_per_token.push_back(Cycles{step});
   }
-  r.ttft_cycles = ttft_sum / static_cast<std::uint64_t>(users);
-  r.prefill_cycles = prefill_sum / static_cast<std::uint64_t>(users);
+  r.ttft_cycles = Cycles{ttft_sum / static_cast<std::uint64_t>(users)};
+  r.prefill_cycles = Cycles{prefill_sum / static_cast<std::uint64_t>(users)};
   std::uint64_t step_sum = 0;
-  for (std::uint64_t c : r.user_decode_cycles_per_token) step_sum += c;
-  r.decode_cycles_per_token = step_sum / static_cast<std::uint64_t>(users);
-  if (r.decode_cycles_per_token == 0)  // one generated token: the prefill pass is all there is
+  for (Cycles c : r.user_decode_cycles_per_token) step_sum += c.value;
+  r.decode_cycles_per_token = Cycles{step_sum / static_cast<std::uint64_t>(users)};
+  if (r.decode_cycles_per_token == Cycles{0})  // one generated token: its prefill pass is all
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 

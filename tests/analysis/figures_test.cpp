@@ -27,9 +27,9 @@ using FigureList = std::span<const Figure* const>;
 // so that a figure the reader forgot would not read back equal by chance.
 RunResult full_result(bool functional) {
   RunResult r = sample_result(functional);
-  r.prefill_cycles = 1234;
+  r.prefill_cycles = Cycles{1234};
   r.users = 3;
-  r.user_decode_cycles_per_token = {1000, 900, 1100};
+  r.user_decode_cycles_per_token = {Cycles{1000}, Cycles{900}, Cycles{1100}};
   r.max_context_tokens = 4096;
   return r;
 }

@@ -53,10 +53,10 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   EXPECT_EQ(y.ready[0].at.value, 16u);
   EXPECT_EQ(y.ready[1].at.value, 21u);
   // The critical path of row 1 explains all 21 cycles.
-  EXPECT_EQ(y.ready[1].path.compute, 11u);
-  EXPECT_EQ(y.ready[1].path.serialization, 4u + 2u);
-  EXPECT_EQ(y.ready[1].path.hops, 1u + 1u + 2u);
-  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.ready[1].path.compute.value, 11u);
+  EXPECT_EQ(y.ready[1].path.serialization.value, 4u + 2u);
+  EXPECT_EQ(y.ready[1].path.hops.value, 1u + 1u + 2u);
+  EXPECT_EQ(y.ready[1].path.total().value, 21u);
   EXPECT_EQ(y.layout[1].core, (Coord{0, 1}));
   EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
 }
@@ -71,7 +71,7 @@ TEST(MeshGemv, AnUpwardMatrixIsTheMirrorImage) {
   ASSERT_EQ(y.ready.size(), 2u);
   EXPECT_EQ(y.ready[0].at.value, 16u);
   EXPECT_EQ(y.ready[1].at.value, 21u);
-  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.ready[1].path.total().value, 21u);
   EXPECT_EQ(y.layout[0].core, (Coord{0, 3}));
   EXPECT_EQ(y.layout[1].core, (Coord{0, 2}));
   // Rows of W: [0, 2) on the bottom row of cores, [2, 4) above it.
@@ -108,7 +108,7 @@ TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
   ex.qk_norm(qkv, 0);
   EXPECT_EQ(qkv.ready[0].at.value, 28u);
   EXPECT_EQ(qkv.ready[1].at.value, 28u);
-  EXPECT_EQ(qkv.ready[1].path.total(), 28u);
+  EXPECT_EQ(qkv.ready[1].path.total().value, 28u);
 }
 
 TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
@@ -142,7 +142,7 @@ TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
   const Vec y = ex.layernorm(x, gain, bias);
   EXPECT_EQ(y.ready[0].at.value, 56u);
   EXPECT_EQ(y.ready[1].at.value, 58u);
-  EXPECT_EQ(y.ready[1].path.total(), 58u);
+  EXPECT_EQ(y.ready[1].path.total().value, 58u);
   std::vector<float> expected(16);
   models::layernorm(x.values, gain, bias, 1e-5f, expected);
   EXPECT_EQ(y.values, expected);
@@ -272,16 +272,16 @@ TEST(Timing, UsersInFlightRaiseAggregateThroughput) {
   const analysis::Metrics m = analysis::compute_metrics(r);
   ASSERT_EQ(r.user_decode_cycles_per_token.size(), 4u);
   double sum = 0.0;
-  for (auto c : r.user_decode_cycles_per_token) sum += r.clock_hz / static_cast<double>(c);
+  for (Cycles c : r.user_decode_cycles_per_token) sum += r.clock_hz / static_cast<double>(c.value);
   EXPECT_DOUBLE_EQ(m.aggregate_tokens_per_s, sum);
   // Four sequences share a 5-stage pipeline: throughput is well above one
   // user's, but no user's step can beat the fastest single pass through the
   // pipeline (a pass with nothing else in flight).
   EXPECT_GT(m.aggregate_tokens_per_s, 3.0 * m.decode_tokens_per_s_per_user);
-  std::uint64_t fastest_pass = UINT64_MAX;
+  Cycles fastest_pass{UINT64_MAX};
   for (const auto& t : r.token_records)
     if (!t.prefill) fastest_pass = std::min(fastest_pass, t.end_cycle - t.start_cycle);
-  for (auto c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
+  for (Cycles c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
 }
 
 TEST(Functional, TwoWafersGiveTheReferenceTokens) {
@@ -514,7 +514,7 @@ TEST(Timing, MixtralTimingOnlyRunsAndIsDeterministic) {
   RunOptions opt;
   opt.functional = false;
   const analysis::RunResult a = run_scenario(sc, opt);
-  EXPECT_GT(a.total_cycles, 0u);
+  EXPECT_GT(a.total_cycles, Cycles{0});
   for (const analysis::TokenRecord& t : a.token_records)
     EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
 }
@@ -533,7 +533,7 @@ TEST(Timing, CrossingWafersCostsIoOnTheCriticalPath) {
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz));
   for (const auto& t : r.token_records) {
     if (!t.prefill) {
-      EXPECT_GE(t.critical_path.io, 2 * latency) << "position " << t.position;
+      EXPECT_GE(t.critical_path.io.value, 2 * latency) << "position " << t.position;
     }
   }
   EXPECT_EQ(r.core_sram_bytes.size(), 2u * sc.hardware.mesh_width * sc.hardware.mesh_height);
@@ -565,7 +565,7 @@ TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
     }
   }
   // The per-token latency is the mean decode step.
-  EXPECT_GT(r.decode_cycles_per_token, 0u);
+  EXPECT_GT(r.decode_cycles_per_token, Cycles{0});
   EXPECT_GT(r.ttft_cycles, r.decode_cycles_per_token);  // the prompt takes longer than one step
 }
 
@@ -578,7 +578,7 @@ TEST(Timing, NoLinkCarriesMoreThanItsBandwidthAndNoCoreIsOverfull) {
   ASSERT_TRUE(m.busiest_link.has_value());
   EXPECT_LE(m.busiest_link->load, 1.0);
   for (std::uint64_t b : r.core_sram_bytes) EXPECT_LE(b, sc.hardware.sram_per_core.value);
-  for (std::uint64_t busy : r.core_busy_cycles) EXPECT_LE(busy, r.total_cycles);
+  for (std::uint64_t busy : r.core_busy_cycles) EXPECT_LE(busy, r.total_cycles.value);
 }
 
 TEST(Timing, TimingOnlyRunComputesNoTokens) {
@@ -587,7 +587,7 @@ TEST(Timing, TimingOnlyRunComputesNoTokens) {
   const analysis::RunResult r = run_scenario(quickstart(2), opt);
   EXPECT_TRUE(r.tokens.empty());
   EXPECT_TRUE(r.reference_tokens.empty());
-  EXPECT_GT(r.total_cycles, 0u);
+  EXPECT_GT(r.total_cycles, Cycles{0});
 }
 
 // ---- Speculative decoding on the wafer ----------------------------------------
@@ -702,7 +702,7 @@ TEST(Speculative, TimingOnlyAtRateOneAcceptsEveryProposal) {
   EXPECT_EQ(r.speculative->rejected, 0u);
   EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 1.0);
   EXPECT_EQ(r.speculative->rounds, 3u);  // 15 tokens after the first: 5 + 5 + 5
-  EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
+  EXPECT_EQ(r.decode_cycles_per_token.value, r.speculative->round_cycles.value / 15);
 }
 
 TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
@@ -712,7 +712,7 @@ TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
   // Every round but the last (one token to go: nothing proposed) rejects.
   EXPECT_EQ(r.speculative->rejected, 14u);
   EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 0.0);
-  EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
+  EXPECT_EQ(r.decode_cycles_per_token.value, r.speculative->round_cycles.value / 15);
 }
 
 }  // namespace
