@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/figures.hpp"
+
 namespace wafersim::analysis {
 
 double FigureChange::change_percent() const {
@@ -30,30 +32,16 @@ std::vector<const FigureChange*> Comparison::regressions(double percent) const {
 }
 
 std::vector<FigureChange> headline_figures(const RunResult& r, const Metrics& m) {
-  const double tokens = r.token_records.empty() ? 1.0 : static_cast<double>(r.token_records.size());
-  const double headroom = static_cast<double>(m.sram_bytes_per_core_capacity) -
-                          static_cast<double>(m.max_core_sram_bytes);
-  const BusiestLink link = m.busiest_link.value_or(BusiestLink{});
-  auto f = [](std::string name, std::string unit, bool higher, double v) {
+  std::vector<FigureChange> out;
+  for (const Figure* f : kComparedFigures) {
     FigureChange c;
-    c.name = std::move(name);
-    c.unit = std::move(unit);
-    c.higher_is_better = higher;
-    c.a = v;
-    return c;
-  };
-  return {
-      f("decode_tokens_per_s_per_user", "tokens/s", true, m.decode_tokens_per_s_per_user),
-      f("aggregate_tokens_per_s", "tokens/s", true, m.aggregate_tokens_per_s),
-      f("ttft_s", "s", false, m.ttft_s),
-      f("inter_token_latency_s", "s", false, m.inter_token_latency_s),
-      f("cycles_per_token", "cycles", false, static_cast<double>(m.cycles_per_token)),
-      f("hop_bytes_per_token", "bytes", false, static_cast<double>(m.total_link_bytes) / tokens),
-      f("busiest_link_bytes", "bytes", false, static_cast<double>(link.bytes)),
-      f("busiest_link_load", "fraction", false, link.load),
-      f("sram_headroom_bytes", "bytes", true, headroom),
-      f("cores_used", "cores", false, static_cast<double>(r.cores_used)),
-  };
+    c.name = f->name;
+    c.unit = f->compared_unit();
+    c.higher_is_better = f->higher_is_better;
+    c.a = as_double(f->value(r, m));
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 Comparison compare(const RunResult& a, const RunResult& b, std::string a_label,

@@ -32,10 +32,11 @@ struct Comparison {
   std::vector<const FigureChange*> regressions(double percent) const;
 };
 
-// Headline figures of a run, as compared: tokens/s per user and aggregate,
-// TTFT, inter-token latency, cycles per token, hop-bytes per token (bytes x
-// hops over all mesh links, per token processed), busiest link bytes and
-// load, SRAM headroom on the fullest core, cores used.
+// Headline figures of a run, as compared (kComparedFigures in
+// analysis/figures.hpp): tokens/s per user and aggregate, TTFT, inter-token
+// latency, cycles per token, hop-bytes per token (bytes x hops over all mesh
+// links, per token processed), busiest link bytes and load, SRAM headroom on
+// the fullest core, cores used.
 std::vector<FigureChange> headline_figures(const RunResult& r, const Metrics& m);
 
 Comparison compare(const RunResult& a, const RunResult& b, std::string a_label,

@@ -14,6 +14,8 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
+#include "analysis/figures.hpp"
+
 namespace wafersim::analysis {
 
 OutputError::OutputError(std::filesystem::path path, const std::string& message)
@@ -216,75 +218,44 @@ void write_root(H5::H5File& f, const RunResult& r, const Metrics& m) {
   set_attr(f, "bottleneck", m.bottleneck);
 }
 
+// One figure (analysis/figures.hpp) as a scalar dataset with its units and description.
+H5::DataSet write_figure(H5::Group& g, const Figure& f, const RunResult& r, const Metrics& m) {
+  const std::string name(f.hdf5_dataset());
+  const FigureValue v = f.value(r, m);
+  switch (f.type) {
+    case FigureType::count:
+      return write_scalar<std::uint64_t>(g, name.c_str(), std::get<std::uint64_t>(v), f.unit,
+                                         f.description);
+    case FigureType::real:
+      return write_scalar<double>(g, name.c_str(), std::get<double>(v), f.unit, f.description);
+    case FigureType::flag:
+      return write_scalar<std::uint8_t>(g, name.c_str(), std::get<bool>(v) ? 1 : 0, f.unit,
+                                        f.description);
+  }
+  throw std::logic_error("unknown figure type");
+}
+
 void write_summary(H5::H5File& f, const RunResult& r, const Metrics& m) {
   H5::Group g = make_group(f, "summary");
-  using u64 = std::uint64_t;
-  write_scalar<double>(g, "clock_hz", r.clock_hz, "Hz", "core clock frequency");
-  write_scalar<u64>(g, "link_bytes_per_cycle", r.link_bytes_per_cycle, "bytes/cycle",
-                    "bandwidth of one mesh link in one direction");
-  write_scalar<u64>(g, "cores_total", m.cores_total, "cores", "cores in the mesh");
-  write_scalar<u64>(g, "cores_used", r.cores_used, "cores", "cores the placement uses");
-  write_scalar<u64>(g, "cores_with_sram", m.cores_with_sram, "cores",
-                    "cores holding at least one byte (the denominator of core_utilisation)");
-  write_scalar<u64>(g, "sram_bytes_used", r.sram_bytes_used, "bytes",
-                    "SRAM allocated over all cores");
-  write_scalar<u64>(g, "sram_bytes_capacity", r.sram_bytes_capacity, "bytes",
-                    "SRAM of the whole mesh");
-  write_scalar<u64>(g, "sram_bytes_per_core_capacity", m.sram_bytes_per_core_capacity, "bytes",
-                    "SRAM of one core");
-  write_scalar<u64>(g, "sram_bytes_max_per_core", m.max_core_sram_bytes, "bytes",
-                    "SRAM allocated on the fullest core");
-  write_scalar<u64>(g, "parameter_count", r.parameter_count, "parameters",
-                    "model parameters placed on the wafer");
-  write_scalar<u64>(g, "total_cycles", r.total_cycles, "cycles", "end of the simulation");
-  write_scalar<u64>(g, "ttft_cycles", r.ttft_cycles, "cycles",
-                    "request arrival to first generated token");
-  write_scalar<u64>(g, "prefill_cycles", r.prefill_cycles, "cycles",
-                    "mean over users: prompt on the wafer to the first token's logits (TTFT "
-                    "without the I/O)");
-  write_scalar<u64>(g, "decode_cycles_per_token", r.decode_cycles_per_token, "cycles/token",
-                    "mean over generated tokens after the first");
-  write_scalar<double>(g, "decode_tokens_per_s_per_user", m.decode_tokens_per_s_per_user,
-                       "tokens/s", "clock_hz / decode_cycles_per_token; 0 if nothing decoded");
-  write_scalar<u64>(g, "users", static_cast<u64>(r.users), "sequences",
-                    "sequences decoded at once");
-  write_scalar<double>(g, "aggregate_tokens_per_s", m.aggregate_tokens_per_s, "tokens/s",
-                       "sum over users of clock_hz / that user's mean decode step");
-  write_scalar<u64>(g, "max_context_tokens", r.max_context_tokens, "tokens",
-                    "longest context per user the placement could hold");
-  write_scalar<double>(g, "inter_token_latency_s", m.inter_token_latency_s, "s",
-                       "decode_cycles_per_token / clock_hz");
-  write_scalar<double>(g, "ttft_s", m.ttft_s, "s", "time to first token: ttft_cycles / clock_hz");
-  write_scalar<double>(g, "total_time_s", m.total_time_s, "s", "total_cycles / clock_hz");
-  write_scalar<double>(g, "core_utilisation", m.core_utilisation, "fraction",
-                       "busy cycles of the cores holding SRAM / (those cores * total_cycles)");
-  write_scalar<double>(g, "sram_utilisation", m.sram_utilisation, "fraction",
-                       "sram_bytes_used / sram_bytes_capacity");
-  write_scalar<u64>(g, "total_link_bytes", m.total_link_bytes, "bytes",
-                    "bytes carried by all mesh links");
-
-  const BusiestLink none{-1, -1, -1, 0, 0, 0.0};
+  // The busiest link's datasets also carry where it is, once both are written.
+  std::vector<H5::DataSet> link_figures;
+  for (const Figure* fig : kHdf5Summary) {
+    H5::DataSet ds = write_figure(g, *fig, r, m);
+    if (fig == &figure::busiest_link_bytes || fig == &figure::busiest_link_load)
+      link_figures.push_back(std::move(ds));
+  }
+  const BusiestLink none{-1, -1, -1, 0, Bytes{0}, 0.0};
   const BusiestLink& l = m.busiest_link ? *m.busiest_link : none;
   const std::string_view dir = m.busiest_link ? direction_name(l.dir) : "";
-  H5::DataSet bytes = write_scalar<u64>(
-      g, "busiest_link_bytes", l.bytes, "bytes",
-      "bytes carried by the busiest link (x, y, direction attributes; x = y = -1 if none)");
-  H5::DataSet load =
-      write_scalar<double>(g, "busiest_link_load", l.load, "fraction",
-                           "busiest link bytes / (total_cycles * link_bytes_per_cycle), at most 1");
-  for (H5::DataSet* ds : {&bytes, &load}) {
-    set_attr<std::int32_t>(*ds, "x", l.x);
-    set_attr<std::int32_t>(*ds, "y", l.y);
-    set_attr<std::int32_t>(*ds, "wafer", l.wafer);
-    set_attr(*ds, "direction", dir);
+  for (H5::DataSet& ds : link_figures) {
+    set_attr<std::int32_t>(ds, "x", l.x);
+    set_attr<std::int32_t>(ds, "y", l.y);
+    set_attr<std::int32_t>(ds, "wafer", l.wafer);
+    set_attr(ds, "direction", dir);
   }
 
-  if (r.functional) {
-    write_scalar<double>(g, "max_logit_abs_error", r.max_logit_abs_error, "logit",
-                         "largest |functional - reference| logit over all steps");
-    write_scalar<std::uint8_t>(g, "tokens_match_reference", m.tokens_match_reference ? 1 : 0,
-                               "boolean", "1 if the generated tokens equal the reference's");
-  }
+  if (r.functional)
+    for (const Figure* fig : kHdf5FunctionalSummary) write_figure(g, *fig, r, m);
 }
 
 // "compute,sram,...": the order of the category axis.
@@ -303,7 +274,7 @@ void write_critical_path(H5::H5File& f, const Metrics& m) {
   set_attr<std::uint64_t>(g, "tokens", m.critical_path_tokens);
   set_attr(g, "bottleneck", m.bottleneck);
   std::vector<std::uint64_t> cycles;
-  for (Resource c : kPathCategories) cycles.push_back(cycles_in(m.critical_path, c));
+  for (Resource c : kPathCategories) cycles.push_back(cycles_in(m.critical_path, c).value);
   const std::vector<double> share(m.critical_path_share.begin(), m.critical_path_share.end());
   H5::DataSet c = write_vector(g, "cycles", cycles, "cycles",
                                "critical-path cycles summed over the basis tokens, per category");
@@ -344,8 +315,8 @@ void write_tokens(H5::H5File& f, const RunResult& r) {
     user.push_back(rec.user);
     position.push_back(rec.position);
     prefill.push_back(rec.prefill ? 1 : 0);
-    start.push_back(rec.start_cycle);
-    end.push_back(rec.end_cycle);
+    start.push_back(rec.start_cycle.value);
+    end.push_back(rec.end_cycle.value);
     token_in.push_back(rec.token_in);
   }
   write_vector(g, "user", user, "user", "which sequence (0-based)");
@@ -362,13 +333,15 @@ void write_tokens(H5::H5File& f, const RunResult& r) {
   for (Resource c : kPathCategories) {
     std::vector<std::uint64_t> v;
     v.reserve(t.size());
-    for (const TokenRecord& rec : t) v.push_back(cycles_in(rec.critical_path, c));
+    for (const TokenRecord& rec : t) v.push_back(cycles_in(rec.critical_path, c).value);
     write_vector(cp, std::string(category_key(c)).c_str(), v, "cycles",
                  fmt::format("critical-path cycles spent on {}", resource_name(c)));
   }
 
   write_vector(g, "prompt_ids", r.prompt_ids, "token id", "the prompt's token ids (user 0)");
-  write_vector(g, "user_decode_cycles_per_token", r.user_decode_cycles_per_token, "cycles/token",
+  std::vector<std::uint64_t> user_step;
+  for (Cycles c : r.user_decode_cycles_per_token) user_step.push_back(c.value);
+  write_vector(g, "user_decode_cycles_per_token", user_step, "cycles/token",
                "per user: mean decode step");
   if (r.functional) {
     write_vector(g, "generated", r.tokens, "token id", "token ids generated by the simulation");
@@ -550,6 +523,25 @@ std::vector<T> read_vector(const H5::Group& g, const char* name) {
   return read_array<T>(g, name, {n});
 }
 
+// Puts a figure the RunResult holds back into it; a derived one is left to
+// compute_metrics.
+void read_figure(const H5::Group& g, const Figure& f, RunResult& r) {
+  if (f.restore == nullptr) return;
+  const std::string name(f.hdf5_dataset());
+  if (f.absent_in_older_files && !g.nameExists(name)) return;
+  switch (f.type) {
+    case FigureType::count:
+      f.restore(r, read_scalar<std::uint64_t>(g, name.c_str()));
+      return;
+    case FigureType::real:
+      f.restore(r, read_scalar<double>(g, name.c_str()));
+      return;
+    case FigureType::flag:
+      f.restore(r, read_scalar<std::uint8_t>(g, name.c_str()) != 0);
+      return;
+  }
+}
+
 RunResult read_file(const std::filesystem::path& path) {
   H5::H5File f(path.string(), H5F_ACC_RDONLY);
   if (!f.attrExists("format") || read_string_attr(f, "format") != kFormatName) {
@@ -576,20 +568,9 @@ RunResult read_file(const std::filesystem::path& path) {
   r.wafers = read_attr<std::int32_t>(f, "wafers");
 
   const H5::Group s = f.openGroup("summary");
-  r.clock_hz = read_scalar<double>(s, "clock_hz");
-  r.link_bytes_per_cycle = read_scalar<std::uint64_t>(s, "link_bytes_per_cycle");
-  r.cores_used = read_scalar<std::uint64_t>(s, "cores_used");
-  r.sram_bytes_used = read_scalar<std::uint64_t>(s, "sram_bytes_used");
-  r.sram_bytes_capacity = read_scalar<std::uint64_t>(s, "sram_bytes_capacity");
-  r.parameter_count = read_scalar<std::uint64_t>(s, "parameter_count");
-  r.total_cycles = read_scalar<std::uint64_t>(s, "total_cycles");
-  r.ttft_cycles = read_scalar<std::uint64_t>(s, "ttft_cycles");
-  if (s.nameExists("prefill_cycles"))  // files written before it was added have none
-    r.prefill_cycles = read_scalar<std::uint64_t>(s, "prefill_cycles");
-  r.decode_cycles_per_token = read_scalar<std::uint64_t>(s, "decode_cycles_per_token");
-  r.users = static_cast<int>(read_scalar<std::uint64_t>(s, "users"));
-  r.max_context_tokens = read_scalar<std::uint64_t>(s, "max_context_tokens");
-  if (r.functional) r.max_logit_abs_error = read_scalar<double>(s, "max_logit_abs_error");
+  for (const Figure* fig : kHdf5Summary) read_figure(s, *fig, r);
+  if (r.functional)
+    for (const Figure* fig : kHdf5FunctionalSummary) read_figure(s, *fig, r);
 
   const auto h = static_cast<hsize_t>(r.mesh_height) * static_cast<hsize_t>(r.wafers);
   const auto w = static_cast<hsize_t>(r.mesh_width);
@@ -618,15 +599,16 @@ RunResult read_file(const std::filesystem::path& path) {
     rec.user = user[i];
     rec.position = position[i];
     rec.prefill = prefill[i] != 0;
-    rec.start_cycle = start[i];
-    rec.end_cycle = end[i];
+    rec.start_cycle = Cycles{start[i]};
+    rec.end_cycle = Cycles{end[i]};
     rec.token_in = token_in[i];
     for (std::size_t c = 0; c < kPathCategoryCount; ++c) {
-      rec.critical_path[kPathCategories[c]] = cycles[c][i];
+      rec.critical_path[kPathCategories[c]] = Cycles{cycles[c][i]};
     }
   }
   r.prompt_ids = read_vector<std::int32_t>(t, "prompt_ids");
-  r.user_decode_cycles_per_token = read_vector<std::uint64_t>(t, "user_decode_cycles_per_token");
+  for (std::uint64_t c : read_vector<std::uint64_t>(t, "user_decode_cycles_per_token"))
+    r.user_decode_cycles_per_token.push_back(Cycles{c});
   if (r.functional) {
     r.tokens = read_vector<std::int32_t>(t, "generated");
     r.reference_tokens = read_vector<std::int32_t>(t, "reference");

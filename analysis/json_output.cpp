@@ -1,14 +1,26 @@
 #include "analysis/json_output.hpp"
 
+#include <span>
+
+#include "analysis/figures.hpp"
+
 namespace wafersim::analysis {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
 
+// Each figure under its name: a count as an unsigned integer, a real number
+// as a double, a flag as true/false.
+void add_figures(Json& j, std::span<const Figure* const> figures, const RunResult& r,
+                 const Metrics& m) {
+  for (const Figure* f : figures)
+    std::visit([&](auto v) { j[std::string(f->name)] = v; }, f->value(r, m));
+}
+
 Json breakdown_json(const CycleBreakdown& b) {
   Json j = Json::object();
-  for (Resource c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c);
+  for (Resource c : kPathCategories) j[std::string(category_key(c))] = cycles_in(b, c).value;
   return j;
 }
 
@@ -17,8 +29,8 @@ Json token_record_json(const TokenRecord& t) {
   j["user"] = t.user;
   j["position"] = t.position;
   j["prefill"] = t.prefill;
-  j["start_cycle"] = t.start_cycle;
-  j["end_cycle"] = t.end_cycle;
+  j["start_cycle"] = t.start_cycle.value;
+  j["end_cycle"] = t.end_cycle.value;
   j["token_in"] = t.token_in;
   j["critical_path_cycles"] = breakdown_json(t.critical_path);
   return j;
@@ -102,49 +114,24 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["seed"] = r.seed;
   j["functional"] = r.functional;
 
-  // Hardware.
+  // The mesh, then the figures (analysis/figures.hpp): hardware, fit,
+  // performance, timeline, utilisation.
   j["mesh_width"] = r.mesh_width;
   j["mesh_height"] = r.mesh_height;
   j["wafers_used"] = r.wafers;
-  j["clock_hz"] = r.clock_hz;
-  j["link_bytes_per_cycle"] = r.link_bytes_per_cycle;
-
-  // Fit.
-  j["cores_used"] = r.cores_used;
-  j["cores_total"] = m.cores_total;
-  j["sram_bytes_used"] = r.sram_bytes_used;
-  j["sram_bytes_capacity"] = r.sram_bytes_capacity;
-  j["sram_bytes_per_core_capacity"] = m.sram_bytes_per_core_capacity;
-  j["sram_bytes_max_per_core"] = m.max_core_sram_bytes;
-  j["parameter_count"] = r.parameter_count;
-
-  // Performance.
-  j["decode_tokens_per_s_per_user"] = m.decode_tokens_per_s_per_user;
-  j["users"] = r.users;
-  j["aggregate_tokens_per_s"] = m.aggregate_tokens_per_s;
-  j["max_context_tokens"] = r.max_context_tokens;
-  j["inter_token_latency_s"] = m.inter_token_latency_s;
-  j["ttft_s"] = m.ttft_s;
-  j["prefill_s"] = static_cast<double>(r.prefill_cycles) / r.clock_hz;
-  j["total_time_s"] = m.total_time_s;
-  j["cycles_per_token"] = m.cycles_per_token;
-  j["ttft_cycles"] = r.ttft_cycles;
-  j["prefill_cycles"] = r.prefill_cycles;
-  j["total_cycles"] = r.total_cycles;
-
-  // Utilisation.
-  j["core_utilisation"] = m.core_utilisation;
-  j["cores_with_sram"] = m.cores_with_sram;
-  j["sram_utilisation"] = m.sram_utilisation;
+  add_figures(j, kJsonFigures, r, m);
   if (m.busiest_link) {
     const BusiestLink& l = *m.busiest_link;
-    j["busiest_link"] = Json{{"wafer", l.wafer}, {"x", l.x},
-                             {"y", l.y},         {"dir", std::string(direction_name(l.dir))},
-                             {"bytes", l.bytes}, {"load", l.load}};
+    j["busiest_link"] = Json{{"wafer", l.wafer},
+                             {"x", l.x},
+                             {"y", l.y},
+                             {"dir", std::string(direction_name(l.dir))},
+                             {"bytes", l.bytes.value},
+                             {"load", l.load}};
   } else {
     j["busiest_link"] = nullptr;
   }
-  j["total_link_bytes"] = m.total_link_bytes;
+  add_figures(j, kJsonLinkFigures, r, m);
 
   // What limits it.
   j["bottleneck"] = m.bottleneck;
@@ -162,8 +149,7 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   if (r.functional) {
     j["tokens"] = r.tokens;
     j["reference_tokens"] = r.reference_tokens;
-    j["tokens_match_reference"] = m.tokens_match_reference;
-    j["max_logit_abs_error"] = r.max_logit_abs_error;
+    add_figures(j, kJsonFunctionalFigures, r, m);
   }
   Json records = Json::array();
   for (const TokenRecord& t : r.token_records) records.push_back(token_record_json(t));

@@ -1,5 +1,6 @@
 #include "analysis/metrics.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -45,24 +46,8 @@ std::string_view resource_name(Resource c) {
   throw std::logic_error("unknown critical-path category");
 }
 
-std::uint64_t cycles_in(const CycleBreakdown& b, Resource c) {
-  switch (c) {
-    case Resource::compute:
-      return b.compute;
-    case Resource::sram:
-      return b.sram;
-    case Resource::hops:
-      return b.hops;
-    case Resource::serialization:
-      return b.serialization;
-    case Resource::contention:
-      return b.contention;
-    case Resource::io:
-      return b.io;
-    case Resource::queueing:
-      return b.queueing;
-  }
-  throw std::logic_error("unknown critical-path category");
+Cycles cycles_in(const CycleBreakdown& b, Resource c) {
+  return b[c];
 }
 
 std::string_view direction_name(int dir) {
@@ -82,30 +67,36 @@ void check_shape(const std::vector<std::uint64_t>& v, std::uint64_t expected, co
   }
 }
 
+double as_double(Cycles c) {
+  return static_cast<double>(c.value);
+}
+
 void derive_timing(const RunResult& r, Metrics& m) {
   m.cycles_per_token = r.decode_cycles_per_token;
   if (r.clock_hz <= 0.0) return;  // no clock, no seconds
   const double clock = r.clock_hz;
-  if (r.decode_cycles_per_token > 0) {
-    m.decode_tokens_per_s_per_user = clock / static_cast<double>(r.decode_cycles_per_token);
-    m.inter_token_latency_s = static_cast<double>(r.decode_cycles_per_token) / clock;
+  if (r.decode_cycles_per_token > Cycles{0}) {
+    m.decode_tokens_per_s_per_user = clock / as_double(r.decode_cycles_per_token);
+    m.inter_token_latency_s = as_double(r.decode_cycles_per_token) / clock;
   }
-  for (std::uint64_t c : r.user_decode_cycles_per_token)
-    if (c > 0) m.aggregate_tokens_per_s += clock / static_cast<double>(c);
+  for (Cycles c : r.user_decode_cycles_per_token)
+    if (c > Cycles{0}) m.aggregate_tokens_per_s += clock / as_double(c);
   if (r.user_decode_cycles_per_token.empty())
     m.aggregate_tokens_per_s = m.decode_tokens_per_s_per_user;
-  m.ttft_s = static_cast<double>(r.ttft_cycles) / clock;
-  m.total_time_s = static_cast<double>(r.total_cycles) / clock;
+  m.ttft_s = as_double(r.ttft_cycles) / clock;
+  m.prefill_s = as_double(r.prefill_cycles) / clock;
+  m.total_time_s = as_double(r.total_cycles) / clock;
 }
 
 void derive_cores(const RunResult& r, Metrics& m) {
   check_shape(r.core_busy_cycles, m.cores_total, "core_busy_cycles");
   check_shape(r.core_sram_bytes, m.cores_total, "core_sram_bytes");
-  if (r.sram_bytes_capacity > 0) {
-    m.sram_utilisation =
-        static_cast<double>(r.sram_bytes_used) / static_cast<double>(r.sram_bytes_capacity);
+  if (r.sram_bytes_capacity > Bytes{0}) {
+    m.sram_utilisation = static_cast<double>(r.sram_bytes_used.value) /
+                         static_cast<double>(r.sram_bytes_capacity.value);
   }
-  if (m.cores_total > 0) m.sram_bytes_per_core_capacity = r.sram_bytes_capacity / m.cores_total;
+  if (m.cores_total > 0)
+    m.sram_bytes_per_core_capacity = Bytes{r.sram_bytes_capacity.value / m.cores_total};
 
   // Long double keeps the busy-cycle sum exact well past 2^53 (a full wafer
   // for a long run); the ratio is what we keep.
@@ -113,19 +104,21 @@ void derive_cores(const RunResult& r, Metrics& m) {
   for (std::size_t i = 0; i < r.core_sram_bytes.size(); ++i) {
     if (r.core_sram_bytes[i] == 0) continue;
     ++m.cores_with_sram;
-    if (r.core_sram_bytes[i] > m.max_core_sram_bytes) m.max_core_sram_bytes = r.core_sram_bytes[i];
+    m.max_core_sram_bytes = std::max(m.max_core_sram_bytes, Bytes{r.core_sram_bytes[i]});
     if (!r.core_busy_cycles.empty()) busy += static_cast<long double>(r.core_busy_cycles[i]);
   }
   for (std::size_t i = 0; i < r.core_busy_cycles.size(); ++i) {
-    if (r.core_busy_cycles[i] > r.total_cycles) {
+    if (r.core_busy_cycles[i] > r.total_cycles.value) {
       throw std::logic_error("core " + std::to_string(i) + " busy for " +
                              std::to_string(r.core_busy_cycles[i]) + " cycles in a run of " +
-                             std::to_string(r.total_cycles));
+                             std::to_string(r.total_cycles.value));
     }
   }
-  if (m.cores_with_sram > 0 && r.total_cycles > 0) {
-    m.core_utilisation =
-        static_cast<double>(busy / (static_cast<long double>(m.cores_with_sram) * r.total_cycles));
+  m.sram_headroom_bytes = static_cast<double>(m.sram_bytes_per_core_capacity.value) -
+                          static_cast<double>(m.max_core_sram_bytes.value);
+  if (m.cores_with_sram > 0 && r.total_cycles > Cycles{0}) {
+    m.core_utilisation = static_cast<double>(
+        busy / (static_cast<long double>(m.cores_with_sram) * r.total_cycles.value));
   }
 }
 
@@ -133,9 +126,11 @@ void derive_links(const RunResult& r, Metrics& m) {
   check_shape(r.link_bytes, m.cores_total * kLinkDirections, "link_bytes");
   std::size_t busiest = 0;
   for (std::size_t i = 0; i < r.link_bytes.size(); ++i) {
-    m.total_link_bytes += r.link_bytes[i];
+    m.total_link_bytes += Bytes{r.link_bytes[i]};
     if (r.link_bytes[i] > r.link_bytes[busiest]) busiest = i;  // first of equals wins
   }
+  const double tokens = r.token_records.empty() ? 1.0 : static_cast<double>(r.token_records.size());
+  m.hop_bytes_per_token = static_cast<double>(m.total_link_bytes.value) / tokens;
   if (r.link_bytes.empty() || r.link_bytes[busiest] == 0) return;
 
   BusiestLink link;
@@ -147,19 +142,19 @@ void derive_links(const RunResult& r, Metrics& m) {
     link.wafer = link.y / r.mesh_height;
     link.y %= r.mesh_height;
   }
-  link.bytes = r.link_bytes[busiest];
+  link.bytes = Bytes{r.link_bytes[busiest]};
   // A link carries at most link_bytes_per_cycle each cycle; more is an engine
   // bug. Compare in integers so a load of exactly 1.0 is not rejected by rounding.
   const unsigned __int128 capacity =
-      static_cast<unsigned __int128>(r.total_cycles) * r.link_bytes_per_cycle;
-  if (link.bytes > capacity) {
+      static_cast<unsigned __int128>(r.total_cycles.value) * r.link_bytes_per_cycle.value;
+  if (link.bytes.value > capacity) {
     throw std::logic_error(
         "link (" + std::to_string(link.x) + ", " + std::to_string(link.y) + ") " +
-        std::string(direction_name(link.dir)) + " carried " + std::to_string(link.bytes) +
-        " bytes in " + std::to_string(r.total_cycles) + " cycles at " +
-        std::to_string(r.link_bytes_per_cycle) + " bytes/cycle: above its bandwidth");
+        std::string(direction_name(link.dir)) + " carried " + std::to_string(link.bytes.value) +
+        " bytes in " + std::to_string(r.total_cycles.value) + " cycles at " +
+        std::to_string(r.link_bytes_per_cycle.value) + " bytes/cycle: above its bandwidth");
   }
-  link.load = static_cast<double>(link.bytes) / static_cast<double>(capacity);
+  link.load = static_cast<double>(link.bytes.value) / static_cast<double>(capacity);
   m.busiest_link = link;
 }
 
@@ -189,13 +184,13 @@ void derive_critical_path(const RunResult& r, Metrics& m) {
     return;
   }
 
-  const std::uint64_t total = m.critical_path.total();
-  if (total == 0) return;  // tokens with no recorded cycles: nothing dominates
+  const Cycles total = m.critical_path.total();
+  if (total == Cycles{0}) return;  // tokens with no recorded cycles: nothing dominates
   Resource largest = Resource::compute;
   for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
     const Resource c = kPathCategories[i];
-    const std::uint64_t cycles = cycles_in(m.critical_path, c);
-    m.critical_path_share[i] = static_cast<double>(cycles) / static_cast<double>(total);
+    const Cycles cycles = cycles_in(m.critical_path, c);
+    m.critical_path_share[i] = as_double(cycles) / as_double(total);
     if (cycles > cycles_in(m.critical_path, largest)) largest = c;  // first of equals wins
   }
   m.bottleneck = std::string(resource_name(largest));

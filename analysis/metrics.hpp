@@ -21,14 +21,14 @@ inline constexpr std::array<Resource, kPathCategoryCount> kPathCategories = {
     Resource::compute,    Resource::sram, Resource::hops,    Resource::serialization,
     Resource::contention, Resource::io,   Resource::queueing};
 // A new CycleBreakdown field needs a category here (and a name below).
-static_assert(sizeof(CycleBreakdown) == kPathCategoryCount * sizeof(std::uint64_t));
+static_assert(sizeof(CycleBreakdown) == kPathCategoryCount * sizeof(Cycles));
 
 // Machine name of a category, the CycleBreakdown field name: "compute", "sram", ..., "queueing"
 std::string_view category_key(Resource c);
 // The resource a category stands for, as users read it: "core compute", ...
 std::string_view resource_name(Resource c);
 // Cycles of one category in a breakdown.
-std::uint64_t cycles_in(const CycleBreakdown& b, Resource c);
+Cycles cycles_in(const CycleBreakdown& b, Resource c);
 
 // Outgoing link directions, the last index of RunResult::link_bytes.
 inline constexpr int kLinkDirections = 4;
@@ -40,7 +40,7 @@ struct BusiestLink {
   int x = 0;  // core the link leaves from (on its wafer)
   int y = 0;
   int dir = 0;  // 0=E, 1=W, 2=S, 3=N
-  std::uint64_t bytes = 0;
+  Bytes bytes;
   double load = 0.0;  // bytes / (total_cycles * link_bytes_per_cycle), in [0, 1]
 };
 
@@ -52,20 +52,23 @@ struct Metrics {
   double aggregate_tokens_per_s = 0.0;
   double inter_token_latency_s = 0.0;  // decode_cycles_per_token / clock_hz
   double ttft_s = 0.0;                 // ttft_cycles / clock_hz
+  double prefill_s = 0.0;              // prefill_cycles / clock_hz
   double total_time_s = 0.0;           // total_cycles / clock_hz
-  std::uint64_t cycles_per_token = 0;  // = decode_cycles_per_token
+  Cycles cycles_per_token;             // = decode_cycles_per_token
 
   // Fit and utilisation.
-  std::uint64_t cores_total = 0;          // mesh_width * mesh_height
-  std::uint64_t cores_with_sram = 0;      // cores holding at least one byte: the used cores
-  double core_utilisation = 0.0;          // sum(busy of used cores) / (used cores * total_cycles)
-  double sram_utilisation = 0.0;          // sram_bytes_used / sram_bytes_capacity
-  std::uint64_t max_core_sram_bytes = 0;  // the fullest core
-  std::uint64_t sram_bytes_per_core_capacity = 0;  // sram_bytes_capacity / cores_total
+  std::uint64_t cores_total = 0;       // mesh_width * mesh_height
+  std::uint64_t cores_with_sram = 0;   // cores holding at least one byte: the used cores
+  double core_utilisation = 0.0;       // sum(busy of used cores) / (used cores * total_cycles)
+  double sram_utilisation = 0.0;       // sram_bytes_used / sram_bytes_capacity
+  Bytes max_core_sram_bytes;           // the fullest core
+  Bytes sram_bytes_per_core_capacity;  // sram_bytes_capacity / cores_total
+  double sram_headroom_bytes = 0.0;    // sram_bytes_per_core_capacity - max_core_sram_bytes
 
   // Links.
   std::optional<BusiestLink> busiest_link;  // empty when no link carried a byte
-  std::uint64_t total_link_bytes = 0;
+  Bytes total_link_bytes;
+  double hop_bytes_per_token = 0.0;  // total_link_bytes per token record (per 1 if none)
 
   // Critical path of the tokens the bottleneck is judged on: the decode
   // (generated) tokens, or the prompt tokens when nothing was generated.

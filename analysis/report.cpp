@@ -180,15 +180,15 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
                    r.mesh_height) +
            (r.wafers > 1 ? fmt::format(" x {} wafers", r.wafers) : std::string()));
   line(out, "SRAM",
-       fmt::format("{} of {} ({})", format_bytes(r.sram_bytes_used),
-                   format_bytes(r.sram_bytes_capacity), format_percent(m.sram_utilisation)));
-  const double core_fill = m.sram_bytes_per_core_capacity > 0
-                               ? static_cast<double>(m.max_core_sram_bytes) /
-                                     static_cast<double>(m.sram_bytes_per_core_capacity)
+       fmt::format("{} of {} ({})", format_bytes(r.sram_bytes_used.value),
+                   format_bytes(r.sram_bytes_capacity.value), format_percent(m.sram_utilisation)));
+  const double core_fill = m.sram_bytes_per_core_capacity > Bytes{0}
+                               ? static_cast<double>(m.max_core_sram_bytes.value) /
+                                     static_cast<double>(m.sram_bytes_per_core_capacity.value)
                                : 0.0;
   line(out, "max per core",
-       fmt::format("{} of {} ({})", format_bytes(m.max_core_sram_bytes),
-                   format_bytes(m.sram_bytes_per_core_capacity), format_percent(core_fill)));
+       fmt::format("{} of {} ({})", format_bytes(m.max_core_sram_bytes.value),
+                   format_bytes(m.sram_bytes_per_core_capacity.value), format_percent(core_fill)));
   line(out, "parameters", format_count(r.parameter_count));
   if (r.max_context_tokens > 0)
     line(out, "max context",
@@ -196,7 +196,7 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
                      r.users, r.users == 1 ? "" : "s"));
 
   out << "\nPerformance\n";
-  if (m.cycles_per_token > 0) {
+  if (m.cycles_per_token > Cycles{0}) {
     line(out, "decode",
          fmt::format("{} tokens/s per user", format_rate(m.decode_tokens_per_s_per_user)));
     line(out, "inter-token", format_seconds(m.inter_token_latency_s));
@@ -207,24 +207,25 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   } else {
     line(out, "decode", "no decode steps timed");
   }
-  line(out, "TTFT",
-       fmt::format("{} ({} cycles)", format_seconds(m.ttft_s), format_grouped(r.ttft_cycles)));
-  line(out, "cycles/token", format_grouped(m.cycles_per_token));
+  line(
+      out, "TTFT",
+      fmt::format("{} ({} cycles)", format_seconds(m.ttft_s), format_grouped(r.ttft_cycles.value)));
+  line(out, "cycles/token", format_grouped(m.cycles_per_token.value));
   line(out, "clock", format_hz(r.clock_hz));
   line(out, "simulated",
        fmt::format("{} ({} cycles)", format_seconds(m.total_time_s),
-                   format_grouped(r.total_cycles)));
+                   format_grouped(r.total_cycles.value)));
 
   if (m.critical_path_tokens > 0) {
-    const double mean_total =
-        static_cast<double>(m.critical_path.total()) / static_cast<double>(m.critical_path_tokens);
+    const double mean_total = static_cast<double>(m.critical_path.total().value) /
+                              static_cast<double>(m.critical_path_tokens);
     out << fmt::format("\nWhere a {} token's cycles go (mean of {} tokens: {} cycles)\n",
                        m.critical_path_basis == "decode" ? "decode" : "prompt",
                        m.critical_path_tokens,
                        format_grouped(static_cast<std::uint64_t>(std::llround(mean_total))));
     for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
       const Resource c = kPathCategories[i];
-      const double mean = static_cast<double>(cycles_in(m.critical_path, c)) /
+      const double mean = static_cast<double>(cycles_in(m.critical_path, c).value) /
                           static_cast<double>(m.critical_path_tokens);
       out << fmt::format("  {:<22} {:>12} {:>6}  {}\n", resource_name(c),
                          format_grouped(static_cast<std::uint64_t>(std::llround(mean))),
@@ -243,14 +244,14 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
     line(out, "busiest link",
          fmt::format("{}({}, {}) {}: {}, load {}",
                      r.wafers > 1 ? fmt::format("wafer {} ", l.wafer) : std::string(), l.x, l.y,
-                     direction_name(l.dir), format_bytes(l.bytes), format_percent(l.load)));
+                     direction_name(l.dir), format_bytes(l.bytes.value), format_percent(l.load)));
   } else {
     line(out, "busiest link", "no link traffic");
   }
-  line(out, "all links", fmt::format("{} moved", format_bytes(m.total_link_bytes)));
+  line(out, "all links", fmt::format("{} moved", format_bytes(m.total_link_bytes.value)));
 
   out << '\n';
-  if (m.critical_path_tokens > 0 && m.critical_path.total() > 0) {
+  if (m.critical_path_tokens > 0 && m.critical_path.total() > Cycles{0}) {
     double share = 0.0;
     for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
       if (resource_name(kPathCategories[i]) == m.bottleneck) share = m.critical_path_share[i];

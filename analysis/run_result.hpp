@@ -10,6 +10,7 @@
 
 #include "analysis/baselines.hpp"
 #include "fabric/critical_path.hpp"
+#include "fabric/units.hpp"
 
 namespace wafersim::analysis {
 
@@ -21,9 +22,9 @@ struct TokenRecord {
   int user = 0;          // which sequence (0-based)
   int position = 0;      // position in the sequence (0-based)
   bool prefill = false;  // a prompt token (true) or a generated one (false)
-  std::uint64_t start_cycle = 0;
-  std::uint64_t end_cycle = 0;  // cycle its logits (or last layer output) were ready
-  std::int32_t token_in = 0;    // token id fed at this position
+  Cycles start_cycle;
+  Cycles end_cycle;           // cycle its logits (or last layer output) were ready
+  std::int32_t token_in = 0;  // token id fed at this position
   CycleBreakdown critical_path;
 };
 
@@ -40,10 +41,9 @@ struct SpeculativeRun {
   std::uint64_t accepted = 0;           // of which the target accepted
   std::uint64_t rejected = 0;           // rounds that ended on a rejected proposal
   std::uint64_t draft_passes = 0;       // messages through the draft (prompt blocks included)
-  std::uint64_t draft_cycles =
-      0;  // sum over proposals: id leaves the target/draft head -> proposal ready
-  std::uint64_t verify_cycles = 0;  // sum over rounds: proposals leave the draft -> verified
-  std::uint64_t round_cycles = 0;   // sum over rounds: round starts -> verified
+  Cycles draft_cycles;   // sum over proposals: id leaves the target/draft head -> proposal ready
+  Cycles verify_cycles;  // sum over rounds: proposals leave the draft -> verified
+  Cycles round_cycles;   // sum over rounds: round starts -> verified
   // Per-proposal acceptance, comparable with alpha: of the proposals the
   // target examined (up to and including the first rejection of a round),
   // the share it accepted. Proposals after a rejection are never examined.
@@ -73,15 +73,17 @@ struct RunResult {
   int mesh_height = 0;  // per wafer
   int wafers = 1;       // per-core arrays hold the wafers one after another (stacked in y)
   double clock_hz = 0.0;
-  std::uint64_t link_bytes_per_cycle = 0;
+  Bytes link_bytes_per_cycle;  // per cycle: one link, one direction
 
   // Fit.
   std::uint64_t cores_used = 0;
-  std::uint64_t sram_bytes_used = 0;
-  std::uint64_t sram_bytes_capacity = 0;
+  Bytes sram_bytes_used;
+  Bytes sram_bytes_capacity;
   std::uint64_t parameter_count = 0;
 
-  // Per core, row-major [y][x] (size mesh_height * mesh_width).
+  // Per core, row-major [y][x] (size mesh_height * mesh_width). Dense counts
+  // as the fabric keeps them (cycles, bytes, bytes), not Cycles/Bytes: they
+  // go to and from HDF5 and the fabric's counters as plain arrays.
   std::vector<std::uint64_t> core_busy_cycles;
   std::vector<std::uint64_t> core_sram_bytes;
   // Per outgoing link, [y][x][dir] with dir 0=E, 1=W, 2=S, 3=N.
@@ -95,14 +97,14 @@ struct RunResult {
   std::vector<TokenRecord> token_records;      // one per position processed
 
   // Timeline summary (cycles).
-  std::uint64_t total_cycles = 0;             // end of the simulation
-  std::uint64_t ttft_cycles = 0;              // request arrival to first generated token
+  Cycles total_cycles;  // end of the simulation
+  Cycles ttft_cycles;   // request arrival to first generated token
   // Mean over users: the prompt on the wafer (its ids arrived) to the first
   // token's logits reduced; TTFT without the I/O either side.
-  std::uint64_t prefill_cycles = 0;
-  std::uint64_t decode_cycles_per_token = 0;  // mean over users of each user's mean decode step
-  int users = 1;                              // sequences decoded at once
-  std::vector<std::uint64_t> user_decode_cycles_per_token;  // per user: mean decode step
+  Cycles prefill_cycles;
+  Cycles decode_cycles_per_token;  // per token: mean over users of each user's mean decode step
+  int users = 1;                   // sequences decoded at once
+  std::vector<Cycles> user_decode_cycles_per_token;  // per user: mean decode step (per token)
   std::uint64_t max_context_tokens = 0;  // longest context per user the placement could hold
   // With speculative decoding: how the draft and the verifications went. The
   // wafer counts above include the draft's wafers (after the target's).

@@ -14,39 +14,43 @@ namespace wafersim {
 enum class Resource : std::uint8_t { compute, sram, hops, serialization, contention, io, queueing };
 
 struct CycleBreakdown {
-  std::uint64_t compute = 0;  // SIMD-bound core work
-  std::uint64_t sram = 0;     // SRAM-read-bound core work
-  std::uint64_t hops = 0;     // router/link traversal latency (incl. per-hop add in reductions)
-  std::uint64_t serialization = 0;  // bytes / link bandwidth
-  std::uint64_t contention = 0;     // waiting for a link already reserved by another transfer
-  std::uint64_t io = 0;             // wafer edge I/O
-  std::uint64_t queueing = 0;       // waiting for a core still busy with other work
-  std::uint64_t total() const {
+  Cycles compute{};        // SIMD-bound core work
+  Cycles sram{};           // SRAM-read-bound core work
+  Cycles hops{};           // router/link traversal latency (incl. per-hop add in reductions)
+  Cycles serialization{};  // bytes / link bandwidth
+  Cycles contention{};     // waiting for a link already reserved by another transfer
+  Cycles io{};             // wafer edge I/O
+  Cycles queueing{};       // waiting for a core still busy with other work
+  Cycles total() const {
     return compute + sram + hops + serialization + contention + io + queueing;
   }
-  std::uint64_t& operator[](Resource r) {
-    switch (r) {
-      case Resource::compute:
-        return compute;
-      case Resource::sram:
-        return sram;
-      case Resource::hops:
-        return hops;
-      case Resource::serialization:
-        return serialization;
-      case Resource::contention:
-        return contention;
-      case Resource::io:
-        return io;
-      case Resource::queueing:
-        return queueing;
-    }
-    return queueing;
-  }
+  Cycles& operator[](Resource r) { return this->*field(r); }
+  Cycles operator[](Resource r) const { return this->*field(r); }
   CycleBreakdown& operator+=(const CycleBreakdown& o) {
     compute += o.compute, sram += o.sram, hops += o.hops, serialization += o.serialization;
     contention += o.contention, io += o.io, queueing += o.queueing;
     return *this;
+  }
+
+ private:
+  static constexpr Cycles CycleBreakdown::*field(Resource r) {
+    switch (r) {
+      case Resource::compute:
+        return &CycleBreakdown::compute;
+      case Resource::sram:
+        return &CycleBreakdown::sram;
+      case Resource::hops:
+        return &CycleBreakdown::hops;
+      case Resource::serialization:
+        return &CycleBreakdown::serialization;
+      case Resource::contention:
+        return &CycleBreakdown::contention;
+      case Resource::io:
+        return &CycleBreakdown::io;
+      case Resource::queueing:
+        break;
+    }
+    return &CycleBreakdown::queueing;
   }
 };
 
@@ -58,7 +62,7 @@ struct Timed {
   Timed plus(Resource r, Cycles c) const {
     Timed t = *this;
     t.at += c;
-    t.path[r] += c.value;
+    t.path[r] += c;
     return t;
   }
   // Not before `resource_free`: the wait is charged to `why`.

@@ -430,9 +430,9 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
   auto tail = [&] {
     Timed t = *from;
     t.at = Cycles{at + hop + ser};
-    t.path.hops += hops + hop;
-    t.path.contention += contention;
-    t.path.serialization += ser;
+    t.path.hops += Cycles{hops + hop};
+    t.path.contention += Cycles{contention};
+    t.path.serialization += Cycles{ser};
     return t;
   };
   for (std::size_t k = 0; k < links.size(); ++k) {
@@ -514,9 +514,9 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     const std::uint64_t wait = tail > bound ? tail - bound : 0;
     Timed t = *from;
     t.at = Cycles{bound + wait};
-    t.path.hops += from_hops;
-    t.path.serialization += ser;
-    t.path.contention += wait;
+    t.path.hops += Cycles{from_hops};
+    t.path.serialization += Cycles{ser};
+    t.path.contention += Cycles{wait};
     return t;
   };
   // The core at the end of link k takes `runs` (on link k) through its ramp.

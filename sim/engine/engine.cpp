@@ -153,9 +153,10 @@ SC_MODULE(StageModule) {
         stderr,
         "trace pos %d %-28s at %10llu  compute %8llu hops %7llu ser %7llu contention %8llu\n",
         m.position, label.c_str(), static_cast<unsigned long long>(t.at.value),
-        static_cast<unsigned long long>(b.compute + b.sram),
-        static_cast<unsigned long long>(b.hops), static_cast<unsigned long long>(b.serialization),
-        static_cast<unsigned long long>(b.contention));
+        static_cast<unsigned long long>((b.compute + b.sram).value),
+        static_cast<unsigned long long>(b.hops.value),
+        static_cast<unsigned long long>(b.serialization.value),
+        static_cast<unsigned long long>(b.contention.value));
   }
 
   const Pipeline p_;
@@ -275,8 +276,8 @@ SC_MODULE(HostModule) {
     r.user = m.user;
     r.position = m.position;
     r.prefill = m.prefill;
-    r.start_cycle = m.start_cycle;
-    r.end_cycle = m.done.at.value;
+    r.start_cycle = Cycles{m.start_cycle};
+    r.end_cycle = m.done.at;
     r.token_in = m.token;
     r.critical_path = m.done.path;
     result_.token_records.push_back(r);
@@ -538,7 +539,7 @@ analysis::RunResult describe_run(const Scenario& sc, const RunOptions& options) 
   r.mesh_width = sc.hardware.mesh_width;
   r.mesh_height = sc.hardware.mesh_height;
   r.clock_hz = sc.hardware.clock_hz;
-  r.link_bytes_per_cycle = sc.hardware.link_bytes_per_cycle.value;
+  r.link_bytes_per_cycle = sc.hardware.link_bytes_per_cycle;
   r.parameter_count = sc.model.parameter_count();
   r.prompt_ids = sc.workload.prompt_ids;
   r.resolved_scenario_yaml = sc.resolved_yaml;
@@ -745,10 +746,10 @@ void read_wafer_counters(const Scenario& sc, PlacedModels& placed, analysis::Run
     r.link_bytes.resize(r.link_bytes.size() + links);
     f->flow().write_link_bytes_by_core(std::span(r.link_bytes).last(links));
     r.cores_used += f->sram().cores_used();
-    r.sram_bytes_used += f->sram().total_used().value;
+    r.sram_bytes_used += f->sram().total_used();
     f.reset();
   }
-  r.sram_bytes_capacity = sc.hardware.sram_capacity().value * static_cast<std::uint64_t>(r.wafers);
+  r.sram_bytes_capacity = sc.hardware.sram_capacity() * static_cast<std::uint64_t>(r.wafers);
 }
 
 // Latencies, per user: the first token is ready when the last prompt
@@ -768,14 +769,14 @@ void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
         u.ready_cycles.size() > 1
             ? (u.ready_cycles.back() - u.ready_cycles.front()) / (u.ready_cycles.size() - 1)
             : 0;
-    r.user_decode_cycles_per_token.push_back(step);
+    r.user_decode_cycles_per_token.push_back(Cycles{step});
   }
-  r.ttft_cycles = ttft_sum / static_cast<std::uint64_t>(users);
-  r.prefill_cycles = prefill_sum / static_cast<std::uint64_t>(users);
+  r.ttft_cycles = Cycles{ttft_sum / static_cast<std::uint64_t>(users)};
+  r.prefill_cycles = Cycles{prefill_sum / static_cast<std::uint64_t>(users)};
   std::uint64_t step_sum = 0;
-  for (std::uint64_t c : r.user_decode_cycles_per_token) step_sum += c;
-  r.decode_cycles_per_token = step_sum / static_cast<std::uint64_t>(users);
-  if (r.decode_cycles_per_token == 0)  // one generated token: the prefill pass is all there is
+  for (Cycles c : r.user_decode_cycles_per_token) step_sum += c.value;
+  r.decode_cycles_per_token = Cycles{step_sum / static_cast<std::uint64_t>(users)};
+  if (r.decode_cycles_per_token == Cycles{0})  // one generated token: its prefill pass is all
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
 }
@@ -827,7 +828,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.record_blocks_reused = record_pool.blocks_reused();
 
   read_wafer_counters(sc, placed, r);
-  r.total_cycles = now_cycles().value;
+  r.total_cycles = now_cycles();
   r.max_context_tokens = static_cast<std::uint64_t>(placed.target->placement.max_context_tokens);
   read_latencies(sc, simulation.log(), simulation.io_cycles(), r);
   r.speculative = simulation.speculation();

@@ -32,7 +32,7 @@ int SpeculativeRounds::start(int u, int position, std::int32_t last, int remaini
 SpeculativeRounds::Proposal SpeculativeRounds::propose(int u, std::int32_t token,
                                                        std::uint64_t start_cycle,
                                                        std::uint64_t cycle) {
-  counters_.draft_cycles += cycle - start_cycle;
+  counters_.draft_cycles += Cycles{cycle - start_cycle};
   Round& r = rounds_[static_cast<std::size_t>(u)];
   r.drafts.push_back(token);
   r.proposals_done = cycle;
@@ -69,8 +69,8 @@ std::optional<SpeculativeRounds::Verdict> SpeculativeRounds::verify(int u, int p
   counters_.proposed += static_cast<std::uint64_t>(k);
   counters_.accepted += static_cast<std::uint64_t>(n);
   if (n < k) ++counters_.rejected;
-  counters_.verify_cycles += cycle - r.proposals_done;
-  counters_.round_cycles += cycle - r.started;
+  counters_.verify_cycles += Cycles{cycle - r.proposals_done};
+  counters_.round_cycles += Cycles{cycle - r.started};
   // The target's result at position + j carries token j's logits.
   for (int j = 0; j < n; ++j) {
     v.emitted.push_back(r.drafts[static_cast<std::size_t>(j)]);

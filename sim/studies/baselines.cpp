@@ -88,10 +88,10 @@ std::optional<analysis::Baselines> compare_with_gpus(const Scenario& sc,
       s.wafer_tokens_per_round = run.tokens_per_round();
       if (run.proposed)
         s.wafer_draft_step_s =
-            static_cast<double>(run.draft_cycles) / static_cast<double>(run.proposed) / hz;
+            static_cast<double>(run.draft_cycles.value) / static_cast<double>(run.proposed) / hz;
       if (run.rounds)
         s.wafer_verify_s =
-            static_cast<double>(run.verify_cycles) / static_cast<double>(run.rounds) / hz;
+            static_cast<double>(run.verify_cycles.value) / static_cast<double>(run.rounds) / hz;
     }
     b.speculative = s;
   }

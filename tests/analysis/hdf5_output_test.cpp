@@ -121,10 +121,10 @@ TEST_F(Hdf5Output, FullSizeMeshArraysRoundTripThroughCompression) {
   r.link_bytes.assign(cores * 4, 0);
   for (std::size_t i = 0; i < cores; i += 7) {
     r.core_sram_bytes[i] = 1000 + i;
-    r.core_busy_cycles[i] = i % r.total_cycles;
+    r.core_busy_cycles[i] = i % r.total_cycles.value;
     r.link_bytes[i * 4 + i % 4] = (i * 13) % 40000;
   }
-  r.sram_bytes_capacity = cores * 48 * 1024;
+  r.sram_bytes_capacity = Bytes{cores * 48 * 1024};
   write(dir() / "big.h5", r);
   expect_same_run(r, read_hdf5(dir() / "big.h5"));
 }

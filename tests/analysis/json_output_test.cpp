@@ -86,7 +86,7 @@ TEST(Json, ValuesAreTheMetricsValues) {
   EXPECT_EQ(j["busiest_link"]["load"].get<double>(), 0.5);
   EXPECT_EQ(j["tokens_match_reference"], true);
   EXPECT_EQ(j["max_logit_abs_error"].get<double>(), r.max_logit_abs_error);
-  EXPECT_EQ(j["token_records"][4]["end_cycle"], r.token_records[4].end_cycle);
+  EXPECT_EQ(j["token_records"][4]["end_cycle"], r.token_records[4].end_cycle.value);
 }
 
 TEST(Json, DoublesRoundTripExactly) {

@@ -17,18 +17,18 @@ TEST(Metrics, TokensPerSecondIsClockOverCyclesPerToken) {
   EXPECT_EQ(m.decode_tokens_per_s_per_user, 1.1e9 / 1000.0);
   EXPECT_EQ(m.decode_tokens_per_s_per_user, 1.1e6);
   EXPECT_EQ(m.inter_token_latency_s, 1000.0 / 1.1e9);
-  EXPECT_EQ(m.cycles_per_token, 1000u);
-  EXPECT_EQ(m.ttft_s, static_cast<double>(r.ttft_cycles) / 1.1e9);
+  EXPECT_EQ(m.cycles_per_token, Cycles{1000});
+  EXPECT_EQ(m.ttft_s, static_cast<double>(r.ttft_cycles.value) / 1.1e9);
   EXPECT_EQ(m.total_time_s, 10000.0 / 1.1e9);
 }
 
 TEST(Metrics, NoDecodeStepsGiveZeroRateNotInfinity) {
   RunResult r = sample_result(false);
-  r.decode_cycles_per_token = 0;
+  r.decode_cycles_per_token = Cycles{0};
   const Metrics m = compute_metrics(r);
   EXPECT_EQ(m.decode_tokens_per_s_per_user, 0.0);
   EXPECT_EQ(m.inter_token_latency_s, 0.0);
-  EXPECT_EQ(m.cycles_per_token, 0u);
+  EXPECT_EQ(m.cycles_per_token, Cycles{0});
 }
 
 TEST(Metrics, UtilisationCountsOnlyCoresHoldingSram) {
@@ -38,8 +38,8 @@ TEST(Metrics, UtilisationCountsOnlyCoresHoldingSram) {
   // (5000 + 2500 + 1000 + 3500) / (4 cores * 10,000 cycles); core (3,2) has no SRAM.
   EXPECT_DOUBLE_EQ(m.core_utilisation, 12000.0 / 40000.0);
   EXPECT_DOUBLE_EQ(m.sram_utilisation, 10000.0 / (12.0 * 48 * 1024));
-  EXPECT_EQ(m.max_core_sram_bytes, 4000u);
-  EXPECT_EQ(m.sram_bytes_per_core_capacity, 48u * 1024);
+  EXPECT_EQ(m.max_core_sram_bytes, Bytes{4000});
+  EXPECT_EQ(m.sram_bytes_per_core_capacity, Bytes{48 * 1024});
 }
 
 TEST(Metrics, BusiestLinkFoundWithItsLocationAndLoad) {
@@ -48,9 +48,9 @@ TEST(Metrics, BusiestLinkFoundWithItsLocationAndLoad) {
   EXPECT_EQ(m.busiest_link->x, 2);
   EXPECT_EQ(m.busiest_link->y, 1);
   EXPECT_EQ(direction_name(m.busiest_link->dir), "S");
-  EXPECT_EQ(m.busiest_link->bytes, 20000u);
+  EXPECT_EQ(m.busiest_link->bytes, Bytes{20000});
   EXPECT_DOUBLE_EQ(m.busiest_link->load, 0.5);  // 20,000 / (10,000 cycles * 4 B)
-  EXPECT_EQ(m.total_link_bytes, 800u + 1200 + 20000 + 7);
+  EXPECT_EQ(m.total_link_bytes, Bytes{800 + 1200 + 20000 + 7});
 }
 
 TEST(Metrics, BusiestLinkTieGoesToTheFirstInMeshOrder) {
@@ -70,7 +70,7 @@ TEST(Metrics, NoTrafficMeansNoBusiestLink) {
   r.link_bytes.assign(r.link_bytes.size(), 0);
   const Metrics m = compute_metrics(r);
   EXPECT_FALSE(m.busiest_link.has_value());
-  EXPECT_EQ(m.total_link_bytes, 0u);
+  EXPECT_EQ(m.total_link_bytes, Bytes{0});
 }
 
 TEST(Metrics, LinkExactlyFullIsAccepted) {
@@ -85,14 +85,14 @@ TEST(Metrics, LinkAboveItsBandwidthIsAnEngineBug) {
   RunResult r = sample_result(false);
   r.link_bytes[(1 * 4 + 2) * 4 + 2] = 40001;  // one byte more than the link can carry
   EXPECT_THROW(compute_metrics(r), std::logic_error);
-  r.link_bytes_per_cycle = 0;  // bytes on a link with no bandwidth
+  r.link_bytes_per_cycle = Bytes{0};  // bytes on a link with no bandwidth
   r.link_bytes[(1 * 4 + 2) * 4 + 2] = 1;
   EXPECT_THROW(compute_metrics(r), std::logic_error);
 }
 
 TEST(Metrics, CoreBusierThanTheRunIsAnEngineBug) {
   RunResult r = sample_result(false);
-  r.core_busy_cycles[0] = r.total_cycles + 1;
+  r.core_busy_cycles[0] = r.total_cycles.value + 1;
   EXPECT_THROW(compute_metrics(r), std::logic_error);
 }
 
@@ -122,9 +122,9 @@ TEST(Metrics, BottleneckIsTheLargestDecodeCategory) {
   EXPECT_EQ(m.critical_path_tokens, 2u);
   // Decode tokens: serialization 2 * 350 beats compute 2 * 300; the prompt's
   // larger compute must not count.
-  EXPECT_EQ(m.critical_path.compute, 600u);
-  EXPECT_EQ(m.critical_path.serialization, 700u);
-  EXPECT_EQ(m.critical_path.io, 27u);
+  EXPECT_EQ(m.critical_path.compute, Cycles{600});
+  EXPECT_EQ(m.critical_path.serialization, Cycles{700});
+  EXPECT_EQ(m.critical_path.io, Cycles{27});
   EXPECT_EQ(m.bottleneck, "mesh link bandwidth");
   EXPECT_DOUBLE_EQ(m.critical_path_share[3], 700.0 / 2047.0);
 }
@@ -137,8 +137,8 @@ TEST(Metrics, EveryCategoryMapsToItsResource) {
   for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
     RunResult r = sample_result(false);
     for (TokenRecord& t : r.token_records) {
-      t.critical_path = {1, 1, 1, 1, 1, 1, 1};
-      if (!t.prefill) t.critical_path[kPathCategories[i]] = 50;
+      for (Resource c : kPathCategories) t.critical_path[c] = Cycles{1};
+      if (!t.prefill) t.critical_path[kPathCategories[i]] = Cycles{50};
     }
     const Metrics m = compute_metrics(r);
     EXPECT_EQ(m.bottleneck, expected[i]) << "category " << category_key(kPathCategories[i]);
@@ -160,7 +160,7 @@ TEST(Metrics, WithoutDecodeTokensThePromptDecides) {
   const Metrics m = compute_metrics(r);
   EXPECT_EQ(m.critical_path_basis, "prefill");
   EXPECT_EQ(m.critical_path_tokens, 3u);
-  EXPECT_EQ(m.critical_path.compute, 1800u);
+  EXPECT_EQ(m.critical_path.compute, Cycles{1800});
   EXPECT_EQ(m.bottleneck, "core compute");
 }
 

@@ -54,7 +54,7 @@ TEST(CoreTimeline, ACoreRunsOneTaskAtATime) {
   const Timed b = cores.run(CoreId{1}, Timed{Cycles{5}, {}}, c);  // the same core by id
   EXPECT_EQ(a.at.value, 18u);
   EXPECT_EQ(b.at.value, 36u);
-  EXPECT_EQ(b.path.queueing, 13u);
+  EXPECT_EQ(b.path.queueing.value, 13u);
   EXPECT_EQ(cores.busy_cycles(CoreId{1}), 36u);
   EXPECT_EQ(cores.busy_cycles(CoreId{0}), 0u);
   // Another core, and the busy cycles by core id (row-major) as results

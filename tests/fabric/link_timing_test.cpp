@@ -292,10 +292,10 @@ TEST_F(LinkTiming, UncontendedTransferArrivesAfterHopsPlusSerialization) {
   // 3 hops at 1 cycle each, 64 B at 4 B/cycle = 16 cycles: 100 + 3 + 16.
   const Timed t = flow.send(route({0, 0}, {3, 0}), Bytes{64}, Timed{Cycles{100}, {}});
   EXPECT_EQ(t.at.value, 119u);
-  EXPECT_EQ(t.path.hops, 3u);
-  EXPECT_EQ(t.path.serialization, 16u);
-  EXPECT_EQ(t.path.contention, 0u);
-  EXPECT_EQ(t.path.total(), 19u);  // the breakdown explains the whole latency
+  EXPECT_EQ(t.path.hops.value, 3u);
+  EXPECT_EQ(t.path.serialization.value, 16u);
+  EXPECT_EQ(t.path.contention.value, 0u);
+  EXPECT_EQ(t.path.total().value, 19u);  // the breakdown explains the whole latency
 }
 
 TEST_F(LinkTiming, PartialWaveletRoundsUpToWholeCycles) {
@@ -312,8 +312,8 @@ TEST_F(LinkTiming, TwoTransfersSharingALinkSerialize) {
   const Timed b = flow.send(route({1, 0}, {3, 0}), Bytes{40}, Timed{});
   EXPECT_EQ(a.at.value, 12u);
   EXPECT_EQ(b.at.value, 23u);
-  EXPECT_EQ(b.path.contention, 11u);
-  EXPECT_EQ(b.path.total(), 23u);
+  EXPECT_EQ(b.path.contention.value, 11u);
+  EXPECT_EQ(b.path.total().value, 23u);
   // Alone, B would have taken 2 + 10 = 12 cycles.
   FlowModel fresh{mesh, spec};
   EXPECT_EQ(fresh.send(route({1, 0}, {3, 0}), Bytes{40}, Timed{}).at.value, 12u);
@@ -325,8 +325,8 @@ TEST_F(LinkTiming, TwoTransfersSharingALinkSerialize) {
   EXPECT_EQ(shared.send(route({0, 0}, {2, 0}), Bytes{40}, Timed{}).at.value, 12u);
   const Timed bi = shared.send(route({1, 0}, {3, 0}), Bytes{40}, Timed{});
   EXPECT_EQ(bi.at.value, 22u);
-  EXPECT_EQ(bi.path.contention, 10u);
-  EXPECT_EQ(bi.path.total(), 22u);
+  EXPECT_EQ(bi.path.contention.value, 10u);
+  EXPECT_EQ(bi.path.total().value, 22u);
   // (1,0)E busy [0, 20): 20 wavelets in 20 cycles (from 0 on: the floor).
   EXPECT_EQ(shared.link_floor(route({1, 0}, {2, 0})[0]).value, 20u);
   EXPECT_TRUE(shared.link_busy_intervals(route({1, 0}, {2, 0})[0]).empty());
@@ -365,11 +365,11 @@ TEST_F(LinkTiming, ChainReductionWaitsForEachContributor) {
   std::vector<LinkId> r;
   mesh.straight_route({0, 0}, Direction::east, 3, r);
   std::vector<Timed> ready{Timed{}, Timed{}, Timed{Cycles{20}, {}}, Timed{}};
-  ready[2].path.compute = 20;
+  ready[2].path.compute = Cycles{20};
   const Timed t = flow.reduce_chain(r, Bytes{16}, ready);
   EXPECT_EQ(t.at.value, 27u);
-  EXPECT_EQ(t.path.compute, 20u);  // the late contributor is on the critical path
-  EXPECT_EQ(t.path.total(), 27u);
+  EXPECT_EQ(t.path.compute.value, 20u);  // the late contributor is on the critical path
+  EXPECT_EQ(t.path.total().value, 27u);
 }
 
 TEST_F(LinkTiming, AMessageBackfillsAGapBeforeALaterReservation) {
@@ -381,17 +381,17 @@ TEST_F(LinkTiming, AMessageBackfillsAGapBeforeALaterReservation) {
   // goes at 0 and arrives at 0 + 1 + 4 = 5 (one free_at per link: 30 + 5 = 35).
   const Timed b = flow.send(r, Bytes{16}, Timed{});
   EXPECT_EQ(b.at.value, 5u);
-  EXPECT_EQ(b.path.contention, 0u);
+  EXPECT_EQ(b.path.contention.value, 0u);
   // C, ready at 2: the gap is now [4, 20); it waits 2 cycles, arrives 4 + 1 + 4 = 9.
   const Timed c = flow.send(r, Bytes{16}, Timed{Cycles{2}, {}});
   EXPECT_EQ(c.at.value, 9u);
-  EXPECT_EQ(c.path.contention, 2u);
+  EXPECT_EQ(c.path.contention.value, 2u);
   // D, ready at 15, 32 B = 8 cycles: the gap [15, 20) is 5 cycles, too short;
   // it waits for A's end at 30 and arrives 30 + 1 + 8 = 39, 15 cycles of contention.
   const Timed d = flow.send(r, Bytes{32}, Timed{Cycles{15}, {}});
   EXPECT_EQ(d.at.value, 39u);
-  EXPECT_EQ(d.path.contention, 15u);
-  EXPECT_EQ(d.path.total(), 39u - 15u);
+  EXPECT_EQ(d.path.contention.value, 15u);
+  EXPECT_EQ(d.path.total().value, 39u - 15u);
   // The link's busy intervals: [0, 8) (B and C, merged) is the floor, then A and D merged.
   EXPECT_EQ(flow.link_floor(r[0]).value, 8u);
   const auto busy = flow.link_busy_intervals(r[0]);
@@ -407,7 +407,7 @@ TEST_F(LinkTiming, AMessageBackfillsAGapBeforeALaterReservation) {
   EXPECT_EQ(shared.send(r, Bytes{16}, Timed{Cycles{2}, {}}).at.value, 9u);
   const Timed di = shared.send(r, Bytes{32}, Timed{Cycles{15}, {}});
   EXPECT_EQ(di.at.value, 34u);
-  EXPECT_EQ(di.path.contention, 10u);
+  EXPECT_EQ(di.path.contention.value, 10u);
   const auto shared_busy = shared.link_busy_intervals(r[0]);
   ASSERT_EQ(shared_busy.size(), 1u);
   EXPECT_EQ(shared_busy[0].first.value, 15u);
@@ -422,15 +422,15 @@ TEST_F(LinkTiming, BackfillOnALaterHopOfTheRoute) {
   // (1,0)E at 1 and the gap [1, 10) holds 6 cycles: arrives 1 + 1 + 6 = 8.
   const Timed y = flow.send(route({0, 0}, {2, 0}), Bytes{24}, Timed{});
   EXPECT_EQ(y.at.value, 8u);
-  EXPECT_EQ(y.path.contention, 0u);
+  EXPECT_EQ(y.path.contention.value, 0u);
   // Z: same route, ready 6: (0,0)E free at 6; head at (1,0)E at 7, the gap
   // [7, 10) is too short for 6 cycles: waits for X's end at 15 and arrives
   // 15 + 1 + 6 = 22 (2 hops + 6 serialization + 8 contention after 6).
   const Timed z = flow.send(route({0, 0}, {2, 0}), Bytes{24}, Timed{Cycles{6}, {}});
   EXPECT_EQ(z.at.value, 22u);
-  EXPECT_EQ(z.path.hops, 2u);
-  EXPECT_EQ(z.path.serialization, 6u);
-  EXPECT_EQ(z.path.contention, 8u);
+  EXPECT_EQ(z.path.hops.value, 2u);
+  EXPECT_EQ(z.path.serialization.value, 6u);
+  EXPECT_EQ(z.path.contention.value, 8u);
   // Interleaved, Z's wavelets reach (1,0)E at 7..12: three take [7, 10), the
   // other three [15, 18) after X; arrives 18 + 1 = 19 (5 cycles of contention).
   FlowModel shared{mesh, spec};
@@ -438,7 +438,7 @@ TEST_F(LinkTiming, BackfillOnALaterHopOfTheRoute) {
   EXPECT_EQ(shared.send(route({0, 0}, {2, 0}), Bytes{24}, Timed{}).at.value, 8u);
   const Timed zi = shared.send(route({0, 0}, {2, 0}), Bytes{24}, Timed{Cycles{6}, {}});
   EXPECT_EQ(zi.at.value, 19u);
-  EXPECT_EQ(zi.path.contention, 5u);
+  EXPECT_EQ(zi.path.contention.value, 5u);
 }
 
 TEST_F(LinkTiming, AFullLinkFoldsItsOldestIntervalIntoTheFloor) {
@@ -453,7 +453,7 @@ TEST_F(LinkTiming, AFullLinkFoldsItsOldestIntervalIntoTheFloor) {
   // until the floor, 11, and arrives at 11 + 1 + 1 = 13.
   const Timed early = flow.send(r, Bytes{4}, Timed{Cycles{5}, {}});
   EXPECT_EQ(early.at.value, 13u);
-  EXPECT_EQ(early.path.contention, 6u);
+  EXPECT_EQ(early.path.contention.value, 6u);
   // A gap that is still kept is used: [21, 30) for a message ready at 25.
   EXPECT_EQ(flow.send(r, Bytes{4}, Timed{Cycles{25}, {}}).at.value, 27u);
 }
@@ -472,10 +472,10 @@ TEST_F(LinkTiming, InterleavedSharingTakesTheFreeCyclesAroundReservations) {
   exclusive.send(route({1, 0}, {2, 0}), Bytes{40}, Timed{Cycles{10}, {}});
   const Timed t = flow.send(route({0, 0}, {3, 0}), Bytes{40}, Timed{Cycles{4}, {}});
   EXPECT_EQ(t.at.value, 27u);
-  EXPECT_EQ(t.path.hops, 3u);
-  EXPECT_EQ(t.path.serialization, 10u);
-  EXPECT_EQ(t.path.contention, 10u);
-  EXPECT_EQ(t.path.total(), 23u);
+  EXPECT_EQ(t.path.hops.value, 3u);
+  EXPECT_EQ(t.path.serialization.value, 10u);
+  EXPECT_EQ(t.path.contention.value, 10u);
+  EXPECT_EQ(t.path.total().value, 23u);
   const auto busy = flow.link_busy_intervals(route({1, 0}, {2, 0})[0]);
   ASSERT_EQ(busy.size(), 1u);  // [5, 25): the gap was filled
   EXPECT_EQ(busy[0].first.value, 5u);
@@ -591,13 +591,13 @@ TEST_F(LinkTiming, InterleavedWavesPayEachBusyCycleOnce) {
   // only if a wavelet is due there, which every link has (the window is 40
   // cycles wide), so each of the 6 costs one cycle: 52.
   EXPECT_EQ(shared.at.value, 52u);
-  EXPECT_EQ(shared.path.contention, 6u);
+  EXPECT_EQ(shared.path.contention.value, 6u);
   // Exclusive: every hop waits past its link's busy cycle for a 40-cycle gap:
   // s0 = 11; head at link k at s(k-1) + 1 = 6k + 6 <= 10 + 6k, so sk = 11 + 6k;
   // s5 = 41, tail 41 + 1 + 40 = 82 (36 cycles of contention).
   const Timed exclusive = run(LinkSharing::exclusive);
   EXPECT_EQ(exclusive.at.value, 82u);
-  EXPECT_EQ(exclusive.path.contention, 36u);
+  EXPECT_EQ(exclusive.path.contention.value, 36u);
 }
 
 // A message that waited far ahead (behind a long one) reserves there; a

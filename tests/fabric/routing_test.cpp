@@ -119,7 +119,7 @@ TEST(DetourRouter, ADetourCostsItsHopsInTheFlowModel) {
   f.route({0, 3}, {4, 3}, r);
   const Timed t = f.flow().send(r, Bytes{64}, Timed{});
   EXPECT_EQ(t.at.value, 26u);
-  EXPECT_EQ(t.path.hops, 10u);
+  EXPECT_EQ(t.path.hops.value, 10u);
   EXPECT_GE(t.at.value, r.size() * spec.hop_latency.value);
 }
 

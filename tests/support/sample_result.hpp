@@ -32,10 +32,10 @@ inline RunResult sample_result(bool functional) {
   r.mesh_width = 4;
   r.mesh_height = 3;
   r.clock_hz = 1.1e9;
-  r.link_bytes_per_cycle = 4;
+  r.link_bytes_per_cycle = Bytes{4};
   r.cores_used = 4;
-  r.sram_bytes_used = 1000 + 2000 + 3000 + 4000;
-  r.sram_bytes_capacity = 12 * 48 * 1024;
+  r.sram_bytes_used = Bytes{1000 + 2000 + 3000 + 4000};
+  r.sram_bytes_capacity = Bytes{12 * 48 * 1024};
   r.parameter_count = 1'234'567;
 
   const int cores = r.mesh_width * r.mesh_height;
@@ -64,32 +64,36 @@ inline RunResult sample_result(bool functional) {
     r.reference_tokens = {9, 8};
     r.max_logit_abs_error = 3.0517578125e-05;
   }
-  std::uint64_t cycle = 0;
+  Cycles cycle{0};
   for (int pos = 0; pos < 5; ++pos) {
     TokenRecord t;
     t.position = pos;
     t.prefill = pos < 3;
     t.token_in = pos < 3 ? r.prompt_ids[static_cast<std::size_t>(pos)] : 9 - (pos - 3);
     if (t.prefill) {
-      t.critical_path = {
-          .compute = 600, .sram = 100, .hops = 50, .serialization = 30, .contention = 10, .io = 10};
+      t.critical_path = {.compute = Cycles{600},
+                         .sram = Cycles{100},
+                         .hops = Cycles{50},
+                         .serialization = Cycles{30},
+                         .contention = Cycles{10},
+                         .io = Cycles{10}};
     } else {
-      t.critical_path = {.compute = 300,
-                         .sram = 200,
-                         .hops = 100,
-                         .serialization = 350,
-                         .contention = 40,
-                         .io = 10 + static_cast<std::uint64_t>(pos),
-                         .queueing = 20};
+      t.critical_path = {.compute = Cycles{300},
+                         .sram = Cycles{200},
+                         .hops = Cycles{100},
+                         .serialization = Cycles{350},
+                         .contention = Cycles{40},
+                         .io = Cycles{10 + static_cast<std::uint64_t>(pos)},
+                         .queueing = Cycles{20}};
     }
     t.start_cycle = cycle;
     cycle += t.critical_path.total();
     t.end_cycle = cycle;
     r.token_records.push_back(t);
   }
-  r.total_cycles = 10000;
+  r.total_cycles = Cycles{10000};
   r.ttft_cycles = r.token_records[3].end_cycle;
-  r.decode_cycles_per_token = 1000;
+  r.decode_cycles_per_token = Cycles{1000};
   r.resolved_scenario_yaml = "name: tiny-decode\nhardware: mini-wafer\nmodel: tiny-llama\n";
   return r;
 }

@@ -222,12 +222,12 @@ TEST(Timing, UsersInFlightShareThePipeline) {
   const analysis::Metrics m = analysis::compute_metrics(r);
   ASSERT_EQ(r.user_decode_cycles_per_token.size(), 4u);
   double sum = 0.0;
-  for (auto c : r.user_decode_cycles_per_token) sum += r.clock_hz / static_cast<double>(c);
+  for (Cycles c : r.user_decode_cycles_per_token) sum += r.clock_hz / static_cast<double>(c.value);
   EXPECT_DOUBLE_EQ(m.aggregate_tokens_per_s, sum);
-  std::uint64_t fastest_pass = UINT64_MAX;
+  Cycles fastest_pass{UINT64_MAX};
   for (const auto& t : r.token_records)
     if (!t.prefill) fastest_pass = std::min(fastest_pass, t.end_cycle - t.start_cycle);
-  for (auto c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
+  for (Cycles c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
 }
 
 // One record per block; every record's latency is explained by its critical
@@ -254,7 +254,7 @@ TEST(Timing, MixtralTimingOnlyTokensAreExplainedByTheirCriticalPaths) {
   RunOptions opt;
   opt.functional = false;
   const analysis::RunResult a = run_scenario(sc, opt);
-  EXPECT_GT(a.total_cycles, 0u);
+  EXPECT_GT(a.total_cycles, Cycles{0});
   for (const analysis::TokenRecord& t : a.token_records)
     EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
 }
@@ -273,7 +273,7 @@ TEST(Timing, CrossingWafersCostsIoOnTheCriticalPath) {
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz));
   for (const auto& t : r.token_records) {
     if (!t.prefill) {
-      EXPECT_GE(t.critical_path.io, 2 * latency) << "position " << t.position;
+      EXPECT_GE(t.critical_path.io.value, 2 * latency) << "position " << t.position;
     }
   }
   EXPECT_EQ(r.core_sram_bytes.size(), 2u * sc.hardware.mesh_width * sc.hardware.mesh_height);
@@ -305,7 +305,7 @@ TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
     }
   }
   // The per-token latency is the mean decode step.
-  EXPECT_GT(r.decode_cycles_per_token, 0u);
+  EXPECT_GT(r.decode_cycles_per_token, Cycles{0});
   EXPECT_GT(r.ttft_cycles, r.decode_cycles_per_token);  // the prompt takes longer than one step
 }
 
@@ -318,7 +318,7 @@ TEST(Timing, NoLinkCarriesMoreThanItsBandwidthAndNoCoreIsOverfull) {
   ASSERT_TRUE(m.busiest_link.has_value());
   EXPECT_LE(m.busiest_link->load, 1.0);
   for (std::uint64_t b : r.core_sram_bytes) EXPECT_LE(b, sc.hardware.sram_per_core.value);
-  for (std::uint64_t busy : r.core_busy_cycles) EXPECT_LE(busy, r.total_cycles);
+  for (std::uint64_t busy : r.core_busy_cycles) EXPECT_LE(busy, r.total_cycles.value);
 }
 
 TEST(Timing, TimingOnlyRunComputesNoTokens) {
@@ -327,7 +327,7 @@ TEST(Timing, TimingOnlyRunComputesNoTokens) {
   const analysis::RunResult r = run_scenario(quickstart(2), opt);
   EXPECT_TRUE(r.tokens.empty());
   EXPECT_TRUE(r.reference_tokens.empty());
-  EXPECT_GT(r.total_cycles, 0u);
+  EXPECT_GT(r.total_cycles, Cycles{0});
 }
 
 // ---- Speculative decoding on the wafer ----------------------------------------
@@ -442,7 +442,7 @@ TEST(Speculative, TimingOnlyAtRateOneAcceptsEveryProposal) {
   EXPECT_EQ(r.speculative->rejected, 0u);
   EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 1.0);
   EXPECT_EQ(r.speculative->rounds, 3u);  // 15 tokens after the first: 5 + 5 + 5
-  EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
+  EXPECT_EQ(r.decode_cycles_per_token.value, r.speculative->round_cycles.value / 15);
 }
 
 TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
@@ -452,7 +452,7 @@ TEST(Speculative, TimingOnlyAtRateZeroAcceptsNothing) {
   // Every round but the last (one token to go: nothing proposed) rejects.
   EXPECT_EQ(r.speculative->rejected, 14u);
   EXPECT_DOUBLE_EQ(r.speculative->measured_acceptance(), 0.0);
-  EXPECT_EQ(r.decode_cycles_per_token, r.speculative->round_cycles / 15);
+  EXPECT_EQ(r.decode_cycles_per_token.value, r.speculative->round_cycles.value / 15);
 }
 
 }  // namespace

@@ -57,9 +57,9 @@ TEST_F(ComparedRounds, TheLongestAgreeingPrefixThenTheTargetsOwnToken) {
   EXPECT_EQ(counters.proposed, 3u);
   EXPECT_EQ(counters.accepted, 2u);
   EXPECT_EQ(counters.rejected, 1u);
-  EXPECT_EQ(counters.draft_cycles, 3u * 8u);
-  EXPECT_EQ(counters.verify_cycles, 203u - 130u);  // the last proposal -> the last verification
-  EXPECT_EQ(counters.round_cycles, 203u - 100u);
+  EXPECT_EQ(counters.draft_cycles.value, 3u * 8u);
+  EXPECT_EQ(counters.verify_cycles.value, 203u - 130u);  // the last proposal -> the last verification
+  EXPECT_EQ(counters.round_cycles.value, 203u - 100u);
 }
 
 TEST_F(ComparedRounds, EveryProposalAcceptedGivesFourTokensAndFeedsTheLastProposal) {

@@ -52,10 +52,10 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   EXPECT_EQ(y.ready[0].at.value, 16u);
   EXPECT_EQ(y.ready[1].at.value, 21u);
   // The critical path of row 1 explains all 21 cycles.
-  EXPECT_EQ(y.ready[1].path.compute, 11u);
-  EXPECT_EQ(y.ready[1].path.serialization, 4u + 2u);
-  EXPECT_EQ(y.ready[1].path.hops, 1u + 1u + 2u);
-  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.ready[1].path.compute.value, 11u);
+  EXPECT_EQ(y.ready[1].path.serialization.value, 4u + 2u);
+  EXPECT_EQ(y.ready[1].path.hops.value, 1u + 1u + 2u);
+  EXPECT_EQ(y.ready[1].path.total().value, 21u);
   EXPECT_EQ(y.layout[1].core, (Coord{0, 1}));
   EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
 }
@@ -70,7 +70,7 @@ TEST(MeshGemv, AnUpwardMatrixIsTheMirrorImage) {
   ASSERT_EQ(y.ready.size(), 2u);
   EXPECT_EQ(y.ready[0].at.value, 16u);
   EXPECT_EQ(y.ready[1].at.value, 21u);
-  EXPECT_EQ(y.ready[1].path.total(), 21u);
+  EXPECT_EQ(y.ready[1].path.total().value, 21u);
   EXPECT_EQ(y.layout[0].core, (Coord{0, 3}));
   EXPECT_EQ(y.layout[1].core, (Coord{0, 2}));
   // Rows of W: [0, 2) on the bottom row of cores, [2, 4) above it.
@@ -107,7 +107,7 @@ TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
   ex.qk_norm(qkv, 0);
   EXPECT_EQ(qkv.ready[0].at.value, 28u);
   EXPECT_EQ(qkv.ready[1].at.value, 28u);
-  EXPECT_EQ(qkv.ready[1].path.total(), 28u);
+  EXPECT_EQ(qkv.ready[1].path.total().value, 28u);
 }
 
 TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
@@ -141,7 +141,7 @@ TEST(LayerNorm, TwoStatisticsOneAfterTheOtherByHand) {
   const Vec y = ex.layernorm(x, gain, bias);
   EXPECT_EQ(y.ready[0].at.value, 56u);
   EXPECT_EQ(y.ready[1].at.value, 58u);
-  EXPECT_EQ(y.ready[1].path.total(), 58u);
+  EXPECT_EQ(y.ready[1].path.total().value, 58u);
   std::vector<float> expected(16);
   models::layernorm(x.values, gain, bias, 1e-5f, expected);
   EXPECT_EQ(y.values, expected);
