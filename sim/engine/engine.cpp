@@ -128,7 +128,7 @@ SC_MODULE(StageModule) {
       // fifo (pipelining): none of its vectors is usable here before the
       // stage takes it. A token taken as it arrives keeps its ready times
       // (a stage continuing a layer may use a vector ready earlier).
-      if (now_cycles().value > m->handed_at)
+      if (now_cycles() > m->handed_at)
         for (Vec& v : m->slots)
           for (Timed& r : v.ready) r = r.not_before(now_cycles(), Resource::queueing);
       if (p_.recycler) p_.recycler->entered(*m);
@@ -139,7 +139,7 @@ SC_MODULE(StageModule) {
         trace(*m, label, t);
         wait_until(t);
       });
-      m->handed_at = now_cycles().value;
+      m->handed_at = now_cycles();
       out->write(m);
     }
   }
@@ -223,7 +223,7 @@ SC_MODULE(HostModule) {
     m->position = position;
     m->token = token;
     m->prefill = prefill;
-    m->start_cycle = from_host ? 0 : id_ready.at.value;
+    m->start_cycle = from_host ? Cycles{0} : id_ready.at;
     slot(*m, Slot::x) = p.ex->embed(token, position, id_ready, from_host);
     p.post(*m, [=](Executor& ex, TokenMessage& v) {
       slot(v, Slot::x) = ex.embed(token, position, Timed{}, from_host);
@@ -267,7 +267,7 @@ SC_MODULE(HostModule) {
   // Into the target's (to_wafer) or the draft's (to_draft) pipeline.
   template <class Port>
   void send(Port & port, TokenMessage * m) {
-    m->handed_at = now_cycles().value;
+    m->handed_at = now_cycles();
     port->write(m);
   }
 
@@ -276,7 +276,7 @@ SC_MODULE(HostModule) {
     r.user = m.user;
     r.position = m.position;
     r.prefill = m.prefill;
-    r.start_cycle = Cycles{m.start_cycle};
+    r.start_cycle = m.start_cycle;
     r.end_cycle = m.done.at;
     r.token_in = m.token;
     r.critical_path = m.done.path;
@@ -368,7 +368,7 @@ SC_MODULE(HostModule) {
                    const Timed& at) {
     const int remaining = sc_.workload.generate_tokens -
                           static_cast<int>(log_[static_cast<std::size_t>(u)].tokens.size());
-    const int proposals = spec_->start(u, position, last, remaining, at.at.value);
+    const int proposals = spec_->start(u, position, last, remaining, at.at);
     TokenMessage* t = make(target_, u, position, last, false, Timed{at.at, {}}, false);
     t->needs_logits = true;
     t->verifies = true;
@@ -378,7 +378,7 @@ SC_MODULE(HostModule) {
     TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()));
     m->prefill = false;
     m->needs_logits = true;
-    m->start_cycle = at.at.value;
+    m->start_cycle = at.at;
     send(to_draft, m);
   }
 
@@ -394,10 +394,10 @@ SC_MODULE(HostModule) {
       if (!m->needs_logits) continue;
       const std::int32_t d = chosen(*m);
       const SpeculativeRounds::Proposal proposal =
-          spec_->propose(m->user, d, m->start_cycle, m->done.at.value);
+          spec_->propose(m->user, d, m->start_cycle, m->done.at);
       TokenMessage* v =
           make(target_, m->user, proposal.position, d, false, io_hop(m->done, 1), true);
-      v->start_cycle = m->done.at.value;
+      v->start_cycle = m->done.at;
       v->needs_logits = true;
       v->verifies = true;
       send(to_wafer, v);
@@ -416,7 +416,7 @@ SC_MODULE(HostModule) {
   bool verified(TokenMessage & m) {
     const int u = m.user;
     std::optional<SpeculativeRounds::Verdict> v =
-        spec_->verify(u, m.position, chosen(m), std::move(m.logits), m.done.at.value);
+        spec_->verify(u, m.position, chosen(m), std::move(m.logits), m.done.at);
     if (!v) return false;
     for (std::size_t j = 0; j < v->emitted.size(); ++j)
       if (emit(u, v->emitted[j], m.done.at.value, std::move(v->logits[j]))) return true;

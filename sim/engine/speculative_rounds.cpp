@@ -15,8 +15,7 @@ SpeculativeRounds::SpeculativeRounds(int users, int draft_tokens, bool by_compar
       rounds_(static_cast<std::size_t>(users)),
       acceptance_rng_(seed ^ 0x5bd1e995a1b2c3d4ull) {}
 
-int SpeculativeRounds::start(int u, int position, std::int32_t last, int remaining,
-                             std::uint64_t cycle) {
+int SpeculativeRounds::start(int u, int position, std::int32_t last, int remaining, Cycles cycle) {
   Round& r = rounds_[static_cast<std::size_t>(u)];
   r.position = position;
   r.last = last;
@@ -30,9 +29,8 @@ int SpeculativeRounds::start(int u, int position, std::int32_t last, int remaini
 }
 
 SpeculativeRounds::Proposal SpeculativeRounds::propose(int u, std::int32_t token,
-                                                       std::uint64_t start_cycle,
-                                                       std::uint64_t cycle) {
-  counters_.draft_cycles += Cycles{cycle - start_cycle};
+                                                       Cycles start_cycle, Cycles cycle) {
+  counters_.draft_cycles += cycle - start_cycle;
   Round& r = rounds_[static_cast<std::size_t>(u)];
   r.drafts.push_back(token);
   r.proposals_done = cycle;
@@ -56,7 +54,7 @@ int SpeculativeRounds::accepted(const Round& r) {
 std::optional<SpeculativeRounds::Verdict> SpeculativeRounds::verify(int u, int position,
                                                                     std::int32_t choice,
                                                                     std::vector<float> logits,
-                                                                    std::uint64_t cycle) {
+                                                                    Cycles cycle) {
   Round& r = rounds_[static_cast<std::size_t>(u)];
   const auto i = static_cast<std::size_t>(position - r.position);
   r.choices[i] = choice;
@@ -69,8 +67,8 @@ std::optional<SpeculativeRounds::Verdict> SpeculativeRounds::verify(int u, int p
   counters_.proposed += static_cast<std::uint64_t>(k);
   counters_.accepted += static_cast<std::uint64_t>(n);
   if (n < k) ++counters_.rejected;
-  counters_.verify_cycles += Cycles{cycle - r.proposals_done};
-  counters_.round_cycles += Cycles{cycle - r.started};
+  counters_.verify_cycles += cycle - r.proposals_done;
+  counters_.round_cycles += cycle - r.started;
   // The target's result at position + j carries token j's logits.
   for (int j = 0; j < n; ++j) {
     v.emitted.push_back(r.drafts[static_cast<std::size_t>(j)]);

@@ -54,7 +54,7 @@ class SpeculativeRounds {
   // `cycle`, with `remaining` tokens still to emit: how many tokens the
   // draft proposes (a round yields at least one token, so no more than
   // remaining - 1).
-  int start(int u, int position, std::int32_t last, int remaining, std::uint64_t cycle);
+  int start(int u, int position, std::int32_t last, int remaining, Cycles cycle);
 
   // A token came back from the draft's pipeline (a prompt block or a
   // proposal).
@@ -66,13 +66,13 @@ class SpeculativeRounds {
     int position = 0;
     bool more = false;
   };
-  Proposal propose(int u, std::int32_t token, std::uint64_t start_cycle, std::uint64_t cycle);
+  Proposal propose(int u, std::int32_t token, Cycles start_cycle, Cycles cycle);
 
   // The target's greedy choice (and logits) for user `u`'s round token at
   // `position`, ready at `cycle`: the verdict once the round's every token
   // is back, nothing before.
   std::optional<Verdict> verify(int u, int position, std::int32_t choice, std::vector<float> logits,
-                                std::uint64_t cycle);
+                                Cycles cycle);
 
  private:
   // Where one user's round stands.
@@ -86,8 +86,8 @@ class SpeculativeRounds {
     std::vector<std::int32_t> choices;
     std::vector<std::vector<float>> logits;
     int returned = 0;
-    std::uint64_t started = 0;         // cycle `last` was ready
-    std::uint64_t proposals_done = 0;  // cycle the last proposal was ready
+    Cycles started;         // when `last` was ready
+    Cycles proposals_done;  // when the last proposal was ready
   };
 
   // Proposals the target accepts of a complete round.

@@ -55,8 +55,8 @@ struct TokenMessage {
   // A token of a speculative round on the target: its greedy choice is
   // compared with the draft's proposal, not fed back.
   bool verifies = false;
-  std::uint64_t start_cycle = 0;
-  std::uint64_t handed_at = 0;  // cycle it was written into the fifo it waits in
+  Cycles start_cycle;  // when it left the host (or the draft's last proposal)
+  Cycles handed_at;    // when it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
   std::int32_t next_token = 0;
   Timed done;

@@ -22,10 +22,10 @@ struct ComparedRounds : ::testing::Test {
   // `drafts` (ready at cycles 110, 120, ...), the target answers `choices`
   // for positions 10.. (cycles 200, 201, ...). The verdict.
   SpeculativeRounds::Verdict round(const Ids& drafts, const Ids& choices) {
-    EXPECT_EQ(rounds.start(0, 10, 50, 20, 100), 3);
+    EXPECT_EQ(rounds.start(0, 10, 50, 20, Cycles{100}), 3);
     for (std::size_t i = 0; i < drafts.size(); ++i) {
       const std::uint64_t ready = 110 + 10 * i;
-      const auto p = rounds.propose(0, drafts[i], ready - 8, ready);
+      const auto p = rounds.propose(0, drafts[i], Cycles{ready - 8}, Cycles{ready});
       EXPECT_EQ(p.position, 11 + static_cast<int>(i));
       EXPECT_EQ(p.more, i + 1 < drafts.size());
     }
@@ -33,7 +33,7 @@ struct ComparedRounds : ::testing::Test {
     for (std::size_t i = 0; i < choices.size(); ++i) {
       EXPECT_FALSE(v.has_value()) << "a verdict before every token is back";
       v = rounds.verify(0, 10 + static_cast<int>(i), choices[i],
-                        {static_cast<float>(choices[i]), static_cast<float>(i)}, 200 + i);
+                        {static_cast<float>(choices[i]), static_cast<float>(i)}, Cycles{200 + i});
     }
     EXPECT_TRUE(v.has_value());
     return v ? *v : SpeculativeRounds::Verdict{};
@@ -58,7 +58,8 @@ TEST_F(ComparedRounds, TheLongestAgreeingPrefixThenTheTargetsOwnToken) {
   EXPECT_EQ(counters.accepted, 2u);
   EXPECT_EQ(counters.rejected, 1u);
   EXPECT_EQ(counters.draft_cycles.value, 3u * 8u);
-  EXPECT_EQ(counters.verify_cycles.value, 203u - 130u);  // the last proposal -> the last verification
+  EXPECT_EQ(counters.verify_cycles.value,
+            203u - 130u);  // the last proposal -> the last verification
   EXPECT_EQ(counters.round_cycles.value, 203u - 100u);
 }
 
@@ -83,10 +84,10 @@ TEST_F(ComparedRounds, AFirstRejectionEmitsTheTargetsTokenOnly) {
 }
 
 TEST_F(ComparedRounds, NearTheEndARoundProposesNoMoreThanTheWorkloadNeeds) {
-  EXPECT_EQ(rounds.start(0, 10, 50, 3, 0), 2);  // 2 proposals + the target's own = 3
-  EXPECT_EQ(rounds.start(0, 10, 50, 1, 0), 0);  // the target's own token only
+  EXPECT_EQ(rounds.start(0, 10, 50, 3, Cycles{0}), 2);  // 2 proposals + the target's own = 3
+  EXPECT_EQ(rounds.start(0, 10, 50, 1, Cycles{0}), 0);  // the target's own token only
   // A round without proposals: its first token's verification is the verdict.
-  const auto v = rounds.verify(0, 10, 77, {}, 5);
+  const auto v = rounds.verify(0, 10, 77, {}, Cycles{5});
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->emitted, (Ids{77}));
   EXPECT_EQ(v->target_keep, 11);
@@ -95,12 +96,12 @@ TEST_F(ComparedRounds, NearTheEndARoundProposesNoMoreThanTheWorkloadNeeds) {
 }
 
 TEST_F(ComparedRounds, ResultsMayComeBackInAnyOrder) {
-  rounds.start(0, 10, 50, 20, 0);
-  for (std::int32_t d : {11, 12, 13}) rounds.propose(0, d, 0, 1);
-  EXPECT_FALSE(rounds.verify(0, 13, 1, {}, 9).has_value());
-  EXPECT_FALSE(rounds.verify(0, 11, 12, {}, 9).has_value());
-  EXPECT_FALSE(rounds.verify(0, 10, 11, {}, 9).has_value());
-  const auto v = rounds.verify(0, 12, 4, {}, 9);
+  rounds.start(0, 10, 50, 20, Cycles{0});
+  for (std::int32_t d : {11, 12, 13}) rounds.propose(0, d, Cycles{0}, Cycles{1});
+  EXPECT_FALSE(rounds.verify(0, 13, 1, {}, Cycles{9}).has_value());
+  EXPECT_FALSE(rounds.verify(0, 11, 12, {}, Cycles{9}).has_value());
+  EXPECT_FALSE(rounds.verify(0, 10, 11, {}, Cycles{9}).has_value());
+  const auto v = rounds.verify(0, 12, 4, {}, Cycles{9});
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->emitted, (Ids{11, 12, 4}));
 }
@@ -108,10 +109,10 @@ TEST_F(ComparedRounds, ResultsMayComeBackInAnyOrder) {
 // Timing-only: each proposal accepted with the acceptance rate, until the
 // first rejection; the choices are not compared.
 SpeculativeRounds::Verdict timing_round(SpeculativeRounds& rounds) {
-  rounds.start(0, 0, 1, 100, 0);
-  for (std::int32_t d : {2, 3, 4, 5}) rounds.propose(0, d, 0, 0);
+  rounds.start(0, 0, 1, 100, Cycles{0});
+  for (std::int32_t d : {2, 3, 4, 5}) rounds.propose(0, d, Cycles{0}, Cycles{0});
   std::optional<SpeculativeRounds::Verdict> v;
-  for (int p = 0; p <= 4; ++p) v = rounds.verify(0, p, 0, {}, 1);
+  for (int p = 0; p <= 4; ++p) v = rounds.verify(0, p, 0, {}, Cycles{1});
   return *v;
 }
 
