@@ -24,9 +24,6 @@ std::optional<Loc> Provenance::find(std::string path) const {
   return std::nullopt;
 }
 
-namespace {
-
-// Names of the presets of one kind: the *.yaml files of <preset_dir>/<folder>.
 std::vector<std::string> preset_names(const fs::path& folder) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -38,6 +35,8 @@ std::vector<std::string> preset_names(const fs::path& folder) {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+namespace {
 
 bool is_preset_name(const std::string& s) {
   if (s.empty() || s.front() == '.') return false;

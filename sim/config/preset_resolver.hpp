@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "fabric/wafer_spec.hpp"
 #include "models/gpu/gpu_spec.hpp"
@@ -27,6 +28,9 @@ struct PresetKind {
   void (*validate)(const Config&, const std::string& root_path, const Provenance&,
                    const Loc& fallback);
 };
+
+// Names of the presets of one kind: the *.yaml files of `folder`, sorted.
+std::vector<std::string> preset_names(const std::filesystem::path& folder);
 
 const PresetKind<fabric::WaferSpec>& hardware_kind();
 const PresetKind<models::ModelConfig>& model_kind();

@@ -8,27 +8,12 @@
 #include <system_error>
 #include <utility>
 
+#include "sim/config/preset_resolver.hpp"
 #include "sim/config/quantity.hpp"
 
 namespace wafersim::sim {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-std::vector<std::string> yaml_stems(const fs::path& folder) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".yaml" && it->is_regular_file(ec)) {
-      names.push_back(it->path().stem().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-}  // namespace
 
 std::string format_count(std::uint64_t n) {
   if (n < 1000) return std::to_string(n);
@@ -53,20 +38,20 @@ std::vector<PresetInfo> list_presets(const fs::path& preset_dir) {
                         "preset folder not found; set WAFERSIM_PRESETS or pass --presets");
   }
   std::vector<PresetInfo> out;
-  for (const std::string& name : yaml_stems(preset_dir / "gpus")) {
+  for (const std::string& name : schema::preset_names(preset_dir / "gpus")) {
     const models::gpu::ClusterSpec c = load_gpu_preset(name, preset_dir);
     out.push_back({"gpu", name,
                    fmt::format("{}x {}, {} each, {:g} kW", c.gpus_per_node, c.gpu.name,
                                format_size(Bytes{static_cast<std::uint64_t>(c.gpu.hbm_bytes)}),
                                c.node_power_w / 1000.0)});
   }
-  for (const std::string& name : yaml_stems(preset_dir / "hardware")) {
+  for (const std::string& name : schema::preset_names(preset_dir / "hardware")) {
     const fabric::WaferSpec hw = load_hardware_preset(name, preset_dir);
     out.push_back({"hardware", name,
                    fmt::format("{}x{} cores, {}/core, {}", hw.mesh_width, hw.mesh_height,
                                format_size(hw.sram_per_core), format_frequency(hw.clock_hz))});
   }
-  for (const std::string& name : yaml_stems(preset_dir / "models")) {
+  for (const std::string& name : schema::preset_names(preset_dir / "models")) {
     const models::ModelConfig m = load_model_preset(name, preset_dir);
     out.push_back({"model", name,
                    fmt::format("{} layers, d={}, {} params", m.num_layers, m.hidden_size,
