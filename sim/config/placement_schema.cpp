@@ -1,5 +1,6 @@
 // placement: the strategy and its parameters, or a placement file
 // (PlacementOptions). docs/scenario-schema.md, "Placement strategies".
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -26,14 +27,14 @@ ReductionScheme read_reduction(const Value& v) {
 // matrices: per-matrix overrides, {rows, columns, reduction} for the shaped
 // matrices, {reduction} for attention and lm_head.
 void read_matrices(const Value& v, PlacementOptions& placement) {
-  const std::vector<std::string> kinds = {"qkv", "o", "gate_up", "down", "attention", "lm_head"};
-  const Mapping mm(v, kinds);
-  for (const std::string& kind : kinds) {
-    if (!mm.has(kind)) continue;
-    const bool shaped = kind != "attention" && kind != "lm_head";
-    const Mapping one(mm.get(kind), shaped
-                                        ? std::vector<std::string>{"rows", "columns", "reduction"}
-                                        : std::vector<std::string>{"reduction"});
+  std::vector<std::string> names;
+  for (const MatrixKind kind : matrix_kinds()) names.emplace_back(matrix_kind_name(kind));
+  const Mapping mm(v, names);
+  for (const MatrixKind kind : matrix_kinds()) {
+    if (!mm.has(matrix_kind_name(kind))) continue;
+    const Mapping one(mm.get(matrix_kind_name(kind)),
+                      has_shape(kind) ? std::vector<std::string>{"rows", "columns", "reduction"}
+                                      : std::vector<std::string>{"reduction"});
     MatrixOverride ov;
     for (const char* key : {"rows", "columns"}) {
       if (!one.has(key)) continue;
@@ -47,9 +48,14 @@ void read_matrices(const Value& v, PlacementOptions& placement) {
   }
 }
 
+// In the order of the kinds' names (as the resolved scenario always wrote them).
 std::string write_matrices(const PlacementOptions& p) {
+  std::vector<std::pair<std::string, MatrixOverride>> by_name;
+  for (const auto& [kind, ov] : p.matrices) by_name.emplace_back(matrix_kind_name(kind), ov);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string o;
-  for (const auto& [kind, ov] : p.matrices) {
+  for (const auto& [kind, ov] : by_name) {
     std::vector<std::string> parts;
     if (ov.rows > 0) parts.push_back(fmt::format("rows: {}", ov.rows));
     if (ov.columns > 0) parts.push_back(fmt::format("columns: {}", ov.columns));

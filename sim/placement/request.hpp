@@ -59,10 +59,21 @@ struct Halo {
   bool operator==(const Halo&) const = default;
 };
 
-// A scenario's override of one matrix kind's tiling in every layer (or the
-// head): rows (P) and/or columns (Q) of cores, and the reduction scheme.
-// 0 = the strategy's choice. Kinds: qkv, o, gate_up, down, attention
-// (reduction only), lm_head (reduction only; also the embedding's).
+// The kinds of matrix a scenario can override in every layer (or the head):
+// the four matrices of a dense layer by rows and columns of cores and
+// reduction, attention and lm_head (also the embedding's) by reduction only.
+enum class MatrixKind { qkv, o, gate_up, down, attention, lm_head };
+// Its name in scenarios ("qkv", "gate_up", ...).
+const char* matrix_kind_name(MatrixKind kind);
+// The kind of that name, if there is one.
+std::optional<MatrixKind> parse_matrix_kind(const std::string& name);
+// Every kind, in MatrixKind order.
+std::vector<MatrixKind> matrix_kinds();
+// Whether rows and columns of cores can be overridden (not attention, lm_head).
+bool has_shape(MatrixKind kind);
+
+// A scenario's override of one matrix kind's tiling: rows (P) and/or
+// columns (Q) of cores, and the reduction scheme; 0 = the strategy's choice.
 struct MatrixOverride {
   int rows = 0;
   int columns = 0;
@@ -79,7 +90,7 @@ struct PlacementChoices {
   std::uint64_t seed = 1;  // anneal
   AnnealOptions anneal;
   Halo halo;
-  std::map<std::string, MatrixOverride> matrices;  // by kind (see MatrixOverride)
+  std::map<MatrixKind, MatrixOverride> matrices;
   bool operator==(const PlacementChoices&) const = default;
 };
 

@@ -131,11 +131,11 @@ StagePlanner::StagePlanner(const models::ModelConfig& model, const fabric::Wafer
   //   GELU (gpt2)            qkv, o, up, down
   //   MoE (mixtral)          qkv, o, router, then gate_up and down of each expert
   shapes_ = {
-      {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size},
+      {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size, 1, 0, MatrixKind::qkv},
       // O's roots hold the residual stream and the norms' gains (and gpt2's
       // LayerNorm biases) of their rows.
       {"o", model.hidden_size, model.q_dim(), 1,
-       2 * (model.is_gpt2() ? 2 : 1) * req.weight_bits / 8},
+       2 * (model.is_gpt2() ? 2 : 1) * req.weight_bits / 8, MatrixKind::o},
   };
   if (model.is_moe()) {
     shapes_.push_back({"router", model.num_experts, model.hidden_size});
@@ -147,10 +147,11 @@ StagePlanner::StagePlanner(const models::ModelConfig& model, const fabric::Wafer
     }
   } else if (model.is_gpt2()) {
     shapes_.push_back({"up", model.intermediate_size, model.hidden_size});
-    shapes_.push_back({"down", model.hidden_size, model.intermediate_size});
+    shapes_.push_back({"down", model.hidden_size, model.intermediate_size, 1, 0, MatrixKind::down});
   } else {
-    shapes_.push_back({"gate_up", 2 * model.intermediate_size, model.hidden_size, 2});
-    shapes_.push_back({"down", model.hidden_size, model.intermediate_size});
+    shapes_.push_back(
+        {"gate_up", 2 * model.intermediate_size, model.hidden_size, 2, 0, MatrixKind::gate_up});
+    shapes_.push_back({"down", model.hidden_size, model.intermediate_size, 1, 0, MatrixKind::down});
   }
   const int hd = model.head_dim;
   group_ = model.num_heads / model.num_kv_heads;
@@ -168,7 +169,7 @@ StagePlanner::MatrixRows StagePlanner::matrix_rows(int bw, Bytes budget) const {
   m.width.resize(shapes_.size());
   m.fixed.assign(shapes_.size(), 0);
   for (std::size_t i = 0; i < shapes_.size(); ++i) {
-    const MatrixOverride ov = override_of(shapes_[i].name);
+    const MatrixOverride ov = override_of(shapes_[i].kind);
     m.width[i] = ov.columns > 0 ? std::min(ov.columns, bw) : bw;
     m.rows[i] = min_rows(shapes_[i], m.width[i], budget, bits_);
     if (m.rows[i] < 0)
@@ -236,10 +237,11 @@ LayerStage StagePlanner::layer(int l, int w, const Rect& block, Bytes budget_byt
   // Stack qkv, attention, o and the rest of the layer's matrices, each at
   // most one row of cores per output row (per gate/up pair when interleaved).
   auto cap = [&](std::size_t i, int r) { return std::min(r, shapes_[i].out / shapes_[i].granule); };
-  std::vector<int> heights{cap(0, target[0]), per_column * segment, cap(1, target[1])};
-  std::vector<int> mins{cap(0, m.rows[0]), att_rows_min, cap(1, m.rows[1])};
+  // The stack: qkv, the attention segments, o, then shape i >= kFirstMlp.
+  std::vector<int> heights{cap(kQkv, target[kQkv]), per_column * segment, cap(kO, target[kO])};
+  std::vector<int> mins{cap(kQkv, m.rows[kQkv]), att_rows_min, cap(kO, m.rows[kO])};
   std::vector<int> steps{1, per_column, 1};
-  for (std::size_t i = 2; i < shapes_.size(); ++i) {
+  for (std::size_t i = kFirstMlp; i < shapes_.size(); ++i) {
     heights.push_back(cap(i, target[i]));
     mins.push_back(cap(i, m.rows[i]));
     steps.push_back(1);
@@ -270,39 +272,39 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
     sh.name = fmt::format("layer {} {}", l, sh.name);
     MatrixPlacement mp =
         make_matrix(sh, block.x0, y0, m.width[shape], h,
-                    override_of(shapes_[shape].name).reduction.value_or(req_.reduction));
+                    override_of(shapes_[shape].kind).reduction.value_or(req_.reduction));
     mp.wafer = w;
     mp.upward = upward;
     return mp;
   };
-  st.qkv = matrix(0, y[0], heights[0]);
+  // Stack position 0 is qkv, 1 the attention segments, 2 o, i + 1 shape i.
+  st.qkv = matrix(kQkv, y[0], heights[0]);
   st.attention.wafer = w;
   st.attention.rect =
       Rect{block.x0, y[1], std::min(block.width, model_.num_kv_heads), per_column * segment};
   st.attention.num_kv_heads = model_.num_kv_heads;
   st.attention.segment_length = segment;
   st.attention.segments_per_column = per_column;
-  st.attention.reduction = override_of("attention").reduction.value_or(req_.reduction);
+  st.attention.reduction = override_of(MatrixKind::attention).reduction.value_or(req_.reduction);
   st.attention.max_positions_per_core = static_cast<int>(
       ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(segment)));
   st.attention.context = ctx_;
   st.attention.users = users_;
-  st.o = matrix(1, y[2], heights[2]);
-  // Shape i >= 2 sits at y[i + 1] (the attention segments are element 1).
+  st.o = matrix(kO, y[2], heights[2]);
   auto rest = [&](std::size_t i) { return matrix(i, y[i + 1], heights[i + 1]); };
   if (model_.is_moe()) {
-    st.router = rest(2);
+    st.router = rest(kFirstMlp);
     for (int e = 0; e < model_.num_experts; ++e) {
       ExpertPlacement ep;
       // Rows interleave gate and up: 2i = gate i, 2i+1 = up i (granule 2).
-      ep.gate_up = rest(3 + 2 * static_cast<std::size_t>(e));
-      ep.down = rest(4 + 2 * static_cast<std::size_t>(e));
+      ep.gate_up = rest(kFirstMlp + 1 + 2 * static_cast<std::size_t>(e));
+      ep.down = rest(kFirstMlp + 2 + 2 * static_cast<std::size_t>(e));
       st.experts.push_back(std::move(ep));
     }
   } else {
     // SwiGLU: rows interleave gate and up (granule 2); gpt2: plain up rows.
-    st.gate_up = rest(2);
-    st.down = rest(3);
+    st.gate_up = rest(kFirstMlp);
+    st.down = rest(kFirstMlp + 1);
   }
   return st;
 }
@@ -355,7 +357,7 @@ HeadStage StagePlanner::head(int w, const Rect& strip, Bytes budget) {
                   "contiguous rows for the lm_head",
                   strip.width, strip.height, strip.x0, strip.y0, lm_min));
   const fabric::ReductionScheme head_reduction =
-      override_of("lm_head").reduction.value_or(req_.reduction);
+      override_of(MatrixKind::lm_head).reduction.value_or(req_.reduction);
   head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction);
   head.lm_head.wafer = w;
   head.embedding = head.tied
@@ -372,8 +374,9 @@ HeadStage StagePlanner::head(int w, const Rect& strip, Bytes budget) {
   return head;
 }
 
-MatrixOverride StagePlanner::override_of(const std::string& kind) const {
-  const auto it = req_.matrices.find(kind);
+MatrixOverride StagePlanner::override_of(std::optional<MatrixKind> kind) const {
+  if (!kind) return MatrixOverride{};
+  const auto it = req_.matrices.find(*kind);
   return it == req_.matrices.end() ? MatrixOverride{} : it->second;
 }
 

@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct MatrixShape {
   // Bytes per output row its root core holds besides the tile (O's roots
   // keep both RMSNorm gains of their rows, where the residual stream lives).
   int root_bytes_per_row = 0;
+  // The placement.matrices override that applies to it (none: an expert's,
+  // the router, gpt2's up matrix).
+  std::optional<MatrixKind> kind;
 };
 
 // Fewest rows of cores (with q = min(width, in) columns) so that every tile,
@@ -75,7 +79,10 @@ class StagePlanner {
   LayerStage assemble_layer(int l, int w, const fabric::Rect& block, const MatrixRows& m,
                             const std::vector<int>& y, const std::vector<int>& heights,
                             int per_column, bool upward) const;
-  MatrixOverride override_of(const std::string& kind) const;
+  MatrixOverride override_of(std::optional<MatrixKind> kind) const;
+  // Where a layer's shapes are (shapes_): qkv, o, then the MLP's or the
+  // experts' (the stacking order of a top-down layer).
+  static constexpr std::size_t kQkv = 0, kO = 1, kFirstMlp = 2;
   // Per row of `r`: 1 when a core of that row (within r's columns) is dead.
   std::vector<char> dead_rows(const fabric::Rect& r) const;
 

@@ -785,11 +785,11 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_DOUBLE_EQ(t.placement.anneal.spare_slots, 0.25);
   EXPECT_DOUBLE_EQ(t.placement.anneal.latency_weight, 250.0);
   EXPECT_EQ(t.placement.halo.columns, 7);
-  ASSERT_EQ(t.placement.matrices.count("gate_up"), 1u);
-  EXPECT_EQ(t.placement.matrices.at("gate_up").rows, 6);
-  EXPECT_EQ(t.placement.matrices.at("gate_up").columns, 3);
-  EXPECT_EQ(t.placement.matrices.at("gate_up").reduction, ReductionScheme::tree);
-  EXPECT_EQ(t.placement.matrices.at("attention").reduction, ReductionScheme::two_level);
+  ASSERT_EQ(t.placement.matrices.count(MatrixKind::gate_up), 1u);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::gate_up).rows, 6);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::gate_up).columns, 3);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::gate_up).reduction, ReductionScheme::tree);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::attention).reduction, ReductionScheme::two_level);
 }
 
 TEST_F(ScenarioFiles, ImpossibleModelFromAnOverride) {

@@ -144,8 +144,8 @@ TEST(Strategies, PerMatrixOverridesSetShapeAndReduction) {
   const models::ModelConfig m = eight_layers();
   const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
   PlacementRequest req = request("serpentine");
-  req.matrices["gate_up"] = MatrixOverride{6, 3, fabric::ReductionScheme::two_level};
-  req.matrices["attention"] = MatrixOverride{0, 0, fabric::ReductionScheme::tree};
+  req.matrices[MatrixKind::gate_up] = MatrixOverride{6, 3, fabric::ReductionScheme::two_level};
+  req.matrices[MatrixKind::attention] = MatrixOverride{0, 0, fabric::ReductionScheme::tree};
   fabric::Fabric fab(spec);
   const Placement pl = place(m, fab, req);
   for (const LayerStage& st : pl.layers) {
@@ -158,7 +158,7 @@ TEST(Strategies, PerMatrixOverridesSetShapeAndReduction) {
   }
   EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2);
   // Fewer rows than the tiles need is a FitError that says so.
-  req.matrices["gate_up"] = MatrixOverride{1, 1, std::nullopt};
+  req.matrices[MatrixKind::gate_up] = MatrixOverride{1, 1, std::nullopt};
   try {
     plan_placement(m, spec, 1, req);
     ADD_FAILURE() << "no FitError";
