@@ -28,8 +28,9 @@ struct TokenRecord {
   CycleBreakdown critical_path;
 };
 
-// Speculative decoding as the wafer simulation ran it (sim/engine/engine.cpp): the
-// draft on wafers of its own proposing, the target verifying blocks.
+// Speculative decoding as the wafer simulation ran it (its policy in
+// sim/engine/speculative_rounds.cpp): the draft on wafers of its own
+// proposing, the target verifying blocks.
 struct SpeculativeRun {
   std::string draft_model;
   int draft_wafers = 0;                 // wafers the draft occupies (after the target's)
