@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <system_error>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "analysis/figures.hpp"
+#include "analysis/system_figures.hpp"
 
 namespace wafersim::analysis {
 
@@ -362,14 +364,68 @@ void write_scenario(H5::H5File& f, const RunResult& r) {
 
 // A 1-D array of variable-length UTF-8 strings.
 void write_strings(H5::Group& g, const char* name, const std::vector<std::string>& v,
-                   std::string_view description) {
+                   std::string_view units, std::string_view description) {
   const H5::StrType type = utf8_string();
   const hsize_t n = v.size();
   H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(1, &n), dataset_properties());
   std::vector<const char*> ptrs;
   for (const std::string& s : v) ptrs.push_back(s.c_str());
   if (n > 0) ds.write(ptrs.data(), type);
-  describe_dataset(ds, "text", description);
+  describe_dataset(ds, units, description);
+}
+
+// One figure of the GPU rows as a dataset of /gpu_baselines, one entry per row.
+template <class Stored, class Value>
+std::vector<Stored> system_column(const SystemFigure& fig, const std::vector<SystemFigures>& rows) {
+  std::vector<Stored> v;
+  v.reserve(rows.size());
+  for (const SystemFigures& row : rows)
+    v.push_back(static_cast<Stored>(std::get<Value>(fig.value(row))));
+  return v;
+}
+
+void write_system_column(H5::Group& g, const SystemFigure& fig,
+                         const std::vector<SystemFigures>& rows) {
+  const std::string name(fig.name);
+  switch (fig.type) {
+    case SystemFigureType::text:
+      write_strings(g, name.c_str(), system_column<std::string, std::string>(fig, rows), fig.unit,
+                    fig.description);
+      return;
+    case SystemFigureType::count:
+      write_vector(g, name.c_str(), system_column<std::int32_t, std::int32_t>(fig, rows), fig.unit,
+                   fig.description);
+      return;
+    case SystemFigureType::real:
+      write_vector(g, name.c_str(), system_column<double, double>(fig, rows), fig.unit,
+                   fig.description);
+      return;
+    case SystemFigureType::flag:
+      write_vector(g, name.c_str(), system_column<std::uint8_t, bool>(fig, rows), fig.unit,
+                   fig.description);
+      return;
+  }
+}
+
+// One figure of the wafer's row as a scalar dataset of /wafer_system (text
+// figures are the group's attributes instead).
+void write_system_scalar(H5::Group& g, const SystemFigure& fig, const SystemFigures& row) {
+  const std::string name(fig.name);
+  const SystemValue v = fig.value(row);
+  switch (fig.type) {
+    case SystemFigureType::text:
+      throw std::logic_error("a text figure as a scalar dataset: " + name);
+    case SystemFigureType::count:
+      write_scalar(g, name.c_str(), std::get<std::int32_t>(v), fig.unit, fig.wafer_described());
+      return;
+    case SystemFigureType::real:
+      write_scalar(g, name.c_str(), std::get<double>(v), fig.unit, fig.wafer_described());
+      return;
+    case SystemFigureType::flag:
+      write_scalar(g, name.c_str(), static_cast<std::uint8_t>(std::get<bool>(v)), fig.unit,
+                   fig.wafer_described());
+      return;
+  }
 }
 
 // The wafer-vs-GPU comparison: /gpu_baselines holds one entry per GPU system
@@ -378,47 +434,12 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
   if (!r.baselines) return;
   const Baselines& b = *r.baselines;
   H5::Group g = make_group(f, "gpu_baselines");
-  std::vector<std::string> names, bottlenecks, parallelism;
-  std::vector<std::int32_t> gpus, tp, pp;
-  std::vector<double> rate, aggregate, ttft, power, per_kw;
-  for (const SystemFigures& s : b.gpus) {
-    names.push_back(s.system);
-    bottlenecks.push_back(s.bottleneck);
-    parallelism.push_back(s.parallelism_auto ? "auto" : "fixed");
-    gpus.push_back(s.chips);
-    tp.push_back(s.tp);
-    pp.push_back(s.pp);
-    rate.push_back(s.decode_tokens_per_s_per_user);
-    aggregate.push_back(s.aggregate_tokens_per_s);
-    ttft.push_back(s.ttft_s);
-    power.push_back(s.power_kw);
-    per_kw.push_back(s.tokens_per_s_per_kw);
-  }
-  write_strings(g, "system", names, "GPU system preset");
-  write_vector(g, "gpus", gpus, "GPUs", "GPUs of the nodes the deployment occupies");
-  write_vector(g, "tp", tp, "GPUs", "tensor-parallel size");
-  write_vector(g, "pp", pp, "stages", "pipeline-parallel stages");
-  write_strings(g, "parallelism", parallelism, "auto (lowest latency) or fixed by the scenario");
-  write_vector(g, "decode_tokens_per_s_per_user", rate, "tokens/s", "decode rate one user sees");
-  write_vector(g, "aggregate_tokens_per_s", aggregate, "tokens/s",
-               "tokens/s over the workload's concurrent users");
-  write_vector(g, "ttft_s", ttft, "s", "time to first token (prefill of one request)");
-  write_vector(g, "power_kw", power, "kW", "system power of the occupied nodes");
-  write_vector(g, "tokens_per_s_per_kw", per_kw, "tokens/s/kW", "aggregate tokens/s per kW");
-  write_strings(g, "bottleneck", bottlenecks, "what limits the decode step");
+  for (const SystemFigure* fig : kHdf5GpuBaselines) write_system_column(g, *fig, b.gpus);
 
   H5::Group w = make_group(f, "wafer_system");
-  set_attr(w, "system", b.wafer.system);
-  set_attr(w, "bottleneck", b.wafer.bottleneck);
-  write_scalar<std::int32_t>(w, "wafers", b.wafer.chips, "wafers", "wafers used");
-  write_scalar(w, "decode_tokens_per_s_per_user", b.wafer.decode_tokens_per_s_per_user, "tokens/s",
-               "decode rate one user sees (speculative decoding applied)");
-  write_scalar(w, "aggregate_tokens_per_s", b.wafer.aggregate_tokens_per_s, "tokens/s",
-               "tokens/s over the workload's users");
-  write_scalar(w, "ttft_s", b.wafer.ttft_s, "s", "time to first token");
-  write_scalar(w, "power_kw", b.wafer.power_kw, "kW", "system power; 0 when unknown");
-  write_scalar(w, "tokens_per_s_per_kw", b.wafer.tokens_per_s_per_kw, "tokens/s/kW",
-               "aggregate tokens/s per kW; 0 when power is unknown");
+  for (const SystemFigure* fig : kHdf5WaferSystemAttributes)
+    set_attr(w, std::string(fig->name).c_str(), std::get<std::string>(fig->value(b.wafer)));
+  for (const SystemFigure* fig : kHdf5WaferSystem) write_system_scalar(w, *fig, b.wafer);
   if (b.speculative) {
     const SpeculativeSummary& s = *b.speculative;
     H5::Group sp = make_group(f, "speculative_decoding");
@@ -542,6 +563,87 @@ void read_figure(const H5::Group& g, const Figure& f, RunResult& r) {
   }
 }
 
+// A 1-D array of variable-length strings.
+std::vector<std::string> read_strings(const H5::Group& g, const char* name) {
+  H5::DataSet ds = g.openDataSet(name);
+  const H5::DataSpace space = ds.getSpace();
+  if (space.getSimpleExtentNdims() != 1) throw std::runtime_error(std::string(name) + ": not 1-D");
+  hsize_t n = 0;
+  space.getSimpleExtentDims(&n);
+  std::vector<char*> ptrs(n, nullptr);
+  const H5::StrType type = utf8_string();
+  if (n > 0) ds.read(ptrs.data(), type);
+  std::vector<std::string> v;
+  v.reserve(n);
+  for (const char* p : ptrs) v.emplace_back(p == nullptr ? "" : p);
+  if (n > 0) H5Dvlen_reclaim(type.getId(), space.getId(), H5P_DEFAULT, ptrs.data());
+  return v;
+}
+
+// One figure of the GPU rows, one value per row.
+std::vector<SystemValue> read_system_column(const H5::Group& g, const SystemFigure& fig) {
+  const std::string name(fig.name);
+  std::vector<SystemValue> column;
+  switch (fig.type) {
+    case SystemFigureType::text:
+      for (std::string& v : read_strings(g, name.c_str())) column.emplace_back(std::move(v));
+      break;
+    case SystemFigureType::count:
+      for (std::int32_t v : read_vector<std::int32_t>(g, name.c_str())) column.emplace_back(v);
+      break;
+    case SystemFigureType::real:
+      for (double v : read_vector<double>(g, name.c_str())) column.emplace_back(v);
+      break;
+    case SystemFigureType::flag:
+      for (std::uint8_t v : read_vector<std::uint8_t>(g, name.c_str())) column.emplace_back(v != 0);
+      break;
+  }
+  return column;
+}
+
+// One figure of the wafer's row from /wafer_system.
+SystemValue read_system_scalar(const H5::Group& g, const SystemFigure& fig) {
+  const std::string name(fig.name);
+  switch (fig.type) {
+    case SystemFigureType::text:
+      break;
+    case SystemFigureType::count:
+      return read_scalar<std::int32_t>(g, name.c_str());
+    case SystemFigureType::real:
+      return read_scalar<double>(g, name.c_str());
+    case SystemFigureType::flag:
+      return read_scalar<std::uint8_t>(g, name.c_str()) != 0;
+  }
+  throw std::logic_error("a text figure as a scalar dataset: " + name);
+}
+
+// The wafer-vs-GPU comparison, where the file has one: the figures of
+// /gpu_baselines and /wafer_system. What the file does not carry (a GPU row's
+// replicas and kv_limited, the end-to-end figures, the speculative decoding
+// and serving summaries) keeps its default.
+std::optional<Baselines> read_baselines(const H5::H5File& f) {
+  if (!f.nameExists("gpu_baselines")) return std::nullopt;
+  Baselines b;
+  const H5::Group g = f.openGroup("gpu_baselines");
+  bool first = true;
+  for (const SystemFigure* fig : kHdf5GpuBaselines) {
+    const std::vector<SystemValue> column = read_system_column(g, *fig);
+    if (first) b.gpus.resize(column.size());
+    first = false;
+    if (column.size() != b.gpus.size()) {
+      throw std::runtime_error(fmt::format("gpu_baselines/{} has {} entries, expected {}",
+                                           fig->name, column.size(), b.gpus.size()));
+    }
+    for (std::size_t i = 0; i < column.size(); ++i) fig->restore(b.gpus[i], column[i]);
+  }
+  const H5::Group w = f.openGroup("wafer_system");
+  for (const SystemFigure* fig : kHdf5WaferSystemAttributes)
+    fig->restore(b.wafer, read_string_attr(w, std::string(fig->name).c_str()));
+  for (const SystemFigure* fig : kHdf5WaferSystem)
+    fig->restore(b.wafer, read_system_scalar(w, *fig));
+  return b;
+}
+
 RunResult read_file(const std::filesystem::path& path) {
   H5::H5File f(path.string(), H5F_ACC_RDONLY);
   if (!f.attrExists("format") || read_string_attr(f, "format") != kFormatName) {
@@ -617,6 +719,7 @@ RunResult read_file(const std::filesystem::path& path) {
   const H5::Group scenario = f.openGroup("scenario");
   H5::DataSet yaml = scenario.openDataSet("resolved_yaml");
   yaml.read(r.resolved_scenario_yaml, yaml.getStrType());
+  r.baselines = read_baselines(f);
   return r;
 }
 

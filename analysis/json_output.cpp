@@ -3,6 +3,7 @@
 #include <span>
 
 #include "analysis/figures.hpp"
+#include "analysis/system_figures.hpp"
 
 namespace wafersim::analysis {
 
@@ -42,29 +43,17 @@ Json end_to_end_json(const std::optional<EndToEndFigures>& e) {
               {"ttft_s", e->ttft_s}};
 }
 
-// One row of the wafer-vs-GPU comparison; `gpu` adds the GPU-only keys.
-Json system_json(const SystemFigures& f, bool gpu) {
+// One row of the wafer-vs-GPU comparison: its figures
+// (analysis/system_figures.hpp), then the end-to-end objects.
+Json system_json(const SystemFigures& f, std::span<const SystemFigure* const> figures) {
   Json j = Json::object();
-  j["system"] = f.system;
-  j[gpu ? "gpus" : "wafers"] = f.chips;
-  if (gpu) {
-    j["tp"] = f.tp;
-    j["pp"] = f.pp;
-    j["parallelism"] = f.parallelism_auto ? "auto" : "fixed";
-    j["replicas"] = f.replicas;
-    j["kv_limited"] = f.kv_limited;
+  for (const SystemFigure* s : figures) {
+    if (s->unknown_without_power && !(f.power_kw > 0.0)) {
+      j[std::string(s->name)] = nullptr;
+      continue;
+    }
+    std::visit([&](auto v) { j[std::string(s->name)] = std::move(v); }, s->value(f));
   }
-  j["decode_tokens_per_s_per_user"] = f.decode_tokens_per_s_per_user;
-  j["aggregate_tokens_per_s"] = f.aggregate_tokens_per_s;
-  j["ttft_s"] = f.ttft_s;
-  if (f.power_kw > 0.0) {
-    j["power_kw"] = f.power_kw;
-    j["tokens_per_s_per_kw"] = f.tokens_per_s_per_kw;
-  } else {
-    j["power_kw"] = nullptr;
-    j["tokens_per_s_per_kw"] = nullptr;
-  }
-  j["bottleneck"] = f.bottleneck;
   if (f.end_to_end) j["end_to_end"] = end_to_end_json(f.end_to_end);
   if (f.end_to_end_persistent)
     j["end_to_end_persistent"] = end_to_end_json(f.end_to_end_persistent);
@@ -72,9 +61,9 @@ Json system_json(const SystemFigures& f, bool gpu) {
 }
 
 void add_baselines(Json& j, const Baselines& b) {
-  j["wafer_system"] = system_json(b.wafer, false);
+  j["wafer_system"] = system_json(b.wafer, kJsonWaferSystem);
   Json rows = Json::array();
-  for (const SystemFigures& g : b.gpus) rows.push_back(system_json(g, true));
+  for (const SystemFigures& g : b.gpus) rows.push_back(system_json(g, kJsonGpuSystem));
   j["gpu_baselines"] = std::move(rows);
   if (b.speculative) {
     const SpeculativeSummary& s = *b.speculative;
