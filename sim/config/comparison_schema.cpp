@@ -45,13 +45,7 @@ constexpr Key<SpeculativeOptions> kSpeculative[] = {
      [](auto& v, auto& o, auto& ctx) {
        o.decoding.draft = resolve(model_kind(), v, ctx.preset_dir, o.draft_preset);
      },
-     [](auto& o) {
-       // A block under the key: a line break first, the last one left to the writer.
-       const std::string block = write_keys(model_keys(), o.decoding.draft, "    ");
-       std::string out(1, '\n');
-       out.append(block, 0, block.size() - 1);
-       return out;
-     }},
+     [](auto& o) { return block(write_keys(model_keys(), o.decoding.draft, "    ")); }},
     {"draft_tokens", R, "count 1..64", "gamma: tokens the draft proposes per step",
      [](auto& v, auto& o, auto&) {
        o.decoding.draft_tokens = read_count(v, "4");
@@ -97,26 +91,16 @@ std::span<const Key<ServingOverhead>> serving_keys() {
 }
 
 // compare_with: a list of GPU systems, each a preset name, a preset with
-// overrides or a complete inline description. Absent: the default systems
-// whose presets exist in the preset dir (none when it has no gpus/ folder).
-std::vector<models::gpu::ClusterSpec> read_compare_with(const Mapping& top,
+// overrides or a complete inline description.
+std::vector<models::gpu::ClusterSpec> read_compare_with(const Value& list,
                                                         const fs::path& preset_dir) {
-  std::vector<models::gpu::ClusterSpec> out;
-  if (!top.has("compare_with")) {
-    std::error_code ec;
-    for (const std::string& name : default_compare_with()) {
-      if (fs::is_regular_file(preset_dir / "gpus" / (name + ".yaml"), ec))
-        out.push_back(load_preset(gpu_kind(), name, preset_dir));
-    }
-    return out;
-  }
-  const Value& list = top.get("compare_with");
   if (!list.node.IsSequence()) {
     fail(list.loc(), list.path,
          fmt::format("expected a list of GPU systems such as [dgx-h100, dgx-b200] (or [] for "
                      "none), got {}",
                      describe(list.node)));
   }
+  std::vector<models::gpu::ClusterSpec> out;
   for (std::size_t i = 0; i < list.node.size(); ++i) {
     const Value item = list.item(i);
     std::string preset_name;
@@ -125,6 +109,18 @@ std::vector<models::gpu::ClusterSpec> read_compare_with(const Mapping& top,
       if (out[j].name == out.back().name)
         fail(item.loc(), item.path, fmt::format("'{}' is listed twice", out.back().name));
     }
+  }
+  return out;
+}
+
+// compare_with absent: the default systems whose presets exist in the preset
+// dir (none when it has no gpus/ folder).
+std::vector<models::gpu::ClusterSpec> default_gpu_systems(const fs::path& preset_dir) {
+  std::vector<models::gpu::ClusterSpec> out;
+  std::error_code ec;
+  for (const std::string& name : sim::default_compare_with()) {
+    if (fs::is_regular_file(preset_dir / "gpus" / (name + ".yaml"), ec))
+      out.push_back(load_preset(gpu_kind(), name, preset_dir));
   }
   return out;
 }
@@ -161,20 +157,15 @@ ServingOverhead read_serving(const Value& v) {
   return o;
 }
 
-void write_comparison(std::string& o, const Scenario& s) {
-  if (s.gpu.systems.empty())
-    o += "compare_with: []\n";
-  else
-    o += "compare_with:\n";
-  for (const models::gpu::ClusterSpec& c : s.gpu.systems) {
+std::string write_compare_with(const std::vector<models::gpu::ClusterSpec>& systems) {
+  if (systems.empty()) return "[]";
+  std::string o;
+  for (const models::gpu::ClusterSpec& c : systems) {
     // An entry of the list: its first key after "- ".
     std::string entry = write_keys(gpu_keys(), c, "    ");
     o += "  - " + entry.substr(4);
   }
-  o += "gpu_parallelism:\n" + write_keys(gpu_parallelism_keys(), s.gpu, "  ");
-  if (s.speculative)
-    o += "speculative_decoding:\n" + write_keys(speculative_keys(), *s.speculative, "  ");
-  if (s.serving) o += "serving:\n" + write_keys(serving_keys(), *s.serving, "  ");
+  return block(o);
 }
 
 }  // namespace wafersim::sim::schema

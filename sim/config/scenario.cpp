@@ -1,6 +1,6 @@
-// Scenario loading: YAML -> validated, resolved sim::Scenario. The top level
-// of the file; its sections are read by their schema tables (sections.hpp),
-// presets resolved by preset_resolver.hpp.
+// Scenario loading: YAML -> validated, resolved sim::Scenario. The file's
+// top level is read by its schema table (scenario_schema.cpp), each section by
+// its own (sections.hpp), presets resolved by preset_resolver.hpp.
 //
 // Strict in both directions (STYLE.md, "Configuration and errors"): every key
 // is checked against the schema (unknown keys are errors with a did-you-mean),
@@ -83,32 +83,6 @@ namespace {
 using namespace schema;
 using namespace yaml;
 
-constexpr Need R = Need::required;
-constexpr Need O = Need::optional;
-
-// The top level of a scenario. Its sections are read and written by their own
-// tables; the keys here are read and written by load_scenario() and
-// emit_resolved() (wafers is read and written after precision).
-constexpr Key<Scenario> kScenario[] = {
-    {"name", R, "non-empty string", "the scenario's name", nullptr},
-    {"hardware", R, "preset, preset with overrides, or inline", "the wafer", nullptr},
-    {"model", R, "preset, preset with overrides, inline, or a checkpoint", "the model", nullptr},
-    {"precision", O, "fp32 | fp16 | bf16 | fp8 | int8 (default bf16)",
-     "storage precision of the weights", nullptr},
-    {"placement", O, "mapping", "the placement strategy and its parameters, or a file", nullptr},
-    {"workload", R, "mapping", "what is decoded", nullptr},
-    {"outputs", O, "mapping", "results file and functional or timing-only", nullptr},
-    {"wafers", O, "count 1..1024 or auto (default 1)", "wafers in the pipeline", nullptr},
-    {"compare_with", O, "list of GPU systems (default [dgx-h100, dgx-b200])",
-     "GPU systems the report puts beside the wafer", nullptr},
-    {"gpu_parallelism", O, "{tp, pp}", "fixes the tensor/pipeline split of every GPU system",
-     nullptr},
-    {"speculative_decoding", O, "{draft_model, draft_tokens, acceptance_rate}",
-     "speculative decoding on the wafer and the GPUs", nullptr},
-    {"serving", O, "{round_trip, per_token_overhead, connection_setup}",
-     "user-seen figures through a serving stack", nullptr},
-};
-
 // Each override is read as YAML text, exactly as if it stood in the file.
 void apply_overrides(YAML::Node& root, const ScenarioOverrides& overrides) {
   auto as_yaml = [](const std::string& text) {
@@ -134,16 +108,6 @@ void apply_overrides(YAML::Node& root, const ScenarioOverrides& overrides) {
   }
 }
 
-void read_wafers(const Value& w, Scenario& s) {
-  if (w.node.IsScalar() && w.node.Scalar() == "auto") {
-    s.wafers_auto = true;
-    return;
-  }
-  s.wafers = read_count(w, "4");
-  if (s.wafers < 1 || s.wafers > 1024)
-    fail(w.loc(), w.path, "must be between 1 and 1024, or auto (the fewest that fit)");
-}
-
 }  // namespace
 
 std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates) {
@@ -152,7 +116,7 @@ std::string suggest_name(const std::string& word, const std::vector<std::string>
 
 std::vector<KeyDoc> scenario_schema() {
   std::vector<KeyDoc> out;
-  document_keys(out, "scenario", std::span<const Key<Scenario>>(kScenario));
+  document_keys(out, "scenario", scenario_keys());
   document_keys(out, "hardware", hardware_keys());
   document_keys(out, "model", model_keys());
   document_keys(out, "gpu", gpu_keys());
@@ -192,26 +156,14 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
     fail({shown, 0, 0}, "",
          "the file is empty; a scenario needs at least name, hardware, model and workload");
   }
-  const Mapping top(document(root, shown, ""), top_keys(std::span<const Key<Scenario>>(kScenario)));
+  const Mapping top(document(root, shown, ""), top_keys(scenario_keys()));
 
   Scenario s;
   s.source_file = shown;
-  s.name = read_string(top.require("name"), "a scenario name");
-  s.hardware = resolve(hardware_kind(), top.require("hardware"), preset_dir, s.hardware_preset);
-  s.model = resolve(model_kind(), top.require("model"), preset_dir, s.model_preset);
-  if (top.has("precision")) {
-    s.precision = models::parse_dtype(read_choice(
-        top.get("precision"), "precision", {"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "int8"}));
-  }
-  if (top.has("wafers")) read_wafers(top.get("wafers"), s);
-  if (top.has("placement")) read_placement(top.get("placement"), s.placement);
-  read_workload(top.require("workload"), s.model, s.workload);
-  if (top.has("outputs")) read_outputs(top.get("outputs"), s.outputs);
-  s.gpu.systems = read_compare_with(top, preset_dir);
-  if (top.has("gpu_parallelism")) read_gpu_parallelism(top.get("gpu_parallelism"), s.gpu);
-  if (top.has("speculative_decoding"))
-    s.speculative = read_speculative(top.get("speculative_decoding"), preset_dir, s.model);
-  if (top.has("serving")) s.serving = read_serving(top.get("serving"));
+  Provenance unused;  // the top-level keys need none (hardware and model keep their own)
+  ReadContext ctx;
+  ctx.preset_dir = preset_dir;
+  read_keys(top, /*complete=*/true, scenario_keys(), s, unused, ctx);
   s.resolved_yaml = emit_resolved(s);
   return s;
 }

@@ -63,9 +63,13 @@ struct Key {
   bool (*written)(const Config&) = nullptr;  // written only when this holds (nullptr: always)
   // Reading order where it differs from the table's: keys are read by rank,
   // then in table order (the table's order is that of the key list in
-  // messages and of the resolved scenario).
+  // messages and of the resolved scenario; the scenario's top level is
+  // written in reading order, see emit_resolved).
   int rank = 0;
   bool flow = false;  // its nested mapping is written in flow style: {a: 1, b: 2}
+  // Called instead of `read` when the key is absent and not required (nullptr:
+  // the config's own default stands), for a default that needs the context.
+  void (*absent)(Config&, const ReadContext&) = nullptr;
 };
 
 namespace detail {
@@ -103,17 +107,25 @@ std::vector<std::string> group_keys(std::span<const Key<Config>> keys, std::stri
   return out;
 }
 
-// Reads the keys of `keys` present in `m` into `config`. With `complete` (a
-// preset file, an inline description, a scenario section) a missing required
-// key is an error; without it (overrides on top of a preset) only the keys
-// given are read. Every key read is noted in `prov`.
+// The indices of `keys` in reading order: by rank, then in table order.
 template <class Config>
-void read_keys(const Mapping& m, bool complete, std::span<const Key<Config>> keys, Config& config,
-               Provenance& prov, const ReadContext& ctx) {
+std::vector<std::size_t> reading_order(std::span<const Key<Config>> keys) {
   std::vector<std::size_t> order(keys.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return keys[a].rank < keys[b].rank; });
+  return order;
+}
+
+// Reads the keys of `keys` present in `m` into `config`. With `complete` (a
+// preset file, an inline description, a scenario section) a missing required
+// key is an error; without it (overrides on top of a preset) only the keys
+// given are read. Every key read is noted in `prov`; an absent key's `absent`
+// default, if it has one, is applied.
+template <class Config>
+void read_keys(const Mapping& m, bool complete, std::span<const Key<Config>> keys, Config& config,
+               Provenance& prov, const ReadContext& ctx) {
+  const std::vector<std::size_t> order = reading_order(keys);
   auto required = [&](std::string_view group) {
     return std::any_of(keys.begin(), keys.end(), [&](const Key<Config>& k) {
       return detail::head(k.name) == group && !detail::leaf(k.name).empty() &&
@@ -122,13 +134,15 @@ void read_keys(const Mapping& m, bool complete, std::span<const Key<Config>> key
   };
   auto read_one = [&](const Mapping& in, const std::string& name, const Key<Config>& k) {
     const Value* v = in.find(name);
+    if (v == nullptr && complete && k.need == Need::required) in.require(name);
+    if (v == nullptr && k.absent == nullptr) return;
+    ReadContext here = ctx;
+    here.mapping = &in;
     if (v == nullptr) {
-      if (complete && k.need == Need::required) in.require(name);
+      k.absent(config, here);
       return;
     }
     prov.note(*v);
-    ReadContext here = ctx;
-    here.mapping = &in;
     k.read(*v, config, here);
   };
   std::string group;             // the nested mapping being read
@@ -195,6 +209,14 @@ std::string write_keys(std::span<const Key<Config>> keys, const Config& config,
     i = j;
   }
   return o;
+}
+
+// A block (lines written by write_keys) as a Key::write value: a line break
+// first, the last one left to the writer.
+inline std::string block(const std::string& lines) {
+  std::string out(1, '\n');
+  out.append(lines, 0, lines.empty() ? 0 : lines.size() - 1);
+  return out;
 }
 
 // The table's keys for the docs, under `section`.

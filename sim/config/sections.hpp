@@ -35,17 +35,22 @@ void read_outputs(const Value& v, Outputs& outputs);
 std::span<const Key<GpuComparison>> gpu_parallelism_keys();
 std::span<const Key<SpeculativeOptions>> speculative_keys();
 std::span<const Key<models::gpu::ServingOverhead>> serving_keys();
-std::vector<models::gpu::ClusterSpec> read_compare_with(const Mapping& top,
+std::vector<models::gpu::ClusterSpec> read_compare_with(const Value& list,
                                                         const std::filesystem::path& preset_dir);
+std::vector<models::gpu::ClusterSpec> default_gpu_systems(const std::filesystem::path& preset_dir);
 void read_gpu_parallelism(const Value& v, GpuComparison& gpu);
 SpeculativeOptions read_speculative(const Value& v, const std::filesystem::path& preset_dir,
                                     const models::ModelConfig& target);
 models::gpu::ServingOverhead read_serving(const Value& v);
-// compare_with (every system inline), gpu_parallelism, speculative_decoding, serving.
-void write_comparison(std::string& o, const Scenario& s);
+// compare_with's value: [] or a block with every system inline.
+std::string write_compare_with(const std::vector<models::gpu::ClusterSpec>& systems);
+
+// The top level of a scenario (scenario_schema.cpp): name, hardware, model,
+// precision, wafers and the sections above.
+std::span<const Key<Scenario>> scenario_keys();
 
 // The resolved scenario, as YAML that load_scenario() reads back to an equal
-// Scenario (resolved_scenario.cpp).
+// Scenario (scenario_schema.cpp).
 std::string emit_resolved(const Scenario& s);
 
 }  // namespace wafersim::sim::schema
