@@ -14,6 +14,7 @@
 #include "analysis/compare.hpp"
 #include "analysis/hdf5_output.hpp"
 #include "analysis/json_output.hpp"
+#include "hdf5_attributes.hpp"
 #include "support/sample_result.hpp"
 
 namespace wafersim::analysis {
@@ -43,12 +44,6 @@ bool contains(FigureList list, const Figure* f) {
   return std::find(list.begin(), list.end(), f) != list.end();
 }
 
-std::string string_attr(const H5::H5Object& o, const char* name) {
-  const H5::Attribute a = o.openAttribute(name);
-  std::string s;
-  a.read(a.getStrType(), s);
-  return s;
-}
 
 TEST(FigureTable, NamesAreUniqueAndEveryFigureHasAUnitAndADescription) {
   std::set<std::string_view> names, datasets;
