@@ -12,6 +12,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/placement_cost.hpp"
+#include "support/placement_requests.hpp"
 #include "support/presets.hpp"
 #include "support/test_spec.hpp"
 
@@ -20,20 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// tiny-llama with 8 layers, so that grids and paths have room to differ.
-models::ModelConfig eight_layers() {
-  models::ModelConfig m = testing::preset_model("tiny-llama");
-  m.num_layers = 8;
-  return m;
-}
-
-PlacementRequest request(const std::string& strategy, int context = 24) {
-  PlacementRequest req;
-  req.strategy = *parse_strategy(strategy);
-  req.context_tokens = context;
-  req.anneal.iterations = 20000;
-  return req;
-}
+using testing::eight_layers;
+using testing::request;
 
 class PlacementFile : public ::testing::Test {
  protected:

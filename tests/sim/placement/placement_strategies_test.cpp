@@ -12,19 +12,13 @@
 #include "fabric/defects.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/placement_cost.hpp"
+#include "support/placement_requests.hpp"
 #include "support/presets.hpp"
 
 namespace wafersim::sim {
 namespace {
 
 namespace fs = std::filesystem;
-
-// tiny-llama with 8 layers, so that grids and paths have room to differ.
-models::ModelConfig eight_layers() {
-  models::ModelConfig m = testing::preset_model("tiny-llama");
-  m.num_layers = 8;
-  return m;
-}
 
 std::vector<fabric::Rect> all_rects(const Placement& pl) {
   std::vector<fabric::Rect> r;
@@ -51,13 +45,8 @@ bool adjacent(const fabric::Rect& a, const fabric::Rect& b) {
   return (x_touch && y_span) || (y_touch && x_span);
 }
 
-PlacementRequest request(const std::string& strategy, int context = 24) {
-  PlacementRequest req;
-  req.strategy = *parse_strategy(strategy);
-  req.context_tokens = context;
-  req.anneal.iterations = 20000;
-  return req;
-}
+using testing::eight_layers;
+using testing::request;
 
 TEST(Strategies, EveryStrategyStoresEveryWeightOnceInDisjointRectangles) {
   const models::ModelConfig m = eight_layers();
