@@ -30,7 +30,7 @@ struct MatrixShape {
   int root_bytes_per_row = 0;
   // The placement.matrices override that applies to it (none: an expert's,
   // the router, gpt2's up matrix).
-  std::optional<MatrixKind> kind;
+  std::optional<MatrixKind> kind = std::nullopt;
 };
 
 // Fewest rows of cores (with q = min(width, in) columns) so that every tile,
