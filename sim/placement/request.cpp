@@ -27,12 +27,6 @@ const char* matrix_kind_name(MatrixKind kind) {
   return "?";
 }
 
-std::optional<MatrixKind> parse_matrix_kind(const std::string& name) {
-  for (const NamedKind& k : kMatrixKinds)
-    if (name == k.name) return k.kind;
-  return std::nullopt;
-}
-
 std::vector<MatrixKind> matrix_kinds() {
   std::vector<MatrixKind> kinds;
   for (const NamedKind& k : kMatrixKinds) kinds.push_back(k.kind);

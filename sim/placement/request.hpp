@@ -65,8 +65,6 @@ struct Halo {
 enum class MatrixKind { qkv, o, gate_up, down, attention, lm_head };
 // Its name in scenarios ("qkv", "gate_up", ...).
 const char* matrix_kind_name(MatrixKind kind);
-// The kind of that name, if there is one.
-std::optional<MatrixKind> parse_matrix_kind(const std::string& name);
 // Every kind, in MatrixKind order.
 std::vector<MatrixKind> matrix_kinds();
 // Whether rows and columns of cores can be overridden (not attention, lm_head).
