@@ -1,5 +1,9 @@
 #include "fabric/defects.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 namespace wafersim::fabric {
 
 namespace {
@@ -57,6 +61,33 @@ bool DefectMap::clear(const Rect& r) const {
     for (int x = r.x0; x < r.x0 + r.width; ++x)
       if (dead(Coord{x, y})) return false;
   return true;
+}
+
+Rect largest_clear_rect(const DefectMap& defects, const Rect& within) {
+  // Row by row, the run of clear cores above each column (a histogram);
+  // the largest rectangle under each histogram by the stack method.
+  const auto w = static_cast<std::size_t>(std::max(0, within.width));
+  std::vector<int> run(w, 0);
+  std::vector<std::size_t> stack;
+  Rect best{within.x0, within.y0, 0, 0};
+  for (int y = 0; y < within.height; ++y) {
+    for (std::size_t i = 0; i < w; ++i)
+      run[i] = defects.dead(Coord{within.x0 + static_cast<int>(i), within.y0 + y}) ? 0 : run[i] + 1;
+    stack.clear();
+    for (std::size_t i = 0; i <= w; ++i) {
+      const int h = i < w ? run[i] : 0;
+      while (!stack.empty() && run[stack.back()] >= h) {
+        const int height = run[stack.back()];
+        stack.pop_back();
+        const std::size_t left = stack.empty() ? 0 : stack.back() + 1;
+        const int width = static_cast<int>(i - left);
+        if (static_cast<std::int64_t>(width) * height > static_cast<std::int64_t>(best.width) * best.height)
+          best = Rect{within.x0 + static_cast<int>(left), within.y0 + y - height + 1, width, height};
+      }
+      stack.push_back(i);
+    }
+  }
+  return best;
 }
 
 }  // namespace wafersim::fabric

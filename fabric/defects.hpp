@@ -44,4 +44,11 @@ class DefectMap {
   std::size_t dead_count_ = 0;
 };
 
+// The largest rectangle of `within` (most cores; ties: the first found
+// scanning rows top to bottom, then columns left to right) holding no dead
+// core: where a layout that needs every core of a rectangle can go.
+// Width and height 0 when every core of `within` is dead.
+Rect largest_clear_rect(const DefectMap& defects, const Rect& within);
+
+
 }  // namespace wafersim::fabric

@@ -571,9 +571,6 @@ AttentionPartial attention_partial(std::span<const float> q, const float* k_rows
   }
   const std::size_t hd = static_cast<std::size_t>(head_dim);
   require_size(q.size(), hd, "attention_partial q");
-  AttentionPartial p{-std::numeric_limits<float>::infinity(), 0.0f, std::vector<float>(hd, 0.0f)};
-  if (n_positions == 0) return p;
-
   const std::size_t n = static_cast<std::size_t>(n_positions);
   std::vector<float> scores(n);
   for (std::size_t t = 0; t < n; ++t) {
@@ -581,8 +578,18 @@ AttentionPartial attention_partial(std::span<const float> q, const float* k_rows
     float dot = 0.0f;
     for (std::size_t d = 0; d < hd; ++d) dot += q[d] * k[d];
     scores[t] = scale * dot;
-    if (scores[t] > p.max) p.max = scores[t];
   }
+  return attention_partial_from_scores(scores, v_rows, head_dim);
+}
+
+AttentionPartial attention_partial_from_scores(std::span<const float> scores, const float* v_rows,
+                                               int head_dim) {
+  if (head_dim <= 0) throw std::invalid_argument("attention_partial: head_dim must be > 0");
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  AttentionPartial p{-std::numeric_limits<float>::infinity(), 0.0f, std::vector<float>(hd, 0.0f)};
+  const std::size_t n = scores.size();
+  for (std::size_t t = 0; t < n; ++t)
+    if (scores[t] > p.max) p.max = scores[t];
   for (std::size_t t = 0; t < n; ++t) {
     const float w = std::exp(scores[t] - p.max);
     p.sum += w;

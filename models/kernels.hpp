@@ -112,6 +112,10 @@ struct AttentionPartial {
 //   acc[d]  = sum of w_p * v_p[d] in increasing p from 0.0f
 AttentionPartial attention_partial(std::span<const float> q, const float* k_rows,
                                    const float* v_rows, int n_positions, int head_dim, float scale);
+// The same from scores already computed (score_p, scaled), one per value
+// row: max, w_p, sum and acc exactly as attention_partial computes them.
+AttentionPartial attention_partial_from_scores(std::span<const float> scores, const float* v_rows,
+                                               int head_dim);
 
 // Merges two partials over disjoint position sets (not commutative in the
 // last bit: a's terms come first):

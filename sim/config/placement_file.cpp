@@ -301,6 +301,7 @@ class PlacementFileReader {
     AttentionPlacement a;
     a.wafer = wafer;
     a.num_kv_heads = model_.num_kv_heads;
+    a.head_dim = model_.head_dim;
     const Value seg = get(an, "segment_length"), spc = get(an, "segments_per_column");
     a.segment_length = static_cast<int>(integer(seg));
     a.segments_per_column = static_cast<int>(integer(spc));

@@ -85,7 +85,8 @@ bool has_halo(const PlacementOptions& p) {
 // Read by rank: strategy and block_rows, then reduction, seed, anneal and
 // matrices, then halo and file.
 constexpr Key<PlacementOptions> kPlacement[] = {
-    {"strategy", O, "layer-rectangles | serpentine | short-path | sram-balanced | anneal",
+    {"strategy", O,
+     "layer-rectangles | serpentine | short-path | sram-balanced | anneal | whole-region",
      "how layers are laid out on the mesh",
      [](auto& v, auto& p, auto&) {
        p.strategy = *parse_strategy(read_choice(v, "placement strategy", placement_strategies()));
@@ -103,6 +104,21 @@ constexpr Key<PlacementOptions> kPlacement[] = {
               "must be between 1 and 64 (rows of layer blocks, serpentine and sram-balanced)");
      },
      [](auto& p) { return fmt::format("{}", p.block_rows); }},
+    {"layer_groups", O, "count 1..layers (default 1)",
+     "whole-region: groups of layers, each sharing one region",
+     [](auto& v, auto& p, auto&) {
+       if (p.strategy != StrategyKind::whole_region)
+         fail(v.key_loc(), v.path,
+              fmt::format("layer_groups given but strategy is '{}'; set strategy: whole-region",
+                          strategy_name(p.strategy)));
+       p.layer_groups = read_count(v, "1");
+       if (p.layer_groups < 1 || p.layer_groups > 100000)
+         fail(v.loc(), v.path,
+              "must be between 1 and the model's layers (1: every layer on the whole wafer; "
+              "the number of layers: one layer per region)");
+     },
+     [](auto& p) { return fmt::format("{}", p.layer_groups); },
+     [](auto& p) { return p.strategy == StrategyKind::whole_region; }, 1},
     {"seed", O, "whole number (default 1)", "anneal: seed of the search",
      [](auto& v, auto& p, auto&) { p.seed = read_unsigned(v, UINT64_MAX, "1"); },
      [](auto& p) { return fmt::format("{}", p.seed); }, annealing, 1},

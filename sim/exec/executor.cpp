@@ -45,10 +45,10 @@ void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
       slot(m, ph.out) = move(slot(m, ph.a), ph.target, ph.spread);
       break;
     case PhaseKind::rmsnorm:
-      slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma());
+      slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(), ph.statistic);
       break;
     case PhaseKind::layernorm:
-      slot(m, ph.out) = layernorm(slot(m, ph.a), gamma(), beta());
+      slot(m, ph.out) = layernorm(slot(m, ph.a), gamma(), beta(), ph.statistic);
       break;
     case PhaseKind::gemv:
       slot(m, ph.out) = gemv(*ph.matrix, ph.weights, layer, slot(m, ph.a));
@@ -138,14 +138,22 @@ void Executor::all_reduce(int wafer, ReductionScheme scheme, const Line& line, B
                           arrivals);
 }
 
-Line Executor::column_line(const Layout& l, std::size_t a, std::size_t b) {
+Line Executor::layout_line(const Layout& l, std::size_t a, std::size_t b) {
   b = std::min(b, l.size() - 1);
-  const int step = b > a && l[a + 1].core.y < l[a].core.y ? -1 : 1;
-  for (std::size_t i = a + 1; i <= b; ++i)
-    if (l[i].core.x != l[a].core.x || l[i].core.y != l[a].core.y + step * static_cast<int>(i - a))
-      throw std::logic_error("layout is not a column of consecutive cores");
-  return Line{l[a].core, step > 0 ? fabric::Direction::south : fabric::Direction::north,
-              static_cast<int>(b - a + 1)};
+  // Down (or up) a column, or along a row (a transposed matrix's roots).
+  const bool row = b > a && l[a + 1].core.y == l[a].core.y;
+  const int step = b > a && (row ? l[a + 1].core.x < l[a].core.x : l[a + 1].core.y < l[a].core.y)
+                       ? -1
+                       : 1;
+  for (std::size_t i = a + 1; i <= b; ++i) {
+    const int k = step * static_cast<int>(i - a);
+    if (row ? l[i].core.y != l[a].core.y || l[i].core.x != l[a].core.x + k
+            : l[i].core.x != l[a].core.x || l[i].core.y != l[a].core.y + k)
+      throw std::logic_error("layout is not a line of consecutive cores");
+  }
+  const fabric::Direction along = row ? (step > 0 ? fabric::Direction::east : fabric::Direction::west)
+                                      : (step > 0 ? fabric::Direction::south : fabric::Direction::north);
+  return Line{l[a].core, along, static_cast<int>(b - a + 1)};
 }
 
 // ---- Vectors: embedding, moves, blocks ----------------------------------------
@@ -155,7 +163,7 @@ Vec Executor::embedding_row(const MatrixPlacement& e, int row, const Timed& at_r
   while (p + 1 < e.p() && e.row_begin(p + 1) <= row) ++p;
   Vec v;
   std::vector<Timed> arrivals;
-  multicast(e.wafer, Line{e.root(p), fabric::Direction::east, e.q()}, Bytes{4}, at_root, arrivals);
+  multicast(e.wafer, Line{e.root(p), e.reduction_direction(), e.q()}, Bytes{4}, at_root, arrivals);
   for (int q = 0; q < e.q(); ++q) {
     v.layout.push_back(Piece{e.core(p, q), e.col_begin(q), e.col_begin(q + 1), e.wafer});
     v.ready.push_back(arrivals[static_cast<std::size_t>(q)]);
@@ -276,7 +284,7 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
   y.layout = output_layout(m);
   for (int pi = 0; pi < P; ++pi) {
     const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-    y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), fabric::Direction::east, Q},
+    y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q},
                              Bytes{rows * 4 * T},
                              std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
   }
@@ -286,9 +294,10 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
 
 // ---- Norms and elementwise work ------------------------------------------------
 
-std::vector<Timed> Executor::column_statistic(const Vec& x, const std::vector<Timed>& ready,
-                                              std::uint64_t ops_per_element) {
-  const Line line = column_line(x.layout);
+std::vector<Timed> Executor::line_statistic(const Vec& x, const std::vector<Timed>& ready,
+                                            std::uint64_t ops_per_element,
+                                            ReductionScheme scheme) {
+  const Line line = layout_line(x.layout);
   fabric::Fabric& f = fab(x.layout.front().wafer);
   const auto T = static_cast<std::uint64_t>(x.tokens);
   std::vector<Timed> partial(x.layout.size());
@@ -296,12 +305,12 @@ std::vector<Timed> Executor::column_statistic(const Vec& x, const std::vector<Ti
     partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
                           f.cost().vector_op(x.layout[i].size() * T, ops_per_element));
   std::vector<Timed> back;
-  all_reduce(x.layout.front().wafer, ReductionScheme::chain, line, Bytes{4 * T}, partial, back);
+  all_reduce(x.layout.front().wafer, scheme, line, Bytes{4 * T}, partial, back);
   return back;
 }
 
-Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g) {
-  const std::vector<Timed> back = column_statistic(x, x.ready, 2);
+Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme) {
+  const std::vector<Timed> back = line_statistic(x, x.ready, 2, scheme);
   fabric::Fabric& f = fab(x.layout.front().wafer);
   const auto T = static_cast<std::uint64_t>(x.tokens);
   Vec out;
@@ -310,22 +319,23 @@ Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g) {
   for (std::size_t i = 0; i < x.layout.size(); ++i)
     out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, back[i],
                                  f.cost().vector_op(x.layout[i].size() * T, 2)));
-  if (values_) values_->rmsnorm(x, g, out);
+  if (values_) values_->rmsnorm(x, g, scheme, out);
   return out;
 }
 
-Vec Executor::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b) {
+Vec Executor::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
+                        ReductionScheme scheme) {
   fabric::Fabric& f = fab(x.layout.front().wafer);
   const auto T = static_cast<std::uint64_t>(x.tokens);
-  const std::vector<Timed> mean_ready = column_statistic(x, x.ready, 1);
-  const std::vector<Timed> var_ready = column_statistic(x, mean_ready, 3);
+  const std::vector<Timed> mean_ready = line_statistic(x, x.ready, 1, scheme);
+  const std::vector<Timed> var_ready = line_statistic(x, mean_ready, 3, scheme);
   Vec out;
   out.layout = x.layout;
   out.tokens = x.tokens;
   for (std::size_t i = 0; i < x.layout.size(); ++i)
     out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, var_ready[i],
                                  f.cost().vector_op(x.layout[i].size() * T, 4)));
-  if (values_) values_->layernorm(x, g, b, out);
+  if (values_) values_->layernorm(x, g, b, scheme, out);
   return out;
 }
 
@@ -351,7 +361,7 @@ void Executor::qk_norm(Vec& qkv, int layer) {
   for (int h = 0; h < heads; ++h) {
     const auto [a, b] = pieces_of_head(l, h, hd);
     if (a == b) continue;
-    const Line line = column_line(l, a, b);
+    const Line line = layout_line(l, a, b);
     all_reduce(l.front().wafer, ReductionScheme::chain, line, Bytes{4 * T},
                std::span(partial).subspan(a, b - a + 1), back);
     for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
@@ -416,6 +426,7 @@ Vec Executor::add(const Vec& a, const Vec& b) {
 
 Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
                         int position) {
+  if (a.columns_per_head > 1) return block_attention(a, layer, qkv, user, position);
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim(), kv = model_.kv_dim();
   const int L = a.segment_length;
@@ -468,12 +479,114 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
   return out;
 }
 
+Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
+                              int position) {
+  const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
+  const int q_dim = model_.q_dim(), kv = model_.kv_dim();
+  const int L = a.segment_length, C = a.columns_per_head;
+  const int T = qkv.tokens;
+  const auto T64 = static_cast<std::uint64_t>(T);
+  const auto G64 = static_cast<std::uint64_t>(g);
+  const int w = a.wafer;
+  fabric::Fabric& f = fab(w);
+  Vec out;
+  out.tokens = T;
+  Vec one;  // one token of the block, for its k and v (timing only)
+  one.layout = qkv.layout;
+  one.ready = qkv.ready;
+  // Per column: arrivals of the query slice down it; per row and column:
+  // the new keys' and values' arrivals, the scores' and the partials' times.
+  std::vector<std::vector<Timed>> down(static_cast<std::size_t>(C));
+  std::vector<std::vector<Timed>> kv_ready(static_cast<std::size_t>(L) * C);
+  std::vector<Timed> scored(static_cast<std::size_t>(C)), row_back, column(static_cast<std::size_t>(L));
+  std::vector<std::vector<Timed>> partial(static_cast<std::size_t>(C),
+                                          std::vector<Timed>(static_cast<std::size_t>(L)));
+  std::vector<std::uint64_t> mine(static_cast<std::size_t>(L));
+  for (int h = 0; h < a.num_kv_heads; ++h) {
+    // The query group's slices to the block's top row, column j taking
+    // dims dim_begin(j) .. dim_begin(j + 1) of each of the g heads (the
+    // pieces name them as one range of the same size).
+    Layout top;
+    for (int j = 0; j < C; ++j)
+      top.push_back(Piece{a.block_core(h, 0, j), h * g * hd + g * a.dim_begin(j),
+                          h * g * hd + g * a.dim_begin(j + 1), w});
+    const Vec q = move(qkv, top);
+    for (auto& r : kv_ready) r.clear();
+    for (int t = 0; t < T; ++t) {
+      const int row = a.slot_core(user, position + t);
+      Layout ks, vs;
+      for (int j = 0; j < C; ++j) {
+        const Coord c = a.block_core(h, row, j);
+        ks.push_back(Piece{c, q_dim + h * hd + a.dim_begin(j), q_dim + h * hd + a.dim_begin(j + 1), w});
+        vs.push_back(Piece{c, q_dim + kv + h * hd + a.dim_begin(j),
+                           q_dim + kv + h * hd + a.dim_begin(j + 1), w});
+      }
+      const Vec k = move(one, ks), v = move(one, vs);
+      for (int j = 0; j < C; ++j) {
+        auto& r = kv_ready[static_cast<std::size_t>(row) * C + j];
+        r.push_back(k.ready[static_cast<std::size_t>(j)]);
+        r.push_back(v.ready[static_cast<std::size_t>(j)]);
+      }
+    }
+    for (int j = 0; j < C; ++j) {
+      const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
+      multicast(w, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
+                Bytes{G64 * dims * 4 * T64}, q.ready[static_cast<std::size_t>(j)],
+                down[static_cast<std::size_t>(j)]);
+    }
+    for (int i = 0; i < L; ++i) {
+      std::uint64_t n = 0;
+      for (int t = 0; t < T; ++t)
+        n += static_cast<std::uint64_t>(
+            a.positions_on_core(user, position + t + 1, i) -
+            a.positions_on_core(user, first_visible_position(model_, position + t), i));
+      mine[static_cast<std::size_t>(i)] = n;
+      // Scores: each core's keys slice times the g query slices (a GEMM
+      // tile of n rows); the partial scores all-reduced along the row.
+      for (int j = 0; j < C; ++j) {
+        const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
+        Timed ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+        for (const Timed& r : kv_ready[static_cast<std::size_t>(i) * C + j]) ready = later(ready, r);
+        scored[static_cast<std::size_t>(j)] =
+            n == 0 ? ready : run_core(w, a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims, G64, bits_));
+      }
+      if (n > 0) {
+        all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},
+                   Bytes{G64 * n * 4}, scored, row_back);
+      } else {
+        row_back = scored;
+      }
+      // Softmax terms of the row's scores, then the values slice weighted
+      // by them (a GEMM tile of dims rows over the n positions).
+      for (int j = 0; j < C; ++j) {
+        const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
+        Timed& p = partial[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+        p = row_back[static_cast<std::size_t>(j)];
+        if (n == 0) continue;
+        p = run_core(w, a.block_core(h, i, j), p, f.cost().vector_op(G64 * n, 4));
+        p = run_core(w, a.block_core(h, i, j), p, f.cost().gemm_tile(dims, n, G64, bits_));
+      }
+    }
+    // Each column's partials (g x (dims + max + sum) per token) reduced up
+    // to the top row, normalised there.
+    for (int j = 0; j < C; ++j) {
+      const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
+      const Timed reduced = reduce(w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
+                                   Bytes{G64 * (dims + 2) * 4 * T64}, partial[static_cast<std::size_t>(j)]);
+      out.layout.push_back(top[static_cast<std::size_t>(j)]);
+      out.ready.push_back(run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(G64 * dims * T64, 1)));
+    }
+  }
+  if (values_) values_->attention(a, layer, qkv, user, position, out);
+  return out;
+}
+
 void Executor::argmax(const Vec& logits, TokenMessage& m) {
   std::vector<Timed> local(logits.layout.size());
   for (std::size_t i = 0; i < logits.layout.size(); ++i)
     local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
                         fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
-  m.done = reduce(logits.layout.front().wafer, ReductionScheme::chain, column_line(logits.layout),
+  m.done = reduce(logits.layout.front().wafer, ReductionScheme::chain, layout_line(logits.layout),
                   Bytes{8}, local);
   if (values_) values_->argmax(logits, m);
 }
@@ -530,7 +643,7 @@ Vec Executor::moe(const LayerStage& st, int layer, const Vec& normed, const Vec&
     local[i] = run_core(w, logits.layout[i].core, logits.ready[i],
                         fab(w).cost().vector_op(logits.layout[i].size() * T64, 1));
   const auto pair_bytes = Bytes{static_cast<std::uint64_t>(k) * 8 * T64};
-  Timed choice = reduce(w, ReductionScheme::chain, column_line(logits.layout), pair_bytes, local);
+  Timed choice = reduce(w, ReductionScheme::chain, layout_line(logits.layout), pair_bytes, local);
   choice = run_core(w, r.root(0), choice,
                     fab(w).cost().vector_op(static_cast<std::uint64_t>(k) * T64, 4));
   std::vector<Timed> told;

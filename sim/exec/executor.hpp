@@ -112,21 +112,25 @@ class Executor {
   // thread times the GEMV on the fabric model; it then takes the bands left.
   Vec gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert = -1);
 
-  // RMSNorm over a column of roots: every root's partial sum of squares,
-  // all-reduced along the column (column_statistic), then 2 ops per element.
-  Vec rmsnorm(const Vec& x, const std::vector<float>& g);
+  // RMSNorm over a line of roots: every root's partial sum of squares,
+  // all-reduced along the line (line_statistic, `scheme`), then 2 ops per
+  // element.
+  Vec rmsnorm(const Vec& x, const std::vector<float>& g,
+              ReductionScheme scheme = ReductionScheme::chain);
   // LayerNorm (gpt2) over a column of roots: two statistics one after the
   // other (the sum, then the sum of squared deviations from the mean, each a
   // chain reduction and a multicast back, as models::layernorm_apply
   // specifies: two passes, not E[x^2] - mean^2), then (x - mean) * inv *
   // gain + bias on every root.
-  Vec layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b);
+  Vec layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
+                ReductionScheme scheme = ReductionScheme::chain);
   // A statistic of the whole vector (of every token of a block) from
   // per-piece partials: each root computes its partial (ops_per_element per
   // element), and the partials (4 B per token) are all-reduced along the
-  // column (a chain up to the first root, the sum multicast back down).
-  std::vector<Timed> column_statistic(const Vec& x, const std::vector<Timed>& ready,
-                                      std::uint64_t ops_per_element);
+  // line of roots (reduced to the first root with `scheme`, the sum
+  // multicast back).
+  std::vector<Timed> line_statistic(const Vec& x, const std::vector<Timed>& ready,
+                                    std::uint64_t ops_per_element, ReductionScheme scheme);
 
   // The bias of a matrix's output, added on the roots that hold each slice.
   void bias(Vec& v, WeightRef ref, int layer);
@@ -159,6 +163,21 @@ class Executor {
   // partial over its cached positions up to that token's (causal) inside
   // its window; the T partials are reduced together.
   Vec attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user, int position);
+  // The same over a KV cache spread over blocks of c > 1 columns
+  // (AttentionPlacement::columns_per_head): for kv head h, the query
+  // group's slices go to the block's top row (column j: dims
+  // dim_begin(j)..dim_begin(j+1) of each of the g heads) and are
+  // multicast down the columns; the new k, v go, split the same way, to
+  // the row caching this position. Every core computes its partial
+  // scores (its keys slice times the g query slices: a GEMM tile), the
+  // scores are all-reduced along the row (g per position, 4 B each), each
+  // core computes the softmax terms (4 ops per score) and weights its
+  // values slice by them (a GEMM tile); every column's partials (g x
+  // (dims + 2) floats per token) are reduced up to the top row and
+  // normalised there. The output is on the top row, column j holding
+  // g x its dims (the pieces name them as one range of that size).
+  Vec block_attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
+                      int position);
 
   // Local argmax on every root, then the (value, index) pairs are reduced up
   // the root column; ties keep the lower index, as the reference does.
@@ -219,8 +238,9 @@ class Executor {
                   std::span<const Timed> ready, std::vector<Timed>& arrivals);
 
   // The pieces [a, b] of a layout that sits on consecutive cores of one
-  // column, down it or (an upward matrix's roots) up it, from piece a on.
-  static Line column_line(const Layout& l, std::size_t a = 0, std::size_t b = SIZE_MAX);
+  // column, down it or (an upward matrix's roots) up it, or of one row (a
+  // transposed matrix's roots), from piece a on.
+  static Line layout_line(const Layout& l, std::size_t a = 0, std::size_t b = SIZE_MAX);
 
   // Blocks of prompt tokens: `tokens` equal layouts stacked into one block
   // (ready when every part is), and the last token of a block.

@@ -3,18 +3,20 @@
 namespace wafersim::sim {
 
 KvCache::KvCache(const Placement& pl, int head_dim) : pl_(pl), head_dim_(head_dim) {
-  if (pl.layers.empty()) return;
-  const auto& a = pl.layers.front().attention;
-  slices_per_layer_ = static_cast<std::size_t>(a.num_kv_heads) * a.segment_length;
-  const std::size_t n = static_cast<std::size_t>(pl.users) * pl.layers.size() * slices_per_layer_;
+  for (const LayerStage& st : pl.layers) {
+    layer_first_.push_back(slices_per_user_);
+    slices_per_user_ +=
+        static_cast<std::size_t>(st.attention.num_kv_heads) * st.attention.segment_length;
+  }
+  const std::size_t n = static_cast<std::size_t>(pl.users) * slices_per_user_;
   k_.assign(n, {});
   v_.assign(n, {});
 }
 
 std::size_t KvCache::slice(int user, int layer, int kv_head, int core) const {
-  const int L = pl_.layers.front().attention.segment_length;
-  return (static_cast<std::size_t>(user) * pl_.layers.size() + static_cast<std::size_t>(layer)) *
-             slices_per_layer_ +
+  const auto l = static_cast<std::size_t>(layer);
+  const auto L = static_cast<std::size_t>(pl_.layers[l].attention.segment_length);
+  return static_cast<std::size_t>(user) * slices_per_user_ + layer_first_[l] +
          static_cast<std::size_t>(kv_head) * L + static_cast<std::size_t>(core);
 }
 

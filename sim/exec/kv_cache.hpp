@@ -49,7 +49,10 @@ class KvCache {
 
   const Placement& pl_;
   int head_dim_;
-  std::size_t slices_per_layer_ = 0;
+  // Where each layer's slices begin among one user's (layers may have
+  // segments of different lengths), and the slices of one user.
+  std::vector<std::size_t> layer_first_;
+  std::size_t slices_per_user_ = 0;
   std::vector<std::vector<float>> k_, v_;
 };
 

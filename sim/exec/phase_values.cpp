@@ -75,35 +75,37 @@ void PhaseValues::position_row(int position, std::vector<float>& out) const {
 }
 
 template <class PieceSum>
-float PhaseValues::chain_sum(const Vec& x, int t, PieceSum&& piece_sum) const {
+float PhaseValues::line_sum(const Vec& x, int t, ReductionScheme scheme,
+                            PieceSum&& piece_sum) const {
   const std::span<const float> r = x.row(t);
   std::vector<float> sums(x.layout.size());
   for (std::size_t i = 0; i < x.layout.size(); ++i)
     sums[i] = piece_sum(r.subspan(static_cast<std::size_t>(x.layout[i].begin),
                                   static_cast<std::size_t>(x.layout[i].size())));
-  for (const auto& step : reduction_order(ReductionScheme::chain, static_cast<int>(sums.size())))
+  for (const auto& step : reduction_order(scheme, static_cast<int>(sums.size())))
     sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
   return sums[0];
 }
 
-// Sum of squares per piece, combined in the order the chain adds them.
-void PhaseValues::rmsnorm(const Vec& x, const std::vector<float>& g, Vec& out) const {
+// Sum of squares per piece, combined in the order the reduction adds them.
+void PhaseValues::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme,
+                          Vec& out) const {
   out.values.resize(x.values.size());
   const int n = static_cast<int>(x.width());
   for (int t = 0; t < x.tokens; ++t)
-    models::rmsnorm_apply(x.row(t), chain_sum(x, t, models::sum_of_squares), n, g,
+    models::rmsnorm_apply(x.row(t), line_sum(x, t, scheme, models::sum_of_squares), n, g,
                           static_cast<float>(model_.rms_norm_eps), out.row(t));
 }
 
 // Two passes, as models::layernorm_apply specifies (not E[x^2] - mean^2):
-// the mean, then the variance around it, each a chain of per-piece sums.
+// the mean, then the variance around it, each a reduction of per-piece sums.
 void PhaseValues::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
-                            Vec& out) const {
+                            ReductionScheme scheme, Vec& out) const {
   out.values.resize(x.values.size());
   const auto n = static_cast<float>(x.width());
   for (int t = 0; t < x.tokens; ++t) {
-    const float mean = chain_sum(x, t, models::sum_of) / n;
-    const float var = chain_sum(x, t,
+    const float mean = line_sum(x, t, scheme, models::sum_of) / n;
+    const float var = line_sum(x, t, scheme,
                                 [&](std::span<const float> piece) {
                                   return models::sum_of_squared_deviations(piece, mean);
                                 }) /
@@ -199,6 +201,36 @@ void PhaseValues::gelu(Vec& v) const {
   models::gelu_tanh(v.values, v.values);
 }
 
+// A block row's partial when its head dimensions are split over c columns
+// (AttentionPlacement::columns_per_head): each column's dot product over
+// its dims (in increasing index from 0.0f), the c of them combined in the
+// order the row's all-reduce adds them, then scaled; the softmax terms and
+// the weighted values as models::attention_partial computes them (every
+// dimension's sum is over the same positions in the same order, whichever
+// column holds it).
+models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
+                                                    std::span<const float> q, const float* k_rows,
+                                                    const float* v_rows, std::size_t n,
+                                                    float scale) const {
+  const auto hd = static_cast<std::size_t>(a.head_dim);
+  const int C = a.columns_per_head;
+  const std::vector<fabric::CombineStep> order = reduction_order(a.reduction, C);
+  std::vector<float> scores(n), dots(static_cast<std::size_t>(C));
+  for (std::size_t p = 0; p < n; ++p) {
+    const float* k = k_rows + p * hd;
+    for (int j = 0; j < C; ++j) {
+      float dot = 0.0f;
+      for (auto d = static_cast<std::size_t>(a.dim_begin(j)); d < static_cast<std::size_t>(a.dim_begin(j + 1)); ++d)
+        dot += q[d] * k[d];
+      dots[static_cast<std::size_t>(j)] = dot;
+    }
+    for (const auto& step : order)
+      dots[static_cast<std::size_t>(step.into)] += dots[static_cast<std::size_t>(step.from)];
+    scores[p] = scale * dots[0];
+  }
+  return models::attention_partial_from_scores(scores, v_rows, a.head_dim);
+}
+
 // Per query head of kv head h: a partial over every segment core's cached
 // positions inside the token's window (causal), combined in the reduction's
 // order, then normalised.
@@ -236,9 +268,13 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
           const auto skip = static_cast<std::size_t>(
               a.positions_on_core(user, first_visible_position(model_, p), i));
           const auto count = static_cast<std::size_t>(a.positions_on_core(user, p + 1, i));
-          parts.push_back(models::attention_partial(qs, kci.data() + skip * hd_sz,
-                                                    vci.data() + skip * hd_sz,
-                                                    static_cast<int>(count - skip), hd, scale));
+          parts.push_back(a.columns_per_head > 1
+                              ? split_partial(a, qs, kci.data() + skip * hd_sz,
+                                              vci.data() + skip * hd_sz, count - skip, scale)
+                              : models::attention_partial(qs, kci.data() + skip * hd_sz,
+                                                          vci.data() + skip * hd_sz,
+                                                          static_cast<int>(count - skip), hd,
+                                                          scale));
         }
         for (const auto& step : reduction_order(a.reduction, L))
           parts[static_cast<std::size_t>(step.into)] =

@@ -50,10 +50,12 @@ class PhaseValues {
   void embedding_row(std::int32_t token, std::vector<float>& out) const;
   void position_row(int position, std::vector<float>& out) const;
 
-  // Each fills `out.values`; `out` already has its layout and tokens.
-  void rmsnorm(const Vec& x, const std::vector<float>& g, Vec& out) const;
+  // Each fills `out.values`; `out` already has its layout and tokens. The
+  // norms combine their per-piece statistics in `scheme`'s order.
+  void rmsnorm(const Vec& x, const std::vector<float>& g, fabric::ReductionScheme scheme,
+               Vec& out) const;
   void layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
-                 Vec& out) const;
+                 fabric::ReductionScheme scheme, Vec& out) const;
   void silu_mul(const Vec& gu, Vec& out) const;
   void add(const Vec& a, const Vec& b, Vec& out) const;
   // In place.
@@ -124,11 +126,16 @@ class PhaseValues {
   };
 
  private:
-  // Per-piece partials of token t of a column vector combined in the
-  // chain's order.
+  // Per-piece partials of token t of a vector on a line of cores combined
+  // in the order `scheme` adds them.
   template <class PieceSum>
-  float chain_sum(const Vec& x, int t, PieceSum&& piece_sum) const;
+  float line_sum(const Vec& x, int t, fabric::ReductionScheme scheme, PieceSum&& piece_sum) const;
   void bias_row(std::span<float> all, WeightRef ref, const models::LayerWeights& lw) const;
+  // One block row's attention partial with its head dims split over the
+  // block's columns (see phase_values.cpp).
+  models::AttentionPartial split_partial(const AttentionPlacement& a, std::span<const float> q,
+                                         const float* k_rows, const float* v_rows, std::size_t n,
+                                         float scale) const;
   models::WorkTeam& team();
 
   const models::ModelConfig& model_;

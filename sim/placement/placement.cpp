@@ -107,6 +107,12 @@ void check_fits(const models::ModelConfig& model, const fabric::WaferSpec& spec,
         n_wafers, spec.name, human_bytes(Bytes{system_capacity}), spec.core_count(),
         human_bytes(Bytes{capacity}),
         ceil_div(weight_bytes + kv_bytes, spec.sram_capacity().value)));
+  const int per_wafer = static_cast<int>(ceil_div(model.num_layers, std::max(1, n_wafers)));
+  if (req.strategy == StrategyKind::whole_region && req.layer_groups > per_wafer)
+    throw FitError(fmt::format(
+        "placement.layer_groups is {}, but {} on {} wafer{} has at most {} layers per wafer; "
+        "use 1 (every layer on the whole wafer) to {} (one layer per region)",
+        req.layer_groups, model.name, n_wafers, n_wafers == 1 ? "" : "s", per_wafer, per_wafer));
   if (n_wafers > model.num_layers)
     throw FitError(
         fmt::format("{} wafers for {} layers: layer-rectangles puts at least one layer "
@@ -164,18 +170,22 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
     if (a.use != SramUse::kv_cache) other[index(a.wafer, a.core)] += a.bytes.value;
   });
   const std::uint64_t capacity = spec.sram_per_core.value;
-  const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(model.head_dim) *
-                                   static_cast<std::uint64_t>(req.weight_bits) / 8;
   const auto users = static_cast<std::uint64_t>(std::max(1, req.users));
   std::uint64_t context = static_cast<std::uint64_t>(model.max_position);
   for (const LayerStage& st : pl.layers) {
     const AttentionPlacement& a = st.attention;
     for (int h = 0; h < a.num_kv_heads; ++h) {
       std::uint64_t fewest = UINT64_MAX;
-      for (int i = 0; i < a.segment_length; ++i) {
-        const std::uint64_t used = other[index(st.wafer, a.segment_core(h, i))];
-        fewest = std::min(fewest, (capacity > used ? capacity - used : 0) / slot_bytes);
-      }
+      for (int i = 0; i < a.segment_length; ++i)
+        for (int j = 0; j < a.columns_per_head; ++j) {
+          // A core of column j keeps its dims of each key and value.
+          const auto dims = static_cast<std::uint64_t>(
+              a.columns_per_head > 1 ? a.dim_begin(j + 1) - a.dim_begin(j) : model.head_dim);
+          const std::uint64_t slot_bytes =
+              2 * dims * static_cast<std::uint64_t>(req.weight_bits) / 8;
+          const std::uint64_t used = other[index(st.wafer, a.block_core(h, i, j))];
+          fewest = std::min(fewest, (capacity > used ? capacity - used : 0) / slot_bytes);
+        }
       context = std::min(context, fewest * static_cast<std::uint64_t>(a.segment_length) / users);
     }
   }
@@ -188,23 +198,28 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
   const int bits = req.weight_bits;
   const int kv_bits = req.weight_bits;
   const bool tied = model.tie_embeddings;
-  const int hd = model.head_dim;
   const int group = model.num_heads / model.num_kv_heads;
-  const std::uint64_t slot_bytes = 2 * static_cast<std::uint64_t>(hd) * kv_bits / 8;
-  const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * hd + 2) * 4;
   for (const LayerStage& st : pl.layers) {
     for (const MatrixPlacement* mp : st.matrices()) visit_matrix(st.wafer, *mp, bits, visit);
     const AttentionPlacement& a = st.attention;
     const std::string kv = fmt::format("layer {} KV cache", st.layer);
     const std::string buffers = fmt::format("layer {} attention buffers", st.layer);
-    for (int h = 0; h < a.num_kv_heads; ++h)
-      for (int i = 0; i < a.segment_length; ++i) {
-        const Coord core = a.segment_core(h, i);
-        visit({st.wafer, core,
-               Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
-               SramUse::kv_cache, kv});
-        visit({st.wafer, core, Bytes{att_buffers}, SramUse::activations, buffers});
-      }
+    for (int j = 0; j < a.columns_per_head; ++j) {
+      // Column j of a kv head's block keeps its dims of each key and value
+      // (all of them in a one-column segment).
+      const auto dims = static_cast<std::uint64_t>(
+          a.columns_per_head > 1 ? a.dim_begin(j + 1) - a.dim_begin(j) : model.head_dim);
+      const std::uint64_t slot_bytes = 2 * dims * static_cast<std::uint64_t>(kv_bits) / 8;
+      const std::uint64_t att_buffers = static_cast<std::uint64_t>(group) * (2 * dims + 2) * 4;
+      for (int h = 0; h < a.num_kv_heads; ++h)
+        for (int i = 0; i < a.segment_length; ++i) {
+          const Coord core = a.block_core(h, i, j);
+          visit({st.wafer, core,
+                 Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
+                 SramUse::kv_cache, kv});
+          visit({st.wafer, core, Bytes{att_buffers}, SramUse::activations, buffers});
+        }
+    }
   }
   const HeadStage& head = pl.head;
   visit_matrix(head.wafer, head.lm_head, bits, visit);

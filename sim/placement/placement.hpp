@@ -30,30 +30,47 @@ inline int block_begin(int n, int k, int i) {
 // row of cores from the bottom of rect, input chunks enter at the bottom row
 // and are multicast north (a layer stacked bottom to top, see
 // LayerStage::upward).
+// A `transposed` matrix is turned a quarter: tile (p, q) sits on core
+// (x0+p, y0+q), input chunk q enters at the west core of row q and is
+// multicast east, and the partial sums of column p are reduced north to the
+// root (x0+p, y0). Its input then lies where a plain matrix's output does
+// (down the west column) and its output where a plain matrix's input does
+// (along the top row): in a region shared by every matrix of a layer, plain
+// and transposed matrices alternate with no move between them (WaferLLM's
+// MeshGEMV, He et al., OSDI 2025).
 struct MatrixPlacement {
   std::string name;  // e.g. "layer 3 qkv"
   int wafer = 0;
   int out_features = 0;
   int in_features = 0;
-  fabric::Rect rect;  // P = rect.height, Q = rect.width
+  fabric::Rect rect;  // P = rect.height, Q = rect.width (transposed: the other way)
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
   // Output rows are split in whole groups of this many rows (2 for the
   // interleaved gate/up matrix, so each root holds whole gate/up pairs).
   int row_granule = 1;
   bool upward = false;
+  bool transposed = false;
 
-  int p() const { return rect.height; }
-  int q() const { return rect.width; }
+  int p() const { return transposed ? rect.width : rect.height; }
+  int q() const { return transposed ? rect.height : rect.width; }
   int row_begin(int pi) const {
     return row_granule * block_begin(out_features / row_granule, p(), pi);
   }
   int col_begin(int qi) const { return block_begin(in_features, q(), qi); }
   Coord core(int pi, int qi) const {
+    if (transposed) return Coord{rect.x0 + pi, rect.y0 + qi};
     return Coord{rect.x0 + qi, upward ? rect.y0 + rect.height - 1 - pi : rect.y0 + pi};
   }
-  // The way input chunks travel from tile row 0 (south, or north when upward).
+  // The way input chunks travel from tile row 0 (south, or north when
+  // upward; east when transposed).
   fabric::Direction multicast_direction() const {
+    if (transposed) return fabric::Direction::east;
     return upward ? fabric::Direction::north : fabric::Direction::south;
+  }
+  // The way the partial sums of a tile row lie from its root (east; south
+  // when transposed).
+  fabric::Direction reduction_direction() const {
+    return transposed ? fabric::Direction::south : fabric::Direction::east;
   }
   Coord root(int pi) const { return core(pi, 0); }
   std::uint64_t max_tile_elements() const;
@@ -65,21 +82,39 @@ struct MatrixPlacement {
 // s = user * context + position is cached on core (s mod segment_length), so
 // one user's positions go round-robin over the segment. Partial attention
 // results are reduced up the segment to its first core.
+//
+// With `columns_per_head` c > 1 (the whole-region dataflow), kv head h owns
+// a block of c columns of `segment_length` cores instead: a position is
+// cached on one row of the block, its head dimensions split over the c
+// columns (column j holds dims dim_begin(j) .. dim_begin(j + 1) of every
+// key and value of its row), so attention is two distributed GEMVs: the
+// scores of each row all-reduced along the row, the weighted values
+// reduced up each column (sequence on one axis, head dimension on the
+// other, as WaferLLM spreads its KV cache; He et al., OSDI 2025).
 struct AttentionPlacement {
   int wafer = 0;
   fabric::Rect rect;
   int num_kv_heads = 0;
-  int segment_length = 0;       // cores per kv head
-  int segments_per_column = 0;  // kv heads stacked in one column
+  int segment_length = 0;       // cores per kv head (rows of its block)
+  int segments_per_column = 0;  // kv heads stacked in one column (1 when c > 1)
+  int columns_per_head = 1;     // c: columns of a kv head's block
+  int head_dim = 0;             // the model's, to split it over the c columns
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
   int max_positions_per_core = 0;  // KV slots reserved per core
   int context = 0;                 // slots per user
   int users = 1;
 
   Coord segment_core(int kv_head, int i) const {
-    return Coord{rect.x0 + kv_head / segments_per_column,
+    return Coord{rect.x0 + kv_head / segments_per_column * columns_per_head,
                  rect.y0 + (kv_head % segments_per_column) * segment_length + i};
   }
+  // Core (row i, column j) of kv head h's block.
+  Coord block_core(int kv_head, int i, int j) const {
+    const Coord c = segment_core(kv_head, i);
+    return Coord{c.x + j, c.y};
+  }
+  // The first head dimension column j of a block holds.
+  int dim_begin(int j) const { return block_begin(head_dim, columns_per_head, j); }
   // Index (within the segment) of the core caching `position` of `user`.
   int slot_core(int user, int position) const {
     return static_cast<int>((static_cast<std::int64_t>(user) * context + position) %
@@ -114,6 +149,11 @@ struct LayerStage {
   MatrixPlacement router;                // [num_experts][hidden]: MoE only
   std::vector<ExpertPlacement> experts;  // [num_experts]: MoE only
   AttentionPlacement attention;
+  // The whole-region dataflow: every matrix spans `strip` (shared with the
+  // other layers of its group), qkv and gate_up transposed, o and down
+  // plain, the KV cache spread over the region (columns_per_head > 1), the
+  // norms' statistics reduced with the matrices' scheme.
+  bool whole_region = false;
 
   // Every matrix with cores (qkv, o, then gate_up/down or router and the
   // experts' gate_up/down in order).

@@ -25,6 +25,9 @@ struct RegionPlan {
   // nearer the previous layer's output (all strategies but anneal, whose
   // search prices its slots top-down).
   bool turn_layers = true;
+  // The whole-region dataflow: blocks[i] is the region layer i shares with
+  // the other layers of its group (StagePlanner::region_layer).
+  bool whole_region = false;
 };
 
 // Head strip width (a full-height strip on the west of the area) as wide as

@@ -15,7 +15,14 @@
 namespace wafersim::sim {
 
 // The placement strategies (sim/placement/strategies/, one file each).
-enum class StrategyKind { layer_rectangles, serpentine, short_path, sram_balanced, anneal };
+enum class StrategyKind {
+  layer_rectangles,
+  serpentine,
+  short_path,
+  sram_balanced,
+  anneal,
+  whole_region
+};
 // Its name in scenarios, placement files and results ("layer-rectangles", ...).
 const char* strategy_name(StrategyKind kind);
 // The strategy of that name, if there is one.
@@ -85,6 +92,10 @@ struct PlacementChoices {
   StrategyKind strategy = StrategyKind::layer_rectangles;
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
   int block_rows = 2;      // serpentine, sram-balanced: rows of layer blocks per wafer
+  // whole-region: each wafer's layers in this many contiguous groups, each
+  // group's layers sharing one region (1: every layer on the whole wafer,
+  // tensor parallel; = layers: one layer per region, pipelined).
+  int layer_groups = 1;
   std::uint64_t seed = 1;  // anneal
   AnnealOptions anneal;
   Halo halo;

@@ -285,6 +285,7 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
   st.attention.num_kv_heads = model_.num_kv_heads;
   st.attention.segment_length = segment;
   st.attention.segments_per_column = per_column;
+  st.attention.head_dim = model_.head_dim;
   st.attention.reduction = override_of(MatrixKind::attention).reduction.value_or(req_.reduction);
   st.attention.max_positions_per_core = static_cast<int>(
       ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(segment)));
@@ -306,6 +307,113 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
     st.gate_up = rest(kFirstMlp);
     st.down = rest(kFirstMlp + 1);
   }
+  return st;
+}
+
+LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing,
+                                      Bytes budget, const std::string& strategy) {
+  if (model_.is_moe())
+    throw FitError(fmt::format(
+        "{} places dense layers only; {} is a mixture of experts: use layer-rectangles, "
+        "serpentine, short-path, sram-balanced or anneal",
+        strategy, model_.name));
+  if (defects_.dead_count() > 0)
+    for (int y = region.y0; y < region.y0 + region.height; ++y)
+      for (int x = region.x0; x < region.x0 + region.width; ++x)
+        if (defects_.dead(Coord{x, y}))
+          throw FitError(fmt::format(
+              "{} spans every GEMV over its whole region, but core ({}, {}) of layer {}'s region "
+              "({} x {} at ({}, {})) is dead; {} needs a defect-free mesh (use another strategy "
+              "on a wafer with defects)",
+              strategy, x, y, l, region.width, region.height, region.x0, region.y0, strategy));
+  const int W = region.width, H = region.height;
+  LayerStage st;
+  st.layer = l;
+  st.wafer = w;
+  st.strip = region;
+  st.whole_region = true;
+  // A matrix over the region's corner: `transposed` ones have their output
+  // rows along the columns, plain ones along the rows; never more cores in
+  // a direction than the matrix has rows (or granules) and columns there.
+  auto matrix = [&](std::size_t shape, bool transposed) {
+    const MatrixShape& sh = shapes_[shape];
+    MatrixPlacement mp;
+    mp.name = fmt::format("layer {} {}", l, sh.name);
+    mp.wafer = w;
+    mp.out_features = sh.out;
+    mp.in_features = sh.in;
+    mp.row_granule = sh.granule;
+    mp.transposed = transposed;
+    mp.reduction = override_of(sh.kind).reduction.value_or(req_.reduction);
+    const int out_cores = std::min(transposed ? W : H, sh.out / sh.granule);
+    const int in_cores = std::min(transposed ? H : W, sh.in);
+    mp.rect = transposed ? Rect{region.x0, region.y0, out_cores, in_cores}
+                         : Rect{region.x0, region.y0, in_cores, out_cores};
+    return mp;
+  };
+  st.qkv = matrix(kQkv, true);
+  st.o = matrix(kO, false);
+  st.gate_up = matrix(kFirstMlp, true);
+  st.down = matrix(kFirstMlp + 1, false);
+  // The KV cache: kv heads side by side, each on c columns (its head
+  // dimensions split over them) and every row (its positions round-robin);
+  // on a region narrower than the kv heads, heads stack in the columns.
+  const int kvh = model_.num_kv_heads, hd = model_.head_dim;
+  AttentionPlacement& a = st.attention;
+  a.wafer = w;
+  a.num_kv_heads = kvh;
+  a.head_dim = hd;
+  a.columns_per_head = W >= kvh ? std::min(hd, W / kvh) : 1;
+  a.segments_per_column = W >= kvh ? 1 : static_cast<int>(ceil_div(kvh, W));
+  a.segment_length = H / a.segments_per_column;
+  if (a.segment_length < 1)
+    throw FitError(fmt::format("layer {} of {}: its {} x {} region ({}) cannot hold {} kv heads",
+                               l, model_.name, W, H, strategy, kvh));
+  a.rect = Rect{region.x0, region.y0,
+                static_cast<int>(ceil_div(kvh, a.segments_per_column)) * a.columns_per_head,
+                a.segments_per_column * a.segment_length};
+  a.reduction = override_of(MatrixKind::attention).reduction.value_or(req_.reduction);
+  a.max_positions_per_core = static_cast<int>(
+      ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(a.segment_length)));
+  a.context = ctx_;
+  a.users = users_;
+  // The fullest core's bytes for this layer (an upper bound: the largest
+  // tile of every matrix and its buffers, the largest KV share), against
+  // its share of the budget.
+  std::uint64_t matrices = 0;
+  for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down}) {
+    const std::uint64_t rows = static_cast<std::uint64_t>(m->row_granule) *
+                               ceil_div(static_cast<std::uint64_t>(m->out_features / m->row_granule),
+                                        static_cast<std::uint64_t>(m->p()));
+    const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m->in_features),
+                                        static_cast<std::uint64_t>(m->q()));
+    matrices += ceil_div(rows * cols * static_cast<std::uint64_t>(bits_), 8) + (rows + cols) * 4;
+  }
+  matrices += ceil_div(static_cast<std::uint64_t>(model_.hidden_size),
+                       static_cast<std::uint64_t>(st.o.p())) *
+              static_cast<std::uint64_t>(shapes_[kO].root_bytes_per_row);
+  const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(hd),
+                                      static_cast<std::uint64_t>(a.columns_per_head));
+  const std::uint64_t slot = 2 * dims * static_cast<std::uint64_t>(bits_) / 8;
+  const std::uint64_t buffers = static_cast<std::uint64_t>(group_) * (2 * dims + 2) * 4;
+  const std::uint64_t kv = slot * static_cast<std::uint64_t>(a.max_positions_per_core);
+  const std::uint64_t share = budget.value / static_cast<std::uint64_t>(sharing);
+  if (matrices + buffers + kv > share)
+    throw FitError(fmt::format(
+        "layer {} of {} shares its {} x {} region ({}) with {} other layers: the fullest core "
+        "would hold {} of weights and buffers and {} of KV cache ({} tokens x {} users) per "
+        "layer, {} in all, but has {}; use more wafers, fewer tokens or users, or fewer weight "
+        "bits",
+        l, model_.name, W, H, strategy, sharing - 1, human_bytes(Bytes{matrices + buffers}),
+        human_bytes(Bytes{kv}), ctx_, users_,
+        human_bytes(Bytes{(matrices + buffers + kv) * static_cast<std::uint64_t>(sharing)}),
+        human_bytes(budget)));
+  // The longest context the same region could cache at full capacity.
+  const std::uint64_t full = capacity_ / static_cast<std::uint64_t>(sharing);
+  const std::uint64_t per_core = full > matrices + buffers ? (full - matrices - buffers) / slot : 0;
+  max_context_ = static_cast<int>(std::min<std::int64_t>(
+      max_context_,
+      static_cast<std::int64_t>(per_core) * a.segment_length / users_));
   return st;
 }
 

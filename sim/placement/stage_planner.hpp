@@ -57,6 +57,13 @@ class StagePlanner {
   // (LayerStage::upward). `strategy` names the block in fit errors.
   LayerStage layer(int l, int w, const fabric::Rect& block, Bytes budget,
                    const std::string& strategy, int kv_segment = 0, bool upward = false);
+  // Layer l of wafer w in the whole-region dataflow: every matrix spans
+  // `region` (qkv and gate_up transposed, o and down plain, so each GEMV's
+  // output lies where the next one reads it), the KV cache spread over the
+  // region's columns (AttentionPlacement::columns_per_head). `sharing`
+  // layers share the region, so the layer gets budget / sharing per core.
+  LayerStage region_layer(int l, int w, const fabric::Rect& region, int sharing, Bytes budget,
+                          const std::string& strategy);
   // Fewest rows of cores the head needs in a strip `width` wide at `budget`.
   int head_min_rows(int width, Bytes budget) const;
   HeadStage head(int w, const fabric::Rect& strip, Bytes budget);

@@ -1,5 +1,6 @@
 #include "sim/placement/strategy.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "sim/placement/placement_cost.hpp"
@@ -35,6 +36,13 @@ void PlanningContext::build(const RegionPlan& plan, const WaferTask& task, Bytes
   const std::string strategy = strategy_name(req.strategy);
   for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
     const int l = task.first_layer + static_cast<int>(i);
+    if (plan.whole_region) {
+      const auto sharing = static_cast<int>(
+          std::count(plan.blocks.begin(), plan.blocks.end(), plan.blocks[i]));
+      out.layers.push_back(
+          planner.region_layer(l, task.wafer, plan.blocks[i], sharing, budget, strategy));
+      continue;
+    }
     LayerStage st =
         planner.layer(l, task.wafer, plan.blocks[i], budget, strategy, plan.kv_segment, false);
     // The layer before: this wafer's last, else the previous wafer's.

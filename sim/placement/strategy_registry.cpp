@@ -15,12 +15,13 @@ struct Registered {
   std::unique_ptr<PlacementStrategy> (*make)();
 };
 
-constexpr std::array<Registered, 5> kStrategies = {{
+constexpr std::array<Registered, 6> kStrategies = {{
     {StrategyKind::layer_rectangles, "layer-rectangles", strategies::layer_rectangles},
     {StrategyKind::serpentine, "serpentine", strategies::serpentine},
     {StrategyKind::short_path, "short-path", strategies::short_path},
     {StrategyKind::sram_balanced, "sram-balanced", strategies::sram_balanced},
     {StrategyKind::anneal, "anneal", strategies::anneal},
+    {StrategyKind::whole_region, "whole-region", strategies::whole_region},
 }};
 
 const Registered& registered(StrategyKind kind) {

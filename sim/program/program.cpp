@@ -157,7 +157,14 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     // Where the layer is cut into stages: (index of the first phase, name).
     std::vector<std::pair<std::size_t, std::string>> cuts;
     auto cut = [&](const char* part) { cuts.emplace_back(ph.size(), L + " " + part); };
-    ph.push_back(norm(Slot::x, Slot::normed, Phase::Gamma::attn_norm, L + " attn"));
+    // A whole-region layer's norms reduce their statistics along the
+    // residual's line (the region's west column) as its matrices reduce.
+    auto layer_norm = [&](Slot a, Slot out, Phase::Gamma g, std::string label) {
+      Phase p = norm(a, out, g, std::move(label));
+      if (st.whole_region) p.statistic = st.o.reduction;
+      return p;
+    };
+    ph.push_back(layer_norm(Slot::x, Slot::normed, Phase::Gamma::attn_norm, L + " attn"));
     ph.push_back(move(Slot::normed, input_layout(st.qkv), L + " move to qkv"));
     ph.push_back(gemv(st.qkv, WeightRef::qkv, Slot::normed, Slot::qkv));
     if (model.has_qkv_bias()) ph.push_back(bias(st.qkv, WeightRef::qkv, Slot::qkv));
@@ -175,7 +182,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     Phase add1 = unary(PhaseKind::add, Slot::x, Slot::h, L + " residual");
     add1.b = Slot::proj;
     ph.push_back(add1);
-    ph.push_back(norm(Slot::h, Slot::normed, Phase::Gamma::ffn_norm, L + " ffn"));
+    ph.push_back(layer_norm(Slot::h, Slot::normed, Phase::Gamma::ffn_norm, L + " ffn"));
     if (model.is_moe()) {
       // Router GEMV, then the chosen experts (Executor::moe), whose weighted
       // outputs are combined on the residual cores (o's roots).

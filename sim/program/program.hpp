@@ -84,6 +84,9 @@ struct Phase {
   const LayerStage* stage = nullptr;  // moe: the router and experts
   // Which norm's gains (and, for LayerNorm, biases).
   enum class Gamma { attn_norm, ffn_norm, final_norm } gamma = Gamma::attn_norm;
+  // rmsnorm, layernorm: how the per-root statistics are reduced along the
+  // line (a chain, or the whole-region layer's scheme).
+  fabric::ReductionScheme statistic = fabric::ReductionScheme::chain;
 };
 
 // A pipeline stage: a group of phases that runs on its own cores, taking one

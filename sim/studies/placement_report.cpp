@@ -33,7 +33,11 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.sram_capacity_per_core = sc.hardware.sram_per_core.value;
   r.clock_hz = sc.hardware.clock_hz;
   r.max_context_tokens = pl.max_context_tokens;
-  r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
+  // Placement files give each matrix a rectangle of its own: a whole-region
+  // placement (matrices sharing regions) has none yet.
+  const bool shared = std::any_of(pl.layers.begin(), pl.layers.end(),
+                                  [](const LayerStage& st) { return st.whole_region; });
+  if (!shared) r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
   for (const LayerStage& st : pl.layers) {
     for (const MatrixPlacement* m : st.matrices())
       r.regions.push_back({m->name, st.layer, st.wafer, m->rect, m->upward});

@@ -47,7 +47,9 @@ struct PlacementReport {
   std::uint64_t token_cycles = 0;  // one decode step alone on the fabric
   double clock_hz = 0.0;
   int max_context_tokens = 0;
-  std::string placement_file;  // the placement as a placement file (sim/config/placement_file.hpp)
+  // The placement as a placement file (sim/config/placement_file.hpp); empty
+  // for a whole-region placement, which placement files cannot describe yet.
+  std::string placement_file;
 };
 
 PlacementReport evaluate_placement(const Scenario& scenario,

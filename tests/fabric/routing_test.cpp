@@ -171,5 +171,33 @@ TEST(SramMap, DeadCoreHoldsNothingAndTheErrorNamesIt) {
   EXPECT_EQ(f.sram().free(f.mesh().id({3, 1})).value, 0u);
 }
 
+// ---- The largest clear rectangle (where a whole-region layout can go) -------
+
+TEST(LargestClearRect, AvoidsEveryDeadCoreAndIsTheLargest) {
+  // 8 x 8 with dead (5, 2) and (1, 6): candidates are rows 3..5 x all 8
+  // columns (24 cores), columns 0..4 x rows 0..5 (30), columns 2..7 x rows
+  // 3..7 (30), rows 0..1 x 8 (16) ...; the largest is 30 cores, and the
+  // first found scanning down is columns 0..4 x rows 0..5.
+  const DefectMap d(spec_with({{5, 2}, {1, 6}}));
+  const Rect r = largest_clear_rect(d, Rect{0, 0, 8, 8});
+  EXPECT_EQ(r.width * r.height, 30);
+  EXPECT_EQ(r, (Rect{0, 0, 5, 6}));
+  EXPECT_TRUE(d.clear(r));
+  // Brute force over every rectangle agrees on the area.
+  int best = 0;
+  for (int y0 = 0; y0 < 8; ++y0)
+    for (int x0 = 0; x0 < 8; ++x0)
+      for (int h = 1; y0 + h <= 8; ++h)
+        for (int w = 1; x0 + w <= 8; ++w)
+          if (d.clear(Rect{x0, y0, w, h})) best = std::max(best, w * h);
+  EXPECT_EQ(best, 30);
+  // Inside a sub-rectangle; a clear one is itself; an all-dead one is empty.
+  // Right of x 4, rows 0..3 around the dead (5, 2): rows 0..1 (8 cores)
+  // and columns 6..7 (8) tie; the first found wins.
+  EXPECT_EQ(largest_clear_rect(d, Rect{4, 0, 4, 4}), (Rect{4, 0, 4, 2}));
+  EXPECT_EQ(largest_clear_rect(d, Rect{0, 0, 4, 4}), (Rect{0, 0, 4, 4}));
+  EXPECT_EQ(largest_clear_rect(d, Rect{5, 2, 1, 1}).cores(), 0);
+}
+
 }  // namespace
 }  // namespace wafersim::fabric

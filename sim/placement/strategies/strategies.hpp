@@ -17,5 +17,8 @@ std::unique_ptr<PlacementStrategy> short_path();
 std::unique_ptr<PlacementStrategy> sram_balanced();
 // Simulated annealing of layers over the slots of every grid.
 std::unique_ptr<PlacementStrategy> anneal();
+// Layer groups, each sharing one region: every GEMV spans the whole region
+// (WaferLLM's dataflow); placement.layer_groups sets how many.
+std::unique_ptr<PlacementStrategy> whole_region();
 
 }  // namespace wafersim::sim::strategies

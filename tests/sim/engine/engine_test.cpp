@@ -75,6 +75,17 @@ Scenario with_prefill_blocks(const char* preset, int block) {
   return sc;
 }
 
+// The whole-region dataflow: every GEMV over the group's whole region,
+// qkv and gate_up transposed, the KV cache spread over the region's columns
+// (scores all-reduced along rows), the norms reduced with the scheme.
+Scenario whole_region(Scenario sc, int groups,
+                      fabric::ReductionScheme reduction = fabric::ReductionScheme::two_level) {
+  sc.placement.strategy = StrategyKind::whole_region;
+  sc.placement.layer_groups = groups;
+  sc.placement.reduction = reduction;
+  return sc;
+}
+
 Scenario with_dead_cores_and_halo() {
   Scenario sc = with_strategy("serpentine", 9);
   sc.hardware.defect_rate = 0.003;
@@ -123,6 +134,27 @@ const FunctionalCase kFunctionalCases[] = {
     // Defects.DeadCoresAndTheHaloHoldNothing checks where its tiles went.
     {"DeadCoresAndHalo", with_dead_cores_and_halo},
     {"TwoWafers", [] { return on_wafers(quickstart(8), 2); }},
+    {"WholeRegionOneGroup", [] { return whole_region(quickstart(4), 1); }},
+    {"WholeRegionTwoGroupsChain",
+     [] { return whole_region(quickstart(5), 2, fabric::ReductionScheme::chain); }},
+    {"WholeRegionLayerPerGroupTree",
+     [] { return whole_region(quickstart(6), 4, fabric::ReductionScheme::tree); }},
+    {"WholeRegionTwoUsersPrefillBlocks",
+     [] {
+       Scenario sc = whole_region(with_users(quickstart(10), 2, 6), 1);
+       sc.workload.prefill_block = 3;
+       return sc;
+     }},
+    {"WholeRegionGpt2", [] { return whole_region(with_model("tiny-gpt2", 2), 1); }},
+    {"WholeRegionQwen3", [] { return whole_region(with_model("tiny-qwen3", 3), 2); }},
+    {"WholeRegionMistralWindow", [] { return whole_region(with_model("tiny-mistral", 4), 1); }},
+    {"WholeRegionTwoWafers", [] { return on_wafers(whole_region(quickstart(11), 1), 2); }},
+    {"WholeRegionDeadCores",
+     [] {
+       Scenario sc = whole_region(quickstart(12), 2);
+       sc.hardware.defect_cores = {{20, 5}, {9, 30}};
+       return sc;
+     }},
     // Other architectures. Mixtral: router GEMV, real top-2 of 4 experts per
     // token and layer, each expert on its own rectangle, outputs combined in
     // chosen order.

@@ -18,7 +18,8 @@ namespace {
 
 // W (4 x 8, bf16) on the 2 x 2 rectangle `rect` of `fab`, its input ready at
 // cycle 0 where it enters.
-Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false) {
+Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false,
+             bool transposed = false) {
   models::ModelConfig model;
   Placement pl;
   Program prog;
@@ -29,6 +30,7 @@ Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false) {
   m.in_features = 8;
   m.rect = rect;
   m.upward = upward;
+  m.transposed = transposed;
   Vec x;
   x.layout = input_layout(m);
   x.ready.assign(2, Timed{});
@@ -79,6 +81,32 @@ TEST(MeshGemv, AnUpwardMatrixIsTheMirrorImage) {
   const fabric::Mesh& mesh = fab.mesh();
   EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 3}, fabric::Direction::north)), 16u);
   EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 2}, fabric::Direction::south)), 0u);
+}
+
+// The same GEMV turned a quarter (MatrixPlacement::transposed, the
+// whole-region dataflow): tile (p, q) on core (p, q), input chunk q enters
+// at the west core of row q and goes east, the partial sums of tile row p
+// are reduced north up column p to its root on the top row. Every time is
+// the hand computation above, on the east and north links.
+TEST(MeshGemv, ATransposedMatrixIsTheQuarterTurn) {
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  const Vec y = gemv_4x8(fab, fabric::Rect{0, 0, 2, 2}, false, true);
+  ASSERT_EQ(y.ready.size(), 2u);
+  EXPECT_EQ(y.ready[0].at.value, 16u);
+  EXPECT_EQ(y.ready[1].at.value, 21u);
+  EXPECT_EQ(y.ready[1].path.total().value, 21u);
+  // Outputs along the top row: rows [0, 2) of W at (0, 0), [2, 4) at (1, 0).
+  EXPECT_EQ(y.layout[0].core, (Coord{0, 0}));
+  EXPECT_EQ(y.layout[1].core, (Coord{1, 0}));
+  EXPECT_EQ(y.layout[1].begin, 2);
+  // Tile (p 1, q 1): rows [2, 4) x cols [4, 8) on core (1, 1), 11 cycles.
+  EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
+  const fabric::Mesh& mesh = fab.mesh();
+  // Input chunks (4 fp32) east along each row; partial sums (2 fp32) north.
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 1}, fabric::Direction::east)), 16u);
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{1, 1}, fabric::Direction::north)), 8u);
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 0}, fabric::Direction::south)), 0u);
+  EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{1, 0}, fabric::Direction::west)), 0u);
 }
 
 TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {

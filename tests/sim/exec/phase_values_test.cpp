@@ -48,7 +48,7 @@ TEST(PhaseValues, RmsNormAddsThePiecesInTheChainsOrder) {
   const Vec x = on_pieces(xs, l);
   const std::vector<float> g(9, 1.0f);
   Vec out = on_pieces({}, l);
-  values.rmsnorm(x, g, out);
+  values.rmsnorm(x, g, fabric::ReductionScheme::chain, out);
   std::vector<float> expected(9), one_by_one(9);
   models::rmsnorm_apply(xs, 16777224.0f, 9, g, 0.0f, expected);
   EXPECT_EQ(out.values, expected);

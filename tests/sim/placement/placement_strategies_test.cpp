@@ -55,11 +55,13 @@ TEST(Strategies, EveryStrategyStoresEveryWeightOnceInDisjointRectangles) {
     const Placement pl = place(m, fab, request(s));
     EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2) << s;
     const auto rects = all_rects(pl);
+    // whole-region's matrices share their region by design (its own test below).
+    const bool shared = s == "whole-region";
     for (std::size_t i = 0; i < rects.size(); ++i) {
       EXPECT_GE(rects[i].x0, 0);
       EXPECT_LE(rects[i].x0 + rects[i].width, 48) << s;
       EXPECT_LE(rects[i].y0 + rects[i].height, 48) << s;
-      for (std::size_t j = i + 1; j < rects.size(); ++j)
+      for (std::size_t j = i + 1; j < rects.size() && !shared; ++j)
         EXPECT_FALSE(overlap(rects[i], rects[j])) << s << " " << i << " " << j;
     }
     for (std::uint64_t used : fab.sram().all_used()) EXPECT_LE(used, 48u * 1024) << s;

@@ -1,0 +1,165 @@
+// The whole-region dataflow (strategy whole-region): layer groups sharing
+// regions, every matrix spanning its region, each GEMV's output where the
+// next one reads it, the KV cache spread over the region's columns, and
+// the fit rules. No SystemC, no YAML.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "fabric/defects.hpp"
+#include "sim/placement/layout.hpp"
+#include "sim/placement/placement.hpp"
+#include "support/placement_requests.hpp"
+#include "support/test_spec.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+using testing::eight_layers;
+using testing::request;
+
+PlacementRequest groups(int g, int context = 24) {
+  PlacementRequest req = request("whole-region", context);
+  req.layer_groups = g;
+  return req;
+}
+
+bool same(const Layout& a, const Layout& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].core != b[i].core || a[i].begin != b[i].begin || a[i].end != b[i].end) return false;
+  return true;
+}
+
+TEST(WholeRegion, OneGroupSpansTheWholeRegionWithEveryMatrixOfEveryLayer) {
+  const models::ModelConfig m = eight_layers();
+  fabric::Fabric fab(fabric::testing::small_spec(48, 48));
+  const Placement pl = place(m, fab, groups(1));
+  ASSERT_EQ(pl.layers.size(), 8u);
+  const fabric::Rect region = pl.layers.front().strip;
+  // The head's strip on the west, the region the rest of the area.
+  EXPECT_EQ(pl.head.strip.x0, 0);
+  EXPECT_EQ(region.x0, pl.head.strip.width);
+  EXPECT_EQ(region.x0 + region.width, 48);
+  EXPECT_EQ(region.height, 48);
+  for (const LayerStage& st : pl.layers) {
+    EXPECT_EQ(st.strip, region);
+    EXPECT_TRUE(st.whole_region);
+    // qkv and gate_up transposed, o and down plain, all from the region's corner.
+    EXPECT_TRUE(st.qkv.transposed);
+    EXPECT_FALSE(st.o.transposed);
+    EXPECT_TRUE(st.gate_up.transposed);
+    EXPECT_FALSE(st.down.transposed);
+    for (const MatrixPlacement* mp : st.matrices()) {
+      EXPECT_EQ(mp->rect.x0, region.x0) << mp->name;
+      EXPECT_EQ(mp->rect.y0, region.y0) << mp->name;
+      EXPECT_LE(mp->rect.width, region.width) << mp->name;
+      EXPECT_LE(mp->rect.height, region.height) << mp->name;
+    }
+    // tiny-llama: hidden 64 over the 48 rows; qkv's 64 + 2 x 32 outputs
+    // over the region's columns.
+    EXPECT_EQ(st.qkv.q(), 48);
+    EXPECT_EQ(st.qkv.p(), std::min(region.width, m.q_dim() + 2 * m.kv_dim()));
+    EXPECT_EQ(st.o.p(), 48);
+  }
+  // The region's corner holds a tile of all four matrices of all 8 layers.
+  std::map<std::tuple<int, int>, int> tiles;
+  for_each_allocation(m, pl, groups(1), [&](const CoreAllocation& a) {
+    if (a.use == fabric::SramUse::weights && a.what.ends_with("weight tile"))
+      ++tiles[{a.core.x, a.core.y}];
+  });
+  EXPECT_EQ((tiles[{region.x0, region.y0}]), 4 * 8);
+  // Every weight once; no core over its SRAM.
+  EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2);
+  for (std::uint64_t used : fab.sram().all_used()) EXPECT_LE(used, 48u * 1024);
+}
+
+TEST(WholeRegion, EveryOutputLiesWhereTheNextMatrixReadsIt) {
+  // The alternation that needs no move between matrices: the residual (o's
+  // and down's roots, down the west column) is qkv's and gate_up's input;
+  // qkv's and gate_up's roots run along the top row, where o and down
+  // read their inputs.
+  const Placement pl =
+      plan_placement(eight_layers(), fabric::testing::small_spec(48, 48), 1, groups(1));
+  for (const LayerStage& st : pl.layers) {
+    EXPECT_TRUE(same(input_layout(st.qkv), output_layout(st.o)));
+    EXPECT_TRUE(same(input_layout(st.gate_up), output_layout(st.o)));
+    EXPECT_TRUE(same(output_layout(st.down), output_layout(st.o)));
+    EXPECT_TRUE(same(swiglu_output_layout(output_layout(st.gate_up)), input_layout(st.down)));
+    for (const Piece& p : output_layout(st.qkv)) EXPECT_EQ(p.core.y, st.strip.y0);
+    for (const Piece& p : output_layout(st.o)) EXPECT_EQ(p.core.x, st.strip.x0);
+  }
+}
+
+TEST(WholeRegion, TheKvCacheSpreadsOverTheRegionsColumns) {
+  const models::ModelConfig m = eight_layers();  // 2 kv heads of 16 dims
+  const Placement pl = plan_placement(m, fabric::testing::small_spec(48, 48), 1, groups(1, 100));
+  const AttentionPlacement& a = pl.layers.front().attention;
+  const fabric::Rect region = pl.layers.front().strip;
+  // Each kv head on width / 2 columns (at most its 16 dims), every row.
+  EXPECT_EQ(a.columns_per_head, std::min(16, region.width / 2));
+  EXPECT_EQ(a.segment_length, 48);
+  EXPECT_EQ(a.segments_per_column, 1);
+  // 100 positions round-robin over 48 rows: at most 3 per core.
+  EXPECT_EQ(a.max_positions_per_core, 3);
+  // The dims of a head split over its columns, in order, none left out.
+  EXPECT_EQ(a.dim_begin(0), 0);
+  EXPECT_EQ(a.dim_begin(a.columns_per_head), m.head_dim);
+  // Head 1's block starts where head 0's ends.
+  EXPECT_EQ(a.block_core(1, 0, 0).x, a.block_core(0, 0, a.columns_per_head - 1).x + 1);
+}
+
+TEST(WholeRegion, LayerGroupsCutTheAreaIntoDisjointRegions) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  for (int g : {2, 3, 8}) {
+    const Placement pl = plan_placement(m, spec, 1, groups(g));
+    std::set<fabric::Rect> regions;
+    for (const LayerStage& st : pl.layers) regions.insert(st.strip);
+    ASSERT_EQ(static_cast<int>(regions.size()), g);
+    // Contiguous groups, balanced: layers [8i/g, 8(i+1)/g) share region i.
+    for (int i = 0; i < g; ++i)
+      for (int l = block_begin(8, g, i); l < block_begin(8, g, i + 1); ++l)
+        EXPECT_EQ(pl.layers[static_cast<std::size_t>(l)].strip,
+                  pl.layers[static_cast<std::size_t>(block_begin(8, g, i))].strip)
+            << g << " groups, layer " << l;
+    for (auto a = regions.begin(); a != regions.end(); ++a) {
+      EXPECT_FALSE(a->x0 < pl.head.strip.x0 + pl.head.strip.width) << "overlaps the head";
+      for (auto b = std::next(a); b != regions.end(); ++b)
+        EXPECT_FALSE(a->x0 < b->x0 + b->width && b->x0 < a->x0 + a->width &&
+                     a->y0 < b->y0 + b->height && b->y0 < a->y0 + a->height);
+    }
+  }
+}
+
+TEST(WholeRegion, ARegionWithDeadCoresShrinksToItsLargestClearRectangle) {
+  fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  spec.defect_cores = {{30, 40}};
+  const Placement pl = plan_placement(eight_layers(), spec, 1, groups(1));
+  const fabric::Rect r = pl.layers.front().strip;
+  // The dead core at row 40: the largest clear rectangle is rows 0..39 of
+  // the full-width region (more cores than the columns either side of x 30).
+  EXPECT_EQ(r.height, 40);
+  EXPECT_EQ(r.y0, 0);
+  EXPECT_NE(pl.planner_note.find("shrunk"), std::string::npos) << pl.planner_note;
+}
+
+TEST(WholeRegion, AGroupThatCannotHoldItsLayersSaysWhatEachCoreWouldHold) {
+  // 8 layers on a 16 x 16 mesh: the weights alone fit (a tiny model), a
+  // 10,000-token KV cache (10 MiB) fits the wafer (12 MiB) but not the
+  // region the head strip leaves.
+  try {
+    plan_placement(eight_layers(), fabric::testing::small_spec(16, 16), 1, groups(1, 10000));
+    FAIL() << "expected a FitError";
+  } catch (const fabric::FitError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("shares its"), std::string::npos) << what;
+    EXPECT_NE(what.find("of KV cache (10000 tokens x 1 users)"), std::string::npos) << what;
+    EXPECT_NE(what.find("use more wafers"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace wafersim::sim
