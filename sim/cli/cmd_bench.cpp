@@ -23,6 +23,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/studies/bench_kernels.hpp"
 #include "sim/studies/bench_models.hpp"
+#include "sim/studies/bench_ops.hpp"
 
 namespace wafersim::sim {
 
@@ -362,13 +363,33 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     std::vector<std::string> only;
     std::string point;
     int threads = 0;
+    BenchOpOptions op;
+    std::string matrix = "4096x4096", region = "420x420", reduction = "two-level";
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "bench", "Benchmarks: fabric speed, flow-vs-wavelet agreement, model runs, GEMV kernels");
-  cmd->add_option("what", o->what, "fabric | agreement | models | kernels")
+  cmd->add_option("what", o->what, "fabric | agreement | models | kernels | op")
       ->required()
-      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels"}));
+      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op"}));
+  cmd->add_option("operation", o->op.op, "op: gemv | allreduce | layer")
+      ->check(CLI::IsMember({"gemv", "allreduce", "layer"}));
+  cmd->add_option("--hardware", o->op.hardware, "op: a hardware preset (default wse3)");
+  cmd->add_option("--model", o->op.model, "op layer: a model preset (default llama-3.1-8b)");
+  cmd->add_option("--matrix", o->matrix, "op gemv: ROWSxCOLUMNS of the matrix (default 4096x4096)");
+  cmd->add_option("--region", o->region,
+                  "op gemv, layer: WIDTHxHEIGHT cores; op allreduce: WIDTH = the cores of the "
+                  "line (default 420x420)");
+  cmd->add_flag("--transposed", o->op.transposed,
+                "op gemv: input down the west column, sums reduced north (whole-region's qkv)");
+  cmd->add_option("--reduction", o->reduction, "op: chain | tree | two-level (default two-level)")
+      ->check(CLI::IsMember({"chain", "tree", "two-level"}));
+  cmd->add_option("--bytes", o->op.bytes, "op allreduce: bytes per core (default 4)");
+  cmd->add_option("--context", o->op.context,
+                  "op layer: positions already cached (default 4096)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--bits", o->op.bits, "op: weight and KV bits (default 16)")
+      ->check(CLI::IsMember({4, 8, 16, 32}));
   cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models, kernels)");
   cmd->add_option(
          "--cases", o->only,
@@ -392,6 +413,37 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);
+            if (o->what == "op") {
+              BenchOpOptions b = o->op;
+              if (b.op.empty())
+                throw CommandError(kExitUsage, "bench op: name the operation: gemv, allreduce or layer");
+              b.json = o->json;
+              b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
+              b.reduction = o->reduction == "chain" ? fabric::ReductionScheme::chain
+                            : o->reduction == "tree" ? fabric::ReductionScheme::tree
+                                                     : fabric::ReductionScheme::two_level;
+              auto dims = [](const std::string& s, const char* flag, int& a, int& c) {
+                const auto x = s.find('x');
+                try {
+                  std::size_t end = 0;
+                  if (x == std::string::npos) throw std::invalid_argument(s);
+                  a = std::stoi(s.substr(0, x), &end);
+                  if (end != x) throw std::invalid_argument(s);
+                  c = std::stoi(s.substr(x + 1), &end);
+                  if (end != s.size() - x - 1) throw std::invalid_argument(s);
+                } catch (const std::exception&) {
+                  throw CommandError(kExitUsage,
+                                     fmt::format("{} {}: expected AxB, e.g. 420x420", flag, s));
+                }
+              };
+              dims(o->matrix, "--matrix", b.out, b.in);
+              dims(o->region, "--region", b.width, b.height);
+              try {
+                return bench_op(b);
+              } catch (const std::invalid_argument& e) {
+                throw CommandError(kExitUsage, e.what());
+              }
+            }
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

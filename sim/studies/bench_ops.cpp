@@ -1,0 +1,187 @@
+#include "sim/studies/bench_ops.hpp"
+
+#include <iostream>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fabric/fabric.hpp"
+#include "sim/config/scenario.hpp"
+#include "sim/exec/executor.hpp"
+#include "sim/placement/layout.hpp"
+#include "sim/placement/stage_planner.hpp"
+#include "sim/program/program.hpp"
+
+namespace wafersim::sim {
+namespace {
+
+// One timed step of an operation: when its output was complete and why.
+struct Step {
+  std::string what;
+  Timed done;
+};
+
+nlohmann::json breakdown_json(const CycleBreakdown& b) {
+  return {{"compute", b.compute.value},         {"sram", b.sram.value},
+          {"hops", b.hops.value},               {"serialization", b.serialization.value},
+          {"contention", b.contention.value},   {"io", b.io.value},
+          {"queueing", b.queueing.value}};
+}
+
+std::string breakdown_text(const CycleBreakdown& b) {
+  return fmt::format(
+      "compute {} | sram {} | hops {} | serialization {} | contention {} | queueing {}",
+      b.compute.value, b.sram.value, b.hops.value, b.serialization.value, b.contention.value,
+      b.queueing.value);
+}
+
+fabric::WaferSpec region_spec(const BenchOpOptions& o) {
+  fabric::WaferSpec spec = load_hardware_preset(o.hardware, o.preset_dir);
+  if (o.width < 1 || o.height < 1 || o.width > spec.mesh_width || o.height > spec.mesh_height)
+    throw std::invalid_argument(fmt::format(
+        "--region {}x{}: must be at least 1x1 and fit {}'s {} x {} mesh", o.width, o.height,
+        spec.name, spec.mesh_width, spec.mesh_height));
+  return spec;
+}
+
+std::vector<Step> gemv_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec) {
+  if (o.out < 1 || o.in < 1) throw std::invalid_argument("--matrix: rows and columns >= 1");
+  fabric::Fabric fab(spec);
+  const models::ModelConfig none;
+  const Placement pl;
+  const Program prog;
+  Executor ex(fab, none, pl, prog, nullptr, o.bits);
+  MatrixPlacement m;
+  m.name = "w";
+  m.out_features = o.out;
+  m.in_features = o.in;
+  m.transposed = o.transposed;
+  m.reduction = o.reduction;
+  // At most one core per output row and input column.
+  const int out_cores = std::min(o.transposed ? o.width : o.height, o.out);
+  const int in_cores = std::min(o.transposed ? o.height : o.width, o.in);
+  m.rect = o.transposed ? fabric::Rect{0, 0, out_cores, in_cores}
+                        : fabric::Rect{0, 0, in_cores, out_cores};
+  Vec x;
+  x.layout = input_layout(m);
+  x.ready.assign(x.layout.size(), Timed{});
+  return {{"gemv", ex.gemv(m, WeightRef::o, 0, x).latest()}};
+}
+
+std::vector<Step> allreduce_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec) {
+  fabric::Fabric fab(spec);
+  const std::vector<Timed> ready(static_cast<std::size_t>(o.width));
+  std::vector<Timed> arrivals;
+  const fabric::Line line{Coord{0, 0}, fabric::Direction::east, o.width};
+  const Timed reduced =
+      fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line, Bytes{o.bytes}, ready);
+  fabric::Fabric again(spec);
+  fabric::all_reduce_line(again.mesh(), again.flow(), o.reduction, line, Bytes{o.bytes}, ready,
+                          arrivals);
+  Timed all = arrivals.front();
+  for (const Timed& t : arrivals) all = later(all, t);
+  return {{"reduce to the first core", reduced}, {"all-reduce (reduce + multicast back)", all}};
+}
+
+// One decode token through one whole-region layer: the layer's stages,
+// phase by phase, on an idle fabric.
+std::vector<Step> layer_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec,
+                              const models::ModelConfig& model) {
+  PlacementRequest req;
+  req.strategy = StrategyKind::whole_region;
+  req.reduction = o.reduction;
+  req.context_tokens = o.context + 1;
+  req.weight_bits = o.bits;
+  StagePlanner planner(model, spec, req);
+  Placement pl;
+  pl.strategy = "whole-region";
+  pl.context_tokens = req.context_tokens;
+  pl.layers.push_back(planner.region_layer(0, 0, fabric::Rect{0, 0, o.width, o.height}, 1,
+                                           spec.sram_per_core, "bench op layer"));
+  const Program prog = lower(model, pl);
+  fabric::Fabric fab(spec);
+  Executor ex(fab, model, pl, prog, nullptr, o.bits);
+  TokenMessage m;
+  m.position = o.context;
+  std::vector<Step> steps;
+  bool first = true;
+  for (const StageProgram& sp : prog.stages) {
+    if (sp.layer != 0) continue;
+    if (first) {
+      Vec& x = slot(m, Slot::x);
+      x.layout = sp.input;
+      x.ready.assign(sp.input.size(), Timed{});
+      first = false;
+    }
+    run_stage(ex, sp, m, [&](const std::string& label, const Timed& t) {
+      steps.push_back({label, t});
+    });
+  }
+  return steps;
+}
+
+}  // namespace
+
+int bench_op(const BenchOpOptions& o) {
+  const fabric::WaferSpec spec = region_spec(o);
+  std::vector<Step> steps;
+  models::ModelConfig model;
+  if (o.op == "gemv") {
+    steps = gemv_steps(o, spec);
+  } else if (o.op == "allreduce") {
+    steps = allreduce_steps(o, spec);
+  } else if (o.op == "layer") {
+    model = load_model_preset(o.model, o.preset_dir);
+    if (model.is_moe())
+      throw std::invalid_argument("bench op layer: " + model.name +
+                                  " is a mixture of experts; the whole-region layer is dense");
+    steps = layer_steps(o, spec, model);
+  } else {
+    throw std::invalid_argument("bench op: unknown operation '" + o.op +
+                                "'; valid: gemv, allreduce, layer");
+  }
+  const Timed& last = steps.back().done;
+  const double clock = spec.clock_hz;
+  if (o.json) {
+    nlohmann::json j = {{"op", o.op},
+                        {"hardware", spec.name},
+                        {"region", {{"width", o.width}, {"height", o.height}}},
+                        {"reduction", reduction_name(o.reduction)},
+                        {"cycles", last.at.value},
+                        {"breakdown", breakdown_json(last.path)}};
+    nlohmann::json js = nlohmann::json::array();
+    for (const Step& s : steps)
+      js.push_back({{"step", s.what}, {"done_at", s.done.at.value}});
+    j["steps"] = js;
+    if (o.op == "layer") {
+      j["model"] = model.name;
+      j["context"] = o.context;
+      j["tokens_per_s_if_every_layer"] =
+          clock / (static_cast<double>(last.at.value) * model.num_layers);
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction\n", o.op,
+             spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction));
+  if (o.op == "layer")
+    fmt::print("  {} layer 0, one decode token at position {} (KV cache of {} positions)\n",
+               model.name, o.context, o.context);
+  fmt::print("  {:<44} {:>10} {:>10}\n", "step", "cycles", "done at");
+  std::uint64_t before = 0;
+  for (const Step& s : steps) {
+    const std::uint64_t at = s.done.at.value;
+    fmt::print("  {:<44} {:>10} {:>10}\n", s.what, at >= before ? at - before : 0, at);
+    before = std::max(before, at);
+  }
+  fmt::print("  total {} cycles ({:.2f} us): {}\n", last.at.value,
+             static_cast<double>(last.at.value) / clock * 1e6, breakdown_text(last.path));
+  if (o.op == "layer")
+    fmt::print("  x {} layers = {:.0f} tokens/s per user (layers alone: no head, no hand-over)\n",
+               model.num_layers, clock / (static_cast<double>(last.at.value) * model.num_layers));
+  return 0;
+}
+
+}  // namespace wafersim::sim

@@ -1,0 +1,36 @@
+// wafersim bench op: one operation of the decode dataflow on its own, timed
+// at flow level on an idle fabric, with its cycles split by resource:
+//   gemv       an M x N matrix over a P x Q region (plain or transposed)
+//   allreduce  B bytes over a line of n cores
+//   layer      one whole-region decoder layer of a model on a P x Q region
+//              at a context length, phase by phase (norms, GEMVs, RoPE,
+//              attention over the KV cache spread over the region, ...):
+//              the figure WaferLLM publishes per layer (docs/validation.md).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "fabric/collectives.hpp"
+
+namespace wafersim::sim {
+
+struct BenchOpOptions {
+  std::string op;                  // gemv | allreduce | layer
+  std::string hardware = "wse3";   // a hardware preset
+  std::string model = "llama-3.1-8b";  // layer: a model preset
+  std::filesystem::path preset_dir;
+  int out = 4096, in = 4096;       // gemv: matrix rows x columns
+  int width = 420, height = 420;   // gemv, layer: the region (cores); allreduce: n = width
+  bool transposed = false;         // gemv
+  fabric::ReductionScheme reduction = fabric::ReductionScheme::two_level;
+  std::uint64_t bytes = 4;         // allreduce
+  int context = 4096;              // layer: positions cached before the decoded token
+  int bits = 16;                   // weights and KV cache
+  bool json = false;
+};
+
+// Prints the figures (a table, or one JSON object); returns the exit code.
+int bench_op(const BenchOpOptions& options);
+
+}  // namespace wafersim::sim
