@@ -7,6 +7,7 @@
 #include "models/model_config.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/engine/system.hpp"
 #include "sim/program/program.hpp"
 
 namespace wafersim::sim {
@@ -20,11 +21,18 @@ RegisteredCommand add_validate_command(CLI::App& app) {
           [file, root] {
             const Scenario sc = load_scenario(*file, preset_dir(*root));
             check_wafer_supports(sc.model);
+            // The fit: planned and allocated as `run` would (a FitError
+            // says what does not fit and what would).
+            const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+            const Placement& pl = sys->placement;
             fmt::print(
-                "{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n",
+                "{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n"
+                "  fits on {} wafer{} ({}), up to {} tokens of context per user for {} user{}\n",
                 *file, sc.model.name, sc.hardware.name, sc.hardware.mesh_width,
                 sc.hardware.mesh_height, models::dtype_name(sc.precision),
-                sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed);
+                sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed,
+                pl.wafers, pl.wafers == 1 ? "" : "s", pl.strategy, pl.max_context_tokens, pl.users,
+                pl.users == 1 ? "" : "s");
             return kExitSuccess;
           },
           [file] { return *file; }};

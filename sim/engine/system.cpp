@@ -3,58 +3,68 @@
 #include <algorithm>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "sim/config/placement_file.hpp"
 
 namespace wafersim::sim {
 
-std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
-                                           const std::function<void(int, int)>& progress) {
-  check_wafer_supports(sc.model);
-  auto sys = std::make_unique<PlacedSystem>();
-  const int bits = models::dtype_bits(sc.precision);
+PlacementRequest placement_request(const Scenario& sc,
+                                   const std::function<void(int, int)>& progress) {
   PlacementRequest req;
   static_cast<PlacementChoices&>(req) = sc.placement;
   req.context_tokens =
       static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
   req.users = sc.workload.users;
-  req.weight_bits = bits;
+  req.weight_bits = models::dtype_bits(sc.precision);
   req.progress = progress;
-  if (!sc.placement.file.empty()) {
-    // A placement file fixes the wafers and every rectangle; it is checked
-    // on reading, and the allocator has the final word on SRAM.
-    sys->placement = read_placement_file(sc.placement.file, sc.model, sc.hardware, req);
-    for (int w = 0; w < sys->placement.wafers; ++w) {
-      sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
-      sys->wafer_ptrs.push_back(sys->wafers.back().get());
+  return req;
+}
+
+Placement plan_system(const Scenario& sc, const PlacementRequest& req) {
+  check_wafer_supports(sc.model);
+  // A placement file fixes the wafers and every rectangle; it is checked on
+  // reading, and the allocator has the final word on SRAM.
+  if (!sc.placement.file.empty())
+    return read_placement_file(sc.placement.file, sc.model, sc.hardware, req);
+  if (!sc.wafers_auto) return plan_placement(sc.model, sc.hardware, sc.wafers, req);
+  // The fewest wafers that fit: plan (no allocation) from the fewest whose
+  // SRAM could hold the weights and the KV cache upward; the first plan that
+  // fits wins, and is the placement (planning is deterministic). One layer
+  // per wafer is the last try.
+  const std::uint64_t bytes =
+      ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(req.weight_bits), 8) +
+      kv_cache_bytes(sc.model, req).value;
+  int n = static_cast<int>(
+      std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
+  n = std::min(n, sc.model.num_layers);
+  for (;; ++n) {
+    try {
+      return plan_placement(sc.model, sc.hardware, n, req);
+    } catch (const fabric::FitError& e) {
+      if (n < sc.model.num_layers) continue;
+      throw fabric::FitError(fmt::format(
+          "{} fits on no number of {} wafers with strategy {} ({} tokens x {} users of "
+          "context): even one layer per wafer ({} wafers) does not fit: {}{}",
+          sc.model.name, sc.hardware.name, strategy_name(req.strategy), req.context_tokens,
+          std::max(1, req.users), n, e.what(),
+          req.strategy == StrategyKind::whole_region
+              ? ""
+              : "; whole-region spreads each layer's KV cache over all of its region's cores "
+                "(placement: {strategy: whole-region})"));
     }
-    allocate_placement(sc.model, sys->placement, sys->wafer_ptrs, req);
-    sys->program = lower(sc.model, sys->placement);
-    return sys;
   }
-  int n = sc.wafers;
-  std::optional<Placement> planned;
-  if (sc.wafers_auto) {
-    // Plan (no allocation) from the fewest wafers whose SRAM could hold the
-    // weights upward; the first plan that fits wins, and is the placement
-    // (planning is deterministic: planning it again gave the same).
-    const std::uint64_t bytes =
-        ceil_div(sc.model.parameter_count() * static_cast<std::uint64_t>(bits), 8);
-    n = static_cast<int>(
-        std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
-    for (;; ++n) {
-      try {
-        planned = plan_placement(sc.model, sc.hardware, n, req);
-        break;
-      } catch (const fabric::FitError&) {
-        if (n >= sc.model.num_layers) throw;  // one layer per wafer did not fit either
-      }
-    }
-  }
-  for (int w = 0; w < n; ++w) {
+}
+
+std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
+                                           const std::function<void(int, int)>& progress) {
+  auto sys = std::make_unique<PlacedSystem>();
+  const PlacementRequest req = placement_request(sc, progress);
+  sys->placement = plan_system(sc, req);
+  for (int w = 0; w < sys->placement.wafers; ++w) {
     sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
     sys->wafer_ptrs.push_back(sys->wafers.back().get());
   }
-  sys->placement = planned ? std::move(*planned) : plan_placement(sc.model, sc.hardware, n, req);
   allocate_placement(sc.model, sys->placement, sys->wafer_ptrs, req);
   sys->program = lower(sc.model, sys->placement);
   return sys;

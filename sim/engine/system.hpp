@@ -20,6 +20,17 @@ struct PlacedSystem {
   Program program;
 };
 
+// What the scenario asks of placement: its placement keys, and the context,
+// users and weight bits of its workload.
+PlacementRequest placement_request(const Scenario& scenario,
+                                   const std::function<void(int, int)>& progress = {});
+
+// Plans the scenario's placement without allocating: its placement file, or
+// its strategy on scenario.wafers wafers, or with wafers_auto on the fewest
+// that fit (a FitError saying why when none does, up to one layer per
+// wafer). `validate` checks a scenario's fit with it.
+Placement plan_system(const Scenario& scenario, const PlacementRequest& request);
+
 // Places the scenario's model on scenario.wafers wafers, or, with
 // wafers_auto, on the fewest that fit (starting from the fewest whose SRAM
 // could hold the weights). Throws fabric::FitError. `progress` as

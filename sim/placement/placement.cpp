@@ -20,13 +20,33 @@ using fabric::FitError;
 using fabric::Rect;
 using fabric::SramUse;
 
+namespace {
+
+// The largest tile's rows and columns of a matrix (every tile fits them).
+std::uint64_t max_rows(const MatrixPlacement& m) {
+  return static_cast<std::uint64_t>(m.row_granule) *
+         ceil_div(static_cast<std::uint64_t>(m.out_features / m.row_granule),
+                  static_cast<std::uint64_t>(m.p()));
+}
+std::uint64_t max_cols(const MatrixPlacement& m) {
+  return ceil_div(static_cast<std::uint64_t>(m.in_features), static_cast<std::uint64_t>(m.q()));
+}
+
+}  // namespace
+
 std::uint64_t MatrixPlacement::max_tile_elements() const {
-  const std::uint64_t rows =
-      row_granule * ceil_div(static_cast<std::uint64_t>(out_features / row_granule),
-                             static_cast<std::uint64_t>(p()));
-  const std::uint64_t cols =
-      ceil_div(static_cast<std::uint64_t>(in_features), static_cast<std::uint64_t>(q()));
-  return rows * cols;
+  return max_rows(*this) * max_cols(*this);
+}
+
+Bytes region_scratch_bytes(const models::ModelConfig& model, const LayerStage& st) {
+  std::uint64_t most = 0;
+  for (const MatrixPlacement* m : st.matrices())
+    most = std::max(most, (max_rows(*m) + max_cols(*m)) * 4);
+  const AttentionPlacement& a = st.attention;
+  const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(model.head_dim),
+                                      static_cast<std::uint64_t>(a.columns_per_head));
+  const auto group = static_cast<std::uint64_t>(model.num_heads / model.num_kv_heads);
+  return Bytes{std::max(most, group * (2 * dims + 2) * 4)};
 }
 
 std::vector<const MatrixPlacement*> LayerStage::matrices() const {
@@ -42,7 +62,7 @@ namespace {
 // Every core of a matrix: its weight tile and its buffers (the input chunk
 // and the partial sums, fp32).
 void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
-                  const std::function<void(const CoreAllocation&)>& visit) {
+                  const std::function<void(const CoreAllocation&)>& visit, bool buffers_too = true) {
   const std::string tile = mp.name + " weight tile", buffers = mp.name + " buffers";
   for (int pi = 0; pi < mp.p(); ++pi)
     for (int qi = 0; qi < mp.q(); ++qi) {
@@ -53,7 +73,7 @@ void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
       const Coord core = mp.core(pi, qi);
       visit({wafer, core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
              SramUse::weights, tile});
-      visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
+      if (buffers_too) visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
     }
 }
 
@@ -200,7 +220,10 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
   const bool tied = model.tie_embeddings;
   const int group = model.num_heads / model.num_kv_heads;
   for (const LayerStage& st : pl.layers) {
-    for (const MatrixPlacement* mp : st.matrices()) visit_matrix(st.wafer, *mp, bits, visit);
+    // A whole-region layer's input chunks, partial sums and attention
+    // buffers are scratch its region's cores share (below).
+    for (const MatrixPlacement* mp : st.matrices())
+      visit_matrix(st.wafer, *mp, bits, visit, !st.whole_region);
     const AttentionPlacement& a = st.attention;
     const std::string kv = fmt::format("layer {} KV cache", st.layer);
     const std::string buffers = fmt::format("layer {} attention buffers", st.layer);
@@ -217,9 +240,25 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
           visit({st.wafer, core,
                  Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
                  SramUse::kv_cache, kv});
-          visit({st.wafer, core, Bytes{att_buffers}, SramUse::activations, buffers});
+          if (!st.whole_region)
+            visit({st.wafer, core, Bytes{att_buffers}, SramUse::activations, buffers});
         }
     }
+  }
+  // Whole-region layers run one phase at a time on their region's cores:
+  // each core keeps one scratch area for them all, as large as the largest
+  // buffers any of their GEMVs or attention needs there.
+  for (std::size_t l = 0; l < pl.layers.size(); ++l) {
+    const LayerStage& st = pl.layers[l];
+    if (!st.whole_region || (l > 0 && pl.layers[l - 1].whole_region &&
+                             pl.layers[l - 1].strip == st.strip &&
+                             pl.layers[l - 1].wafer == st.wafer))
+      continue;
+    const Bytes scratch = region_scratch_bytes(model, st);
+    const std::string what = fmt::format("layer {} region scratch", st.layer);
+    for (int y = st.strip.y0; y < st.strip.y0 + st.strip.height; ++y)
+      for (int x = st.strip.x0; x < st.strip.x0 + st.strip.width; ++x)
+        visit({st.wafer, Coord{x, y}, scratch, SramUse::activations, what});
   }
   const HeadStage& head = pl.head;
   visit_matrix(head.wafer, head.lm_head, bits, visit);

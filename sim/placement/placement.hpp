@@ -196,6 +196,12 @@ struct Placement {
   HeadStage head;
 };
 
+// The scratch bytes every core of a whole-region layer's region keeps for
+// the input chunks and partial sums of its GEMVs and its attention buffers:
+// one area for every phase of every layer sharing the region (they run one
+// at a time), as large as the largest of them.
+Bytes region_scratch_bytes(const models::ModelConfig& model, const LayerStage& st);
+
 // The rectangle of `spec`'s mesh that placement may use (the mesh less the halo).
 fabric::Rect usable_area(const fabric::WaferSpec& spec, const Halo& halo);
 

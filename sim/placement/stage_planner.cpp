@@ -381,36 +381,30 @@ LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int shar
   // tile of every matrix and its buffers, the largest KV share), against
   // its share of the budget.
   std::uint64_t matrices = 0;
-  for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down}) {
-    const std::uint64_t rows = static_cast<std::uint64_t>(m->row_granule) *
-                               ceil_div(static_cast<std::uint64_t>(m->out_features / m->row_granule),
-                                        static_cast<std::uint64_t>(m->p()));
-    const std::uint64_t cols = ceil_div(static_cast<std::uint64_t>(m->in_features),
-                                        static_cast<std::uint64_t>(m->q()));
-    matrices += ceil_div(rows * cols * static_cast<std::uint64_t>(bits_), 8) + (rows + cols) * 4;
-  }
+  for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
+    matrices += ceil_div(m->max_tile_elements() * static_cast<std::uint64_t>(bits_), 8);
   matrices += ceil_div(static_cast<std::uint64_t>(model_.hidden_size),
                        static_cast<std::uint64_t>(st.o.p())) *
               static_cast<std::uint64_t>(shapes_[kO].root_bytes_per_row);
   const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(hd),
                                       static_cast<std::uint64_t>(a.columns_per_head));
   const std::uint64_t slot = 2 * dims * static_cast<std::uint64_t>(bits_) / 8;
-  const std::uint64_t buffers = static_cast<std::uint64_t>(group_) * (2 * dims + 2) * 4;
   const std::uint64_t kv = slot * static_cast<std::uint64_t>(a.max_positions_per_core);
-  const std::uint64_t share = budget.value / static_cast<std::uint64_t>(sharing);
-  if (matrices + buffers + kv > share)
+  // One scratch area per core for every layer sharing the region.
+  const std::uint64_t scratch = region_scratch_bytes(model_, st).value;
+  const auto n = static_cast<std::uint64_t>(sharing);
+  if ((matrices + kv) * n + scratch > budget.value)
     throw FitError(fmt::format(
         "layer {} of {} shares its {} x {} region ({}) with {} other layers: the fullest core "
-        "would hold {} of weights and buffers and {} of KV cache ({} tokens x {} users) per "
-        "layer, {} in all, but has {}; use more wafers, fewer tokens or users, or fewer weight "
-        "bits",
-        l, model_.name, W, H, strategy, sharing - 1, human_bytes(Bytes{matrices + buffers}),
-        human_bytes(Bytes{kv}), ctx_, users_,
-        human_bytes(Bytes{(matrices + buffers + kv) * static_cast<std::uint64_t>(sharing)}),
-        human_bytes(budget)));
+        "would hold {} of weights and {} of KV cache ({} tokens x {} users) per layer and {} "
+        "of scratch, {} in all, but has {}; use more wafers, fewer tokens or users, or fewer "
+        "weight bits",
+        l, model_.name, W, H, strategy, sharing - 1, human_bytes(Bytes{matrices}),
+        human_bytes(Bytes{kv}), ctx_, users_, human_bytes(Bytes{scratch}),
+        human_bytes(Bytes{(matrices + kv) * n + scratch}), human_bytes(budget)));
   // The longest context the same region could cache at full capacity.
-  const std::uint64_t full = capacity_ / static_cast<std::uint64_t>(sharing);
-  const std::uint64_t per_core = full > matrices + buffers ? (full - matrices - buffers) / slot : 0;
+  const std::uint64_t room = capacity_ > scratch ? (capacity_ - scratch) / n : 0;
+  const std::uint64_t per_core = room > matrices ? (room - matrices) / slot : 0;
   max_context_ = static_cast<int>(std::min<std::int64_t>(
       max_context_,
       static_cast<std::int64_t>(per_core) * a.segment_length / users_));
