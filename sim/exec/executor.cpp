@@ -424,6 +424,16 @@ Vec Executor::add(const Vec& a, const Vec& b) {
 
 // ---- Attention and the head ------------------------------------------------------
 
+std::uint64_t Executor::visible_positions(const AttentionPlacement& a, int user, int position,
+                                          int tokens, int i) const {
+  std::uint64_t n = 0;
+  for (int t = 0; t < tokens; ++t)
+    n += static_cast<std::uint64_t>(
+        a.positions_on_core(user, position + t + 1, i) -
+        a.positions_on_core(user, first_visible_position(model_, position + t), i));
+  return n;
+}
+
 Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
                         int position) {
   if (a.columns_per_head > 1) return block_attention(a, layer, qkv, user, position);
@@ -457,11 +467,7 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
     multicast(w, Line{top, fabric::Direction::south, L},
               Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0], arrivals);
     for (int i = 0; i < L; ++i) {
-      std::uint64_t mine = 0;
-      for (int t = 0; t < T; ++t)
-        mine += static_cast<std::uint64_t>(
-            a.positions_on_core(user, position + t + 1, i) -
-            a.positions_on_core(user, first_visible_position(model_, position + t), i));
+      const std::uint64_t mine = visible_positions(a, user, position, T, i);
       Timed ready = arrivals[static_cast<std::size_t>(i)];
       for (const Timed& r : kv_ready[static_cast<std::size_t>(i)]) ready = later(ready, r);
       done[static_cast<std::size_t>(i)] =
@@ -535,11 +541,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                 down[static_cast<std::size_t>(j)]);
     }
     for (int i = 0; i < L; ++i) {
-      std::uint64_t n = 0;
-      for (int t = 0; t < T; ++t)
-        n += static_cast<std::uint64_t>(
-            a.positions_on_core(user, position + t + 1, i) -
-            a.positions_on_core(user, first_visible_position(model_, position + t), i));
+      const std::uint64_t n = visible_positions(a, user, position, T, i);
       mine[static_cast<std::size_t>(i)] = n;
       // Scores: each core's keys slice times the g query slices (a GEMM
       // tile of n rows); the partial scores all-reduced along the row.

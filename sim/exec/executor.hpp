@@ -248,6 +248,11 @@ class Executor {
   static Vec last_token(const Vec& v);
 
  private:
+  // Cached positions row (segment core) i of `a` attends to for a block of
+  // `tokens` tokens of `user` from `position` on (each token's own window,
+  // causal), summed over the tokens.
+  std::uint64_t visible_positions(const AttentionPlacement& a, int user, int position, int tokens,
+                                  int i) const;
   // The experts each of the `tokens` tokens of a block at `position` uses:
   // the top k of its router logits (functional, published to the exchange),
   // else the functional lane's choice (taken from the exchange) or
