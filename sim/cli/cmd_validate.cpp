@@ -21,6 +21,7 @@ RegisteredCommand add_validate_command(CLI::App& app) {
           [file, root] {
             const Scenario sc = load_scenario(*file, preset_dir(*root));
             check_wafer_supports(sc.model);
+            check_run_mode(sc, sc.outputs.functional);
             // The fit: planned and allocated as `run` would (a FitError
             // says what does not fit and what would).
             const std::unique_ptr<PlacedSystem> sys = place_system(sc);

@@ -168,6 +168,16 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
   return s;
 }
 
+void check_run_mode(const Scenario& sc, bool functional) {
+  if (functional && sc.workload.cached_tokens > 0)
+    throw ScenarioError(
+        sc.source_file, 0, 0, "workload.cached_tokens",
+        fmt::format("is {}, which needs a timing-only run (outputs: {{functional: false}}, or "
+                    "run --timing-only): a functional run has no keys and values for positions "
+                    "it did not compute",
+                    sc.workload.cached_tokens));
+}
+
 std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size) {
   std::vector<std::int32_t> ids = w.prompt_ids;
   const auto shift = static_cast<std::int64_t>(u) * 7919;

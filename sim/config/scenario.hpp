@@ -63,6 +63,11 @@ struct Workload {
   // as GEMM: each core streams its weight tile once per block). 1 = token by
   // token (GEMV per prompt token).
   int prefill_block = 1;
+  // Positions already in every user's KV cache when its prompt arrives
+  // (timing only): the prompt starts at this position, so decode is timed
+  // at a long context without simulating that context's prefill. The KV
+  // cache is reserved for cached + prompt + generated tokens.
+  int cached_tokens = 0;
 };
 
 // The prompt of user `u`: user 0 gets the workload's prompt_ids; user u > 0
@@ -108,6 +113,12 @@ struct Scenario {
   // that load_scenario() accepts again and that reproduces this run.
   std::string resolved_yaml;
 };
+
+// Throws ScenarioError when the scenario cannot run in the chosen mode: a
+// functional run of a workload with cached_tokens (there are no values for
+// positions it did not compute).
+void check_run_mode(const Scenario& scenario, bool functional);
+
 
 // "\n  did you mean 'x'?" for the closest of `candidates`, or "" (as scenario errors use).
 std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates);

@@ -41,25 +41,29 @@ std::vector<std::int32_t> draw_prompt(int count, int vocab, std::uint64_t seed) 
   return ids;
 }
 
-// The prompt plus generate_tokens must fit the model's context: reported at
-// the prompt when it alone reaches max_position, else at generate_tokens.
+// cached_tokens, the prompt and generate_tokens must fit the model's
+// context: reported at the prompt when it (after the cached positions)
+// alone reaches max_position, else at generate_tokens.
 void check_context(const Value& prompt, long long prompt_length, const Workload& w,
                    const ReadContext& ctx) {
   const models::ModelConfig& model = *ctx.model;
-  const long long total = prompt_length + w.generate_tokens;
+  const long long before = w.cached_tokens + prompt_length;
+  const long long total = before + w.generate_tokens;
   if (total <= model.max_position) return;
   const std::string sum = fmt::format(
-      "the prompt ({} tokens) + generate_tokens ({}) = {} tokens, more than "
+      "{}the prompt ({} tokens) + generate_tokens ({}) = {} tokens, more than "
       "max_position {} of model {}",
+      w.cached_tokens > 0 ? fmt::format("cached_tokens ({}) + ", w.cached_tokens) : "",
       prompt_length, w.generate_tokens, total, model.max_position, model.name);
-  if (prompt_length >= model.max_position) {
+  if (before >= model.max_position) {
     fail(prompt.loc(), prompt.path,
-         fmt::format("{}; the prompt must be shorter than {} tokens", sum, model.max_position));
+         fmt::format("{}; the prompt must be shorter than {} tokens", sum,
+                     model.max_position - w.cached_tokens));
   }
   const Value& generate = ctx.mapping->get("generate_tokens");
   fail(generate.loc(), generate.path,
        fmt::format("{}; with this prompt generate_tokens can be at most {}", sum,
-                   model.max_position - prompt_length));
+                   model.max_position - before));
 }
 
 // prompt_ids: the length first (an absurd prompt fails before its ids are read).
@@ -116,7 +120,7 @@ std::string write_prompt_ids(const Workload& w) {
   return ids.substr(key.size()) + "]";
 }
 
-// Read by rank: seed, users and prefill_block, then generate_tokens, then the
+// Read by rank: seed, users, prefill_block and cached_tokens, then generate_tokens, then the
 // prompt (its length is checked against generate_tokens, its draw uses the seed).
 constexpr Key<Workload> kWorkload[] = {
     {"prompt_ids", O, "list of token ids, each in [0, vocab_size), at least one",
@@ -150,6 +154,18 @@ constexpr Key<Workload> kWorkload[] = {
               "must be between 1 and 1000000 (prompt tokens per block; 1 = token by token)");
      },
      [](auto& w) { return fmt::format("{}", w.prefill_block); }},
+    {"cached_tokens", O, "count 0..max_position - 1, default 0",
+     "positions already in every user's KV cache (timing only: decode at a long context "
+     "without simulating its prefill)",
+     [](auto& v, auto& w, auto& ctx) {
+       w.cached_tokens = read_count(v, "32000");
+       const int most = ctx.model ? ctx.model->max_position - 1 : 100000000;
+       if (w.cached_tokens < 0 || w.cached_tokens > most)
+         fail(v.loc(), v.path,
+              fmt::format("must be between 0 and {} (the model's positions less one)", most));
+     },
+     [](auto& w) { return fmt::format("{}", w.cached_tokens); },
+     [](auto& w) { return w.cached_tokens > 0; }},
 };
 
 constexpr Key<Outputs> kOutputs[] = {

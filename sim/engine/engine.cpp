@@ -320,10 +320,12 @@ SC_MODULE(HostModule) {
         const int n = std::min(block, n_prompt - i);
         const auto ids = std::span<const std::int32_t>(log_[static_cast<std::size_t>(u)].prompt)
                              .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n));
-        TokenMessage* m = make_block(target_, u, i, ids, arrived);
+        // After workload.cached_tokens positions already in the cache.
+        const int first = sc_.workload.cached_tokens + i;
+        TokenMessage* m = make_block(target_, u, first, ids, arrived);
         m->needs_logits = (i + n == n_prompt);
         send(to_wafer, m);
-        if (spec_) send(to_draft, make_block(draft_, u, i, ids, arrived));
+        if (spec_) send(to_draft, make_block(draft_, u, first, ids, arrived));
       }
     int processed = 0, finished = 0;
     while (finished < users) {
@@ -803,6 +805,7 @@ void compare_with_reference(const Scenario& sc, const HostLog& log, const models
 analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
   // The SystemC banner would corrupt --json output on stdout.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  check_run_mode(sc, options.functional);
   analysis::RunResult r = describe_run(sc, options);
   HostTimes host_times;
   PlacedModels placed = place_models(sc, options, host_times);

@@ -13,8 +13,9 @@ PlacementRequest placement_request(const Scenario& sc,
                                    const std::function<void(int, int)>& progress) {
   PlacementRequest req;
   static_cast<PlacementChoices&>(req) = sc.placement;
-  req.context_tokens =
-      static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens;
+  req.context_tokens = sc.workload.cached_tokens +
+                       static_cast<int>(sc.workload.prompt_ids.size()) +
+                       sc.workload.generate_tokens;
   req.users = sc.workload.users;
   req.weight_bits = models::dtype_bits(sc.precision);
   req.progress = progress;
@@ -38,16 +39,20 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req) {
   int n = static_cast<int>(
       std::max<std::uint64_t>(1, ceil_div(bytes, sc.hardware.sram_capacity().value)));
   n = std::min(n, sc.model.num_layers);
+  const int fewest = n;
+  std::string first_error;
   for (;; ++n) {
     try {
       return plan_placement(sc.model, sc.hardware, n, req);
     } catch (const fabric::FitError& e) {
+      if (first_error.empty()) first_error = e.what();
       if (n < sc.model.num_layers) continue;
       throw fabric::FitError(fmt::format(
           "{} fits on no number of {} wafers with strategy {} ({} tokens x {} users of "
-          "context): even one layer per wafer ({} wafers) does not fit: {}{}",
+          "context): on {} wafer{} (the fewest its bytes allow): {}; on {} (one layer per "
+          "wafer): {}{}",
           sc.model.name, sc.hardware.name, strategy_name(req.strategy), req.context_tokens,
-          std::max(1, req.users), n, e.what(),
+          std::max(1, req.users), fewest, fewest == 1 ? "" : "s", first_error, n, e.what(),
           req.strategy == StrategyKind::whole_region
               ? ""
               : "; whole-region spreads each layer's KV cache over all of its region's cores "

@@ -127,12 +127,12 @@ void check_fits(const models::ModelConfig& model, const fabric::WaferSpec& spec,
         n_wafers, spec.name, human_bytes(Bytes{system_capacity}), spec.core_count(),
         human_bytes(Bytes{capacity}),
         ceil_div(weight_bytes + kv_bytes, spec.sram_capacity().value)));
-  const int per_wafer = static_cast<int>(ceil_div(model.num_layers, std::max(1, n_wafers)));
-  if (req.strategy == StrategyKind::whole_region && req.layer_groups > per_wafer)
+  // A wafer with fewer layers than groups has a group per layer.
+  if (req.strategy == StrategyKind::whole_region && req.layer_groups > model.num_layers)
     throw FitError(fmt::format(
-        "placement.layer_groups is {}, but {} on {} wafer{} has at most {} layers per wafer; "
-        "use 1 (every layer on the whole wafer) to {} (one layer per region)",
-        req.layer_groups, model.name, n_wafers, n_wafers == 1 ? "" : "s", per_wafer, per_wafer));
+        "placement.layer_groups is {}, but {} has {} layers; use 1 (every layer of a wafer on "
+        "the whole wafer) to {} (one layer per region)",
+        req.layer_groups, model.name, model.num_layers, model.num_layers));
   if (n_wafers > model.num_layers)
     throw FitError(
         fmt::format("{} wafers for {} layers: layer-rectangles puts at least one layer "

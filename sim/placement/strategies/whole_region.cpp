@@ -17,16 +17,20 @@
 namespace wafersim::sim::strategies {
 namespace {
 
-// Rows of a grid of `groups` regions over `area` whose regions are nearest square.
+// Rows of a grid of `groups` regions over `area`: the fewest empty cells
+// (a grid of rows x ceil(groups / rows) cells leaves the rest unused), then
+// the regions nearest square.
 int squarest_rows(const fabric::Rect& area, int groups) {
-  int best = 1;
+  int best = 1, best_empty = groups;
   double best_skew = INFINITY;
   for (int rows = 1; rows <= groups; ++rows) {
     const int cols = (groups + rows - 1) / rows;
+    const int empty = rows * cols - groups;
     const double w = static_cast<double>(area.width) / cols;
     const double h = static_cast<double>(area.height) / rows;
     const double skew = std::abs(std::log(w / h));
-    if (skew < best_skew) best = rows, best_skew = skew;
+    if (empty < best_empty || (empty == best_empty && skew < best_skew))
+      best = rows, best_empty = empty, best_skew = skew;
   }
   return best;
 }

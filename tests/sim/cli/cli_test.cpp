@@ -426,6 +426,51 @@ TEST(Cli, BrokenScenarioNamesFileLineAndKey) {
   fs::remove_all(d);
 }
 
+// workload.cached_tokens: decode timed at a long context without
+// simulating its prefill. A run whose cache already holds 40 positions and
+// whose prompt is the last 4 ids decodes each token exactly as fast as a
+// run that prefilled all 44 (one user: every decode token crosses an idle
+// pipeline, and its cost depends on its position only).
+TEST(Cli, CachedTokensDecodeAsIfThePrefillHadRun) {
+  const fs::path d = scratch_dir("cached");
+  auto scenario = [&](const std::string& name, const std::string& workload) {
+    std::ofstream(d / name) << "name: " << name << "\nhardware: small\nmodel: tiny-llama\n"
+                            << "workload: {" << workload << ", generate_tokens: 4, seed: 3}\n"
+                            << "outputs: {functional: false}\ncompare_with: []\n";
+    const Outcome o = wafersim("run " + (d / name).string() + " --json");
+    EXPECT_EQ(o.code, 0) << o.err;
+    return nlohmann::json::parse(o.out);
+  };
+  std::string ids;
+  for (int i = 0; i < 40; ++i) ids += std::to_string(10 + i) + ", ";
+  const auto cached = scenario("cached.yaml", "cached_tokens: 40, prompt_ids: [5, 6, 7, 9]");
+  const auto full = scenario("full.yaml", "prompt_ids: [" + ids + "5, 6, 7, 9]");
+  // Decode tokens (positions 44, 45, 46) and their latencies, in order.
+  auto decode = [](const nlohmann::json& j) {
+    std::vector<std::pair<int, std::uint64_t>> out;
+    for (const auto& r : j["token_records"])
+      if (!r["prefill"].get<bool>())
+        out.emplace_back(r["position"].get<int>(),
+                         r["end_cycle"].get<std::uint64_t>() - r["start_cycle"].get<std::uint64_t>());
+    return out;
+  };
+  const auto a = decode(cached), b = decode(full);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a.front().first, 44);
+  EXPECT_EQ(a, b);
+  // The cache is reserved for all 48 positions; a longer cache makes each
+  // decode token slower (attention over more positions).
+  EXPECT_GE(cached["max_context_tokens"].get<int>(), 48);
+  const auto longer = scenario("longer.yaml", "cached_tokens: 100, prompt_ids: [5, 6, 7, 9]");
+  EXPECT_GT(decode(longer).front().second, a.front().second);
+  // Functional runs cannot start from positions they did not compute.
+  const Outcome f = wafersim("run " + (d / "cached.yaml").string() + " --functional");
+  EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("workload.cached_tokens"), std::string::npos) << f.err;
+  EXPECT_NE(f.err.find("timing-only"), std::string::npos) << f.err;
+  fs::remove_all(d);
+}
+
 TEST(Cli, ValidateSummarisesAGoodScenario) {
   const Outcome o = wafersim("validate " + src("scenarios/quickstart.yaml"));
   EXPECT_EQ(o.code, 0) << o.err;
