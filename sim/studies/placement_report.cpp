@@ -39,6 +39,13 @@ PlacementReport evaluate_placement(const Scenario& sc,
                                   [](const LayerStage& st) { return st.whole_region; });
   if (!shared) r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
   for (const LayerStage& st : pl.layers) {
+    if (st.whole_region) {
+      // Every matrix and the KV cache span the layer's region (shared with
+      // the other layers of its group): the region is the layer's one rectangle.
+      r.regions.push_back(
+          {fmt::format("layer {} (whole region)", st.layer), st.layer, st.wafer, st.strip});
+      continue;
+    }
     for (const MatrixPlacement* m : st.matrices())
       r.regions.push_back({m->name, st.layer, st.wafer, m->rect, m->upward});
     r.regions.push_back(
