@@ -372,10 +372,11 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   cmd->add_option("what", o->what, "fabric | agreement | models | kernels | op")
       ->required()
       ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op"}));
-  cmd->add_option("operation", o->op.op, "op: gemv | allreduce | layer")
-      ->check(CLI::IsMember({"gemv", "allreduce", "layer"}));
+  cmd->add_option("operation", o->op.op, "op: gemv | allreduce | attention | layer")
+      ->check(CLI::IsMember({"gemv", "allreduce", "attention", "layer"}));
   cmd->add_option("--hardware", o->op.hardware, "op: a hardware preset (default wse3)");
-  cmd->add_option("--model", o->op.model, "op layer: a model preset (default llama-3.1-8b)");
+  cmd->add_option("--model", o->op.model,
+                  "op layer, attention: a model preset (default llama-3.1-8b)");
   cmd->add_option("--matrix", o->matrix, "op gemv: ROWSxCOLUMNS of the matrix (default 4096x4096)");
   cmd->add_option("--region", o->region,
                   "op gemv, layer: WIDTHxHEIGHT cores; op allreduce: WIDTH = the cores of the "
@@ -386,7 +387,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"chain", "tree", "two-level"}));
   cmd->add_option("--bytes", o->op.bytes, "op allreduce: bytes per core (default 4)");
   cmd->add_option("--context", o->op.context,
-                  "op layer: positions already cached (default 4096)")
+                  "op layer, attention: positions already cached (default 4096)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bits", o->op.bits, "op: weight and KV bits (default 16)")
       ->check(CLI::IsMember({4, 8, 16, 32}));
@@ -416,7 +417,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
             if (o->what == "op") {
               BenchOpOptions b = o->op;
               if (b.op.empty())
-                throw CommandError(kExitUsage, "bench op: name the operation: gemv, allreduce or layer");
+                throw CommandError(kExitUsage, "bench op: name the operation: gemv, allreduce, attention or layer");
               b.json = o->json;
               b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
               b.reduction = o->reduction == "chain" ? fabric::ReductionScheme::chain

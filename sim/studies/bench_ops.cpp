@@ -85,10 +85,9 @@ std::vector<Step> allreduce_steps(const BenchOpOptions& o, const fabric::WaferSp
   return {{"reduce to the first core", reduced}, {"all-reduce (reduce + multicast back)", all}};
 }
 
-// One decode token through one whole-region layer: the layer's stages,
-// phase by phase, on an idle fabric.
-std::vector<Step> layer_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec,
-                              const models::ModelConfig& model) {
+// One whole-region layer of `model` on the region's corner.
+Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
+                       const models::ModelConfig& model) {
   PlacementRequest req;
   req.strategy = StrategyKind::whole_region;
   req.reduction = o.reduction;
@@ -99,7 +98,30 @@ std::vector<Step> layer_steps(const BenchOpOptions& o, const fabric::WaferSpec& 
   pl.strategy = "whole-region";
   pl.context_tokens = req.context_tokens;
   pl.layers.push_back(planner.region_layer(0, 0, fabric::Rect{0, 0, o.width, o.height}, 1,
-                                           spec.sram_per_core, "bench op layer"));
+                                           spec.sram_per_core, "bench op"));
+  return pl;
+}
+
+// Attention alone: the qkv vector on its roots at cycle 0, one decode token
+// at position `context` over the KV cache spread over the region.
+std::vector<Step> attention_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec,
+                                  const models::ModelConfig& model) {
+  const Placement pl = region_layer(o, spec, model);
+  const Program prog = lower(model, pl);
+  fabric::Fabric fab(spec);
+  Executor ex(fab, model, pl, prog, nullptr, o.bits);
+  const LayerStage& st = pl.layers.front();
+  Vec qkv;
+  qkv.layout = output_layout(st.qkv);
+  qkv.ready.assign(qkv.layout.size(), Timed{});
+  return {{"attention", ex.attention(st.attention, 0, qkv, 0, o.context).latest()}};
+}
+
+// One decode token through one whole-region layer: the layer's stages,
+// phase by phase, on an idle fabric.
+std::vector<Step> layer_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec,
+                              const models::ModelConfig& model) {
+  const Placement pl = region_layer(o, spec, model);
   const Program prog = lower(model, pl);
   fabric::Fabric fab(spec);
   Executor ex(fab, model, pl, prog, nullptr, o.bits);
@@ -132,15 +154,15 @@ int bench_op(const BenchOpOptions& o) {
     steps = gemv_steps(o, spec);
   } else if (o.op == "allreduce") {
     steps = allreduce_steps(o, spec);
-  } else if (o.op == "layer") {
+  } else if (o.op == "layer" || o.op == "attention") {
     model = load_model_preset(o.model, o.preset_dir);
     if (model.is_moe())
-      throw std::invalid_argument("bench op layer: " + model.name +
+      throw std::invalid_argument("bench op " + o.op + ": " + model.name +
                                   " is a mixture of experts; the whole-region layer is dense");
-    steps = layer_steps(o, spec, model);
+    steps = o.op == "layer" ? layer_steps(o, spec, model) : attention_steps(o, spec, model);
   } else {
     throw std::invalid_argument("bench op: unknown operation '" + o.op +
-                                "'; valid: gemv, allreduce, layer");
+                                "'; valid: gemv, allreduce, attention, layer");
   }
   const Timed& last = steps.back().done;
   const double clock = spec.clock_hz;
@@ -166,7 +188,7 @@ int bench_op(const BenchOpOptions& o) {
   }
   fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction\n", o.op,
              spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction));
-  if (o.op == "layer")
+  if (o.op == "layer" || o.op == "attention")
     fmt::print("  {} layer 0, one decode token at position {} (KV cache of {} positions)\n",
                model.name, o.context, o.context);
   fmt::print("  {:<44} {:>10} {:>10}\n", "step", "cycles", "done at");

@@ -2,6 +2,8 @@
 // at flow level on an idle fabric, with its cycles split by resource:
 //   gemv       an M x N matrix over a P x Q region (plain or transposed)
 //   allreduce  B bytes over a line of n cores
+//   attention  one decode token's attention over L cached positions, the KV
+//              cache spread over a P x Q region (a whole-region layer's)
 //   layer      one whole-region decoder layer of a model on a P x Q region
 //              at a context length, phase by phase (norms, GEMVs, RoPE,
 //              attention over the KV cache spread over the region, ...):
@@ -16,7 +18,7 @@
 namespace wafersim::sim {
 
 struct BenchOpOptions {
-  std::string op;                  // gemv | allreduce | layer
+  std::string op;                  // gemv | allreduce | attention | layer
   std::string hardware = "wse3";   // a hardware preset
   std::string model = "llama-3.1-8b";  // layer: a model preset
   std::filesystem::path preset_dir;
