@@ -310,56 +310,36 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
   return st;
 }
 
-LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing,
-                                      Bytes budget, const std::string& strategy) {
-  if (model_.is_moe())
-    throw FitError(fmt::format(
-        "{} places dense layers only; {} is a mixture of experts: use layer-rectangles, "
-        "serpentine, short-path, sram-balanced or anneal",
-        strategy, model_.name));
-  if (defects_.dead_count() > 0)
-    for (int y = region.y0; y < region.y0 + region.height; ++y)
-      for (int x = region.x0; x < region.x0 + region.width; ++x)
-        if (defects_.dead(Coord{x, y}))
-          throw FitError(fmt::format(
-              "{} spans every GEMV over its whole region, but core ({}, {}) of layer {}'s region "
-              "({} x {} at ({}, {})) is dead; {} needs a defect-free mesh (use another strategy "
-              "on a wafer with defects)",
-              strategy, x, y, l, region.width, region.height, region.x0, region.y0, strategy));
+// A matrix over the region's corner: a transposed one has its output rows
+// along the columns, a plain one along the rows; never more cores in a
+// direction than the matrix has rows (or granules) and columns there.
+MatrixPlacement StagePlanner::region_matrix(std::size_t shape, int l, int w, const Rect& region,
+                                            bool transposed) const {
+  const MatrixShape& sh = shapes_[shape];
+  MatrixPlacement mp;
+  mp.name = fmt::format("layer {} {}", l, sh.name);
+  mp.wafer = w;
+  mp.out_features = sh.out;
+  mp.in_features = sh.in;
+  mp.row_granule = sh.granule;
+  mp.transposed = transposed;
+  mp.reduction = override_of(sh.kind).reduction.value_or(req_.reduction);
+  const int out_cores = std::min(transposed ? region.width : region.height, sh.out / sh.granule);
+  const int in_cores = std::min(transposed ? region.height : region.width, sh.in);
+  mp.rect = transposed ? Rect{region.x0, region.y0, out_cores, in_cores}
+                       : Rect{region.x0, region.y0, in_cores, out_cores};
+  return mp;
+}
+
+// The KV cache over a region: kv heads side by side, each on c columns (its
+// head dimensions split over them) and every row (its positions
+// round-robin); on a region narrower than the kv heads, heads stack in the
+// columns.
+AttentionPlacement StagePlanner::region_attention(int l, int w, const Rect& region,
+                                                  const std::string& strategy) const {
   const int W = region.width, H = region.height;
-  LayerStage st;
-  st.layer = l;
-  st.wafer = w;
-  st.strip = region;
-  st.whole_region = true;
-  // A matrix over the region's corner: `transposed` ones have their output
-  // rows along the columns, plain ones along the rows; never more cores in
-  // a direction than the matrix has rows (or granules) and columns there.
-  auto matrix = [&](std::size_t shape, bool transposed) {
-    const MatrixShape& sh = shapes_[shape];
-    MatrixPlacement mp;
-    mp.name = fmt::format("layer {} {}", l, sh.name);
-    mp.wafer = w;
-    mp.out_features = sh.out;
-    mp.in_features = sh.in;
-    mp.row_granule = sh.granule;
-    mp.transposed = transposed;
-    mp.reduction = override_of(sh.kind).reduction.value_or(req_.reduction);
-    const int out_cores = std::min(transposed ? W : H, sh.out / sh.granule);
-    const int in_cores = std::min(transposed ? H : W, sh.in);
-    mp.rect = transposed ? Rect{region.x0, region.y0, out_cores, in_cores}
-                         : Rect{region.x0, region.y0, in_cores, out_cores};
-    return mp;
-  };
-  st.qkv = matrix(kQkv, true);
-  st.o = matrix(kO, false);
-  st.gate_up = matrix(kFirstMlp, true);
-  st.down = matrix(kFirstMlp + 1, false);
-  // The KV cache: kv heads side by side, each on c columns (its head
-  // dimensions split over them) and every row (its positions round-robin);
-  // on a region narrower than the kv heads, heads stack in the columns.
   const int kvh = model_.num_kv_heads, hd = model_.head_dim;
-  AttentionPlacement& a = st.attention;
+  AttentionPlacement a;
   a.wafer = w;
   a.num_kv_heads = kvh;
   a.head_dim = hd;
@@ -377,20 +357,25 @@ LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int shar
       ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(a.segment_length)));
   a.context = ctx_;
   a.users = users_;
-  // The fullest core's bytes for this layer (an upper bound: the largest
-  // tile of every matrix and its buffers, the largest KV share), against
-  // its share of the budget.
+  return a;
+}
+
+// The fullest core's bytes for a whole-region layer (an upper bound: the
+// largest tile of every matrix, the largest KV share, per layer sharing the
+// region, and one scratch area) against the budget; lowers max_context_.
+void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes budget,
+                                    const std::string& strategy) {
+  const AttentionPlacement& a = st.attention;
   std::uint64_t matrices = 0;
   for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
     matrices += ceil_div(m->max_tile_elements() * static_cast<std::uint64_t>(bits_), 8);
   matrices += ceil_div(static_cast<std::uint64_t>(model_.hidden_size),
                        static_cast<std::uint64_t>(st.o.p())) *
               static_cast<std::uint64_t>(shapes_[kO].root_bytes_per_row);
-  const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(hd),
+  const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(model_.head_dim),
                                       static_cast<std::uint64_t>(a.columns_per_head));
   const std::uint64_t slot = 2 * dims * static_cast<std::uint64_t>(bits_) / 8;
   const std::uint64_t kv = slot * static_cast<std::uint64_t>(a.max_positions_per_core);
-  // One scratch area per core for every layer sharing the region.
   const std::uint64_t scratch = region_scratch_bytes(model_, st).value;
   const auto n = static_cast<std::uint64_t>(sharing);
   if ((matrices + kv) * n + scratch > budget.value)
@@ -399,15 +384,41 @@ LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int shar
         "would hold {} of weights and {} of KV cache ({} tokens x {} users) per layer and {} "
         "of scratch, {} in all, but has {}; use more wafers, fewer tokens or users, or fewer "
         "weight bits",
-        l, model_.name, W, H, strategy, sharing - 1, human_bytes(Bytes{matrices}),
-        human_bytes(Bytes{kv}), ctx_, users_, human_bytes(Bytes{scratch}),
-        human_bytes(Bytes{(matrices + kv) * n + scratch}), human_bytes(budget)));
+        st.layer, model_.name, st.strip.width, st.strip.height, strategy, sharing - 1,
+        human_bytes(Bytes{matrices}), human_bytes(Bytes{kv}), ctx_, users_,
+        human_bytes(Bytes{scratch}), human_bytes(Bytes{(matrices + kv) * n + scratch}),
+        human_bytes(budget)));
   // The longest context the same region could cache at full capacity.
   const std::uint64_t room = capacity_ > scratch ? (capacity_ - scratch) / n : 0;
   const std::uint64_t per_core = room > matrices ? (room - matrices) / slot : 0;
   max_context_ = static_cast<int>(std::min<std::int64_t>(
-      max_context_,
-      static_cast<std::int64_t>(per_core) * a.segment_length / users_));
+      max_context_, static_cast<std::int64_t>(per_core) * a.segment_length / users_));
+}
+
+LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing,
+                                      Bytes budget, const std::string& strategy) {
+  if (model_.is_moe())
+    throw FitError(fmt::format(
+        "{} places dense layers only; {} is a mixture of experts: use layer-rectangles, "
+        "serpentine, short-path, sram-balanced or anneal",
+        strategy, model_.name));
+  if (!defects_.clear(region))
+    throw FitError(fmt::format(
+        "{} spans every GEMV over its whole region, but layer {}'s region ({} x {} at ({}, {})) "
+        "holds dead cores; the strategy shrinks regions to their largest defect-free rectangle "
+        "before planning them",
+        strategy, l, region.width, region.height, region.x0, region.y0));
+  LayerStage st;
+  st.layer = l;
+  st.wafer = w;
+  st.strip = region;
+  st.whole_region = true;
+  st.qkv = region_matrix(kQkv, l, w, region, true);
+  st.o = region_matrix(kO, l, w, region, false);
+  st.gate_up = region_matrix(kFirstMlp, l, w, region, true);
+  st.down = region_matrix(kFirstMlp + 1, l, w, region, false);
+  st.attention = region_attention(l, w, region, strategy);
+  check_region_fit(st, sharing, budget, strategy);
   return st;
 }
 

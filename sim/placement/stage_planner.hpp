@@ -90,6 +90,13 @@ class StagePlanner {
   // Where a layer's shapes are (shapes_): qkv, o, then the MLP's or the
   // experts' (the stacking order of a top-down layer).
   static constexpr std::size_t kQkv = 0, kO = 1, kFirstMlp = 2;
+  // The parts of region_layer (stage_planner.cpp).
+  MatrixPlacement region_matrix(std::size_t shape, int l, int w, const fabric::Rect& region,
+                                bool transposed) const;
+  AttentionPlacement region_attention(int l, int w, const fabric::Rect& region,
+                                      const std::string& strategy) const;
+  void check_region_fit(const LayerStage& st, int sharing, Bytes budget,
+                        const std::string& strategy);
   // Per row of `r`: 1 when a core of that row (within r's columns) is dead.
   std::vector<char> dead_rows(const fabric::Rect& r) const;
 
