@@ -354,6 +354,41 @@ int bench_agreement(const std::string& preset_dir) {
   return 0;
 }
 
+// `bench op`: the operation's options from the command line (AxB sizes,
+// the reduction by name), then the figures.
+int run_bench_op(BenchOpOptions b, const std::string& matrix, const std::string& region,
+                 const std::string& reduction, bool json, const std::string& dir) {
+  if (b.op.empty())
+    throw CommandError(kExitUsage, "bench op: name the operation: gemv, allreduce, attention or layer");
+  b.json = json;
+  b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
+  b.reduction = reduction == "chain"  ? fabric::ReductionScheme::chain
+                : reduction == "tree" ? fabric::ReductionScheme::tree
+                                      : fabric::ReductionScheme::two_level;
+  auto dims = [](const std::string& s, const char* flag, int& a, int& c) {
+    const auto x = s.find('x');
+    try {
+      std::size_t end = 0;
+      if (x == std::string::npos) throw std::invalid_argument(s);
+      a = std::stoi(s.substr(0, x), &end);
+      if (end != x) throw std::invalid_argument(s);
+      c = std::stoi(s.substr(x + 1), &end);
+      if (end != s.size() - x - 1) throw std::invalid_argument(s);
+    } catch (const std::exception&) {
+      throw CommandError(kExitUsage, fmt::format("{} {}: expected AxB, e.g. 420x420", flag, s));
+    }
+  };
+  dims(matrix, "--matrix", b.out, b.in);
+  dims(region, "--region", b.width, b.height);
+  try {
+    return bench_op(b);
+  } catch (const std::invalid_argument& e) {
+    throw CommandError(kExitUsage, e.what());
+  } catch (const fabric::FitError& e) {
+    throw CommandError(kExitBadInput, fmt::format("bench op {}: does not fit: {}", b.op, e.what()));
+  }
+}
+
 }  // namespace
 
 RegisteredCommand add_bench_command(CLI::App& app) {
@@ -414,37 +449,8 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);
-            if (o->what == "op") {
-              BenchOpOptions b = o->op;
-              if (b.op.empty())
-                throw CommandError(kExitUsage, "bench op: name the operation: gemv, allreduce, attention or layer");
-              b.json = o->json;
-              b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
-              b.reduction = o->reduction == "chain" ? fabric::ReductionScheme::chain
-                            : o->reduction == "tree" ? fabric::ReductionScheme::tree
-                                                     : fabric::ReductionScheme::two_level;
-              auto dims = [](const std::string& s, const char* flag, int& a, int& c) {
-                const auto x = s.find('x');
-                try {
-                  std::size_t end = 0;
-                  if (x == std::string::npos) throw std::invalid_argument(s);
-                  a = std::stoi(s.substr(0, x), &end);
-                  if (end != x) throw std::invalid_argument(s);
-                  c = std::stoi(s.substr(x + 1), &end);
-                  if (end != s.size() - x - 1) throw std::invalid_argument(s);
-                } catch (const std::exception&) {
-                  throw CommandError(kExitUsage,
-                                     fmt::format("{} {}: expected AxB, e.g. 420x420", flag, s));
-                }
-              };
-              dims(o->matrix, "--matrix", b.out, b.in);
-              dims(o->region, "--region", b.width, b.height);
-              try {
-                return bench_op(b);
-              } catch (const std::invalid_argument& e) {
-                throw CommandError(kExitUsage, e.what());
-              }
-            }
+            if (o->what == "op") return run_bench_op(o->op, o->matrix, o->region, o->reduction,
+                                                     o->json, dir);
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

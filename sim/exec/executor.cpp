@@ -485,98 +485,110 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
   return out;
 }
 
-Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
-                              int position) {
+Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, int user,
+                          int position, std::vector<std::vector<Timed>>& kv_ready) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim(), kv = model_.kv_dim();
-  const int L = a.segment_length, C = a.columns_per_head;
-  const int T = qkv.tokens;
-  const auto T64 = static_cast<std::uint64_t>(T);
-  const auto G64 = static_cast<std::uint64_t>(g);
-  const int w = a.wafer;
-  fabric::Fabric& f = fab(w);
-  Vec out;
-  out.tokens = T;
+  const int C = a.columns_per_head, w = a.wafer;
+  // The query group's slices to the block's top row, column j taking dims
+  // dim_begin(j) .. dim_begin(j + 1) of each of the g heads (the pieces name
+  // them as one range of the same size).
+  Layout top;
+  for (int j = 0; j < C; ++j)
+    top.push_back(Piece{a.block_core(h, 0, j), h * g * hd + g * a.dim_begin(j),
+                        h * g * hd + g * a.dim_begin(j + 1), w});
+  Vec q = move(qkv, top);
+  // Each token's key and value, split the same way, to the row caching it.
   Vec one;  // one token of the block, for its k and v (timing only)
   one.layout = qkv.layout;
   one.ready = qkv.ready;
-  // Per column: arrivals of the query slice down it; per row and column:
-  // the new keys' and values' arrivals, the scores' and the partials' times.
-  std::vector<std::vector<Timed>> down(static_cast<std::size_t>(C));
-  std::vector<std::vector<Timed>> kv_ready(static_cast<std::size_t>(L) * C);
-  std::vector<Timed> scored(static_cast<std::size_t>(C)), row_back, column(static_cast<std::size_t>(L));
+  kv_ready.assign(static_cast<std::size_t>(a.segment_length) * C, {});
+  for (int t = 0; t < qkv.tokens; ++t) {
+    const int row = a.slot_core(user, position + t);
+    Layout ks, vs;
+    for (int j = 0; j < C; ++j) {
+      const Coord c = a.block_core(h, row, j);
+      const int k0 = q_dim + h * hd;
+      ks.push_back(Piece{c, k0 + a.dim_begin(j), k0 + a.dim_begin(j + 1), w});
+      vs.push_back(Piece{c, k0 + kv + a.dim_begin(j), k0 + kv + a.dim_begin(j + 1), w});
+    }
+    const Vec k = move(one, ks), v = move(one, vs);
+    for (int j = 0; j < C; ++j) {
+      auto& r = kv_ready[static_cast<std::size_t>(row) * C + j];
+      r.push_back(k.ready[static_cast<std::size_t>(j)]);
+      r.push_back(v.ready[static_cast<std::size_t>(j)]);
+    }
+  }
+  return q;
+}
+
+void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
+                         const std::vector<std::vector<Timed>>& down,
+                         const std::vector<std::vector<Timed>>& kv_ready,
+                         std::vector<std::vector<Timed>>& partial) {
+  const int C = a.columns_per_head, w = a.wafer;
+  const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
+  fabric::Fabric& f = fab(w);
+  auto dims = [&](int j) { return static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j)); };
+  const auto ij = [&](int j) { return static_cast<std::size_t>(i) * C + static_cast<std::size_t>(j); };
+  // Scores: each core's keys slice times the g query slices (a GEMM tile of
+  // n rows); the partial scores all-reduced along the row.
+  std::vector<Timed> scored(static_cast<std::size_t>(C)), back;
+  for (int j = 0; j < C; ++j) {
+    Timed ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+    for (const Timed& r : kv_ready[ij(j)]) ready = later(ready, r);
+    scored[static_cast<std::size_t>(j)] =
+        n == 0 ? ready
+               : run_core(w, a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims(j), g, bits_));
+  }
+  if (n > 0)
+    all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},
+               Bytes{g * n * 4}, scored, back);
+  else
+    back = scored;
+  // Softmax terms of the row's scores, then the values slice weighted by
+  // them (a GEMM tile of dims rows over the n positions).
+  for (int j = 0; j < C; ++j) {
+    Timed& p = partial[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+    p = back[static_cast<std::size_t>(j)];
+    if (n == 0) continue;
+    p = run_core(w, a.block_core(h, i, j), p, f.cost().vector_op(g * n, 4));
+    p = run_core(w, a.block_core(h, i, j), p, f.cost().gemm_tile(dims(j), n, g, bits_));
+  }
+}
+
+Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
+                              int position) {
+  const int L = a.segment_length, C = a.columns_per_head, w = a.wafer;
+  const auto T = static_cast<std::uint64_t>(qkv.tokens);
+  const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
+  fabric::Fabric& f = fab(w);
+  Vec out;
+  out.tokens = qkv.tokens;
+  std::vector<std::vector<Timed>> kv_ready, down(static_cast<std::size_t>(C));
   std::vector<std::vector<Timed>> partial(static_cast<std::size_t>(C),
                                           std::vector<Timed>(static_cast<std::size_t>(L)));
-  std::vector<std::uint64_t> mine(static_cast<std::size_t>(L));
   for (int h = 0; h < a.num_kv_heads; ++h) {
-    // The query group's slices to the block's top row, column j taking
-    // dims dim_begin(j) .. dim_begin(j + 1) of each of the g heads (the
-    // pieces name them as one range of the same size).
-    Layout top;
-    for (int j = 0; j < C; ++j)
-      top.push_back(Piece{a.block_core(h, 0, j), h * g * hd + g * a.dim_begin(j),
-                          h * g * hd + g * a.dim_begin(j + 1), w});
-    const Vec q = move(qkv, top);
-    for (auto& r : kv_ready) r.clear();
-    for (int t = 0; t < T; ++t) {
-      const int row = a.slot_core(user, position + t);
-      Layout ks, vs;
-      for (int j = 0; j < C; ++j) {
-        const Coord c = a.block_core(h, row, j);
-        ks.push_back(Piece{c, q_dim + h * hd + a.dim_begin(j), q_dim + h * hd + a.dim_begin(j + 1), w});
-        vs.push_back(Piece{c, q_dim + kv + h * hd + a.dim_begin(j),
-                           q_dim + kv + h * hd + a.dim_begin(j + 1), w});
-      }
-      const Vec k = move(one, ks), v = move(one, vs);
-      for (int j = 0; j < C; ++j) {
-        auto& r = kv_ready[static_cast<std::size_t>(row) * C + j];
-        r.push_back(k.ready[static_cast<std::size_t>(j)]);
-        r.push_back(v.ready[static_cast<std::size_t>(j)]);
-      }
-    }
+    const Vec q = block_inputs(a, qkv, h, user, position, kv_ready);
     for (int j = 0; j < C; ++j) {
       const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
       multicast(w, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
-                Bytes{G64 * dims * 4 * T64}, q.ready[static_cast<std::size_t>(j)],
+                Bytes{g * dims * 4 * T}, q.ready[static_cast<std::size_t>(j)],
                 down[static_cast<std::size_t>(j)]);
     }
-    for (int i = 0; i < L; ++i) {
-      const std::uint64_t n = visible_positions(a, user, position, T, i);
-      mine[static_cast<std::size_t>(i)] = n;
-      // Scores: each core's keys slice times the g query slices (a GEMM
-      // tile of n rows); the partial scores all-reduced along the row.
-      for (int j = 0; j < C; ++j) {
-        const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-        Timed ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
-        for (const Timed& r : kv_ready[static_cast<std::size_t>(i) * C + j]) ready = later(ready, r);
-        scored[static_cast<std::size_t>(j)] =
-            n == 0 ? ready : run_core(w, a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims, G64, bits_));
-      }
-      if (n > 0) {
-        all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},
-                   Bytes{G64 * n * 4}, scored, row_back);
-      } else {
-        row_back = scored;
-      }
-      // Softmax terms of the row's scores, then the values slice weighted
-      // by them (a GEMM tile of dims rows over the n positions).
-      for (int j = 0; j < C; ++j) {
-        const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-        Timed& p = partial[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
-        p = row_back[static_cast<std::size_t>(j)];
-        if (n == 0) continue;
-        p = run_core(w, a.block_core(h, i, j), p, f.cost().vector_op(G64 * n, 4));
-        p = run_core(w, a.block_core(h, i, j), p, f.cost().gemm_tile(dims, n, G64, bits_));
-      }
-    }
+    for (int i = 0; i < L; ++i)
+      block_row(a, h, i, visible_positions(a, user, position, qkv.tokens, i), down, kv_ready,
+                partial);
     // Each column's partials (g x (dims + max + sum) per token) reduced up
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {
       const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-      const Timed reduced = reduce(w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
-                                   Bytes{G64 * (dims + 2) * 4 * T64}, partial[static_cast<std::size_t>(j)]);
-      out.layout.push_back(top[static_cast<std::size_t>(j)]);
-      out.ready.push_back(run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(G64 * dims * T64, 1)));
+      const Timed reduced =
+          reduce(w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
+                 Bytes{g * (dims + 2) * 4 * T}, partial[static_cast<std::size_t>(j)]);
+      out.layout.push_back(q.layout[static_cast<std::size_t>(j)]);
+      out.ready.push_back(
+          run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims * T, 1)));
     }
   }
   if (values_) values_->attention(a, layer, qkv, user, position, out);

@@ -253,6 +253,17 @@ class Executor {
   // causal), summed over the tokens.
   std::uint64_t visible_positions(const AttentionPlacement& a, int user, int position, int tokens,
                                   int i) const;
+  // block_attention's parts: kv head h's query slices on its block's top
+  // row (returned) and its new keys and values on the row caching them
+  // (their arrivals per row and column, in `kv_ready`); and row i's scores,
+  // their all-reduce along the row and its weighted values (`n` visible
+  // positions), into `partial` [column][row].
+  Vec block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, int user, int position,
+                   std::vector<std::vector<Timed>>& kv_ready);
+  void block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
+                 const std::vector<std::vector<Timed>>& down,
+                 const std::vector<std::vector<Timed>>& kv_ready,
+                 std::vector<std::vector<Timed>>& partial);
   // The experts each of the `tokens` tokens of a block at `position` uses:
   // the top k of its router logits (functional, published to the exchange),
   // else the functional lane's choice (taken from the exchange) or

@@ -380,11 +380,12 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
   const auto n = static_cast<std::uint64_t>(sharing);
   if ((matrices + kv) * n + scratch > budget.value)
     throw FitError(fmt::format(
-        "layer {} of {} shares its {} x {} region ({}) with {} other layers: the fullest core "
-        "would hold {} of weights and {} of KV cache ({} tokens x {} users) per layer and {} "
-        "of scratch, {} in all, but has {}; use more wafers, fewer tokens or users, or fewer "
-        "weight bits",
-        st.layer, model_.name, st.strip.width, st.strip.height, strategy, sharing - 1,
+        "layer {} of {} {} {} x {} region ({}){}: the fullest core would hold {} of weights "
+        "and {} of KV cache ({} tokens x {} users) per layer and {} of scratch, {} in all, but "
+        "has {}; use more wafers, fewer tokens or users, or fewer weight bits",
+        st.layer, model_.name, sharing > 1 ? "shares its" : "on its", st.strip.width,
+        st.strip.height, strategy,
+        sharing > 1 ? fmt::format(" with {} other layers", sharing - 1) : std::string(),
         human_bytes(Bytes{matrices}), human_bytes(Bytes{kv}), ctx_, users_,
         human_bytes(Bytes{scratch}), human_bytes(Bytes{(matrices + kv) * n + scratch}),
         human_bytes(budget)));

@@ -471,6 +471,38 @@ TEST(Cli, CachedTokensDecodeAsIfThePrefillHadRun) {
   fs::remove_all(d);
 }
 
+// bench op: one operation on an idle fabric. A plain GEMV and its
+// transposed twin take the same cycles (the same lines, turned); a layer's
+// steps end at its total, which is its critical path; its tokens/s is the
+// clock over (cycles x layers); bad sizes are usage errors, a layer too big
+// for its region says so.
+TEST(Cli, BenchOpTimesOneOperationOnAnIdleFabric) {
+  auto op = [](const std::string& args) {
+    const Outcome o = wafersim("bench op " + args + " --json");
+    EXPECT_EQ(o.code, 0) << o.err;
+    return nlohmann::json::parse(o.out);
+  };
+  const auto plain = op("gemv --hardware wse2 --matrix 4096x4096 --region 64x48");
+  const auto turned = op("gemv --hardware wse2 --matrix 4096x4096 --region 48x64 --transposed");
+  EXPECT_EQ(plain["cycles"], turned["cycles"]);
+  const auto layer = op("layer --hardware wse2 --model llama-3.2-1b --region 96x96 --context 64");
+  const auto& steps = layer["steps"];
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.back()["done_at"], layer["cycles"]);
+  std::uint64_t sum = 0;
+  for (const auto& [k, v] : layer["breakdown"].items()) sum += v.get<std::uint64_t>();
+  EXPECT_EQ(sum, layer["cycles"].get<std::uint64_t>());
+  EXPECT_NEAR(layer["tokens_per_s_if_every_layer"].get<double>(),
+              1.1e9 / (layer["cycles"].get<double>() * 16), 1e-6);
+  const auto few = op("attention --hardware wse2 --model llama-3.2-1b --region 96x96 --context 16");
+  const auto many = op("attention --hardware wse2 --model llama-3.2-1b --region 96x96 --context 4096");
+  EXPECT_GT(many["cycles"].get<std::uint64_t>(), few["cycles"].get<std::uint64_t>());
+  EXPECT_EQ(wafersim("bench op gemv --region 4x").code, 2);
+  const Outcome big = wafersim("bench op layer --region 8x8");
+  EXPECT_EQ(big.code, 1);
+  EXPECT_NE(big.err.find("does not fit"), std::string::npos) << big.err;
+}
+
 TEST(Cli, ValidateSummarisesAGoodScenario) {
   const Outcome o = wafersim("validate " + src("scenarios/quickstart.yaml"));
   EXPECT_EQ(o.code, 0) << o.err;
