@@ -319,11 +319,12 @@ TEST(Timing, AutoUsesTheFewestWafersThatFit) {
   EXPECT_EQ(run_scenario(sc, opt).wafers, 1);
 }
 
-TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
+// Every token's latency is its critical path; under the block and the
+// whole-region dataflows (one simulation per process: one TEST each).
+void expect_latencies_explained(const Scenario& sc) {
   RunOptions opt;
   opt.functional = false;
-  const analysis::RunResult r = run_scenario(quickstart(5), opt);
-  const Scenario sc = quickstart(5);
+  const analysis::RunResult r = run_scenario(sc, opt);
   ASSERT_EQ(r.token_records.size(),
             sc.workload.prompt_ids.size() + sc.workload.generate_tokens - 1);
   for (const analysis::TokenRecord& t : r.token_records) {
@@ -341,16 +342,33 @@ TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
   EXPECT_GT(r.ttft_cycles, r.decode_cycles_per_token);  // the prompt takes longer than one step
 }
 
-TEST(Timing, NoLinkCarriesMoreThanItsBandwidthAndNoCoreIsOverfull) {
+TEST(Timing, EveryTokensLatencyIsExplainedByItsCriticalPath) {
+  expect_latencies_explained(quickstart(5));
+}
+
+TEST(Timing, EveryWholeRegionTokensLatencyIsExplainedByItsCriticalPath) {
+  expect_latencies_explained(whole_region(quickstart(5), 2));
+}
+
+void expect_within_bandwidth_and_sram(const Scenario& sc) {
   RunOptions opt;
   opt.functional = false;
-  const Scenario sc = quickstart(9);
   const analysis::RunResult r = run_scenario(sc, opt);
   const analysis::Metrics m = analysis::compute_metrics(r);  // throws on a link above its bandwidth
   ASSERT_TRUE(m.busiest_link.has_value());
   EXPECT_LE(m.busiest_link->load, 1.0);
   for (std::uint64_t b : r.core_sram_bytes) EXPECT_LE(b, sc.hardware.sram_per_core.value);
   for (std::uint64_t busy : r.core_busy_cycles) EXPECT_LE(busy, r.total_cycles.value);
+}
+
+TEST(Timing, NoLinkCarriesMoreThanItsBandwidthAndNoCoreIsOverfull) {
+  expect_within_bandwidth_and_sram(quickstart(9));
+}
+
+// Two users' tokens in one whole-region group (every core shared by every
+// layer): the shared links still carry at most one wavelet per cycle.
+TEST(Timing, WholeRegionSharedByUsersStaysWithinBandwidthAndSram) {
+  expect_within_bandwidth_and_sram(whole_region(with_users(quickstart(9), 2, 6), 1));
 }
 
 TEST(Timing, TimingOnlyRunComputesNoTokens) {
