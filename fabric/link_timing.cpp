@@ -7,9 +7,11 @@
 
 namespace wafersim::fabric {
 
-std::uint64_t FlowModel::LinkState::earliest_fit(std::uint64_t t, std::uint64_t len) const {
-  const std::uint64_t floor = this->floor();
+std::uint64_t FlowModel::LinkState::earliest_fit(std::uint64_t t, std::uint64_t len,
+                                                 const WideRecords* wide) const {
   const int count = this->count();
+  if (count == kWide) return wide->earliest_fit(*this, t, len);
+  const std::uint64_t floor = this->floor();
   std::uint64_t s = std::max(t, floor);
   // Fast path (messages issued in time order): at or after the last interval.
   if (count == 0 || s >= floor + end[count - 1]) return s;
@@ -40,8 +42,13 @@ void FlowModel::LinkState::raise_floor(std::uint64_t to) {
   set(to, count - absorbed);
 }
 
-void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now) {
+void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now,
+                                   WideRecords* wide) {
   if (len == 0) return;
+  if (wide && this->wide()) {
+    wide->reserve(*this, s, len, now);
+    return;
+  }
   std::uint64_t e = s + len;
   if (e > kFloorMask)
     throw std::overflow_error("link reservation past 2^56 cycles (the flow model's time limit)");
@@ -129,6 +136,11 @@ void FlowModel::LinkState::reserve(std::uint64_t s, std::uint64_t len, std::uint
     const std::uint64_t w = worth(floor + en[i - 1], floor + st[i]);
     if (w < least) least = w, gap = i;
   }
+  if (least > 0 && wide) {
+    // Every gap has free cycles ahead: keep them all, in a wide record.
+    wide->adopt(*this, floor, st, en, count + 1);
+    return;
+  }
   if (gap == 0) {
     const std::uint32_t shift = en[0];
     for (int i = 1; i <= count; ++i) start[i - 1] = st[i] - shift, end[i - 1] = en[i] - shift;
@@ -167,12 +179,24 @@ int FlowModel::LinkState::free_pieces(std::uint64_t t, std::uint64_t len,
 }
 
 std::uint64_t FlowModel::LinkState::fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out,
-                                         std::uint64_t now) {
+                                         std::uint64_t now, WideRecords* wide) {
+  if (wide && this->wide()) {
+    if (len == 0) return std::max(t, floor());
+    // The pieces are free cycles found before any of them is reserved (a
+    // reservation may move the record back to compact form).
+    auto& pieces = wide->scratch_;
+    wide->free_pieces(*this, t, len, pieces);
+    for (const auto& [ps, pl] : pieces) {
+      reserve(ps, pl, now, wide);
+      out.append(ps, pl);
+    }
+    return pieces.back().first + pieces.back().second;
+  }
   if (len == 0) return std::max(t, floor());
   std::uint64_t piece_start[kLinkIntervals + 1], piece_len[kLinkIntervals + 1];
   const int pieces = free_pieces(t, len, piece_start, piece_len);
   for (int i = 0; i < pieces; ++i) {
-    reserve(piece_start[i], piece_len[i], now);
+    reserve(piece_start[i], piece_len[i], now, wide);
     out.append(piece_start[i], piece_len[i]);
   }
   return piece_start[pieces - 1] + piece_len[pieces - 1];
@@ -180,14 +204,227 @@ std::uint64_t FlowModel::LinkState::fill(std::uint64_t t, std::uint64_t len, Wav
 
 std::uint64_t FlowModel::LinkState::pass_pieces(const WaveletRuns& at, std::uint64_t delay,
                                                 std::uint64_t not_before, WaveletRuns* out,
-                                                std::uint64_t now) {
+                                                std::uint64_t now, WideRecords* wide) {
   WaveletRuns scratch;
   WaveletRuns& taken = out ? *out : scratch;
   taken.n = 0;
   std::uint64_t cursor = not_before;
   for (int i = 0; i < at.n; ++i)
-    cursor = fill(std::max(at.start[i] + delay, cursor), at.count[i], taken, now);
+    cursor = fill(std::max(at.start[i] + delay, cursor), at.count[i], taken, now, wide);
   return cursor;
+}
+
+std::uint64_t FlowModel::WideRecords::earliest_fit(const LinkState& link, std::uint64_t t,
+                                                   std::uint64_t len) const {
+  const std::uint64_t floor = link.floor();
+  const std::uint32_t n = size_of(link), c = capacity_of(link);
+  const std::uint32_t* en = block_of(link);
+  const std::uint32_t* st = en + c;
+  std::uint64_t s = std::max(t, floor) - floor;
+  if (s >= last_end_of(link)) return floor + s;  // after the last interval
+  // The first interval that ends after s, then as LinkState::earliest_fit.
+  for (std::uint32_t i = static_cast<std::uint32_t>(std::upper_bound(en, en + n, s) - en);
+       i < n && st[i] < s + len; ++i)
+    s = en[i];
+  return floor + s;
+}
+
+void FlowModel::WideRecords::free_pieces(
+    const LinkState& link, std::uint64_t t, std::uint64_t len,
+    std::vector<std::pair<std::uint64_t, std::uint64_t>>& pieces) const {
+  const std::uint64_t floor = link.floor();
+  const std::uint32_t n = size_of(link), c = capacity_of(link);
+  const std::uint32_t* en = block_of(link);
+  const std::uint32_t* st = en + c;
+  pieces.clear();
+  std::uint64_t s = std::max(t, floor) - floor, left = len;
+  for (auto i = static_cast<std::uint32_t>(std::upper_bound(en, en + n, s) - en); i < n && left > 0;
+       ++i) {
+    if (st[i] > s) {
+      const std::uint64_t take = std::min(st[i] - s, left);
+      pieces.emplace_back(floor + s, take);
+      left -= take;
+    }
+    s = en[i];
+  }
+  if (left > 0) pieces.emplace_back(floor + s, left);
+}
+
+void FlowModel::WideRecords::point_at(LinkState& link, std::uint32_t slot, std::uint64_t floor,
+                                      std::uint32_t size) {
+  Slot& w = slots_[slot];
+  link.set(floor, LinkState::kWide);
+  link.start[0] = slot;
+  link.start[1] = size;
+  link.start[2] = w.capacity;
+  std::uint32_t* p = w.block.get();
+  link.start[3] = size > 0 ? p[size - 1] : 0;
+  std::memcpy(&link.end[0], &p, sizeof p);
+}
+
+void FlowModel::WideRecords::adopt(LinkState& link, std::uint64_t floor, const std::uint32_t* st,
+                                   const std::uint32_t* en, int n) {
+  std::uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& w = slots_[index];
+  constexpr std::uint32_t kFirstCapacity = 4 * kLinkIntervals;
+  if (w.capacity < kFirstCapacity) {
+    w.block = std::make_unique<std::uint32_t[]>(2 * kFirstCapacity);
+    w.capacity = kFirstCapacity;
+  }
+  w.owner = &link;
+  std::uint32_t* block = w.block.get();
+  for (int i = 0; i < n; ++i) block[i] = en[i], block[w.capacity + i] = st[i];
+  point_at(link, index, floor, static_cast<std::uint32_t>(n));
+  peak_ = std::max(peak_, in_use());
+}
+
+void FlowModel::WideRecords::grow(LinkState& link) {
+  Slot& w = slots_[slot_of(link)];
+  const std::uint32_t n = size_of(link), c = w.capacity;
+  const std::uint32_t bigger =
+      std::min<std::uint32_t>(2 * c, static_cast<std::uint32_t>(kWideLinkIntervals) + 1);
+  auto block = std::make_unique<std::uint32_t[]>(2 * std::size_t{bigger});
+  std::memcpy(block.get(), w.block.get(), n * sizeof(std::uint32_t));
+  std::memcpy(block.get() + bigger, w.block.get() + c, n * sizeof(std::uint32_t));
+  w.block = std::move(block);
+  w.capacity = bigger;
+  point_at(link, slot_of(link), link.floor(), n);
+}
+
+void FlowModel::WideRecords::release(LinkState& link) {
+  const std::uint32_t index = slot_of(link), n = size_of(link), c = capacity_of(link);
+  const std::uint32_t* en = block_of(link);
+  std::uint32_t st[kLinkIntervals], e[kLinkIntervals];
+  for (std::uint32_t i = 0; i < n; ++i) st[i] = en[c + i], e[i] = en[i];
+  for (std::uint32_t i = 0; i < kLinkIntervals; ++i)
+    link.start[i] = i < n ? st[i] : 0, link.end[i] = i < n ? e[i] : 0;
+  link.set(link.floor(), static_cast<int>(n));
+  slots_[index].owner = nullptr;
+  free_.push_back(index);
+}
+
+void FlowModel::WideRecords::fold(LinkState& link, std::uint64_t to, std::uint64_t now) {
+  const std::uint64_t floor = link.floor();
+  std::uint32_t n = size_of(link);
+  const std::uint32_t c = capacity_of(link);
+  std::uint32_t* en = block_of(link);
+  std::uint32_t* st = en + c;
+  // An interval that starts by the floor joins it. While there are more
+  // than kLinkIntervals, one that starts by `now` is folded in too: the gap
+  // before it has no free cycle at or after `now`, and it is the gap a full
+  // compact record would give up (the earliest worth nothing), so the record
+  // is the same in either form.
+  std::uint32_t k = 0;
+  while (k < n && (floor + st[k] <= to ||
+                   (n - k > static_cast<std::uint32_t>(kLinkIntervals) && floor + st[k] <= now))) {
+    to = std::max(to, floor + en[k]);
+    ++k;
+  }
+  if (to <= floor) return;
+  const std::uint64_t shift = to - floor;
+  for (std::uint32_t m = k; m < n; ++m)
+    en[m - k] = static_cast<std::uint32_t>(en[m] - shift),
+           st[m - k] = static_cast<std::uint32_t>(st[m] - shift);
+  n -= k;
+  point_at(link, slot_of(link), to, n);
+}
+
+void FlowModel::WideRecords::reserve(LinkState& link, std::uint64_t s, std::uint64_t len,
+                                     std::uint64_t now) {
+  const std::uint64_t e = s + len;
+  if (e > LinkState::kFloorMask)
+    throw std::overflow_error("link reservation past 2^56 cycles (the flow model's time limit)");
+  // Bounds more than 2^32 cycles past the floor: the floor moves up to 2^31
+  // cycles before the end, as in the compact record.
+  constexpr std::uint64_t kSpan = std::numeric_limits<std::uint32_t>::max();
+  if (e - std::min(e, link.floor()) > kSpan) fold(link, e - (std::uint64_t{1} << 31), 0);
+  std::uint64_t floor = link.floor();
+  s = std::max(s, floor);
+  if (e <= floor) return;  // already counted busy
+  if (size_of(link) == capacity_of(link)) grow(link);
+  std::uint32_t n = size_of(link);
+  const std::uint32_t c = capacity_of(link);
+  std::uint32_t* en = block_of(link);
+  std::uint32_t* st = en + c;
+  // The intervals [i, j) that [s, e) overlaps or touches become one.
+  std::uint64_t so = s - floor, eo = e - floor;
+  const auto i = static_cast<std::uint32_t>(std::lower_bound(en, en + n, so) - en);
+  std::uint32_t j = i;
+  for (; j < n && st[j] <= eo; ++j) {
+    so = std::min<std::uint64_t>(so, st[j]);
+    eo = std::max<std::uint64_t>(eo, en[j]);
+  }
+  if (i == j) {  // a new interval at i
+    std::memmove(en + i + 1, en + i, (n - i) * sizeof(std::uint32_t));
+    std::memmove(st + i + 1, st + i, (n - i) * sizeof(std::uint32_t));
+    ++n;
+  } else if (j > i + 1) {
+    std::memmove(en + i + 1, en + j, (n - j) * sizeof(std::uint32_t));
+    std::memmove(st + i + 1, st + j, (n - j) * sizeof(std::uint32_t));
+    n -= j - i - 1;
+  }
+  en[i] = static_cast<std::uint32_t>(eo);
+  st[i] = static_cast<std::uint32_t>(so);
+  point_at(link, slot_of(link), floor, n);
+  // What touches the floor joins it; gaps worth nothing are given up.
+  fold(link, floor, now);
+  floor = link.floor();
+  n = size_of(link);
+  if (n > static_cast<std::uint32_t>(kWideLinkIntervals)) {
+    // Full: give up the gap with the fewest free cycles at or after `now`
+    // (every gap has some: the rest were folded above), the earliest of equals.
+    auto worth = [now](std::uint64_t from, std::uint64_t to) {
+      from = std::max(from, now);
+      return to > from ? to - from : 0;
+    };
+    std::uint32_t gap = 0;
+    std::uint64_t least = worth(floor, floor + st[0]);
+    for (std::uint32_t m = 1; m < n; ++m) {
+      const std::uint64_t g = worth(floor + en[m - 1], floor + st[m]);
+      if (g < least) least = g, gap = m;
+    }
+    ++gaps_given_up_;
+    if (gap == 0) {
+      fold(link, floor + en[0], 0);
+    } else {
+      en[gap - 1] = en[gap];
+      std::memmove(en + gap, en + gap + 1, (n - gap - 1) * sizeof(std::uint32_t));
+      std::memmove(st + gap, st + gap + 1, (n - gap - 1) * sizeof(std::uint32_t));
+      point_at(link, slot_of(link), floor, n - 1);
+    }
+  }
+  // Back to the compact record once it holds everything.
+  if (size_of(link) <= static_cast<std::uint32_t>(kLinkIntervals)) release(link);
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> FlowModel::WideRecords::busy(
+    const LinkState& link) const {
+  const std::uint64_t floor = link.floor();
+  const std::uint32_t n = size_of(link), c = capacity_of(link);
+  const std::uint32_t* en = block_of(link);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (std::uint32_t i = 0; i < n; ++i) out.emplace_back(floor + en[c + i], floor + en[i]);
+  return out;
+}
+
+void FlowModel::WideRecords::retire_all() {
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    Slot& w = slots_[i];
+    if (!w.owner) continue;
+    LinkState& link = *w.owner;
+    const std::uint64_t end = link.floor() + block_of(link)[size_of(link) - 1];
+    link.set(end, 0);
+    for (int k = 0; k < kLinkIntervals; ++k) link.start[k] = link.end[k] = 0;
+    w.owner = nullptr;
+    free_.push_back(i);
+  }
 }
 
 void WaveletRuns::append(std::uint64_t s, std::uint64_t c) {
@@ -270,6 +507,9 @@ std::vector<PageRange> FlowModel::stock_records(PagePool& pool, const Mesh& mesh
 
 bool FlowModel::release_records(Cycles all_ready_from) {
   if (!pool_ || !links_.held() || max_end_ > all_ready_from.value) return false;
+  // Every reservation is in the past: the wide records' links go back to
+  // compact records (a pool's next owner reads only those).
+  wide_.retire_all();
   pool_->give(links_.give_pages(), max_end_);
   pool_->give(eject_.give_pages(), max_end_);
   released_until_ = max_end_;
@@ -299,6 +539,10 @@ void FlowModel::message_before_release(std::uint64_t ready) const {
 Cycles FlowModel::link_reserved_until(LinkId l) const {
   if (!links_.held()) return Cycles{0};
   const LinkState& s = links_[l.value];
+  if (s.wide()) {
+    const auto busy = wide_.busy(s);
+    return Cycles{busy.empty() ? s.floor() : busy.back().second};
+  }
   const int count = s.count();
   return Cycles{count == 0 ? s.floor() : s.floor() + s.end[count - 1]};
 }
@@ -307,6 +551,10 @@ std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) 
   std::vector<std::pair<Cycles, Cycles>> out;
   if (!links_.held()) return out;
   const LinkState& s = links_[l.value];
+  if (s.wide()) {
+    for (const auto& [a, b] : wide_.busy(s)) out.emplace_back(Cycles{a}, Cycles{b});
+    return out;
+  }
   for (int i = 0; i < s.count(); ++i)
     out.emplace_back(Cycles{s.floor() + s.start[i]}, Cycles{s.floor() + s.end[i]});
   return out;
@@ -360,7 +608,7 @@ Timed FlowModel::eject(LinkId in, Cycles ser, const Timed& tail) {
   // Shared wavelet by wavelet: the core has the message once ser free ramp
   // cycles from its head's arrival on have passed.
   const std::uint64_t last_end = eject_[ramp_slot_after(in)].pass(
-      WaveletRuns::from(tail.at.value - ser.value, ser.value), 0, 0, nullptr, now_);
+      WaveletRuns::from(tail.at.value - ser.value, ser.value), 0, 0, nullptr, now_, &wide_);
   max_end_ = std::max(max_end_, last_end);
   return tail.not_before(Cycles{last_end}, Resource::contention);
 }
@@ -448,10 +696,10 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     }
     LinkState& link = links_[links[k].value];
     // Waiting for a gap the whole message fits in is contention.
-    const std::uint64_t start = link.earliest_fit(at, ser);
+    const std::uint64_t start = link.earliest_fit(at, ser, &wide_);
     contention += start - at;
     at = start;
-    link.reserve(at, ser, now_);
+    link.reserve(at, ser, now_, &wide_);
     max_end_ = std::max(max_end_, at + ser);
     count_bytes(links[k], bytes.value);
     if (arrivals) arrivals->push_back(tail());
@@ -521,7 +769,8 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   };
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
-    const std::uint64_t end = eject_[ramp_slot_after(links[k])].pass(*runs_on, hop, 0, out, now_);
+    const std::uint64_t end =
+        eject_[ramp_slot_after(links[k])].pass(*runs_on, hop, 0, out, now_, &wide_);
     max_end_ = std::max(max_end_, end);
     return explain(end);
   };
@@ -540,8 +789,8 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
       }
     }
     count_bytes(links[k], bytes.value);
-    max_end_ =
-        std::max(max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_));
+    max_end_ = std::max(
+        max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_, &wide_));
     std::swap(runs_on, next_on);
     if (passing) passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
     if (arrivals) arrivals->push_back(receive(k, nullptr));

@@ -39,25 +39,39 @@
 // when each node on the path adds its own contribution before forwarding
 // (chain reduction); `node_ready[k]` is when node k's contribution is ready.
 //
-// Bounded memory: a link keeps at most kLinkIntervals busy intervals (merged
-// when they touch) after a floor; every cycle before the floor counts as busy.
-// When a new interval would exceed the bound, one gap is given up (its
-// cycles count as busy): the one with the fewest free cycles at or after
-// `now`, the time the model has reached (the latest ready time of a message
-// sent so far; FlowModel tracks it), the earliest of equals. The gap before
-// the first interval is given up by raising the floor to that interval's
-// end. When messages are issued in time order, as the engine and run_flow
-// do, the gaps before `now` are worth nothing and the oldest interval is
-// folded into the floor; when a message reserves far ahead (one that waited
-// behind a long message), the large gap before it survives and the short
-// gaps between the far reservations go. Conservative either way (a message
-// may wait where the exact schedule had a gap, never the reverse). Interval bounds are 32-bit offsets from the floor; a
-// reservation more than 2^32 cycles after the floor moves the floor up to
-// 2^31 cycles before it (also conservative, and far beyond any gap in use).
+// Memory: a link's record keeps at most kLinkIntervals busy intervals
+// (merged when they touch) after a floor; every cycle before the floor counts
+// as busy. Cycles before `now`, the time the model has reached (the latest
+// ready time of a message sent so far; FlowModel tracks it), are worth
+// nothing: no message still to come is ready before them. When a new
+// interval would exceed the bound and some gap has no free cycle at or after
+// `now`, that gap is given up (its cycles count as busy; the gap before the
+// first interval by raising the floor to that interval's end), which changes
+// no answer: with messages issued in time order, as the engine and run_flow
+// do, the oldest interval is folded into the floor. When every gap still has
+// free cycles ahead (reservations far ahead of `now`: a message's later hops,
+// one that waited behind a long message), the record moves to a wide record
+// (WideRecords, a side table the FlowModel owns) that keeps every interval
+// ahead of `now`, up to kWideLinkIntervals, by the same rule: beyond
+// kLinkIntervals intervals, a gap with no free cycle at or after `now` is
+// given up (the first interval is folded into the floor), any other kept; it
+// returns to the compact record once its intervals fit there again. So a
+// link answers every message ready at or after `now` as an unbounded record
+// would; only a wide record that is full gives up a gap with free
+// cycles (the one with the fewest at or after `now`, the earliest of equals:
+// conservative, a message may wait where the exact schedule had a gap, never
+// the reverse). Giving up such gaps in the compact record, as the first
+// versions did, made the flow level's latency drift above the routers' on
+// large meshes (docs/validation.md). Interval bounds of a compact record are
+// 32-bit offsets from the floor; a reservation more than 2^32 cycles after
+// the floor moves the floor up to 2^31 cycles before it (also conservative,
+// and far beyond any gap in use).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -70,10 +84,13 @@
 
 namespace wafersim::fabric {
 
-// Busy intervals kept per link (see above). 4 keeps a link record at 40
-// bytes (FlowModel::LinkState); docs/validation.md compares it with 8 on the
-// agreement benchmark.
+// Busy intervals kept in a link's own record (see above). 4 keeps a link
+// record at 40 bytes (FlowModel::LinkState).
 inline constexpr int kLinkIntervals = 4;
+// Busy intervals a wide record keeps at most (8 bytes each). Uniform random
+// traffic on a 128x128 mesh at 0.02 wavelets/node/cycle grows wide records
+// to 64 at most; a full one gives up gaps as a compact record did (above).
+inline constexpr int kWideLinkIntervals = 1024;
 
 // How a message uses a link that is already reserved in places.
 //  - exclusive (the rule above): the message needs one gap its whole
@@ -224,14 +241,19 @@ class FlowModel {
   // The same into `out` (link_count() elements).
   void write_link_bytes_by_core(std::span<std::uint64_t> out) const;
 
+  class WideRecords;
+
   // One link's reservations (public for its unit tests; FlowModel keeps one
   // per link in a flat array, and the links' byte counters in one of their
-  // own). 40 bytes: 3.58M links on a WSE-3 take 143 MB.
+  // own). 40 bytes: 3.58M links on a WSE-3 take 143 MB. The methods take the
+  // model's table of wide records; without one (the compact record's unit
+  // tests) a full record gives up the gap worth least whatever it is worth.
   struct LinkState {
     // The floor (every cycle before it counts as busy) in bits 0-55 and the
     // number of busy intervals in use in bits 56-63, one word so that the
     // record is 40 bytes. 2^56 cycles are two years of simulated time at
-    // 1.1 GHz; reserve() throws std::overflow_error past them.
+    // 1.1 GHz; reserve() throws std::overflow_error past them. A count of
+    // kWide says the intervals are in a wide record, start[0] its slot.
     std::uint64_t floor_and_count = 0;
     // Busy intervals [floor + start[i], floor + end[i]) for i < count(),
     // sorted, disjoint and not touching.
@@ -240,43 +262,47 @@ class FlowModel {
 
     static constexpr int kCountShift = 56;
     static constexpr std::uint64_t kFloorMask = (std::uint64_t{1} << kCountShift) - 1;
+    static constexpr int kWide = 255;
     std::uint64_t floor() const { return floor_and_count & kFloorMask; }
     int count() const { return static_cast<int>(floor_and_count >> kCountShift); }
+    bool wide() const { return count() == kWide; }
     // The earliest cycle >= t at which [s, s + len) is free.
-    std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len) const;
+    std::uint64_t earliest_fit(std::uint64_t t, std::uint64_t len,
+                               const WideRecords* wide = nullptr) const;
     // Marks [s, s + len) busy; it must be free (as earliest_fit returns).
     // `now` is the time the model has reached (no message still to come is
-    // ready before it): when the record is full, the gap with the fewest free
-    // cycles at or after `now` is given up (see the header).
-    void reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now = 0);
+    // ready before it): see the header for what a full record does.
+    void reserve(std::uint64_t s, std::uint64_t len, std::uint64_t now = 0,
+                 WideRecords* wide = nullptr);
     // Takes the first `len` free cycles at or after t and marks them busy,
     // appending them to `out`. Returns the end of the last.
-    std::uint64_t fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out,
-                       std::uint64_t now = 0);
+    std::uint64_t fill(std::uint64_t t, std::uint64_t len, WaveletRuns& out, std::uint64_t now = 0,
+                       WideRecords* wide = nullptr);
     // Passes a message's wavelets through this link (or ramp), one per free
     // cycle, in order: wavelet i is ready `delay` cycles after its cycle in
     // `at`, and not before `not_before`. The cycles taken are reserved and,
     // when `out` is given, written to it (replacing what it held). Returns
     // the end of the last. (LinkSharing::interleave's rule; a ramp in both.)
     std::uint64_t pass(const WaveletRuns& at, std::uint64_t delay, std::uint64_t not_before,
-                       WaveletRuns* out, std::uint64_t now) {
+                       WaveletRuns* out, std::uint64_t now, WideRecords* wide) {
       if (at.n == 1) {
         // Fast path (inline: once per hop): one run that finds the link free
         // all along keeps its shape.
         const std::uint64_t s = std::max(at.start[0] + delay, not_before);
-        if (earliest_fit(s, at.count[0]) == s) {
-          reserve(s, at.count[0], now);
+        if (earliest_fit(s, at.count[0], wide) == s) {
+          reserve(s, at.count[0], now, wide);
           if (out) out->n = 1, out->start[0] = s, out->count[0] = at.count[0];
           return s + at.count[0];
         }
       }
-      return pass_pieces(at, delay, not_before, out, now);
+      return pass_pieces(at, delay, not_before, out, now, wide);
     }
 
    private:
+    friend class WideRecords;
     // pass() when the wavelets meet reservations: run by run, through fill().
-    std::uint64_t pass_pieces(const WaveletRuns& at, std::uint64_t delay,
-                              std::uint64_t not_before, WaveletRuns* out, std::uint64_t now);
+    std::uint64_t pass_pieces(const WaveletRuns& at, std::uint64_t delay, std::uint64_t not_before,
+                              WaveletRuns* out, std::uint64_t now, WideRecords* wide);
     // The first `len` free cycles at or after t, as pieces (at most
     // kLinkIntervals + 1); returns how many.
     int free_pieces(std::uint64_t t, std::uint64_t len, std::uint64_t* piece_start,
@@ -287,6 +313,74 @@ class FlowModel {
     void raise_floor(std::uint64_t to);
   };
   static_assert(sizeof(LinkState) == 40, "the link record's size is part of its memory budget");
+
+  // Where a link record's intervals go while those ahead of `now` do not
+  // fit in kLinkIntervals (see the header): a block of offsets from the
+  // floor per such link, taken when its record would otherwise give up free
+  // cycles ahead and given back when its intervals fit in the record again.
+  // The record itself keeps the floor and, in place of its intervals, the
+  // block's slot, size, capacity and address, so that a query reads the
+  // record and the block, as it reads the record alone when compact.
+  class WideRecords {
+   public:
+    std::uint64_t earliest_fit(const LinkState& link, std::uint64_t t, std::uint64_t len) const;
+    void reserve(LinkState& link, std::uint64_t s, std::uint64_t len, std::uint64_t now);
+    // The first `len` free cycles at or after t, as pieces, into `pieces`.
+    void free_pieces(const LinkState& link, std::uint64_t t, std::uint64_t len,
+                     std::vector<std::pair<std::uint64_t, std::uint64_t>>& pieces) const;
+    // Moves a compact record's intervals ([floor + st[i], floor + en[i]) for
+    // i < n, kLinkIntervals < n <= kLinkIntervals + 1) to a block.
+    void adopt(LinkState& link, std::uint64_t floor, const std::uint32_t* st,
+               const std::uint32_t* en, int n);
+    // A wide link's busy intervals, as absolute cycles.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> busy(const LinkState& link) const;
+    // Every link in a block goes back to a compact record with no interval
+    // and its floor at the end of its last (for records recycled once all
+    // their reservations are in the past: FlowModel::release_records).
+    void retire_all();
+    // Links in wide records now, and the most at once so far.
+    std::size_t in_use() const { return slots_.size() - free_.size(); }
+    std::size_t peak() const { return peak_; }
+    // Gaps with free cycles at or after `now` given up by full wide records.
+    std::uint64_t gaps_given_up() const { return gaps_given_up_; }
+
+   private:
+    // A block of capacity c holds the intervals' end offsets in [0, c) and
+    // their start offsets in [c, 2c), sorted, disjoint and not touching.
+    struct Slot {
+      LinkState* owner = nullptr;  // nullptr: free (its block kept for reuse)
+      std::unique_ptr<std::uint32_t[]> block;
+      std::uint32_t capacity = 0;
+    };
+    // The wide record's fields, in the record's interval words.
+    static std::uint32_t slot_of(const LinkState& l) { return l.start[0]; }
+    static std::uint32_t size_of(const LinkState& l) { return l.start[1]; }
+    static std::uint32_t capacity_of(const LinkState& l) { return l.start[2]; }
+    // The end of the last interval (the commonest answer needs no more).
+    static std::uint32_t last_end_of(const LinkState& l) { return l.start[3]; }
+    static std::uint32_t* block_of(const LinkState& l) {
+      std::uint32_t* p;
+      std::memcpy(&p, &l.end[0], sizeof p);
+      return p;
+    }
+    void point_at(LinkState& link, std::uint32_t slot, std::uint64_t floor, std::uint32_t size);
+    // The link's record back in compact form, its block freed.
+    void release(LinkState& link);
+    // Room for one more interval (up to kWideLinkIntervals + 1).
+    void grow(LinkState& link);
+    // Raises the floor to `to`, and on past every interval that starts by it
+    // and, while more than kLinkIntervals remain, every one that starts by
+    // `now`.
+    void fold(LinkState& link, std::uint64_t to, std::uint64_t now);
+    std::vector<Slot> slots_;
+    std::vector<std::uint32_t> free_;
+    std::size_t peak_ = 0;
+    std::uint64_t gaps_given_up_ = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch_;
+    friend struct LinkState;
+  };
+
+  const WideRecords& wide_records() const { return wide_; }
 
  private:
   // The message whose tail reached the core at the end of link `in` at
@@ -348,6 +442,8 @@ class FlowModel {
   // Core ejection ramps, one link record per core (zeroed pages too: 36 MB
   // per WSE-3 wafer, faulted in as cores first receive).
   ZeroedArray<LinkState> eject_;
+  // Link and ramp records that need more than kLinkIntervals intervals.
+  WideRecords wide_;
   // Record recycling (use_record_pool): the pool, the end of the latest
   // reservation, and the end of those released or taken stale from the pool.
   PagePool* pool_ = nullptr;

@@ -81,6 +81,9 @@ struct ReferenceLinkState {
   using Interval = std::pair<std::uint64_t, std::uint64_t>;  // busy [first, second)
   std::uint64_t floor = 0;
   std::vector<Interval> busy;  // sorted, disjoint, not touching, all after the floor
+  // Intervals kept before a gap is given up (the compact record's bound;
+  // SIZE_MAX: an exact record that never gives one up).
+  std::size_t capacity = kLinkIntervals;
 
   // The busy interval cycle c is in, if any (c at or after the floor).
   const Interval* busy_at(std::uint64_t c) const {
@@ -141,7 +144,7 @@ struct ReferenceLinkState {
       else
         merged.push_back(iv);
     }
-    if (static_cast<int>(merged.size()) > kLinkIntervals) {
+    if (merged.size() > capacity) {
       auto worth = [&](std::uint64_t a, std::uint64_t b) {
         a = std::max(a, now);
         return b > a ? b - a : 0;
@@ -535,6 +538,86 @@ TEST(LinkState, NeverDoubleBooksAndIsExactWhileItHasRoom) {
       for (std::uint64_t c = s; c < s + len; ++c) used[c] = true;
     }
   }
+}
+
+// With the model's table of wide records, a link answers every query at or
+// after `now` as an exact record (one that never gives a gap up) does,
+// whatever order the reservations come in: here far ahead of `now` and
+// mixed, as a message's later hops reserve them, with `now` advancing; the
+// record goes wide and comes back to compact form as its intervals fall
+// behind `now`.
+TEST(LinkState, WithWideRecordsAnswersAsAnExactRecord) {
+  std::uint64_t state = 424242;
+  auto next = [&state](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 17) % n;
+  };
+  FlowModel::WideRecords wide;
+  int went_wide = 0, came_back = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    FlowModel::LinkState link;
+    ReferenceLinkState exact;
+    exact.capacity = std::numeric_limits<std::size_t>::max();
+    std::uint64_t now = next(50);
+    bool was_wide = false;
+    const int n = 1 + static_cast<int>(next(300));
+    for (int i = 0; i < n; ++i) {
+      const std::string where = "trial " + std::to_string(trial) + " step " + std::to_string(i);
+      const std::uint64_t t = now + (next(4) == 0 ? next(8) : next(400));
+      std::uint64_t len = 1 + (next(3) == 0 ? next(30) : next(3));
+      const std::uint64_t s = link.earliest_fit(t, len, &wide);
+      ASSERT_EQ(s, exact.earliest_fit(t, len)) << where;
+      if (next(6) == 0) {
+        WaveletRuns taken;
+        const std::uint64_t end = link.fill(t, len, taken, now, &wide);
+        const auto expected = exact.fill(t, len, now);
+        ASSERT_EQ(end, expected.back().second) << where;
+        ASSERT_EQ(taken.wavelets(), len) << where;
+        if (static_cast<int>(expected.size()) <= WaveletRuns::kMax) {
+          ASSERT_EQ(taken.n, static_cast<int>(expected.size())) << where;
+          for (int k = 0; k < taken.n; ++k)
+            ASSERT_EQ(taken.start[k], expected[static_cast<std::size_t>(k)].first) << where;
+        }
+      } else {
+        link.reserve(s, len, now, &wide);
+        exact.reserve(s, len, now);
+      }
+      was_wide = was_wide || link.wide();
+      came_back += was_wide && !link.wide() ? 1 : 0;
+      if (was_wide && !link.wide()) was_wide = false;
+      if (next(3) == 0) now += next(6);
+      // Every cycle a query may still ask about is as the exact record has it.
+      for (std::uint64_t c = now; c < now + 450; c += 1 + next(7))
+        ASSERT_EQ(link.earliest_fit(c, 1, &wide), exact.earliest_fit(c, 1))
+            << where << " cycle " << c;
+    }
+    went_wide += was_wide || link.wide();
+    wide.retire_all();
+  }
+  EXPECT_GT(went_wide, 300);
+  EXPECT_GT(came_back, 100);
+  EXPECT_EQ(wide.in_use(), 0u);
+  EXPECT_EQ(wide.gaps_given_up(), 0u);  // never full at these sizes
+}
+
+// A full wide record gives up the gap with the fewest free cycles ahead, as
+// the compact record did: conservative, never double-booking.
+TEST(LinkState, AFullWideRecordGivesUpTheGapWorthLeast) {
+  FlowModel::WideRecords wide;
+  FlowModel::LinkState link;
+  const std::uint64_t now = 0;
+  // kWideLinkIntervals + 1 one-cycle reservations, 3 cycles apart but for
+  // one pair 2 apart (the gap worth least): far ahead, in reverse order.
+  std::vector<std::uint64_t> at;
+  for (int i = 0; i <= kWideLinkIntervals; ++i)
+    at.push_back(1000 + 3 * static_cast<std::uint64_t>(i) - (i > 500 ? 1 : 0));
+  for (auto it = at.rbegin(); it != at.rend(); ++it) link.reserve(*it, 1, now, &wide);
+  EXPECT_TRUE(link.wide());
+  EXPECT_EQ(wide.gaps_given_up(), 1u);
+  // The gap [1000 + 3*500 + 1, 1000 + 3*501 - 1) = [2501, 2502) is busy now.
+  EXPECT_EQ(link.earliest_fit(2501, 1, &wide), 2503u);
+  EXPECT_EQ(link.earliest_fit(2498, 2, &wide), 2498u);  // the others are kept
+  EXPECT_EQ(link.earliest_fit(now, 1000, &wide), now);  // and the long gap before them
 }
 
 // WaveletRuns keeps at most kMax runs: one more joins the two with the

@@ -61,7 +61,7 @@ class RecordRecycling : public ::testing::Test {
 };
 
 // Bursts of crowded traffic (unicasts, line multicasts, chain reductions,
-// streams with gaps; out of ready order within a burst, so records fill up
+// streams with gaps, some far apart; out of ready order within a burst, so records fill up
 // and give gaps up), on two wafers in turn, each burst starting where the
 // last one's reservations end or a little before. Two recycled models share
 // a pool (so a wafer takes records the other one left, unzeroed); after
@@ -94,7 +94,7 @@ TEST_F(RecordRecycling, ReleasedRecordsGiveTheSameTimesAsKeptOnes) {
       const Timed ready{Cycles{start + static_cast<std::uint64_t>(d.below(60))}, {}};
       const Bytes bytes{static_cast<std::uint64_t>(4 + 4 * d.below(40))};
       const Coord a = any(d);
-      switch (d.below(4)) {
+      switch (d.below(5)) {
         case 0: {  // unicast
           const std::vector<LinkId> path = route(a, any(d));
           same(k.send(path, bytes, ready), r.send(path, bytes, ready));
@@ -118,6 +118,19 @@ TEST_F(RecordRecycling, ReleasedRecordsGiveTheSameTimesAsKeptOnes) {
             nodes.push_back(
                 ready.plus(Resource::compute, Cycles{static_cast<std::uint64_t>(d.below(20))}));
           same(k.reduce_chain(path, bytes, nodes), r.reduce_chain(path, bytes, nodes));
+          break;
+        }
+        case 3: {  // a stream of single wavelets far apart: reservations
+                   // ahead of `now` that send records wide
+          const std::vector<LinkId> path = route(a, any(d));
+          WaveletRuns inject = WaveletRuns::from(ready.at.value, 1);
+          for (std::uint64_t j = 1; j < 6; ++j)
+            inject.append(ready.at.value + 8 * j + static_cast<std::uint64_t>(d.below(3)), 1);
+          WaveletRuns kd, rd;
+          same(k.stream(path, Bytes{24}, ready, inject, &kd),
+               r.stream(path, Bytes{24}, ready, inject, &rd));
+          ASSERT_EQ(kd.n, rd.n);
+          for (int i = 0; i < kd.n; ++i) EXPECT_EQ(kd.start[i], rd.start[i]);
           break;
         }
         default: {  // a stream whose wavelets come in two runs
@@ -146,6 +159,8 @@ TEST_F(RecordRecycling, ReleasedRecordsGiveTheSameTimesAsKeptOnes) {
   }
   EXPECT_GE(releases, 20);
   EXPECT_GE(pool.blocks_reused(), 20u);
+  // Records went wide (and back to compact form when released).
+  EXPECT_GT(recycled[0].wide_records().peak() + recycled[1].wide_records().peak(), 0u);
   // One block of links and one of ramps per wafer holding records, at most.
   EXPECT_LE(pool.blocks_made(), 4u);
   // The byte counters are the models' own, kept across releases.

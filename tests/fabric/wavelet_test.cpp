@@ -370,6 +370,29 @@ TEST_F(Wavelet, LowLoadAgreesWithFlowOnEveryPattern) {
   }
 }
 
+// Issue 16: on large meshes the flow level drifted above the routers under
+// light uniform traffic (64x64 at 0.02: +8%; 128x128: +22% / +43% at 0.01 /
+// 0.02; 256x256 at 0.01: +61%). A packet reserves its later hops far ahead
+// of `now`; a link record with 4 intervals gave up gaps that still had free
+// cycles, and packets sent after waited in them. Records that need more
+// intervals now go wide (docs/validation.md); the flow level is within 1%
+// here (44.3 vs 44.4 cycles with the full window, `wafersim noc`).
+TEST(WaveletFidelity, LargeMeshUnderLightLoadAgreesWithFlow) {
+  const WaferSpec spec = testing::small_spec(64, 64);
+  const Mesh mesh(64, 64);
+  SyntheticLoad load;
+  load.rate = 0.02;
+  load.warmup = 300;  // longer than the longest route (126 hops)
+  load.measure = 1000;
+  load.drain = 400;
+  const LoadPoint flow = measure_load(mesh, spec, load, Level::flow);
+  const LoadPoint wave = measure_load(mesh, spec, load, Level::wavelet);
+  ASSERT_FALSE(wave.saturated);
+  ASSERT_FALSE(flow.saturated);
+  EXPECT_LE(rel_error(flow.latency_cycles, wave.latency_cycles), 0.02)
+      << "flow " << flow.latency_cycles << " wavelet " << wave.latency_cycles;
+}
+
 TEST(WaveletSaturation, UniformRandomStaysBelowTheBisectionBound) {
   // 8x8, XY, uniform random over the other 63 cores: the middle links carry
   // 4 x 4 x 8 / 63 = 2.03 x rate, so the bound is 4 (k^2-1)/k^3 = 0.492.
