@@ -258,24 +258,37 @@ double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfi
   const int visible =
       model.sliding_window > 0 ? std::min(lm.context, model.sliding_window) : lm.context;
   const auto positions = static_cast<std::uint64_t>((std::max(1, visible) + L - 1) / L);
+  // A block of c columns per kv head: each column its share of the dims,
+  // the scores all-reduced along the row between the two halves.
+  const int C = std::max(1, a.columns_per_head);
+  const int dims = (hd + C - 1) / C;
   const fabric::CoreCostModel cost(lm.spec);
   const double core =
-      static_cast<double>(cost.attention(positions, static_cast<std::uint64_t>(hd),
+      static_cast<double>(cost.attention(positions, static_cast<std::uint64_t>(dims),
                                          static_cast<std::uint64_t>(g), lm.weight_bits)
                               .cycles.value);
+  const double scores = static_cast<double>(g) * static_cast<double>(positions) * kActivationBytes;
+  const double row = C > 1 ? reduction_latency(lm.spec, a.reduction, C, scores) +
+                                 multicast_latency(lm.spec, C, scores)
+                           : 0.0;
   const double normalise =
-      static_cast<double>(cost.vector_op(static_cast<std::uint64_t>(g) * hd, 1).cycles.value);
-  return multicast_latency(lm.spec, L, static_cast<double>(g) * hd * kActivationBytes) + core +
+      static_cast<double>(cost.vector_op(static_cast<std::uint64_t>(g) * dims, 1).cycles.value);
+  return multicast_latency(lm.spec, L, static_cast<double>(g) * dims * kActivationBytes) + core +
+         row +
          reduction_latency(lm.spec, a.reduction, L,
-                           static_cast<double>(g) * (hd + 2) * kActivationBytes) +
+                           static_cast<double>(g) * (dims + 2) * kActivationBytes) +
          normalise;
 }
 
 double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
                             const LayerStage& st) {
   const Layout residual = output_layout(st.o);
+  // The norms' statistics: a chain up the residual's roots, or (whole
+  // region) the matrices' scheme.
   const double norm =
-      reduction_latency(lm.spec, fabric::ReductionScheme::chain, st.o.p(), kActivationBytes) +
+      reduction_latency(lm.spec,
+                        st.whole_region ? st.o.reduction : fabric::ReductionScheme::chain,
+                        st.o.p(), kActivationBytes) +
       multicast_latency(lm.spec, st.o.p(), kActivationBytes);
   double t = norm + move_latency_cycles(lm, residual, input_layout(st.qkv)) +
              gemv_latency_cycles(lm, st.qkv);
