@@ -102,34 +102,42 @@ Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
   return pl;
 }
 
+// That layer lowered, with an executor on an idle fabric.
+struct LayerBench {
+  LayerBench(const BenchOpOptions& o, const fabric::WaferSpec& spec,
+             const models::ModelConfig& model)
+      : pl(region_layer(o, spec, model)),
+        prog(lower(model, pl)),
+        fab(spec),
+        ex(fab, model, pl, prog, nullptr, o.bits) {}
+  const Placement pl;
+  const Program prog;
+  fabric::Fabric fab;
+  Executor ex;
+};
+
 // Attention alone: the qkv vector on its roots at cycle 0, one decode token
 // at position `context` over the KV cache spread over the region.
 std::vector<Step> attention_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec,
                                   const models::ModelConfig& model) {
-  const Placement pl = region_layer(o, spec, model);
-  const Program prog = lower(model, pl);
-  fabric::Fabric fab(spec);
-  Executor ex(fab, model, pl, prog, nullptr, o.bits);
-  const LayerStage& st = pl.layers.front();
+  LayerBench b(o, spec, model);
+  const LayerStage& st = b.pl.layers.front();
   Vec qkv;
   qkv.layout = output_layout(st.qkv);
   qkv.ready.assign(qkv.layout.size(), Timed{});
-  return {{"attention", ex.attention(st.attention, 0, qkv, 0, o.context).latest()}};
+  return {{"attention", b.ex.attention(st.attention, 0, qkv, 0, o.context).latest()}};
 }
 
 // One decode token through one whole-region layer: the layer's stages,
 // phase by phase, on an idle fabric.
 std::vector<Step> layer_steps(const BenchOpOptions& o, const fabric::WaferSpec& spec,
                               const models::ModelConfig& model) {
-  const Placement pl = region_layer(o, spec, model);
-  const Program prog = lower(model, pl);
-  fabric::Fabric fab(spec);
-  Executor ex(fab, model, pl, prog, nullptr, o.bits);
+  LayerBench b(o, spec, model);
   TokenMessage m;
   m.position = o.context;
   std::vector<Step> steps;
   bool first = true;
-  for (const StageProgram& sp : prog.stages) {
+  for (const StageProgram& sp : b.prog.stages) {
     if (sp.layer != 0) continue;
     if (first) {
       Vec& x = slot(m, Slot::x);
@@ -137,7 +145,7 @@ std::vector<Step> layer_steps(const BenchOpOptions& o, const fabric::WaferSpec& 
       x.ready.assign(sp.input.size(), Timed{});
       first = false;
     }
-    run_stage(ex, sp, m, [&](const std::string& label, const Timed& t) {
+    run_stage(b.ex, sp, m, [&](const std::string& label, const Timed& t) {
       steps.push_back({label, t});
     });
   }
