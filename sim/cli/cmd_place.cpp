@@ -67,6 +67,8 @@ RegisteredCommand add_place_command(CLI::App& app) {
       ->add_option("--block-rows", a->block_rows, "serpentine, sram-balanced: rows of layer blocks")
       ->check(CLI::Range(1, 64));
   place->add_option("--wafers", a->overrides.wafers, "Wafers: N or auto");
+  place->add_option("--layer-groups", a->overrides.layer_groups,
+                    "whole-region: groups of layers, each sharing one region");
   place->add_option("--hardware", a->overrides.hardware, "Override the hardware preset");
   place->add_option("--model", a->overrides.model, "Override the model preset");
   place->add_option("--placement", a->overrides.placement_file,

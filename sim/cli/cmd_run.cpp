@@ -88,6 +88,9 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_option("--wafers", a->overrides.wafers,
                       "Wafers in the pipeline: N or auto (the fewest that fit)");
   run_cmd->add_option("--users", a->overrides.users, "Sequences decoded at once (workload.users)");
+  run_cmd->add_option("--layer-groups", a->overrides.layer_groups,
+                      "whole-region: groups of layers, each sharing one region "
+                      "(placement.layer_groups)");
   run_cmd->add_option(
       "--placement", a->overrides.placement_file,
       "Use this placement file (wafersim place --write-placement) instead of the strategy");

@@ -46,6 +46,7 @@ int run(const SweepArgs& a) {
     o.precision = p.precision;
     o.wafers = p.wafers;
     o.users = p.users;
+    o.layer_groups = p.layer_groups;
     (void)load_scenario(a.scenario, presets, o);
   }
   SweepOptions o;
@@ -80,6 +81,10 @@ RegisteredCommand add_sweep_command(CLI::App& app) {
   c->add_option("--hardware", args->axes.hardware, "Hardware presets")->delimiter(',');
   c->add_option("--precision", args->axes.precisions, "Precisions")->delimiter(',');
   c->add_option("--wafers", args->axes.wafers, "Wafer counts: N or auto")->delimiter(',');
+  c->add_option("--layer-groups", args->axes.layer_groups,
+                "whole-region: groups of layers, each sharing one region")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 100000));
   c->add_option("--users", args->axes.users, "Concurrent users")
       ->delimiter(',')
       ->check(CLI::Range(1, 1000000));

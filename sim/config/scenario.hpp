@@ -140,6 +140,7 @@ struct ScenarioOverrides {
   std::optional<std::string> precision;  // fp32 | fp16 | bf16 | ...
   std::optional<std::string> wafers;     // N | auto
   std::optional<int> users;              // workload.users
+  std::optional<int> layer_groups;       // placement.layer_groups (whole-region)
   std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
 };
 Scenario load_scenario(const std::filesystem::path& file, const std::filesystem::path& preset_dir,

@@ -89,6 +89,7 @@ Json point_overrides(const SweepPoint& p) {
   if (p.hardware) j["hardware"] = *p.hardware;
   if (p.precision) j["precision"] = *p.precision;
   if (p.wafers) j["wafers"] = *p.wafers;
+  if (p.layer_groups) j["layer_groups"] = *p.layer_groups;
   if (p.users) j["users"] = *p.users;
   return j;
 }
@@ -144,19 +145,23 @@ std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& sh
     if (out.empty()) out.emplace_back();
     return out;
   };
-  std::vector<std::optional<int>> users(axes.users.begin(), axes.users.end());
-  if (users.empty()) users.emplace_back();
+  auto counts = [](const std::vector<int>& v) {
+    std::vector<std::optional<int>> out(v.begin(), v.end());
+    if (out.empty()) out.emplace_back();
+    return out;
+  };
   std::vector<SweepPoint> points;
   int index = 0;
   for (const auto& m : axis(axes.models))
     for (const auto& h : axis(axes.hardware))
       for (const auto& p : axis(axes.precisions))
         for (const auto& w : axis(axes.wafers))
-          for (const auto& u : users) {
-            SweepPoint pt{index, m, h, p, w, u};
-            if (index % shard.count == shard.rank) points.push_back(pt);
-            ++index;
-          }
+          for (const auto& g : counts(axes.layer_groups))
+            for (const auto& u : counts(axes.users)) {
+              SweepPoint pt{index, m, h, p, w, g, u};
+              if (index % shard.count == shard.rank) points.push_back(pt);
+              ++index;
+            }
   return points;
 }
 
@@ -171,6 +176,7 @@ std::vector<std::string> sweep_run_arguments(const fs::path& binary, const std::
   if (p.hardware) a.insert(a.end(), {"--hardware", *p.hardware});
   if (p.precision) a.insert(a.end(), {"--precision", *p.precision});
   if (p.wafers) a.insert(a.end(), {"--wafers", *p.wafers});
+  if (p.layer_groups) a.insert(a.end(), {"--layer-groups", std::to_string(*p.layer_groups)});
   if (p.users) a.insert(a.end(), {"--users", std::to_string(*p.users)});
   return a;
 }
@@ -250,22 +256,24 @@ Json sweep_json(const std::string& scenario, const SweepShard& shard,
 
 std::string sweep_table(const std::vector<SweepOutcome>& outcomes) {
   std::string s =
-      fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10}  {}\n",
-                  "point", "model", "hardware", "precision", "wafers", "users", "tok/s/user",
-                  "aggregate", "TTFT", "max ctx", "bottleneck");
+      fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10}  {}\n",
+                  "point", "model", "hardware", "precision", "wafers", "groups", "users",
+                  "tok/s/user", "aggregate", "TTFT", "max ctx", "bottleneck");
   for (const SweepOutcome& o : outcomes) {
     const SweepPoint& p = o.point;
+    const std::string groups = p.layer_groups ? std::to_string(*p.layer_groups) : "-";
     if (o.exit_code != 0) {
-      s += fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5}  {}\n", p.index,
+      s += fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>6} {:>5}  {}\n", p.index,
                        p.model.value_or("-"), p.hardware.value_or("-"), p.precision.value_or("-"),
-                       p.wafers.value_or("-"), p.users ? std::to_string(*p.users) : "-", o.error);
+                       p.wafers.value_or("-"), groups, p.users ? std::to_string(*p.users) : "-",
+                       o.error);
       continue;
     }
     const Json& r = o.result;
     s += fmt::format(
-        "{:>5}  {:<18} {:<8} {:<9} {:>6} {:>5} {:>12.1f} {:>12.1f} {:>8.3f}ms {:>10}  {}\n",
+        "{:>5}  {:<18} {:<8} {:<9} {:>6} {:>6} {:>5} {:>12.1f} {:>12.1f} {:>8.3f}ms {:>10}  {}\n",
         p.index, r.value("model", ""), r.value("hardware", ""), r.value("precision", ""),
-        r.value("wafers_used", 0), r.value("users", 0),
+        r.value("wafers_used", 0), groups, r.value("users", 0),
         r.value("decode_tokens_per_s_per_user", 0.0), r.value("aggregate_tokens_per_s", 0.0),
         1e3 * r.value("ttft_s", 0.0), r.value("max_context_tokens", 0ull),
         r.value("bottleneck", ""));

@@ -22,6 +22,7 @@ struct SweepAxes {
   std::vector<std::string> hardware;
   std::vector<std::string> precisions;
   std::vector<std::string> wafers;  // N or auto
+  std::vector<int> layer_groups;    // placement.layer_groups (whole-region)
   std::vector<int> users;
 };
 
@@ -29,6 +30,7 @@ struct SweepAxes {
 struct SweepPoint {
   int index = 0;  // position in the whole grid (row-major, models outermost)
   std::optional<std::string> model, hardware, precision, wafers;
+  std::optional<int> layer_groups;
   std::optional<int> users;
 };
 

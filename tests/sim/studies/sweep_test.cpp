@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
@@ -29,6 +30,28 @@ TEST(SweepPoints, TheGridIsTheProductOfItsAxesModelsOutermost) {
   EXPECT_EQ(p[3].users, 1);
   EXPECT_FALSE(p[0].hardware);  // an empty axis keeps the scenario's value
   EXPECT_FALSE(p[0].precision);
+}
+
+// Layer groups (whole-region's knob) sit between wafers and users: users
+// stay innermost, and each point's run carries its --layer-groups.
+TEST(SweepPoints, LayerGroupsVaryInsideWafersAndOutsideUsers) {
+  SweepAxes a;
+  a.wafers = {"1", "2"};
+  a.layer_groups = {1, 8};
+  a.users = {1, 16};
+  const auto p = sweep_points(a);
+  ASSERT_EQ(p.size(), 8u);
+  EXPECT_EQ(p[0].layer_groups, 1);
+  EXPECT_EQ(p[1].layer_groups, 1);
+  EXPECT_EQ(p[1].users, 16);
+  EXPECT_EQ(p[2].layer_groups, 8);
+  EXPECT_EQ(p[2].users, 1);
+  EXPECT_EQ(p[4].wafers, "2");
+  EXPECT_EQ(p[4].layer_groups, 1);
+  const auto args = sweep_run_arguments("wafersim", "s.yaml", "", std::nullopt, p[3]);
+  const auto g = std::find(args.begin(), args.end(), "--layer-groups");
+  ASSERT_NE(g, args.end());
+  EXPECT_EQ(*(g + 1), "8");
 }
 
 TEST(SweepPoints, NoAxesIsThePlainScenario) {
