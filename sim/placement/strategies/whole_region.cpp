@@ -1,10 +1,11 @@
 // whole-region: the head strip on the west, the wafer's layers in
 // placement.layer_groups contiguous groups, each group on one region of a
-// grid over the rest (the grid whose token is shortest in closed form). Every layer
-// of a group spans its group's whole region (StagePlanner::region_layer):
-// one group is tensor parallelism over the whole wafer (every core in every
-// GEMV, the longest multicasts), one layer per group a pipeline of regions
-// (users' tokens in different layers at once). WaferLLM's dataflow (He et al., OSDI 2025).
+// grid over the rest (the grid whose token is shortest in closed form).
+// Every layer of a group spans its group's whole region
+// (StagePlanner::region_layer): one group is tensor parallelism over the
+// whole wafer (every core in every GEMV, the longest multicasts), one layer
+// per group a pipeline of regions (users' tokens in different layers at
+// once). WaferLLM's dataflow (He et al., OSDI 2025).
 #include <algorithm>
 #include <optional>
 
@@ -12,7 +13,6 @@
 
 #include "fabric/defects.hpp"
 #include "sim/placement/placement_cost.hpp"
-
 #include "sim/placement/strategies/strategies.hpp"
 
 namespace wafersim::sim::strategies {
