@@ -774,23 +774,20 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     max_end_ = std::max(max_end_, end);
     return explain(end);
   };
-  // Hints for the caches, which change no result: hop k asks for the records
-  // (link, byte counter, and the ramp for a multicast) kRecordAhead links
-  // ahead, and for the wide block kBlockAhead links ahead, whose record an
-  // earlier hop asked for. A long route's hops then find their records and
-  // blocks at hand instead of waiting for each in turn.
-  constexpr std::size_t kRecordAhead = 4, kBlockAhead = 2;
+  // Hints for the caches, which change no result: hop k asks for the link
+  // record and byte counter kRecordAhead links ahead and for the wide block
+  // kBlockAhead links ahead (whose record an earlier hop asked for). A long
+  // route's hops then find them at hand instead of waiting for each in turn
+  // (wide blocks lie anywhere in memory).
+  constexpr std::size_t kRecordAhead = 8, kBlockAhead = 4;
   auto ask_record = [&](std::size_t j) {
     if (j >= links.size()) return;
     prefetch_line(&links_[links[j].value]);
     prefetch_line(&bytes_low_[links[j].value]);
-    if (arrivals) prefetch_line(&eject_[ramp_slot_after(links[j])]);
   };
   auto ask_block = [&](std::size_t j) {
     if (j >= links.size()) return;
     if (const LinkState& l = links_[links[j].value]; l.wide()) WideRecords::prefetch(l);
-    if (!arrivals) return;
-    if (const LinkState& r = eject_[ramp_slot_after(links[j])]; r.wide()) WideRecords::prefetch(r);
   };
   for (std::size_t j = 0; j < kRecordAhead; ++j) ask_record(j);
   for (std::size_t j = 1; j < kBlockAhead; ++j) ask_block(j);
