@@ -333,7 +333,7 @@ void FlowModel::WideRecords::fold(LinkState& link, std::uint64_t to, std::uint64
     en[m - k] = static_cast<std::uint32_t>(en[m] - shift),
            st[m - k] = static_cast<std::uint32_t>(st[m] - shift);
   n -= k;
-  point_at(link, slot_of(link), to, n);
+  resize(link, to, n);
 }
 
 void FlowModel::WideRecords::reserve(LinkState& link, std::uint64_t s, std::uint64_t len,
@@ -372,7 +372,7 @@ void FlowModel::WideRecords::reserve(LinkState& link, std::uint64_t s, std::uint
   }
   en[i] = static_cast<std::uint32_t>(eo);
   st[i] = static_cast<std::uint32_t>(so);
-  point_at(link, slot_of(link), floor, n);
+  resize(link, floor, n);
   // What touches the floor joins it; gaps worth nothing are given up.
   fold(link, floor, now);
   floor = link.floor();
@@ -397,7 +397,7 @@ void FlowModel::WideRecords::reserve(LinkState& link, std::uint64_t s, std::uint
       en[gap - 1] = en[gap];
       std::memmove(en + gap, en + gap + 1, (n - gap - 1) * sizeof(std::uint32_t));
       std::memmove(st + gap, st + gap + 1, (n - gap - 1) * sizeof(std::uint32_t));
-      point_at(link, slot_of(link), floor, n - 1);
+      resize(link, floor, n - 1);
     }
   }
   // Back to the compact record once it holds everything.
@@ -774,7 +774,26 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     max_end_ = std::max(max_end_, end);
     return explain(end);
   };
+  // Hints for the caches, which change no result: hop k asks for the link
+  // record and byte counter kRecordAhead links ahead and for the wide block
+  // kBlockAhead links ahead (whose record an earlier hop asked for). A long
+  // route's hops then find them at hand instead of waiting for each in turn
+  // (wide blocks lie anywhere in memory).
+  constexpr std::size_t kRecordAhead = 8, kBlockAhead = 4;
+  auto ask_record = [&](std::size_t j) {
+    if (j >= links.size()) return;
+    prefetch_line(&links_[links[j].value]);
+    prefetch_line(&bytes_low_[links[j].value]);
+  };
+  auto ask_block = [&](std::size_t j) {
+    if (j >= links.size()) return;
+    if (const LinkState& l = links_[links[j].value]; l.wide()) WideRecords::prefetch(l);
+  };
+  for (std::size_t j = 0; j < kRecordAhead; ++j) ask_record(j);
+  for (std::size_t j = 1; j < kBlockAhead; ++j) ask_block(j);
   for (std::size_t k = 0; k < links.size(); ++k) {
+    ask_record(k + kRecordAhead);
+    ask_block(k + kBlockAhead);
     std::uint64_t not_before = 0;
     if (k > 0) {
       runs_on->shift(step);

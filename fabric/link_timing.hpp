@@ -84,6 +84,17 @@
 
 namespace wafersim::fabric {
 
+// Asks the caches for the line that holds `p`: a hint, which changes no
+// result. An asm statement, as GCC 12 at -O2 removed __builtin_prefetch from
+// the flow model's hop loop (dead-code elimination) and emitted nothing.
+inline void prefetch_line(const void* p) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
 // Busy intervals kept in a link's own record (see above). 4 keeps a link
 // record at 40 bytes (FlowModel::LinkState).
 inline constexpr int kLinkIntervals = 4;
@@ -343,6 +354,17 @@ class FlowModel {
     std::size_t peak() const { return peak_; }
     // Gaps with free cycles at or after `now` given up by full wide records.
     std::uint64_t gaps_given_up() const { return gaps_given_up_; }
+    // Asks the caches for the lines a query on this wide link reads first
+    // (its block's first kPrefetchIntervals intervals), so that a message's
+    // later hops have them by the time it gets there. Only a hint: it reads
+    // the record and changes nothing.
+    static void prefetch(const LinkState& link) {
+      const std::uint32_t n = std::min<std::uint32_t>(size_of(link), kPrefetchIntervals);
+      if (n == 0) return;
+      const std::uint32_t* en = block_of(link);
+      prefetch_lines(en, n);
+      prefetch_lines(en + capacity_of(link), n);
+    }
 
    private:
     // A block of capacity c holds the intervals' end offsets in [0, c) and
@@ -363,7 +385,23 @@ class FlowModel {
       std::memcpy(&p, &l.end[0], sizeof p);
       return p;
     }
+    // Intervals a prefetch covers (4 cache lines of offsets, and 4 of starts).
+    static constexpr std::uint32_t kPrefetchIntervals = 64;
+    static void prefetch_lines(const std::uint32_t* from, std::uint32_t n) {
+      constexpr std::uintptr_t kLine = 64;
+      const auto first = reinterpret_cast<std::uintptr_t>(from) & ~(kLine - 1);
+      const auto last = reinterpret_cast<std::uintptr_t>(from + n - 1);
+      for (std::uintptr_t a = first; a <= last; a += kLine)
+        prefetch_line(reinterpret_cast<const void*>(a));
+    }
     void point_at(LinkState& link, std::uint32_t slot, std::uint64_t floor, std::uint32_t size);
+    // The same for the link's own block (its record has the rest: the slot
+    // table is not read on a query's path).
+    static void resize(LinkState& link, std::uint64_t floor, std::uint32_t size) {
+      link.set(floor, LinkState::kWide);
+      link.start[1] = size;
+      link.start[3] = size > 0 ? block_of(link)[size - 1] : 0;
+    }
     // The link's record back in compact form, its block freed.
     void release(LinkState& link);
     // Room for one more interval (up to kWideLinkIntervals + 1).
