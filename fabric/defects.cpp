@@ -81,8 +81,10 @@ Rect largest_clear_rect(const DefectMap& defects, const Rect& within) {
         stack.pop_back();
         const std::size_t left = stack.empty() ? 0 : stack.back() + 1;
         const int width = static_cast<int>(i - left);
-        if (static_cast<std::int64_t>(width) * height > static_cast<std::int64_t>(best.width) * best.height)
-          best = Rect{within.x0 + static_cast<int>(left), within.y0 + y - height + 1, width, height};
+        if (static_cast<std::int64_t>(width) * height >
+            static_cast<std::int64_t>(best.width) * best.height)
+          best =
+              Rect{within.x0 + static_cast<int>(left), within.y0 + y - height + 1, width, height};
       }
       stack.push_back(i);
     }

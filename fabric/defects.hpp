@@ -50,5 +50,4 @@ class DefectMap {
 // Width and height 0 when every core of `within` is dead.
 Rect largest_clear_rect(const DefectMap& defects, const Rect& within);
 
-
 }  // namespace wafersim::fabric

@@ -623,8 +623,7 @@ Timed FlowModel::send(std::span<const LinkId> links, Bytes bytes, const Timed& r
     return traverse_interleaved(links, bytes, ready, WaveletRuns::from(ready.at.value, ser.value),
                                 {}, Cycles{0}, true, arrivals, nullptr);
   if (!arrivals)
-    return eject(links.back(), ser,
-                 traverse(links, bytes, ready, {}, Cycles{0}, nullptr));
+    return eject(links.back(), ser, traverse(links, bytes, ready, {}, Cycles{0}, nullptr));
   // A line multicast: every core after the first receives its copy.
   traverse(links, bytes, ready, {}, Cycles{0}, arrivals);
   for (std::size_t k = 0; k < links.size(); ++k) {
@@ -738,8 +737,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
                                       const Timed& ready, const WaveletRuns& inject,
                                       std::span<const Timed> node_ready, Cycles per_hop_extra,
                                       bool eject_last, std::vector<Timed>* arrivals,
-                                      WaveletRuns* delivered,
-                                      std::vector<WaveletRuns>* passing) {
+                                      WaveletRuns* delivered, std::vector<WaveletRuns>* passing) {
   if (arrivals) {
     arrivals->clear();
     arrivals->push_back(ready);
@@ -811,7 +809,8 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     max_end_ = std::max(
         max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_, &wide_));
     std::swap(runs_on, next_on);
-    if (passing) passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
+    if (passing)
+      passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
     if (arrivals) arrivals->push_back(receive(k, nullptr));
   }
   if (arrivals) return arrivals->back();

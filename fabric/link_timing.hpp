@@ -185,16 +185,14 @@ class FlowModel {
   // says (a reduction's hop that streams what its source receives, a
   // multicast branch the router replicates), under LinkSharing::interleave
   // (exclusive: as send() from inject's first wavelet). `ready` is the moment
-  // the message's time is explained from (no wavelet of `inject` before it). `delivered` receives the cycles
-  // the last core's ramp hands the wavelets over. With `arrivals` it is a
-  // line multicast (as send()); `passing`, when given, receives for every
-  // node after the first the cycles the wavelets reach its router (what a
-  // branch leaving that router can stream). Returns the time the whole
-  // message has arrived at the last node.
+  // the message's time is explained from (no wavelet of `inject` before it). `delivered` receives
+  // the cycles the last core's ramp hands the wavelets over. With `arrivals` it is a line multicast
+  // (as send()); `passing`, when given, receives for every node after the first the cycles the
+  // wavelets reach its router (what a branch leaving that router can stream). Returns the time the
+  // whole message has arrived at the last node.
   Timed stream(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                const WaveletRuns& inject, WaveletRuns* delivered,
-               std::vector<Timed>* arrivals = nullptr,
-               std::vector<WaveletRuns>* passing = nullptr);
+               std::vector<Timed>* arrivals = nullptr, std::vector<WaveletRuns>* passing = nullptr);
 
   // Chain reduction along `links`: node k (k = 0 is the first sender) adds its
   // contribution, ready at node_ready[k], to the stream and forwards it. The
@@ -440,8 +438,7 @@ class FlowModel {
   Timed traverse_interleaved(std::span<const LinkId> links, Bytes bytes, const Timed& ready,
                              const WaveletRuns& inject, std::span<const Timed> node_ready,
                              Cycles per_hop_extra, bool eject_last, std::vector<Timed>* arrivals,
-                             WaveletRuns* delivered,
-                             std::vector<WaveletRuns>* passing = nullptr);
+                             WaveletRuns* delivered, std::vector<WaveletRuns>* passing = nullptr);
   // Before a message: the records in hand (from the pool when released),
   // and the message not ready before what was released.
   void hold_records(std::uint64_t ready) {

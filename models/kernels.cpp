@@ -241,8 +241,8 @@ WAFERSIM_AVX2 void gemv_rows16_narrow8(const std::uint16_t* r, std::size_t ld, c
       narrow_words_transposed<1>(r + (j - 1), ld, last);
       S::split(last[0], o, e);  // e: the high halves
     } else {
-      S::split(_mm256_setr_epi32(r[0], r[ld], r[2 * ld], r[3 * ld], r[4 * ld], r[5 * ld],
-                                 r[6 * ld], r[7 * ld]),
+      S::split(_mm256_setr_epi32(r[0], r[ld], r[2 * ld], r[3 * ld], r[4 * ld], r[5 * ld], r[6 * ld],
+                                 r[7 * ld]),
                e, o);
     }
     acc[j] = _mm256_add_ps(zero, _mm256_mul_ps(e, _mm256_set1_ps(x[j])));

@@ -359,7 +359,8 @@ int bench_agreement(const std::string& preset_dir) {
 int run_bench_op(BenchOpOptions b, const std::string& matrix, const std::string& region,
                  const std::string& reduction, bool json, const std::string& dir) {
   if (b.op.empty())
-    throw CommandError(kExitUsage, "bench op: name the operation: gemv, allreduce, attention or layer");
+    throw CommandError(kExitUsage,
+                       "bench op: name the operation: gemv, allreduce, attention or layer");
   b.json = json;
   b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
   b.reduction = reduction == "chain"  ? fabric::ReductionScheme::chain
@@ -449,8 +450,8 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);
-            if (o->what == "op") return run_bench_op(o->op, o->matrix, o->region, o->reduction,
-                                                     o->json, dir);
+            if (o->what == "op")
+              return run_bench_op(o->op, o->matrix, o->region, o->reduction, o->json, dir);
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

@@ -12,12 +12,12 @@
 #include <map>
 
 #include "fabric/collectives.hpp"
-#include "sim/placement/placement.hpp"
 #include "fabric/wafer_spec.hpp"
-#include "models/model_config.hpp"
 #include "models/gpu/cluster_model.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/gpu/serving.hpp"
+#include "models/model_config.hpp"
+#include "sim/placement/placement.hpp"
 
 namespace wafersim::sim {
 
@@ -25,10 +25,11 @@ namespace wafersim::sim {
 // the file, line, column and key path; the fields let tests check them.
 class ScenarioError : public std::runtime_error {
  public:
-  ScenarioError(std::string file, int line, int column, std::string key_path, const std::string& what);
+  ScenarioError(std::string file, int line, int column, std::string key_path,
+                const std::string& what);
   const std::string& file() const { return file_; }
-  int line() const { return line_; }      // 1-based; 0 when unknown
-  int column() const { return column_; }  // 1-based; 0 when unknown
+  int line() const { return line_; }                         // 1-based; 0 when unknown
+  int column() const { return column_; }                     // 1-based; 0 when unknown
   const std::string& key_path() const { return key_path_; }  // e.g. "hardware.core.sram"
 
  private:
@@ -94,7 +95,7 @@ struct SpeculativeOptions {
 
 struct Scenario {
   std::string name;
-  std::string source_file;  // path as given by the user
+  std::string source_file;      // path as given by the user
   std::string hardware_preset;  // name of the preset used (or "inline")
   std::string model_preset;     // name of the preset used (or "inline")
   fabric::WaferSpec hardware;
@@ -119,7 +120,6 @@ struct Scenario {
 // positions it did not compute).
 void check_run_mode(const Scenario& scenario, bool functional);
 
-
 // "\n  did you mean 'x'?" for the closest of `candidates`, or "" (as scenario errors use).
 std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates);
 
@@ -135,12 +135,12 @@ Scenario load_scenario(const std::filesystem::path& file,
 // applied before validation, so they are checked like the file's own keys
 // and appear in the resolved scenario.
 struct ScenarioOverrides {
-  std::optional<std::string> hardware;   // preset name
-  std::optional<std::string> model;      // preset name (or what `model:` accepts)
-  std::optional<std::string> precision;  // fp32 | fp16 | bf16 | ...
-  std::optional<std::string> wafers;     // N | auto
-  std::optional<int> users;              // workload.users
-  std::optional<int> layer_groups;       // placement.layer_groups (whole-region)
+  std::optional<std::string> hardware;        // preset name
+  std::optional<std::string> model;           // preset name (or what `model:` accepts)
+  std::optional<std::string> precision;       // fp32 | fp16 | bf16 | ...
+  std::optional<std::string> wafers;          // N | auto
+  std::optional<int> users;                   // workload.users
+  std::optional<int> layer_groups;            // placement.layer_groups (whole-region)
   std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
 };
 Scenario load_scenario(const std::filesystem::path& file, const std::filesystem::path& preset_dir,
@@ -148,13 +148,13 @@ Scenario load_scenario(const std::filesystem::path& file, const std::filesystem:
 
 // Loads a preset by name from <preset_dir>/hardware/<name>.yaml or
 // <preset_dir>/models/<name>.yaml. Throws ScenarioError.
-fabric::WaferSpec load_hardware_preset(const std::string& name,
-                                       const std::filesystem::path& preset_dir = default_preset_dir());
-models::ModelConfig load_model_preset(const std::string& name,
-                                      const std::filesystem::path& preset_dir = default_preset_dir());
+fabric::WaferSpec load_hardware_preset(
+    const std::string& name, const std::filesystem::path& preset_dir = default_preset_dir());
+models::ModelConfig load_model_preset(
+    const std::string& name, const std::filesystem::path& preset_dir = default_preset_dir());
 // <preset_dir>/gpus/<name>.yaml, validated. Throws ScenarioError.
-models::gpu::ClusterSpec load_gpu_preset(const std::string& name,
-                                         const std::filesystem::path& preset_dir = default_preset_dir());
+models::gpu::ClusterSpec load_gpu_preset(
+    const std::string& name, const std::filesystem::path& preset_dir = default_preset_dir());
 // GPU systems a scenario without compare_with is compared with, when their presets exist.
 inline const std::vector<std::string>& default_compare_with() {
   static const std::vector<std::string> kNames = {"dgx-h100", "dgx-b200"};

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "fabric/fabric.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/program/program.hpp"
-#include "sim/config/scenario.hpp"
 
 namespace wafersim::sim {
 

@@ -142,17 +142,17 @@ Line Executor::layout_line(const Layout& l, std::size_t a, std::size_t b) {
   b = std::min(b, l.size() - 1);
   // Down (or up) a column, or along a row (a transposed matrix's roots).
   const bool row = b > a && l[a + 1].core.y == l[a].core.y;
-  const int step = b > a && (row ? l[a + 1].core.x < l[a].core.x : l[a + 1].core.y < l[a].core.y)
-                       ? -1
-                       : 1;
+  const int step =
+      b > a && (row ? l[a + 1].core.x < l[a].core.x : l[a + 1].core.y < l[a].core.y) ? -1 : 1;
   for (std::size_t i = a + 1; i <= b; ++i) {
     const int k = step * static_cast<int>(i - a);
     if (row ? l[i].core.y != l[a].core.y || l[i].core.x != l[a].core.x + k
             : l[i].core.x != l[a].core.x || l[i].core.y != l[a].core.y + k)
       throw std::logic_error("layout is not a line of consecutive cores");
   }
-  const fabric::Direction along = row ? (step > 0 ? fabric::Direction::east : fabric::Direction::west)
-                                      : (step > 0 ? fabric::Direction::south : fabric::Direction::north);
+  const fabric::Direction along =
+      row ? (step > 0 ? fabric::Direction::east : fabric::Direction::west)
+          : (step > 0 ? fabric::Direction::south : fabric::Direction::north);
   return Line{l[a].core, along, static_cast<int>(b - a + 1)};
 }
 
@@ -295,8 +295,7 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
 // ---- Norms and elementwise work ------------------------------------------------
 
 std::vector<Timed> Executor::line_statistic(const Vec& x, const std::vector<Timed>& ready,
-                                            std::uint64_t ops_per_element,
-                                            ReductionScheme scheme) {
+                                            std::uint64_t ops_per_element, ReductionScheme scheme) {
   const Line line = layout_line(x.layout);
   fabric::Fabric& f = fab(x.layout.front().wafer);
   const auto T = static_cast<std::uint64_t>(x.tokens);
@@ -486,7 +485,7 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
 }
 
 Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, int user,
-                          int position, std::vector<std::vector<Timed>>& kv_ready) {
+                           int position, std::vector<std::vector<Timed>>& kv_ready) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim(), kv = model_.kv_dim();
   const int C = a.columns_per_head, w = a.wafer;
@@ -529,8 +528,12 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
   const int C = a.columns_per_head, w = a.wafer;
   const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
   fabric::Fabric& f = fab(w);
-  auto dims = [&](int j) { return static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j)); };
-  const auto ij = [&](int j) { return static_cast<std::size_t>(i) * C + static_cast<std::size_t>(j); };
+  auto dims = [&](int j) {
+    return static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
+  };
+  const auto ij = [&](int j) {
+    return static_cast<std::size_t>(i) * C + static_cast<std::size_t>(j);
+  };
   // Scores: each core's keys slice times the g query slices (a GEMM tile of
   // n rows); the partial scores all-reduced along the row.
   std::vector<Timed> scored(static_cast<std::size_t>(C)), back;
@@ -538,8 +541,9 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
     Timed ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
     for (const Timed& r : kv_ready[ij(j)]) ready = later(ready, r);
     scored[static_cast<std::size_t>(j)] =
-        n == 0 ? ready
-               : run_core(w, a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims(j), g, bits_));
+        n == 0
+            ? ready
+            : run_core(w, a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims(j), g, bits_));
   }
   if (n > 0)
     all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},

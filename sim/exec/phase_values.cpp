@@ -106,9 +106,9 @@ void PhaseValues::layernorm(const Vec& x, const std::vector<float>& g, const std
   for (int t = 0; t < x.tokens; ++t) {
     const float mean = line_sum(x, t, scheme, models::sum_of) / n;
     const float var = line_sum(x, t, scheme,
-                                [&](std::span<const float> piece) {
-                                  return models::sum_of_squared_deviations(piece, mean);
-                                }) /
+                               [&](std::span<const float> piece) {
+                                 return models::sum_of_squared_deviations(piece, mean);
+                               }) /
                       n;
     models::layernorm_apply(x.row(t), mean, var, g, b, static_cast<float>(model_.rms_norm_eps),
                             out.row(t));
@@ -220,7 +220,8 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
     const float* k = k_rows + p * hd;
     for (int j = 0; j < C; ++j) {
       float dot = 0.0f;
-      for (auto d = static_cast<std::size_t>(a.dim_begin(j)); d < static_cast<std::size_t>(a.dim_begin(j + 1)); ++d)
+      for (auto d = static_cast<std::size_t>(a.dim_begin(j));
+           d < static_cast<std::size_t>(a.dim_begin(j + 1)); ++d)
         dot += q[d] * k[d];
       dots[static_cast<std::size_t>(j)] = dot;
     }
@@ -271,10 +272,9 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
           parts.push_back(a.columns_per_head > 1
                               ? split_partial(a, qs, kci.data() + skip * hd_sz,
                                               vci.data() + skip * hd_sz, count - skip, scale)
-                              : models::attention_partial(qs, kci.data() + skip * hd_sz,
-                                                          vci.data() + skip * hd_sz,
-                                                          static_cast<int>(count - skip), hd,
-                                                          scale));
+                              : models::attention_partial(
+                                    qs, kci.data() + skip * hd_sz, vci.data() + skip * hd_sz,
+                                    static_cast<int>(count - skip), hd, scale));
         }
         for (const auto& step : reduction_order(a.reduction, L))
           parts[static_cast<std::size_t>(step.into)] =

@@ -62,7 +62,8 @@ namespace {
 // Every core of a matrix: its weight tile and its buffers (the input chunk
 // and the partial sums, fp32).
 void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
-                  const std::function<void(const CoreAllocation&)>& visit, bool buffers_too = true) {
+                  const std::function<void(const CoreAllocation&)>& visit,
+                  bool buffers_too = true) {
   const std::string tile = mp.name + " weight tile", buffers = mp.name + " buffers";
   for (int pi = 0; pi < mp.p(); ++pi)
     for (int qi = 0; qi < mp.q(); ++qi) {
@@ -73,7 +74,8 @@ void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
       const Coord core = mp.core(pi, qi);
       visit({wafer, core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
              SramUse::weights, tile});
-      if (buffers_too) visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
+      if (buffers_too)
+        visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
     }
 }
 
@@ -250,9 +252,9 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
   // buffers any of their GEMVs or attention needs there.
   for (std::size_t l = 0; l < pl.layers.size(); ++l) {
     const LayerStage& st = pl.layers[l];
-    if (!st.whole_region || (l > 0 && pl.layers[l - 1].whole_region &&
-                             pl.layers[l - 1].strip == st.strip &&
-                             pl.layers[l - 1].wafer == st.wafer))
+    if (!st.whole_region ||
+        (l > 0 && pl.layers[l - 1].whole_region && pl.layers[l - 1].strip == st.strip &&
+         pl.layers[l - 1].wafer == st.wafer))
       continue;
     const Bytes scratch = region_scratch_bytes(model, st);
     const std::string what = fmt::format("layer {} region scratch", st.layer);

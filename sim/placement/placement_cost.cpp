@@ -286,8 +286,7 @@ double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& m
   // The norms' statistics: a chain up the residual's roots, or (whole
   // region) the matrices' scheme.
   const double norm =
-      reduction_latency(lm.spec,
-                        st.whole_region ? st.o.reduction : fabric::ReductionScheme::chain,
+      reduction_latency(lm.spec, st.whole_region ? st.o.reduction : fabric::ReductionScheme::chain,
                         st.o.p(), kActivationBytes) +
       multicast_latency(lm.spec, st.o.p(), kActivationBytes);
   double t = norm + move_latency_cycles(lm, residual, input_layout(st.qkv)) +

@@ -347,8 +347,8 @@ AttentionPlacement StagePlanner::region_attention(int l, int w, const Rect& regi
   a.segments_per_column = W >= kvh ? 1 : static_cast<int>(ceil_div(kvh, W));
   a.segment_length = H / a.segments_per_column;
   if (a.segment_length < 1)
-    throw FitError(fmt::format("layer {} of {}: its {} x {} region ({}) cannot hold {} kv heads",
-                               l, model_.name, W, H, strategy, kvh));
+    throw FitError(fmt::format("layer {} of {}: its {} x {} region ({}) cannot hold {} kv heads", l,
+                               model_.name, W, H, strategy, kvh));
   a.rect = Rect{region.x0, region.y0,
                 static_cast<int>(ceil_div(kvh, a.segments_per_column)) * a.columns_per_head,
                 a.segments_per_column * a.segment_length};
@@ -396,8 +396,8 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
       max_context_, static_cast<std::int64_t>(per_core) * a.segment_length / users_));
 }
 
-LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing,
-                                      Bytes budget, const std::string& strategy) {
+LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing, Bytes budget,
+                                      const std::string& strategy) {
   if (model_.is_moe())
     throw FitError(fmt::format(
         "{} places dense layers only; {} is a mixture of experts: use layer-rectangles, "

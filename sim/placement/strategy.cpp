@@ -37,8 +37,8 @@ void PlanningContext::build(const RegionPlan& plan, const WaferTask& task, Bytes
   for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
     const int l = task.first_layer + static_cast<int>(i);
     if (plan.whole_region) {
-      const auto sharing = static_cast<int>(
-          std::count(plan.blocks.begin(), plan.blocks.end(), plan.blocks[i]));
+      const auto sharing =
+          static_cast<int>(std::count(plan.blocks.begin(), plan.blocks.end(), plan.blocks[i]));
       out.layers.push_back(
           planner.region_layer(l, task.wafer, plan.blocks[i], sharing, budget, strategy));
       continue;

@@ -24,9 +24,12 @@ struct Step {
 };
 
 nlohmann::json breakdown_json(const CycleBreakdown& b) {
-  return {{"compute", b.compute.value},         {"sram", b.sram.value},
-          {"hops", b.hops.value},               {"serialization", b.serialization.value},
-          {"contention", b.contention.value},   {"io", b.io.value},
+  return {{"compute", b.compute.value},
+          {"sram", b.sram.value},
+          {"hops", b.hops.value},
+          {"serialization", b.serialization.value},
+          {"contention", b.contention.value},
+          {"io", b.io.value},
           {"queueing", b.queueing.value}};
 }
 
@@ -40,9 +43,9 @@ std::string breakdown_text(const CycleBreakdown& b) {
 fabric::WaferSpec region_spec(const BenchOpOptions& o) {
   fabric::WaferSpec spec = load_hardware_preset(o.hardware, o.preset_dir);
   if (o.width < 1 || o.height < 1 || o.width > spec.mesh_width || o.height > spec.mesh_height)
-    throw std::invalid_argument(fmt::format(
-        "--region {}x{}: must be at least 1x1 and fit {}'s {} x {} mesh", o.width, o.height,
-        spec.name, spec.mesh_width, spec.mesh_height));
+    throw std::invalid_argument(
+        fmt::format("--region {}x{}: must be at least 1x1 and fit {}'s {} x {} mesh", o.width,
+                    o.height, spec.name, spec.mesh_width, spec.mesh_height));
   return spec;
 }
 
@@ -182,8 +185,7 @@ int bench_op(const BenchOpOptions& o) {
                         {"cycles", last.at.value},
                         {"breakdown", breakdown_json(last.path)}};
     nlohmann::json js = nlohmann::json::array();
-    for (const Step& s : steps)
-      js.push_back({{"step", s.what}, {"done_at", s.done.at.value}});
+    for (const Step& s : steps) js.push_back({{"step", s.what}, {"done_at", s.done.at.value}});
     j["steps"] = js;
     if (o.op == "layer") {
       j["model"] = model.name;

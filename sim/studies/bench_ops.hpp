@@ -18,17 +18,17 @@
 namespace wafersim::sim {
 
 struct BenchOpOptions {
-  std::string op;                  // gemv | allreduce | attention | layer
-  std::string hardware = "wse3";   // a hardware preset
+  std::string op;                      // gemv | allreduce | attention | layer
+  std::string hardware = "wse3";       // a hardware preset
   std::string model = "llama-3.1-8b";  // layer: a model preset
   std::filesystem::path preset_dir;
-  int out = 4096, in = 4096;       // gemv: matrix rows x columns
-  int width = 420, height = 420;   // gemv, layer: the region (cores); allreduce: n = width
-  bool transposed = false;         // gemv
+  int out = 4096, in = 4096;      // gemv: matrix rows x columns
+  int width = 420, height = 420;  // gemv, layer: the region (cores); allreduce: n = width
+  bool transposed = false;        // gemv
   fabric::ReductionScheme reduction = fabric::ReductionScheme::two_level;
-  std::uint64_t bytes = 4;         // allreduce
-  int context = 4096;              // layer: positions cached before the decoded token
-  int bits = 16;                   // weights and KV cache
+  std::uint64_t bytes = 4;  // allreduce
+  int context = 4096;       // layer: positions cached before the decoded token
+  int bits = 16;            // weights and KV cache
   bool json = false;
 };
 

@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/placement_file.hpp"
+#include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
 #include "sim/placement/placement_cost.hpp"
-#include "sim/config/placement_file.hpp"
 #include "sim/program/program.hpp"
-#include "sim/engine/system.hpp"
 
 namespace wafersim::sim {
 

@@ -57,12 +57,12 @@ class WholeRegion : public PlacementStrategy {
       if (!best || cycles < best_cycles) best = std::move(candidate), best_cycles = cycles;
     }
     if (!best)
-      throw fabric::FitError(ctx.last_fit_error.empty()
-                                 ? fmt::format("whole-region: {} layer groups do not fit {}",
-                                               groups, ctx.spec.name)
-                                 : ctx.last_fit_error);
-    best->note += fmt::format(" (the grid with the shortest closed-form token: {:.0f} cycles)",
-                              best_cycles);
+      throw fabric::FitError(
+          ctx.last_fit_error.empty()
+              ? fmt::format("whole-region: {} layer groups do not fit {}", groups, ctx.spec.name)
+              : ctx.last_fit_error);
+    best->note +=
+        fmt::format(" (the grid with the shortest closed-form token: {:.0f} cycles)", best_cycles);
     return *best;
   }
 
@@ -98,11 +98,11 @@ class WholeRegion : public PlacementStrategy {
       const int n = block_begin(task.layers, groups, g + 1) - block_begin(task.layers, groups, g);
       for (int i = 0; i < n; ++i) plan.blocks.push_back(regions[static_cast<std::size_t>(g)]);
     }
-    plan.note = fmt::format("{} layer group{} on {} x {} regions of {} x {} cores, up to {} "
-                            "layers each",
-                            groups, groups == 1 ? "" : "s", rows, (groups + rows - 1) / rows,
-                            regions.front().width, regions.front().height,
-                            (task.layers + groups - 1) / groups);
+    plan.note = fmt::format(
+        "{} layer group{} on {} x {} regions of {} x {} cores, up to {} "
+        "layers each",
+        groups, groups == 1 ? "" : "s", rows, (groups + rows - 1) / rows, regions.front().width,
+        regions.front().height, (task.layers + groups - 1) / groups);
     if (shrunk > 0)
       plan.note += fmt::format("; {} region{} shrunk to the largest rectangle free of dead cores",
                                shrunk, shrunk == 1 ? "" : "s");

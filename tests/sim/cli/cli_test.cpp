@@ -450,8 +450,8 @@ TEST(Cli, CachedTokensDecodeAsIfThePrefillHadRun) {
     std::vector<std::pair<int, std::uint64_t>> out;
     for (const auto& r : j["token_records"])
       if (!r["prefill"].get<bool>())
-        out.emplace_back(r["position"].get<int>(),
-                         r["end_cycle"].get<std::uint64_t>() - r["start_cycle"].get<std::uint64_t>());
+        out.emplace_back(r["position"].get<int>(), r["end_cycle"].get<std::uint64_t>() -
+                                                       r["start_cycle"].get<std::uint64_t>());
     return out;
   };
   const auto a = decode(cached), b = decode(full);
@@ -495,7 +495,8 @@ TEST(Cli, BenchOpTimesOneOperationOnAnIdleFabric) {
   EXPECT_NEAR(layer["tokens_per_s_if_every_layer"].get<double>(),
               1.1e9 / (layer["cycles"].get<double>() * 16), 1e-6);
   const auto few = op("attention --hardware wse2 --model llama-3.2-1b --region 96x96 --context 16");
-  const auto many = op("attention --hardware wse2 --model llama-3.2-1b --region 96x96 --context 4096");
+  const auto many =
+      op("attention --hardware wse2 --model llama-3.2-1b --region 96x96 --context 4096");
   EXPECT_GT(many["cycles"].get<std::uint64_t>(), few["cycles"].get<std::uint64_t>());
   EXPECT_EQ(wafersim("bench op gemv --region 4x").code, 2);
   const Outcome big = wafersim("bench op layer --region 8x8");

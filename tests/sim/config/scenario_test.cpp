@@ -700,9 +700,10 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.key_path(), "placement");
   EXPECT_EQ(e.line(), 4);
   EXPECT_EQ(e.column(), 12);
-  EXPECT_TRUE(contains(e.what(),
-                       "expected a mapping with keys strategy, reduction, block_rows, layer_groups, seed, "
-                       "anneal, halo, file, matrices, got a list"))
+  EXPECT_TRUE(
+      contains(e.what(),
+               "expected a mapping with keys strategy, reduction, block_rows, layer_groups, seed, "
+               "anneal, halo, file, matrices, got a list"))
       << e.what();
 }
 

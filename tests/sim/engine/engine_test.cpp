@@ -126,9 +126,12 @@ const FunctionalCase kFunctionalCases[] = {
     {"PerMatrixOverrides",
      [] {
        Scenario sc = with_strategy("short-path", 12);
-       sc.placement.matrices[MatrixKind::down] = MatrixOverride{0, 3, fabric::ReductionScheme::tree};
-       sc.placement.matrices[MatrixKind::gate_up] = MatrixOverride{5, 0, fabric::ReductionScheme::chain};
-       sc.placement.matrices[MatrixKind::lm_head] = MatrixOverride{0, 0, fabric::ReductionScheme::two_level};
+       sc.placement.matrices[MatrixKind::down] =
+           MatrixOverride{0, 3, fabric::ReductionScheme::tree};
+       sc.placement.matrices[MatrixKind::gate_up] =
+           MatrixOverride{5, 0, fabric::ReductionScheme::chain};
+       sc.placement.matrices[MatrixKind::lm_head] =
+           MatrixOverride{0, 0, fabric::ReductionScheme::two_level};
        return sc;
      }},
     // Defects.DeadCoresAndTheHaloHoldNothing checks where its tiles went.

@@ -18,8 +18,7 @@ namespace {
 
 // W (4 x 8, bf16) on the 2 x 2 rectangle `rect` of `fab`, its input ready at
 // cycle 0 where it enters.
-Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false,
-             bool transposed = false) {
+Vec gemv_4x8(fabric::Fabric& fab, fabric::Rect rect, bool upward = false, bool transposed = false) {
   models::ModelConfig model;
   Placement pl;
   Program prog;

@@ -8,12 +8,12 @@
 #include <fstream>
 #include <memory>
 
-#include "support/test_spec.hpp"
 #include "fabric/defects.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/placement_cost.hpp"
 #include "support/placement_requests.hpp"
 #include "support/presets.hpp"
+#include "support/test_spec.hpp"
 
 namespace wafersim::sim {
 namespace {
