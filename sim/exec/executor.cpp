@@ -308,32 +308,29 @@ std::vector<Timed> Executor::line_statistic(const Vec& x, const std::vector<Time
   return back;
 }
 
-Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme) {
-  const std::vector<Timed> back = line_statistic(x, x.ready, 2, scheme);
+Vec Executor::normalised(const Vec& x, const std::vector<Timed>& ready,
+                         std::uint64_t ops_per_element) {
   fabric::Fabric& f = fab(x.layout.front().wafer);
   const auto T = static_cast<std::uint64_t>(x.tokens);
   Vec out;
   out.layout = x.layout;
   out.tokens = x.tokens;
   for (std::size_t i = 0; i < x.layout.size(); ++i)
-    out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, back[i],
-                                 f.cost().vector_op(x.layout[i].size() * T, 2)));
+    out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
+                                 f.cost().vector_op(x.layout[i].size() * T, ops_per_element)));
+  return out;
+}
+
+Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme) {
+  Vec out = normalised(x, line_statistic(x, x.ready, 2, scheme), 2);
   if (values_) values_->rmsnorm(x, g, scheme, out);
   return out;
 }
 
 Vec Executor::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
                         ReductionScheme scheme) {
-  fabric::Fabric& f = fab(x.layout.front().wafer);
-  const auto T = static_cast<std::uint64_t>(x.tokens);
   const std::vector<Timed> mean_ready = line_statistic(x, x.ready, 1, scheme);
-  const std::vector<Timed> var_ready = line_statistic(x, mean_ready, 3, scheme);
-  Vec out;
-  out.layout = x.layout;
-  out.tokens = x.tokens;
-  for (std::size_t i = 0; i < x.layout.size(); ++i)
-    out.ready.push_back(run_core(x.layout[i].wafer, x.layout[i].core, var_ready[i],
-                                 f.cost().vector_op(x.layout[i].size() * T, 4)));
+  Vec out = normalised(x, line_statistic(x, mean_ready, 3, scheme), 4);
   if (values_) values_->layernorm(x, g, b, scheme, out);
   return out;
 }

@@ -248,6 +248,10 @@ class Executor {
   static Vec last_token(const Vec& v);
 
  private:
+  // A norm's last step: once its statistic is back on each root (`ready`),
+  // every root scales its piece (`ops_per_element`); the timing of `x`'s
+  // normalised copy, without values.
+  Vec normalised(const Vec& x, const std::vector<Timed>& ready, std::uint64_t ops_per_element);
   // Cached positions row (segment core) i of `a` attends to for a block of
   // `tokens` tokens of `user` from `position` on (each token's own window,
   // causal), summed over the tokens.
