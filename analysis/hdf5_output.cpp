@@ -304,6 +304,15 @@ void write_mesh(H5::H5File& f, const RunResult& r) {
   set_attr(bytes, "directions", kDirections);
 }
 
+// A scalar UTF-8 string dataset with its units and description.
+void write_text(H5::Group& g, const char* name, const std::string& text,
+                std::string_view description) {
+  const H5::StrType type = utf8_string();
+  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(H5S_SCALAR), dataset_properties());
+  ds.write(text, type);
+  describe_dataset(ds, "text", description);
+}
+
 void write_tokens(H5::H5File& f, const RunResult& r) {
   H5::Group g = make_group(f, "tokens");
   const auto& t = r.token_records;
@@ -350,6 +359,9 @@ void write_tokens(H5::H5File& f, const RunResult& r) {
     write_vector(g, "reference", r.reference_tokens, "token id",
                  "token ids from the reference forward pass");
   }
+  write_text(g, "prompt_text", r.prompt_text, "the prompt as text (empty without a tokenizer)");
+  write_text(g, "generated_text", r.generated_text,
+             "user 0's generated tokens as text (empty without a tokenizer or values)");
 }
 
 void write_scenario(H5::H5File& f, const RunResult& r) {
@@ -372,6 +384,26 @@ void write_strings(H5::Group& g, const char* name, const std::vector<std::string
   for (const std::string& s : v) ptrs.push_back(s.c_str());
   if (n > 0) ds.write(ptrs.data(), type);
   describe_dataset(ds, units, description);
+}
+
+// /weights: where the run's weights came from.
+void write_weights(H5::H5File& f, const RunResult& r) {
+  H5::Group g = make_group(f, "weights");
+  const WeightsProvenance& w = r.weights;
+  set_attr(g, "source", w.source);
+  set_attr(g, "path", w.path);
+  set_attr(g, "sha256", w.sha256);
+  set_attr<std::uint64_t>(g, "seed", w.seed);
+  std::vector<std::string> names, hashes;
+  std::vector<std::uint64_t> bytes;
+  for (const auto& file : w.files) {
+    names.push_back(file.name);
+    hashes.push_back(file.sha256);
+    bytes.push_back(file.bytes);
+  }
+  write_strings(g, "files", names, "file name", "the checkpoint's safetensors files");
+  write_strings(g, "file_sha256", hashes, "hex", "SHA-256 of each file");
+  write_vector(g, "file_bytes", bytes, "bytes", "size of each file");
 }
 
 // One figure of the GPU rows as a dataset of /gpu_baselines, one entry per row.
@@ -473,6 +505,7 @@ void write_file(const std::filesystem::path& file_path, const RunResult& r, cons
   write_critical_path(f, m);
   write_mesh(f, r);
   write_tokens(f, r);
+  write_weights(f, r);
   write_scenario(f, r);
   write_baselines(f, r);
   f.close();
@@ -564,6 +597,15 @@ void read_figure(const H5::Group& g, const Figure& f, RunResult& r) {
 }
 
 // A 1-D array of variable-length strings.
+std::string read_text(const H5::Group& g, const char* name) {
+  H5::DataSet ds = g.openDataSet(name);
+  if (ds.getSpace().getSimpleExtentNdims() != 0)
+    throw std::runtime_error(std::string(name) + ": expected a scalar string");
+  std::string text;
+  ds.read(text, ds.getStrType());
+  return text;
+}
+
 std::vector<std::string> read_strings(const H5::Group& g, const char* name) {
   H5::DataSet ds = g.openDataSet(name);
   const H5::DataSpace space = ds.getSpace();
@@ -714,6 +756,25 @@ RunResult read_file(const std::filesystem::path& path) {
   if (r.functional) {
     r.tokens = read_vector<std::int32_t>(t, "generated");
     r.reference_tokens = read_vector<std::int32_t>(t, "reference");
+  }
+
+  if (t.nameExists("prompt_text")) {  // absent in older files
+    r.prompt_text = read_text(t, "prompt_text");
+    r.generated_text = read_text(t, "generated_text");
+  }
+  if (f.nameExists("weights")) {  // absent in older files
+    const H5::Group wg = f.openGroup("weights");
+    r.weights.source = read_string_attr(wg, "source");
+    r.weights.path = read_string_attr(wg, "path");
+    r.weights.sha256 = read_string_attr(wg, "sha256");
+    r.weights.seed = read_attr<std::uint64_t>(wg, "seed");
+    const std::vector<std::string> names = read_strings(wg, "files");
+    const std::vector<std::string> hashes = read_strings(wg, "file_sha256");
+    const auto bytes = read_array<std::uint64_t>(wg, "file_bytes", {names.size()});
+    if (hashes.size() != names.size())
+      throw std::runtime_error("/weights: files and file_sha256 differ in length");
+    for (std::size_t i = 0; i < names.size(); ++i)
+      r.weights.files.push_back({names[i], hashes[i], bytes[i]});
   }
 
   const H5::Group scenario = f.openGroup("scenario");

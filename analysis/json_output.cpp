@@ -102,6 +102,21 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["placement_strategy"] = r.placement_strategy;
   j["seed"] = r.seed;
   j["functional"] = r.functional;
+  {
+    const WeightsProvenance& w = r.weights;
+    Json weights = {{"source", w.source}};
+    if (w.source == "checkpoint") {
+      weights["path"] = w.path;
+      weights["sha256"] = w.sha256;
+      Json files = Json::array();
+      for (const auto& f : w.files)
+        files.push_back({{"name", f.name}, {"sha256", f.sha256}, {"bytes", f.bytes}});
+      weights["files"] = std::move(files);
+    } else if (w.source == "synthetic") {
+      weights["seed"] = w.seed;
+    }
+    j["weights"] = std::move(weights);
+  }
 
   // The mesh, then the figures (analysis/figures.hpp): hardware, fit,
   // performance, timeline, utilisation.
@@ -135,8 +150,10 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
 
   // Tokens.
   j["prompt_ids"] = r.prompt_ids;
+  if (!r.prompt_text.empty()) j["prompt_text"] = r.prompt_text;
   if (r.functional) {
     j["tokens"] = r.tokens;
+    if (!r.generated_text.empty()) j["generated_text"] = r.generated_text;
     j["reference_tokens"] = r.reference_tokens;
     add_figures(j, kJsonFunctionalFigures, r, m);
   }

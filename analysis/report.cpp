@@ -55,6 +55,33 @@ std::string token_list(const std::vector<std::int32_t>& ids) {
 }
 
 // One aligned "  label   value" line.
+// Text as a C-style quoted string: control characters escaped so a line stays a line.
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        else
+          out += c;
+    }
+  }
+  return out + "\"";
+}
+
 void line(std::ostream& out, std::string_view label, std::string_view value) {
   out << fmt::format("  {:<16} {}\n", label, value);
 }
@@ -163,12 +190,22 @@ std::string format_percent(double fraction) {
   return fmt::format("{:.1f}%", fraction * 100.0);
 }
 
+// Where the weights came from, in one line.
+std::string weights_line(const WeightsProvenance& w) {
+  if (w.source == "checkpoint")
+    return fmt::format("checkpoint {} (sha256 {}{})", w.path, w.sha256,
+                       w.files.size() > 1 ? fmt::format(" over {} files", w.files.size()) : "");
+  if (w.source == "synthetic") return fmt::format("synthetic, drawn from seed {}", w.seed);
+  return "none (timing only)";
+}
+
 void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   out << fmt::format("wafersim: {}{}\n", r.scenario_name,
                      r.scenario_file.empty() ? "" : fmt::format(" ({})", r.scenario_file));
   out << fmt::format("  hardware {} | model {} | precision {} | placement {} | seed {} | {}\n",
                      r.hardware_name, r.model_name, r.precision, r.placement_strategy, r.seed,
                      r.functional ? "functional" : "timing only");
+  out << "  weights " << weights_line(r.weights) << "\n";
 
   out << "\nFit\n";
   const double core_share =
@@ -267,7 +304,9 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   if (r.functional) {
     out << "\nFunctional check\n";
     line(out, "prompt", token_list(r.prompt_ids));
+    if (!r.prompt_text.empty()) line(out, "prompt text", quoted(r.prompt_text));
     line(out, "generated", token_list(r.tokens));
+    if (!r.generated_text.empty()) line(out, "generated text", quoted(r.generated_text));
     line(out, "reference", token_list(r.reference_tokens));
     out << fmt::format("  tokens match reference: {}\n", m.tokens_match_reference ? "yes" : "no");
     line(out, "max logit error", fmt::format("{:.3g}", r.max_logit_abs_error));

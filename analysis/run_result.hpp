@@ -58,6 +58,20 @@ struct SpeculativeRun {
   }
 };
 
+// Where a functional run's weights came from (models::WeightsOrigin).
+struct WeightsProvenance {
+  struct File {
+    std::string name;
+    std::string sha256;
+    std::uint64_t bytes = 0;
+  };
+  std::string source = "none";  // "checkpoint", "synthetic", or "none" (timing only)
+  std::string path;             // checkpoint: the .safetensors or index file read
+  std::string sha256;           // checkpoint: the content hash (single file: its SHA-256)
+  std::vector<File> files;      // checkpoint: each safetensors file, by name
+  std::uint64_t seed = 0;       // synthetic: the seed they were drawn from
+};
+
 struct RunResult {
   // Identification.
   std::string scenario_name;
@@ -90,12 +104,20 @@ struct RunResult {
   // Per outgoing link, [y][x][dir] with dir 0=E, 1=W, 2=S, 3=N.
   std::vector<std::uint64_t> link_bytes;
 
+  // The target's weights (the draft's, with speculative decoding, in
+  // speculative->draft_weights).
+  WeightsProvenance weights;
+
   // Tokens.
   std::vector<std::int32_t> prompt_ids;
   std::vector<std::int32_t> tokens;            // generated ids
   std::vector<std::int32_t> reference_tokens;  // from the reference forward pass (functional)
   double max_logit_abs_error = 0.0;            // functional vs reference, over all steps
-  std::vector<TokenRecord> token_records;      // one per position processed
+  // With a tokenizer (workload.tokenizer): the prompt and user 0's generated
+  // tokens as text (functional runs); empty otherwise.
+  std::string prompt_text;
+  std::string generated_text;
+  std::vector<TokenRecord> token_records;  // one per position processed
 
   // Timeline summary (cycles).
   Cycles total_cycles;  // end of the simulation

@@ -6,15 +6,19 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string_view>
 #include <utility>
 
 #include "models/dtype.hpp"
+#include "models/sha256.hpp"
+#include "models/work_team.hpp"
 
 namespace wafersim::models {
 
@@ -170,26 +174,104 @@ std::vector<float> SafetensorsFile::read_fp32(const std::string& name) const {
   return out;
 }
 
+std::optional<fs::path> checkpoint_weights_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;
+  if (fs::is_regular_file(path / "model.safetensors.index.json", ec))
+    return path / "model.safetensors.index.json";
+  if (fs::is_regular_file(path / "model.safetensors", ec)) return path / "model.safetensors";
+  return std::nullopt;
+}
+
 namespace {
+
+using Tensor = SafetensorsFile::Tensor;
+using Shape = std::vector<std::int64_t>;
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Element k of a float tensor (F32, BF16, F16, F8_E4M3) as fp32.
+float element(const Tensor& t, std::size_t k) {
+  const unsigned char* d = t.data;
+  if (t.dtype == "F32") {
+    float f;
+    std::memcpy(&f, d + 4 * k, 4);
+    return f;
+  }
+  if (t.dtype == "F8_E4M3") return fp8_e4m3_bits_to_float(d[k]);
+  const auto bits = static_cast<std::uint16_t>(d[2 * k] | (d[2 * k + 1] << 8));
+  return t.dtype == "BF16" ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
+}
+
+// Stored elements [k, k + n) widened to fp32 (the dtype tested once per run).
+void widen(const Tensor& t, std::size_t k, std::size_t n, float* out) {
+  const unsigned char* d = t.data;
+  if (t.dtype == "F32") {
+    std::memcpy(out, d + 4 * k, 4 * n);  // little-endian host
+  } else if (t.dtype == "BF16") {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = bf16_bits_to_float(
+          static_cast<std::uint16_t>(d[2 * (k + i)] | (d[2 * (k + i) + 1] << 8)));
+  } else if (t.dtype == "F16") {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = fp16_bits_to_float(
+          static_cast<std::uint16_t>(d[2 * (k + i)] | (d[2 * (k + i) + 1] << 8)));
+  } else {  // F8_E4M3
+    for (std::size_t i = 0; i < n; ++i) out[i] = fp8_e4m3_bits_to_float(d[k + i]);
+  }
+}
+
+// A stored 2-D weight [rows][cols] and, for FP8, its scales: what one matrix
+// of ours is read from, row by row (or column by column for gpt2's Conv1D).
+struct StoredMatrix {
+  const Tensor* t = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  const Tensor* scale = nullptr;  // FP8 only
+  enum class Scaling { none, tensor, row, block } scaling = Scaling::none;
+  std::int64_t block = 0;  // Scaling::block: B
+  std::int64_t scale_cols = 0;
+
+  float scale_at(std::int64_t r, std::int64_t c) const {
+    switch (scaling) {
+      case Scaling::tensor:
+        return element(*scale, 0);
+      case Scaling::row:
+        return element(*scale, static_cast<std::size_t>(r));
+      case Scaling::block:
+        return element(*scale, static_cast<std::size_t>((r / block) * scale_cols + c / block));
+      default:
+        return 1.0f;
+    }
+  }
+  // Stored row r, columns [c0, c0 + n), as fp32 (FP8: code x scale in fp32).
+  void row(std::int64_t r, std::int64_t c0, std::int64_t n, float* out) const {
+    widen(*t, static_cast<std::size_t>(r * cols + c0), static_cast<std::size_t>(n), out);
+    if (scaling == Scaling::none) return;
+    for (std::int64_t j = 0; j < n; ++j) out[j] = out[j] * scale_at(r, c0 + j);
+  }
+  // Stored column c as fp32 (gpt2's Conv1D is stored [in][out]).
+  void column(std::int64_t c, float* out) const {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      out[r] = element(*t, static_cast<std::size_t>(r * cols + c));
+      if (scaling != Scaling::none) out[r] = out[r] * scale_at(r, c);
+    }
+  }
+};
 
 // All tensors of a checkpoint, from one or several files.
 class Checkpoint {
  public:
   explicit Checkpoint(const fs::path& path) {
-    std::error_code ec;
-    fs::path p = path;
-    if (fs::is_directory(p, ec)) {
-      if (fs::exists(p / "model.safetensors.index.json", ec)) {
-        p = p / "model.safetensors.index.json";
-      } else if (fs::exists(p / "model.safetensors", ec)) {
-        p = p / "model.safetensors";
-      } else {
-        throw WeightsError(path.string(), "",
-                           "no model.safetensors or model.safetensors.index.json in this folder");
-      }
+    const std::optional<fs::path> file = checkpoint_weights_file(path);
+    if (!file) {
+      throw WeightsError(path.string(), "",
+                         "no model.safetensors or model.safetensors.index.json in this folder");
     }
-    const std::string name = p.filename().string();
-    if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
+    const fs::path& p = *file;
+    if (ends_with(p.filename().string(), ".json")) {
       read_index(p);
     } else {
       files_.push_back(std::make_unique<SafetensorsFile>(p));
@@ -200,24 +282,97 @@ class Checkpoint {
   }
 
   const std::string& origin() const { return origin_; }
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   bool has(const std::string& tensor) const { return where_.count(tensor) != 0; }
 
-  // The tensor, checked for shape, as fp32 in the file's row-major layout.
-  std::vector<float> read(const std::string& tensor, const std::vector<std::int64_t>& shape) {
+  // The tensor, checked for shape, marked used.
+  const Tensor& find(const std::string& tensor, const Shape& shape) {
     const auto it = where_.find(tensor);
     if (it == where_.end()) {
       throw WeightsError(origin_, tensor,
                          "missing tensor (expected shape " + shape_text(shape) + ")");
     }
     const SafetensorsFile& f = *it->second;
-    const auto& t = f.tensors().at(tensor);
+    const Tensor& t = f.tensors().at(tensor);
     if (t.shape != shape) {
       throw WeightsError(
           f.path(), tensor,
           "shape " + shape_text(t.shape) + " where the config needs " + shape_text(shape));
     }
     used_.insert(tensor);
-    return f.read_fp32(tensor);
+    return t;
+  }
+  const std::string& file_of(const std::string& tensor) const { return where_.at(tensor)->path(); }
+
+  // A vector (or small table), as fp32 in the file's row-major layout.
+  std::vector<float> read(const std::string& tensor, const Shape& shape) {
+    find(tensor, shape);
+    return where_.at(tensor)->read_fp32(tensor);
+  }
+
+  // A weight matrix [rows][cols] with, for FP8, its scales.
+  StoredMatrix matrix(const std::string& tensor, std::int64_t rows, std::int64_t cols) {
+    StoredMatrix m;
+    m.t = &find(tensor, {rows, cols});
+    m.rows = rows;
+    m.cols = cols;
+    const std::string& dt = m.t->dtype;
+    if (dt == "F32" || dt == "BF16" || dt == "F16") return m;
+    if (dt != "F8_E4M3") {
+      throw WeightsError(file_of(tensor), tensor,
+                         "dtype " + dt + " is not supported; expected BF16, F16, F32 or F8_E4M3");
+    }
+    const std::string prefix =
+        ends_with(tensor, ".weight") ? tensor.substr(0, tensor.size() - 7) : tensor;
+    if (has(prefix + ".weight_scale")) {
+      const std::string name = prefix + ".weight_scale";
+      const Tensor& s = where_.at(name)->tensors().at(name);
+      std::uint64_t n = 1;
+      for (const std::int64_t d : s.shape) n *= static_cast<std::uint64_t>(d);
+      const bool per_row = n == static_cast<std::uint64_t>(rows) &&
+                           (s.shape.size() == 1 || (s.shape.size() == 2 && s.shape[1] == 1)) &&
+                           rows > 1;
+      if (n == 1 && s.shape.size() <= 2) {
+        m.scaling = StoredMatrix::Scaling::tensor;
+      } else if (per_row) {
+        m.scaling = StoredMatrix::Scaling::row;
+      } else {
+        throw WeightsError(file_of(name), name,
+                           "shape " + shape_text(s.shape) + ": an FP8 weight scale is one value " +
+                               "([] or [1]) or one per row ([" + std::to_string(rows) + "] or [" +
+                               std::to_string(rows) + ", 1])");
+      }
+      m.scale = &check_scale_dtype(name, s);
+      used_.insert(name);
+      return m;
+    }
+    if (has(prefix + ".weight_scale_inv")) {
+      const std::string name = prefix + ".weight_scale_inv";
+      const Tensor& s = where_.at(name)->tensors().at(name);
+      // The smallest power of two that gives the scale's shape: a larger one
+      // that gives it too means a single block along both dimensions, the same
+      // scales either way.
+      if (s.shape.size() == 2) {
+        for (std::int64_t blk = 1; blk <= (std::int64_t{1} << 30) && m.block == 0; blk *= 2) {
+          if ((rows + blk - 1) / blk == s.shape[0] && (cols + blk - 1) / blk == s.shape[1])
+            m.block = blk;
+        }
+      }
+      if (m.block == 0) {
+        throw WeightsError(file_of(name), name,
+                           "shape " + shape_text(s.shape) +
+                               " is not one scale per square block of a power-of-two size for a [" +
+                               std::to_string(rows) + ", " + std::to_string(cols) + "] weight");
+      }
+      m.scaling = StoredMatrix::Scaling::block;
+      m.scale_cols = s.shape[1];
+      m.scale = &check_scale_dtype(name, s);
+      used_.insert(name);
+      return m;
+    }
+    throw WeightsError(file_of(tensor), tensor,
+                       "an F8_E4M3 weight needs its scales: no " + prefix + ".weight_scale or " +
+                           prefix + ".weight_scale_inv in the checkpoint");
   }
   void skip(const std::string& tensor) { used_.insert(tensor); }
 
@@ -233,8 +388,18 @@ class Checkpoint {
   }
 
  private:
+  const Tensor& check_scale_dtype(const std::string& name, const Tensor& s) const {
+    if (s.dtype != "F32" && s.dtype != "BF16" && s.dtype != "F16") {
+      throw WeightsError(file_of(name), name,
+                         "dtype " + s.dtype + " for a weight scale; expected F32, BF16 or F16");
+    }
+    return s;
+  }
+
   void read_index(const fs::path& index) {
     const std::string shown = index.string();
+    std::error_code ec;
+    if (!fs::is_regular_file(index, ec)) throw WeightsError(shown, "", "not a regular file");
     std::ifstream in(index, std::ios::binary);
     if (!in) throw WeightsError(shown, "", "cannot open file");
     json j;
@@ -251,6 +416,10 @@ class Checkpoint {
       if (!file.is_string())
         throw WeightsError(shown, tensor, "bad index: the shard must be a file name");
       const std::string shard = file.get<std::string>();
+      if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
+        throw WeightsError(shown, tensor,
+                           "bad index: shard '" + shard + "' must be a file name in the folder");
+      }
       if (opened.count(shard) == 0) {
         files_.push_back(std::make_unique<SafetensorsFile>(index.parent_path() / shard));
         opened[shard] = files_.back().get();
@@ -276,58 +445,79 @@ class Checkpoint {
   std::string origin_;
 };
 
-using Shape = std::vector<std::int64_t>;
+// The matrices to make, each a job: rows read from the mapped file, rounded to
+// the dtype (quantize_row) and stored as the matrix holds them (set_row), so
+// no fp32 copy of a whole matrix is made.
+class MatrixJobs {
+ public:
+  MatrixJobs(DType dtype, HostStorage storage) : dtype_(dtype), storage_(storage) {}
 
-Matrix to_matrix(const std::vector<float>& v, int rows, int cols) {
-  Matrix m(rows, cols);
-  std::memcpy(m.data(), v.data(), v.size() * sizeof(float));
-  return m;
-}
+  // into := the stored matrix as is.
+  void plain(Matrix& into, StoredMatrix src) {
+    jobs_.push_back([this, &into, src] {
+      into = make(static_cast<int>(src.rows), static_cast<int>(src.cols),
+                  [&src](int i, std::span<float> row) {
+                    src.row(i, 0, static_cast<std::int64_t>(row.size()), row.data());
+                  });
+    });
+  }
+  // into := columns [col0, col0 + rows) of a Conv1D weight stored [in][out],
+  // transposed to our [out][in].
+  void transposed(Matrix& into, StoredMatrix src, std::int64_t col0, int rows) {
+    jobs_.push_back([this, &into, src, col0, rows] {
+      into = make(rows, static_cast<int>(src.rows),
+                  [&src, col0](int i, std::span<float> row) { src.column(col0 + i, row.data()); });
+    });
+  }
+  std::vector<std::function<void()>>& jobs() { return jobs_; }
 
-// A Conv1D weight [in][out] as our [out][in], taking output columns
-// [col0, col0 + rows).
-Matrix transposed(const std::vector<float>& v, int in, int out, int col0, int rows) {
-  Matrix m(rows, in);
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < in; ++j)
-      m(i, j) = v[static_cast<std::size_t>(j) * static_cast<std::size_t>(out) +
-                  static_cast<std::size_t>(col0 + i)];
-  return m;
-}
+ private:
+  Matrix make(int rows, int cols, const std::function<void(int, std::span<float>)>& fill) const {
+    Matrix m = storage_ == HostStorage::compact && dtype_ != DType::fp32
+                   ? Matrix::compact(rows, cols, dtype_)
+                   : Matrix(rows, cols);
+    std::vector<float> row(static_cast<std::size_t>(cols));
+    for (int i = 0; i < rows; ++i) {
+      fill(i, row);
+      const float scale = quantize_row(row, dtype_);
+      m.set_row(i, row, scale);
+    }
+    return m;
+  }
+  DType dtype_;
+  HostStorage storage_;
+  std::vector<std::function<void()>> jobs_;
+};
 
-void store(Matrix& m, DType dtype) {
-  for (int i = 0; i < m.rows(); ++i) quantize_row(m.mutable_row(i), dtype);
-}
 void store(std::vector<float>& v, DType dtype) {
   for (float& x : v) x = round_to_dtype(x, vector_dtype(dtype));
 }
 
-void load_gpt2(Checkpoint& ck, const ModelConfig& c, Weights& w) {
+void load_gpt2(Checkpoint& ck, const ModelConfig& c, Weights& w, MatrixJobs& jobs) {
   const std::string p = ck.has("transformer.wte.weight") ? "transformer." : "";
   const int h = c.hidden_size, inter = c.intermediate_size;
-  w.embedding = to_matrix(ck.read(p + "wte.weight", {c.vocab_size, h}), c.vocab_size, h);
-  w.position_embedding =
-      to_matrix(ck.read(p + "wpe.weight", {c.max_position, h}), c.max_position, h);
+  jobs.plain(w.embedding, ck.matrix(p + "wte.weight", c.vocab_size, h));
+  jobs.plain(w.position_embedding, ck.matrix(p + "wpe.weight", c.max_position, h));
   for (int l = 0; l < c.num_layers; ++l) {
     LayerWeights& L = w.layers[static_cast<std::size_t>(l)];
     const std::string b = p + "h." + std::to_string(l) + ".";
     L.attn_norm = ck.read(b + "ln_1.weight", {h});
     L.attn_norm_bias = ck.read(b + "ln_1.bias", {h});
-    const std::vector<float> qkv = ck.read(b + "attn.c_attn.weight", {h, 3 * h});
-    L.wq = transposed(qkv, h, 3 * h, 0, h);
-    L.wk = transposed(qkv, h, 3 * h, h, h);
-    L.wv = transposed(qkv, h, 3 * h, 2 * h, h);
+    const StoredMatrix qkv = ck.matrix(b + "attn.c_attn.weight", h, 3 * h);
+    jobs.transposed(L.wq, qkv, 0, h);
+    jobs.transposed(L.wk, qkv, h, h);
+    jobs.transposed(L.wv, qkv, 2 * h, h);
     const std::vector<float> qkv_bias = ck.read(b + "attn.c_attn.bias", {3 * h});
     L.bq.assign(qkv_bias.begin(), qkv_bias.begin() + h);
     L.bk.assign(qkv_bias.begin() + h, qkv_bias.begin() + 2 * h);
     L.bv.assign(qkv_bias.begin() + 2 * h, qkv_bias.end());
-    L.wo = transposed(ck.read(b + "attn.c_proj.weight", {h, h}), h, h, 0, h);
+    jobs.transposed(L.wo, ck.matrix(b + "attn.c_proj.weight", h, h), 0, h);
     L.bo = ck.read(b + "attn.c_proj.bias", {h});
     L.ffn_norm = ck.read(b + "ln_2.weight", {h});
     L.ffn_norm_bias = ck.read(b + "ln_2.bias", {h});
-    L.w_up = transposed(ck.read(b + "mlp.c_fc.weight", {h, inter}), h, inter, 0, inter);
+    jobs.transposed(L.w_up, ck.matrix(b + "mlp.c_fc.weight", h, inter), 0, inter);
     L.b_up = ck.read(b + "mlp.c_fc.bias", {inter});
-    L.w_down = transposed(ck.read(b + "mlp.c_proj.weight", {inter, h}), inter, h, 0, h);
+    jobs.transposed(L.w_down, ck.matrix(b + "mlp.c_proj.weight", inter, h), 0, h);
     L.b_down = ck.read(b + "mlp.c_proj.bias", {h});
   }
   w.final_norm = ck.read(p + "ln_f.weight", {h});
@@ -335,21 +525,21 @@ void load_gpt2(Checkpoint& ck, const ModelConfig& c, Weights& w) {
   if (ck.has("lm_head.weight")) ck.skip("lm_head.weight");  // tied to wte
 }
 
-void load_llama_family(Checkpoint& ck, const ModelConfig& c, Weights& w) {
+void load_llama_family(Checkpoint& ck, const ModelConfig& c, Weights& w, MatrixJobs& jobs) {
   const int h = c.hidden_size, inter = c.intermediate_size, q = c.q_dim(), kv = c.kv_dim();
-  auto matrix = [&](const std::string& name, int rows, int cols) {
-    return to_matrix(ck.read(name, {rows, cols}), rows, cols);
+  auto matrix = [&](Matrix& into, const std::string& name, int rows, int cols) {
+    jobs.plain(into, ck.matrix(name, rows, cols));
   };
-  w.embedding = matrix("model.embed_tokens.weight", c.vocab_size, h);
+  matrix(w.embedding, "model.embed_tokens.weight", c.vocab_size, h);
   for (int l = 0; l < c.num_layers; ++l) {
     LayerWeights& L = w.layers[static_cast<std::size_t>(l)];
     const std::string b = "model.layers." + std::to_string(l) + ".";
     L.attn_norm = ck.read(b + "input_layernorm.weight", {h});
     L.ffn_norm = ck.read(b + "post_attention_layernorm.weight", {h});
-    L.wq = matrix(b + "self_attn.q_proj.weight", q, h);
-    L.wk = matrix(b + "self_attn.k_proj.weight", kv, h);
-    L.wv = matrix(b + "self_attn.v_proj.weight", kv, h);
-    L.wo = matrix(b + "self_attn.o_proj.weight", h, q);
+    matrix(L.wq, b + "self_attn.q_proj.weight", q, h);
+    matrix(L.wk, b + "self_attn.k_proj.weight", kv, h);
+    matrix(L.wv, b + "self_attn.v_proj.weight", kv, h);
+    matrix(L.wo, b + "self_attn.o_proj.weight", h, q);
     if (c.has_qkv_bias()) {
       L.bq = ck.read(b + "self_attn.q_proj.bias", {q});
       L.bk = ck.read(b + "self_attn.k_proj.bias", {kv});
@@ -360,78 +550,107 @@ void load_llama_family(Checkpoint& ck, const ModelConfig& c, Weights& w) {
       L.k_norm = ck.read(b + "self_attn.k_norm.weight", {c.head_dim});
     }
     if (c.is_moe()) {
-      const std::string m = b + "block_sparse_moe.";
-      L.router = matrix(m + "gate.weight", c.num_experts, h);
+      // Mixtral's names, or (Qwen3-MoE and the later ones) the dense MLP's.
+      const bool mixtral = c.architecture == Architecture::mixtral;
+      const std::string m = b + (mixtral ? "block_sparse_moe." : "mlp.");
+      matrix(L.router, m + "gate.weight", c.num_experts, h);
       L.experts.resize(static_cast<std::size_t>(c.num_experts));
       for (int e = 0; e < c.num_experts; ++e) {
         ExpertWeights& E = L.experts[static_cast<std::size_t>(e)];
         const std::string x = m + "experts." + std::to_string(e) + ".";
-        E.w_gate = matrix(x + "w1.weight", inter, h);
-        E.w_down = matrix(x + "w2.weight", h, inter);
-        E.w_up = matrix(x + "w3.weight", inter, h);
+        matrix(E.w_gate, x + (mixtral ? "w1.weight" : "gate_proj.weight"), inter, h);
+        matrix(E.w_down, x + (mixtral ? "w2.weight" : "down_proj.weight"), h, inter);
+        matrix(E.w_up, x + (mixtral ? "w3.weight" : "up_proj.weight"), inter, h);
       }
     } else {
-      L.w_gate = matrix(b + "mlp.gate_proj.weight", inter, h);
-      L.w_up = matrix(b + "mlp.up_proj.weight", inter, h);
-      L.w_down = matrix(b + "mlp.down_proj.weight", h, inter);
+      matrix(L.w_gate, b + "mlp.gate_proj.weight", inter, h);
+      matrix(L.w_up, b + "mlp.up_proj.weight", inter, h);
+      matrix(L.w_down, b + "mlp.down_proj.weight", h, inter);
     }
   }
   w.final_norm = ck.read("model.norm.weight", {h});
   if (c.tie_embeddings) {
     if (ck.has("lm_head.weight")) ck.skip("lm_head.weight");
   } else {
-    w.lm_head = matrix("lm_head.weight", c.vocab_size, h);
+    matrix(w.lm_head, "lm_head.weight", c.vocab_size, h);
   }
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Tensors a checkpoint may hold that are not weights of the model.
+bool ignorable(const ModelConfig& config, const std::string& t) {
+  return ends_with(t, "rotary_emb.inv_freq") || ends_with(t, ".input_scale") ||
+         ends_with(t, ".k_scale") || ends_with(t, ".v_scale") ||
+         (config.is_gpt2() && (ends_with(t, ".attn.bias") || ends_with(t, ".attn.masked_bias")));
 }
 
 }  // namespace
 
-Weights load_safetensors(const fs::path& path, const ModelConfig& config, DType dtype) {
+Weights load_safetensors(const fs::path& path, const ModelConfig& config, DType dtype,
+                         const LoadOptions& options) {
   config.validate();
   Checkpoint ck(path);
   Weights w;
   w.config = config;
   w.dtype = dtype;
+  w.origin.kind = WeightsOrigin::Kind::checkpoint;
+  w.origin.path = ck.origin();
   w.layers.resize(static_cast<std::size_t>(config.num_layers));
+  // Every name, shape and dtype is checked here, before any value is read.
+  MatrixJobs matrices(dtype, options.storage);
   if (config.is_gpt2()) {
-    load_gpt2(ck, config, w);
+    load_gpt2(ck, config, w, matrices);
   } else {
-    load_llama_family(ck, config, w);
+    load_llama_family(ck, config, w, matrices);
   }
-  ck.check_all_used([&](const std::string& t) {
-    return ends_with(t, "rotary_emb.inv_freq") ||
-           (config.is_gpt2() && (ends_with(t, ".attn.bias") || ends_with(t, ".attn.masked_bias")));
-  });
+  ck.check_all_used([&](const std::string& t) { return ignorable(config, t); });
 
-  store(w.embedding, dtype);
-  store(w.position_embedding, dtype);
+  // The files' hashes and the matrices, on the host threads.
+  std::vector<std::function<void()>> jobs;
+  const auto& files = ck.files();
+  w.origin.files.resize(options.digest ? files.size() : 0);
+  for (std::size_t i = 0; i < w.origin.files.size(); ++i) {
+    jobs.push_back([&w, &files, i] {
+      const SafetensorsFile& f = *files[i];
+      WeightsOrigin::File& out = w.origin.files[i];
+      out.name = fs::path(f.path()).filename().string();
+      out.bytes = f.size();
+      out.sha256 = sha256_hex(f.bytes(), f.size());
+    });
+  }
+  for (auto& job : matrices.jobs()) jobs.push_back(std::move(job));
+  std::mutex progress_mutex;
+  int done = 0;
+  WorkTeam team(options.threads);
+  team.start(static_cast<int>(jobs.size()), [&](int item, int) {
+    jobs[static_cast<std::size_t>(item)]();
+    if (!options.progress) return;
+    const std::lock_guard lock(progress_mutex);
+    options.progress(++done, static_cast<int>(jobs.size()));
+  });
+  team.finish();
+
+  if (options.digest) {
+    std::sort(w.origin.files.begin(), w.origin.files.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    if (w.origin.files.size() == 1) {
+      w.origin.content_hash = w.origin.files.front().sha256;
+    } else {
+      std::string manifest;
+      for (const auto& f : w.origin.files) manifest += f.sha256 + "  " + f.name + "\n";
+      w.origin.content_hash = sha256_hex(manifest.data(), manifest.size());
+    }
+  }
+
   store(w.final_norm, dtype);
   store(w.final_norm_bias, dtype);
   for (LayerWeights& L : w.layers) {
-    for (Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.router}) {
-      store(*m, dtype);
-    }
-    for (ExpertWeights& E : L.experts) {
-      store(E.w_gate, dtype);
-      store(E.w_up, dtype);
-      store(E.w_down, dtype);
-    }
     for (std::vector<float>* v :
          {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv, &L.bo, &L.b_up, &L.b_down,
           &L.attn_norm_bias, &L.ffn_norm_bias, &L.q_norm, &L.k_norm}) {
       store(*v, dtype);
     }
   }
-  if (config.tie_embeddings) {
-    w.lm_head = Matrix();  // embedding is the lm_head (Weights::lm_head_matrix)
-  } else {
-    store(w.lm_head, dtype);
-  }
+  if (config.tie_embeddings) w.lm_head = Matrix();  // embedding is the lm_head
   return w;
 }
 

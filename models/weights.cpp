@@ -226,7 +226,8 @@ MatrixView MatrixView::sub(int row0, int nrows, int col0, int ncols) const {
 MatrixView Matrix::view() const {
   const std::size_t ld = static_cast<std::size_t>(cols_);
   if (storage_ == DType::fp32) return MatrixView(values_.data(), rows_, cols_, ld);
-  if (is_8bit(storage_)) return MatrixView(codes_.data(), storage_, rows_, cols_, ld, scales_.data());
+  if (is_8bit(storage_))
+    return MatrixView(codes_.data(), storage_, rows_, cols_, ld, scales_.data());
   return MatrixView(bits_.data(), storage_, rows_, cols_, ld);
 }
 
@@ -298,6 +299,8 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
   Weights w;
   w.config = config;
   w.dtype = dtype;
+  w.origin.kind = WeightsOrigin::Kind::synthetic;
+  w.origin.seed = seed;
 
   const float unit_variance = static_cast<float>(std::sqrt(3.0));
   // Every matrix is made by one of `threads` threads, each from its own

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/dtype.hpp"
@@ -282,6 +283,26 @@ enum class HostStorage {
             // 8-bit codes and row scales (store_quantized, a quarter)
 };
 
+// Where a set of weights came from: drawn from a seed, or read from a
+// checkpoint (its path as given, the SHA-256 of each safetensors file and one
+// content hash over them: the file's own SHA-256 for a single file, else the
+// SHA-256 of the `sha256sum`-style manifest "<hash>  <file name>\n" of the
+// shards in file-name order, which `sha256sum *.safetensors | sha256sum`
+// reproduces in the folder).
+struct WeightsOrigin {
+  enum class Kind { synthetic, checkpoint };
+  struct File {
+    std::string name;    // file name inside the checkpoint folder
+    std::string sha256;  // lowercase hex
+    std::uint64_t bytes = 0;
+  };
+  Kind kind = Kind::synthetic;
+  std::uint64_t seed = 0;    // synthetic
+  std::string path;          // checkpoint: the file or index the tensors came from
+  std::string content_hash;  // checkpoint: sha256 (hex), see above
+  std::vector<File> files;   // checkpoint: every safetensors file, by name
+};
+
 // All values are exactly representable in `dtype`: they were rounded to it
 // when made, so consumers see what the hardware would hold. Vectors are fp32;
 // matrices are fp32 or, with HostStorage::compact, 16-bit (Matrix::store_as).
@@ -297,6 +318,8 @@ struct Weights {
   // config.tie_embeddings (the embedding table is the lm_head: no copy, so
   // the host holds that matrix once). Read it through lm_head_matrix().
   Matrix lm_head;
+
+  WeightsOrigin origin;
 
   // The matrix that turns the last hidden state into logits: lm_head, or
   // embedding when tied.

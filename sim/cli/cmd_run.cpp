@@ -30,7 +30,10 @@ void show_progress(int done, int total) {
   show_progress_bar("simulating tokens", done, total);
 }
 void show_weights_progress(int done, int total) {
-  show_progress_bar("making synthetic weights", done, total);
+  show_progress_bar("making weights", done, total);
+}
+void show_checkpoint_progress(int done, int total) {
+  show_progress_bar("reading checkpoint weights", done, total);
 }
 
 int run(const RunArgs& a, const std::filesystem::path& presets) {
@@ -41,7 +44,9 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   RunOptions options;
   options.functional = functional_flag.value_or(sc.outputs.functional);
   options.progress = show_progress;
-  options.weights_progress = show_weights_progress;
+  options.weights_progress = sc.weights.source == WeightsOptions::Source::checkpoint
+                                 ? show_checkpoint_progress
+                                 : show_weights_progress;
   options.placement_progress = show_placement_progress;
   options.threads = a.threads;
   options.recycle_link_records = !a.keep_link_records;

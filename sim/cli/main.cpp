@@ -12,6 +12,8 @@
 
 #include "analysis/hdf5_output.hpp"
 #include "fabric/sram.hpp"
+#include "models/safetensors.hpp"
+#include "models/tokenizer.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/program/program.hpp"
@@ -55,6 +57,12 @@ int main(int argc, char** argv) {
     std::cerr << "wafersim: error: " << file << ": " << e.what() << "\n";
     return sim::kExitBadInput;
   } catch (const analysis::ResultReadError& e) {
+    std::cerr << "wafersim: error: " << e.what() << "\n";
+    return sim::kExitBadInput;
+  } catch (const models::WeightsError& e) {
+    std::cerr << e.what() << "\n";
+    return sim::kExitBadInput;
+  } catch (const models::TokenizerError& e) {
     std::cerr << "wafersim: error: " << e.what() << "\n";
     return sim::kExitBadInput;
   } catch (const analysis::OutputError& e) {

@@ -44,8 +44,23 @@ constexpr Key<SpeculativeOptions> kSpeculative[] = {
     {"draft_model", R, "a model preset, {preset: ...} or inline", "the draft model",
      [](auto& v, auto& o, auto& ctx) {
        o.decoding.draft = resolve(model_kind(), v, ctx.preset_dir, o.draft_preset);
+       o.draft_checkpoint.clear();
+       if (is_checkpoint_path(o.draft_preset)) {
+         const fs::path p = checkpoint_path(o.draft_preset, v);
+         std::error_code ec;
+         o.draft_checkpoint = fs::is_directory(p, ec) ? p.string() : p.parent_path().string();
+       }
      },
      [](auto& o) { return block(write_keys(model_keys(), o.decoding.draft, "    ")); }},
+    {"draft_weights", O, "{source, path, sha256} as weights: (default: as for the target)",
+     "the draft's checkpoint weights or synthetic ones (functional runs)",
+     [](auto& v, auto& o, auto&) { o.draft_weights = read_weights(v, o.draft_checkpoint); },
+     [](auto& o) { return block(write_keys(weights_keys(), o.draft_weights, "    ")); },
+     [](auto& o) {
+       return o.draft_weights.source == WeightsOptions::Source::checkpoint ||
+              !o.draft_checkpoint.empty();
+     },
+     0, false, [](auto& o, auto&) { o.draft_weights = default_weights(o.draft_checkpoint); }},
     {"draft_tokens", R, "count 1..64", "gamma: tokens the draft proposes per step",
      [](auto& v, auto& o, auto&) {
        o.decoding.draft_tokens = read_count(v, "4");

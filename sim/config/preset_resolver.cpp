@@ -106,29 +106,31 @@ void validate_at(const Config& config, const std::string& root_path, const Prove
   }
 }
 
-// `model:` naming a Hugging Face checkpoint rather than a preset: a value with
-// a '/' (a folder holding config.json, e.g. ./my-model) or ending in .json.
-bool is_checkpoint_path(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
-}
-
 // Relative to the current directory, else to the scenario file's folder.
 models::ModelConfig read_checkpoint_config(const std::string& name, const Value& v) {
-  fs::path path = name;
-  std::error_code ec;
-  if (path.is_relative() && !fs::exists(path, ec)) {
-    const fs::path beside = fs::path(v.loc().file).parent_path() / path;
-    if (fs::exists(beside, ec)) path = beside;
-  }
   try {
-    return models::load_hf_config(path);
+    return models::load_hf_config(checkpoint_path(name, v));
   } catch (const models::HfConfigError& e) {
     fail(v.loc(), v.path, e.what());
   }
 }
 
 }  // namespace
+
+bool is_checkpoint_path(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
+fs::path checkpoint_path(const std::string& name, const Value& v) {
+  fs::path path = name;
+  std::error_code ec;
+  if (path.is_relative() && !fs::exists(path, ec)) {
+    const fs::path beside = fs::path(v.loc().file).parent_path() / path;
+    if (fs::exists(beside, ec)) path = beside;
+  }
+  return fs::absolute(path, ec).lexically_normal();
+}
 
 const PresetKind<fabric::WaferSpec>& hardware_kind() {
   static const PresetKind<fabric::WaferSpec> k{"hardware", "hardware", "wse3", hardware_keys(),

@@ -36,6 +36,13 @@ const PresetKind<fabric::WaferSpec>& hardware_kind();
 const PresetKind<models::ModelConfig>& model_kind();
 const PresetKind<models::gpu::ClusterSpec>& gpu_kind();
 
+// `model:` naming a Hugging Face checkpoint rather than a preset: a value with
+// a '/' (a folder holding config.json, e.g. ./my-model) or ending in .json.
+bool is_checkpoint_path(const std::string& name);
+// Such a path, absolute: relative to the current directory if it exists there,
+// else to the folder of the file `v` is in.
+std::filesystem::path checkpoint_path(const std::string& name, const Value& v);
+
 // A preset by name, alone (wafersim list, load_*_preset): errors name the
 // preset file with key paths from its top.
 template <class Config>

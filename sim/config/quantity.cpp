@@ -443,14 +443,15 @@ struct ScaledUnit {
 double parse_scaled(std::string_view text, std::span<const ScaledUnit> units,
                     std::string_view example) {
   std::string accepted;
-  for (const ScaledUnit& u : units) accepted += (accepted.empty() ? "" : ", ") + std::string(u.name);
+  for (const ScaledUnit& u : units)
+    accepted += (accepted.empty() ? "" : ", ") + std::string(u.name);
   std::size_t i = 0;
   while (i < text.size() && text[i] == ' ') ++i;
   double value = 0.0;
   const auto r = std::from_chars(text.data() + i, text.data() + text.size(), value);
   if (r.ec != std::errc{} || !std::isfinite(value)) {
-    throw QuantityError(fmt::format("expects a number and a unit, e.g. {}; accepted units: {}",
-                                    example, accepted));
+    throw QuantityError(
+        fmt::format("expects a number and a unit, e.g. {}; accepted units: {}", example, accepted));
   }
   if (value < 0.0) throw QuantityError(fmt::format("cannot be negative, e.g. {}", example));
   std::string_view unit(r.ptr, static_cast<std::size_t>(text.data() + text.size() - r.ptr));
@@ -488,11 +489,17 @@ constexpr std::array<ScaledUnit, 4> kFlopUnits{
 
 }  // namespace
 
-double parse_power(std::string_view text) { return parse_scaled(text, kPowerUnits, "23 kW"); }
+double parse_power(std::string_view text) {
+  return parse_scaled(text, kPowerUnits, "23 kW");
+}
 double parse_flop_rate(std::string_view text) {
   return parse_scaled(text, kFlopUnits, "989.4 TFLOPS");
 }
-std::string format_power(double w) { return format_scaled(w, kPowerUnits); }
-std::string format_flop_rate(double f) { return format_scaled(f, kFlopUnits); }
+std::string format_power(double w) {
+  return format_scaled(w, kPowerUnits);
+}
+std::string format_flop_rate(double f) {
+  return format_scaled(f, kFlopUnits);
+}
 
 }  // namespace wafersim::sim

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/safetensors.hpp"
 #include "sim/config/preset_resolver.hpp"
 #include "sim/config/schema.hpp"
 #include "sim/config/sections.hpp"
@@ -127,6 +128,7 @@ std::vector<KeyDoc> scenario_schema() {
   document_keys(out, "placement", placement_keys());
   document_keys(out, "workload", workload_keys());
   document_keys(out, "outputs", outputs_keys());
+  document_keys(out, "weights", weights_keys());
   document_keys(out, "gpu_parallelism", gpu_parallelism_keys());
   document_keys(out, "speculative_decoding", speculative_keys());
   document_keys(out, "serving", serving_keys());
@@ -172,7 +174,31 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
   return s;
 }
 
+namespace {
+
+// A functional run reads the checkpoint's weights: they must be there.
+void check_weights_present(const Scenario& sc, const WeightsOptions& w, const std::string& key) {
+  if (w.source != WeightsOptions::Source::checkpoint) return;
+  if (models::checkpoint_weights_file(w.path)) return;
+  throw ScenarioError(
+      sc.source_file, 0, 0, key + ".path",
+      fmt::format("{} holds no weights (no model.safetensors or model.safetensors.index.json): "
+                  "a functional run decodes with the checkpoint's own weights. Add the weights "
+                  "files; or set {}: {{source: synthetic}} to decode with synthetic weights "
+                  "drawn from workload.seed (the tokens are then not the checkpoint's); or run "
+                  "timing only (outputs: {{functional: false}}, or run --timing-only)",
+                  w.path, key));
+}
+
+}  // namespace
+
 void check_run_mode(const Scenario& sc, bool functional) {
+  if (functional) {
+    check_weights_present(sc, sc.weights, "weights");
+    if (sc.speculative)
+      check_weights_present(sc, sc.speculative->draft_weights,
+                            "speculative_decoding.draft_weights");
+  }
   if (functional && sc.workload.cached_tokens > 0)
     throw ScenarioError(
         sc.source_file, 0, 0, "workload.cached_tokens",

@@ -69,11 +69,32 @@ struct Workload {
   // at a long context without simulating that context's prefill. The KV
   // cache is reserved for cached + prompt + generated tokens.
   int cached_tokens = 0;
+  // The prompt as text (workload.prompt), encoded into prompt_ids with the
+  // tokenizer; empty when the prompt was given as ids or a count.
+  std::string prompt_text;
+  // tokenizer.json (absolute path) that encodes prompt_text and decodes the
+  // generated ids into text; empty: none (ids only). Defaults to the
+  // checkpoint folder's tokenizer.json when it has one.
+  std::string tokenizer;
 };
 
 // The prompt of user `u`: user 0 gets the workload's prompt_ids; user u > 0
 // gets each id shifted by u * 7919 modulo the vocabulary, so users differ.
 std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size);
+
+// Where a functional run's weights come from (`weights:`).
+struct WeightsOptions {
+  enum class Source { synthetic, checkpoint };
+  // Default: checkpoint when `model:` names a checkpoint folder, else
+  // synthetic (drawn from workload.seed).
+  Source source = Source::synthetic;
+  // checkpoint: the folder, .safetensors file or model.safetensors.index.json
+  // (absolute); defaults to the model's checkpoint folder.
+  std::string path;
+  // checkpoint: the content hash (models::WeightsOrigin) the files must have;
+  // empty = not checked.
+  std::string sha256;
+};
 
 struct Outputs {
   std::optional<std::string> results;  // HDF5 path, relative to the current directory
@@ -91,6 +112,12 @@ struct GpuComparison {
 struct SpeculativeOptions {
   std::string draft_preset;  // preset name of the draft model (or "inline")
   models::gpu::SpeculativeDecoding decoding;
+  // The folder (absolute) draft_model read config.json from; empty for a
+  // preset or an inline model.
+  std::string draft_checkpoint;
+  // The draft's weights (speculative_decoding.draft_weights): by default its
+  // checkpoint's when draft_model names a checkpoint folder, else synthetic.
+  WeightsOptions draft_weights;
 };
 
 struct Scenario {
@@ -100,6 +127,10 @@ struct Scenario {
   std::string model_preset;     // name of the preset used (or "inline")
   fabric::WaferSpec hardware;
   models::ModelConfig model;
+  // The folder (absolute) `model:` read config.json from; empty for a preset
+  // or an inline model.
+  std::string model_checkpoint;
+  WeightsOptions weights;
   models::DType precision = models::DType::bf16;
   // Wafers in the pipeline; with wafers_auto the run uses the fewest that fit.
   int wafers = 1;
@@ -117,7 +148,7 @@ struct Scenario {
 
 // Throws ScenarioError when the scenario cannot run in the chosen mode: a
 // functional run of a workload with cached_tokens (there are no values for
-// positions it did not compute).
+// positions it did not compute), or one whose checkpoint has no weights files.
 void check_run_mode(const Scenario& scenario, bool functional);
 
 // "\n  did you mean 'x'?" for the closest of `candidates`, or "" (as scenario errors use).

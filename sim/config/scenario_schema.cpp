@@ -38,8 +38,23 @@ constexpr Key<Scenario> kScenario[] = {
     {"model", R, "preset, preset with overrides, inline, or a checkpoint", "the model",
      [](auto& v, auto& s, auto& ctx) {
        s.model = resolve(model_kind(), v, ctx.preset_dir, s.model_preset);
+       s.model_checkpoint.clear();
+       if (is_checkpoint_path(s.model_preset)) {
+         const std::filesystem::path p = checkpoint_path(s.model_preset, v);
+         std::error_code ec;
+         s.model_checkpoint =
+             std::filesystem::is_directory(p, ec) ? p.string() : p.parent_path().string();
+       }
      },
      [](auto& s) { return block(write_keys(model_keys(), s.model, "  ")); }, nullptr, -1},
+    {"weights", O, "{source, path, sha256}",
+     "the checkpoint's weights or synthetic ones (functional runs)",
+     [](auto& v, auto& s, auto&) { s.weights = read_weights(v, s.model_checkpoint); },
+     [](auto& s) { return block(write_keys(weights_keys(), s.weights, "  ")); },
+     [](auto& s) {
+       return s.weights.source == WeightsOptions::Source::checkpoint || !s.model_checkpoint.empty();
+     },
+     -1, false, [](auto& s, auto&) { s.weights = default_weights(s.model_checkpoint); }},
     {"precision", O, "fp32 | fp16 | bf16 | fp8 | int8 (default bf16)",
      "storage precision of the weights",
      [](auto& v, auto& s, auto&) {
@@ -51,7 +66,9 @@ constexpr Key<Scenario> kScenario[] = {
      [](auto& v, auto& s, auto&) { read_placement(v, s.placement); },
      [](auto& s) { return block(write_keys(placement_keys(), s.placement, "  ")); }},
     {"workload", R, "mapping", "what is decoded",
-     [](auto& v, auto& s, auto&) { read_workload(v, s.model, s.workload); },
+     [](auto& v, auto& s, auto&) {
+       read_workload(v, s.model, checkpoint_folder(s.weights, s.model_checkpoint), s.workload);
+     },
      [](auto& s) { return block(write_keys(workload_keys(), s.workload, "  ")); }},
     {"outputs", O, "mapping", "results file and functional or timing-only",
      [](auto& v, auto& s, auto&) { read_outputs(v, s.outputs); },

@@ -47,6 +47,7 @@ struct ReadContext {
   std::filesystem::path preset_dir;
   const models::ModelConfig* model = nullptr;  // the scenario's model (workload, draft)
   const Mapping* mapping = nullptr;            // the mapping the key is in (set while reading it)
+  std::string checkpoint;  // the scenario's checkpoint folder, "" = none (workload's tokenizer)
 };
 
 // One key of a section.

@@ -25,10 +25,22 @@ std::span<const Key<models::gpu::ClusterSpec>> gpu_keys();
 std::span<const Key<PlacementOptions>> placement_keys();
 void read_placement(const Value& v, PlacementOptions& placement);
 
-// workload: and outputs: (workload_schema.cpp).
+// weights: (weights_schema.cpp). The default when the key is absent, and the
+// section read on top of it, for a model read from `model_checkpoint` (a
+// folder; empty for a preset or inline model).
+std::span<const Key<WeightsOptions>> weights_keys();
+WeightsOptions default_weights(const std::string& model_checkpoint);
+WeightsOptions read_weights(const Value& v, const std::string& model_checkpoint);
+// The folder the checkpoint's other files (tokenizer.json) are looked for in:
+// the weights' folder, else the model's; empty when there is none.
+std::string checkpoint_folder(const WeightsOptions& w, const std::string& model_checkpoint);
+
+// workload: and outputs: (workload_schema.cpp). `checkpoint` is the folder a
+// prompt's tokenizer.json is looked for in by default ("" = none).
 std::span<const Key<Workload>> workload_keys();
 std::span<const Key<Outputs>> outputs_keys();
-void read_workload(const Value& v, const models::ModelConfig& model, Workload& w);
+void read_workload(const Value& v, const models::ModelConfig& model, const std::string& checkpoint,
+                   Workload& w);
 void read_outputs(const Value& v, Outputs& outputs);
 
 // compare_with, gpu_parallelism, speculative_decoding, serving (comparison_schema.cpp).

@@ -2,7 +2,10 @@
 // docs/scenario-schema.md, "Workload".
 #include <climits>
 #include <cstdint>
+#include <filesystem>
 
+#include "models/tokenizer.hpp"
+#include "sim/config/preset_resolver.hpp"
 #include "sim/config/sections.hpp"
 
 namespace wafersim::sim::schema {
@@ -99,6 +102,65 @@ void read_prompt_tokens(const Value& prompt, Workload& w, const ReadContext& ctx
   w.prompt_ids = draw_prompt(static_cast<int>(length), ctx.model->vocab_size, w.seed);
 }
 
+// prompt: text, encoded with the workload's tokenizer (read before it).
+void read_prompt_text(const Value& prompt, Workload& w, const ReadContext& ctx) {
+  const std::string text = read_string(prompt, "the prompt as text, e.g. \"def fib(n):\"");
+  if (w.tokenizer.empty()) {
+    fail(prompt.loc(), prompt.path,
+         ctx.checkpoint.empty()
+             ? std::string("a text prompt needs a tokenizer: give workload.tokenizer (a "
+                           "tokenizer.json), or name a checkpoint folder that holds one in model:")
+             : fmt::format("a text prompt needs a tokenizer: {} has no tokenizer.json; give "
+                           "workload.tokenizer",
+                           ctx.checkpoint));
+  }
+  std::vector<std::int32_t> ids;
+  try {
+    ids = models::Tokenizer::from_file(w.tokenizer).encode(text);
+  } catch (const models::TokenizerError& e) {
+    fail(prompt.loc(), prompt.path, e.what());
+  }
+  if (ids.empty()) fail(prompt.loc(), prompt.path, "encodes to no tokens; give some text");
+  check_context(prompt, static_cast<long long>(ids.size()), w, ctx);
+  const models::ModelConfig& model = *ctx.model;
+  for (const std::int32_t id : ids) {
+    if (id < 0 || id >= model.vocab_size) {
+      fail(prompt.loc(), prompt.path,
+           fmt::format("the tokenizer {} gives id {}, outside model {}'s vocabulary [0, {}): "
+                       "the tokenizer does not belong to this model",
+                       w.tokenizer, id, model.name, model.vocab_size));
+    }
+  }
+  w.prompt_ids = std::move(ids);
+  w.prompt_text = text;
+}
+
+// tokenizer: a tokenizer.json, checked by reading it (its errors at this key).
+void read_tokenizer(const Value& v, Workload& w, const ReadContext&) {
+  const std::string given = read_string(v, "a tokenizer.json");
+  const std::filesystem::path p = checkpoint_path(given, v);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    fail(v.loc(), v.path,
+         fmt::format("'{}' is not a file (looked for {}, relative to the current directory and "
+                     "to the scenario's folder)",
+                     given, p.string()));
+  try {
+    (void)models::Tokenizer::from_file(p);
+  } catch (const models::TokenizerError& e) {
+    fail(v.loc(), v.path, e.what());
+  }
+  w.tokenizer = p.string();
+}
+
+// Absent tokenizer: the checkpoint folder's tokenizer.json, when it has one.
+void default_tokenizer(Workload& w, const ReadContext& ctx) {
+  if (ctx.checkpoint.empty()) return;
+  const std::filesystem::path p = std::filesystem::path(ctx.checkpoint) / "tokenizer.json";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(p, ec)) w.tokenizer = p.string();
+}
+
 // A flow list, wrapped so that long prompts stay readable.
 std::string write_prompt_ids(const Workload& w) {
   const std::string key = "  prompt_ids: ";
@@ -123,6 +185,13 @@ std::string write_prompt_ids(const Workload& w) {
 // Read by rank: seed, users, prefill_block and cached_tokens, then generate_tokens, then the
 // prompt (its length is checked against generate_tokens, its draw uses the seed).
 constexpr Key<Workload> kWorkload[] = {
+    {"prompt", O, "text (needs a tokenizer)",
+     "the prompt as text, encoded with the tokenizer (written back as prompt_ids)",
+     read_prompt_text, nullptr, nullptr, 2},
+    {"tokenizer", O, "path to a tokenizer.json (default: the checkpoint folder's)",
+     "encodes a text prompt and decodes the generated ids into text", read_tokenizer,
+     [](auto& w) { return yaml_string(w.tokenizer); }, [](auto& w) { return !w.tokenizer.empty(); },
+     0, false, default_tokenizer},
     {"prompt_ids", O, "list of token ids, each in [0, vocab_size), at least one",
      "the prompt, explicitly", read_prompt_ids, write_prompt_ids, nullptr, 2},
     {"prompt_tokens", O, "count >= 1", "the prompt: this many ids drawn from seed",
@@ -187,22 +256,25 @@ std::span<const Key<Outputs>> outputs_keys() {
   return kOutputs;
 }
 
-void read_workload(const Value& v, const models::ModelConfig& model, Workload& w) {
+void read_workload(const Value& v, const models::ModelConfig& model, const std::string& checkpoint,
+                   Workload& w) {
   const Mapping m(v, top_keys(workload_keys()));
-  if (m.has("prompt_ids") && m.has("prompt_tokens")) {
-    const Value& count = m.get("prompt_tokens");
-    fail(count.key_loc(), count.path,
-         "give either prompt_ids (explicit token ids) or prompt_tokens (a count of ids drawn "
-         "from the seed), not both");
+  const int prompts = int{m.has("prompt")} + int{m.has("prompt_ids")} + int{m.has("prompt_tokens")};
+  if (prompts > 1) {
+    const Value& second = m.get(m.has("prompt_tokens") ? "prompt_tokens" : "prompt_ids");
+    fail(second.key_loc(), second.path,
+         "give one prompt: prompt (text), prompt_ids (explicit token ids) or prompt_tokens (a "
+         "count of ids drawn from the seed)");
   }
-  if (!m.has("prompt_ids") && !m.has("prompt_tokens")) {
+  if (prompts == 0) {
     fail(v.key_loc(), join_path(v.path, "prompt_tokens"),
-         "missing the prompt; give prompt_tokens (a count, e.g. prompt_tokens: 8) or prompt_ids "
-         "(e.g. prompt_ids: [1, 2, 3])");
+         "missing the prompt; give prompt_tokens (a count, e.g. prompt_tokens: 8), prompt_ids "
+         "(e.g. prompt_ids: [1, 2, 3]) or prompt (text, with a tokenizer)");
   }
   Provenance unused;
   ReadContext ctx;
   ctx.model = &model;
+  ctx.checkpoint = checkpoint;
   read_keys(m, /*complete=*/true, workload_keys(), w, unused, ctx);
 }
 

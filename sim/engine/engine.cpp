@@ -15,6 +15,8 @@
 #include "fabric/fabric.hpp"
 #include "models/kernels.hpp"
 #include "models/reference.hpp"
+#include "models/safetensors.hpp"
+#include "models/tokenizer.hpp"
 #include "models/weights.hpp"
 #include "models/work_team.hpp"
 #include "sim/engine/speculative_rounds.hpp"
@@ -612,6 +614,29 @@ std::unique_ptr<fabric::PagePrefaulter> start_prefaulting(const PlacedModels& pl
   return std::make_unique<fabric::PagePrefaulter>(std::move(pages));
 }
 
+// A functional run's weights, as the scenario says: the checkpoint's (its
+// content hash checked against weights.sha256 when given) or synthetic ones
+// drawn from the seed; compact on the host either way.
+models::Weights make_weights(const models::ModelConfig& model, const WeightsOptions& source,
+                             models::DType precision, std::uint64_t seed, int threads,
+                             const std::function<void(int, int)>& progress) {
+  if (source.source == WeightsOptions::Source::synthetic)
+    return models::Weights::synthetic(model, precision, seed, models::HostStorage::compact, threads,
+                                      progress);
+  models::LoadOptions load;
+  load.storage = models::HostStorage::compact;
+  load.threads = threads;
+  load.progress = progress;
+  models::Weights w = models::load_safetensors(source.path, model, precision, load);
+  if (!source.sha256.empty() && source.sha256 != w.origin.content_hash) {
+    throw models::WeightsError(w.origin.path, "",
+                               "content hash (SHA-256) is " + w.origin.content_hash +
+                                   ", but the scenario's sha256 says " + source.sha256 +
+                                   ": the checkpoint is not the one the scenario names");
+  }
+  return w;
+}
+
 // The weights, executors and SystemC modules of one run: host -> layer 0
 // -> ... -> layer L-1 -> head -> host, and with speculative decoding the
 // draft's own chain (host -> draft layers -> draft head -> host). Made in
@@ -627,9 +652,8 @@ class Simulation {
     const int bits = models::dtype_bits(sc.precision);
     const auto t_host = HostClock::now();
     if (options.functional)
-      weights_ = models::Weights::synthetic(sc.model, sc.precision, sc.workload.seed,
-                                            models::HostStorage::compact, threads,
-                                            options.weights_progress);
+      weights_ = make_weights(sc.model, sc.weights, sc.precision, sc.workload.seed, threads,
+                              options.weights_progress);
     times.weights_s = host_since(t_host);
     // A functional run with more than one thread computes its numbers on the
     // functional lane (sim/exec/value_lane.hpp) behind the timing; with one,
@@ -685,9 +709,8 @@ class Simulation {
                       int depth) {
     const models::gpu::SpeculativeDecoding& sd = sc_.speculative->decoding;
     if (options_.functional)
-      draft_weights_ = models::Weights::synthetic(sd.draft, sc_.precision, sc_.workload.seed,
-                                                  models::HostStorage::compact, threads,
-                                                  options_.weights_progress);
+      draft_weights_ = make_weights(sd.draft, sc_.speculative->draft_weights, sc_.precision,
+                                    sc_.workload.seed, threads, options_.weights_progress);
     draft_io_ =
         std::make_unique<fabric::WaferIo>(sc_.hardware, static_cast<int>(placed.wafers.size()));
     draft_ = std::make_unique<PipelineExecutors>(placed, draft_io_.get(), sd.draft,
@@ -802,6 +825,52 @@ void compare_with_reference(const Scenario& sc, const HostLog& log, const models
 
 }  // namespace
 
+namespace {
+
+analysis::WeightsProvenance provenance(const models::WeightsOrigin& o) {
+  analysis::WeightsProvenance p;
+  if (o.kind == models::WeightsOrigin::Kind::synthetic) {
+    p.source = "synthetic";
+    p.seed = o.seed;
+    return p;
+  }
+  p.source = "checkpoint";
+  p.path = o.path;
+  p.sha256 = o.content_hash;
+  for (const auto& f : o.files) p.files.push_back({f.name, f.sha256, f.bytes});
+  return p;
+}
+
+// Ids as text; an id the tokenizer does not know (a model's vocabulary is
+// often padded beyond its tokenizer's) as "<id N>".
+std::string ids_text(const models::Tokenizer& tok, std::span<const std::int32_t> ids) {
+  try {
+    return tok.decode(ids);
+  } catch (const models::TokenizerError&) {
+    std::string out;
+    for (const std::int32_t id : ids) {
+      try {
+        out += tok.decode(std::span(&id, 1));
+      } catch (const models::TokenizerError&) {
+        out += "<id " + std::to_string(id) + ">";
+      }
+    }
+    return out;
+  }
+}
+
+// The prompt and user 0's generated tokens as text, with the workload's tokenizer.
+void describe_text(const Scenario& sc, analysis::RunResult& r) {
+  if (sc.workload.tokenizer.empty()) return;
+  const models::Tokenizer tok = models::Tokenizer::from_file(sc.workload.tokenizer);
+  r.prompt_text = ids_text(tok, sc.workload.prompt_ids);
+  if (!r.functional) return;
+  const auto n = static_cast<std::size_t>(sc.workload.generate_tokens);
+  r.generated_text = ids_text(tok, std::span(r.tokens).first(std::min(n, r.tokens.size())));
+}
+
+}  // namespace
+
 analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) {
   // The SystemC banner would corrupt --json output on stdout.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
@@ -837,8 +906,12 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   r.speculative = simulation.speculation();
 
   t_host = HostClock::now();
-  if (options.functional) compare_with_reference(sc, simulation.log(), *simulation.weights(), r);
+  if (options.functional) {
+    compare_with_reference(sc, simulation.log(), *simulation.weights(), r);
+    r.weights = provenance(simulation.weights()->origin);
+  }
   host_times.reference_s = host_since(t_host);
+  describe_text(sc, r);
   if (options.host_times) *options.host_times = host_times;
   return r;
 }

@@ -913,7 +913,7 @@ workload:
                                                  "both.yaml"));
   EXPECT_EQ(both.key_path(), "workload.prompt_tokens");
   EXPECT_EQ(both.line(), 6);
-  EXPECT_TRUE(contains(both.what(), "not both")) << both.what();
+  EXPECT_TRUE(contains(both.what(), "give one prompt")) << both.what();
 
   const ScenarioError neither = load_error(scenario(R"(name: x
 hardware: small
