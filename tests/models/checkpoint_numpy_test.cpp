@@ -22,6 +22,7 @@
 #include "models/reference.hpp"
 #include "models/safetensors.hpp"
 #include "models/tokenizer.hpp"
+#include "support/checkpoint_scripts.hpp"
 
 namespace wafersim::models {
 namespace {
@@ -29,89 +30,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kScripts = std::string(WAFERSIM_SOURCE_DIR) + "/tests/checkpoints/";
+using testing::id_list;
+using NumpyCheckpointTest = testing::CheckpointScriptsTest;
 
-std::string quoted(const std::string& s) {  // for /bin/sh: '...' with ' as '\''
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+std::string quoted(const std::string& s) {
+  return testing::shell_quoted(s);
 }
-
-std::string id_list(const std::vector<std::int32_t>& ids) {
-  std::string s;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
-}
-
-class NumpyCheckpointTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    // Fail, never skip: a missing NumPy would otherwise hide the only check
-    // of the loaders against an independent implementation.
-    const std::string problem = WAFERSIM_NUMPY_PROBLEM;
-    if (!problem.empty()) GTEST_FAIL() << problem;
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    for (char& c : name)
-      if (c == '/') c = '_';
-    dir_ =
-        fs::temp_directory_path() / ("wafersim_numpy_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs a script of tests/checkpoints with `args`; its stdout, or a test
-  // failure showing its stderr.
-  std::string python(const std::string& script, const std::string& args) {
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string cmd = quoted(WAFERSIM_PYTHON3) + " " + quoted(kScripts + script) + " " +
-                            args + " 2>" + quoted(err.string());
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-      ADD_FAILURE() << "cannot run " << cmd;
-      return out;
-    }
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    const int status = ::pclose(p);
-    if (status != 0) {
-      std::ifstream in(err);
-      std::stringstream text;
-      text << in.rdbuf();
-      ADD_FAILURE() << cmd << "\nexited with status " << status << ":\n" << text.str();
-    }
-    return out;
-  }
-
-  // make_checkpoint.py `args` into the folder `name` of dir_.
-  fs::path make_checkpoint(const std::string& name, const std::string& args) {
-    const fs::path folder = dir_ / name;
-    python("make_checkpoint.py", quoted(folder.string()) + " " + args);
-    return folder;
-  }
-
-  // numpy_forward.py's output: one JSON object per request line.
-  std::vector<json> numpy(const fs::path& folder, const std::string& args) {
-    const std::string out = python("numpy_forward.py", quoted(folder.string()) + " " + args);
-    std::vector<json> lines;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);) {
-      try {
-        lines.push_back(json::parse(line));
-      } catch (const json::parse_error& e) {
-        ADD_FAILURE() << "numpy_forward.py printed a line that is not JSON (" << e.what() << "):\n"
-                      << line;
-      }
-    }
-    return lines;
-  }
-
-  fs::path dir_;
-};
 
 // One checkpoint layout the C++ side loads.
 struct Layout {
@@ -183,9 +107,9 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, NumpyLayoutTest,
                                            Layout{"gpt2", "f32", 1}),
                          layout_name);
 
-// Layouts only NumPy reads so far (qwen3_moe; FP8 weights, which
-// load_safetensors refuses): the checkpoints must be well formed and
-// decodable, so that the C++ side has an expectation waiting.
+// Layouts only NumPy reads so far (qwen3_moe, until load_hf_config maps its
+// config): the checkpoints must be well formed and decodable, so that the C++
+// side has an expectation waiting.
 TEST_F(NumpyCheckpointTest, Qwen3MoeDecodesInNumpy) {
   const fs::path folder = make_checkpoint("moe", "--model-type qwen3_moe --dtype bf16 --shards 2");
   const std::vector<json> got = numpy(folder, "--prompt-ids 1,2,3 --generate 8");
@@ -193,12 +117,18 @@ TEST_F(NumpyCheckpointTest, Qwen3MoeDecodesInNumpy) {
   EXPECT_EQ(got[0].at("generated").size(), 8u);
 }
 
-TEST_F(NumpyCheckpointTest, Fp8CheckpointDecodesInNumpy) {
+// FP8 weights (F8_E4M3 codes times their per-row scales) decode as NumPy
+// decodes them.
+TEST_F(NumpyCheckpointTest, Fp8CheckpointDecodesAsNumpyDoes) {
   const fs::path folder = make_checkpoint("fp8", "--model-type llama --fp8");
   if (HasFailure()) return;
   const std::vector<json> got = numpy(folder, "--prompt-ids 1,2,3 --generate 8");
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].at("generated").size(), 8u);
+  const ModelConfig config = load_hf_config(folder);
+  const Weights weights = load_safetensors(folder, config, DType::fp32);
+  const std::vector<std::int32_t> prompt = {1, 2, 3};
+  EXPECT_EQ(greedy_generate(weights, prompt, 8).tokens,
+            got[0].at("generated").get<std::vector<std::int32_t>>());
   // Weights as F8_E4M3 with a [rows, 1] F32 scale, the rest in bf16.
   const SafetensorsFile file(folder / "model.safetensors");
   const auto& t = file.tensors();

@@ -14,6 +14,7 @@
 #include "models/hf_config.hpp"
 #include "models/reference.hpp"
 #include "models/safetensors.hpp"
+#include "models/sha256.hpp"
 
 namespace wafersim::models {
 namespace {
@@ -54,6 +55,33 @@ void write_safetensors(const fs::path& file, const std::vector<NamedTensor>& ten
   }
   header += "}";
   std::ofstream out(file, std::ios::binary);
+  const std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header << data;
+}
+
+// A tensor as raw little-endian bytes of any dtype.
+struct RawTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::string bytes;
+};
+
+void write_raw_safetensors(const fs::path& file, const std::vector<RawTensor>& tensors) {
+  std::string header = "{";
+  std::string data;
+  for (const RawTensor& t : tensors) {
+    if (header.size() > 1) header += ",";
+    header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
+    for (std::size_t i = 0; i < t.shape.size(); ++i)
+      header += (i > 0 ? "," : "") + std::to_string(t.shape[i]);
+    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," +
+              std::to_string(data.size() + t.bytes.size()) + "]}";
+    data += t.bytes;
+  }
+  header += "}";
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
   const std::uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
   out << header << data;
@@ -400,6 +428,140 @@ TEST_F(CheckpointTest, HfConfigErrorsNameTheFileAndKey) {
                 .key(),
             "num_experts_per_tok");
   EXPECT_THROW(load_hf_config(dir_ / "nope"), HfConfigError);
+}
+
+TEST(Sha256, KnownDigests) {
+  // FIPS 180-4 examples.
+  EXPECT_EQ(sha256_hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc", 3),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(sha256_hex(two.data(), two.size()),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+// Matrices made compact straight from the file, on several threads, hold
+// the values the plain fp32 load holds; and the files' hash is the same.
+TEST_F(CheckpointTest, CompactLoadOnManyThreadsHoldsTheSameValues) {
+  for (Architecture a : {Architecture::llama, Architecture::mixtral, Architecture::gpt2}) {
+    const Weights w = Weights::synthetic(micro(a), DType::bf16, 31);
+    const fs::path file = dir_ / (std::string(architecture_name(a)) + ".safetensors");
+    write_safetensors(file, hf_tensors(w), "BF16");
+    const Weights plain = load_safetensors(file, w.config, DType::bf16);
+    LoadOptions options;
+    options.storage = HostStorage::compact;
+    options.threads = 3;
+    int calls = 0, total = 0;
+    options.progress = [&](int done, int all) {
+      ++calls;
+      total = all;
+      EXPECT_LE(done, all);
+    };
+    const Weights compact = load_safetensors(file, w.config, DType::bf16, options);
+    EXPECT_EQ(calls, total) << "one call per file hashed and matrix made";
+    EXPECT_EQ(compact.layers[0].wq.storage(), DType::bf16);
+    auto same = [](const Matrix& x, const Matrix& y) {
+      if (x.rows() != y.rows() || x.cols() != y.cols()) return false;
+      for (int i = 0; i < x.rows(); ++i)
+        for (int j = 0; j < x.cols(); ++j)
+          if (x(i, j) != y(i, j)) return false;
+      return true;
+    };
+    EXPECT_TRUE(same(plain.embedding, compact.embedding)) << architecture_name(a);
+    for (std::size_t l = 0; l < plain.layers.size(); ++l) {
+      const LayerWeights& p = plain.layers[l];
+      const LayerWeights& q = compact.layers[l];
+      EXPECT_TRUE(same(p.wq, q.wq) && same(p.wk, q.wk) && same(p.wv, q.wv) && same(p.wo, q.wo))
+          << architecture_name(a) << " layer " << l;
+      EXPECT_TRUE(same(p.w_up, q.w_up) && same(p.w_down, q.w_down));
+      for (std::size_t e = 0; e < p.experts.size(); ++e)
+        EXPECT_TRUE(same(p.experts[e].w_gate, q.experts[e].w_gate));
+      EXPECT_EQ(p.attn_norm, q.attn_norm);
+    }
+    EXPECT_EQ(plain.origin.content_hash, compact.origin.content_hash);
+    ASSERT_EQ(compact.origin.files.size(), 1u);
+    EXPECT_EQ(compact.origin.files[0].bytes, fs::file_size(file));
+  }
+}
+
+// F8_E4M3 matrices: each value is the code's value times its scale (per
+// tensor, per row, or per square block); scales are needed.
+TEST_F(CheckpointTest, Fp8WeightsAreCodesTimesTheirScales) {
+  ModelConfig c = micro(Architecture::llama);  // q 8 x 8, k/v 4 x 8
+  const Weights w = Weights::synthetic(c, DType::fp32, 41);
+  // Every byte pattern but the NaNs, in order.
+  auto codes = [](int n) {
+    std::string b;
+    for (int i = 0; i < n; ++i) {
+      int code = (i * 37) % 256;
+      if ((code & 0x7f) == 0x7f) code ^= 1;
+      b.push_back(static_cast<char>(code));
+    }
+    return b;
+  };
+  auto f32 = [](const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  };
+  std::vector<RawTensor> raw;
+  for (const NamedTensor& t : hf_tensors(w)) {
+    if (t.name == "model.layers.0.self_attn.q_proj.weight") {
+      raw.push_back({t.name, "F8_E4M3", t.shape, codes(64)});
+      raw.push_back({"model.layers.0.self_attn.q_proj.weight_scale",
+                     "F32",
+                     {8, 1},
+                     f32({1, 2, 3, 4, 5, 6, 7, 0.5f})});
+    } else if (t.name == "model.layers.0.self_attn.k_proj.weight") {
+      raw.push_back({t.name, "F8_E4M3", t.shape, codes(32)});
+      raw.push_back({"model.layers.0.self_attn.k_proj.weight_scale", "F32", {}, f32({0.25f})});
+    } else if (t.name == "model.layers.0.self_attn.v_proj.weight") {
+      // Blocks of 2 x 2 over [4][8]: scales [2][4].
+      raw.push_back({t.name, "F8_E4M3", t.shape, codes(32)});
+      raw.push_back({"model.layers.0.self_attn.v_proj.weight_scale_inv",
+                     "F32",
+                     {2, 4},
+                     f32({1, 2, 3, 4, 5, 6, 7, 8})});
+    } else {
+      raw.push_back({t.name, "F32", t.shape, f32(t.values)});
+    }
+  }
+  raw.push_back({"model.layers.0.self_attn.q_proj.input_scale", "F32", {}, f32({1.0f})});
+  const fs::path file = dir_ / "fp8.safetensors";
+  write_raw_safetensors(file, raw);
+  const Weights got = load_safetensors(file, c, DType::fp32);
+  const std::string q = codes(64), kv = codes(32);
+  auto code = [](const std::string& b, int k) {
+    return fp8_e4m3_bits_to_float(static_cast<std::uint8_t>(b[static_cast<std::size_t>(k)]));
+  };
+  const float row_scale[8] = {1, 2, 3, 4, 5, 6, 7, 0.5f};
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j)
+      EXPECT_EQ(got.layers[0].wq(i, j), code(q, i * 8 + j) * row_scale[i]) << i << "," << j;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(got.layers[0].wk(i, j), code(kv, i * 8 + j) * 0.25f);
+      EXPECT_EQ(got.layers[0].wv(i, j),
+                code(kv, i * 8 + j) * static_cast<float>(1 + (i / 2) * 4 + j / 2));
+    }
+  EXPECT_EQ(got.layers[1].wq, w.layers[1].wq);  // the F32 tensors as they were
+
+  // Without its scale: an error naming the tensor and the scale it needs.
+  std::vector<RawTensor> unscaled;
+  for (const RawTensor& t : raw)
+    if (t.name != "model.layers.0.self_attn.k_proj.weight_scale") unscaled.push_back(t);
+  write_raw_safetensors(file, unscaled);
+  WeightsError e = weights_error([&] { load_safetensors(file, c, DType::fp32); });
+  EXPECT_EQ(e.tensor(), "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_NE(std::string(e.what()).find("weight_scale"), std::string::npos) << e.what();
+
+  // A scale of the wrong shape.
+  std::vector<RawTensor> misshapen = raw;
+  for (RawTensor& t : misshapen)
+    if (t.name == "model.layers.0.self_attn.q_proj.weight_scale") {
+      t.shape = {4, 2};
+    }
+  write_raw_safetensors(file, misshapen);
+  e = weights_error([&] { load_safetensors(file, c, DType::fp32); });
+  EXPECT_EQ(e.tensor(), "model.layers.0.self_attn.q_proj.weight_scale");
 }
 
 }  // namespace

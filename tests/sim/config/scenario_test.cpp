@@ -995,5 +995,111 @@ outputs: {functional: yes}
   EXPECT_TRUE(contains(e.what(), "expected true or false, got 'yes'")) << e.what();
 }
 
+// weights: and a text prompt. A folder with a config.json (and a tokenizer
+// that maps each byte to its own id), without weights unless written.
+class CheckpointScenario : public ScenarioFiles {
+ protected:
+  fs::path folder() {
+    write("ck/config.json",
+          R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 192,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "vocab_size": 256, "max_position_embeddings": 128})");
+    // GPT-2's byte map: printable bytes stand for themselves, space is U+0120.
+    std::string vocab;
+    for (int b = 33; b < 127; ++b) {
+      if (b == '"' || b == '\\') continue;
+      vocab += (vocab.empty() ? "" : ",") + std::string("\"") + static_cast<char>(b) +
+               "\":" + std::to_string(b);
+    }
+    vocab += ",\"\xc4\xa0\":32";
+    write("ck/tokenizer.json", R"({"model": {"type": "BPE", "vocab": {)" + vocab +
+                                   R"(}, "merges": []}, "added_tokens": []})");
+    return dir_ / "ck";
+  }
+};
+
+TEST_F(CheckpointScenario, WeightsDefaultToTheCheckpointsAndAreRequiredOnlyToComputeValues) {
+  const fs::path ck = folder();
+  const std::string model = "name: x\nhardware: small\nmodel: " + ck.string() + "\n";
+  const std::string work = "workload:\n  prompt_ids: [1, 2]\n  generate_tokens: 2\n";
+  const Scenario s = load_scenario(scenario(model + work), kPresets);
+  EXPECT_EQ(s.weights.source, WeightsOptions::Source::checkpoint);
+  EXPECT_EQ(s.weights.path, ck.string());
+  EXPECT_EQ(s.model_checkpoint, ck.string());
+  EXPECT_EQ(s.workload.tokenizer, (ck / "tokenizer.json").string());
+  check_run_mode(s, false);  // timing only: no weights needed
+  try {
+    check_run_mode(s, true);
+    ADD_FAILURE() << "a functional run without weights files was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key_path(), "weights.path");
+    EXPECT_TRUE(contains(e.what(), "source: synthetic")) << e.what();
+  }
+  // Synthetic, asked for: no weights needed, and none for a preset.
+  const Scenario synthetic =
+      load_scenario(scenario(model + "weights: {source: synthetic}\n" + work), kPresets);
+  check_run_mode(synthetic, true);
+  const Scenario preset = load_scenario(
+      scenario("name: x\nhardware: small\nmodel: tiny-llama\n" + work, "p.yaml"), kPresets);
+  EXPECT_EQ(preset.weights.source, WeightsOptions::Source::synthetic);
+  EXPECT_TRUE(preset.workload.tokenizer.empty());
+}
+
+TEST_F(CheckpointScenario, WeightsErrorsNameTheKey) {
+  const fs::path ck = folder();
+  const std::string work = "workload:\n  prompt_ids: [1, 2]\n  generate_tokens: 2\n";
+  const std::string preset = "name: x\nhardware: small\nmodel: tiny-llama\n";
+  ScenarioError e = load_error(scenario(preset + "weights: {source: checkpoint}\n" + work));
+  EXPECT_EQ(e.key_path(), "weights.path");
+  e = load_error(
+      scenario(preset + "weights: {source: synthetic, path: " + ck.string() + "}\n" + work));
+  EXPECT_EQ(e.key_path(), "weights.path");
+  EXPECT_EQ(e.line(), 4);
+  e = load_error(scenario(preset + "weights: {source: checkpoint, path: ./nowhere}\n" + work));
+  EXPECT_EQ(e.key_path(), "weights.path");
+  EXPECT_TRUE(contains(e.what(), "does not exist")) << e.what();
+  e = load_error(scenario("name: x\nhardware: small\nmodel: " + ck.string() +
+                          "\nweights: {sha256: abc}\n" + work));
+  EXPECT_EQ(e.key_path(), "weights.sha256");
+  e = load_error(scenario(preset + "weights: {source: real}\n" + work));
+  EXPECT_EQ(e.key_path(), "weights.source");
+}
+
+TEST_F(CheckpointScenario, ATextPromptIsEncodedWithTheTokenizer) {
+  const fs::path ck = folder();
+  const Scenario s =
+      load_scenario(scenario("name: x\nhardware: small\nmodel: " + ck.string() +
+                             "\nworkload:\n  prompt: \"Hi there\"\n  generate_tokens: 2\n"),
+                    kPresets);
+  // Each byte its own id (no merges): 'H' 'i', then ' t' is two ids, ...
+  EXPECT_EQ(s.workload.prompt_ids,
+            (std::vector<std::int32_t>{'H', 'i', ' ', 't', 'h', 'e', 'r', 'e'}));
+  EXPECT_EQ(s.workload.prompt_text, "Hi there");
+  // The resolved scenario gives the ids and the tokenizer back.
+  EXPECT_TRUE(contains(s.resolved_yaml, "prompt_ids: [72, 105, 32, 116")) << s.resolved_yaml;
+  EXPECT_TRUE(contains(s.resolved_yaml, "tokenizer: ")) << s.resolved_yaml;
+
+  // No tokenizer: an error at the prompt.
+  ScenarioError e = load_error(
+      scenario("name: x\nhardware: small\nmodel: tiny-llama\nworkload:\n  prompt: \"Hi\"\n  "
+               "generate_tokens: 2\n",
+               "none.yaml"));
+  EXPECT_EQ(e.key_path(), "workload.prompt");
+  EXPECT_EQ(e.line(), 5);
+  EXPECT_TRUE(contains(e.what(), "tokenizer")) << e.what();
+  // Text the tokenizer cannot encode (a byte it has no token for).
+  e = load_error(scenario("name: x\nhardware: small\nmodel: " + ck.string() +
+                              "\nworkload:\n  prompt: \"tab\\there\"\n  generate_tokens: 2\n",
+                          "tab.yaml"));
+  EXPECT_EQ(e.key_path(), "workload.prompt");
+  // A tokenizer that is not one.
+  write("bad/tokenizer.json", "{\"model\": 3}");
+  e = load_error(scenario("name: x\nhardware: small\nmodel: tiny-llama\nworkload:\n  tokenizer: " +
+                              (dir_ / "bad/tokenizer.json").string() +
+                              "\n  prompt_ids: [1]\n  generate_tokens: 2\n",
+                          "bad.yaml"));
+  EXPECT_EQ(e.key_path(), "workload.tokenizer");
+}
+
 }  // namespace
 }  // namespace wafersim::sim
