@@ -75,6 +75,7 @@ std::optional<Architecture> from_class_name(const std::string& c) {
   if (c == "Qwen2ForCausalLM") return Architecture::qwen2;
   if (c == "Qwen3ForCausalLM") return Architecture::qwen3;
   if (c == "MixtralForCausalLM") return Architecture::mixtral;
+  if (c == "Qwen3MoeForCausalLM") return Architecture::qwen3_moe;
   if (c == "GPT2LMHeadModel") return Architecture::gpt2;
   return std::nullopt;
 }
@@ -84,8 +85,9 @@ Architecture read_architecture(const json& j, const ConfigReader& r) {
     const json& t = j.at("model_type");
     if (!t.is_string()) r.fail("model_type", "expected a string, got " + t.dump());
     if (auto a = from_model_type(t.get<std::string>())) return *a;
-    r.fail("model_type", "unsupported model_type '" + t.get<std::string>() +
-                             "'; supported: llama, mistral, qwen2, qwen3, mixtral, gpt2");
+    r.fail("model_type",
+           "unsupported model_type '" + t.get<std::string>() +
+               "'; supported: llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2");
   }
   if (r.has("architectures")) {
     const json& list = j.at("architectures");
@@ -95,11 +97,50 @@ Architecture read_architecture(const json& j, const ConfigReader& r) {
       r.fail("architectures", "unsupported architecture '" + name +
                                   "'; supported: LlamaForCausalLM, MistralForCausalLM, "
                                   "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, "
-                                  "GPT2LMHeadModel");
+                                  "Qwen3MoeForCausalLM, GPT2LMHeadModel");
     }
     r.fail("architectures", "expected a list of class names, got " + list.dump());
   }
   r.fail("model_type", "missing required key 'model_type' (nor is there 'architectures')");
+}
+
+// Qwen3-MoE's mixture of experts (Hugging Face Qwen3MoeSparseMoeBlock), as
+// far as wafersim models it: every layer sparse, the top-k weights
+// renormalised. Anything else is refused, naming the key.
+void read_qwen3_moe_experts(const json& j, const ConfigReader& r, ModelConfig& c) {
+  c.num_experts = r.count("num_experts");
+  if (c.num_experts < 1)
+    r.fail("num_experts", "a qwen3_moe model needs at least one expert, got 0");
+  c.experts_per_token = r.count("num_experts_per_tok");
+  if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts) {
+    r.fail("num_experts_per_tok", "must be in [1, num_experts (" + std::to_string(c.num_experts) +
+                                      ")], got " + std::to_string(c.experts_per_token));
+  }
+  // The released checkpoints set it true; Hugging Face's default is false.
+  if (!r.flag_or("norm_topk_prob", false)) {
+    r.fail("norm_topk_prob",
+           "must be true: wafersim's router renormalises the chosen experts' weights to sum "
+           "to 1 (as Qwen3-235B-A22B and Qwen3-30B-A3B do); unnormalised top-k weights "
+           "(false, the default when the key is absent) are not modelled");
+  }
+  const int step = r.count_or("decoder_sparse_step", 1);
+  if (step != 1) {
+    r.fail("decoder_sparse_step",
+           "must be 1 (every layer a mixture of experts), got " + std::to_string(step) +
+               ": a model whose layers alternate dense and sparse MLPs is not modelled");
+  }
+  if (r.has("mlp_only_layers")) {
+    const json& dense = j.at("mlp_only_layers");
+    if (!dense.is_array()) r.fail("mlp_only_layers", "expected a list, got " + dense.dump());
+    if (!dense.empty()) {
+      r.fail("mlp_only_layers",
+             "must be empty (every layer a mixture of experts), got " + dense.dump() +
+                 ": a model with dense-MLP layers among its sparse ones is not modelled");
+    }
+  }
+  // intermediate_size is the width of mlp_only_layers' dense MLPs, which must
+  // not exist; each expert's width is moe_intermediate_size.
+  c.intermediate_size = r.count("moe_intermediate_size");
 }
 
 }  // namespace
@@ -141,7 +182,8 @@ ModelConfig load_hf_config(const fs::path& path) {
     c.head_dim = c.hidden_size / c.num_heads;
   } else {
     c.hidden_size = r.count("hidden_size");
-    c.intermediate_size = r.count("intermediate_size");
+    if (c.architecture != Architecture::qwen3_moe)
+      c.intermediate_size = r.count("intermediate_size");
     c.num_layers = r.count("num_hidden_layers");
     c.num_heads = r.count("num_attention_heads");
     c.num_kv_heads = r.count_or("num_key_value_heads", c.num_heads);
@@ -169,6 +211,7 @@ ModelConfig load_hf_config(const fs::path& path) {
       c.num_experts = r.count("num_local_experts");
       c.experts_per_token = r.count("num_experts_per_tok");
     }
+    if (c.architecture == Architecture::qwen3_moe) read_qwen3_moe_experts(j, r, c);
   }
   try {
     c.validate();

@@ -1,5 +1,5 @@
 // ModelConfig from a Hugging Face checkpoint's config.json (Llama, Mistral,
-// Qwen2, Qwen3, Mixtral, GPT-2).
+// Qwen2, Qwen3, Mixtral, Qwen3-MoE, GPT-2).
 #pragma once
 
 #include <filesystem>
@@ -24,7 +24,7 @@ class HfConfigError : public std::runtime_error {
 };
 
 // Reads `path`: a config.json, or a folder holding one. The architecture comes
-// from `model_type` (llama, mistral, qwen2, qwen3, mixtral, gpt2), else from
+// from `model_type` (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2), else from
 // `architectures[0]` (LlamaForCausalLM, ...). Keys mapped:
 //   llama family  hidden_size, intermediate_size, num_hidden_layers,
 //                 num_attention_heads, vocab_size, max_position_embeddings
@@ -32,9 +32,15 @@ class HfConfigError : public std::runtime_error {
 //                 head_dim (default hidden_size / num_attention_heads),
 //                 rope_theta (default 10000), rms_norm_eps (default 1e-6),
 //                 tie_word_embeddings (default false), attention_bias (false);
-//   mistral/mixtral/qwen2/qwen3 sliding_window (null = none; qwen2/qwen3 only
-//                 when use_sliding_window is true);
+//   mistral/mixtral/qwen2/qwen3/qwen3_moe sliding_window (null = none;
+//                 qwen2/qwen3/qwen3_moe only when use_sliding_window is true);
 //   mixtral       num_local_experts, num_experts_per_tok (required);
+//   qwen3_moe     num_experts, num_experts_per_tok, moe_intermediate_size
+//                 (each expert's width; required, and intermediate_size is
+//                 not read); norm_topk_prob must be true, decoder_sparse_step
+//                 1 (its default) and mlp_only_layers empty (its default):
+//                 every layer a mixture of experts whose top-k weights are
+//                 renormalised, else HfConfigError naming the key;
 //   gpt2          n_embd, n_layer, n_head, vocab_size, n_positions (required),
 //                 n_inner (default 4 * n_embd), layer_norm_epsilon (1e-5),
 //                 tie_word_embeddings (default true).

@@ -161,9 +161,10 @@ void layernorm(std::span<const float> x, std::span<const float> gamma, std::span
 // with x*x*x evaluated left to right. out may alias x.
 void gelu_tanh(std::span<const float> x, std::span<float> out);
 
-// Mixture-of-experts routing (Mixtral): the k experts with the largest
-// router logits (a larger logit first; the lower index first on ties), and
-// their weights, a softmax over those k logits only:
+// Mixture-of-experts routing (Mixtral; Qwen3-MoE with norm_topk_prob true):
+// the k experts with the largest router logits (a larger logit first; the
+// lower index first on ties), and their weights, a softmax over those k
+// logits only:
 //   m = the largest chosen logit; e_j = expf(logit_j - m) in chosen order;
 //   total = sum of e_j in chosen order from 0.0f; weight_j = e_j / total.
 // Hugging Face's softmax over all experts followed by renormalising the

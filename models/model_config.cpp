@@ -19,6 +19,8 @@ const char* architecture_name(Architecture a) {
       return "qwen3";
     case Architecture::mixtral:
       return "mixtral";
+    case Architecture::qwen3_moe:
+      return "qwen3_moe";
     case Architecture::gpt2:
       return "gpt2";
   }
@@ -26,12 +28,14 @@ const char* architecture_name(Architecture a) {
 }
 
 Architecture parse_architecture(const std::string& name) {
-  for (Architecture a : {Architecture::llama, Architecture::mistral, Architecture::qwen2,
-                         Architecture::qwen3, Architecture::mixtral, Architecture::gpt2}) {
+  for (Architecture a :
+       {Architecture::llama, Architecture::mistral, Architecture::qwen2, Architecture::qwen3,
+        Architecture::mixtral, Architecture::qwen3_moe, Architecture::gpt2}) {
     if (name == architecture_name(a)) return a;
   }
-  throw std::invalid_argument("unknown architecture '" + name +
-                              "': allowed are llama, mistral, qwen2, qwen3, mixtral, gpt2");
+  throw std::invalid_argument(
+      "unknown architecture '" + name +
+      "': allowed are llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2");
 }
 
 int dtype_bits(DType t) {
@@ -157,7 +161,8 @@ void ModelConfig::validate() const {
     throw ConfigError(num_experts < 0 ? "num_experts" : "experts_per_token",
                       "num_experts and experts_per_token must be >= 0");
   }
-  if (architecture == Architecture::mixtral) {
+  // The mixture-of-experts architectures need experts; the others are dense.
+  if (architecture == Architecture::mixtral || architecture == Architecture::qwen3_moe) {
     require_positive(num_experts, "num_experts");
     if (experts_per_token < 1 || experts_per_token > num_experts) {
       throw ConfigError("experts_per_token", "experts_per_token must be in [1, num_experts (" +
@@ -165,10 +170,11 @@ void ModelConfig::validate() const {
                                                  std::to_string(experts_per_token));
     }
   } else if (num_experts != 0 || experts_per_token != 0) {
-    throw ConfigError(num_experts != 0 ? "num_experts" : "experts_per_token",
-                      std::string("a mixture of experts needs architecture mixtral; ") +
-                          architecture_name(architecture) + " is dense (set num_experts and " +
-                          "experts_per_token to 0)");
+    throw ConfigError(
+        num_experts != 0 ? "num_experts" : "experts_per_token",
+        std::string("a mixture of experts needs architecture mixtral or qwen3_moe; ") +
+            architecture_name(architecture) + " is dense (set num_experts and " +
+            "experts_per_token to 0)");
   }
   if (sliding_window < 0) {
     throw ConfigError("sliding_window", "sliding_window must be >= 0 (0 = whole context), got " +

@@ -29,10 +29,15 @@ class ConfigError : public std::runtime_error {
 //            gains [head_dim] shared by all heads).
 //   mixtral  mistral with a mixture-of-experts MLP: a router picks
 //            experts_per_token of num_experts SwiGLU experts per token.
+//   qwen3_moe  qwen3 (qk-norm) with mixtral's mixture-of-experts MLP in
+//              every layer: softmax over all experts, the top
+//              experts_per_token, renormalised over those (Hugging Face
+//              norm_topk_prob: true), many small experts (Qwen3-235B-A22B:
+//              8 of 128, each 1536 wide).
 //   gpt2     LayerNorm with bias, learned position embeddings (no RoPE),
 //            biases on every projection, GELU (tanh) MLP of w_up/w_down,
 //            multi-head attention (num_kv_heads == num_heads), tied lm_head.
-enum class Architecture { llama, mistral, qwen2, qwen3, mixtral, gpt2 };
+enum class Architecture { llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2 };
 
 const char* architecture_name(Architecture a);
 // Throws std::invalid_argument for an unknown name (the names above).
@@ -72,8 +77,9 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-5;
   bool tie_embeddings = false;  // lm_head shares the embedding matrix
-  // Mixture of experts (mixtral): experts per layer, and how many each token
-  // uses. 0 and 0 for a dense MLP; intermediate_size is then each expert's.
+  // Mixture of experts (mixtral, qwen3_moe): experts per layer, and how many
+  // each token uses. 0 and 0 for a dense MLP; intermediate_size is then each
+  // expert's (Hugging Face moe_intermediate_size for qwen3_moe).
   int num_experts = 0;
   int experts_per_token = 0;
   // Biases on the q, k and v projections for the llama family (Hugging Face
@@ -87,7 +93,9 @@ struct ModelConfig {
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   bool is_moe() const { return num_experts > 0; }
-  bool has_qk_norm() const { return architecture == Architecture::qwen3; }
+  bool has_qk_norm() const {
+    return architecture == Architecture::qwen3 || architecture == Architecture::qwen3_moe;
+  }
   bool has_qkv_bias() const {
     return attention_bias || architecture == Architecture::qwen2 ||
            architecture == Architecture::gpt2;

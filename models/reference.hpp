@@ -30,12 +30,13 @@ class ReferenceModel {
   // 1/sqrt(head_dim); query head h reads kv head h / (num_heads / num_kv_heads).
   // Other architectures (ModelConfig::architecture):
   //   qkv bias (qwen2, gpt2): q += bq, k += bk, v += bv right after the GEMVs;
-  //   qk-norm (qwen3): each head of q and k RMSNorm'd with q_norm / k_norm
+  //   qk-norm (qwen3, qwen3_moe): each head of q and k RMSNorm'd with q_norm / k_norm
   //     (eps rms_norm_eps) after the biases, before RoPE;
   //   sliding window: only positions > position - sliding_window are attended;
-  //   MoE (mixtral): r = route_top_k(router n2, experts_per_token); the MLP
-  //     output starts at 0 and gets weight_j * expert_j(n2) added in chosen
-  //     order (axpy_inplace), each expert a SwiGLU as above;
+  //   MoE (mixtral, qwen3_moe): r = route_top_k(router n2,
+  //     experts_per_token); the MLP output starts at 0 and gets
+  //     weight_j * expert_j(n2) added in chosen order (axpy_inplace), each
+  //     expert a SwiGLU as above;
   //   gpt2: x = embedding[token] + position_embedding[position]; LayerNorm
   //     (with bias) in place of RMSNorm; no RoPE; h = x + (Wo attn + bo);
   //     x = h + (Wdown gelu_tanh(Wup n2 + b_up) + b_down); final LayerNorm.
@@ -51,7 +52,8 @@ class ReferenceModel {
   const Weights* weights_;
   int positions_ = 0;
   // KV cache per layer, [kv_head][max_position][head_dim].
-  std::vector<std::vector<float>> k_cache_;  // [layer * num_kv_heads + kv_head] -> [position][head_dim]
+  std::vector<std::vector<float>>
+      k_cache_;  // [layer * num_kv_heads + kv_head] -> [position][head_dim]
   std::vector<std::vector<float>> v_cache_;
   // Scratch buffers, sized once.
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, scores_;

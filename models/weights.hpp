@@ -270,8 +270,8 @@ struct LayerWeights {
   std::vector<float> attn_norm_bias;   // [hidden]: gpt2 LayerNorm
   std::vector<float> ffn_norm_bias;    // [hidden]: gpt2 LayerNorm
   std::vector<float> q_norm, k_norm;   // [head_dim]: qwen3 qk-norm gains
-  Matrix router;                       // [num_experts][hidden]: mixtral
-  std::vector<ExpertWeights> experts;  // [num_experts]: mixtral
+  Matrix router;                       // [num_experts][hidden]: MoE only
+  std::vector<ExpertWeights> experts;  // [num_experts]: MoE only
 
   friend bool operator==(const LayerWeights&, const LayerWeights&) = default;
 };

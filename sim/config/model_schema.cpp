@@ -22,17 +22,18 @@ constexpr Key<ModelConfig> kModel[] = {
      [](auto& m) { return yaml_string(m.name); }},
     {"description", O, "string", "optional, free text",
      [](auto& v, auto&, auto&) { read_string(v); }},
-    {"architecture", R, "llama, mistral, qwen2, qwen3, mixtral or gpt2",
+    {"architecture", R, "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe or gpt2",
      "what each changes: models/model_config.hpp",
      [](auto& v, auto& m, auto&) {
-       m.architecture = models::parse_architecture(read_choice(
-           v, "architecture", {"llama", "mistral", "qwen2", "qwen3", "mixtral", "gpt2"}));
+       m.architecture = models::parse_architecture(
+           read_choice(v, "architecture",
+                       {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "gpt2"}));
      },
      [](auto& m) { return std::string(models::architecture_name(m.architecture)); }},
     {"hidden_size", R, "count", "width of the residual stream",
      [](auto& v, auto& m, auto&) { m.hidden_size = read_count(v, "4096"); },
      [](auto& m) { return count(m.hidden_size); }},
-    {"intermediate_size", R, "count", "width of the MLP (of each expert for mixtral)",
+    {"intermediate_size", R, "count", "width of the MLP (of each expert for mixtral and qwen3_moe)",
      [](auto& v, auto& m, auto&) { m.intermediate_size = read_count(v, "14336"); },
      [](auto& m) { return count(m.intermediate_size); }},
     {"num_layers", R, "count", "transformer layers",
@@ -64,10 +65,11 @@ constexpr Key<ModelConfig> kModel[] = {
      [](auto& m) { return yaml_bool(m.tie_embeddings); }},
     // Architecture extras: optional everywhere, 0 / false when absent, and
     // written only when they differ from that.
-    {"num_experts", O, "count, default 0", "experts per layer; >= 1 for mixtral, 0 otherwise",
+    {"num_experts", O, "count, default 0",
+     "experts per layer; >= 1 for mixtral and qwen3_moe, 0 otherwise",
      [](auto& v, auto& m, auto&) { m.num_experts = read_count(v, "8"); },
      [](auto& m) { return count(m.num_experts); }, [](auto& m) { return m.num_experts != 0; }},
-    {"experts_per_token", O, "count, default 0", "top-k experts per token (mixtral)",
+    {"experts_per_token", O, "count, default 0", "top-k experts per token (mixtral, qwen3_moe)",
      [](auto& v, auto& m, auto&) { m.experts_per_token = read_count(v, "2"); },
      [](auto& m) { return count(m.experts_per_token); },
      [](auto& m) { return m.experts_per_token != 0; }},

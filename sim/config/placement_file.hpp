@@ -20,7 +20,7 @@
 //       o: {...}
 //       gate_up: {...}             # SwiGLU (llama family); gpt2 has `up` instead
 //       down: {...}
-//       # a mixture of experts (mixtral) has, instead of gate_up and down:
+//       # a mixture of experts (mixtral, qwen3_moe) has, instead of gate_up and down:
 //       router: {...}
 //       experts:                   # one per expert, in order
 //         - expert: 0

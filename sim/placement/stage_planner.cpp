@@ -127,9 +127,9 @@ StagePlanner::StagePlanner(const models::ModelConfig& model, const fabric::Wafer
   slots_ = static_cast<std::int64_t>(ctx_) * users_;
   // The matrices of a layer, top to bottom (the attention segments sit
   // between qkv and o):
-  //   SwiGLU (llama family)  qkv, o, gate_up (interleaved pairs), down
-  //   GELU (gpt2)            qkv, o, up, down
-  //   MoE (mixtral)          qkv, o, router, then gate_up and down of each expert
+  //   SwiGLU (llama family)     qkv, o, gate_up (interleaved pairs), down
+  //   GELU (gpt2)               qkv, o, up, down
+  //   MoE (mixtral, qwen3_moe)  qkv, o, router, then gate_up and down of each expert
   shapes_ = {
       {"qkv", model.q_dim() + 2 * model.kv_dim(), model.hidden_size, 1, 0, MatrixKind::qkv},
       // O's roots hold the residual stream and the norms' gains (and gpt2's

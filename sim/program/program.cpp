@@ -13,6 +13,7 @@ void check_wafer_supports(const models::ModelConfig& model) {
     case Architecture::qwen2:
     case Architecture::qwen3:
     case Architecture::mixtral:
+    case Architecture::qwen3_moe:
       break;
     case Architecture::gpt2:
       // gpt2 lowers a dense GELU MLP; a gpt2 with experts is no model we know.
@@ -25,7 +26,8 @@ void check_wafer_supports(const models::ModelConfig& model) {
   throw UnsupportedModelError(fmt::format(
       "model {} (architecture {}) needs {}, which the wafer cannot run; the wafer runs the "
       "llama, mistral (sliding window), qwen2 (qkv biases), qwen3 (qk-norm), mixtral (mixture "
-      "of SwiGLU experts) and gpt2 (LayerNorm, biases, GELU MLP, learned positions) "
+      "of SwiGLU experts), qwen3_moe (qk-norm and a mixture of SwiGLU experts) and gpt2 "
+      "(LayerNorm, biases, GELU MLP, learned positions) "
       "architectures",
       model.name, models::architecture_name(model.architecture), what));
 }

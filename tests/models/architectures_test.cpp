@@ -1,6 +1,7 @@
 // The reference forward pass of every architecture against an independent
 // double-precision implementation written here from the published model
-// equations (Hugging Face modeling_{llama,mistral,qwen2,qwen3,mixtral,gpt2}).
+// equations (Hugging Face modeling_{llama,mistral,qwen2,qwen3,mixtral,qwen3_moe,
+// gpt2}).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,6 +94,21 @@ TEST(Architectures, MixtralTopTwoOfFourExpertsMatchesDouble) {
   expect_matches_double(w, kTokens);
 }
 
+// Qwen3-MoE: qk-norm and many small experts, softmax over all of them, top k
+// renormalised (Hugging Face Qwen3MoeSparseMoeBlock with norm_topk_prob).
+TEST(Architectures, Qwen3MoeQkNormAndTopThreeOfEightExpertsMatchesDouble) {
+  ModelConfig c = micro(Architecture::qwen3_moe);
+  c.intermediate_size = 6;  // each expert's (moe_intermediate_size)
+  c.num_experts = 8;
+  c.experts_per_token = 3;
+  const Weights w = Weights::synthetic(c, DType::bf16, 16);
+  ASSERT_EQ(w.layers[0].experts.size(), 8u);
+  EXPECT_EQ(w.layers[0].router.rows(), 8);
+  EXPECT_EQ(w.layers[0].q_norm.size(), 8u);
+  EXPECT_EQ(w.layers[0].w_gate.size(), 0u);
+  expect_matches_double(w, kTokens);
+}
+
 TEST(Architectures, Gpt2MatchesDouble) {
   ModelConfig c = micro(Architecture::gpt2);
   c.tie_embeddings = true;
@@ -105,10 +121,11 @@ TEST(Architectures, Gpt2MatchesDouble) {
 }
 
 TEST(Architectures, ParameterCountsMatchTheSyntheticTensors) {
-  for (Architecture a : {Architecture::llama, Architecture::mistral, Architecture::qwen2,
-                         Architecture::qwen3, Architecture::mixtral, Architecture::gpt2}) {
+  for (Architecture a :
+       {Architecture::llama, Architecture::mistral, Architecture::qwen2, Architecture::qwen3,
+        Architecture::mixtral, Architecture::qwen3_moe, Architecture::gpt2}) {
     ModelConfig c = micro(a);
-    if (a == Architecture::mixtral) {
+    if (a == Architecture::mixtral || a == Architecture::qwen3_moe) {
       c.num_experts = 3;
       c.experts_per_token = 1;
     }
@@ -137,10 +154,24 @@ TEST(Architectures, ConfigValidationCatchesImpossibleCombinations) {
   ModelConfig dense = micro(Architecture::llama);
   dense.num_experts = 2;
   EXPECT_THROW(dense.validate(), ConfigError);
+  dense.architecture = Architecture::qwen3;  // experts need qwen3_moe, not qwen3
+  EXPECT_THROW(dense.validate(), ConfigError);
+  ModelConfig qwen_moe = micro(Architecture::qwen3_moe);
+  EXPECT_THROW(qwen_moe.validate(), ConfigError);  // no experts
+  qwen_moe.num_experts = 4;
+  qwen_moe.experts_per_token = 5;
+  EXPECT_THROW(qwen_moe.validate(), ConfigError);
+  qwen_moe.experts_per_token = 4;
+  EXPECT_NO_THROW(qwen_moe.validate());
+  EXPECT_TRUE(qwen_moe.has_qk_norm());
+  EXPECT_TRUE(qwen_moe.is_moe());
+  EXPECT_FALSE(qwen_moe.has_qkv_bias());
   ModelConfig gpt = micro(Architecture::gpt2);
   gpt.num_kv_heads = 1;
   EXPECT_THROW(gpt.validate(), ConfigError);
   EXPECT_EQ(parse_architecture("qwen3"), Architecture::qwen3);
+  EXPECT_EQ(parse_architecture("qwen3_moe"), Architecture::qwen3_moe);
+  EXPECT_STREQ(architecture_name(Architecture::qwen3_moe), "qwen3_moe");
   EXPECT_THROW(parse_architecture("bert"), std::invalid_argument);
 }
 

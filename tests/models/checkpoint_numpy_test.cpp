@@ -94,28 +94,15 @@ TEST_P(NumpyLayoutTest, ReferenceDecodesTheTokensNumpyDecodes) {
             by_text.at("generated").get<std::vector<std::int32_t>>());
 }
 
-// qwen3_moe (mlp.gate / mlp.experts.E.*_proj) is not read by load_hf_config
-// yet, so it is not in this list; it joins it once the loader learns the
-// layout (NumpyCheckpointTest.Qwen3MoeDecodesInNumpy keeps the checkpoint
-// and NumPy working meanwhile).
 INSTANTIATE_TEST_SUITE_P(Checkpoints, NumpyLayoutTest,
                          ::testing::Values(Layout{"llama", "bf16", 1}, Layout{"llama", "f32", 1},
                                            Layout{"llama", "f16", 2}, Layout{"mistral", "bf16", 1},
                                            Layout{"qwen2", "bf16", 1}, Layout{"qwen3", "bf16", 1},
                                            Layout{"qwen3", "f32", 1}, Layout{"mixtral", "bf16", 3},
-                                           Layout{"mixtral", "f32", 1}, Layout{"gpt2", "bf16", 1},
-                                           Layout{"gpt2", "f32", 1}),
+                                           Layout{"mixtral", "f32", 1},
+                                           Layout{"qwen3_moe", "bf16", 2},
+                                           Layout{"gpt2", "bf16", 1}, Layout{"gpt2", "f32", 1}),
                          layout_name);
-
-// Layouts only NumPy reads so far (qwen3_moe, until load_hf_config maps its
-// config): the checkpoints must be well formed and decodable, so that the C++
-// side has an expectation waiting.
-TEST_F(NumpyCheckpointTest, Qwen3MoeDecodesInNumpy) {
-  const fs::path folder = make_checkpoint("moe", "--model-type qwen3_moe --dtype bf16 --shards 2");
-  const std::vector<json> got = numpy(folder, "--prompt-ids 1,2,3 --generate 8");
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].at("generated").size(), 8u);
-}
 
 // FP8 weights (F8_E4M3 codes times their per-row scales) decode as NumPy
 // decodes them.

@@ -166,12 +166,14 @@ std::vector<NamedTensor> hf_tensors(const Weights& w) {
       vec(b + "self_attn.k_norm.weight", L.k_norm);
     }
     if (c.is_moe()) {
-      mat(b + "block_sparse_moe.gate.weight", L.router);
+      const bool mixtral = c.architecture == Architecture::mixtral;  // else Qwen3-MoE's names
+      const std::string m = b + (mixtral ? "block_sparse_moe." : "mlp.");
+      mat(m + "gate.weight", L.router);
       for (int e = 0; e < c.num_experts; ++e) {
-        const std::string x = b + "block_sparse_moe.experts." + std::to_string(e) + ".";
-        mat(x + "w1.weight", L.experts[e].w_gate);
-        mat(x + "w2.weight", L.experts[e].w_down);
-        mat(x + "w3.weight", L.experts[e].w_up);
+        const std::string x = m + "experts." + std::to_string(e) + ".";
+        mat(x + (mixtral ? "w1.weight" : "gate_proj.weight"), L.experts[e].w_gate);
+        mat(x + (mixtral ? "w2.weight" : "down_proj.weight"), L.experts[e].w_down);
+        mat(x + (mixtral ? "w3.weight" : "up_proj.weight"), L.experts[e].w_up);
       }
     } else {
       mat(b + "mlp.gate_proj.weight", L.w_gate);
@@ -196,7 +198,7 @@ ModelConfig micro(Architecture a) {
   c.head_dim = 4;
   c.vocab_size = 10;
   c.max_position = 6;
-  if (a == Architecture::mixtral) {
+  if (a == Architecture::mixtral || a == Architecture::qwen3_moe) {
     c.num_experts = 3;
     c.experts_per_token = 2;
   }
@@ -219,8 +221,9 @@ class CheckpointTest : public ::testing::Test {
 };
 
 TEST_F(CheckpointTest, EveryArchitectureRoundTripsThroughASafetensorsFile) {
-  for (Architecture a : {Architecture::llama, Architecture::mistral, Architecture::qwen2,
-                         Architecture::qwen3, Architecture::mixtral, Architecture::gpt2}) {
+  for (Architecture a :
+       {Architecture::llama, Architecture::mistral, Architecture::qwen2, Architecture::qwen3,
+        Architecture::mixtral, Architecture::qwen3_moe, Architecture::gpt2}) {
     const Weights w = Weights::synthetic(micro(a), DType::bf16, 21);
     const fs::path file = dir_ / (std::string(architecture_name(a)) + ".safetensors");
     write_safetensors(file, hf_tensors(w), "BF16");
@@ -562,6 +565,109 @@ TEST_F(CheckpointTest, Fp8WeightsAreCodesTimesTheirScales) {
   write_raw_safetensors(file, misshapen);
   e = weights_error([&] { load_safetensors(file, c, DType::fp32); });
   EXPECT_EQ(e.tensor(), "model.layers.0.self_attn.q_proj.weight_scale");
+}
+
+// Qwen/Qwen3-235B-A22B's config.json (huggingface.co/Qwen/Qwen3-235B-A22B),
+// every key as published.
+const std::string kQwen3MoeConfig = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false,
+  "attention_dropout": 0.0, "bos_token_id": 151643, "decoder_sparse_step": 1,
+  "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+  "initializer_range": 0.02, "intermediate_size": 12288, "max_position_embeddings": 40960,
+  "max_window_layers": 94, "mlp_only_layers": [], "model_type": "qwen3_moe",
+  "moe_intermediate_size": 1536, "norm_topk_prob": true, "num_attention_heads": 64,
+  "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 94,
+  "num_key_value_heads": 4, "output_router_logits": false, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 151936})";
+
+// kQwen3MoeConfig with `key` set to `value` (a JSON text), or removed when
+// `value` is empty.
+std::string qwen3_moe_config_with(const std::string& key, const std::string& value) {
+  std::string text = kQwen3MoeConfig;
+  const std::string quoted = "\"" + key + "\": ";
+  const std::size_t at = text.find(quoted);
+  if (at == std::string::npos) ADD_FAILURE() << "no key " << key;
+  std::size_t end = at + quoted.size();
+  int depth = 0;
+  while (depth > 0 || (text[end] != ',' && text[end] != '}')) {
+    if (text[end] == '[') ++depth;
+    if (text[end] == ']') --depth;
+    ++end;
+  }
+  if (!value.empty()) return text.replace(at + quoted.size(), end - at - quoted.size(), value);
+  return text.erase(at, end + 1 - at);  // the key, its value and the comma after it
+}
+
+TEST_F(CheckpointTest, HfConfigMapsQwen3Moe) {
+  write_text(dir_ / "config.json", kQwen3MoeConfig);
+  ModelConfig m = load_hf_config(dir_);
+  EXPECT_EQ(m.architecture, Architecture::qwen3_moe);
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.intermediate_size, 1536);  // moe_intermediate_size, not intermediate_size
+  EXPECT_EQ(m.num_layers, 94);
+  EXPECT_EQ(m.num_heads, 64);
+  EXPECT_EQ(m.num_kv_heads, 4);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.num_experts, 128);
+  EXPECT_EQ(m.experts_per_token, 8);
+  EXPECT_EQ(m.vocab_size, 151936);
+  EXPECT_EQ(m.max_position, 40960);
+  EXPECT_EQ(m.rope_theta, 1000000.0);
+  EXPECT_EQ(m.rms_norm_eps, 1e-6);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_EQ(m.sliding_window, 0);
+  EXPECT_TRUE(m.has_qk_norm());
+  EXPECT_EQ(m.parameter_count(), 235'093'634'560ull);
+
+  // The class name alone maps too, and the defaults of the keys left out
+  // (decoder_sparse_step 1, mlp_only_layers []) are what wafersim models.
+  write_text(dir_ / "no_type.json", qwen3_moe_config_with("model_type", ""));
+  EXPECT_EQ(load_hf_config(dir_ / "no_type.json").architecture, Architecture::qwen3_moe);
+  write_text(dir_ / "defaults.json", qwen3_moe_config_with("decoder_sparse_step", ""));
+  EXPECT_EQ(load_hf_config(dir_ / "defaults.json").num_experts, 128);
+  write_text(dir_ / "null_list.json", qwen3_moe_config_with("mlp_only_layers", "null"));
+  EXPECT_EQ(load_hf_config(dir_ / "null_list.json").num_experts, 128);
+  write_text(dir_ / "no_dense_width.json", qwen3_moe_config_with("intermediate_size", ""));
+  EXPECT_EQ(load_hf_config(dir_ / "no_dense_width.json").intermediate_size, 1536);
+}
+
+// Each Qwen3-MoE shape wafersim does not model is refused, naming the key and
+// why.
+TEST_F(CheckpointTest, HfConfigRefusesQwen3MoeShapesItDoesNotModel) {
+  struct Refusal {
+    std::string key, value;  // value "" = the key left out
+    std::string reason;      // part of the message
+  };
+  const std::vector<Refusal> refusals = {
+      {"norm_topk_prob", "false", "must be true"},
+      {"norm_topk_prob", "", "the default when the key is absent"},
+      {"norm_topk_prob", "1", "expected true or false"},
+      {"decoder_sparse_step", "2", "must be 1 (every layer a mixture of experts), got 2"},
+      {"decoder_sparse_step", "0", "must be 1"},
+      {"mlp_only_layers", "[0, 47]",
+       "must be empty (every layer a mixture of experts), got [0,47]"},
+      {"mlp_only_layers", "3", "expected a list"},
+      {"num_experts", "", "missing required key 'num_experts'"},
+      {"num_experts", "0", "at least one expert"},
+      {"num_experts_per_tok", "", "missing required key 'num_experts_per_tok'"},
+      {"num_experts_per_tok", "129", "must be in [1, num_experts (128)], got 129"},
+      {"num_experts_per_tok", "0", "must be in [1, num_experts (128)], got 0"},
+      {"moe_intermediate_size", "", "missing required key 'moe_intermediate_size'"},
+  };
+  for (const Refusal& r : refusals) {
+    write_text(dir_ / "config.json", qwen3_moe_config_with(r.key, r.value));
+    try {
+      load_hf_config(dir_);
+      ADD_FAILURE() << r.key << " = " << r.value << " was accepted";
+    } catch (const HfConfigError& e) {
+      EXPECT_EQ(e.key(), r.key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(r.reason), std::string::npos)
+          << r.key << " = " << r.value << ": " << e.what();
+    }
+  }
 }
 
 }  // namespace

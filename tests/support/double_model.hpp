@@ -1,7 +1,7 @@
 // An independent double-precision forward pass of every architecture the
-// models know (llama, mistral, qwen2, qwen3, mixtral, gpt2), written from
-// the published model equations (Hugging Face modeling_*.py); it shares
-// nothing with the library but the weights. The oracle the reference pass
+// models know (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2),
+// written from the published model equations (Hugging Face modeling_*.py); it
+// shares nothing with the library but the weights. The oracle the reference pass
 // (and through it the wafer's functional decode) is checked against.
 #pragma once
 
@@ -89,7 +89,8 @@ class DoubleModel {
         add(x, dn);
       } else if (c_.is_moe()) {
         Vec n2 = rms_norm(x, lw.ffn_norm);
-        // Hugging Face Mixtral: softmax over all experts, top k, renormalise.
+        // Hugging Face Mixtral (and Qwen3-MoE with norm_topk_prob): softmax over
+        // all experts, top k, renormalise.
         Vec logits = mul(lw.router, n2);
         const double mx = *std::max_element(logits.begin(), logits.end());
         Vec p(logits.size());

@@ -52,6 +52,14 @@ inline models::ModelConfig preset_model(const std::string& name) {
       m.rope_theta = 1000000.0;
       m.rms_norm_eps = 1.0e-6;
       m.tie_embeddings = true;
+    } else if (name == "tiny-qwen3-moe") {
+      m.architecture = Architecture::qwen3_moe;
+      m.intermediate_size = 32;
+      m.head_dim = 32;
+      m.rope_theta = 1000000.0;
+      m.rms_norm_eps = 1.0e-6;
+      m.num_experts = 12;
+      m.experts_per_token = 4;
     } else {
       throw std::invalid_argument("no test preset model " + name);
     }
@@ -90,6 +98,20 @@ inline models::ModelConfig preset_model(const std::string& name) {
     m.rope_theta = 1000000.0;
     m.num_experts = 8;
     m.experts_per_token = 2;
+  } else if (name == "qwen3-235b-a22b") {
+    m.architecture = Architecture::qwen3_moe;
+    m.hidden_size = 4096;
+    m.intermediate_size = 1536;
+    m.num_layers = 94;
+    m.num_heads = 64;
+    m.num_kv_heads = 4;
+    m.head_dim = 128;
+    m.vocab_size = 151936;
+    m.max_position = 40960;
+    m.rope_theta = 1000000.0;
+    m.rms_norm_eps = 1.0e-6;
+    m.num_experts = 128;
+    m.experts_per_token = 8;
   } else {
     throw std::invalid_argument("no test preset model " + name);
   }
@@ -98,8 +120,8 @@ inline models::ModelConfig preset_model(const std::string& name) {
 
 // The models preset_model knows.
 inline std::vector<std::string> preset_model_names() {
-  return {"tiny-llama", "tiny-mistral", "tiny-mixtral", "tiny-gpt2",
-          "tiny-qwen3", "gpt2",         "llama-3.1-8b", "mixtral-8x7b"};
+  return {"tiny-llama",     "tiny-mistral", "tiny-mixtral", "tiny-gpt2",    "tiny-qwen3",
+          "tiny-qwen3-moe", "gpt2",         "llama-3.1-8b", "mixtral-8x7b", "qwen3-235b-a22b"};
 }
 
 // scenarios/hardware/{small,wse3}.yaml: WSE-3 cores (small: a 32 x 32 test mesh of them).

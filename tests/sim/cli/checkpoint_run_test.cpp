@@ -121,6 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
              "precision: fp32\nplacement: {strategy: whole-region, layer_groups: 2}\n"},
         Case{"mixtral_bf16_shards", "--model-type mixtral --dtype bf16 --shards 2",
              "precision: bf16\n", true},
+        Case{"qwen3_moe_bf16_shards", "--model-type qwen3_moe --dtype bf16 --shards 2",
+             "precision: bf16\n", true},
         Case{"gpt2_f32", "--model-type gpt2 --dtype f32", "precision: fp32\n"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

@@ -399,7 +399,8 @@ TEST(Cli, ModelTooLargeIsAClearErrorAndWritesNothing) {
 // line (validate, place, a functional run whose tokens equal the
 // reference's: exit code 0, not 3).
 TEST(Cli, EveryArchitectureValidatesPlacesAndRuns) {
-  for (const char* model : {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral"}) {
+  for (const char* model :
+       {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe"}) {
     const fs::path d = scratch_dir("arch");
     const fs::path scenario = d / "arch.yaml";
     std::ofstream(scenario) << "name: arch\nhardware: small\nmodel: " << model

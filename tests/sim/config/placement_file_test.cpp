@@ -279,6 +279,8 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{"tiny-mixtral", "short-path"},
         RoundTripCase{"tiny-mixtral", "sram-balanced", 1, fabric::ReductionScheme::two_level},
         RoundTripCase{"tiny-mixtral", "anneal"}, RoundTripCase{"tiny-mixtral", "serpentine", 2},
+        RoundTripCase{"tiny-qwen3-moe", "layer-rectangles"},
+        RoundTripCase{"tiny-qwen3-moe", "short-path", 2, fabric::ReductionScheme::tree},
         RoundTripCase{"tiny-gpt2", "layer-rectangles"}, RoundTripCase{"tiny-gpt2", "serpentine"},
         RoundTripCase{"tiny-gpt2", "short-path", 1, fabric::ReductionScheme::two_level},
         RoundTripCase{"tiny-gpt2", "sram-balanced"},

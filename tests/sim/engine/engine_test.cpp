@@ -167,6 +167,13 @@ const FunctionalCase kFunctionalCases[] = {
      [] { return with_reduction(with_model("tiny-mixtral", 42), fabric::ReductionScheme::tree); }},
     {"MixtralTwoUsersOnTwoWafers",
      [] { return on_wafers(with_users(with_model("tiny-mixtral", 5), 2, 8), 2); }},
+    // Qwen3-MoE: qk-norm, then the real top 4 of 12 small experts per token
+    // and layer (renormalised), each expert on its own rectangle.
+    {"Qwen3MoeSeed1", [] { return with_model("tiny-qwen3-moe", 1); }},
+    {"Qwen3MoeSeed7Tree",
+     [] { return with_reduction(with_model("tiny-qwen3-moe", 7), fabric::ReductionScheme::tree); }},
+    {"Qwen3MoeTwoUsersOnTwoWafers",
+     [] { return on_wafers(with_users(with_model("tiny-qwen3-moe", 5), 2, 8), 2); }},
     // GPT-2: LayerNorm with bias, biases on every GEMV, GELU MLP, learned
     // positions, tied lm_head.
     {"Gpt2Seed1", [] { return with_model("tiny-gpt2", 1); }},
@@ -198,6 +205,7 @@ const FunctionalCase kFunctionalCases[] = {
     {"PrefillBlockOfThePromptMixtral", [] { return with_prefill_blocks("tiny-mixtral", 8); }},
     {"PrefillBlocksOf3Gpt2", [] { return with_prefill_blocks("tiny-gpt2", 3); }},
     {"PrefillBlocksOf3Qwen3", [] { return with_prefill_blocks("tiny-qwen3", 3); }},
+    {"PrefillBlocksOf3Qwen3Moe", [] { return with_prefill_blocks("tiny-qwen3-moe", 3); }},
     {"PrefillBlocksOf3Mistral", [] { return with_prefill_blocks("tiny-mistral", 3); }},
     {"PrefillBlocksOfTwoUsersOnTwoWafers",
      [] {

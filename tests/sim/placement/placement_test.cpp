@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "support/test_spec.hpp"
 #include "sim/program/program.hpp"
 #include "support/presets.hpp"
+#include "support/test_spec.hpp"
 
 namespace wafersim::sim {
 namespace {
@@ -124,10 +124,12 @@ TEST(Placement, WeightBytesOnTheWaferEqualTheModelsParameterBytes) {
 }
 
 // The same conservation for the other architectures: every expert and the
-// router (mixtral), biases, LayerNorm biases and position embeddings (gpt2),
-// qk-norm gains (qwen3), q/k/v biases (attention_bias).
+// router (mixtral, qwen3_moe), biases, LayerNorm biases and position
+// embeddings (gpt2), qk-norm gains (qwen3, qwen3_moe), q/k/v biases
+// (attention_bias).
 TEST(Placement, EveryArchitecturesWeightBytesEqualItsParameterBytes) {
-  for (const char* name : {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral"}) {
+  for (const char* name :
+       {"tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe"}) {
     for (bool bias : {false, true}) {
       models::ModelConfig m = testing::preset_model(name);
       if (bias && m.is_gpt2()) continue;  // gpt2 has them anyway
@@ -220,10 +222,40 @@ TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
   for (const LayerStage& st : pl.layers) EXPECT_EQ(st.experts.size(), 8u);
 }
 
+// Qwen3-235B-A22B at bf16 (235B parameters, 438 GiB), many small experts
+// (128 per layer, each 1536 wide): each expert's two matrices on rectangles
+// of their own in the layer's strip, six layers to a wafer at most, so 16
+// WSE-3s and not 15; every expert of every layer is stored once.
+TEST(Placement, Qwen3_235bA22bPlacesItsManySmallExpertsOnSixteenWse3) {
+  const models::ModelConfig m = testing::preset_model("qwen3-235b-a22b");
+  const fabric::WaferSpec wse3 = testing::preset_hardware("wse3");
+  PlacementRequest req;
+  req.context_tokens = 64;
+  req.strategy = StrategyKind::layer_rectangles;
+  EXPECT_THROW(plan_placement(m, wse3, 15, req), fabric::FitError);
+  std::vector<std::unique_ptr<fabric::Fabric>> fabs;
+  std::vector<fabric::Fabric*> ptrs;
+  for (int w = 0; w < 16; ++w) {
+    fabs.push_back(std::make_unique<fabric::Fabric>(wse3));
+    ptrs.push_back(fabs.back().get());
+  }
+  const Placement pl = place(m, ptrs, req);
+  std::uint64_t weights = 0;
+  for (const auto& f : fabs) weights += f->sram().used_for(fabric::SramUse::weights).value;
+  EXPECT_EQ(weights, m.parameter_count() * 2);
+  ASSERT_EQ(pl.layers.size(), 94u);
+  for (const LayerStage& st : pl.layers) {
+    ASSERT_EQ(st.experts.size(), 128u);
+    EXPECT_EQ(st.router.out_features, 128);
+    EXPECT_EQ(st.experts[0].gate_up.out_features, 2 * 1536);
+    EXPECT_EQ(st.experts[0].down.in_features, 1536);
+  }
+}
+
 // lower() cuts every layer into five stages at its region boundaries; only
 // the first moves the layer's input in, only the last hands `out` on.
 TEST(Lowering, EveryLayerIsFiveStagesCutAtItsRegions) {
-  for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2"}) {
+  for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2", "tiny-qwen3-moe"}) {
     const models::ModelConfig m = testing::preset_model(name);
     fabric::Fabric fab(fabric::testing::small_spec(32, 32));
     PlacementRequest req;
@@ -250,8 +282,8 @@ TEST(Lowering, EveryLayerIsFiveStagesCutAtItsRegions) {
 // declare since ModelConfig::validate refuses it) is an UnsupportedModelError
 // naming the model, its architecture and what the wafer runs, not a crash.
 TEST(Placement, WaferSupportGateNamesModelArchitectureAndWhatRuns) {
-  for (const char* name :
-       {"tiny-llama", "tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral", "mixtral-8x7b"})
+  for (const char* name : {"tiny-llama", "tiny-mixtral", "tiny-gpt2", "tiny-qwen3", "tiny-mistral",
+                           "mixtral-8x7b", "tiny-qwen3-moe", "qwen3-235b-a22b"})
     EXPECT_NO_THROW(check_wafer_supports(testing::preset_model(name))) << name;
   models::ModelConfig m = testing::preset_model("tiny-gpt2");
   m.num_experts = 4;
