@@ -24,6 +24,7 @@
 #include "sim/studies/bench_kernels.hpp"
 #include "sim/studies/bench_models.hpp"
 #include "sim/studies/bench_ops.hpp"
+#include "sim/studies/bench_weights.hpp"
 
 namespace wafersim::sim {
 
@@ -401,18 +402,23 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     int threads = 0;
     BenchOpOptions op;
     std::string matrix = "4096x4096", region = "420x420", reduction = "two-level";
+    std::string precision = "bf16";
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "bench", "Benchmarks: fabric speed, flow-vs-wavelet agreement, model runs, GEMV kernels");
-  cmd->add_option("what", o->what, "fabric | agreement | models | kernels | op")
+      "bench",
+      "Benchmarks: fabric speed, flow-vs-wavelet agreement, model runs, GEMV kernels, weights");
+  cmd->add_option("what", o->what, "fabric | agreement | models | kernels | op | weights")
       ->required()
-      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op"}));
+      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op", "weights"}));
   cmd->add_option("operation", o->op.op, "op: gemv | allreduce | attention | layer")
       ->check(CLI::IsMember({"gemv", "allreduce", "attention", "layer"}));
   cmd->add_option("--hardware", o->op.hardware, "op: a hardware preset (default wse3)");
   cmd->add_option("--model", o->op.model,
-                  "op layer, attention: a model preset (default llama-3.1-8b)");
+                  "op layer, attention: a model preset (default llama-3.1-8b); weights: a model "
+                  "preset (synthetic) or a checkpoint folder");
+  cmd->add_option("--precision", o->precision, "weights: storage precision (default bf16)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "int8"}));
   cmd->add_option("--matrix", o->matrix, "op gemv: ROWSxCOLUMNS of the matrix (default 4096x4096)");
   cmd->add_option("--region", o->region,
                   "op gemv, layer: WIDTHxHEIGHT cores; op allreduce: WIDTH = the cores of the "
@@ -450,6 +456,15 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);
+            if (o->what == "weights") {
+              BenchWeightsOptions w;
+              w.model = o->op.model;
+              w.precision = o->precision;
+              w.threads = o->threads;
+              w.json = o->json;
+              w.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
+              return bench_weights(w);
+            }
             if (o->what == "op")
               return run_bench_op(o->op, o->matrix, o->region, o->reduction, o->json, dir);
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
