@@ -147,6 +147,15 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file.string()) {
   }
 }
 
+void SafetensorsFile::release(const void* data, std::size_t bytes) const {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t last = (begin + bytes) / page * page;
+  if (last > first)  // advice only: a failure leaves the pages resident, nothing else
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 SafetensorsFile::~SafetensorsFile() {
   if (map_ != nullptr) ::munmap(map_, size_);
 }
@@ -227,6 +236,7 @@ void widen(const Tensor& t, std::size_t k, std::size_t n, float* out) {
 // A stored 2-D weight [rows][cols] and, for FP8, its scales: what one matrix
 // of ours is read from, row by row (or column by column for gpt2's Conv1D).
 struct StoredMatrix {
+  const SafetensorsFile* file = nullptr;
   const Tensor* t = nullptr;
   std::int64_t rows = 0, cols = 0;
   const Tensor* scale = nullptr;  // FP8 only
@@ -314,6 +324,7 @@ class Checkpoint {
   StoredMatrix matrix(const std::string& tensor, std::int64_t rows, std::int64_t cols) {
     StoredMatrix m;
     m.t = &find(tensor, {rows, cols});
+    m.file = where_.at(tensor);
     m.rows = rows;
     m.cols = cols;
     const std::string& dt = m.t->dtype;
@@ -459,6 +470,7 @@ class MatrixJobs {
                   [&src](int i, std::span<float> row) {
                     src.row(i, 0, static_cast<std::int64_t>(row.size()), row.data());
                   });
+      src.file->release(src.t->data, src.t->bytes);  // read once: no need to stay resident
     });
   }
   // into := columns [col0, col0 + rows) of a Conv1D weight stored [in][out],
@@ -614,7 +626,12 @@ Weights load_safetensors(const fs::path& path, const ModelConfig& config, DType 
       WeightsOrigin::File& out = w.origin.files[i];
       out.name = fs::path(f.path()).filename().string();
       out.bytes = f.size();
-      out.sha256 = sha256_hex(f.bytes(), f.size());
+      const auto* base = static_cast<const unsigned char*>(f.bytes());
+      std::size_t released = 0;
+      out.sha256 = sha256_hex(f.bytes(), f.size(), [&](std::size_t done) {
+        f.release(base + released, done - released);
+        released = done;
+      });
     });
   }
   for (auto& job : matrices.jobs()) jobs.push_back(std::move(job));

@@ -62,6 +62,10 @@ class SafetensorsFile {
   // The whole file as mapped.
   const void* bytes() const { return map_; }
   std::size_t size() const { return size_; }
+  // Drops the process's pages of [data, data + bytes) (the whole pages
+  // inside it; a later read faults them back in from the page cache), so a
+  // file read once does not stay resident beside what was made from it.
+  void release(const void* data, std::size_t bytes) const;
   // The tensor's values widened to fp32 (bf16, fp16 and fp32 only: any other
   // dtype is a WeightsError naming the tensor).
   std::vector<float> read_fp32(const std::string& name) const;
