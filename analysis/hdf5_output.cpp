@@ -387,9 +387,8 @@ void write_strings(H5::Group& g, const char* name, const std::vector<std::string
 }
 
 // /weights: where the run's weights came from.
-void write_weights(H5::H5File& f, const RunResult& r) {
-  H5::Group g = make_group(f, "weights");
-  const WeightsProvenance& w = r.weights;
+void write_weights(H5::H5File& f, const char* group, const WeightsProvenance& w) {
+  H5::Group g = make_group(f, group);
   set_attr(g, "source", w.source);
   set_attr(g, "path", w.path);
   set_attr(g, "sha256", w.sha256);
@@ -505,7 +504,8 @@ void write_file(const std::filesystem::path& file_path, const RunResult& r, cons
   write_critical_path(f, m);
   write_mesh(f, r);
   write_tokens(f, r);
-  write_weights(f, r);
+  write_weights(f, "weights", r.weights);
+  if (r.draft_weights) write_weights(f, "draft_weights", *r.draft_weights);
   write_scenario(f, r);
   write_baselines(f, r);
   f.close();
@@ -597,6 +597,24 @@ void read_figure(const H5::Group& g, const Figure& f, RunResult& r) {
 }
 
 // A 1-D array of variable-length strings.
+std::vector<std::string> read_strings(const H5::Group& g, const char* name);
+
+// A /weights group (absent in older files).
+WeightsProvenance read_weights(const H5::Group& wg) {
+  WeightsProvenance w;
+  w.source = read_string_attr(wg, "source");
+  w.path = read_string_attr(wg, "path");
+  w.sha256 = read_string_attr(wg, "sha256");
+  w.seed = read_attr<std::uint64_t>(wg, "seed");
+  const std::vector<std::string> names = read_strings(wg, "files");
+  const std::vector<std::string> hashes = read_strings(wg, "file_sha256");
+  const auto bytes = read_array<std::uint64_t>(wg, "file_bytes", {names.size()});
+  if (hashes.size() != names.size())
+    throw std::runtime_error("/weights: files and file_sha256 differ in length");
+  for (std::size_t i = 0; i < names.size(); ++i) w.files.push_back({names[i], hashes[i], bytes[i]});
+  return w;
+}
+
 std::string read_text(const H5::Group& g, const char* name) {
   H5::DataSet ds = g.openDataSet(name);
   if (ds.getSpace().getSimpleExtentNdims() != 0)
@@ -762,20 +780,8 @@ RunResult read_file(const std::filesystem::path& path) {
     r.prompt_text = read_text(t, "prompt_text");
     r.generated_text = read_text(t, "generated_text");
   }
-  if (f.nameExists("weights")) {  // absent in older files
-    const H5::Group wg = f.openGroup("weights");
-    r.weights.source = read_string_attr(wg, "source");
-    r.weights.path = read_string_attr(wg, "path");
-    r.weights.sha256 = read_string_attr(wg, "sha256");
-    r.weights.seed = read_attr<std::uint64_t>(wg, "seed");
-    const std::vector<std::string> names = read_strings(wg, "files");
-    const std::vector<std::string> hashes = read_strings(wg, "file_sha256");
-    const auto bytes = read_array<std::uint64_t>(wg, "file_bytes", {names.size()});
-    if (hashes.size() != names.size())
-      throw std::runtime_error("/weights: files and file_sha256 differ in length");
-    for (std::size_t i = 0; i < names.size(); ++i)
-      r.weights.files.push_back({names[i], hashes[i], bytes[i]});
-  }
+  if (f.nameExists("weights")) r.weights = read_weights(f.openGroup("weights"));
+  if (f.nameExists("draft_weights")) r.draft_weights = read_weights(f.openGroup("draft_weights"));
 
   const H5::Group scenario = f.openGroup("scenario");
   H5::DataSet yaml = scenario.openDataSet("resolved_yaml");

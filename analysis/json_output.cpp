@@ -86,6 +86,22 @@ void add_baselines(Json& j, const Baselines& b) {
   }
 }
 
+// Where a run's weights came from (RunResult::weights).
+Json weights_json(const WeightsProvenance& w) {
+  Json weights = {{"source", w.source}};
+  if (w.source == "checkpoint") {
+    weights["path"] = w.path;
+    weights["sha256"] = w.sha256;
+    Json files = Json::array();
+    for (const auto& f : w.files)
+      files.push_back({{"name", f.name}, {"sha256", f.sha256}, {"bytes", f.bytes}});
+    weights["files"] = std::move(files);
+  } else if (w.source == "synthetic") {
+    weights["seed"] = w.seed;
+  }
+  return weights;
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
@@ -102,21 +118,8 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["placement_strategy"] = r.placement_strategy;
   j["seed"] = r.seed;
   j["functional"] = r.functional;
-  {
-    const WeightsProvenance& w = r.weights;
-    Json weights = {{"source", w.source}};
-    if (w.source == "checkpoint") {
-      weights["path"] = w.path;
-      weights["sha256"] = w.sha256;
-      Json files = Json::array();
-      for (const auto& f : w.files)
-        files.push_back({{"name", f.name}, {"sha256", f.sha256}, {"bytes", f.bytes}});
-      weights["files"] = std::move(files);
-    } else if (w.source == "synthetic") {
-      weights["seed"] = w.seed;
-    }
-    j["weights"] = std::move(weights);
-  }
+  j["weights"] = weights_json(r.weights);
+  if (r.draft_weights) j["draft_weights"] = weights_json(*r.draft_weights);
 
   // The mesh, then the figures (analysis/figures.hpp): hardware, fit,
   // performance, timeline, utilisation.

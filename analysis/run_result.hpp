@@ -104,9 +104,10 @@ struct RunResult {
   // Per outgoing link, [y][x][dir] with dir 0=E, 1=W, 2=S, 3=N.
   std::vector<std::uint64_t> link_bytes;
 
-  // The target's weights (the draft's, with speculative decoding, in
-  // speculative->draft_weights).
+  // The target's weights, and with speculative decoding the draft's
+  // (functional runs; source "none" otherwise).
   WeightsProvenance weights;
+  std::optional<WeightsProvenance> draft_weights;
 
   // Tokens.
   std::vector<std::int32_t> prompt_ids;

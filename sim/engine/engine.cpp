@@ -701,6 +701,7 @@ class Simulation {
   const HostLog& log() const { return log_; }
   const std::optional<models::Weights>& weights() const { return weights_; }
   const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
+  const std::optional<models::Weights>& draft_weights() const { return draft_weights_; }
 
  private:
   // The draft's weights, executors and stage chain, and the rounds the host
@@ -909,6 +910,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   if (options.functional) {
     compare_with_reference(sc, simulation.log(), *simulation.weights(), r);
     r.weights = provenance(simulation.weights()->origin);
+    if (simulation.draft_weights())
+      r.draft_weights = provenance(simulation.draft_weights()->origin);
   }
   host_times.reference_s = host_since(t_host);
   describe_text(sc, r);

@@ -195,6 +195,31 @@ TEST_F(CheckpointRunTest, ACorruptOrChangedCheckpointIsAnErrorNamingTheFile) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A draft named by its checkpoint folder decodes with its own weights: a
+// draft with the target's weights proposes exactly what the target decodes
+// (every proposal accepted), one with other weights does not.
+TEST_F(CheckpointRunTest, ASpeculativeDraftUsesItsCheckpoint) {
+  const fs::path target = make_checkpoint("target", "--model-type qwen3 --seed 1");
+  const fs::path same = make_checkpoint("same", "--model-type qwen3 --seed 1");
+  const fs::path other = make_checkpoint("other", "--model-type qwen3 --seed 2");
+  if (HasFailure()) return;
+  auto with_draft = [&](const std::string& name, const fs::path& draft) {
+    return run_json(scenario(name, target,
+                             "workload:\n  prompt_ids: [1, 2, 3]\n  generate_tokens: 8\n"
+                             "speculative_decoding:\n  draft_model: " +
+                                 draft.string() + "\n  draft_tokens: 3\n  acceptance_rate: 0.7\n"));
+  };
+  const json a = with_draft("same", same), b = with_draft("other", other);
+  if (HasFailure()) return;
+  EXPECT_EQ(a.at("draft_weights").at("sha256"), sha256sum(same, false));
+  EXPECT_EQ(b.at("draft_weights").at("sha256"), sha256sum(other, false));
+  EXPECT_EQ(a.at("tokens"), b.at("tokens"));  // the target decides what is kept
+  const json& sa = a.at("speculative_decoding");
+  const json& sb = b.at("speculative_decoding");
+  EXPECT_EQ(sa.at("wafer_acceptance_rate"), 1.0);
+  EXPECT_LT(sb.at("wafer_acceptance_rate").get<double>(), 1.0);
+}
+
 TEST_F(CheckpointRunTest, TheResolvedScenarioReproducesTheRun) {
   const fs::path folder = make_checkpoint("model", "--model-type qwen3 --dtype bf16 --seed 9");
   if (HasFailure()) return;
