@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace wafersim::analysis {
 
@@ -54,34 +55,13 @@ std::string token_list(const std::vector<std::int32_t>& ids) {
   return s + "]";
 }
 
-// One aligned "  label   value" line.
-// Text as a C-style quoted string: control characters escaped so a line stays a line.
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-        else
-          out += c;
-    }
-  }
-  return out + "\"";
+// Text as a JSON string: quoted, control characters escaped (a line stays a
+// line), invalid UTF-8 replaced.
+std::string quoted(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// One aligned "  label   value" line.
 void line(std::ostream& out, std::string_view label, std::string_view value) {
   out << fmt::format("  {:<16} {}\n", label, value);
 }
