@@ -21,13 +21,34 @@ namespace {
 
 class ConfigReader {
  public:
-  ConfigReader(const json& j, std::string file) : j_(j), file_(std::move(file)) {}
+  // `prefix` names the dict being read in messages ("rope_scaling.").
+  ConfigReader(const json& j, std::string file, std::string prefix = "")
+      : j_(j), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw HfConfigError(file_, key, what);
+    throw HfConfigError(file_, prefix_ + key, what);
   }
+  // A reader of the dict under `key` (which must be one).
+  ConfigReader dict(const std::string& key) const {
+    const json& v = j_.at(key);
+    if (!v.is_object()) fail(key, "expected a JSON object, got " + v.dump());
+    return ConfigReader(v, file_, prefix_ + key + ".");
+  }
+  std::string text_or(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_string()) fail(key, "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  double real(const std::string& key) const {
+    if (!has(key)) fail(key, "missing required key '" + key + "'");
+    return real_or(key, 0.0);
+  }
+  const json& at(const std::string& key) const { return j_.at(key); }
 
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  // Written at all, null included (Hugging Face reads null as None).
+  bool written(const std::string& key) const { return j_.contains(key); }
 
   int count(const std::string& key) const {
     if (!has(key)) fail(key, "missing required key '" + key + "'");
@@ -35,6 +56,18 @@ class ConfigReader {
   }
   int count_or(const std::string& key, int fallback) const {
     return has(key) ? to_count(key) : fallback;
+  }
+  // A whole number that may be written as one (8192.0).
+  int whole(const std::string& key) const {
+    if (!has(key)) fail(key, "missing required key '" + key + "'");
+    const json& v = j_.at(key);
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (d >= 0 && d <= INT_MAX && d == static_cast<double>(static_cast<int>(d))) {
+        return static_cast<int>(d);
+      }
+    }
+    return to_count(key);
   }
   double real_or(const std::string& key, double fallback) const {
     if (!has(key)) return fallback;
@@ -59,6 +92,7 @@ class ConfigReader {
   }
   const json& j_;
   std::string file_;
+  std::string prefix_;
 };
 
 std::optional<Architecture> from_model_type(const std::string& t) {
@@ -143,6 +177,96 @@ void read_qwen3_moe_experts(const json& j, const ConfigReader& r, ModelConfig& c
   c.intermediate_size = r.count("moe_intermediate_size");
 }
 
+// RoPE's base and rescaling: transformers 5's `rope_parameters` dict (which
+// holds rope_theta and the scaling) when present, else `rope_theta` and
+// `rope_scaling` (rope_type, or the older `type`). Hugging Face's default
+// and llama3 schemes are modelled (models/model_config.hpp, RopeScaling);
+// any other (linear, dynamic, yarn, longrope, ...) is refused.
+void read_rope(const ConfigReader& r, double default_theta, ModelConfig& c) {
+  c.rope_theta = r.real_or("rope_theta", default_theta);
+  std::optional<ConfigReader> scaling;
+  if (r.has("rope_parameters")) {
+    const ConfigReader p = r.dict("rope_parameters");
+    c.rope_theta = p.real_or("rope_theta", c.rope_theta);
+    scaling.emplace(p);
+  } else if (r.has("rope_scaling")) {
+    scaling.emplace(r.dict("rope_scaling"));
+  }
+  if (!scaling) return;
+  const ConfigReader& s = *scaling;
+  const std::string type =
+      s.has("rope_type") ? s.text_or("rope_type", "default") : s.text_or("type", "default");
+  if (type == "default") return;
+  if (type != "llama3") {
+    s.fail("rope_type", "unsupported RoPE scaling '" + type +
+                            "'; supported: default (none) and llama3 (Llama 3.1 / 3.2 / 3.3)");
+  }
+  c.rope_scaling.type = RopeScalingType::llama3;
+  c.rope_scaling.factor = s.real("factor");
+  c.rope_scaling.low_freq_factor = s.real("low_freq_factor");
+  c.rope_scaling.high_freq_factor = s.real("high_freq_factor");
+  c.rope_scaling.original_max_position = s.whole("original_max_position_embeddings");
+}
+
+// Which layers attend through a window. wafersim windows every layer or
+// none, so a config.json whose window covers only some layers is refused.
+//   layer_types (when present): "sliding_attention" / "full_attention" per
+//     layer, as transformers 4.53+ writes it;
+//   mistral, mixtral: every layer, when sliding_window is not null;
+//   qwen2, qwen3, qwen3_moe: with use_sliding_window true, the layers
+//     >= max_window_layers (Qwen2Attention; default 28 in Qwen2Config,
+//     Qwen3Config and Qwen3MoeConfig).
+void read_sliding_window(const ConfigReader& r, int default_window, ModelConfig& c) {
+  // null is no window (Mistral v0.2 onwards write it so); absent the default.
+  const int window = r.written("sliding_window") ? r.count_or("sliding_window", 0) : default_window;
+  if (r.has("layer_types")) {
+    const json& types = r.at("layer_types");
+    if (!types.is_array()) r.fail("layer_types", "expected a list, got " + types.dump());
+    int sliding = 0;
+    for (const json& t : types) {
+      if (t == "sliding_attention") {
+        ++sliding;
+      } else if (t != "full_attention") {
+        r.fail("layer_types", "unsupported layer type " + t.dump() +
+                                  "; supported: full_attention, sliding_attention");
+      }
+    }
+    if (sliding != 0 && sliding != static_cast<int>(types.size())) {
+      r.fail("layer_types",
+             "windows " + std::to_string(sliding) + " of " + std::to_string(types.size()) +
+                 " layers: wafersim windows every layer or none (per-layer windows are not "
+                 "modelled)");
+    }
+    c.sliding_window = sliding != 0 ? window : 0;
+    return;
+  }
+  switch (c.architecture) {
+    case Architecture::mistral:
+    case Architecture::mixtral:
+      c.sliding_window = window;
+      return;
+    case Architecture::qwen2:
+    case Architecture::qwen3:
+    case Architecture::qwen3_moe: {
+      if (!r.flag_or("use_sliding_window", false) || window == 0) return;
+      const int first = r.count_or("max_window_layers", 28);
+      if (first >= c.num_layers) return;  // no layer is windowed
+      if (first != 0) {
+        r.fail("max_window_layers",
+               "with use_sliding_window true, Hugging Face windows only layers >= "
+               "max_window_layers (" +
+                   std::to_string(first) + " of " + std::to_string(c.num_layers) +
+                   "): wafersim windows every layer or none (per-layer windows are not "
+                   "modelled; max_window_layers 0 windows every layer)");
+      }
+      c.sliding_window = window;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
 }  // namespace
 
 ModelConfig load_hf_config(const fs::path& path) {
@@ -199,17 +323,35 @@ ModelConfig load_hf_config(const fs::path& path) {
     }
     c.vocab_size = r.count("vocab_size");
     c.max_position = r.count("max_position_embeddings");
-    c.rope_theta = r.real_or("rope_theta", 10000.0);
-    c.rms_norm_eps = r.real_or("rms_norm_eps", 1e-6);
+    // Hugging Face's defaults for absent keys, per family (transformers'
+    // configuration_<family>.py constructors): LlamaConfig, Qwen2Config,
+    // Qwen3Config, Qwen3MoeConfig and MistralConfig rope_theta 10000.0 and
+    // rms_norm_eps 1e-6; MixtralConfig rope_theta 1e6 and rms_norm_eps 1e-5;
+    // MistralConfig and MixtralConfig num_key_value_heads 8 (the others:
+    // num_attention_heads); MistralConfig sliding_window 4096, MixtralConfig
+    // None; MixtralConfig num_local_experts 8, num_experts_per_tok 2.
+    const bool mixtral = c.architecture == Architecture::mixtral;
+    const bool mistral_like = mixtral || c.architecture == Architecture::mistral;
+    if (mistral_like) c.num_kv_heads = r.count_or("num_key_value_heads", 8);
+    read_rope(r, mixtral ? 1e6 : 10000.0, c);
+    c.rms_norm_eps = r.real_or("rms_norm_eps", mixtral ? 1e-5 : 1e-6);
     c.tie_embeddings = r.flag_or("tie_word_embeddings", false);
-    c.attention_bias = r.flag_or("attention_bias", false);
-    const bool window_applies = c.architecture == Architecture::mistral ||
-                                c.architecture == Architecture::mixtral ||
-                                r.flag_or("use_sliding_window", false);
-    if (window_applies) c.sliding_window = r.count_or("sliding_window", 0);
-    if (c.architecture == Architecture::mixtral) {
-      c.num_experts = r.count("num_local_experts");
-      c.experts_per_token = r.count("num_experts_per_tok");
+    // attention_bias biases q, k, v and o_proj in LlamaAttention,
+    // Qwen3Attention and Qwen3MoeAttention; Mistral and Mixtral have no
+    // biases, Qwen2 its q/k/v ones whatever the key says.
+    if (c.architecture == Architecture::llama || c.has_qk_norm())
+      c.attention_bias = r.flag_or("attention_bias", false);
+    if (c.architecture == Architecture::llama && r.flag_or("mlp_bias", false)) {
+      r.fail("mlp_bias", "biases on gate_proj, up_proj and down_proj are not modelled");
+    }
+    const std::string act = r.text_or("hidden_act", "silu");
+    if (act != "silu") {
+      r.fail("hidden_act", "unsupported activation '" + act + "'; supported: silu (SwiGLU)");
+    }
+    read_sliding_window(r, c.architecture == Architecture::mistral ? 4096 : 0, c);
+    if (mixtral) {
+      c.num_experts = r.count_or("num_local_experts", 8);
+      c.experts_per_token = r.count_or("num_experts_per_tok", 2);
     }
     if (c.architecture == Architecture::qwen3_moe) read_qwen3_moe_experts(j, r, c);
   }

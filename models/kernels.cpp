@@ -547,12 +547,28 @@ void rmsnorm(std::span<const float> x, std::span<const float> gamma, float eps,
   rmsnorm_apply(x, sum_of_squares(x), static_cast<int>(x.size()), gamma, eps, out);
 }
 
-void rope_apply(std::span<float> head, int position, double theta) {
+double rope_inverse_frequency(int i, int head_dim, double theta, const RopeScaling& scaling) {
+  const double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  if (scaling.type == RopeScalingType::none) return f;
+  // llama3: Hugging Face _compute_llama3_parameters, in the same order.
+  const double pi = 3.14159265358979323846;
+  const double wavelength = 2.0 * pi / f;
+  const double old_context = static_cast<double>(scaling.original_max_position);
+  const double low = scaling.low_freq_factor;
+  const double high = scaling.high_freq_factor;
+  if (wavelength > old_context / low) return f / scaling.factor;
+  if (wavelength < old_context / high) return f;
+  const double smooth = (old_context / wavelength - low) / (high - low);
+  return (1.0 - smooth) * f / scaling.factor + smooth * f;
+}
+
+void rope_apply(std::span<float> head, int position, double theta, const RopeScaling& scaling) {
   const std::size_t d = head.size();
   if (d % 2 != 0) throw std::invalid_argument("rope_apply: head size must be even");
   const std::size_t half = d / 2;
   for (std::size_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    const double inv_freq =
+        rope_inverse_frequency(static_cast<int>(i), static_cast<int>(d), theta, scaling);
     const double angle = static_cast<double>(position) * inv_freq;
     const float c = static_cast<float>(std::cos(angle));
     const float s = static_cast<float>(std::sin(angle));

@@ -82,16 +82,22 @@ void rmsnorm_apply(std::span<const float> x, float sum_sq, int n, std::span<cons
 void rmsnorm(std::span<const float> x, std::span<const float> gamma, float eps,
              std::span<float> out);
 
+// RoPE's inverse frequency of pair i (0 <= i < head_dim / 2) of a head of
+// head_dim: theta^(-2i/head_dim), rescaled as `scaling` says
+// (models/model_config.hpp, RopeScaling), in double. The reference and the
+// simulated cores both take their frequencies from here.
+double rope_inverse_frequency(int i, int head_dim, double theta, const RopeScaling& scaling);
+
 // Rotary position embedding of one head in place, Llama / Hugging Face
 // "rotate_half" convention: with d = head.size() (even) and half = d / 2, for
 // i in [0, half) the pair (head[i], head[i + half]) is rotated by
-//   angle = position * theta^(-2i/d)          (computed in double)
+//   angle = position * rope_inverse_frequency(i, d, theta, scaling)  (double)
 //   c = float(cos(angle)), s = float(sin(angle))
 //   head[i]        = x0 * c - x1 * s
 //   head[i + half] = x1 * c + x0 * s          (fp32, x0/x1 the old values).
 // Hugging Face computes the angle in fp32; double keeps long positions exact
 // enough and the simulator uses this same function.
-void rope_apply(std::span<float> head, int position, double theta);
+void rope_apply(std::span<float> head, int position, double theta, const RopeScaling& scaling = {});
 
 // Flash-decoding partial attention state over a set of positions:
 //   max = the largest score, sum = sum of exp(score - max),

@@ -38,6 +38,23 @@ Architecture parse_architecture(const std::string& name) {
       "': allowed are llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2");
 }
 
+const char* rope_scaling_name(RopeScalingType t) {
+  switch (t) {
+    case RopeScalingType::none:
+      return "none";
+    case RopeScalingType::llama3:
+      return "llama3";
+  }
+  throw std::invalid_argument("rope_scaling_name: unknown RopeScalingType value");
+}
+
+RopeScalingType parse_rope_scaling(const std::string& name) {
+  for (RopeScalingType t : {RopeScalingType::none, RopeScalingType::llama3}) {
+    if (name == rope_scaling_name(t)) return t;
+  }
+  throw std::invalid_argument("unknown rope scaling '" + name + "': allowed are none, llama3");
+}
+
 int dtype_bits(DType t) {
   switch (t) {
     case DType::fp32:
@@ -98,8 +115,9 @@ std::uint64_t ModelConfig::layer_parameters() const {
                                      : 3 * hidden * inter;  // gate, up, down
   const std::uint64_t norms = 2 * hidden;                   // attn_norm, ffn_norm
   const std::uint64_t qkv_bias = has_qkv_bias() ? q + 2 * kv : 0;
+  const std::uint64_t o_bias = has_o_bias() ? hidden : 0;
   const std::uint64_t qk_norm = has_qk_norm() ? 2 * static_cast<std::uint64_t>(head_dim) : 0;
-  return attention + mlp + norms + qkv_bias + qk_norm;
+  return attention + mlp + norms + qkv_bias + o_bias + qk_norm;
 }
 
 std::uint64_t ModelConfig::parameter_count() const {
@@ -129,6 +147,36 @@ void require_positive_finite(double value, const char* field) {
   }
 }
 
+// Hugging Face's checks of a llama3 rope_scaling (modeling_rope_utils.py,
+// _validate_llama3_parameters) plus positivity: factor >= 1 is only warned
+// about there; a factor below 1 would shorten wavelengths, which no released
+// model does, so it is refused here.
+void validate_rope_scaling(const RopeScaling& s) {
+  if (s.type == RopeScalingType::none) {
+    if (s.factor != 0.0 || s.low_freq_factor != 0.0 || s.high_freq_factor != 0.0 ||
+        s.original_max_position != 0) {
+      throw ConfigError("rope_scaling",
+                        "rope_scaling_factor, rope_low_freq_factor, rope_high_freq_factor and "
+                        "rope_original_max_position need rope_scaling: llama3");
+    }
+    return;
+  }
+  if (!(s.factor >= 1.0) || !std::isfinite(s.factor)) {
+    throw ConfigError(
+        "rope_scaling_factor",
+        "rope_scaling_factor must be a finite number >= 1, got " + std::to_string(s.factor));
+  }
+  require_positive_finite(s.low_freq_factor, "rope_low_freq_factor");
+  require_positive_finite(s.high_freq_factor, "rope_high_freq_factor");
+  if (!(s.high_freq_factor > s.low_freq_factor)) {
+    throw ConfigError("rope_high_freq_factor",
+                      "rope_high_freq_factor must be greater than rope_low_freq_factor (" +
+                          std::to_string(s.low_freq_factor) + "), got " +
+                          std::to_string(s.high_freq_factor));
+  }
+  require_positive(s.original_max_position, "rope_original_max_position");
+}
+
 }  // namespace
 
 void ModelConfig::validate() const {
@@ -156,6 +204,7 @@ void ModelConfig::validate() const {
   require_positive(vocab_size, "vocab_size");
   require_positive(max_position, "max_position");
   require_positive_finite(rope_theta, "rope_theta");
+  validate_rope_scaling(rope_scaling);
   require_positive_finite(rms_norm_eps, "rms_norm_eps");
   if (num_experts < 0 || experts_per_token < 0) {
     throw ConfigError(num_experts < 0 ? "num_experts" : "experts_per_token",

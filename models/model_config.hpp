@@ -63,6 +63,35 @@ DType parse_dtype(const std::string& name);
 // quantized formats, else the format itself.
 DType vector_dtype(DType t);
 
+// How RoPE's inverse frequencies are rescaled for a context longer than the
+// one the model was trained on (Hugging Face `rope_scaling`, or transformers
+// 5's `rope_parameters`). With d = head_dim and f_i = theta^(-2i/d):
+//   none    f_i unchanged.
+//   llama3  Llama 3.1 / 3.2 / 3.3 (transformers modeling_rope_utils.py,
+//           _compute_llama3_parameters): with wavelength w_i = 2 pi / f_i,
+//           L = original_max_position,
+//             w_i > L / low_freq_factor   f_i / factor          (low freq.)
+//             w_i < L / high_freq_factor  f_i                   (high freq.)
+//             otherwise, s = (L / w_i - low_freq_factor) /
+//                            (high_freq_factor - low_freq_factor),
+//                       (1 - s) f_i / factor + s f_i            (between).
+//           The attention scale is unchanged (attention_factor 1).
+enum class RopeScalingType { none, llama3 };
+
+const char* rope_scaling_name(RopeScalingType t);
+// Throws std::invalid_argument for an unknown name ("none", "llama3").
+RopeScalingType parse_rope_scaling(const std::string& name);
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  // llama3 only; 0 with type none.
+  double factor = 0.0;
+  double low_freq_factor = 0.0;
+  double high_freq_factor = 0.0;
+  int original_max_position = 0;
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   Architecture architecture = Architecture::llama;
@@ -75,6 +104,7 @@ struct ModelConfig {
   int vocab_size = 0;
   int max_position = 0;  // longest context the model supports
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;  // none unless the model rescales RoPE (Llama 3.1)
   double rms_norm_eps = 1e-5;
   bool tie_embeddings = false;  // lm_head shares the embedding matrix
   // Mixture of experts (mixtral, qwen3_moe): experts per layer, and how many
@@ -82,8 +112,10 @@ struct ModelConfig {
   // expert's (Hugging Face moe_intermediate_size for qwen3_moe).
   int num_experts = 0;
   int experts_per_token = 0;
-  // Biases on the q, k and v projections for the llama family (Hugging Face
-  // `attention_bias`). qwen2 and gpt2 have them whatever this says.
+  // Biases on the q, k, v and o projections for the llama family (Hugging
+  // Face `attention_bias`, which biases o_proj too in LlamaAttention and
+  // Qwen3Attention). qwen2 has q/k/v biases and gpt2 all four whatever this
+  // says.
   bool attention_bias = false;
   // Each query attends to at most the last `sliding_window` positions
   // (itself included); 0 = the whole context (mistral v0.1 uses 4096).
@@ -100,6 +132,8 @@ struct ModelConfig {
     return attention_bias || architecture == Architecture::qwen2 ||
            architecture == Architecture::gpt2;
   }
+  // A bias on the o projection: gpt2, or attention_bias.
+  bool has_o_bias() const { return attention_bias || architecture == Architecture::gpt2; }
   bool is_gpt2() const { return architecture == Architecture::gpt2; }
   // Parameters per decoder layer (attention, MLP or experts plus router,
   // norms, biases).

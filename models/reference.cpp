@@ -107,13 +107,14 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
     }
     if (!c.is_gpt2()) {
       for (int h = 0; h < c.num_heads; ++h) {
-        rope_apply(std::span<float>(q_).subspan(sz(h) * hd, hd), position, c.rope_theta);
+        rope_apply(std::span<float>(q_).subspan(sz(h) * hd, hd), position, c.rope_theta,
+                   c.rope_scaling);
       }
     }
     const std::size_t first = sz(l) * sz(c.num_kv_heads);
     for (int kh = 0; kh < c.num_kv_heads; ++kh) {
       std::span<float> k_head = std::span<float>(k_).subspan(sz(kh) * hd, hd);
-      if (!c.is_gpt2()) rope_apply(k_head, position, c.rope_theta);
+      if (!c.is_gpt2()) rope_apply(k_head, position, c.rope_theta, c.rope_scaling);
       std::vector<float>& kc = k_cache_[first + sz(kh)];
       std::vector<float>& vc = v_cache_[first + sz(kh)];
       kc.resize((sz(position) + 1) * hd);
@@ -150,7 +151,7 @@ std::vector<float> ReferenceModel::forward(std::int32_t token, int position) {
       }
     }
     gemv_tile(layer.wo.view(), attn_, proj_);
-    if (c.is_gpt2()) add_inplace(proj_, layer.bo);
+    if (c.has_o_bias()) add_inplace(proj_, layer.bo);
     add_inplace(x_, proj_);
 
     // MLP block.

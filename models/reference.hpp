@@ -29,7 +29,9 @@ class ReferenceModel {
   // then logits = lm_head RMSNorm(x; final_norm). Attention scale is
   // 1/sqrt(head_dim); query head h reads kv head h / (num_heads / num_kv_heads).
   // Other architectures (ModelConfig::architecture):
-  //   qkv bias (qwen2, gpt2): q += bq, k += bk, v += bv right after the GEMVs;
+  //   qkv bias (qwen2, gpt2, attention_bias): q += bq, k += bk, v += bv right
+  //     after the GEMVs; o bias (gpt2, attention_bias): h = x + (Wo attn + bo);
+  //   RoPE's frequencies rescaled as rope_scaling says (rope_inverse_frequency);
   //   qk-norm (qwen3, qwen3_moe): each head of q and k RMSNorm'd with q_norm / k_norm
   //     (eps rms_norm_eps) after the biases, before RoPE;
   //   sliding window: only positions > position - sliding_window are attended;

@@ -557,6 +557,7 @@ void load_llama_family(Checkpoint& ck, const ModelConfig& c, Weights& w, MatrixJ
       L.bk = ck.read(b + "self_attn.k_proj.bias", {kv});
       L.bv = ck.read(b + "self_attn.v_proj.bias", {kv});
     }
+    if (c.has_o_bias()) L.bo = ck.read(b + "self_attn.o_proj.bias", {h});
     if (c.has_qk_norm()) {
       L.q_norm = ck.read(b + "self_attn.q_norm.weight", {c.head_dim});
       L.k_norm = ck.read(b + "self_attn.k_norm.weight", {c.head_dim});

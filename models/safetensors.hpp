@@ -99,7 +99,8 @@ std::optional<std::filesystem::path> checkpoint_weights_file(const std::filesyst
 // names: for the llama family model.embed_tokens.weight,
 // model.layers.N.{input_layernorm, post_attention_layernorm}.weight,
 // model.layers.N.self_attn.{q,k,v,o}_proj.weight (+ q/k/v .bias with
-// has_qkv_bias, + self_attn.{q,k}_norm.weight for qwen3),
+// has_qkv_bias, + o_proj.bias with attention_bias, + self_attn.{q,k}_norm.weight
+// for qwen3),
 // model.layers.N.mlp.{gate,up,down}_proj.weight or, for mixtral,
 // model.layers.N.block_sparse_moe.gate.weight and
 // ...block_sparse_moe.experts.E.{w1,w2,w3}.weight, for the other mixtures of

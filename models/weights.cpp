@@ -347,8 +347,8 @@ Weights Weights::synthetic(const ModelConfig& config, DType dtype, std::uint64_t
       layer.bk = random_biases(kv, dtype, seed, x(ExtraKind::bk));
       layer.bv = random_biases(kv, dtype, seed, x(ExtraKind::bv));
     }
+    if (config.has_o_bias()) layer.bo = random_biases(hidden, dtype, seed, x(ExtraKind::bo));
     if (config.is_gpt2()) {
-      layer.bo = random_biases(hidden, dtype, seed, x(ExtraKind::bo));
       layer.b_up = random_biases(inter, dtype, seed, x(ExtraKind::b_up));
       layer.b_down = random_biases(hidden, dtype, seed, x(ExtraKind::b_down));
       layer.attn_norm_bias = random_biases(hidden, dtype, seed, x(ExtraKind::attn_norm_bias));

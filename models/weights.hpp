@@ -265,7 +265,7 @@ struct LayerWeights {
 
   // Architecture extras (ModelConfig says which are present).
   std::vector<float> bq, bk, bv;       // [q_dim], [kv_dim], [kv_dim]: has_qkv_bias()
-  std::vector<float> bo;               // [hidden]: gpt2
+  std::vector<float> bo;               // [hidden]: has_o_bias()
   std::vector<float> b_up, b_down;     // [intermediate], [hidden]: gpt2
   std::vector<float> attn_norm_bias;   // [hidden]: gpt2 LayerNorm
   std::vector<float> ffn_norm_bias;    // [hidden]: gpt2 LayerNorm

@@ -194,7 +194,7 @@ void PhaseValues::rope(Vec& qkv, int position) const {
     for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
       models::rope_apply(
           qkv.row(t).subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
-          position + t, model_.rope_theta);
+          position + t, model_.rope_theta, model_.rope_scaling);
 }
 
 void PhaseValues::gelu(Vec& v) const {

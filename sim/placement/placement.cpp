@@ -288,8 +288,8 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
             2 * norm_vectors * (st.o.row_begin(pi + 1) - st.o.row_begin(pi)), norms);
     // q/k/v biases (qwen2, gpt2, attention_bias).
     if (model.has_qkv_bias()) biases(st.wafer, st.qkv, fmt::format("layer {} qkv bias", st.layer));
+    if (model.has_o_bias()) biases(st.wafer, st.o, fmt::format("layer {} o bias", st.layer));
     if (model.is_gpt2()) {
-      biases(st.wafer, st.o, fmt::format("layer {} o bias", st.layer));
       biases(st.wafer, st.gate_up, fmt::format("layer {} up bias", st.layer));
       biases(st.wafer, st.down, fmt::format("layer {} down bias", st.layer));
     }

@@ -180,7 +180,7 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     cut("o");
     ph.push_back(move(Slot::attn, input_layout(st.o), L + " move to o"));
     ph.push_back(gemv(st.o, WeightRef::o, Slot::attn, Slot::proj));
-    if (gpt2) ph.push_back(bias(st.o, WeightRef::o, Slot::proj));
+    if (model.has_o_bias()) ph.push_back(bias(st.o, WeightRef::o, Slot::proj));
     Phase add1 = unary(PhaseKind::add, Slot::x, Slot::h, L + " residual");
     add1.b = Slot::proj;
     ph.push_back(add1);

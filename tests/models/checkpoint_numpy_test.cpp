@@ -42,16 +42,21 @@ struct Layout {
   std::string model_type;
   std::string dtype;  // bf16, f16, f32
   int shards;
+  std::string extra = "";  // more make_checkpoint.py flags
 };
 
 void PrintTo(const Layout& l, std::ostream* os) {
-  *os << l.model_type << " " << l.dtype << " in " << l.shards << " file(s)";
+  *os << l.model_type << " " << l.dtype << " in " << l.shards << " file(s) " << l.extra;
 }
 
 std::string layout_name(const ::testing::TestParamInfo<Layout>& info) {
   const Layout& l = info.param;
   std::string name = l.model_type + "_" + l.dtype;
   if (l.shards > 1) name += "_shards" + std::to_string(l.shards);
+  for (char c : l.extra) {
+    if (c == ' ') continue;
+    name += (c == '-') ? '_' : c;
+  }
   return name;
 }
 
@@ -61,9 +66,9 @@ constexpr int kNewTokens = 8;
 
 TEST_P(NumpyLayoutTest, ReferenceDecodesTheTokensNumpyDecodes) {
   const Layout& l = GetParam();
-  const fs::path folder =
-      make_checkpoint("model", "--model-type " + l.model_type + " --dtype " + l.dtype +
-                                   " --seed 7 --shards " + std::to_string(l.shards));
+  const fs::path folder = make_checkpoint("model", "--model-type " + l.model_type + " --dtype " +
+                                                       l.dtype + " --seed 7 --shards " +
+                                                       std::to_string(l.shards) + " " + l.extra);
   if (HasFailure()) return;
   const ModelConfig config = load_hf_config(folder);
   const Weights weights = load_safetensors(folder, config, DType::fp32);
@@ -101,7 +106,12 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, NumpyLayoutTest,
                                            Layout{"qwen3", "f32", 1}, Layout{"mixtral", "bf16", 3},
                                            Layout{"mixtral", "f32", 1},
                                            Layout{"qwen3_moe", "bf16", 2},
-                                           Layout{"gpt2", "bf16", 1}, Layout{"gpt2", "f32", 1}),
+                                           Layout{"gpt2", "bf16", 1}, Layout{"gpt2", "f32", 1},
+                                           // Llama 3.1's RoPE scaling; attention_bias
+                                           // (q, k, v and o_proj biases).
+                                           Layout{"llama", "bf16", 1, "--rope-scaling llama3"},
+                                           Layout{"llama", "f32", 1, "--attention-bias"},
+                                           Layout{"qwen3", "bf16", 1, "--attention-bias"}),
                          layout_name);
 
 // FP8 weights (F8_E4M3 codes times their per-row scales) decode as NumPy

@@ -426,11 +426,178 @@ TEST_F(CheckpointTest, HfConfigErrorsNameTheFileAndKey) {
   EXPECT_EQ(error_of(R"({"model_type": "gpt2", "n_embd": "768"})").key(), "n_embd");
   EXPECT_EQ(error_of("{ not json").key(), "");
   EXPECT_EQ(error_of(R"({"model_type": "mixtral", "hidden_size": 8, "intermediate_size": 8,
-    "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 10,
-    "max_position_embeddings": 8, "num_local_experts": 4})")
+    "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+    "vocab_size": 10, "max_position_embeddings": 8, "num_local_experts": 4,
+    "num_experts_per_tok": 5})")
                 .key(),
-            "num_experts_per_tok");
+            "experts_per_token");
   EXPECT_THROW(load_hf_config(dir_ / "nope"), HfConfigError);
+}
+
+// A llama config.json of Llama 3.1 8B's shape with `extra` keys added.
+std::string llama31_with(const std::string& extra) {
+  return R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-05)" +
+         extra + "}";
+}
+
+TEST_F(CheckpointTest, HfConfigReadsLlama3RopeScaling) {
+  const RopeScaling llama31{RopeScalingType::llama3, 8.0, 1.0, 4.0, 8192};
+  // Llama 3.1's config.json (transformers 4).
+  write_text(dir_ / "config.json", llama31_with(R"(, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192, "rope_type": "llama3"})"));
+  ModelConfig m = load_hf_config(dir_);
+  EXPECT_EQ(m.rope_theta, 500000.0);
+  EXPECT_EQ(m.rope_scaling, llama31);
+  EXPECT_EQ(m.parameter_count(), 8'030'261'248ull);
+  // transformers 5: rope_theta and the scaling in rope_parameters.
+  write_text(dir_ / "config.json", llama31_with(R"(, "rope_parameters": {"rope_theta": 500000.0,
+    "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192, "rope_type": "llama3"})"));
+  m = load_hf_config(dir_);
+  EXPECT_EQ(m.rope_theta, 500000.0);
+  EXPECT_EQ(m.rope_scaling, llama31);
+  // rope_type default, in either place, or the older "type" key: no scaling.
+  write_text(dir_ / "config.json",
+             llama31_with(R"(, "rope_parameters": {"rope_theta": 1e6, "rope_type": "default"})"));
+  m = load_hf_config(dir_);
+  EXPECT_EQ(m.rope_theta, 1e6);
+  EXPECT_EQ(m.rope_scaling, RopeScaling{});
+  write_text(dir_ / "config.json", llama31_with(R"(, "rope_scaling": {"type": "default"})"));
+  EXPECT_EQ(load_hf_config(dir_).rope_scaling, RopeScaling{});
+  write_text(dir_ / "config.json", llama31_with(R"(, "rope_scaling": {"type": "llama3",
+    "factor": 32, "low_freq_factor": 1, "high_freq_factor": 4,
+    "original_max_position_embeddings": 8192.0})"));
+  EXPECT_EQ(load_hf_config(dir_).rope_scaling.factor, 32.0);
+}
+
+TEST_F(CheckpointTest, HfConfigDefaultsFollowEachFamily) {
+  // Mixtral-8x7B without the keys whose defaults differ from Llama's:
+  // MixtralConfig's rope_theta 1e6, rms_norm_eps 1e-5, num_key_value_heads 8,
+  // num_local_experts 8, num_experts_per_tok 2, sliding_window None.
+  write_text(dir_ / "config.json", R"({"model_type": "mixtral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "vocab_size": 32000, "max_position_embeddings": 32768})");
+  ModelConfig m = load_hf_config(dir_);
+  EXPECT_EQ(m.rope_theta, 1e6);
+  EXPECT_EQ(m.rms_norm_eps, 1e-5);
+  EXPECT_EQ(m.num_kv_heads, 8);
+  EXPECT_EQ(m.num_experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.sliding_window, 0);
+  EXPECT_EQ(m.parameter_count(), 46'702'792'704ull);
+  // Mistral: MistralConfig's num_key_value_heads 8 and sliding_window 4096
+  // when absent; null is no window (Mistral 7B v0.2 onwards).
+  const std::string mistral = R"({"model_type": "mistral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "vocab_size": 32000, "max_position_embeddings": 32768)";
+  write_text(dir_ / "config.json", mistral + "}");
+  m = load_hf_config(dir_);
+  EXPECT_EQ(m.num_kv_heads, 8);
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(m.rope_theta, 10000.0);
+  EXPECT_EQ(m.rms_norm_eps, 1e-6);
+  write_text(dir_ / "config.json", mistral + R"(, "sliding_window": null})");
+  EXPECT_EQ(load_hf_config(dir_).sliding_window, 0);
+  // Llama: num_key_value_heads defaults to num_attention_heads.
+  write_text(dir_ / "config.json", R"({"model_type": "llama", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "vocab_size": 100, "max_position_embeddings": 64})");
+  m = load_hf_config(dir_);
+  EXPECT_EQ(m.num_kv_heads, 4);
+  EXPECT_EQ(m.rms_norm_eps, 1e-6);
+}
+
+TEST_F(CheckpointTest, HfConfigAttentionBiasBiasesTheOProjectionToo) {
+  write_text(dir_ / "config.json", llama31_with(R"(, "attention_bias": true)"));
+  const ModelConfig m = load_hf_config(dir_);
+  EXPECT_TRUE(m.has_qkv_bias());
+  EXPECT_TRUE(m.has_o_bias());
+  // q (4096) + k, v (1024 each) + o (4096) per layer.
+  EXPECT_EQ(m.parameter_count(), 8'030'261'248ull + 32ull * (4096 + 2 * 1024 + 4096));
+  // Qwen2's q/k/v biases have no o bias; Mistral has none whatever the key says.
+  write_text(dir_ / "config.json", R"({"model_type": "qwen2", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "vocab_size": 100, "max_position_embeddings": 64, "attention_bias": true})");
+  EXPECT_TRUE(load_hf_config(dir_).has_qkv_bias());
+  EXPECT_FALSE(load_hf_config(dir_).has_o_bias());
+  write_text(dir_ / "config.json", R"({"model_type": "mistral", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "vocab_size": 100, "max_position_embeddings": 64,
+    "attention_bias": true})");
+  EXPECT_FALSE(load_hf_config(dir_).has_qkv_bias());
+  EXPECT_FALSE(load_hf_config(dir_).has_o_bias());
+}
+
+TEST_F(CheckpointTest, HfConfigWindowsEveryLayerOrNone) {
+  auto qwen2_with = [](const std::string& extra) {
+    return R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "vocab_size": 100, "max_position_embeddings": 64, "sliding_window": 16)" +
+           extra + "}";
+  };
+  write_text(dir_ / "config.json",
+             qwen2_with(R"(, "use_sliding_window": true, "max_window_layers": 0)"));
+  EXPECT_EQ(load_hf_config(dir_).sliding_window, 16);  // every layer
+  write_text(dir_ / "config.json",
+             qwen2_with(R"(, "use_sliding_window": true, "max_window_layers": 4)"));
+  EXPECT_EQ(load_hf_config(dir_).sliding_window, 0);  // no layer
+  write_text(dir_ / "config.json", qwen2_with(R"(, "use_sliding_window": true)"));
+  EXPECT_EQ(load_hf_config(dir_).sliding_window, 0);  // default 28 >= 4 layers
+  write_text(dir_ / "config.json", qwen2_with(R"(, "layer_types": ["sliding_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention"])"));
+  EXPECT_EQ(load_hf_config(dir_).sliding_window, 16);
+  write_text(dir_ / "config.json", qwen2_with(R"(, "use_sliding_window": true,
+    "layer_types": ["full_attention", "full_attention", "full_attention", "full_attention"])"));
+  EXPECT_EQ(load_hf_config(dir_).sliding_window, 0);
+}
+
+// What wafersim does not model is refused, naming the key and why.
+TEST_F(CheckpointTest, HfConfigRefusesRopeWindowsAndBiasesItDoesNotModel) {
+  struct Refusal {
+    std::string text, key, reason;
+  };
+  const std::string qwen3 = R"({"model_type": "qwen3", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+    "max_position_embeddings": 64, "sliding_window": 16)";
+  const std::vector<Refusal> refusals = {
+      {llama31_with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
+       "rope_scaling.rope_type", "unsupported RoPE scaling 'yarn'; supported: default"},
+      {llama31_with(R"(, "rope_scaling": {"type": "linear", "factor": 2.0})"),
+       "rope_scaling.rope_type", "'linear'"},
+      {llama31_with(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0})"),
+       "rope_scaling.rope_type", "llama3"},
+      {llama31_with(R"(, "rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4})"),
+       "rope_parameters.rope_type", "'longrope'"},
+      {llama31_with(R"(, "rope_scaling": {"rope_type": "llama3", "low_freq_factor": 1.0,
+         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"),
+       "rope_scaling.factor", "missing required key 'factor'"},
+      {llama31_with(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+         "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+         "original_max_position_embeddings": 8192})"),
+       "rope_high_freq_factor", "greater than rope_low_freq_factor"},
+      {llama31_with(R"(, "rope_scaling": "llama3")"), "rope_scaling", "expected a JSON object"},
+      {llama31_with(R"(, "mlp_bias": true)"), "mlp_bias", "not modelled"},
+      {llama31_with(R"(, "hidden_act": "gelu")"), "hidden_act", "supported: silu"},
+      {qwen3 + R"(, "use_sliding_window": true, "max_window_layers": 2})", "max_window_layers",
+       "windows only layers >= max_window_layers (2 of 4)"},
+      {qwen3 + R"(, "layer_types": ["full_attention", "sliding_attention",
+         "sliding_attention", "sliding_attention"]})",
+       "layer_types", "windows 3 of 4 layers"},
+  };
+  for (const Refusal& r : refusals) {
+    write_text(dir_ / "config.json", r.text);
+    try {
+      load_hf_config(dir_);
+      ADD_FAILURE() << r.text << " was accepted";
+    } catch (const HfConfigError& e) {
+      EXPECT_EQ(e.key(), r.key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(r.reason), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Sha256, KnownDigests) {

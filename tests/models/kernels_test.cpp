@@ -351,8 +351,8 @@ void expect_tiles_match_scalar(const MatrixView& v, const std::vector<int>& cuts
         ASSERT_TRUE(std::isnan(got)) << what << " tile " << t << " row " << i;
       } else {
         ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(want[i]))
-            << what << " tile " << t << " (" << nc << " columns) row " << i << ": " << got
-            << " vs " << want[i];
+            << what << " tile " << t << " (" << nc << " columns) row " << i << ": " << got << " vs "
+            << want[i];
       }
     }
     for (std::size_t i = rows; i < stride && t * stride + i < y.size(); ++i)
@@ -395,13 +395,15 @@ TEST(GemvTiles, NarrowTilesKeepSignedZerosInfinitiesAndNaNs) {
       Matrix m(static_cast<int>(rows.size()), cols);
       for (int i = 0; i < m.rows(); ++i)
         for (int j = 0; j < cols; ++j)
-          m(i, j) = round_to_dtype(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j % 3)], t);
+          m(i, j) =
+              round_to_dtype(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j % 3)], t);
       m.store_as(t);
       std::vector<float> x(static_cast<std::size_t>(cols));
       for (int j = 0; j < cols; ++j) x[static_cast<std::size_t>(j)] = j % 2 == 0 ? 1.0f : 0.5f;
       x[0] = 0.0f;  // -0 products in the first column of the -0 row
-      expect_tiles_match_scalar(m.view(), {0, cols}, x,
-                                std::string(dtype_name(t)) + " " + std::to_string(cols) + " columns");
+      expect_tiles_match_scalar(
+          m.view(), {0, cols}, x,
+          std::string(dtype_name(t)) + " " + std::to_string(cols) + " columns");
     }
   }
 }
@@ -414,12 +416,12 @@ TEST(GemvTiles, RejectsCutsAndSizesThatDoNotFit) {
     gemv_tiles(m.view(), cuts, std::span<const float>(x).first(x_size), y, stride);
   };
   EXPECT_NO_THROW(call({0, 3, 6}, 6, 4));
-  EXPECT_THROW(call({0, 3, 5}, 6, 4), std::invalid_argument);  // short of the columns
-  EXPECT_THROW(call({1, 3, 6}, 6, 4), std::invalid_argument);  // not from column 0
+  EXPECT_THROW(call({0, 3, 5}, 6, 4), std::invalid_argument);     // short of the columns
+  EXPECT_THROW(call({1, 3, 6}, 6, 4), std::invalid_argument);     // not from column 0
   EXPECT_THROW(call({0, 3, 3, 6}, 6, 4), std::invalid_argument);  // an empty tile
-  EXPECT_THROW(call({0}, 6, 4), std::invalid_argument);         // no tile
-  EXPECT_THROW(call({0, 3, 6}, 5, 4), std::invalid_argument);   // x too short
-  EXPECT_THROW(call({0, 3, 6}, 6, 3), std::invalid_argument);   // stride below the rows
+  EXPECT_THROW(call({0}, 6, 4), std::invalid_argument);           // no tile
+  EXPECT_THROW(call({0, 3, 6}, 5, 4), std::invalid_argument);     // x too short
+  EXPECT_THROW(call({0, 3, 6}, 6, 3), std::invalid_argument);     // stride below the rows
   EXPECT_THROW(call({0, 2, 4, 6}, 6, 5), std::invalid_argument);  // y too short (2*5+4 > 12)
 }
 
@@ -480,6 +482,48 @@ TEST(Rope, PositionZeroIsIdentityAndRotationKeepsPairNorms) {
   EXPECT_NE(head, before);
   std::vector<float> odd(3);
   EXPECT_THROW(rope_apply(odd, 1, 10000.0), std::invalid_argument);
+}
+
+// Llama 3.1 8B's rope_scaling (factor 8, low_freq_factor 1, high_freq_factor
+// 4, original context 8192; head_dim 128, theta 500000): wavelengths below
+// 8192 / 4 = 2048 keep their frequency, those above 8192 / 1 are slowed 8
+// times, those between are interpolated (Hugging Face
+// _compute_llama3_parameters).
+TEST(Rope, Llama3ScalingKeepsHighSlowsLowAndInterpolatesBetween) {
+  const RopeScaling llama31{RopeScalingType::llama3, 8.0, 1.0, 4.0, 8192};
+  const double pi = 3.14159265358979323846;
+  int high = 0, low = 0, between = 0;
+  for (int i = 0; i < 64; ++i) {
+    const double f = std::pow(500000.0, -static_cast<double>(2 * i) / 128.0);
+    const double got = rope_inverse_frequency(i, 128, 500000.0, llama31);
+    EXPECT_EQ(rope_inverse_frequency(i, 128, 500000.0, RopeScaling{}), f);
+    const double wavelength = 2 * pi / f;
+    if (wavelength < 2048) {
+      EXPECT_EQ(got, f) << i;
+      ++high;
+    } else if (wavelength > 8192) {
+      EXPECT_DOUBLE_EQ(got, f / 8) << i;
+      ++low;
+    } else {
+      // smooth runs from 1 at wavelength 2048 to 0 at 8192.
+      const double smooth = (8192 / wavelength - 1) / 3;
+      EXPECT_GT(smooth, 0.0);
+      EXPECT_LT(smooth, 1.0);
+      EXPECT_DOUBLE_EQ(got, f / 8 + smooth * (f - f / 8)) << i;
+      ++between;
+    }
+  }
+  EXPECT_EQ(high, 29);  // i 0..28: 2 pi 500000^(i/64) < 2048
+  EXPECT_EQ(between, 6);
+  EXPECT_EQ(low, 29);
+  // rope_apply rotates by those frequencies: pair 63 at position 8 turns as
+  // far as unscaled at position 1.
+  std::vector<float> scaled(128, 0.0f), plain(128, 0.0f);
+  scaled[63] = plain[63] = 1.0f;
+  rope_apply(scaled, 8, 500000.0, llama31);
+  rope_apply(plain, 1, 500000.0);
+  EXPECT_NEAR(scaled[127], plain[127], 1e-6);
+  EXPECT_NE(plain[127], 0.0f);
 }
 
 // Plain softmax attention in double, written independently of the kernels.

@@ -112,6 +112,33 @@ TEST(ModelConfig, ValidateNamesTheOffendingField) {
       "rope_theta");
   expect_field_error([](ModelConfig& c) { c.rms_norm_eps = -1e-6; }, "rms_norm_eps");
   expect_field_error([](ModelConfig& c) { c.rms_norm_eps = 0.0; }, "rms_norm_eps");
+  // RoPE scaling: llama3 needs its four values; none takes none of them.
+  const RopeScaling llama31{RopeScalingType::llama3, 8.0, 1.0, 4.0, 8192};
+  expect_field_error([](ModelConfig& c) { c.rope_scaling.factor = 8.0; }, "rope_scaling");
+  expect_field_error(
+      [&](ModelConfig& c) {
+        c.rope_scaling = llama31;
+        c.rope_scaling.factor = 0.5;
+      },
+      "rope_scaling_factor");
+  expect_field_error(
+      [&](ModelConfig& c) {
+        c.rope_scaling = llama31;
+        c.rope_scaling.low_freq_factor = 0.0;
+      },
+      "rope_low_freq_factor");
+  expect_field_error(
+      [&](ModelConfig& c) {
+        c.rope_scaling = llama31;
+        c.rope_scaling.high_freq_factor = 1.0;
+      },
+      "rope_high_freq_factor");
+  expect_field_error(
+      [&](ModelConfig& c) {
+        c.rope_scaling = llama31;
+        c.rope_scaling.original_max_position = 0;
+      },
+      "rope_original_max_position");
 }
 
 TEST(ModelConfig, MessagesSayWhatIsAllowed) {

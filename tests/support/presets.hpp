@@ -85,6 +85,7 @@ inline models::ModelConfig preset_model(const std::string& name) {
     m.vocab_size = 128256;
     m.max_position = 131072;
     m.rope_theta = 500000.0;
+    m.rope_scaling = {models::RopeScalingType::llama3, 8.0, 1.0, 4.0, 8192};
   } else if (name == "mixtral-8x7b") {
     m.architecture = Architecture::mixtral;
     m.hidden_size = 4096;

@@ -123,7 +123,15 @@ INSTANTIATE_TEST_SUITE_P(
              "precision: bf16\n", true},
         Case{"qwen3_moe_bf16_shards", "--model-type qwen3_moe --dtype bf16 --shards 2",
              "precision: bf16\n", true},
-        Case{"gpt2_f32", "--model-type gpt2 --dtype f32", "precision: fp32\n"}),
+        Case{"gpt2_f32", "--model-type gpt2 --dtype f32", "precision: fp32\n"},
+        // Llama 3.1's rope_scaling (the simulated cores' RoPE) and
+        // attention_bias (q, k, v and o_proj biases on the cores).
+        Case{"llama_rope_llama3_bf16", "--model-type llama --dtype bf16 --rope-scaling llama3",
+             "precision: bf16\n"},
+        Case{"llama_attention_bias_f32", "--model-type llama --dtype f32 --attention-bias",
+             "precision: fp32\n"},
+        Case{"qwen3_attention_bias_whole_region", "--model-type qwen3 --dtype f32 --attention-bias",
+             "precision: fp32\nplacement: {strategy: whole-region, layer_groups: 2}\n"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST_F(CheckpointRunTest, TextInTextOut) {
