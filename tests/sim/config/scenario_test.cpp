@@ -1008,8 +1008,11 @@ class CheckpointScenario : public ScenarioFiles {
     std::string vocab;
     for (int b = 33; b < 127; ++b) {
       if (b == '"' || b == '\\') continue;
-      vocab += (vocab.empty() ? "" : ",") + std::string("\"") + static_cast<char>(b) +
-               "\":" + std::to_string(b);
+      if (!vocab.empty()) vocab += ',';
+      vocab += '"';
+      vocab += static_cast<char>(b);
+      vocab += "\":";
+      vocab += std::to_string(b);
     }
     vocab += ",\"\xc4\xa0\":32";
     write("ck/tokenizer.json", R"({"model": {"type": "BPE", "vocab": {)" + vocab +
