@@ -19,6 +19,12 @@ HfConfigError::HfConfigError(std::string file, std::string key, const std::strin
 
 namespace {
 
+// A value for a message: scalars as JSON, lists and objects by their type
+// only (dump() of a deeply nested value would recurse as deep as it goes).
+std::string described(const json& v) {
+  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
+}
+
 class ConfigReader {
  public:
   // `prefix` names the dict being read in messages ("rope_scaling.").
@@ -72,13 +78,13 @@ class ConfigReader {
   double real_or(const std::string& key, double fallback) const {
     if (!has(key)) return fallback;
     const json& v = j_.at(key);
-    if (!v.is_number()) fail(key, "expected a number, got " + v.dump());
+    if (!v.is_number()) fail(key, "expected a number, got " + described(v));
     return v.get<double>();
   }
   bool flag_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     const json& v = j_.at(key);
-    if (!v.is_boolean()) fail(key, "expected true or false, got " + v.dump());
+    if (!v.is_boolean()) fail(key, "expected true or false, got " + described(v));
     return v.get<bool>();
   }
 
@@ -86,7 +92,8 @@ class ConfigReader {
   int to_count(const std::string& key) const {
     const json& v = j_.at(key);
     if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > INT_MAX) {
-      fail(key, "expected a whole number in [0, " + std::to_string(INT_MAX) + "], got " + v.dump());
+      fail(key,
+           "expected a whole number in [0, " + std::to_string(INT_MAX) + "], got " + described(v));
     }
     return static_cast<int>(v.get<long long>());
   }
@@ -117,7 +124,7 @@ std::optional<Architecture> from_class_name(const std::string& c) {
 Architecture read_architecture(const json& j, const ConfigReader& r) {
   if (r.has("model_type")) {
     const json& t = j.at("model_type");
-    if (!t.is_string()) r.fail("model_type", "expected a string, got " + t.dump());
+    if (!t.is_string()) r.fail("model_type", "expected a string, got " + described(t));
     if (auto a = from_model_type(t.get<std::string>())) return *a;
     r.fail("model_type",
            "unsupported model_type '" + t.get<std::string>() +
@@ -133,7 +140,7 @@ Architecture read_architecture(const json& j, const ConfigReader& r) {
                                   "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, "
                                   "Qwen3MoeForCausalLM, GPT2LMHeadModel");
     }
-    r.fail("architectures", "expected a list of class names, got " + list.dump());
+    r.fail("architectures", "expected a list of class names, got " + described(list));
   }
   r.fail("model_type", "missing required key 'model_type' (nor is there 'architectures')");
 }
@@ -278,7 +285,7 @@ ModelConfig load_hf_config(const fs::path& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
     throw HfConfigError(shown, "", std::string("invalid JSON: ") + e.what());
   }
   if (!j.is_object()) throw HfConfigError(shown, "", "expected a JSON object at the top level");
