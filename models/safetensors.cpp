@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -87,20 +88,41 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file.string()) {
                              " bytes of JSON, but only " + std::to_string(size_ - 8) +
                              " bytes follow");
     }
+    const std::string_view text(reinterpret_cast<const char*>(bytes + 8), header_len);
+    // nlohmann stops at a NUL byte as at the end of the input: what follows
+    // one would never be read.
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+      throw WeightsError(
+          path_, "", "bad header: a NUL byte at offset " + std::to_string(nul) + " of the JSON");
+    }
     json header;
+    std::set<std::string> names;  // nlohmann keeps the last of two equal keys silently
     try {
-      header = json::parse(std::string_view(reinterpret_cast<const char*>(bytes + 8), header_len));
-    } catch (const json::parse_error& e) {
+      header = json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::key && depth == 1 &&
+            !names.insert(parsed.get<std::string>()).second) {
+          throw WeightsError(path_, parsed.get<std::string>(),
+                             "bad header: the name appears twice");
+        }
+        return true;
+      });
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
       throw WeightsError(path_, "", std::string("bad header: invalid JSON: ") + e.what());
     }
     if (!header.is_object()) throw WeightsError(path_, "", "bad header: expected a JSON object");
     const unsigned char* data = bytes + 8 + header_len;
     const std::size_t data_size = size_ - 8 - static_cast<std::size_t>(header_len);
     for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") continue;
       auto bad = [&](const std::string& what) {
         throw WeightsError(path_, name, "bad header: " + what);
       };
+      if (name == "__metadata__") {
+        if (!entry.is_object()) bad("expected an object of strings");
+        for (const auto& [key, value] : entry.items()) {
+          if (!value.is_string()) bad(key + ": expected a string");
+        }
+        continue;
+      }
       if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
           !entry.contains("data_offsets")) {
         bad("each tensor needs dtype, shape and data_offsets");
@@ -115,8 +137,17 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file.string()) {
       std::uint64_t elements = 1;
       for (const json& d : shape) {
         if (!d.is_number_unsigned()) bad("shape must be a list of whole numbers >= 0");
-        t.shape.push_back(static_cast<std::int64_t>(d.get<std::uint64_t>()));
-        elements *= d.get<std::uint64_t>();
+        const std::uint64_t dim = d.get<std::uint64_t>();
+        // Neither the int64 shape nor the element count may wrap.
+        if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+            (dim != 0 && elements > std::numeric_limits<std::uint64_t>::max() / dim)) {
+          bad("shape dimension " + std::to_string(dim) + " makes more than 2^64 elements");
+        }
+        t.shape.push_back(static_cast<std::int64_t>(dim));
+        elements *= dim;
+      }
+      if (elements > std::numeric_limits<std::uint64_t>::max() / esize) {
+        bad("shape " + shape_text(t.shape) + " of " + t.dtype + " needs more than 2^64 bytes");
       }
       const json& off = entry["data_offsets"];
       if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
@@ -139,6 +170,19 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file.string()) {
       t.data = data + begin;
       t.bytes = static_cast<std::size_t>(end - begin);
       tensors_.emplace(name, std::move(t));
+    }
+    // No two tensors may share bytes (the format lays them end to end).
+    std::vector<std::pair<std::pair<std::size_t, std::size_t>, std::string>> spans;
+    for (const auto& [name, t] : tensors_) {
+      const auto begin = static_cast<std::size_t>(t.data - data);
+      if (t.bytes > 0) spans.push_back({{begin, begin + t.bytes}, name});
+    }
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      if (spans[i].first.first < spans[i - 1].first.second) {
+        throw WeightsError(path_, spans[i].second,
+                           "bad header: data_offsets overlap those of " + spans[i - 1].second);
+      }
     }
   } catch (...) {
     ::munmap(map_, size_);
@@ -416,7 +460,7 @@ class Checkpoint {
     json j;
     try {
       j = json::parse(in);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
       throw WeightsError(shown, "", std::string("bad index: invalid JSON: ") + e.what());
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {

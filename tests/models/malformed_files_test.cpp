@@ -540,14 +540,12 @@ TEST_F(MalformedFiles, BrokenSafetensorsAreClearErrors) {
   }
 }
 
-// Cases that models/safetensors.cpp accepts today (or answers with another
-// exception), to enable with its fix: `elements *= d` (line 115) and
-// `elements * esize` (line 131) can wrap, and the int64 cast of a dimension
-// above INT64_MAX goes negative; the catches of the header (line 89) and of
-// the index (line 243) take json::parse_error only, not the out_of_range of
-// 1e400; no check that tensors do not overlap; nlohmann keeps the last of two
-// equal keys and stops reading at a NUL byte; __metadata__ is not checked.
-TEST_F(MalformedFiles, DISABLED_SafetensorsCasesAwaitingTheLoaderFix) {
+// Headers that lie in ways a plain reader would accept or crash on: shapes
+// whose element or byte count wraps 2^64, a dimension above INT64_MAX,
+// numbers out of range (1e400), overlapping tensors, a name given twice (a
+// JSON reader keeps the last), a NUL byte inside the header, a __metadata__
+// that is not an object of strings.
+TEST_F(MalformedFiles, SafetensorsLiesAboutSizesOffsetsAndNames) {
   const std::string data = data_bytes();
   const std::vector<std::pair<std::string, std::string>> corpus = {
       // elements *= d wraps: 2^32 x 2^32 = 2^64 = 0 elements, 0 bytes.
@@ -597,7 +595,7 @@ TEST_F(MalformedFiles, DISABLED_SafetensorsCasesAwaitingTheLoaderFix) {
 }
 
 // The index's reader has the same catch (json::out_of_range escapes it).
-TEST_F(MalformedFiles, DISABLED_SafetensorsIndexAwaitingTheLoaderFix) {
+TEST_F(MalformedFiles, SafetensorsIndexWithOutOfRangeNumbers) {
   const fs::path index =
       write("model.safetensors.index.json", R"({"metadata":{"total_size":1e400},"weight_map":{}})");
   try {

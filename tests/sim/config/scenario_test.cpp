@@ -1015,8 +1015,10 @@ class CheckpointScenario : public ScenarioFiles {
       vocab += std::to_string(b);
     }
     vocab += ",\"\xc4\xa0\":32";
-    write("ck/tokenizer.json", R"({"model": {"type": "BPE", "vocab": {)" + vocab +
-                                   R"(}, "merges": []}, "added_tokens": []})");
+    write("ck/tokenizer.json",
+          R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+              "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {)" +
+              vocab + R"(}, "merges": []}, "added_tokens": []})");
     return dir_ / "ck";
   }
 };
