@@ -153,12 +153,23 @@ void read_tokenizer(const Value& v, Workload& w, const ReadContext&) {
   w.tokenizer = p.string();
 }
 
-// Absent tokenizer: the checkpoint folder's tokenizer.json, when it has one.
+// Absent tokenizer: the checkpoint folder's tokenizer.json, when it has one,
+// read now (an unusable one is an error before anything runs, at workload:).
 void default_tokenizer(Workload& w, const ReadContext& ctx) {
   if (ctx.checkpoint.empty()) return;
   const std::filesystem::path p = std::filesystem::path(ctx.checkpoint) / "tokenizer.json";
   std::error_code ec;
-  if (std::filesystem::is_regular_file(p, ec)) w.tokenizer = p.string();
+  if (!std::filesystem::is_regular_file(p, ec)) return;
+  try {
+    (void)models::Tokenizer::from_file(p);
+  } catch (const models::TokenizerError& e) {
+    const Value& workload = ctx.mapping->self();
+    fail(workload.key_loc(), join_path(workload.path, "tokenizer"),
+         std::string(e.what()) +
+             "\n  (the checkpoint folder's tokenizer.json, used by default: fix it, or give "
+             "workload.tokenizer)");
+  }
+  w.tokenizer = p.string();
 }
 
 // A flow list, wrapped so that long prompts stay readable.

@@ -181,6 +181,22 @@ TEST_F(CheckpointRunTest, AFolderWithoutWeightsIsAnErrorInAFunctionalRunOnly) {
   EXPECT_EQ(json::parse(timing.out).at("weights").at("source"), "none");
 }
 
+TEST_F(CheckpointRunTest, ABrokenTokenizerInTheFolderIsAnErrorBeforeTheRun) {
+  const fs::path folder = make_checkpoint("model", "--model-type llama --dtype bf16");
+  if (HasFailure()) return;
+  std::ofstream(folder / "tokenizer.json") << "{\"model\": {\"type\": \"WordPiece\"}}";
+  const fs::path out = dir_ / "r.h5";
+  const Outcome o =
+      wafersim("run " +
+               scenario("tok", folder, "workload:\n  prompt_ids: [1, 2, 3]\n  generate_tokens: 4\n")
+                   .string() +
+               " --out " + out.string());
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.err.find("workload.tokenizer"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("tokenizer.json"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(CheckpointRunTest, ACorruptOrChangedCheckpointIsAnErrorNamingTheFile) {
   const fs::path folder = make_checkpoint("model", "--model-type llama --dtype bf16");
   if (HasFailure()) return;
