@@ -197,53 +197,44 @@ TEST(Placement, ExpertsHaveDisjointRegionsInsideTheirLayer) {
   }
 }
 
-// Mixtral 8x7B at bf16 (46.7B parameters, 87 GiB: more than the 41 GiB of
-// SRAM of two WSE-3s) does not fit two wafers; on three every expert of
-// every layer is placed and the weight bytes on the wafers are the
-// parameter bytes exactly.
-TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
-  const models::ModelConfig m = testing::preset_model("mixtral-8x7b");
+// `model` at bf16 does not fit `fewest - 1` WSE-3s; on `fewest` every
+// expert of every layer is placed and the weight bytes on the wafers are the
+// parameter bytes exactly. The placement, for more checks.
+Placement expect_fewest_wse3_store_every_expert_once(const models::ModelConfig& m, int fewest) {
   const fabric::WaferSpec wse3 = testing::preset_hardware("wse3");
   PlacementRequest req;
   req.context_tokens = 64;
   req.strategy = StrategyKind::layer_rectangles;
-  EXPECT_THROW(plan_placement(m, wse3, 2, req), fabric::FitError);
+  EXPECT_THROW(plan_placement(m, wse3, fewest - 1, req), fabric::FitError);
   std::vector<std::unique_ptr<fabric::Fabric>> fabs;
   std::vector<fabric::Fabric*> ptrs;
-  for (int w = 0; w < 3; ++w) {
+  for (int w = 0; w < fewest; ++w) {
     fabs.push_back(std::make_unique<fabric::Fabric>(wse3));
     ptrs.push_back(fabs.back().get());
   }
-  const Placement pl = place(m, ptrs, req);
+  Placement pl = place(m, ptrs, req);
   std::uint64_t weights = 0;
   for (const auto& f : fabs) weights += f->sram().used_for(fabric::SramUse::weights).value;
   EXPECT_EQ(weights, m.parameter_count() * 2);
-  ASSERT_EQ(pl.layers.size(), 32u);
-  for (const LayerStage& st : pl.layers) EXPECT_EQ(st.experts.size(), 8u);
+  EXPECT_EQ(pl.layers.size(), static_cast<std::size_t>(m.num_layers));
+  for (const LayerStage& st : pl.layers)
+    EXPECT_EQ(st.experts.size(), static_cast<std::size_t>(m.num_experts));
+  return pl;
+}
+
+// Mixtral 8x7B at bf16 (46.7B parameters, 87 GiB: more than the 41 GiB of
+// SRAM of two WSE-3s) needs three.
+TEST(Placement, Mixtral8x7bNeedsThreeWse3AndStoresEveryExpertOnce) {
+  expect_fewest_wse3_store_every_expert_once(testing::preset_model("mixtral-8x7b"), 3);
 }
 
 // Qwen3-235B-A22B at bf16 (235B parameters, 438 GiB), many small experts
 // (128 per layer, each 1536 wide): each expert's two matrices on rectangles
 // of their own in the layer's strip, six layers to a wafer at most, so 16
-// WSE-3s and not 15; every expert of every layer is stored once.
+// WSE-3s and not 15.
 TEST(Placement, Qwen3_235bA22bPlacesItsManySmallExpertsOnSixteenWse3) {
-  const models::ModelConfig m = testing::preset_model("qwen3-235b-a22b");
-  const fabric::WaferSpec wse3 = testing::preset_hardware("wse3");
-  PlacementRequest req;
-  req.context_tokens = 64;
-  req.strategy = StrategyKind::layer_rectangles;
-  EXPECT_THROW(plan_placement(m, wse3, 15, req), fabric::FitError);
-  std::vector<std::unique_ptr<fabric::Fabric>> fabs;
-  std::vector<fabric::Fabric*> ptrs;
-  for (int w = 0; w < 16; ++w) {
-    fabs.push_back(std::make_unique<fabric::Fabric>(wse3));
-    ptrs.push_back(fabs.back().get());
-  }
-  const Placement pl = place(m, ptrs, req);
-  std::uint64_t weights = 0;
-  for (const auto& f : fabs) weights += f->sram().used_for(fabric::SramUse::weights).value;
-  EXPECT_EQ(weights, m.parameter_count() * 2);
-  ASSERT_EQ(pl.layers.size(), 94u);
+  const Placement pl =
+      expect_fewest_wse3_store_every_expert_once(testing::preset_model("qwen3-235b-a22b"), 16);
   for (const LayerStage& st : pl.layers) {
     ASSERT_EQ(st.experts.size(), 128u);
     EXPECT_EQ(st.router.out_features, 128);
