@@ -642,24 +642,42 @@ bool ignorable(const ModelConfig& config, const std::string& t) {
 
 }  // namespace
 
-Weights load_safetensors(const fs::path& path, const ModelConfig& config, DType dtype,
-                         const LoadOptions& options) {
+namespace {
+
+// Every name, shape and dtype checked against `config`, the vectors read and
+// the matrices' jobs made (not run).
+void plan_load(Checkpoint& ck, const ModelConfig& config, Weights& w, MatrixJobs& matrices) {
   config.validate();
-  Checkpoint ck(path);
-  Weights w;
   w.config = config;
-  w.dtype = dtype;
-  w.origin.kind = WeightsOrigin::Kind::checkpoint;
-  w.origin.path = ck.origin();
   w.layers.resize(static_cast<std::size_t>(config.num_layers));
-  // Every name, shape and dtype is checked here, before any value is read.
-  MatrixJobs matrices(dtype, options.storage);
   if (config.is_gpt2()) {
     load_gpt2(ck, config, w, matrices);
   } else {
     load_llama_family(ck, config, w, matrices);
   }
   ck.check_all_used([&](const std::string& t) { return ignorable(config, t); });
+}
+
+}  // namespace
+
+std::string check_safetensors(const fs::path& path, const ModelConfig& config) {
+  Checkpoint ck(path);
+  Weights w;
+  MatrixJobs matrices(DType::fp32, HostStorage::fp32);
+  plan_load(ck, config, w, matrices);
+  return ck.origin();
+}
+
+Weights load_safetensors(const fs::path& path, const ModelConfig& config, DType dtype,
+                         const LoadOptions& options) {
+  Checkpoint ck(path);
+  Weights w;
+  w.dtype = dtype;
+  w.origin.kind = WeightsOrigin::Kind::checkpoint;
+  w.origin.path = ck.origin();
+  // Every name, shape and dtype is checked here, before any value is read.
+  MatrixJobs matrices(dtype, options.storage);
+  plan_load(ck, config, w, matrices);
 
   // The files' hashes and the matrices, on the host threads.
   std::vector<std::function<void()>> jobs;

@@ -74,8 +74,10 @@ void write_raw_safetensors(const fs::path& file, const std::vector<RawTensor>& t
   for (const RawTensor& t : tensors) {
     if (header.size() > 1) header += ",";
     header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-    for (std::size_t i = 0; i < t.shape.size(); ++i)
-      header += (i > 0 ? "," : "") + std::to_string(t.shape[i]);
+    for (std::size_t i = 0; i < t.shape.size(); ++i) {
+      if (i > 0) header += ',';
+      header += std::to_string(t.shape[i]);
+    }
     header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," +
               std::to_string(data.size() + t.bytes.size()) + "]}";
     data += t.bytes;

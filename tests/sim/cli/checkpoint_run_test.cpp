@@ -181,6 +181,35 @@ TEST_F(CheckpointRunTest, AFolderWithoutWeightsIsAnErrorInAFunctionalRunOnly) {
   EXPECT_EQ(json::parse(timing.out).at("weights").at("source"), "none");
 }
 
+// validate reads the checkpoint's headers against the model: a config that
+// does not describe the files is found without running.
+TEST_F(CheckpointRunTest, ValidateChecksTheCheckpointAgainstTheModel) {
+  const fs::path folder = make_checkpoint("model", "--model-type llama --dtype bf16");
+  if (HasFailure()) return;
+  const fs::path s =
+      scenario("v", folder, "workload:\n  prompt_ids: [1, 2, 3]\n  generate_tokens: 4\n");
+  const Outcome good = wafersim("validate " + s.string());
+  EXPECT_EQ(good.code, 0) << good.err;
+  EXPECT_NE(good.out.find("weights checkpoint"), std::string::npos) << good.out;
+  // The config now says a wider MLP than the files hold.
+  std::ifstream in(folder / "config.json");
+  json config = json::parse(in);
+  config["intermediate_size"] = config["intermediate_size"].get<int>() + 16;
+  std::ofstream(folder / "config.json") << config.dump();
+  const Outcome bad = wafersim("validate " + s.string());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.err.find("mlp.gate_proj.weight"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("where the config needs"), std::string::npos) << bad.err;
+  // Timing only: the weights are not needed, so not checked.
+  const Outcome timing =
+      wafersim("validate " + scenario("t", folder,
+                                      "workload:\n  prompt_ids: [1, 2, 3]\n  generate_tokens: 4\n"
+                                      "outputs: {functional: false}\n")
+                                 .string());
+  EXPECT_EQ(timing.code, 0) << timing.err;
+  EXPECT_NE(timing.out.find("weights none (timing only)"), std::string::npos) << timing.out;
+}
+
 TEST_F(CheckpointRunTest, ABrokenTokenizerInTheFolderIsAnErrorBeforeTheRun) {
   const fs::path folder = make_checkpoint("model", "--model-type llama --dtype bf16");
   if (HasFailure()) return;
