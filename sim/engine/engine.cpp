@@ -843,21 +843,18 @@ analysis::WeightsProvenance provenance(const models::WeightsOrigin& o) {
 }
 
 // Ids as text; an id the tokenizer does not know (a model's vocabulary is
-// often padded beyond its tokenizer's) as "<id N>".
+// often padded beyond its tokenizer's) as "<id N>", the runs of known ids
+// between them decoded together.
 std::string ids_text(const models::Tokenizer& tok, std::span<const std::int32_t> ids) {
-  try {
-    return tok.decode(ids);
-  } catch (const models::TokenizerError&) {
-    std::string out;
-    for (const std::int32_t id : ids) {
-      try {
-        out += tok.decode(std::span(&id, 1));
-      } catch (const models::TokenizerError&) {
-        out += "<id " + std::to_string(id) + ">";
-      }
-    }
-    return out;
+  std::string out;
+  std::size_t run = 0;  // first id of the current run of known ones
+  for (std::size_t i = 0; i <= ids.size(); ++i) {
+    if (i < ids.size() && tok.has_id(ids[i])) continue;
+    out += tok.decode(ids.subspan(run, i - run));
+    if (i < ids.size()) out += "<id " + std::to_string(ids[i]) + ">";
+    run = i + 1;
   }
+  return out;
 }
 
 // The prompt and user 0's generated tokens as text, with the workload's tokenizer.
