@@ -509,6 +509,20 @@ class MatrixJobs {
 
   // into := the stored matrix as is.
   void plain(Matrix& into, StoredMatrix src) {
+    // Stored at the run's precision already: the encodings copied as they are.
+    const bool same_bits = storage_ == HostStorage::compact &&
+                           src.scaling == StoredMatrix::Scaling::none &&
+                           ((dtype_ == DType::bf16 && src.t->dtype == "BF16") ||
+                            (dtype_ == DType::fp16 && src.t->dtype == "F16"));
+    if (same_bits) {
+      jobs_.push_back([this, &into, src] {
+        into = Matrix::compact(static_cast<int>(src.rows), static_cast<int>(src.cols), dtype_);
+        for (std::int64_t i = 0; i < src.rows; ++i)
+          into.set_row_bits(static_cast<int>(i), src.t->data + 2 * i * src.cols);
+        src.file->release(src.t->data, src.t->bytes);
+      });
+      return;
+    }
     jobs_.push_back([this, &into, src] {
       into = make(static_cast<int>(src.rows), static_cast<int>(src.cols),
                   [&src](int i, std::span<float> row) {

@@ -171,6 +171,17 @@ void Matrix::set_row(int i, std::span<const float> values, float scale) {
       throw_not_representable("Matrix::set_row", storage_, row, j, values[j]);
 }
 
+void Matrix::set_row_bits(int i, const unsigned char* little_endian) {
+  if (storage_ != DType::bf16 && storage_ != DType::fp16)
+    throw_wrong_storage("Matrix::set_row_bits", storage_);
+  if (i < 0 || i >= rows_)
+    throw std::invalid_argument("Matrix::set_row_bits: row " + std::to_string(i) + " of " +
+                                std::to_string(rows_));
+  std::uint16_t* out = bits_.data() + index(i, 0);
+  for (int j = 0; j < cols_; ++j)
+    out[j] = static_cast<std::uint16_t>(little_endian[2 * j] | (little_endian[2 * j + 1] << 8));
+}
+
 void Matrix::row_values(int i, std::span<float> out) const {
   if (out.size() != static_cast<std::size_t>(cols_)) {
     throw std::invalid_argument("Matrix::row_values: out holds " + std::to_string(out.size()) +

@@ -174,6 +174,11 @@ class Matrix {
   // `scale` exactly as store_quantized would (quantize_row's values and
   // scale). The row is left partly written on an error.
   void set_row(int i, std::span<const float> values, float scale = 1.0f);
+  // Row i := cols() 16-bit encodings, little-endian bytes as a checkpoint
+  // stores them, in a matrix held as bf16 or fp16 (the same encoding): every
+  // such value is representable, so this is set_row of their values without
+  // the round trip through fp32. std::logic_error for other storage.
+  void set_row_bits(int i, const unsigned char* little_endian);
 
   // fp32 storage only (std::logic_error otherwise).
   float* data() {
