@@ -44,12 +44,7 @@ constexpr Key<SpeculativeOptions> kSpeculative[] = {
     {"draft_model", R, "a model preset, {preset: ...} or inline", "the draft model",
      [](auto& v, auto& o, auto& ctx) {
        o.decoding.draft = resolve(model_kind(), v, ctx.preset_dir, o.draft_preset);
-       o.draft_checkpoint.clear();
-       if (is_checkpoint_path(o.draft_preset)) {
-         const fs::path p = checkpoint_path(o.draft_preset, v);
-         std::error_code ec;
-         o.draft_checkpoint = fs::is_directory(p, ec) ? p.string() : p.parent_path().string();
-       }
+       o.draft_checkpoint = model_checkpoint_folder(o.draft_preset, v);
      },
      [](auto& o) { return block(write_keys(model_keys(), o.decoding.draft, "    ")); }},
     {"draft_weights", O, "{source, path, sha256} as weights: (default: as for the target)",

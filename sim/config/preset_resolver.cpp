@@ -117,9 +117,9 @@ models::ModelConfig read_checkpoint_config(const std::string& name, const Value&
 
 }  // namespace
 
-bool is_checkpoint_path(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+std::string model_checkpoint_folder(const std::string& preset_name, const Value& v) {
+  if (!names_checkpoint(preset_name)) return "";
+  return checkpoint_folder(checkpoint_path(preset_name, v)).string();
 }
 
 fs::path checkpoint_path(const std::string& name, const Value& v) {
@@ -172,7 +172,7 @@ Config resolve(const PresetKind<Config>& kind, const Value& v, const fs::path& p
     const std::string name = read_string(
         name_value, fmt::format("a {} preset name such as {}", kind.kind, kind.example));
     if constexpr (std::is_same_v<Config, models::ModelConfig>) {
-      if (is_checkpoint_path(name)) {  // a Hugging Face checkpoint, not a preset
+      if (names_checkpoint(name)) {  // a Hugging Face checkpoint, not a preset
         config = read_checkpoint_config(name, name_value);
         preset_name = name;
         return;

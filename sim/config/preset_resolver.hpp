@@ -36,12 +36,13 @@ const PresetKind<fabric::WaferSpec>& hardware_kind();
 const PresetKind<models::ModelConfig>& model_kind();
 const PresetKind<models::gpu::ClusterSpec>& gpu_kind();
 
-// `model:` naming a Hugging Face checkpoint rather than a preset: a value with
-// a '/' (a folder holding config.json, e.g. ./my-model) or ending in .json.
-bool is_checkpoint_path(const std::string& name);
-// Such a path, absolute: relative to the current directory if it exists there,
-// else to the folder of the file `v` is in.
+// A checkpoint path (names_checkpoint, scenario.hpp), absolute: relative to
+// the current directory if it exists there, else to the folder of the file `v`
+// is in.
 std::filesystem::path checkpoint_path(const std::string& name, const Value& v);
+// The folder (absolute) a model value read its config.json from, given the
+// name resolve() set: "" for a preset or an inline model.
+std::string model_checkpoint_folder(const std::string& preset_name, const Value& v);
 
 // A preset by name, alone (wafersim list, load_*_preset): errors name the
 // preset file with key paths from its top.

@@ -115,6 +115,16 @@ void apply_overrides(YAML::Node& root, const ScenarioOverrides& overrides) {
 
 }  // namespace
 
+bool names_checkpoint(const std::string& model) {
+  return model.find('/') != std::string::npos ||
+         (model.size() > 5 && model.compare(model.size() - 5, 5, ".json") == 0);
+}
+
+fs::path checkpoint_folder(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) ? path : path.parent_path();
+}
+
 std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates) {
   return yaml::did_you_mean(word, candidates);
 }

@@ -151,6 +151,14 @@ struct Scenario {
 // positions it did not compute), or one whose checkpoint has no weights files.
 void check_run_mode(const Scenario& scenario, bool functional);
 
+// A `model:` (or draft_model) value that names a Hugging Face checkpoint
+// rather than a preset: one with a '/' (a folder holding config.json, e.g.
+// ./my-model) or ending in .json.
+bool names_checkpoint(const std::string& model);
+// The folder of a checkpoint path: the path itself when it is a folder, else
+// the folder of the file (a config.json, a .safetensors or an index).
+std::filesystem::path checkpoint_folder(const std::filesystem::path& path);
+
 // "\n  did you mean 'x'?" for the closest of `candidates`, or "" (as scenario errors use).
 std::string suggest_name(const std::string& word, const std::vector<std::string>& candidates);
 

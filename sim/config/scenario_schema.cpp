@@ -38,13 +38,7 @@ constexpr Key<Scenario> kScenario[] = {
     {"model", R, "preset, preset with overrides, inline, or a checkpoint", "the model",
      [](auto& v, auto& s, auto& ctx) {
        s.model = resolve(model_kind(), v, ctx.preset_dir, s.model_preset);
-       s.model_checkpoint.clear();
-       if (is_checkpoint_path(s.model_preset)) {
-         const std::filesystem::path p = checkpoint_path(s.model_preset, v);
-         std::error_code ec;
-         s.model_checkpoint =
-             std::filesystem::is_directory(p, ec) ? p.string() : p.parent_path().string();
-       }
+       s.model_checkpoint = model_checkpoint_folder(s.model_preset, v);
      },
      [](auto& s) { return block(write_keys(model_keys(), s.model, "  ")); }, nullptr, -1},
     {"weights", O, "{source, path, sha256}",
@@ -67,7 +61,8 @@ constexpr Key<Scenario> kScenario[] = {
      [](auto& s) { return block(write_keys(placement_keys(), s.placement, "  ")); }},
     {"workload", R, "mapping", "what is decoded",
      [](auto& v, auto& s, auto&) {
-       read_workload(v, s.model, checkpoint_folder(s.weights, s.model_checkpoint), s.workload);
+       read_workload(v, s.model, checkpoint_files_folder(s.weights, s.model_checkpoint),
+                     s.workload);
      },
      [](auto& s) { return block(write_keys(workload_keys(), s.workload, "  ")); }},
     {"outputs", O, "mapping", "results file and functional or timing-only",

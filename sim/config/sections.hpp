@@ -33,7 +33,7 @@ WeightsOptions default_weights(const std::string& model_checkpoint);
 WeightsOptions read_weights(const Value& v, const std::string& model_checkpoint);
 // The folder the checkpoint's other files (tokenizer.json) are looked for in:
 // the weights' folder, else the model's; empty when there is none.
-std::string checkpoint_folder(const WeightsOptions& w, const std::string& model_checkpoint);
+std::string checkpoint_files_folder(const WeightsOptions& w, const std::string& model_checkpoint);
 
 // workload: and outputs: (workload_schema.cpp). `checkpoint` is the folder a
 // prompt's tokenizer.json is looked for in by default ("" = none).

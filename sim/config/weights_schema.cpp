@@ -98,11 +98,9 @@ WeightsOptions read_weights(const Value& v, const std::string& model_checkpoint)
   return w;
 }
 
-std::string checkpoint_folder(const WeightsOptions& w, const std::string& model_checkpoint) {
-  if (w.source == WeightsOptions::Source::checkpoint && !w.path.empty()) {
-    std::error_code ec;
-    return fs::is_directory(w.path, ec) ? w.path : fs::path(w.path).parent_path().string();
-  }
+std::string checkpoint_files_folder(const WeightsOptions& w, const std::string& model_checkpoint) {
+  if (w.source == WeightsOptions::Source::checkpoint && !w.path.empty())
+    return checkpoint_folder(w.path).string();
   return model_checkpoint;
 }
 

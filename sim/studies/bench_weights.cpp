@@ -53,11 +53,6 @@ double host_bytes(const models::Weights& w) {
   return b;
 }
 
-bool names_checkpoint(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
-}
-
 }  // namespace
 
 int bench_weights(const BenchWeightsOptions& o) {
@@ -76,8 +71,7 @@ int bench_weights(const BenchWeightsOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   models::Weights w;
   if (checkpoint) {
-    const fs::path folder =
-        fs::is_directory(o.model) ? fs::path(o.model) : fs::path(o.model).parent_path();
+    const fs::path folder = checkpoint_folder(o.model);
     models::LoadOptions load;
     load.storage = models::HostStorage::compact;
     load.threads = threads;
