@@ -204,26 +204,51 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_ != nullptr) ::munmap(map_, size_);
 }
 
+namespace {
+
+// Element k of a float tensor (F32, BF16, F16, F8_E4M3) as fp32.
+float element(const SafetensorsFile::Tensor& t, std::size_t k) {
+  const unsigned char* d = t.data;
+  if (t.dtype == "F32") {
+    float f;
+    std::memcpy(&f, d + 4 * k, 4);
+    return f;
+  }
+  if (t.dtype == "F8_E4M3") return fp8_e4m3_bits_to_float(d[k]);
+  const auto bits = static_cast<std::uint16_t>(d[2 * k] | (d[2 * k + 1] << 8));
+  return t.dtype == "BF16" ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
+}
+
+// Stored elements [k, k + n) widened to fp32 (the dtype tested once per run).
+void widen(const SafetensorsFile::Tensor& t, std::size_t k, std::size_t n, float* out) {
+  const unsigned char* d = t.data;
+  if (t.dtype == "F32") {
+    std::memcpy(out, d + 4 * k, 4 * n);  // little-endian host
+  } else if (t.dtype == "BF16") {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = bf16_bits_to_float(
+          static_cast<std::uint16_t>(d[2 * (k + i)] | (d[2 * (k + i) + 1] << 8)));
+  } else if (t.dtype == "F16") {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = fp16_bits_to_float(
+          static_cast<std::uint16_t>(d[2 * (k + i)] | (d[2 * (k + i) + 1] << 8)));
+  } else {  // F8_E4M3
+    for (std::size_t i = 0; i < n; ++i) out[i] = fp8_e4m3_bits_to_float(d[k + i]);
+  }
+}
+
+}  // namespace
+
 std::vector<float> SafetensorsFile::read_fp32(const std::string& name) const {
   const auto it = tensors_.find(name);
   if (it == tensors_.end()) throw WeightsError(path_, name, "no such tensor in this file");
   const Tensor& t = it->second;
-  std::vector<float> out;
-  if (t.dtype == "F32") {
-    out.resize(t.bytes / 4);
-    std::memcpy(out.data(), t.data, t.bytes);  // little-endian host
-  } else if (t.dtype == "BF16" || t.dtype == "F16") {
-    out.resize(t.bytes / 2);
-    const bool bf16 = t.dtype == "BF16";
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      const std::uint16_t bits =
-          static_cast<std::uint16_t>(t.data[2 * i] | (t.data[2 * i + 1] << 8));
-      out[i] = bf16 ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
-    }
-  } else {
+  if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16") {
     throw WeightsError(path_, name,
                        "dtype " + t.dtype + " is not supported; expected BF16, F16 or F32");
   }
+  std::vector<float> out(t.bytes / (t.dtype == "F32" ? 4 : 2));
+  widen(t, 0, out.size(), out.data());
   return out;
 }
 
@@ -244,37 +269,6 @@ using Shape = std::vector<std::int64_t>;
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Element k of a float tensor (F32, BF16, F16, F8_E4M3) as fp32.
-float element(const Tensor& t, std::size_t k) {
-  const unsigned char* d = t.data;
-  if (t.dtype == "F32") {
-    float f;
-    std::memcpy(&f, d + 4 * k, 4);
-    return f;
-  }
-  if (t.dtype == "F8_E4M3") return fp8_e4m3_bits_to_float(d[k]);
-  const auto bits = static_cast<std::uint16_t>(d[2 * k] | (d[2 * k + 1] << 8));
-  return t.dtype == "BF16" ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
-}
-
-// Stored elements [k, k + n) widened to fp32 (the dtype tested once per run).
-void widen(const Tensor& t, std::size_t k, std::size_t n, float* out) {
-  const unsigned char* d = t.data;
-  if (t.dtype == "F32") {
-    std::memcpy(out, d + 4 * k, 4 * n);  // little-endian host
-  } else if (t.dtype == "BF16") {
-    for (std::size_t i = 0; i < n; ++i)
-      out[i] = bf16_bits_to_float(
-          static_cast<std::uint16_t>(d[2 * (k + i)] | (d[2 * (k + i) + 1] << 8)));
-  } else if (t.dtype == "F16") {
-    for (std::size_t i = 0; i < n; ++i)
-      out[i] = fp16_bits_to_float(
-          static_cast<std::uint16_t>(d[2 * (k + i)] | (d[2 * (k + i) + 1] << 8)));
-  } else {  // F8_E4M3
-    for (std::size_t i = 0; i < n; ++i) out[i] = fp8_e4m3_bits_to_float(d[k + i]);
-  }
 }
 
 // A stored 2-D weight [rows][cols] and, for FP8, its scales: what one matrix

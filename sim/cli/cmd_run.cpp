@@ -30,7 +30,7 @@ void show_progress(int done, int total) {
   show_progress_bar("simulating tokens", done, total);
 }
 void show_weights_progress(int done, int total) {
-  show_progress_bar("making weights", done, total);
+  show_progress_bar("making synthetic weights", done, total);
 }
 void show_checkpoint_progress(int done, int total) {
   show_progress_bar("reading checkpoint weights", done, total);

@@ -23,8 +23,6 @@ RegisteredCommand add_validate_command(CLI::App& app) {
             const Scenario sc = load_scenario(*file, preset_dir(*root));
             check_wafer_supports(sc.model);
             check_run_mode(sc, sc.outputs.functional);
-            // The fit: planned and allocated as `run` would (a FitError
-            // says what does not fit and what would).
             // The checkpoint's headers against the model (no values read).
             std::string weights = "none (timing only)";
             if (sc.outputs.functional) {
@@ -38,6 +36,8 @@ RegisteredCommand add_validate_command(CLI::App& app) {
                 (void)models::check_safetensors(sc.speculative->draft_weights.path,
                                                 sc.speculative->decoding.draft);
             }
+            // The fit: planned and allocated as `run` would (a FitError
+            // says what does not fit and what would).
             const std::unique_ptr<PlacedSystem> sys = place_system(sc);
             const Placement& pl = sys->placement;
             fmt::print(

@@ -56,7 +56,7 @@ constexpr Key<WeightsOptions> kWeights[] = {
        if (!hex)
          fail(v.loc(), v.path,
               "must be 64 hex digits: the content hash a run with these weights reports "
-              "(weights_sha256 in its JSON)");
+              "(weights.sha256 in its JSON, the report's weights line)");
        w.sha256 = h;
      },
      [](auto& w) { return yaml_string(w.sha256); }, [](auto& w) { return !w.sha256.empty(); }},
