@@ -84,35 +84,50 @@ struct StageTime {
   double total() const { return std::max(memory_s, compute_s) + allreduce_s + overhead_s; }
 };
 
-// One pipeline stage of `m` processing `tokens` new tokens for each of `users`
-// sequences whose context is `context` tokens long.
-StageTime stage_time(const Split& s, const ModelConfig& m, double users, double tokens_per_user,
-                     double context_in) {
+// What one pipeline stage processes in one pass: `tokens` new tokens, the
+// KV cache of `kv_positions` positions read (all sequences together), and
+// `attention_pairs` query-key pairs of attention.
+struct StageLoad {
+  double tokens = 0.0;
+  double kv_positions = 0.0;
+  double attention_pairs = 0.0;
+};
+
+// A sliding window bounds what attention reads.
+double windowed(const ModelConfig& m, double context) {
+  return m.sliding_window > 0 ? std::min(context, static_cast<double>(m.sliding_window)) : context;
+}
+
+StageTime stage_time(const Split& s, const ModelConfig& m, const StageLoad& load) {
   const ClusterSpec& c = s.c;
-  const double tokens = users * tokens_per_user;
   const double stage_share = static_cast<double>(s.layers_per_stage) / m.num_layers;
-  const double streamed_gpu = streamed_parameters(m, tokens) * stage_share / s.tp;
+  const double streamed_gpu = streamed_parameters(m, load.tokens) * stage_share / s.tp;
   const double active_gpu = active_parameters(m) * stage_share / s.tp;
   const double weight_bytes = streamed_gpu * s.bits / 8.0;
-  // A sliding window bounds what attention reads.
-  const double context = m.sliding_window > 0
-                             ? std::min(context_in, static_cast<double>(m.sliding_window))
-                             : context_in;
   const double kv_bytes =
-      users * context * kv_bytes_per_token(m, s.bits) * stage_share / s.kv_shards;
+      load.kv_positions * kv_bytes_per_token(m, s.bits) * stage_share / s.kv_shards;
   StageTime t;
   t.memory_s = (weight_bytes + kv_bytes) / (c.gpu.hbm_bandwidth * c.params.memory_efficiency);
-  // 2 FLOPs per weight per token; attention: QK^T and AV over the context,
-  // 4 x context x q_dim per token per layer.
+  // 2 FLOPs per weight per token; attention: QK^T and AV, 4 x q_dim per
+  // query-key pair per layer.
   const double attention_flops =
-      4.0 * context * m.q_dim() * s.layers_per_stage / static_cast<double>(s.tp) * tokens;
-  const double flops = 2.0 * active_gpu * tokens + attention_flops;
+      4.0 * load.attention_pairs * m.q_dim() * s.layers_per_stage / static_cast<double>(s.tp);
+  const double flops = 2.0 * active_gpu * load.tokens + attention_flops;
   t.compute_s = flops / (c.gpu.peak_flops(s.bits) * c.params.compute_efficiency);
-  const double ar_bytes = tokens * m.hidden_size * activation_bytes(s.bits);
+  const double ar_bytes = load.tokens * m.hidden_size * activation_bytes(s.bits);
   t.allreduce_s = 2.0 * s.layers_per_stage *
                   ring_allreduce_s(s.tp, ar_bytes, c.scaleup_bandwidth, c.params.allreduce_alpha_s);
   t.overhead_s = s.layers_per_stage * c.params.per_layer_overhead_s;
   return t;
+}
+
+// One pipeline stage of `m` processing `tokens_per_user` new tokens for each
+// of `users` sequences whose context is `context` tokens long.
+StageTime stage_time(const Split& s, const ModelConfig& m, double users, double tokens_per_user,
+                     double context_in) {
+  const double context = windowed(m, context_in);
+  const double tokens = users * tokens_per_user;
+  return stage_time(s, m, StageLoad{tokens, users * context, context * tokens});
 }
 
 void add_stages(StepBreakdown& b, const StageTime& t, int stages) {
@@ -215,9 +230,8 @@ std::optional<GpuEstimate> estimate_split(const ClusterSpec& c, const ModelConfi
   }
   e.decode_tokens_per_s_per_user = e.expected_tokens_per_step / round_s;
   // replicas x users per replica can pass INT_MAX (72 GPUs of a tiny model).
-  const int concurrent = static_cast<int>(
-      std::min<std::int64_t>(std::max(1, w.users), static_cast<std::int64_t>(e.replicas) *
-                                                       e.max_users_per_replica));
+  const int concurrent = static_cast<int>(std::min<std::int64_t>(
+      std::max(1, w.users), static_cast<std::int64_t>(e.replicas) * e.max_users_per_replica));
   e.aggregate_tokens_per_s = concurrent * e.decode_tokens_per_s_per_user;
 
   // TTFT: one request's prompt through every stage (compute-bound for long prompts).
@@ -273,6 +287,51 @@ GpuEstimate estimate(const ClusterSpec& c, const ModelConfig& m, const Inference
                       std::to_string(c.gpus_per_node * c.max_nodes) + " GPUs");
   }
   return *best;
+}
+
+ReplicaTiming::ReplicaTiming(const ClusterSpec& c, const ModelConfig& m, int weight_bits, int tp,
+                             int pp)
+    : cluster_(&c), model_(&m), bits_(weight_bits), tp_(tp), pp_(pp) {
+  if (tp < 1 || pp < 1 || tp > c.gpus_per_node || pp > m.num_layers || m.num_heads % tp != 0)
+    throw GpuFitError(c.name + ": tp " + std::to_string(tp) + ", pp " + std::to_string(pp) +
+                      " is not a split of " + m.name + " on " + std::to_string(c.gpus_per_node) +
+                      "-GPU nodes");
+  const double usable = c.gpu.hbm_bytes * (1.0 - c.params.memory_reserve);
+  const int layers_per_stage = ceil_div(m.num_layers, pp);
+  const double stage_share = static_cast<double>(layers_per_stage) / m.num_layers;
+  const double weights_gpu =
+      static_cast<double>(m.parameter_count()) * weight_bits / 8.0 / (tp * pp);
+  const double kv_token_gpu =
+      kv_bytes_per_token(m, weight_bits) * stage_share / std::min(tp, m.num_kv_heads);
+  if (usable <= weights_gpu)
+    throw GpuFitError(c.name + ": tp " + std::to_string(tp) + ", pp " + std::to_string(pp) +
+                      " cannot hold the weights of " + m.name);
+  kv_capacity_tokens_ = std::floor((usable - weights_gpu) / kv_token_gpu);
+}
+
+double ReplicaTiming::iteration_s(const Iteration& it) const {
+  const ClusterSpec& c = *cluster_;
+  const ModelConfig& m = *model_;
+  const Split s{c, tp_, pp_, bits_, ceil_div(m.num_layers, pp_), std::min(tp_, m.num_kv_heads)};
+  const int sequences = it.decode_sequences + it.prefill_sequences;
+  if (sequences == 0) return 0.0;
+  const double micro = std::min(pp_, sequences);
+  // Decode tokens attend to their whole (windowed) context.
+  const double decode_ctx =
+      it.decode_sequences > 0
+          ? it.decode_sequences * windowed(m, it.decode_context / it.decode_sequences)
+          : 0.0;
+  StageLoad load;
+  load.tokens = (it.decode_sequences + it.prefill_tokens) / micro;
+  load.kv_positions = (decode_ctx + it.prefill_context) / micro;
+  load.attention_pairs = (decode_ctx + it.prefill_attention_pairs) / micro;
+  StepBreakdown b;
+  add_stages(b, stage_time(s, m, load), pp_);
+  // The micro-batches follow each other through the stages: a round (one
+  // pass of every sequence) is pp stage times of one micro-batch, as in
+  // estimate_split(); with fewer sequences than stages the rest are bubbles.
+  const double hops = (pp_ - 1) * s.hop_s(load.tokens * m.hidden_size * activation_bytes(bits_));
+  return b.total_s + hops;
 }
 
 }  // namespace wafersim::models::gpu

@@ -114,4 +114,47 @@ GpuEstimate estimate(const ClusterSpec& cluster, const ModelConfig& model,
 // Bytes of KV cache per token over all layers (keys and values).
 double kv_bytes_per_token(const ModelConfig& model, int weight_bits);
 
+// What one iteration of a serving engine runs in one forward pass
+// (iteration-level scheduling, as vLLM and SGLang batch): one new token for
+// each of `decode_sequences` sequences whose contexts add up to
+// `decode_context`, and `prefill_tokens` prompt tokens of `prefill_sequences`
+// sequences (a chunk each) attending to `prefill_context` positions in all
+// (per sequence: its cached positions + its chunk, summed).
+struct Iteration {
+  int decode_sequences = 0;
+  double decode_context = 0.0;
+  int prefill_sequences = 0;
+  double prefill_tokens = 0.0;
+  double prefill_context = 0.0;
+  // Query-key pairs of the prefill chunks' attention: per sequence,
+  // chunk x (cached + chunk / 2), summed.
+  double prefill_attention_pairs = 0.0;
+};
+
+// One model replica of a cluster on a fixed split, as a serving simulation
+// steps it: the time of an iteration and the KV cache it can hold. With
+// pipeline parallelism the iteration's sequences are split into min(pp,
+// sequences) micro-batches that follow each other through the stages, as
+// estimate_split() times a decode step.
+class ReplicaTiming {
+ public:
+  // Throws GpuFitError when the split does not hold the model's weights.
+  ReplicaTiming(const ClusterSpec& cluster, const ModelConfig& model, int weight_bits, int tp,
+                int pp);
+  double iteration_s(const Iteration& it) const;
+  // KV-cache tokens (all layers) the replica's usable HBM holds beside the weights.
+  double kv_capacity_tokens() const { return kv_capacity_tokens_; }
+  int tp() const { return tp_; }
+  int pp() const { return pp_; }
+  int gpus() const { return tp_ * pp_; }
+
+ private:
+  const ClusterSpec* cluster_;
+  const ModelConfig* model_;
+  int bits_;
+  int tp_;
+  int pp_;
+  double kv_capacity_tokens_ = 0.0;
+};
+
 }  // namespace wafersim::models::gpu
