@@ -18,6 +18,8 @@
 #include "models/gpu/serving.hpp"
 #include "models/model_config.hpp"
 #include "sim/placement/placement.hpp"
+#include "sim/serving/deployment.hpp"
+#include "sim/serving/traffic.hpp"
 
 namespace wafersim::sim {
 
@@ -141,6 +143,11 @@ struct Scenario {
   GpuComparison gpu;
   std::optional<SpeculativeOptions> speculative;
   std::optional<models::gpu::ServingOverhead> serving;
+  // A serving study (wafersim serve): the requests, how the wafer and the GPU
+  // systems are deployed to serve them, and the service-level objectives.
+  std::optional<serving::TrafficSpec> traffic;
+  serving::DeploymentSpec deployment;
+  serving::Slo slo;
   // The fully resolved scenario (presets expanded, defaults filled) as YAML
   // that load_scenario() accepts again and that reproduces this run.
   std::string resolved_yaml;

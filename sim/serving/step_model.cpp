@@ -1,0 +1,142 @@
+#include "sim/serving/step_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace wafersim::sim::serving {
+
+namespace {
+
+// The sorted distinct values of one coordinate of the points.
+template <class F>
+std::vector<double> axis(const std::vector<GridPoint>& points, F coordinate) {
+  std::vector<double> a;
+  for (const GridPoint& p : points) a.push_back(coordinate(p));
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+// The cell of `axis` holding x: index i with axis[i] <= x <= axis[i+1] and
+// the weight of axis[i+1]; beyond the ends the first or last cell, the
+// weight outside [0, 1] (linear extrapolation) when `extrapolate`, else
+// clamped. A one-value axis: that value, weight 0.
+std::pair<std::size_t, double> locate(const std::vector<double>& a, double x, bool extrapolate) {
+  if (a.size() == 1) return {0, 0.0};
+  std::size_t i = 0;
+  while (i + 2 < a.size() && x > a[i + 1]) ++i;
+  double w = (x - a[i]) / (a[i + 1] - a[i]);
+  if (!extrapolate) w = std::clamp(w, 0.0, 1.0);
+  return {i, w};
+}
+
+// Bilinear interpolation of `value(ix, iy)` over the grid axes.
+template <class F>
+double bilinear(const std::vector<double>& ax, double x, bool extrapolate_x,
+                const std::vector<double>& ay, double y, bool extrapolate_y, F value) {
+  const auto [i, wx] = locate(ax, x, extrapolate_x);
+  const auto [j, wy] = locate(ay, y, extrapolate_y);
+  const std::size_t i1 = std::min(i + 1, ax.size() - 1);
+  const std::size_t j1 = std::min(j + 1, ay.size() - 1);
+  const double v00 = value(i, j), v10 = value(i1, j), v01 = value(i, j1), v11 = value(i1, j1);
+  return (1 - wx) * (1 - wy) * v00 + wx * (1 - wy) * v10 + (1 - wx) * wy * v01 + wx * wy * v11;
+}
+
+// The points as a dense table [x][y]; throws unless every pair is present once.
+template <class FX, class FY>
+std::vector<double> table(const std::vector<GridPoint>& points, const std::vector<double>& ax,
+                          FX fx, const std::vector<double>& ay, FY fy, const char* what) {
+  std::vector<double> t(ax.size() * ay.size(), std::nan(""));
+  for (const GridPoint& p : points) {
+    const auto i = static_cast<std::size_t>(std::lower_bound(ax.begin(), ax.end(), fx(p)) - ax.begin());
+    const auto j = static_cast<std::size_t>(std::lower_bound(ay.begin(), ay.end(), fy(p)) - ay.begin());
+    t[i * ay.size() + j] = p.step_s;
+  }
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (std::isnan(t[i]))
+      throw std::invalid_argument(fmt::format(
+          "the {} calibration grid misses the point ({}, {}): it needs every combination",
+          what, ax[i / ay.size()], ay[i % ay.size()]));
+  }
+  return t;
+}
+
+}  // namespace
+
+WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> prefill,
+                       KvCapacity kv, double kv_bytes_per_token, double io_bytes_per_s)
+    : decode_(std::move(decode)),
+      prefill_(std::move(prefill)),
+      kv_(kv),
+      kv_bytes_per_token_(kv_bytes_per_token),
+      io_bytes_per_s_(io_bytes_per_s) {
+  if (decode_.empty() || prefill_.empty())
+    throw std::invalid_argument("a wafer step model needs decode and prefill calibration points");
+  users_axis_ = axis(decode_, [](const GridPoint& p) { return double(p.users); });
+  context_axis_ = axis(decode_, [](const GridPoint& p) { return double(p.context); });
+  prefill_tokens_axis_ = axis(prefill_, [](const GridPoint& p) { return double(p.tokens); });
+  prefill_context_axis_ = axis(prefill_, [](const GridPoint& p) { return double(p.context); });
+  decode_table_ = table(decode_, users_axis_, [](const GridPoint& p) { return double(p.users); },
+              context_axis_, [](const GridPoint& p) { return double(p.context); }, "decode");
+  prefill_table_ = table(prefill_, prefill_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); },
+              prefill_context_axis_, [](const GridPoint& p) { return double(p.context); },
+              "prefill");
+}
+
+double WaferSteps::decode_step_s(double users, double context) const {
+  const std::size_t ny = context_axis_.size();
+  // Users beyond the grid are clamped (the grid spans the batch the
+  // placement holds); the context is extrapolated linearly past its ends.
+  return std::max(0.0, bilinear(users_axis_, users, false, context_axis_, context, true,
+                                [&](std::size_t i, std::size_t j) {
+                                  return decode_table_[i * ny + j];
+                                }));
+}
+
+double WaferSteps::prefill_s(double tokens, double context) const {
+  const std::size_t ny = prefill_context_axis_.size();
+  return std::max(0.0, bilinear(prefill_tokens_axis_, tokens, true, prefill_context_axis_, context,
+                                true, [&](std::size_t i, std::size_t j) {
+                                  return prefill_table_[i * ny + j];
+                                }));
+}
+
+double WaferSteps::iteration_s(const Iteration& it) const {
+  double s = 0.0;
+  if (it.decode_sequences > 0)
+    s += decode_step_s(it.decode_sequences, it.decode_context / it.decode_sequences);
+  if (it.prefill_tokens > 0.0) {
+    // The chunks' mean cached context: their attended positions less the chunk itself.
+    const double cached =
+        std::max(0.0, (it.prefill_context - it.prefill_tokens) / std::max(1, it.prefill_sequences));
+    s += prefill_s(it.prefill_tokens, cached);
+  }
+  return s;
+}
+
+double WaferSteps::kv_transfer_s(long long tokens) const {
+  return io_bytes_per_s_ > 0.0 ? static_cast<double>(tokens) * kv_bytes_per_token_ / io_bytes_per_s_
+                               : 0.0;
+}
+
+GpuSteps::GpuSteps(models::gpu::ClusterSpec cluster, models::ModelConfig model, int weight_bits,
+                   int tp, int pp, int max_batch)
+    : cluster_(std::make_unique<models::gpu::ClusterSpec>(std::move(cluster))),
+      model_(std::make_unique<models::ModelConfig>(std::move(model))),
+      timing_(std::make_unique<models::gpu::ReplicaTiming>(*cluster_, *model_, weight_bits, tp,
+                                                            pp)),
+      kv_bytes_per_token_(models::gpu::kv_bytes_per_token(*model_, weight_bits)) {
+  kv_.slots = max_batch;
+  kv_.pool_tokens = static_cast<long long>(timing_->kv_capacity_tokens());
+}
+
+double GpuSteps::kv_transfer_s(long long tokens) const {
+  // Across nodes, over the replica's NICs (one per GPU) in parallel.
+  const double bandwidth = cluster_->scaleout_bandwidth * timing_->gpus();
+  return bandwidth > 0.0 ? static_cast<double>(tokens) * kv_bytes_per_token_ / bandwidth : 0.0;
+}
+
+}  // namespace wafersim::sim::serving

@@ -1,0 +1,104 @@
+// How long one iteration of a serving replica takes, and how much KV cache it
+// holds: the interface the request-level simulation steps, and its two
+// implementations — the wafer's, interpolated on a grid of cycle-level engine
+// runs (calibrated by sim/studies/calibration.*), and a GPU system's, from the
+// analytical cluster model (models/gpu/cluster_model.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/gpu/cluster_model.hpp"
+
+namespace wafersim::sim::serving {
+
+// What one iteration runs (iteration-level scheduling): one new token for
+// each decoding sequence, and prompt chunks of sequences being prefilled.
+using Iteration = models::gpu::Iteration;
+
+// The KV cache one replica holds. `slots` sequences at most, each of at most
+// `slot_tokens` positions (a wafer placement reserves a fixed slice of SRAM
+// per sequence), and `pool_tokens` positions over all sequences (a GPU's free
+// HBM, paged). 0 = no limit of that kind.
+struct KvCapacity {
+  int slots = 0;
+  long long slot_tokens = 0;
+  long long pool_tokens = 0;
+};
+
+class StepModel {
+ public:
+  virtual ~StepModel() = default;
+  // Seconds one iteration takes on one replica; 0 for an empty one.
+  virtual double iteration_s(const Iteration& it) const = 0;
+  virtual KvCapacity kv_capacity() const = 0;
+  // Seconds to move `tokens` positions of KV cache out of a replica (prefill
+  // on separate hardware hands each request's cache to a decode replica).
+  virtual double kv_transfer_s(long long tokens) const = 0;
+};
+
+// One engine run of the calibration grid: `users` sequences decoding at
+// `context` positions each (workload.cached_tokens) gave `step_s` between
+// tokens; or one sequence prefilling `tokens` prompt tokens after `context`
+// cached positions gave `step_s` of prefill.
+struct GridPoint {
+  int users = 1;
+  long long context = 0;
+  long long tokens = 0;  // prefill points only
+  double step_s = 0.0;
+};
+
+// The wafer pipeline's step times, interpolated on the calibration grid:
+// decode steps bilinearly in (users, context) over the grid's cells (linear
+// beyond its last context: attention grows linearly with the context),
+// prefill piecewise-linearly in tokens and context. A mixed iteration is its
+// decode step plus its prefill: the layer pipeline streams the prompt blocks
+// and the decode tokens through the same regions one after the other.
+class WaferSteps final : public StepModel {
+ public:
+  // Throws std::invalid_argument unless the decode points form a full grid
+  // (every users value at every context) and the prefill points one too.
+  WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> prefill, KvCapacity kv,
+             double kv_bytes_per_token, double io_bytes_per_s);
+  double iteration_s(const Iteration& it) const override;
+  KvCapacity kv_capacity() const override { return kv_; }
+  double kv_transfer_s(long long tokens) const override;
+
+  double decode_step_s(double users, double context) const;
+  double prefill_s(double tokens, double context) const;
+  const std::vector<GridPoint>& decode_points() const { return decode_; }
+  const std::vector<GridPoint>& prefill_points() const { return prefill_; }
+
+ private:
+  std::vector<GridPoint> decode_;
+  std::vector<GridPoint> prefill_;
+  std::vector<double> users_axis_, context_axis_;                 // decode grid
+  std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid
+  std::vector<double> decode_table_;   // [users][context] step seconds
+  std::vector<double> prefill_table_;  // [tokens][context] prefill seconds
+  KvCapacity kv_;
+  double kv_bytes_per_token_;
+  double io_bytes_per_s_;
+};
+
+// One replica of a GPU system on its split (models::gpu::ReplicaTiming).
+class GpuSteps final : public StepModel {
+ public:
+  GpuSteps(models::gpu::ClusterSpec cluster, models::ModelConfig model, int weight_bits, int tp,
+           int pp, int max_batch);
+  double iteration_s(const Iteration& it) const override { return timing_->iteration_s(it); }
+  KvCapacity kv_capacity() const override { return kv_; }
+  double kv_transfer_s(long long tokens) const override;
+  const models::gpu::ReplicaTiming& timing() const { return *timing_; }
+
+ private:
+  // Held here: ReplicaTiming keeps pointers to them.
+  std::unique_ptr<models::gpu::ClusterSpec> cluster_;
+  std::unique_ptr<models::ModelConfig> model_;
+  std::unique_ptr<models::gpu::ReplicaTiming> timing_;
+  KvCapacity kv_;
+  double kv_bytes_per_token_;
+};
+
+}  // namespace wafersim::sim::serving

@@ -1,0 +1,69 @@
+// Step models: the wafer's grid interpolation reproduces any function linear
+// in each coordinate exactly (on and off the grid), clamps users to the grid,
+// extrapolates the context linearly, and refuses an incomplete grid.
+#include "sim/serving/step_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace wafersim::sim::serving {
+namespace {
+
+// step = 1 ms + 20 us per user + 10 ns per position + 1 ns per user x position.
+double decode_law(double users, double context) {
+  return 1e-3 + 20e-6 * users + 10e-9 * context + 1e-9 * users * context;
+}
+// prefill = 0.2 ms + 3 us per token + 0.5 ns per token x cached position.
+double prefill_law(double tokens, double context) {
+  return 0.2e-3 + 3e-6 * tokens + 0.5e-9 * tokens * context;
+}
+
+WaferSteps grid_model() {
+  std::vector<GridPoint> decode, prefill;
+  for (int u : {1, 4, 16})
+    for (long long c : {0LL, 1024LL, 4096LL}) decode.push_back({u, c, 0, decode_law(u, c)});
+  for (long long n : {128LL, 1024LL})
+    for (long long c : {0LL, 4096LL}) prefill.push_back({1, c, n, prefill_law(n, c)});
+  return WaferSteps(decode, prefill, KvCapacity{16, 8192, 0}, 1000.0, 1e9);
+}
+
+TEST(WaferSteps, BilinearIsExactForBilinearLaws) {
+  const WaferSteps m = grid_model();
+  for (double u : {1.0, 2.0, 7.0, 16.0})
+    for (double c : {0.0, 100.0, 3000.0, 4096.0})
+      EXPECT_NEAR(m.decode_step_s(u, c), decode_law(u, c), 1e-15) << u << " " << c;
+  for (double n : {128.0, 500.0, 1024.0})
+    for (double c : {0.0, 2048.0})
+      EXPECT_NEAR(m.prefill_s(n, c), prefill_law(n, c), 1e-15) << n << " " << c;
+}
+
+TEST(WaferSteps, ContextExtrapolatesUsersClamp) {
+  const WaferSteps m = grid_model();
+  EXPECT_NEAR(m.decode_step_s(4, 8192), decode_law(4, 8192), 1e-15);  // linear past the end
+  EXPECT_DOUBLE_EQ(m.decode_step_s(64, 1024), decode_law(16, 1024));   // clamped to 16 users
+  EXPECT_NEAR(m.prefill_s(4096, 0), prefill_law(4096, 0), 1e-15);
+}
+
+TEST(WaferSteps, MixedIterationIsDecodePlusPrefill) {
+  const WaferSteps m = grid_model();
+  Iteration it;
+  it.decode_sequences = 4;
+  it.decode_context = 4 * 1024;
+  it.prefill_sequences = 1;
+  it.prefill_tokens = 500;
+  it.prefill_context = 2048 + 500;  // 2048 cached
+  EXPECT_NEAR(m.iteration_s(it), decode_law(4, 1024) + prefill_law(500, 2048), 1e-15);
+  EXPECT_DOUBLE_EQ(m.iteration_s(Iteration{}), 0.0);
+  // 1000 tokens x 1000 B at 1 GB/s.
+  EXPECT_DOUBLE_EQ(m.kv_transfer_s(1000), 1e-3);
+}
+
+TEST(WaferSteps, RefusesAnIncompleteGrid) {
+  std::vector<GridPoint> decode = {{1, 0, 0, 1e-3}, {2, 0, 0, 1e-3}, {1, 100, 0, 1e-3}};
+  std::vector<GridPoint> prefill = {{1, 0, 128, 1e-3}};
+  EXPECT_THROW(WaferSteps(decode, prefill, {}, 0.0, 0.0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace wafersim::sim::serving
