@@ -15,19 +15,19 @@ struct RequestRecord {
   int id = 0;  // in order of arrival
   int session = 0;
   int turn = 0;
-  int replica = -1;              // the replica that decoded it (-1: rejected)
-  double arrival_s = 0.0;        // at the server
-  double admitted_s = 0.0;       // left the queue: KV room and a batch slot granted
-  double first_token_s = 0.0;    // server side
-  double last_token_s = 0.0;     // server side
-  int prompt_tokens = 0;         // the turn's whole prompt (context before it included)
-  int cached_tokens = 0;         // of which reused from the session's earlier turns
-  int output_tokens = 0;         // generated (= asked for)
-  double ttft_s = 0.0;           // as the client sees it: queue + prefill + serving stack
-  double tbt_mean_s = 0.0;       // time between tokens, as the client sees it
+  int replica = -1;            // the replica that decoded it (-1: rejected)
+  double arrival_s = 0.0;      // sent by the client
+  double admitted_s = 0.0;     // left the queue: KV room and a batch slot granted
+  double first_token_s = 0.0;  // server side
+  double last_token_s = 0.0;   // server side
+  int prompt_tokens = 0;       // the turn's whole prompt (context before it included)
+  int cached_tokens = 0;       // of which reused from the session's earlier turns
+  int output_tokens = 0;       // generated (= asked for)
+  double ttft_s = 0.0;         // as the client sees it: queue + prefill + serving stack
+  double tbt_mean_s = 0.0;     // time between tokens, as the client sees it
   double tbt_p99_s = 0.0;
-  double end_to_end_s = 0.0;     // arrival to the last token at the client
-  bool rejected = false;         // could never fit (longer than a KV slot)
+  double end_to_end_s = 0.0;  // arrival to the last token at the client
+  bool rejected = false;      // could never fit (longer than a KV slot)
   bool meets_slo = false;
 };
 
@@ -36,9 +36,9 @@ struct SessionRecord {
   int id = 0;
   int turns = 0;
   double start_s = 0.0;
-  double end_s = 0.0;     // its last turn's last token at the client
-  double task_s = 0.0;    // end - start: think/tool time included
-  double waiting_s = 0.0; // of which waiting on the model (TTFT + decode, all turns)
+  double end_s = 0.0;      // its last turn's last token at the client
+  double task_s = 0.0;     // end - start: think/tool time included
+  double waiting_s = 0.0;  // of which waiting on the model (TTFT + decode, all turns)
   int output_tokens = 0;
 };
 
@@ -50,9 +50,9 @@ struct Percentiles {
 // The queue and the batch, averaged over one interval of the timeline.
 struct TimelineBin {
   double start_s = 0.0;
-  double waiting = 0.0;   // requests queued (time average)
-  double running = 0.0;   // requests admitted, prefilling or decoding (time average)
-  double busy = 0.0;      // share of replicas' time spent in iterations
+  double waiting = 0.0;  // requests queued (time average)
+  double running = 0.0;  // requests admitted, prefilling or decoding (time average)
+  double busy = 0.0;     // share of replicas' time spent in iterations
 };
 
 // The serving stack a client goes through (models/gpu/serving.hpp), as applied.
@@ -67,11 +67,11 @@ struct ServingResult {
   std::string system;       // "wafer" or a GPU system's name
   std::string description;  // e.g. "2 x (1 WSE-3), layer-rectangles" or "dgx-h100 tp 2 pp 1 x 4"
   int replicas = 1;
-  int chips = 0;            // wafers or GPUs in all replicas
-  double power_w = 0.0;     // all replicas (0 where unknown)
+  int chips = 0;         // wafers or GPUs in all replicas
+  double power_w = 0.0;  // all replicas (0 where unknown)
   std::string prefill_policy;
   StackApplied stack;
-  int max_batch = 0;        // per replica
+  int max_batch = 0;  // per replica
   long long kv_slot_tokens = 0;
   long long kv_pool_tokens = 0;
 
@@ -88,12 +88,12 @@ struct ServingResult {
   double offered_rate = 0.0;       // requests/s arriving
   double throughput_rps = 0.0;     // requests/s completed
   double output_tokens_per_s = 0.0;
-  double goodput_rps = 0.0;        // requests/s meeting the SLO
-  double slo_attainment = 0.0;     // share of served requests meeting it
-  bool slo_met = false;            // the SLO's percentiles hold over all requests
+  double goodput_rps = 0.0;     // requests/s meeting the SLO
+  double slo_attainment = 0.0;  // share of served requests meeting it
+  bool slo_met = false;         // the SLO's percentiles hold over all requests
   Percentiles ttft_s, tbt_s, end_to_end_s, queue_s, tokens_per_s_per_user, task_s;
-  double utilisation = 0.0;        // share of replica time spent in iterations
-  double mean_batch = 0.0;         // sequences per iteration, mean over iterations
+  double utilisation = 0.0;  // share of replica time spent in iterations
+  double mean_batch = 0.0;   // sequences per iteration, mean over iterations
   std::uint64_t iterations = 0;
   // Little's law on the measured queue: time-average requests in the system
   // (L) against the arrival rate x mean time in it (lambda W).

@@ -34,8 +34,8 @@ struct DeploymentSpec {
   long long max_context = 0;
   Router router = Router::least_loaded;
   PrefillPolicy prefill = PrefillPolicy::chunked;
-  int chunk_tokens = 512;     // chunked: tokens (decode + prefill) per iteration
-  int prefill_replicas = 1;   // disaggregated: replicas that only prefill, beside `replicas`
+  int chunk_tokens = 512;    // chunked: tokens (decode + prefill) per iteration
+  int prefill_replicas = 1;  // disaggregated: replicas that only prefill, beside `replicas`
   // Closed-loop sessions keep their KV cache between turns (prefix reuse);
   // a request that needs the room evicts the least recently used idle one.
   bool keep_kv_between_turns = true;

@@ -30,7 +30,7 @@ struct SimulationOptions {
   std::string system;       // "wafer" or the GPU system's name
   std::string description;  // for reports
   int replicas = 1;
-  int max_batch = 0;        // per replica; 0 = as the KV cache allows
+  int max_batch = 0;  // per replica; 0 = as the KV cache allows
   double chips_per_replica = 1.0;
   double power_w_per_replica = 0.0;
   PrefillPolicy prefill = PrefillPolicy::chunked;

@@ -51,23 +51,25 @@ std::vector<double> table(const std::vector<GridPoint>& points, const std::vecto
                           FX fx, const std::vector<double>& ay, FY fy, const char* what) {
   std::vector<double> t(ax.size() * ay.size(), std::nan(""));
   for (const GridPoint& p : points) {
-    const auto i = static_cast<std::size_t>(std::lower_bound(ax.begin(), ax.end(), fx(p)) - ax.begin());
-    const auto j = static_cast<std::size_t>(std::lower_bound(ay.begin(), ay.end(), fy(p)) - ay.begin());
+    const auto i =
+        static_cast<std::size_t>(std::lower_bound(ax.begin(), ax.end(), fx(p)) - ax.begin());
+    const auto j =
+        static_cast<std::size_t>(std::lower_bound(ay.begin(), ay.end(), fy(p)) - ay.begin());
     t[i * ay.size() + j] = p.step_s;
   }
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (std::isnan(t[i]))
       throw std::invalid_argument(fmt::format(
-          "the {} calibration grid misses the point ({}, {}): it needs every combination",
-          what, ax[i / ay.size()], ay[i % ay.size()]));
+          "the {} calibration grid misses the point ({}, {}): it needs every combination", what,
+          ax[i / ay.size()], ay[i % ay.size()]));
   }
   return t;
 }
 
 }  // namespace
 
-WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> prefill,
-                       KvCapacity kv, double kv_bytes_per_token, double io_bytes_per_s)
+WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> prefill, KvCapacity kv,
+                       double kv_bytes_per_token, double io_bytes_per_s)
     : decode_(std::move(decode)),
       prefill_(std::move(prefill)),
       kv_(kv),
@@ -79,29 +81,28 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
   context_axis_ = axis(decode_, [](const GridPoint& p) { return double(p.context); });
   prefill_tokens_axis_ = axis(prefill_, [](const GridPoint& p) { return double(p.tokens); });
   prefill_context_axis_ = axis(prefill_, [](const GridPoint& p) { return double(p.context); });
-  decode_table_ = table(decode_, users_axis_, [](const GridPoint& p) { return double(p.users); },
-              context_axis_, [](const GridPoint& p) { return double(p.context); }, "decode");
-  prefill_table_ = table(prefill_, prefill_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); },
-              prefill_context_axis_, [](const GridPoint& p) { return double(p.context); },
-              "prefill");
+  decode_table_ = table(
+      decode_, users_axis_, [](const GridPoint& p) { return double(p.users); }, context_axis_,
+      [](const GridPoint& p) { return double(p.context); }, "decode");
+  prefill_table_ = table(
+      prefill_, prefill_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); },
+      prefill_context_axis_, [](const GridPoint& p) { return double(p.context); }, "prefill");
 }
 
 double WaferSteps::decode_step_s(double users, double context) const {
   const std::size_t ny = context_axis_.size();
   // Users beyond the grid are clamped (the grid spans the batch the
   // placement holds); the context is extrapolated linearly past its ends.
-  return std::max(0.0, bilinear(users_axis_, users, false, context_axis_, context, true,
-                                [&](std::size_t i, std::size_t j) {
-                                  return decode_table_[i * ny + j];
-                                }));
+  return std::max(
+      0.0, bilinear(users_axis_, users, false, context_axis_, context, true,
+                    [&](std::size_t i, std::size_t j) { return decode_table_[i * ny + j]; }));
 }
 
 double WaferSteps::prefill_s(double tokens, double context) const {
   const std::size_t ny = prefill_context_axis_.size();
-  return std::max(0.0, bilinear(prefill_tokens_axis_, tokens, true, prefill_context_axis_, context,
-                                true, [&](std::size_t i, std::size_t j) {
-                                  return prefill_table_[i * ny + j];
-                                }));
+  return std::max(
+      0.0, bilinear(prefill_tokens_axis_, tokens, true, prefill_context_axis_, context, true,
+                    [&](std::size_t i, std::size_t j) { return prefill_table_[i * ny + j]; }));
 }
 
 double WaferSteps::iteration_s(const Iteration& it) const {
@@ -126,8 +127,8 @@ GpuSteps::GpuSteps(models::gpu::ClusterSpec cluster, models::ModelConfig model, 
                    int tp, int pp, int max_batch)
     : cluster_(std::make_unique<models::gpu::ClusterSpec>(std::move(cluster))),
       model_(std::make_unique<models::ModelConfig>(std::move(model))),
-      timing_(std::make_unique<models::gpu::ReplicaTiming>(*cluster_, *model_, weight_bits, tp,
-                                                            pp)),
+      timing_(
+          std::make_unique<models::gpu::ReplicaTiming>(*cluster_, *model_, weight_bits, tp, pp)),
       kv_bytes_per_token_(models::gpu::kv_bytes_per_token(*model_, weight_bits)) {
   kv_.slots = max_batch;
   kv_.pool_tokens = static_cast<long long>(timing_->kv_capacity_tokens());

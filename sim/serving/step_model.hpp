@@ -73,9 +73,9 @@ class WaferSteps final : public StepModel {
  private:
   std::vector<GridPoint> decode_;
   std::vector<GridPoint> prefill_;
-  std::vector<double> users_axis_, context_axis_;                 // decode grid
+  std::vector<double> users_axis_, context_axis_;                   // decode grid
   std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid
-  std::vector<double> decode_table_;   // [users][context] step seconds
+  std::vector<double> decode_table_;                                // [users][context] step seconds
   std::vector<double> prefill_table_;  // [tokens][context] prefill seconds
   KvCapacity kv_;
   double kv_bytes_per_token_;

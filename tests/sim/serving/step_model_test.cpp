@@ -41,7 +41,7 @@ TEST(WaferSteps, BilinearIsExactForBilinearLaws) {
 TEST(WaferSteps, ContextExtrapolatesUsersClamp) {
   const WaferSteps m = grid_model();
   EXPECT_NEAR(m.decode_step_s(4, 8192), decode_law(4, 8192), 1e-15);  // linear past the end
-  EXPECT_DOUBLE_EQ(m.decode_step_s(64, 1024), decode_law(16, 1024));   // clamped to 16 users
+  EXPECT_DOUBLE_EQ(m.decode_step_s(64, 1024), decode_law(16, 1024));  // clamped to 16 users
   EXPECT_NEAR(m.prefill_s(4096, 0), prefill_law(4096, 0), 1e-15);
 }
 

@@ -1,0 +1,270 @@
+// The request-level serving simulation against hand computation (a lone
+// request, a static batch, the serving stack, sessions reusing their KV
+// cache, disaggregated prefill) and against laws that must hold whatever the
+// traffic: tokens out = tokens asked for, the batch and KV limits never
+// exceeded, Little's law on the measured queue, the same input giving the
+// same bits.
+#include "sim/serving/simulator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace wafersim::sim::serving {
+namespace {
+
+// Decode: 1 ms + 0.1 ms per sequence + 1 ns per position attended; prefill:
+// 0.5 ms + 10 us per prompt token. Transfers: 1 us per token.
+class LinearSteps final : public StepModel {
+ public:
+  explicit LinearSteps(KvCapacity kv) : kv_(kv) {}
+  static double decode(int users, double context_sum) {
+    return 1e-3 + 1e-4 * users + 1e-9 * context_sum;
+  }
+  static double prefill(double tokens) { return 0.5e-3 + 10e-6 * tokens; }
+  double iteration_s(const Iteration& it) const override {
+    double s = 0.0;
+    if (it.decode_sequences > 0) s += decode(it.decode_sequences, it.decode_context);
+    if (it.prefill_tokens > 0) s += prefill(it.prefill_tokens);
+    return s;
+  }
+  KvCapacity kv_capacity() const override { return kv_; }
+  double kv_transfer_s(long long tokens) const override { return 1e-6 * tokens; }
+
+ private:
+  KvCapacity kv_;
+};
+
+Session one_request(int id, double at, int prompt, int output) {
+  Session s;
+  s.id = id;
+  s.turns.push_back(Turn{at, prompt, output});
+  return s;
+}
+
+SimulationOptions options(PrefillPolicy policy) {
+  SimulationOptions o;
+  o.system = "test";
+  o.prefill = policy;
+  o.chunk_tokens = 512;
+  return o;
+}
+
+TEST(ServingSimulation, LoneRequestTakesPrefillThenItsDecodeSteps) {
+  const LinearSteps model(KvCapacity{8, 0, 0});
+  const auto r =
+      simulate({one_request(0, 1.0, 1000, 4)}, model, options(PrefillPolicy::prefill_first));
+  ASSERT_EQ(r.requests.size(), 1u);
+  const auto& q = r.requests[0];
+  const double ttft = LinearSteps::prefill(1000);
+  EXPECT_NEAR(q.ttft_s, ttft, 1e-12);
+  // Three decode steps after the first token, at contexts 1001, 1002, 1003.
+  const double decode =
+      LinearSteps::decode(1, 1001) + LinearSteps::decode(1, 1002) + LinearSteps::decode(1, 1003);
+  EXPECT_NEAR(q.end_to_end_s, ttft + decode, 1e-12);
+  EXPECT_NEAR(q.tbt_mean_s, decode / 3.0, 1e-9);
+  EXPECT_EQ(q.output_tokens, 4);
+  EXPECT_DOUBLE_EQ(q.arrival_s, 1.0);
+  EXPECT_DOUBLE_EQ(q.admitted_s, 1.0);
+}
+
+TEST(ServingSimulation, ChunkedPrefillSplitsThePromptIntoBudgetedChunks) {
+  const LinearSteps model(KvCapacity{8, 0, 0});
+  const auto r = simulate({one_request(0, 0.0, 1200, 1)}, model, options(PrefillPolicy::chunked));
+  // 512 + 512 + 176 tokens in three iterations.
+  EXPECT_NEAR(r.requests[0].ttft_s, LinearSteps::prefill(512) * 2 + LinearSteps::prefill(176),
+              1e-12);
+  EXPECT_EQ(r.iterations, 3u);
+}
+
+TEST(ServingSimulation, StaticBatchDecodesTogether) {
+  const LinearSteps model(KvCapacity{16, 0, 0});
+  std::vector<Session> batch;
+  for (int i = 0; i < 16; ++i) batch.push_back(one_request(i, 0.0, 100, 10));
+  const auto r = simulate(batch, model, options(PrefillPolicy::prefill_first));
+  // One prefill iteration of all 16 prompts, then 9 decode steps of 16.
+  double t = LinearSteps::prefill(1600);
+  for (int k = 1; k < 10; ++k) t += LinearSteps::decode(16, 16.0 * (100 + k));
+  for (const auto& q : r.requests) {
+    EXPECT_NEAR(q.ttft_s, LinearSteps::prefill(1600), 1e-12);
+    EXPECT_NEAR(q.end_to_end_s, t, 1e-12);
+  }
+  EXPECT_DOUBLE_EQ(r.mean_batch, 16.0);
+}
+
+// Poisson-like arrivals from a fixed little generator (the test's own).
+std::vector<Session> poisson(int n, double rate, std::uint64_t seed, int prompt, int output) {
+  std::vector<Session> out;
+  double t = 0.0;
+  std::uint64_t x = seed;
+  for (int i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = (static_cast<double>(x >> 11) + 0.5) / 9007199254740992.0;
+    t += -std::log(u) / rate;
+    out.push_back(one_request(i, t, prompt + static_cast<int>(x % 200),
+                              output + static_cast<int>((x >> 20) % 50)));
+  }
+  return out;
+}
+
+TEST(ServingSimulation, ConservesTokensAndHoldsTheBatchAndKvLimits) {
+  // Room for 6 sequences in 4,000 positions: the pool, not the slots, binds.
+  const LinearSteps model(KvCapacity{0, 0, 4000});
+  for (const PrefillPolicy p : {PrefillPolicy::prefill_first, PrefillPolicy::chunked}) {
+    SimulationOptions o = options(p);
+    o.max_batch = 6;
+    o.replicas = 2;
+    const auto sessions = poisson(400, 150.0, 7, 500, 40);
+    const auto r = simulate(sessions, model, o);
+    EXPECT_EQ(r.served, 400);
+    EXPECT_EQ(r.tokens_generated, r.tokens_asked);
+    long long asked = 0;
+    for (const Session& s : sessions) asked += s.turns[0].output_tokens;
+    EXPECT_EQ(r.tokens_asked, asked);
+    // At every admission, what that replica holds fits its limits.
+    for (const auto& a : r.requests) {
+      int batch = 0;
+      long long positions = 0;
+      for (const auto& b : r.requests) {
+        if (b.replica != a.replica || b.admitted_s > a.admitted_s || b.last_token_s <= a.admitted_s)
+          continue;
+        ++batch;
+        positions += b.prompt_tokens + b.output_tokens;
+      }
+      EXPECT_LE(batch, 6);
+      EXPECT_LE(positions, 4000);
+    }
+    EXPECT_GT(r.queue_s.max, 0.0);  // the load was high enough to queue
+  }
+}
+
+TEST(ServingSimulation, LittlesLawHoldsOnTheMeasuredQueue) {
+  const LinearSteps model(KvCapacity{32, 0, 0});
+  const auto r = simulate(poisson(3000, 60.0, 11, 800, 60), model, options(PrefillPolicy::chunked));
+  EXPECT_GT(r.littles_l, 1.0);
+  EXPECT_NEAR(r.littles_l / r.littles_lambda_w, 1.0, 1e-9);
+  EXPECT_GT(r.utilisation, 0.0);
+  EXPECT_LE(r.utilisation, 1.0 + 1e-12);
+}
+
+TEST(ServingSimulation, SameInputSameBits) {
+  const LinearSteps model(KvCapacity{8, 0, 0});
+  const auto sessions = poisson(500, 80.0, 3, 300, 30);
+  const auto a = simulate(sessions, model, options(PrefillPolicy::chunked));
+  const auto b = simulate(sessions, model, options(PrefillPolicy::chunked));
+  ASSERT_EQ(a.requests.size(), b.requests.size());
+  for (std::size_t i = 0; i < a.requests.size(); ++i) {
+    EXPECT_EQ(a.requests[i].last_token_s, b.requests[i].last_token_s);
+    EXPECT_EQ(a.requests[i].replica, b.requests[i].replica);
+  }
+  EXPECT_EQ(a.ttft_s.p99, b.ttft_s.p99);
+}
+
+TEST(ServingSimulation, ServingStackAddsSetupRoundTripAndPerTokenCosts) {
+  const LinearSteps model(KvCapacity{8, 0, 0});
+  SimulationOptions o = options(PrefillPolicy::prefill_first);
+  o.stack.present = true;
+  o.stack.overhead = {0.050, 0.002, 0.200};  // round trip, per token, set-up
+  const auto fresh = simulate({one_request(0, 0.0, 1000, 5)}, model, o);
+  o.stack.persistent = true;
+  const auto kept = simulate({one_request(0, 0.0, 1000, 5)}, model, o);
+  const auto raw =
+      simulate({one_request(0, 0.0, 1000, 5)}, model, options(PrefillPolicy::prefill_first));
+  EXPECT_NEAR(fresh.requests[0].ttft_s - raw.requests[0].ttft_s, 0.250, 1e-12);
+  EXPECT_NEAR(fresh.requests[0].tbt_mean_s - raw.requests[0].tbt_mean_s, 0.002, 1e-9);
+  // Persistent: 80% less round trip, 50% less set-up, 30% less per token.
+  EXPECT_NEAR(kept.requests[0].ttft_s - raw.requests[0].ttft_s, 0.010 + 0.100, 1e-12);
+  EXPECT_NEAR(kept.requests[0].tbt_mean_s - raw.requests[0].tbt_mean_s, 0.0014, 1e-9);
+  EXPECT_NEAR(fresh.requests[0].end_to_end_s - raw.requests[0].end_to_end_s, 0.250 + 4 * 0.002,
+              1e-9);
+}
+
+TEST(ServingSimulation, ClosedLoopSessionReusesItsCacheAndWaitsItsThinkTime) {
+  const LinearSteps model(KvCapacity{4, 100000, 0});
+  Session s;
+  s.id = 0;
+  s.closed_loop = true;
+  s.turns = {Turn{0.0, 1000, 10}, Turn{2.0, 200, 10}, Turn{2.0, 200, 10}};
+  const auto r = simulate({s}, model, options(PrefillPolicy::prefill_first));
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_EQ(r.requests[1].prompt_tokens, 1210);
+  EXPECT_EQ(r.requests[1].cached_tokens, 1010);
+  EXPECT_EQ(r.requests[2].prompt_tokens, 1420);
+  EXPECT_EQ(r.requests[2].cached_tokens, 1220);
+  // The second turn prefills only its 200 new tokens.
+  EXPECT_NEAR(r.requests[1].ttft_s, LinearSteps::prefill(200), 1e-12);
+  // It is sent 2 s after the first turn's last token.
+  EXPECT_NEAR(r.requests[1].arrival_s, r.requests[0].end_to_end_s + 2.0, 1e-12);
+  ASSERT_EQ(r.sessions.size(), 1u);
+  double busy = 0.0;
+  for (const auto& q : r.requests) busy += q.end_to_end_s;
+  EXPECT_NEAR(r.sessions[0].task_s, busy + 4.0, 1e-9);
+  EXPECT_NEAR(r.sessions[0].waiting_s, busy, 1e-9);
+}
+
+TEST(ServingSimulation, WithoutKeptCacheEveryTurnPrefillsItsWholeContext) {
+  const LinearSteps model(KvCapacity{4, 100000, 0});
+  Session s;
+  s.closed_loop = true;
+  s.turns = {Turn{0.0, 1000, 10}, Turn{1.0, 200, 10}};
+  SimulationOptions o = options(PrefillPolicy::prefill_first);
+  o.keep_kv_between_turns = false;
+  const auto r = simulate({s}, model, o);
+  EXPECT_EQ(r.requests[1].cached_tokens, 0);
+  EXPECT_NEAR(r.requests[1].ttft_s, LinearSteps::prefill(1210), 1e-12);
+}
+
+TEST(ServingSimulation, RequestsLongerThanAKvSlotAreRejected) {
+  const LinearSteps model(KvCapacity{4, 1000, 0});
+  const auto r = simulate({one_request(0, 0.0, 990, 20), one_request(1, 0.0, 100, 20)}, model,
+                          options(PrefillPolicy::chunked));
+  EXPECT_EQ(r.rejected, 1);
+  EXPECT_EQ(r.served, 1);
+  EXPECT_TRUE(r.requests[0].rejected);
+}
+
+TEST(ServingSimulation, DisaggregatedPrefillHandsTheCacheToADecodeReplica) {
+  const LinearSteps model(KvCapacity{8, 0, 0});
+  SimulationOptions o = options(PrefillPolicy::disaggregated);
+  o.prefill_replicas = 1;
+  const auto r = simulate({one_request(0, 0.0, 1000, 3)}, model, o);
+  const auto& q = r.requests[0];
+  EXPECT_NEAR(q.ttft_s, LinearSteps::prefill(1000), 1e-12);
+  EXPECT_EQ(q.replica, 0);  // decoded on the decode replica (index 0); prefill is index 1
+  const double transfer = 1e-6 * 1001;
+  EXPECT_NEAR(q.end_to_end_s,
+              LinearSteps::prefill(1000) + transfer + LinearSteps::decode(1, 1001) +
+                  LinearSteps::decode(1, 1002),
+              1e-12);
+  EXPECT_EQ(r.chips, 2);
+}
+
+TEST(ServingSimulation, SloAttainmentAndGoodput) {
+  const LinearSteps model(KvCapacity{8, 0, 0});
+  SimulationOptions o = options(PrefillPolicy::chunked);
+  o.slo.ttft_s = 0.02;
+  o.slo.tokens_per_s = 200.0;
+  const auto r = simulate(poisson(1000, 120.0, 5, 600, 50), model, o);
+  int meet = 0;
+  for (const auto& q : r.requests) {
+    const bool ok = q.ttft_s <= 0.02 && (q.output_tokens < 2 || 1.0 / q.tbt_mean_s >= 200.0 - 1e-9);
+    EXPECT_EQ(q.meets_slo, ok) << q.id;
+    meet += q.meets_slo;
+  }
+  EXPECT_NEAR(r.goodput_rps, meet / r.span_s, 1e-9);
+  EXPECT_NEAR(r.slo_attainment, meet / 1000.0, 1e-12);
+}
+
+TEST(Percentile, InterpolatesBetweenClosestRanks) {
+  std::vector<double> v = {4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(percentile(v, 0), 1.0);
+  EXPECT_DOUBLE_EQ(percentile(v, 50), 2.5);
+  EXPECT_DOUBLE_EQ(percentile(v, 100), 4.0);
+  std::vector<double> none;
+  EXPECT_DOUBLE_EQ(percentile(none, 99), 0.0);
+}
+
+}  // namespace
+}  // namespace wafersim::sim::serving
