@@ -150,7 +150,11 @@ std::string bottleneck_of(const StepBreakdown& b) {
     best = b.overhead_s;
     name = "per-layer overhead";
   }
-  if (b.pipeline_s > best) name = "pipeline hops";
+  if (b.pipeline_s > best) {
+    best = b.pipeline_s;
+    name = "pipeline hops";
+  }
+  if (b.framework_s > best) name = "framework overhead";
   return name;
 }
 
@@ -213,6 +217,9 @@ std::optional<GpuEstimate> estimate_split(const ClusterSpec& c, const ModelConfi
   e.step.pipeline_s =
       (pp - 1) * s.hop_s(users_mb * tokens_per_user * m.hidden_size * activation_bytes(bits));
   e.step.total_s += e.step.pipeline_s;
+  // The framework schedules the whole replica's batch once per step.
+  e.step.framework_s = c.framework.iteration_s(e.users_per_replica);
+  e.step.total_s += e.step.framework_s;
 
   double round_s = e.step.total_s;
   if (w.speculative) {
@@ -237,8 +244,10 @@ std::optional<GpuEstimate> estimate_split(const ClusterSpec& c, const ModelConfi
   // TTFT: one request's prompt through every stage (compute-bound for long prompts).
   StepBreakdown prefill;
   add_stages(prefill, stage_time(s, m, 1.0, w.prompt_tokens, 0.5 * w.prompt_tokens), pp);
-  e.ttft_s = prefill.total_s + (pp - 1) * s.hop_s(static_cast<double>(w.prompt_tokens) *
-                                                  m.hidden_size * activation_bytes(bits));
+  e.ttft_s = prefill.total_s +
+             (pp - 1) * s.hop_s(static_cast<double>(w.prompt_tokens) * m.hidden_size *
+                                activation_bytes(bits)) +
+             c.framework.iteration_s(1);
 
   const double generate = std::max(1, w.generate_tokens);
   e.batch_tokens_per_s =
@@ -331,7 +340,7 @@ double ReplicaTiming::iteration_s(const Iteration& it) const {
   // pass of every sequence) is pp stage times of one micro-batch, as in
   // estimate_split(); with fewer sequences than stages the rest are bubbles.
   const double hops = (pp_ - 1) * s.hop_s(load.tokens * m.hidden_size * activation_bytes(bits_));
-  return b.total_s + hops;
+  return b.total_s + hops + c.framework.iteration_s(sequences);
 }
 
 }  // namespace wafersim::models::gpu

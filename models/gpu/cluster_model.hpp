@@ -10,7 +10,10 @@
 // min(pp, users) micro-batches, so with fewer users than stages the pipeline
 // has bubbles. Prefill is the same sum for the whole prompt (compute-bound)
 // and gives TTFT. The KV cache that fits next to the weights limits how many
-// users a replica serves at once.
+// users a replica serves at once. The serving framework's host time
+// (ClusterSpec::framework) is added once per step and once per prefill:
+// framework.iteration_s(sequences in the step), the same in estimate_split()
+// and ReplicaTiming::iteration_s().
 #pragma once
 
 #include <optional>
@@ -62,6 +65,7 @@ struct StepBreakdown {
   double allreduce_s = 0.0;  // TP all-reduces
   double overhead_s = 0.0;   // per-layer fixed cost
   double pipeline_s = 0.0;   // activation hops between stages
+  double framework_s = 0.0;  // the serving framework's host time, once per step
   // max(memory, compute) per stage + the rest: the step latency.
   double total_s = 0.0;
 };

@@ -47,6 +47,10 @@ void ClusterSpec::validate() const {
   if (params.allreduce_alpha_s < 0.0 || params.per_layer_overhead_s < 0.0 ||
       scaleout_latency_s < 0.0)
     throw GpuSpecError("model", "latencies cannot be negative");
+  if (!(framework.per_iteration_s >= 0.0) || !std::isfinite(framework.per_iteration_s))
+    throw GpuSpecError("framework.per_iteration", "the per-iteration overhead cannot be negative");
+  if (!(framework.per_sequence_s >= 0.0) || !std::isfinite(framework.per_sequence_s))
+    throw GpuSpecError("framework.per_sequence", "the per-sequence overhead cannot be negative");
 }
 
 }  // namespace wafersim::models::gpu

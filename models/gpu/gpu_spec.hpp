@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/gpu/serving_framework.hpp"
+
 namespace wafersim::models::gpu {
 
 // A cluster description that cannot exist (no memory, efficiency above 1, ...).
@@ -67,6 +69,7 @@ struct ClusterSpec {
   double scaleout_latency_s = 0.0;  // one NIC-switch-NIC message
   double node_power_w = 0.0;        // whole node (or rack for NVL72) at full load
   ModelParameters params;
+  ServingFramework framework;  // host time per iteration; "none" unless the preset names one
 
   // Throws GpuSpecError naming the offending field.
   void validate() const;

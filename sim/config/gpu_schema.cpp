@@ -121,6 +121,31 @@ constexpr Key<ClusterSpec> kCluster[] = {
     {"model.memory_reserve", R, "ratio in [0, 1)", "HBM kept free for activations and workspace",
      [](auto& v, auto& c, auto&) { c.params.memory_reserve = read_ratio(v); },
      [](auto& c) { return yaml_real(c.params.memory_reserve); }},
+    // The serving framework: a named preset (models/gpu/serving_framework.cpp,
+    // each figure sourced there), its figures overridable below it. Absent:
+    // "none", no host time. The name is read first and sets both figures.
+    {"framework.name", O, "vllm, sglang, tensorrt-llm or none",
+     "the serving framework whose host time per iteration the model adds; sets both figures",
+     [](auto& v, auto& c, auto&) {
+       const std::string name = read_choice(v, "serving framework", models::gpu::framework_names());
+       c.framework = *models::gpu::framework_preset(name);
+     },
+     [](auto& c) { return yaml_string(c.framework.name); },
+     [](auto& c) { return !c.framework.is_none(); }},
+    {"framework.per_iteration", O, "time",
+     "host time per engine iteration (overrides the preset's)",
+     [](auto& v, auto& c, auto&) {
+       c.framework.per_iteration_s = read_quantity(v, parse_duration, "0.5 ms");
+     },
+     [](auto& c) { return format_duration(c.framework.per_iteration_s); },
+     [](auto& c) { return !c.framework.is_none(); }},
+    {"framework.per_sequence", O, "time",
+     "host time per sequence of the batch per iteration (overrides the preset's)",
+     [](auto& v, auto& c, auto&) {
+       c.framework.per_sequence_s = read_quantity(v, parse_duration, "5 us");
+     },
+     [](auto& c) { return format_duration(c.framework.per_sequence_s); },
+     [](auto& c) { return !c.framework.is_none(); }},
 };
 
 }  // namespace

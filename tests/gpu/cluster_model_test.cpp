@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "models/gpu/serving.hpp"
+#include "models/gpu/serving_framework.hpp"
 
 namespace wafersim::models::gpu {
 namespace {
@@ -115,6 +118,42 @@ TEST(DecodeStep, TensorParallelAddsTwoRingAllReducesPerLayer) {
   EXPECT_NEAR(e8->step.memory_s, e1->step.memory_s / 8.0, 1e-15);
   EXPECT_EQ(e8->replicas, 1);
   EXPECT_EQ(e1->replicas, 8);  // a one-GPU model runs eight copies on the node
+}
+
+// The serving framework's host time is added once per step (per iteration of
+// the whole batch, not per pipeline stage or layer) and once to the prefill.
+TEST(DecodeStep, FrameworkHostTimeIsAddedOncePerStep) {
+  ClusterSpec c = one_gpu();
+  const ModelConfig m = small_model();
+  const auto bare = estimate_split(c, m, workload(16), 1, 1);
+  c.framework = ServingFramework{"custom", 300e-6, 2e-6};
+  const auto with = estimate_split(c, m, workload(16), 1, 1);
+  ASSERT_TRUE(bare && with);
+  EXPECT_DOUBLE_EQ(with->step.framework_s, 300e-6 + 16 * 2e-6);
+  EXPECT_DOUBLE_EQ(with->step.total_s, bare->step.total_s + 332e-6);
+  EXPECT_DOUBLE_EQ(with->ttft_s, bare->ttft_s + 302e-6);
+  EXPECT_EQ(bare->step.framework_s, 0.0);
+  // A host time larger than the GPU's work is what limits the step.
+  c.framework.per_iteration_s = 1.0;
+  EXPECT_EQ(estimate_split(c, m, workload(1), 1, 1)->bottleneck, "framework overhead");
+}
+
+TEST(ServingFrameworks, NamedPresetsCarryTheirFigures) {
+  EXPECT_EQ(framework_names().front(), "none");
+  for (const std::string& name : framework_names()) {
+    const std::optional<ServingFramework> f = framework_preset(name);
+    ASSERT_TRUE(f.has_value()) << name;
+    EXPECT_EQ(f->name, name);
+    EXPECT_GE(f->per_iteration_s, 0.0);
+    EXPECT_LT(f->per_iteration_s, 5e-3) << name;  // host time is well below a decode step
+  }
+  EXPECT_TRUE(framework_preset("none")->is_none());
+  EXPECT_GT(framework_preset("vllm")->per_iteration_s, 0.0);
+  EXPECT_GT(framework_preset("sglang")->per_iteration_s, 0.0);
+  EXPECT_FALSE(framework_preset("vLLM").has_value());  // names are exact
+  ClusterSpec c = one_gpu();
+  c.framework.per_sequence_s = -1e-6;
+  EXPECT_THROW(c.validate(), GpuSpecError);
 }
 
 TEST(ParallelismChoice, PicksTheLowestLatencySplitUnlessFixed) {
@@ -246,6 +285,7 @@ TEST(ReplicaTiming, DecodeIterationEqualsEstimateSplitStep) {
   cluster.gpus_per_node = 4;
   cluster.scaleup_bandwidth = 100e9;
   cluster.params.allreduce_alpha_s = 1e-6;
+  cluster.framework = ServingFramework{"custom", 200e-6, 3e-6};  // added by both callers alike
   const ModelConfig model = small_model();
   for (const int pp : {1, 2}) {
     for (const int users : {1, 3, 16}) {

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <string>
 
-#include "sim/studies/baselines.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/studies/baselines.hpp"
 
 namespace wafersim::sim {
 namespace {
@@ -61,8 +61,8 @@ workload:
 )";
 
 TEST(GpuPresets, EveryShippedPresetLoadsAndValidates) {
-  for (const char* name :
-       {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-8"}) {
+  for (const char* name : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200",
+                           "gb200-nvl72", "mi300x-8"}) {
     const models::gpu::ClusterSpec c = load_gpu_preset(name, kPresets);
     EXPECT_EQ(c.name, name);
     EXPECT_NO_THROW(c.validate()) << name;
@@ -85,6 +85,16 @@ TEST(GpuPresets, FiguresAreTheSourcedOnes) {
   EXPECT_EQ(nvl.gpus_per_node, 72);
   EXPECT_DOUBLE_EQ(nvl.gpu.fp4_flops, 10e15);
   EXPECT_DOUBLE_EQ(load_gpu_preset("mi300x-8", kPresets).gpu.bf16_flops, 1307.4e12);
+  // The 40 GB A100: the 80 GB part's compute and node, HBM2 at 1,555 GB/s.
+  const models::gpu::ClusterSpec a40 = load_gpu_preset("dgx-a100-40gb", kPresets);
+  const models::gpu::ClusterSpec a80 = load_gpu_preset("dgx-a100", kPresets);
+  EXPECT_DOUBLE_EQ(a40.gpu.hbm_bytes, 40e9);
+  EXPECT_DOUBLE_EQ(a40.gpu.hbm_bandwidth, 1555e9);
+  EXPECT_EQ(a40.gpu.bf16_flops, a80.gpu.bf16_flops);
+  EXPECT_EQ(a40.scaleup_bandwidth, a80.scaleup_bandwidth);
+  EXPECT_EQ(a40.node_power_w, a80.node_power_w);
+  // No shipped preset names a framework: the bare hardware model unless a scenario picks one.
+  EXPECT_TRUE(h100.framework.is_none());
   EXPECT_DOUBLE_EQ(load_hardware_preset("wse3", kPresets).system_power_w, 23e3);
 }
 
@@ -123,6 +133,16 @@ TEST_F(GpuScenario, ImpossibleOverrideIsReportedAtItsLine) {
   EXPECT_NE(std::string(e.what()).find("must be in (0, 1]"), std::string::npos) << e.what();
 }
 
+TEST_F(GpuScenario, UnknownFrameworkIsReportedWithDidYouMean) {
+  const ScenarioError e = error_of(write("s.yaml", std::string(kBase) + R"(compare_with:
+  - preset: dgx-h100
+    framework: {name: sglnag}
+)"));
+  EXPECT_EQ(e.line(), 9);
+  EXPECT_EQ(e.key_path(), "compare_with[0].framework.name");
+  EXPECT_NE(std::string(e.what()).find("did you mean 'sglang'?"), std::string::npos) << e.what();
+}
+
 TEST_F(GpuScenario, UnknownKeysAreErrorsWithDidYouMean) {
   ScenarioError e =
       error_of(write("a.yaml", std::string(kBase) + "gpu_parallelism: {tp: 8, ppp: 2}\n"));
@@ -147,6 +167,7 @@ TEST_F(GpuScenario, ResolvedYamlCarriesEverySystemInlineAndRoundTrips) {
   - dgx-h200
   - preset: mi300x-8
     scale_out: {max_nodes: 2}
+    framework: {name: sglang, per_sequence: 4 us}
 gpu_parallelism: {tp: 2, pp: auto}
 speculative_decoding: {draft_model: tiny-llama, draft_tokens: 3, acceptance_rate: 0.75}
 serving: {round_trip: 40 ms, per_token_overhead: 0.5 ms, connection_setup: 150 ms}
@@ -154,6 +175,12 @@ serving: {round_trip: 40 ms, per_token_overhead: 0.5 ms, connection_setup: 150 m
                                    kPresets);
   ASSERT_EQ(a.gpu.systems.size(), 2u);
   EXPECT_EQ(a.gpu.systems[1].max_nodes, 2);
+  // The named framework's figures, one overridden; the first system has none.
+  EXPECT_EQ(a.gpu.systems[1].framework.name, "sglang");
+  EXPECT_EQ(a.gpu.systems[1].framework.per_iteration_s,
+            models::gpu::framework_preset("sglang")->per_iteration_s);
+  EXPECT_DOUBLE_EQ(a.gpu.systems[1].framework.per_sequence_s, 4e-6);
+  EXPECT_TRUE(a.gpu.systems[0].framework.is_none());
   EXPECT_EQ(a.gpu.tp, 2);
   EXPECT_EQ(a.gpu.pp, 0);
   ASSERT_TRUE(a.speculative && a.serving);
@@ -175,6 +202,9 @@ serving: {round_trip: 40 ms, per_token_overhead: 0.5 ms, connection_setup: 150 m
     EXPECT_EQ(x.max_nodes, y.max_nodes);
     EXPECT_EQ(x.params.allreduce_alpha_s, y.params.allreduce_alpha_s);
     EXPECT_EQ(x.params.memory_efficiency, y.params.memory_efficiency);
+    EXPECT_EQ(x.framework.name, y.framework.name);
+    EXPECT_EQ(x.framework.per_iteration_s, y.framework.per_iteration_s);
+    EXPECT_EQ(x.framework.per_sequence_s, y.framework.per_sequence_s);
   }
   EXPECT_EQ(b.speculative->decoding.draft_tokens, 3);
   EXPECT_EQ(b.speculative->decoding.acceptance_rate, 0.75);

@@ -11,9 +11,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gpu/cluster_model.hpp"
+#include "models/gpu/serving_framework.hpp"
 #include "sim/config/scenario.hpp"
 
 namespace wafersim {
@@ -60,7 +62,7 @@ double predict(const Row& r, double& got) {
 TEST(GpuValidation, PredictionsStayWithinTheDocumentedErrors) {
   const Row rows[] = {
       // [A100-VLLM] A100 40 GB, Llama 3.1 8B bf16, vLLM, one request, 1024 in / 128 out: ~75 tok/s.
-      {"A100-40GB 8B bf16 1 user", "dgx-a100", "llama-3.1-8b", 16, 1024, 128, 1, 1, 1, 1, 40, 1.555,
+      {"A100-40GB 8B bf16 1 user", "dgx-a100-40gb", "llama-3.1-8b", 16, 1024, 128, 1, 1, 1, 1, 0, 0,
        false, 75.0, 0.10},
       // [MEDUSA-H200] H200 x8 TP8, Llama 3.1 70B fp8, 1 user, without Medusa: 268 / 1.5 (derived;
       // the blog says "over 1.5x", so the published baseline is at most this). Calibrates alpha.
@@ -160,6 +162,88 @@ TEST(GpuValidation, PredictionTableForTheDocs) {
     ++rows;
   }
   EXPECT_EQ(rows, 16);  // the document's rows, all of them read
+}
+
+// One Llama 3.1 8B bf16 decode at `users` users on a fixed split, with the
+// serving framework `framework` on the system `system` ("" keeps the preset's).
+models::gpu::GpuEstimate llama8b(const std::string& system, const std::string& framework, int users,
+                                 int tp, int gpus_per_node = 0) {
+  models::gpu::ClusterSpec c = sim::load_gpu_preset(system, kPresets);
+  if (!framework.empty()) c.framework = *models::gpu::framework_preset(framework);
+  if (gpus_per_node > 0) c.gpus_per_node = gpus_per_node;
+  const models::ModelConfig m = sim::load_model_preset("llama-3.1-8b", kPresets);
+  models::gpu::InferenceWorkload w;
+  w.prompt_tokens = 1024;
+  w.generate_tokens = 128;
+  w.users = users;
+  w.weight_bits = 16;
+  w.tp = tp;
+  w.pp = 1;
+  return models::gpu::estimate(c, m, w);
+}
+
+// docs/validation.md, "Tensor parallelism at batch 1": the SGLang study quoted
+// in the serving issue measured Llama 3.1 8B decode at one request 3.3x faster
+// on 8 A100s (TP 8) than on one. With SGLang's host time per iteration the
+// model's ratio must be within 15% of it; without it (the bare hardware model)
+// the ratio is 3.84x: a fixed cost per iteration that tensor parallelism does
+// not divide is what the bare model lacks.
+TEST(GpuValidation, TensorParallelSpeedUpAtBatchOneMatchesTheSglangStudy) {
+  const double published = 3.3;
+  auto ratio = [](const std::string& framework) {
+    return llama8b("dgx-a100", framework, 1, 8).decode_tokens_per_s_per_user /
+           llama8b("dgx-a100", framework, 1, 1).decode_tokens_per_s_per_user;
+  };
+  const double bare = ratio("none");
+  const double sglang = ratio("sglang");
+  std::printf("  TP8/TP1 Llama 3.1 8B dgx-a100: bare %.2fx, sglang %.2fx, published %.1fx\n", bare,
+              sglang, published);
+  EXPECT_NEAR(sglang / published, 1.0, 0.15);
+  EXPECT_GT(bare, sglang);  // the host time is what makes the speed-up sublinear
+}
+
+// docs/validation.md, "Decode throughput vs batch": the published points of
+// two throughput-latency sweeps of Llama 3.1 8B bf16 on one GPU with vLLM,
+// each within the tolerance the document states for it.
+TEST(GpuValidation, BatchCurveMatchesThePublishedVllmSweeps) {
+  // [A100-VLLM] one A100 40 GB, 1024 in / 128 out: ~75 tok/s at one request.
+  const models::gpu::GpuEstimate a1 = llama8b("dgx-a100-40gb", "vllm", 1, 1, 1);
+  const models::gpu::GpuEstimate a8 = llama8b("dgx-a100-40gb", "vllm", 8, 1, 1);
+  // [A100-VLLM] "a 6.6x gain" in throughput from one request to eight. The
+  // sweep's throughput counts the prompts' prefill, which vLLM interleaves with
+  // the decode of the others: the model's decode-only gain (prefill free) and
+  // its batch gain (prompts prefilled one after another) bracket it.
+  const double decode_gain = a8.aggregate_tokens_per_s / a1.aggregate_tokens_per_s;
+  const double batch_gain = a8.batch_tokens_per_s / a1.batch_tokens_per_s;
+  std::printf("  A100-40GB vllm: C=1 %.1f tok/s/user, C=8 gain decode-only %.2fx, batch %.2fx\n",
+              a1.decode_tokens_per_s_per_user, decode_gain, batch_gain);
+  EXPECT_NEAR(a1.decode_tokens_per_s_per_user / 75.0, 1.0, 0.10);
+  EXPECT_LT(batch_gain, 6.6);
+  EXPECT_GT(decode_gain, 6.6);
+  EXPECT_NEAR(batch_gain / 6.6, 1.0, 0.15);
+  EXPECT_NEAR(decode_gain / 6.6, 1.0, 0.15);
+  // [YOBITEL-H100] one H100, vLLM 0.21: TPOT 6.48 ms at one request (calibrates vLLM's host
+  // time), 6.59 ms at four.
+  for (const auto& [users, tpot_ms] : {std::pair{1, 6.48}, std::pair{4, 6.59}}) {
+    const models::gpu::GpuEstimate h = llama8b("dgx-h100", "vllm", users, 1, 1);
+    const double model_ms = 1e3 / h.decode_tokens_per_s_per_user;
+    std::printf("  H100 vllm: C=%d TPOT model %.2f ms, published %.2f ms\n", users, model_ms,
+                tpot_ms);
+    EXPECT_NEAR(model_ms / tpot_ms, 1.0, 0.10) << users;
+  }
+}
+
+// The model's curve for the document's table: Llama 3.1 8B bf16 on one GPU,
+// 1024 in / 128 out, batch 1..256 (KV-limited where the cache is full).
+TEST(GpuValidation, BatchCurveForTheDocs) {
+  for (const char* system : {"dgx-a100-40gb", "dgx-h100"}) {
+    for (int users = 1; users <= 256; users *= 2) {
+      const models::gpu::GpuEstimate e = llama8b(system, "vllm", users, 1, 1);
+      std::printf("  | %s | %d | %d | %.2f | %.1f | %s |\n", system, users, e.users_per_replica,
+                  1e3 / e.decode_tokens_per_s_per_user, e.aggregate_tokens_per_s,
+                  e.bottleneck.c_str());
+    }
+  }
 }
 
 }  // namespace
