@@ -28,6 +28,7 @@ struct PlaceArgs {
 
 int run(const PlaceArgs& a, const std::filesystem::path& presets) {
   Scenario sc = load_scenario(a.scenario, presets, a.overrides);
+  check_single_batch(sc, "place");
   if (!a.strategy.empty()) {
     const std::optional<StrategyKind> kind = parse_strategy(a.strategy);
     if (!kind)

@@ -22,6 +22,7 @@ struct RunArgs {
   std::string scenario, out;
   bool json = false, functional = false, timing_only = false;
   ScenarioOverrides overrides;
+  std::vector<std::string> set;  // KEY=VALUE
   int threads = 0;
   bool keep_link_records = false;
 };
@@ -37,7 +38,15 @@ void show_checkpoint_progress(int done, int total) {
 }
 
 int run(const RunArgs& a, const std::filesystem::path& presets) {
-  const Scenario sc = load_scenario(a.scenario, presets, a.overrides);
+  ScenarioOverrides overrides = a.overrides;
+  for (const std::string& kv : a.set) {
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw CommandError(kExitUsage, "--set takes KEY=VALUE (e.g. workload.users=8), got '" + kv + "'");
+    overrides.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  const Scenario sc = load_scenario(a.scenario, presets, overrides);
+  check_single_batch(sc, "run");
   std::optional<bool> functional_flag;
   if (a.functional) functional_flag = true;
   if (a.timing_only) functional_flag = false;
@@ -99,6 +108,11 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_option(
       "--placement", a->overrides.placement_file,
       "Use this placement file (wafersim place --write-placement) instead of the strategy");
+  run_cmd
+      ->add_option("--set", a->set,
+                   "KEY=VALUE: set any scenario key by its dotted path, the value as YAML "
+                   "(e.g. workload.cached_tokens=2048; KEY=~ removes the key); repeatable")
+      ->type_name("KEY=VALUE");
   run_cmd
       ->add_option("--threads", a->threads,
                    "Host threads (0: all the host has): from 2 on, functional runs compute "

@@ -191,6 +191,23 @@ constexpr Key<PlacementOptions> kPlacement[] = {
     {"file", O, "path", "a placement file instead of a strategy (relative to the scenario)",
      [](auto& v, auto& p, auto&) { read_file(v, p); }, [](auto& p) { return yaml_string(p.file); },
      [](auto& p) { return !p.file.empty(); }, 2},
+    {"reserve.users", O, "count 1..65536", "KV cache for at least this many sequences",
+     [](auto& v, auto& p, auto&) {
+       p.reserve_users = read_count(v, "16");
+       if (p.reserve_users < 1 || p.reserve_users > 65536)
+         fail(v.loc(), v.path, "must be between 1 and 65536 (sequences to reserve KV cache for)");
+     },
+     [](auto& p) { return fmt::format("{}", p.reserve_users); },
+     [](auto& p) { return p.reserve_users > 0; }, 2, true},
+    {"reserve.context_tokens", O, "count 1..2^30",
+     "of at least this many positions each (prompt + output)",
+     [](auto& v, auto& p, auto&) {
+       p.reserve_context_tokens = read_count(v, "8192");
+       if (p.reserve_context_tokens < 1 || p.reserve_context_tokens > (1 << 30))
+         fail(v.loc(), v.path, "must be between 1 and 1073741824 (positions per sequence)");
+     },
+     [](auto& p) { return fmt::format("{}", p.reserve_context_tokens); },
+     [](auto& p) { return p.reserve_context_tokens > 0; }, 2, true},
     {"matrices", O, "mapping", "per-matrix overrides of rows, columns and reduction",
      [](auto& v, auto& p, auto&) { read_matrices(v, p); }, write_matrices,
      [](auto& p) { return !p.matrices.empty(); }, 1},

@@ -111,6 +111,27 @@ void apply_overrides(YAML::Node& root, const ScenarioOverrides& overrides) {
     if (!root["placement"].IsMap()) root["placement"] = YAML::Node(YAML::NodeType::Map);
     root["placement"]["file"] = as_yaml(abs);
   }
+  for (const auto& [path, text] : overrides.set) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t dot = path.find('.', start);
+      parts.push_back(path.substr(start, dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    YAML::Node at = root;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (!at[parts[i]].IsMap()) at[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node next = at[parts[i]];
+      at.reset(next);
+    }
+    const YAML::Node value = as_yaml(text);
+    if (value.IsNull())
+      at.remove(parts.back());
+    else
+      at[parts.back()] = value;
+  }
 }
 
 }  // namespace
@@ -142,6 +163,8 @@ std::vector<KeyDoc> scenario_schema() {
   document_keys(out, "gpu_parallelism", gpu_parallelism_keys());
   document_keys(out, "speculative_decoding", speculative_keys());
   document_keys(out, "serving", serving_keys());
+  document_keys(out, "deployment", deployment_keys());
+  document_keys(out, "slo", slo_keys());
   return out;
 }
 
@@ -180,6 +203,12 @@ Scenario load_scenario(const fs::path& file, const fs::path& preset_dir,
   ReadContext ctx;
   ctx.preset_dir = preset_dir;
   read_keys(top, /*complete=*/true, scenario_keys(), s, unused, ctx);
+  // A serving study (traffic:) needs no workload, and no wafer when it
+  // compares GPU systems alone; any other scenario needs both.
+  if (!s.traffic) {
+    if (top.find("hardware") == nullptr) top.require("hardware");
+    if (top.find("workload") == nullptr) top.require("workload");
+  }
   s.resolved_yaml = emit_resolved(s);
   return s;
 }
@@ -216,6 +245,14 @@ void check_run_mode(const Scenario& sc, bool functional) {
                     "run --timing-only): a functional run has no keys and values for positions "
                     "it did not compute",
                     sc.workload.cached_tokens));
+}
+
+void check_single_batch(const Scenario& sc, const std::string& what) {
+  if (sc.traffic)
+    throw ScenarioError(sc.source_file, 0, 0, "traffic",
+                        fmt::format("this scenario is a serving study (traffic:): run it with "
+                                    "`wafersim serve`; `wafersim {}` simulates one batch (workload:)",
+                                    what));
 }
 
 std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size) {

@@ -148,6 +148,9 @@ struct Scenario {
   std::optional<serving::TrafficSpec> traffic;
   serving::DeploymentSpec deployment;
   serving::Slo slo;
+  // Whether the scenario names a wafer (hardware:); a serving study of GPU
+  // systems alone has none.
+  bool has_wafer() const { return !hardware_preset.empty(); }
   // The fully resolved scenario (presets expanded, defaults filled) as YAML
   // that load_scenario() accepts again and that reproduces this run.
   std::string resolved_yaml;
@@ -157,6 +160,11 @@ struct Scenario {
 // functional run of a workload with cached_tokens (there are no values for
 // positions it did not compute), or one whose checkpoint has no weights files.
 void check_run_mode(const Scenario& scenario, bool functional);
+
+// Throws ScenarioError unless the scenario is one `what` ("run", "place", ...)
+// can simulate: it names a wafer and a workload, and no traffic (a serving
+// study is for `wafersim serve`).
+void check_single_batch(const Scenario& scenario, const std::string& what);
 
 // A `model:` (or draft_model) value that names a Hugging Face checkpoint
 // rather than a preset: one with a '/' (a folder holding config.json, e.g.
@@ -188,6 +196,10 @@ struct ScenarioOverrides {
   std::optional<int> users;                   // workload.users
   std::optional<int> layer_groups;            // placement.layer_groups (whole-region)
   std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
+  // Any key by its dotted path ("workload.cached_tokens") and its value as
+  // YAML text ("2048", "{users: 16}"); "~" removes the key. Applied after the
+  // named overrides above, in order.
+  std::vector<std::pair<std::string, std::string>> set;
 };
 Scenario load_scenario(const std::filesystem::path& file, const std::filesystem::path& preset_dir,
                        const ScenarioOverrides& overrides);

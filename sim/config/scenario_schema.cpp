@@ -30,11 +30,13 @@ constexpr Key<Scenario> kScenario[] = {
     {"name", R, "non-empty string", "the scenario's name",
      [](auto& v, auto& s, auto&) { s.name = read_string(v, "a scenario name"); },
      [](auto& s) { return yaml_string(s.name); }, nullptr, -1},
-    {"hardware", R, "preset, preset with overrides, or inline", "the wafer",
+    {"hardware", O, "preset, preset with overrides, or inline",
+     "the wafer (required, but a serving study of GPU systems alone may leave it out)",
      [](auto& v, auto& s, auto& ctx) {
        s.hardware = resolve(hardware_kind(), v, ctx.preset_dir, s.hardware_preset);
      },
-     [](auto& s) { return block(write_keys(hardware_keys(), s.hardware, "  ")); }, nullptr, -1},
+     [](auto& s) { return block(write_keys(hardware_keys(), s.hardware, "  ")); },
+     [](auto& s) { return s.has_wafer(); }, -1},
     {"model", R, "preset, preset with overrides, inline, or a checkpoint", "the model",
      [](auto& v, auto& s, auto& ctx) {
        s.model = resolve(model_kind(), v, ctx.preset_dir, s.model_preset);
@@ -59,12 +61,13 @@ constexpr Key<Scenario> kScenario[] = {
     {"placement", O, "mapping", "the placement strategy and its parameters, or a file",
      [](auto& v, auto& s, auto&) { read_placement(v, s.placement); },
      [](auto& s) { return block(write_keys(placement_keys(), s.placement, "  ")); }},
-    {"workload", R, "mapping", "what is decoded",
+    {"workload", O, "mapping", "what is decoded (required, but a serving study has traffic: instead)",
      [](auto& v, auto& s, auto&) {
        read_workload(v, s.model, checkpoint_files_folder(s.weights, s.model_checkpoint),
                      s.workload);
      },
-     [](auto& s) { return block(write_keys(workload_keys(), s.workload, "  ")); }},
+     [](auto& s) { return block(write_keys(workload_keys(), s.workload, "  ")); },
+     [](auto& s) { return !s.workload.prompt_ids.empty(); }},
     {"outputs", O, "mapping", "results file and functional or timing-only",
      [](auto& v, auto& s, auto&) { read_outputs(v, s.outputs); },
      [](auto& s) { return block(write_keys(outputs_keys(), s.outputs, "  ")); }},
@@ -91,6 +94,21 @@ constexpr Key<Scenario> kScenario[] = {
      [](auto& v, auto& s, auto&) { s.serving = read_serving(v); },
      [](auto& s) { return block(write_keys(serving_keys(), *s.serving, "  ")); },
      [](auto& s) { return s.serving.has_value(); }},
+    {"deployment", O, "mapping", "serving: replicas, batching, prefill policy, routing",
+     [](auto& v, auto& s, auto&) {
+       if (!s.traffic) fail(v.key_loc(), v.path, "is for serving studies: give traffic: too");
+       s.deployment = read_deployment(v);
+     },
+     [](auto& s) { return block(write_keys(deployment_keys(), s.deployment, "  ")); },
+     [](auto& s) { return s.traffic.has_value(); }, 1},
+    {"slo", O, "{ttft, ttft_percentile, tokens_per_s, tokens_per_s_percentile}",
+     "serving: the service-level objectives",
+     [](auto& v, auto& s, auto&) {
+       if (!s.traffic) fail(v.key_loc(), v.path, "is for serving studies: give traffic: too");
+       s.slo = read_slo(v);
+     },
+     [](auto& s) { return block(write_keys(slo_keys(), s.slo, "  ")); },
+     [](auto& s) { return s.slo.any(); }, 1},
 };
 
 }  // namespace

@@ -57,6 +57,12 @@ models::gpu::ServingOverhead read_serving(const Value& v);
 // compare_with's value: [] or a block with every system inline.
 std::string write_compare_with(const std::vector<models::gpu::ClusterSpec>& systems);
 
+// deployment: and slo: (serving_schema.cpp).
+std::span<const Key<serving::DeploymentSpec>> deployment_keys();
+std::span<const Key<serving::Slo>> slo_keys();
+serving::DeploymentSpec read_deployment(const Value& v);
+serving::Slo read_slo(const Value& v);
+
 // The top level of a scenario (scenario_schema.cpp): name, hardware, model,
 // precision, wafers and the sections above.
 std::span<const Key<Scenario>> scenario_keys();

@@ -13,9 +13,11 @@ PlacementRequest placement_request(const Scenario& sc,
                                    const std::function<void(int, int)>& progress) {
   PlacementRequest req;
   static_cast<PlacementChoices&>(req) = sc.placement;
-  req.context_tokens = sc.workload.cached_tokens + static_cast<int>(sc.workload.prompt_ids.size()) +
-                       sc.workload.generate_tokens;
-  req.users = sc.workload.users;
+  req.context_tokens = std::max(sc.placement.reserve_context_tokens,
+                                sc.workload.cached_tokens +
+                                    static_cast<int>(sc.workload.prompt_ids.size()) +
+                                    sc.workload.generate_tokens);
+  req.users = std::max(sc.placement.reserve_users, sc.workload.users);
   req.weight_bits = models::dtype_bits(sc.precision);
   req.progress = progress;
   return req;

@@ -100,6 +100,11 @@ struct PlacementChoices {
   AnnealOptions anneal;
   Halo halo;
   std::map<MatrixKind, MatrixOverride> matrices;
+  // KV cache reserved for at least this many sequences of at least this many
+  // positions each, whatever the workload needs (0: the workload's): a serving
+  // deployment's placement, which every calibration run shares.
+  int reserve_users = 0;
+  int reserve_context_tokens = 0;
   bool operator==(const PlacementChoices&) const = default;
 };
 

@@ -27,11 +27,14 @@ struct ReplicaDeployment {
 
 struct DeploymentSpec {
   ReplicaDeployment wafer;
-  ReplicaDeployment gpu;
+  ReplicaDeployment gpu{1, 256};
   // The longest context (prompt + output, tokens) one sequence may reach: the
   // wafer placement reserves a KV slice this long per batch slot. 0 = the
   // traffic's longest.
   long long max_context = 0;
+  // The wafer's prompt tokens per block in its prefill calibration runs
+  // (workload.prefill_block): blocks pipeline through the layers.
+  int wafer_prefill_block = 64;
   Router router = Router::least_loaded;
   PrefillPolicy prefill = PrefillPolicy::chunked;
   int chunk_tokens = 512;    // chunked: tokens (decode + prefill) per iteration

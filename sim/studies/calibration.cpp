@@ -1,0 +1,313 @@
+#include "sim/studies/calibration.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fabric/sram.hpp"
+#include "models/gpu/cluster_model.hpp"
+#include "models/sha256.hpp"
+#include "sim/engine/system.hpp"
+#include "sim/studies/subprocess.hpp"
+
+namespace wafersim::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The scenario with the deployment's reservation and a one-token workload:
+// what the planner is asked for `users` sequences of `context` positions.
+Scenario reserved(const Scenario& sc, int users, long long context, int wafers) {
+  Scenario t = sc;
+  t.traffic.reset();
+  t.placement.reserve_users = users;
+  t.placement.reserve_context_tokens = static_cast<int>(context);
+  t.workload = Workload{};
+  t.workload.prompt_ids = {0};
+  t.workload.generate_tokens = 1;
+  t.workload.users = 1;
+  if (wafers > 0) {
+    t.wafers = wafers;
+    t.wafers_auto = false;
+  }
+  return t;
+}
+
+std::optional<Placement> try_plan(const Scenario& sc, int users, long long context, int wafers) {
+  const Scenario t = reserved(sc, users, context, wafers);
+  try {
+    return plan_system(t, placement_request(t));
+  } catch (const fabric::FitError&) {
+    return std::nullopt;
+  }
+}
+
+// Powers of two below `top`, then `top`.
+std::vector<int> users_axis(int top) {
+  std::vector<int> a;
+  for (int u = 1; u < top; u *= 2) a.push_back(u);
+  a.push_back(top);
+  return a;
+}
+
+template <class T>
+std::vector<T> distinct(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::string binary_digest(const fs::path& binary) {
+  std::ifstream in(binary, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string s = bytes.str();
+  return models::sha256_hex(s.data(), s.size());
+}
+
+nlohmann::json points_json(const std::vector<serving::GridPoint>& points) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const serving::GridPoint& p : points) a.push_back({p.users, p.context, p.tokens, p.step_s});
+  return a;
+}
+
+std::vector<serving::GridPoint> points_from(const nlohmann::json& a) {
+  std::vector<serving::GridPoint> out;
+  for (const auto& row : a)
+    out.push_back({row.at(0).get<int>(), row.at(1).get<long long>(), row.at(2).get<long long>(),
+                   row.at(3).get<double>()});
+  return out;
+}
+
+// The first line of a child's error output (its "wafersim: error: ..." line).
+std::string first_error(const ProcessOutput& out) {
+  std::istringstream lines(out.err);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.find("error") != std::string::npos) return line;
+  return out.err.empty() ? fmt::format("exit code {}", out.exit_code) : out.err.substr(0, 300);
+}
+
+}  // namespace
+
+CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_context) {
+  CalibrationPlan plan;
+  plan.max_context =
+      sc.deployment.max_context > 0 ? sc.deployment.max_context : traffic_max_context;
+  plan.prefill_block = sc.deployment.wafer_prefill_block;
+  if (plan.max_context > sc.model.max_position)
+    throw ScenarioError(
+        sc.source_file, 0, 0, "deployment.max_context",
+        fmt::format("is {} tokens (the traffic's longest prompt + output when auto), beyond "
+                    "model {}'s max_position {}; shorten the traffic or give a model with a "
+                    "longer context",
+                    plan.max_context, sc.model.name, sc.model.max_position));
+  // With wafers: auto, the fewest wafers that hold one sequence of max_context.
+  const std::optional<Placement> one = try_plan(sc, 1, plan.max_context, 0);
+  if (!one) {
+    // Planned again to let the FitError say why.
+    const Scenario t = reserved(sc, 1, plan.max_context, 0);
+    (void)plan_system(t, placement_request(t));
+  }
+  plan.wafers = one->wafers;
+  int batch = sc.deployment.wafer.max_batch;
+  if (batch == 0) {
+    // The most sequences of max_context that fit: doubling, then bisection.
+    int lo = 1, hi = 2;
+    while (hi <= 65536 && try_plan(sc, hi, plan.max_context, plan.wafers)) {
+      lo = hi;
+      hi *= 2;
+    }
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      (try_plan(sc, mid, plan.max_context, plan.wafers) ? lo : hi) = mid;
+    }
+    batch = lo;
+  } else if (!try_plan(sc, batch, plan.max_context, plan.wafers)) {
+    const Scenario t = reserved(sc, batch, plan.max_context, plan.wafers);
+    (void)plan_system(t, placement_request(t));  // throws the FitError naming the figures
+  }
+  plan.max_batch = batch;
+  plan.slot_tokens = try_plan(sc, batch, plan.max_context, plan.wafers)->max_context_tokens;
+  plan.users = users_axis(batch);
+  // Decode points: cached positions such that cached + 1 prompt token +
+  // generate_tokens fit the reservation.
+  const long long top = plan.max_context - plan.generate_tokens - 1;
+  plan.contexts = distinct<long long>({0, top / 4, top / 2, std::max(0LL, top)});
+  // Prefill points: blocks x 4^k up to half the context, after 0 and half
+  // the context cached.
+  const long long half = std::max<long long>(1, plan.max_context / 2 - 1);
+  for (long long n = plan.prefill_block; n <= half; n *= 4) plan.prefill_tokens.push_back(n);
+  if (plan.prefill_tokens.size() < 2) plan.prefill_tokens = distinct<long long>({1, half});
+  plan.prefill_contexts = distinct<long long>(
+      {0, std::max(0LL, plan.max_context - 2 - plan.prefill_tokens.back())});
+  return plan;
+}
+
+std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
+                                                   const CalibrationPlan& plan, int users,
+                                                   long long context, long long tokens) {
+  std::vector<std::string> argv = {o.binary.string()};
+  if (!o.presets.empty()) {
+    argv.push_back("--presets");
+    argv.push_back(o.presets);
+  }
+  const std::string workload =
+      tokens == 0
+          ? fmt::format("{{prompt_tokens: 1, generate_tokens: {}, users: {}, cached_tokens: {}, "
+                        "seed: 1}}",
+                        plan.generate_tokens, users, context)
+          : fmt::format("{{prompt_tokens: {}, generate_tokens: 1, users: 1, cached_tokens: {}, "
+                        "prefill_block: {}, seed: 1}}",
+                        tokens, context, plan.prefill_block);
+  for (const std::string& s :
+       {std::string("run"), o.scenario, std::string("--json"), std::string("--timing-only"),
+        std::string("--threads"), std::string("1"), std::string("--set"),
+        std::string("traffic=~"), std::string("--set"), std::string("deployment=~"),
+        std::string("--set"), std::string("slo=~"), std::string("--set"),
+        std::string("serving=~"), std::string("--set"), std::string("speculative_decoding=~"),
+        std::string("--set"), std::string("compare_with=[]"), std::string("--set"),
+        fmt::format("wafers={}", plan.wafers), std::string("--set"), "workload=" + workload,
+        std::string("--set"),
+        fmt::format("placement.reserve={{users: {}, context_tokens: {}}}", plan.max_batch,
+                    plan.max_context)})
+    argv.push_back(s);
+  return argv;
+}
+
+Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
+                      const CalibrationOptions& o) {
+  Calibration cal;
+  cal.plan = plan;
+  // The points, decode first.
+  struct Job {
+    int users;
+    long long context, tokens;
+  };
+  std::vector<Job> jobs;
+  for (const int u : plan.users)
+    for (const long long c : plan.contexts) jobs.push_back({u, c, 0});
+  for (const long long n : plan.prefill_tokens)
+    for (const long long c : plan.prefill_contexts) jobs.push_back({1, c, n});
+
+  // The cache key: the binary, the resolved scenario and every child's command line.
+  std::string key_text = binary_digest(o.binary) + "\n" + sc.resolved_yaml;
+  for (const Job& j : jobs)
+    for (const std::string& a : calibration_run_arguments(o, plan, j.users, j.context, j.tokens))
+      if (a != o.binary.string() && a != o.scenario) key_text += a + "\n";
+  const std::string key = models::sha256_hex(key_text.data(), key_text.size());
+  if (!o.cache_dir.empty()) {
+    cal.cache_file = o.cache_dir / ("steps-" + key.substr(0, 32) + ".json");
+    std::ifstream in(cal.cache_file);
+    if (in) {
+      try {
+        const nlohmann::json j = nlohmann::json::parse(in);
+        if (j.at("key").get<std::string>() == key) {
+          cal.decode = points_from(j.at("decode"));
+          cal.prefill = points_from(j.at("prefill"));
+          cal.from_cache = true;
+          return cal;
+        }
+      } catch (const std::exception&) {
+        // A damaged cache file is measured again and replaced.
+      }
+    }
+  }
+
+  std::vector<double> step(jobs.size(), 0.0);
+  std::vector<std::string> errors(jobs.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex progress_mutex;
+  auto worker = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      const Job& j = jobs[i];
+      const ProcessOutput out =
+          run_process(calibration_run_arguments(o, plan, j.users, j.context, j.tokens));
+      if (out.exit_code != 0) {
+        errors[i] = first_error(out);
+      } else {
+        try {
+          const nlohmann::json r = nlohmann::json::parse(out.out);
+          step[i] = j.tokens == 0 ? r.at("inter_token_latency_s").get<double>()
+                                  : r.at("prefill_s").get<double>();
+        } catch (const std::exception& e) {
+          errors[i] = std::string("unreadable result: ") + e.what();
+        }
+      }
+      const int d = ++done;
+      if (o.progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        o.progress(d, static_cast<int>(jobs.size()));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, o.jobs); ++t) threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!errors[i].empty())
+      throw std::runtime_error(fmt::format(
+          "calibration point ({} users, {} cached, {} prompt tokens) failed: {}", jobs[i].users,
+          jobs[i].context, jobs[i].tokens, errors[i]));
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    if (j.tokens == 0) {
+      // The decode steps measured run at cached + 1 .. cached + generate - 1:
+      // their mean context.
+      const long long mean = j.context + 1 + (plan.generate_tokens - 1) / 2;
+      cal.decode.push_back({j.users, mean, 0, step[i]});
+    } else {
+      cal.prefill.push_back({1, j.context, j.tokens, step[i]});
+    }
+  }
+  if (!cal.cache_file.empty()) {
+    nlohmann::ordered_json j;
+    j["format"] = "wafersim-step-grid";
+    j["format_version"] = 1;
+    j["key"] = key;
+    j["scenario"] = sc.name;
+    j["max_batch"] = plan.max_batch;
+    j["max_context"] = plan.max_context;
+    j["slot_tokens"] = plan.slot_tokens;
+    j["wafers"] = plan.wafers;
+    j["decode_columns"] = {"users", "context", "tokens", "step_s"};
+    j["decode"] = points_json(cal.decode);
+    j["prefill"] = points_json(cal.prefill);
+    std::error_code ec;
+    fs::create_directories(o.cache_dir, ec);
+    write_text_atomically(cal.cache_file, j.dump(1) + "\n");
+  }
+  return cal;
+}
+
+std::unique_ptr<serving::WaferSteps> wafer_steps(const Scenario& sc, const Calibration& cal) {
+  serving::KvCapacity kv;
+  kv.slots = cal.plan.max_batch;
+  kv.slot_tokens = cal.plan.slot_tokens;
+  return std::make_unique<serving::WaferSteps>(
+      cal.decode, cal.prefill, kv,
+      models::gpu::kv_bytes_per_token(sc.model, models::dtype_bits(sc.precision)),
+      sc.hardware.io_bandwidth_bytes_per_s);
+}
+
+fs::path default_cache_dir() {
+  if (const char* d = std::getenv("WAFERSIM_CACHE"); d != nullptr && *d != '\0') return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return fs::path(x) / "wafersim";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return fs::path(h) / ".cache" / "wafersim";
+  return {};
+}
+
+}  // namespace wafersim::sim

@@ -1,0 +1,80 @@
+// The wafer's step times for a serving study, from the cycle-level engine:
+// the deployment's placement (max_batch sequences of max_context positions,
+// placement.reserve) is planned once; then a grid of `wafersim run
+// --timing-only` child processes on that placement measures the decode step
+// of b sequences at context c (workload.cached_tokens, no prompt simulated)
+// and the prefill of n prompt tokens after c cached ones. The grid is cached
+// on disk, keyed by the resolved scenario, the plan and the binary, so a
+// second study of the same deployment starts at once.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario.hpp"
+#include "sim/serving/step_model.hpp"
+
+namespace wafersim::sim {
+
+// What the grid covers and the placement every point shares.
+struct CalibrationPlan {
+  int max_batch = 1;           // sequences the placement holds (placement.reserve.users)
+  long long max_context = 0;   // positions per sequence (placement.reserve.context_tokens)
+  long long slot_tokens = 0;   // positions per sequence the placement could hold (>= max_context)
+  int wafers = 1;              // per pipeline
+  std::vector<int> users;      // decode grid
+  std::vector<long long> contexts;  // decode grid: cached positions
+  std::vector<long long> prefill_tokens;
+  std::vector<long long> prefill_contexts;  // cached positions before the prompt
+  int generate_tokens = 3;     // per decode point: its first token ends the prompt, then 2 steps
+  int prefill_block = 64;
+};
+
+// The plan for a scenario's deployment: max_context from deployment.max_context
+// or else `traffic_max_context`; max_batch from deployment.wafer.max_batch or
+// else the most sequences of max_context whose KV cache fits (placement
+// planned without allocating). Throws fabric::FitError (naming the figures)
+// when not even one sequence of max_context fits, ScenarioError when
+// max_context is beyond the model's.
+CalibrationPlan plan_calibration(const Scenario& scenario, long long traffic_max_context);
+
+struct CalibrationOptions {
+  std::filesystem::path binary;  // the wafersim executable
+  std::string scenario;          // the scenario file the children run
+  std::string presets;           // --presets for the children ("" = default)
+  int jobs = 1;
+  std::filesystem::path cache_dir;  // "" = no cache
+  std::function<void(int, int)> progress;  // (points done, points in all)
+};
+
+struct Calibration {
+  CalibrationPlan plan;
+  std::vector<serving::GridPoint> decode;
+  std::vector<serving::GridPoint> prefill;
+  std::filesystem::path cache_file;  // where it was read or written ("" = not cached)
+  bool from_cache = false;
+};
+
+// The child command line that measures one point (a decode point when
+// `tokens` is 0, else a prefill point).
+std::vector<std::string> calibration_run_arguments(const CalibrationOptions& options,
+                                                   const CalibrationPlan& plan, int users,
+                                                   long long context, long long tokens);
+
+// Runs the grid (or reads it from the cache). Throws std::runtime_error with
+// the failing child's first error line.
+Calibration calibrate(const Scenario& scenario, const CalibrationPlan& plan,
+                      const CalibrationOptions& options);
+
+// The wafer pipeline's step model from a calibration.
+std::unique_ptr<serving::WaferSteps> wafer_steps(const Scenario& scenario,
+                                                 const Calibration& calibration);
+
+// Where step grids are cached by default: $WAFERSIM_CACHE, else
+// $XDG_CACHE_HOME/wafersim, else ~/.cache/wafersim ("" when none is known).
+std::filesystem::path default_cache_dir();
+
+}  // namespace wafersim::sim
