@@ -142,6 +142,7 @@ std::vector<KeyDoc> scenario_schema() {
   document_keys(out, "gpu_parallelism", gpu_parallelism_keys());
   document_keys(out, "speculative_decoding", speculative_keys());
   document_keys(out, "serving", serving_keys());
+  document_keys(out, "traffic", traffic_keys());
   return out;
 }
 

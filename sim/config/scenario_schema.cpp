@@ -91,6 +91,11 @@ constexpr Key<Scenario> kScenario[] = {
      [](auto& v, auto& s, auto&) { s.serving = read_serving(v); },
      [](auto& s) { return block(write_keys(serving_keys(), *s.serving, "  ")); },
      [](auto& s) { return s.serving.has_value(); }},
+    {"traffic", O, "{arrivals, requests, ...}, {trace} or {sessions, turns, ...}",
+     "the requests of a serving study: open-loop arrivals, a trace file or closed-loop sessions",
+     [](auto& v, auto& s, auto&) { s.traffic = read_traffic(v); },
+     [](auto& s) { return block(write_keys(traffic_keys(), *s.traffic, "  ")); },
+     [](auto& s) { return s.traffic.has_value(); }},
 };
 
 }  // namespace

@@ -57,6 +57,11 @@ models::gpu::ServingOverhead read_serving(const Value& v);
 // compare_with's value: [] or a block with every system inline.
 std::string write_compare_with(const std::vector<models::gpu::ClusterSpec>& systems);
 
+// traffic: (traffic_schema.cpp): open-loop arrivals, a trace (read and
+// checked now, its path made absolute) or closed-loop sessions.
+std::span<const Key<serving::TrafficSpec>> traffic_keys();
+serving::TrafficSpec read_traffic(const Value& v);
+
 // The top level of a scenario (scenario_schema.cpp): name, hardware, model,
 // precision, wafers and the sections above.
 std::span<const Key<Scenario>> scenario_keys();
