@@ -164,8 +164,10 @@ LengthDistribution read_length(const Value& v, int most, const std::string& exam
     (std::string_view(clamp) == "min" ? d.min : d.max) = read_length_count(*c, INT_MAX, example);
   }
   if (d.max < d.min) {
-    const Value& c = m.get("max");
-    fail(c.loc(), c.path, fmt::format("must be at least min ({})", d.min));
+    if (const Value* c = m.find("max"))
+      fail(c->loc(), c->path, fmt::format("must be at least min ({})", d.min));
+    const Value& c = m.get("min");
+    fail(c.loc(), c.path, fmt::format("must be at most max ({}, the default)", d.max));
   }
   return d;
 }

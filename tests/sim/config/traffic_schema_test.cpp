@@ -318,6 +318,10 @@ TEST_F(TrafficSection, LengthsAreChecked) {
             "minmax.yaml");
   EXPECT_EQ(e.key_path(), "traffic.prompt_tokens.max");
   EXPECT_TRUE(contains(e.what(), "must be at least min (50)")) << e.what();
+  e = error(head + "  prompt_tokens: {lognormal: {mean: 100, sigma: 1}, min: 2000000000}\n",
+            "min.yaml");
+  EXPECT_EQ(e.key_path(), "traffic.prompt_tokens.min");
+  EXPECT_TRUE(contains(e.what(), "must be at most max (1073741824, the default)")) << e.what();
   e = error(head + "  prompt_tokens: {lognormal: {mean: 100}}\n", "sigma.yaml");
   EXPECT_EQ(e.key_path(), "traffic.prompt_tokens.lognormal.sigma");
   EXPECT_TRUE(contains(e.what(), "missing required key 'sigma'")) << e.what();

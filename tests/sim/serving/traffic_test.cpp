@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -152,6 +153,40 @@ TEST(Traffic, EachPurposeHasItsOwnStream) {
       EXPECT_EQ(c[i].turns[k].new_prompt_tokens, d[i].turns[k].new_prompt_tokens);
       EXPECT_NE(c[i].turns[k].at_s, d[i].turns[k].at_s);
     }
+  }
+}
+
+// The documented streams (docs/scenario-schema.md, "Traffic"), written out
+// independently so that the test pins the algorithm, not whatever the
+// library happens to do.
+std::uint64_t reference_mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+TEST(Traffic, DrawsFollowTheDocumentedStreams) {
+  TrafficSpec spec = open_spec(5, 2.5);
+  spec.seed = 42;
+  spec.prompt_tokens = uniform(1, 100);
+  const auto sessions = generate_sessions(spec);
+  auto start = [](std::uint64_t seed, const char* tag) {
+    std::uint64_t purpose = 0;
+    for (const char* c = tag; *c != 0; ++c)
+      purpose = (purpose << 8) | static_cast<unsigned char>(*c);
+    return reference_mix(reference_mix(seed ^ purpose) ^ reference_mix(1));
+  };
+  std::uint64_t arrival = start(42, "arrival");
+  std::uint64_t prompt = start(42, "prompt");
+  double t = 0.0;
+  for (const Session& s : sessions) {
+    arrival += 0x9E3779B97F4A7C15ull;
+    const double u = (static_cast<double>(reference_mix(arrival) >> 11) + 0.5) * 0x1.0p-53;
+    t += -0.4 * std::log(u);
+    EXPECT_EQ(s.turns[0].at_s, t);
+    prompt += 0x9E3779B97F4A7C15ull;
+    const auto wide = static_cast<unsigned __int128>(reference_mix(prompt)) * 100u;
+    EXPECT_EQ(s.turns[0].new_prompt_tokens, 1 + static_cast<int>(wide >> 64));
   }
 }
 
