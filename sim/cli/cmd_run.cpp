@@ -42,7 +42,8 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   for (const std::string& kv : a.set) {
     const std::size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw CommandError(kExitUsage, "--set takes KEY=VALUE (e.g. workload.users=8), got '" + kv + "'");
+      throw CommandError(kExitUsage,
+                         "--set takes KEY=VALUE (e.g. workload.users=8), got '" + kv + "'");
     overrides.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   const Scenario sc = load_scenario(a.scenario, presets, overrides);

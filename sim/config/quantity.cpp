@@ -63,6 +63,13 @@ constexpr std::array<RealUnit, 5> kBitRateUnits{
 constexpr std::array<RealUnit, 6> kByteRateUnits{
     {{"TB/s", 12}, {"GB/s", 9}, {"MB/s", 6}, {"KB/s", 3}, {"kB/s", 3}, {"B/s", 0}}};
 
+// Event rates: per second, minute or hour (the unit's length in seconds).
+struct RateUnit {
+  std::string_view name;
+  double seconds;
+};
+constexpr std::array<RateUnit, 3> kRateUnits{{{"/s", 1.0}, {"/min", 60.0}, {"/h", 3600.0}}};
+
 constexpr std::array<RealUnit, 6> kDurationUnits{
     {{"s", 0}, {"ms", -3}, {"us", -6}, {"\xC2\xB5s", -6}, {"ns", -9}, {"ps", -12}}};
 
@@ -347,6 +354,10 @@ const Kind& data_rate_kind() {
   }();
   return k;
 }
+const Kind& rate_kind() {
+  static const Kind k{"2.5/s", names_of(kRateUnits)};
+  return k;
+}
 const Kind& duration_kind() {
   static const Kind k{"1 us", names_of(kDurationUnits)};
   return k;
@@ -393,6 +404,14 @@ double parse_duration(std::string_view text) {
   return parse_real(text, kDurationUnits, duration_kind());
 }
 
+double parse_rate(std::string_view text) {
+  const Split s = split(text, rate_kind());
+  for (const auto& u : kRateUnits) {
+    if (u.name == s.unit) return to_real(s.number, 0, text) / u.seconds;
+  }
+  unknown_unit(text, s.unit, rate_kind());
+}
+
 std::string format_size(Bytes size) {
   if (size.value == 0) return "0 B";
   for (const auto& u : kSizeUnits) {
@@ -421,6 +440,14 @@ std::string format_bytes_per_cycle(Bytes per_cycle) {
 
 std::string format_data_rate(double bytes_per_s) {
   return format_real(bytes_per_s * 8.0, kBitRateUnits);
+}
+
+std::string format_rate(double per_s) {
+  const std::string per_second = in_unit(shortest(per_s), 0) + "/s";
+  if (per_s >= 1.0 || per_s <= 0.0 || !std::isfinite(per_s)) return per_second;
+  const RateUnit& u = per_s * 60.0 >= 1.0 ? kRateUnits[1] : kRateUnits[2];
+  const std::string slower = in_unit(shortest(per_s * u.seconds), 0) + std::string(u.name);
+  return parse_rate(slower) == per_s ? slower : per_second;
 }
 
 std::string format_duration(double seconds) {

@@ -39,6 +39,9 @@ Bytes parse_bytes_per_cycle(std::string_view text);
 double parse_data_rate(std::string_view text);
 // Durations: s, ms, us (or µs), ns, ps. Returns seconds.
 double parse_duration(std::string_view text);
+// Rates of events (requests arriving): "2.5/s", "150/min", "9000/h". Returns
+// events per second.
+double parse_rate(std::string_view text);
 
 // Canonical spellings. Sizes use the largest unit that divides them exactly
 // ("48 KiB", "1 KB", "1536 B"); real-valued quantities use the largest unit in
@@ -51,6 +54,9 @@ std::string format_bits_per_cycle(Bytes per_cycle);   // "32 bit/cycle"
 std::string format_bytes_per_cycle(Bytes per_cycle);  // "16 B/cycle"
 std::string format_data_rate(double bytes_per_s);     // in bit/s units
 std::string format_duration(double seconds);
+// Per minute or per hour below one per second when that reads back exactly
+// ("30/min"), else per second ("2.5/s").
+std::string format_rate(double per_s);
 
 // Power ("23 kW": W, kW, MW) and FLOP rates ("989.4 TFLOPS": FLOPS, GFLOPS,
 // TFLOPS, PFLOPS), for the wafer's system power and the GPU presets: an

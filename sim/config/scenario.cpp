@@ -163,6 +163,7 @@ std::vector<KeyDoc> scenario_schema() {
   document_keys(out, "gpu_parallelism", gpu_parallelism_keys());
   document_keys(out, "speculative_decoding", speculative_keys());
   document_keys(out, "serving", serving_keys());
+  document_keys(out, "traffic", traffic_keys());
   document_keys(out, "deployment", deployment_keys());
   document_keys(out, "slo", slo_keys());
   return out;
@@ -249,10 +250,11 @@ void check_run_mode(const Scenario& sc, bool functional) {
 
 void check_single_batch(const Scenario& sc, const std::string& what) {
   if (sc.traffic)
-    throw ScenarioError(sc.source_file, 0, 0, "traffic",
-                        fmt::format("this scenario is a serving study (traffic:): run it with "
-                                    "`wafersim serve`; `wafersim {}` simulates one batch (workload:)",
-                                    what));
+    throw ScenarioError(
+        sc.source_file, 0, 0, "traffic",
+        fmt::format("this scenario is a serving study (traffic:): run it with "
+                    "`wafersim serve`; `wafersim {}` simulates one batch (workload:)",
+                    what));
 }
 
 std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size) {

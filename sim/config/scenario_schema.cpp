@@ -61,7 +61,8 @@ constexpr Key<Scenario> kScenario[] = {
     {"placement", O, "mapping", "the placement strategy and its parameters, or a file",
      [](auto& v, auto& s, auto&) { read_placement(v, s.placement); },
      [](auto& s) { return block(write_keys(placement_keys(), s.placement, "  ")); }},
-    {"workload", O, "mapping", "what is decoded (required, but a serving study has traffic: instead)",
+    {"workload", O, "mapping",
+     "what is decoded (required, but a serving study has traffic: instead)",
      [](auto& v, auto& s, auto&) {
        read_workload(v, s.model, checkpoint_files_folder(s.weights, s.model_checkpoint),
                      s.workload);
@@ -94,6 +95,11 @@ constexpr Key<Scenario> kScenario[] = {
      [](auto& v, auto& s, auto&) { s.serving = read_serving(v); },
      [](auto& s) { return block(write_keys(serving_keys(), *s.serving, "  ")); },
      [](auto& s) { return s.serving.has_value(); }},
+    {"traffic", O, "{arrivals, requests, ...}, {trace} or {sessions, turns, ...}",
+     "the requests of a serving study: open-loop arrivals, a trace file or closed-loop sessions",
+     [](auto& v, auto& s, auto&) { s.traffic = read_traffic(v); },
+     [](auto& s) { return block(write_keys(traffic_keys(), *s.traffic, "  ")); },
+     [](auto& s) { return s.traffic.has_value(); }},
     {"deployment", O, "mapping", "serving: replicas, batching, prefill policy, routing",
      [](auto& v, auto& s, auto&) {
        if (!s.traffic) fail(v.key_loc(), v.path, "is for serving studies: give traffic: too");

@@ -57,6 +57,10 @@ models::gpu::ServingOverhead read_serving(const Value& v);
 // compare_with's value: [] or a block with every system inline.
 std::string write_compare_with(const std::vector<models::gpu::ClusterSpec>& systems);
 
+// traffic: (traffic_schema.cpp): open-loop arrivals, a trace (read and
+// checked now, its path made absolute) or closed-loop sessions.
+std::span<const Key<serving::TrafficSpec>> traffic_keys();
+serving::TrafficSpec read_traffic(const Value& v);
 // deployment: and slo: (serving_schema.cpp).
 std::span<const Key<serving::DeploymentSpec>> deployment_keys();
 std::span<const Key<serving::Slo>> slo_keys();

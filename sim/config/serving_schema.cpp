@@ -27,7 +27,8 @@ int read_batch(const Value& v) {
   if (v.node.IsScalar() && v.node.Scalar() == "auto" && is_plain(v)) return 0;
   const int n = read_count(v, "64");
   if (n < 1 || n > 1000000)
-    fail(v.loc(), v.path, "must be between 1 and 1000000 sequences, or auto (as the KV cache allows)");
+    fail(v.loc(), v.path,
+         "must be between 1 and 1000000 sequences, or auto (as the KV cache allows)");
   return n;
 }
 
@@ -107,7 +108,8 @@ constexpr Key<DeploymentSpec> kDeployment[] = {
     {"prefill.replicas", O, "count (default 1)",
      "disaggregated: replicas that only prefill, beside the decoding ones",
      [](auto& v, auto& d, auto&) { d.prefill_replicas = read_replicas(v); },
-     [](auto& d) { return fmt::format("{}", d.prefill_replicas); }, nullptr, 0, true},
+     [](auto& d) { return fmt::format("{}", d.prefill_replicas); },
+     [](auto& d) { return d.prefill == PrefillPolicy::disaggregated; }, 0, true},
     {"keep_kv_between_turns", O, "true / false (default true)",
      "sessions keep their KV cache between turns (prefix reuse; evicted LRU when room is needed)",
      [](auto& v, auto& d, auto&) { d.keep_kv_between_turns = read_bool(v); },
@@ -124,12 +126,14 @@ constexpr Key<Slo> kSlo[] = {
     {"ttft_percentile", O, "number in (0, 100] (default 99)", "of requests",
      [](auto& v, auto& s, auto&) { s.ttft_percentile = read_percentile(v); },
      [](auto& s) { return yaml_real(s.ttft_percentile); }},
-    {"tokens_per_s", O, "number > 0", "per-user decode speed at least this, for tokens_per_s_percentile of requests",
+    {"tokens_per_s", O, "number > 0",
+     "per-user decode speed at least this, for tokens_per_s_percentile of requests",
      [](auto& v, auto& s, auto&) {
        s.tokens_per_s = read_real(v, "100");
        if (!(s.tokens_per_s > 0.0)) fail(v.loc(), v.path, "must be above 0 tokens/s, e.g. 100");
      },
-     [](auto& s) { return yaml_real(s.tokens_per_s); }, [](auto& s) { return s.tokens_per_s > 0.0; }},
+     [](auto& s) { return yaml_real(s.tokens_per_s); },
+     [](auto& s) { return s.tokens_per_s > 0.0; }},
     {"tokens_per_s_percentile", O, "number in (0, 100] (default 50)",
      "share of requests (in %) that must reach tokens_per_s",
      [](auto& v, auto& s, auto&) { s.tokens_per_s_percentile = read_percentile(v); },

@@ -73,6 +73,7 @@ struct Request {
   long long generated = 0;
   long long reserved = 0;  // KV positions reserved on its replica
   int replica = -1;
+  bool reuse = true;  // its prompt starts with the session's context (kept KV usable)
   Phase phase = Phase::waiting;
   double admitted_s = 0.0, first_token_s = 0.0, last_token_s = 0.0;
   std::vector<float> gaps;  // server-side times between tokens
@@ -274,7 +275,8 @@ class Simulation {
     r.turn = k;
     r.sent_s = now_;
     r.arrival_s = now_ + setup_s_ + 0.5 * round_trip_s_;
-    r.prompt = st.context + turn.new_prompt_tokens;
+    r.prompt = (turn.extends_context ? st.context : 0) + turn.new_prompt_tokens;
+    r.reuse = turn.extends_context;
     r.output = turn.output_tokens;
     st.next_turn = k + 1;
     // Open-loop turns of one session follow each other in arrival order; the
@@ -359,11 +361,13 @@ class Simulation {
       Request& r = requests_[static_cast<std::size_t>(rep.waiting.front())];
       if (static_cast<int>(rep.running.size()) >= max_batch_) return;
       SessionState& st = sessions_[static_cast<std::size_t>(r.session)];
-      const bool own = st.kv_replica == ri && rep.role != Role::decode;
+      const bool own = st.kv_replica == ri && rep.role != Role::decode && r.reuse;
       const long long kept = own ? std::min(st.kv_tokens, r.prompt) : 0;
       // A request handed over after prefill brings its prompt's cache with it.
       const long long need = r.prompt + r.output - (own ? st.kv_tokens : 0);
       const int slots_needed = own ? 0 : 1;
+      // A cache kept elsewhere, or one this prompt does not start with, is of no use.
+      if (!own && st.kv_replica >= 0 && rep.role != Role::decode) evict(r.session);
       auto room = [&] {
         const bool slot_ok = kv_.slots <= 0 || rep.slots_used + slots_needed <= kv_.slots;
         const bool pool_ok = kv_.pool_tokens <= 0 || rep.pool_used + need <= kv_.pool_tokens;
@@ -387,8 +391,6 @@ class Simulation {
         st.kv_tokens = 0;
         r.cached = kept;
         rep.load -= static_cast<double>(kept);
-      } else if (st.kv_replica >= 0 && rep.role != Role::decode) {
-        evict(r.session);  // kept on another replica: of no use here
       }
       rep.slots_used += slots_needed;
       rep.pool_used += need;

@@ -36,8 +36,11 @@ struct LengthDistribution {
   int max = 1 << 30;
   // table: (length, weight) rows of an empirical distribution; weights > 0.
   std::vector<std::pair<int, double>> table;
-  // The distribution's mean (for reports and the KV sizing of deployments).
+  // The distribution's mean (for reports and the KV sizing of deployments):
+  // a lognormal's is that of its draws clamped to [min, max] (rounding to
+  // whole tokens aside, which moves it by well under one token).
   double expected() const;
+  bool operator==(const LengthDistribution&) const = default;
 };
 
 // Time between events drawn per draw: exponential (Poisson arrivals, cv 1),
@@ -47,6 +50,7 @@ struct IntervalDistribution {
   Kind kind = Kind::exponential;
   double mean_s = 1.0;
   double cv = 1.0;  // gamma: standard deviation / mean
+  bool operator==(const IntervalDistribution&) const = default;
 };
 
 struct TrafficSpec {
@@ -79,6 +83,8 @@ struct TrafficSpec {
   LengthDistribution turn_prompt_tokens;
   IntervalDistribution think;
   double ramp_s = 0.0;
+
+  bool operator==(const TrafficSpec&) const = default;
 };
 
 // One turn of a session. For an open-loop session (open traffic, traces)
@@ -88,12 +94,18 @@ struct Turn {
   double at_s = 0.0;
   int new_prompt_tokens = 1;  // tokens this turn adds to the context (the first: its whole prompt)
   int output_tokens = 1;
+  // Whether the prompt starts with the context the session's earlier turns
+  // built (false: a trace row whose prompt is not longer than that context;
+  // its prompt is new_prompt_tokens alone and nothing is reused).
+  bool extends_context = true;
+  bool operator==(const Turn&) const = default;
 };
 
 struct Session {
   int id = 0;
   bool closed_loop = false;
   std::vector<Turn> turns;
+  bool operator==(const Session&) const = default;
 };
 
 // The sessions of a traffic spec, drawn from its seed (same spec, same

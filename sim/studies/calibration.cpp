@@ -148,8 +148,8 @@ CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_conte
   const long long half = std::max<long long>(1, plan.max_context / 2 - 1);
   for (long long n = plan.prefill_block; n <= half; n *= 4) plan.prefill_tokens.push_back(n);
   if (plan.prefill_tokens.size() < 2) plan.prefill_tokens = distinct<long long>({1, half});
-  plan.prefill_contexts = distinct<long long>(
-      {0, std::max(0LL, plan.max_context - 2 - plan.prefill_tokens.back())});
+  plan.prefill_contexts =
+      distinct<long long>({0, std::max(0LL, plan.max_context - 2 - plan.prefill_tokens.back())});
   return plan;
 }
 
@@ -162,24 +162,39 @@ std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
     argv.push_back(o.presets);
   }
   const std::string workload =
-      tokens == 0
-          ? fmt::format("{{prompt_tokens: 1, generate_tokens: {}, users: {}, cached_tokens: {}, "
+      tokens == 0 ? fmt::format(
+                        "{{prompt_tokens: 1, generate_tokens: {}, users: {}, cached_tokens: {}, "
                         "seed: 1}}",
                         plan.generate_tokens, users, context)
-          : fmt::format("{{prompt_tokens: {}, generate_tokens: 1, users: 1, cached_tokens: {}, "
+                  : fmt::format(
+                        "{{prompt_tokens: {}, generate_tokens: 1, users: 1, cached_tokens: {}, "
                         "prefill_block: {}, seed: 1}}",
                         tokens, context, plan.prefill_block);
-  for (const std::string& s :
-       {std::string("run"), o.scenario, std::string("--json"), std::string("--timing-only"),
-        std::string("--threads"), std::string("1"), std::string("--set"),
-        std::string("traffic=~"), std::string("--set"), std::string("deployment=~"),
-        std::string("--set"), std::string("slo=~"), std::string("--set"),
-        std::string("serving=~"), std::string("--set"), std::string("speculative_decoding=~"),
-        std::string("--set"), std::string("compare_with=[]"), std::string("--set"),
-        fmt::format("wafers={}", plan.wafers), std::string("--set"), "workload=" + workload,
-        std::string("--set"),
-        fmt::format("placement.reserve={{users: {}, context_tokens: {}}}", plan.max_batch,
-                    plan.max_context)})
+  for (const std::string& s : {std::string("run"),
+                               o.scenario,
+                               std::string("--json"),
+                               std::string("--timing-only"),
+                               std::string("--threads"),
+                               std::string("1"),
+                               std::string("--set"),
+                               std::string("traffic=~"),
+                               std::string("--set"),
+                               std::string("deployment=~"),
+                               std::string("--set"),
+                               std::string("slo=~"),
+                               std::string("--set"),
+                               std::string("serving=~"),
+                               std::string("--set"),
+                               std::string("speculative_decoding=~"),
+                               std::string("--set"),
+                               std::string("compare_with=[]"),
+                               std::string("--set"),
+                               fmt::format("wafers={}", plan.wafers),
+                               std::string("--set"),
+                               "workload=" + workload,
+                               std::string("--set"),
+                               fmt::format("placement.reserve={{users: {}, context_tokens: {}}}",
+                                           plan.max_batch, plan.max_context)})
     argv.push_back(s);
   return argv;
 }
@@ -256,9 +271,9 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
   for (std::thread& t : threads) t.join();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!errors[i].empty())
-      throw std::runtime_error(fmt::format(
-          "calibration point ({} users, {} cached, {} prompt tokens) failed: {}", jobs[i].users,
-          jobs[i].context, jobs[i].tokens, errors[i]));
+      throw std::runtime_error(
+          fmt::format("calibration point ({} users, {} cached, {} prompt tokens) failed: {}",
+                      jobs[i].users, jobs[i].context, jobs[i].tokens, errors[i]));
   }
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];

@@ -21,15 +21,15 @@ namespace wafersim::sim {
 
 // What the grid covers and the placement every point shares.
 struct CalibrationPlan {
-  int max_batch = 1;           // sequences the placement holds (placement.reserve.users)
-  long long max_context = 0;   // positions per sequence (placement.reserve.context_tokens)
-  long long slot_tokens = 0;   // positions per sequence the placement could hold (>= max_context)
-  int wafers = 1;              // per pipeline
-  std::vector<int> users;      // decode grid
+  int max_batch = 1;          // sequences the placement holds (placement.reserve.users)
+  long long max_context = 0;  // positions per sequence (placement.reserve.context_tokens)
+  long long slot_tokens = 0;  // positions per sequence the placement could hold (>= max_context)
+  int wafers = 1;             // per pipeline
+  std::vector<int> users;     // decode grid
   std::vector<long long> contexts;  // decode grid: cached positions
   std::vector<long long> prefill_tokens;
   std::vector<long long> prefill_contexts;  // cached positions before the prompt
-  int generate_tokens = 3;     // per decode point: its first token ends the prompt, then 2 steps
+  int generate_tokens = 3;  // per decode point: its first token ends the prompt, then 2 steps
   int prefill_block = 64;
 };
 
@@ -46,7 +46,7 @@ struct CalibrationOptions {
   std::string scenario;          // the scenario file the children run
   std::string presets;           // --presets for the children ("" = default)
   int jobs = 1;
-  std::filesystem::path cache_dir;  // "" = no cache
+  std::filesystem::path cache_dir;         // "" = no cache
   std::function<void(int, int)> progress;  // (points done, points in all)
 };
 

@@ -21,7 +21,7 @@ TrafficSummary summarise_traffic(const std::vector<serving::Session>& sessions) 
     long long context = 0;
     t.closed_loop |= s.closed_loop;
     for (const serving::Turn& turn : s.turns) {
-      const long long p = context + turn.new_prompt_tokens;
+      const long long p = (turn.extends_context ? context : 0) + turn.new_prompt_tokens;
       prompt += static_cast<double>(p);
       fresh += turn.new_prompt_tokens;
       output += turn.output_tokens;
@@ -82,11 +82,10 @@ std::vector<SystemModel> system_models(const Scenario& sc,
     m.options.max_batch = calibration->plan.max_batch;
     m.options.chips_per_replica = calibration->plan.wafers;
     m.options.power_w_per_replica = sc.hardware.system_power_w * calibration->plan.wafers;
-    m.options.description =
-        fmt::format("{} x {} {} ({}, batch {}, {} positions per sequence)",
-                    sc.deployment.wafer.replicas, calibration->plan.wafers, sc.hardware.name,
-                    strategy_name(sc.placement.strategy), calibration->plan.max_batch,
-                    calibration->plan.slot_tokens);
+    m.options.description = fmt::format("{} x {} {} ({}, batch {}, {} positions per sequence)",
+                                        sc.deployment.wafer.replicas, calibration->plan.wafers,
+                                        sc.hardware.name, strategy_name(sc.placement.strategy),
+                                        calibration->plan.max_batch, calibration->plan.slot_tokens);
     out.push_back(std::move(m));
   }
   for (const models::gpu::ClusterSpec& c : sc.gpu.systems) {
@@ -245,7 +244,8 @@ std::vector<CapacityRow> capacity_search(const Scenario& sc,
       }
       if (!row.target_checked) {
         row.replicas_needed = n - 1;
-        row.chips_needed = static_cast<int>(std::lround(probe[k].options.chips_per_replica)) * (n - 1);
+        row.chips_needed =
+            static_cast<int>(std::lround(probe[k].options.chips_per_replica)) * (n - 1);
         row.power_w_needed = probe[k].options.power_w_per_replica * (n - 1);
       }
     }

@@ -62,17 +62,17 @@ struct CapacityRow {
   double max_rate_per_replica = 0.0;  // requests/s within the SLO (0: not even the lowest)
   analysis::ServingResult at_max;     // the simulation at that rate
   double target_rate = 0.0;
-  int replicas_needed = 0;            // for target_rate (0 without a target)
+  int replicas_needed = 0;  // for target_rate (0 without a target)
   int chips_needed = 0;
   double power_w_needed = 0.0;
-  bool target_checked = false;        // the deployment simulated at the target met the SLO
+  bool target_checked = false;  // the deployment simulated at the target met the SLO
 };
 
 struct CapacityOptions {
-  double target_rate = 0.0;       // requests/s; 0 = no target
-  double rate_low = 0.01;         // search bounds, requests/s per replica
+  double target_rate = 0.0;  // requests/s; 0 = no target
+  double rate_low = 0.01;    // search bounds, requests/s per replica
   double rate_high = 1000.0;
-  int iterations = 14;            // bisection steps (on the logarithm of the rate)
+  int iterations = 14;  // bisection steps (on the logarithm of the rate)
   std::function<void(const std::string&, long long, long long)> progress;
 };
 

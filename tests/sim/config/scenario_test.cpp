@@ -703,7 +703,7 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_TRUE(
       contains(e.what(),
                "expected a mapping with keys strategy, reduction, block_rows, layer_groups, seed, "
-               "anneal, halo, file, matrices, got a list"))
+               "anneal, halo, file, reserve, matrices, got a list"))
       << e.what();
 }
 

@@ -50,11 +50,9 @@ std::set<std::string> backticked_names(const std::string& text) {
 // The sections whose keys the document lists in a table (first column), by
 // the heading the table is under.
 const std::map<std::string, std::string>& table_sections() {
-  static const std::map<std::string, std::string> kSections = {{"## Top level", "scenario"},
-                                                               {"## Hardware", "hardware"},
-                                                               {"## Model", "model"},
-                                                               {"## Workload", "workload"},
-                                                               {"## GPU baselines", "gpu"}};
+  static const std::map<std::string, std::string> kSections = {
+      {"## Top level", "scenario"}, {"## Hardware", "hardware"}, {"## Model", "model"},
+      {"## Workload", "workload"},  {"## GPU baselines", "gpu"}, {"## Traffic", "traffic"}};
   return kSections;
 }
 
