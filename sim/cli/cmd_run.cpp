@@ -39,13 +39,7 @@ void show_checkpoint_progress(int done, int total) {
 
 int run(const RunArgs& a, const std::filesystem::path& presets) {
   ScenarioOverrides overrides = a.overrides;
-  for (const std::string& kv : a.set) {
-    const std::size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw CommandError(kExitUsage,
-                         "--set takes KEY=VALUE (e.g. workload.users=8), got '" + kv + "'");
-    overrides.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  overrides.set = parse_set_options(a.set);
   const Scenario sc = load_scenario(a.scenario, presets, overrides);
   check_single_batch(sc, "run");
   std::optional<bool> functional_flag;
@@ -112,7 +106,7 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd
       ->add_option("--set", a->set,
                    "KEY=VALUE: set any scenario key by its dotted path, the value as YAML "
-                   "(e.g. workload.cached_tokens=2048; KEY=~ removes the key); repeatable")
+                   "(e.g. workload.cached_tokens=2048; KEY=null removes the key); repeatable")
       ->type_name("KEY=VALUE");
   run_cmd
       ->add_option("--threads", a->threads,

@@ -35,6 +35,19 @@ void show_progress_bar(const std::string& what, int done, int total, const std::
   std::fflush(stderr);
 }
 
+std::vector<std::pair<std::string, std::string>> parse_set_options(
+    const std::vector<std::string>& options) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& kv : options) {
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw CommandError(kExitUsage,
+                         "--set takes KEY=VALUE (e.g. workload.users=8), got '" + kv + "'");
+    out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return out;
+}
+
 void show_placement_progress(int wafers, int wafer) {
   show_progress_bar(fmt::format("placing on {} wafer{}", wafers, wafers == 1 ? "" : "s"), wafer,
                     wafers);

@@ -78,6 +78,16 @@ RegisteredCommand add_regress_command(CLI::App& app);
 // side by side (exit 4 when a figure got worse by more than PCT percent).
 RegisteredCommand add_compare_command(CLI::App& app);
 
+// wafersim serve SCENARIO [--json] [--out FILE.h5] [--csv FILE] [--set K=V] [-j N]
+//                [--cache DIR | --no-cache]: a serving study.
+RegisteredCommand add_serve_command(CLI::App& app);
+// wafersim capacity SCENARIO [--target-rate R] [...as serve]: rate per replica within the SLO.
+RegisteredCommand add_capacity_command(CLI::App& app);
+
+// --set KEY=VALUE options as (key, value) pairs; CommandError (usage) for one without '='.
+std::vector<std::pair<std::string, std::string>> parse_set_options(
+    const std::vector<std::string>& options);
+
 // The app's --presets flag as given, "" when absent.
 std::string presets_flag(const CLI::App& app);
 // The preset folder --presets names, or the default one.

@@ -197,7 +197,7 @@ struct ScenarioOverrides {
   std::optional<int> layer_groups;            // placement.layer_groups (whole-region)
   std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
   // Any key by its dotted path ("workload.cached_tokens") and its value as
-  // YAML text ("2048", "{users: 16}"); "~" removes the key. Applied after the
+  // YAML text ("2048", "{users: 16}"); null (or ~) removes the key. Applied after the
   // named overrides above, in order.
   std::vector<std::pair<std::string, std::string>> set;
 };

@@ -57,7 +57,8 @@ analysis::Percentiles summarise(std::vector<double> v) {
   return p;
 }
 
-enum class Phase { waiting, prefilling, decoding, done };
+// filling: the prompt is through, its first token still crossing a pipeline.
+enum class Phase { waiting, prefilling, filling, decoding, done };
 enum class Role { mixed, prefill, decode };
 
 struct Request {
@@ -113,7 +114,7 @@ struct Replica {
 
 // `wake` lets a replica start its next iteration once every other event of
 // the same instant has happened (requests arriving together are batched together).
-enum class EventKind { arrival, iteration_end, transfer_done, next_turn, wake };
+enum class EventKind { arrival, iteration_end, transfer_done, next_turn, wake, first_token };
 
 struct Event {
   double t;
@@ -242,6 +243,10 @@ class Simulation {
           break;
         case EventKind::transfer_done:
           transferred(e.a, e.b);
+          break;
+        case EventKind::first_token:
+          first_token(e.b, requests_[static_cast<std::size_t>(e.a)]);
+          wake(e.b);
           break;
         case EventKind::wake:
           replicas_[static_cast<std::size_t>(e.a)].wake_pending = false;
@@ -482,28 +487,41 @@ class Simulation {
         r.prefilled += chunk;
         rep.load -= static_cast<double>(chunk);
         if (r.prefilled < r.prompt) continue;
-        // The prompt's last pass gives the first token.
-        token(r);
-        rep.load -= 1.0;
-        r.phase = Phase::decoding;
-        if (rep.role == Role::prefill && r.generated < r.output) {
-          release(rep, r);
-          ++running_;  // in transit to its decode replica
-          rep.load -= static_cast<double>(r.output - r.generated);
-          const int to = route(r, Role::decode);
-          r.replica = to;
-          replicas_[static_cast<std::size_t>(to)].load +=
-              static_cast<double>(r.output - r.generated);
-          push(now_ + model_.kv_transfer_s(r.prompt + 1), EventKind::transfer_done, id, to);
-          continue;
+        // The prompt's last pass gives the first token, a pipeline fill later.
+        const double fill = model_.fill_latency_s(static_cast<double>(r.prompt - chunk));
+        if (fill > 0.0) {
+          r.phase = Phase::filling;
+          push(now_ + fill, EventKind::first_token, id, ri);
+        } else {
+          first_token(ri, r);
         }
-      } else {
-        token(r);
-        rep.load -= 1.0;
+        continue;
       }
+      token(r);
+      rep.load -= 1.0;
       if (r.generated >= r.output) complete(ri, r);
     }
     schedule(ri);
+  }
+
+  // r's first token: it decodes from here on (or, on a prefill replica,
+  // moves to a decode replica; or, asked for one token, is done).
+  void first_token(int ri, Request& r) {
+    Replica& rep = replicas_[static_cast<std::size_t>(ri)];
+    token(r);
+    rep.load -= 1.0;
+    r.phase = Phase::decoding;
+    if (rep.role == Role::prefill && r.generated < r.output) {
+      release(rep, r);
+      ++running_;  // in transit to its decode replica
+      rep.load -= static_cast<double>(r.output - r.generated);
+      const int to = route(r, Role::decode);
+      r.replica = to;
+      replicas_[static_cast<std::size_t>(to)].load += static_cast<double>(r.output - r.generated);
+      push(now_ + model_.kv_transfer_s(r.prompt + 1), EventKind::transfer_done, r.id, to);
+      return;
+    }
+    if (r.generated >= r.output) complete(ri, r);
   }
 
   // A prefilled request's cache reached its decode replica: it queues there

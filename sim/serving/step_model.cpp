@@ -105,6 +105,16 @@ double WaferSteps::prefill_s(double tokens, double context) const {
                     [&](std::size_t i, std::size_t j) { return prefill_table_[i * ny + j]; }));
 }
 
+double WaferSteps::fill_latency_s(double context) const {
+  // The grid's first cell extrapolated to no tokens, at most its first point.
+  const double at_zero = prefill_s(0.0, context);
+  return std::clamp(at_zero, 0.0, prefill_s(prefill_tokens_axis_.front(), context));
+}
+
+double WaferSteps::prefill_occupancy_s(double tokens, double context) const {
+  return std::max(0.0, prefill_s(tokens, context) - fill_latency_s(context));
+}
+
 double WaferSteps::iteration_s(const Iteration& it) const {
   double s = 0.0;
   if (it.decode_sequences > 0)
@@ -113,7 +123,7 @@ double WaferSteps::iteration_s(const Iteration& it) const {
     // The chunks' mean cached context: their attended positions less the chunk itself.
     const double cached =
         std::max(0.0, (it.prefill_context - it.prefill_tokens) / std::max(1, it.prefill_sequences));
-    s += prefill_s(it.prefill_tokens, cached);
+    s += prefill_occupancy_s(it.prefill_tokens, cached);
   }
   return s;
 }

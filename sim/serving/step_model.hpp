@@ -36,6 +36,10 @@ class StepModel {
   // Seconds to move `tokens` positions of KV cache out of a replica (prefill
   // on separate hardware hands each request's cache to a decode replica).
   virtual double kv_transfer_s(long long tokens) const = 0;
+  // Seconds from the iteration that passed a prompt's last chunk to its first
+  // token, on top of the iteration: a pipeline's fill latency (the wafer's
+  // layers in a row), 0 where an iteration is one pass of the whole model.
+  virtual double fill_latency_s(double /*cached_context*/) const { return 0.0; }
 };
 
 // One engine run of the calibration grid: `users` sequences decoding at
@@ -52,9 +56,15 @@ struct GridPoint {
 // The wafer pipeline's step times, interpolated on the calibration grid:
 // decode steps bilinearly in (users, context) over the grid's cells (linear
 // beyond its last context: attention grows linearly with the context),
-// prefill piecewise-linearly in tokens and context. A mixed iteration is its
-// decode step plus its prefill: the layer pipeline streams the prompt blocks
-// and the decode tokens through the same regions one after the other.
+// prefill piecewise-linearly in tokens and context. A prompt of n tokens
+// takes prefill_s(n) = fill + occupancy(n) through the layer pipeline: the
+// fill latency (the grid extrapolated to 0 tokens: a block crossing every
+// layer) and the pipeline's time per token after it (the grid's slope), as
+// the engine streams a prompt's blocks back to back. An iteration costs its
+// decode step plus the occupancy of its prompt chunks (the blocks and the
+// decode tokens share the layers' regions one message at a time); a prompt's
+// first token follows its last chunk's iteration by the fill latency. So a
+// lone request's TTFT is the engine's prefill whatever the chunking.
 class WaferSteps final : public StepModel {
  public:
   // Throws std::invalid_argument unless the decode points form a full grid
@@ -64,9 +74,12 @@ class WaferSteps final : public StepModel {
   double iteration_s(const Iteration& it) const override;
   KvCapacity kv_capacity() const override { return kv_; }
   double kv_transfer_s(long long tokens) const override;
+  double fill_latency_s(double cached_context) const override;
 
   double decode_step_s(double users, double context) const;
   double prefill_s(double tokens, double context) const;
+  // prefill_s less the fill latency: what `tokens` prompt tokens add to an iteration.
+  double prefill_occupancy_s(double tokens, double context) const;
   const std::vector<GridPoint>& decode_points() const { return decode_; }
   const std::vector<GridPoint>& prefill_points() const { return prefill_; }
 

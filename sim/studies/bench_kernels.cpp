@@ -73,8 +73,7 @@ int bench_kernels(bool json) {
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
       for (const models::Matrix& m : ms) pass(m);
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       best = std::max(best, static_cast<double>(kMatrices) * kRows * kCols / s / 1e9);
     }
     return best;
@@ -90,11 +89,10 @@ int bench_kernels(bool json) {
         for (int r0 = 0; r0 < kRows; r0 += t.rows)
           for (int c0 = 0; c0 < kCols; c0 += t.cols) {
             const int nr = std::min(t.rows, kRows - r0), nc = std::min(t.cols, kCols - c0);
-            models::gemv_tile_with(
-                k, m.view(r0, nr, c0, nc),
-                std::span<const float>(x).subspan(static_cast<std::size_t>(c0),
-                                                  static_cast<std::size_t>(nc)),
-                std::span<float>(y).first(static_cast<std::size_t>(nr)));
+            models::gemv_tile_with(k, m.view(r0, nr, c0, nc),
+                                   std::span<const float>(x).subspan(static_cast<std::size_t>(c0),
+                                                                     static_cast<std::size_t>(nc)),
+                                   std::span<float>(y).first(static_cast<std::size_t>(nr)));
           }
       });
       row[models::gemv_kernel_name(k)] = best;

@@ -30,8 +30,8 @@
 #include "models/dtype.hpp"
 #include "models/weights.hpp"
 #include "models/work_team.hpp"
-#include "sim/engine/engine.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/engine/engine.hpp"
 
 namespace wafersim::sim {
 

@@ -45,6 +45,8 @@ struct CalibrationOptions {
   std::filesystem::path binary;  // the wafersim executable
   std::string scenario;          // the scenario file the children run
   std::string presets;           // --presets for the children ("" = default)
+  // --set KEY=VALUE overrides the study itself was given (the children get them too).
+  std::vector<std::pair<std::string, std::string>> extra_sets;
   int jobs = 1;
   std::filesystem::path cache_dir;         // "" = no cache
   std::function<void(int, int)> progress;  // (points done, points in all)

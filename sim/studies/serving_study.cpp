@@ -64,6 +64,48 @@ serving::SimulationOptions base_options(const Scenario& sc) {
   return o;
 }
 
+struct Split {
+  int tp = 1, pp = 1;
+};
+
+// A GPU replica's split for serving: gpu_parallelism where it fixes one, else
+// the fewest GPUs (tensor parallel before pipeline at equal count) whose KV
+// cache holds the batch at the traffic's mean prompt + output; the split with
+// the most KV room when none does. Throws GpuFitError when no split holds
+// the weights.
+Split serving_split(const Scenario& sc, const models::gpu::ClusterSpec& c, int batch,
+                    const TrafficSummary& traffic) {
+  const int bits = models::dtype_bits(sc.precision);
+  const double need = batch * (traffic.mean_prompt_tokens + traffic.mean_output_tokens);
+  std::vector<Split> candidates;
+  for (int tp = 1; tp <= c.gpus_per_node; tp *= 2)
+    for (int pp = 1; pp <= std::min(sc.model.num_layers, c.gpus_per_node * c.max_nodes); ++pp)
+      if ((sc.gpu.tp == 0 || tp == sc.gpu.tp) && (sc.gpu.pp == 0 || pp == sc.gpu.pp))
+        candidates.push_back({tp, pp});
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Split& a, const Split& b) {
+    return a.tp * a.pp != b.tp * b.pp ? a.tp * a.pp < b.tp * b.pp : a.tp > b.tp;
+  });
+  std::optional<Split> roomiest;
+  double most = -1.0;
+  for (const Split& sp : candidates) {
+    const int nodes = (sp.tp * sp.pp + c.gpus_per_node - 1) / c.gpus_per_node;
+    if (nodes > c.max_nodes) continue;
+    try {
+      const models::gpu::ReplicaTiming t(c, sc.model, bits, sp.tp, sp.pp);
+      if (t.kv_capacity_tokens() >= need) return sp;
+      if (t.kv_capacity_tokens() > most) {
+        most = t.kv_capacity_tokens();
+        roomiest = sp;
+      }
+    } catch (const models::gpu::GpuFitError&) {
+    }
+  }
+  if (!roomiest)
+    throw models::gpu::GpuFitError(fmt::format("{}: no split of up to {} GPUs holds {}", c.name,
+                                               c.gpus_per_node * c.max_nodes, sc.model.name));
+  return *roomiest;
+}
+
 std::vector<SystemModel> system_models(const Scenario& sc,
                                        const std::optional<Calibration>& calibration,
                                        const TrafficSummary& traffic) {
@@ -89,16 +131,9 @@ std::vector<SystemModel> system_models(const Scenario& sc,
     out.push_back(std::move(m));
   }
   for (const models::gpu::ClusterSpec& c : sc.gpu.systems) {
-    models::gpu::InferenceWorkload w;
-    w.prompt_tokens = std::max(1, static_cast<int>(std::lround(traffic.mean_prompt_tokens)));
-    w.generate_tokens = std::max(1, static_cast<int>(std::lround(traffic.mean_output_tokens)));
-    w.users = std::max(1, sc.deployment.gpu.max_batch);
-    w.weight_bits = bits;
-    w.tp = sc.gpu.tp;
-    w.pp = sc.gpu.pp;
-    const models::gpu::GpuEstimate e = models::gpu::estimate(c, sc.model, w);
-    SystemModel m;
     const int batch = sc.deployment.gpu.max_batch > 0 ? sc.deployment.gpu.max_batch : 256;
+    const Split e = serving_split(sc, c, batch, traffic);
+    SystemModel m;
     m.steps = std::make_unique<serving::GpuSteps>(c, sc.model, bits, e.tp, e.pp, batch);
     m.options = base_options(sc);
     m.options.system = c.name;

@@ -268,3 +268,27 @@ TEST(Percentile, InterpolatesBetweenClosestRanks) {
 
 }  // namespace
 }  // namespace wafersim::sim::serving
+
+namespace wafersim::sim::serving {
+namespace {
+
+// A pipeline (the wafer's grid model): a lone request's TTFT is the engine's
+// prefill of its whole prompt whatever the chunking, and the chunks cost the
+// iterations only their occupancy.
+TEST(ServingSimulation, PipelinedPrefillGivesALoneRequestTheEnginesPrefill) {
+  std::vector<GridPoint> decode = {
+      {1, 0, 0, 1e-3}, {1, 4096, 0, 1e-3}, {8, 0, 0, 1e-3}, {8, 4096, 0, 1e-3}};
+  // 20 ms to fill the pipeline, 10 us per prompt token.
+  std::vector<GridPoint> prefill = {{1, 0, 64, 20e-3 + 64 * 10e-6},
+                                    {1, 0, 1024, 20e-3 + 1024 * 10e-6}};
+  const WaferSteps model(decode, prefill, KvCapacity{8, 4096, 0}, 1000.0, 1e9);
+  EXPECT_NEAR(model.fill_latency_s(0), 20e-3, 1e-12);
+  for (const PrefillPolicy p : {PrefillPolicy::prefill_first, PrefillPolicy::chunked}) {
+    const auto r = simulate({one_request(0, 0.0, 1200, 3)}, model, options(p));
+    EXPECT_NEAR(r.requests[0].ttft_s, 20e-3 + 1200 * 10e-6, 1e-12);
+    EXPECT_NEAR(r.requests[0].end_to_end_s, 20e-3 + 1200 * 10e-6 + 2e-3, 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace wafersim::sim::serving

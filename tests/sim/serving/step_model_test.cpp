@@ -45,7 +45,7 @@ TEST(WaferSteps, ContextExtrapolatesUsersClamp) {
   EXPECT_NEAR(m.prefill_s(4096, 0), prefill_law(4096, 0), 1e-15);
 }
 
-TEST(WaferSteps, MixedIterationIsDecodePlusPrefill) {
+TEST(WaferSteps, MixedIterationIsDecodePlusPrefillOccupancy) {
   const WaferSteps m = grid_model();
   Iteration it;
   it.decode_sequences = 4;
@@ -53,7 +53,10 @@ TEST(WaferSteps, MixedIterationIsDecodePlusPrefill) {
   it.prefill_sequences = 1;
   it.prefill_tokens = 500;
   it.prefill_context = 2048 + 500;  // 2048 cached
-  EXPECT_NEAR(m.iteration_s(it), decode_law(4, 1024) + prefill_law(500, 2048), 1e-15);
+  // The prompt costs the iteration its occupancy: its prefill less the fill
+  // latency (the law at 0 tokens, 0.2 ms), which its first token pays after.
+  EXPECT_NEAR(m.fill_latency_s(2048), 0.2e-3, 1e-15);
+  EXPECT_NEAR(m.iteration_s(it), decode_law(4, 1024) + prefill_law(500, 2048) - 0.2e-3, 1e-15);
   EXPECT_DOUBLE_EQ(m.iteration_s(Iteration{}), 0.0);
   // 1000 tokens x 1000 B at 1 GB/s.
   EXPECT_DOUBLE_EQ(m.kv_transfer_s(1000), 1e-3);

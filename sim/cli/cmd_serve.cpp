@@ -1,0 +1,216 @@
+// wafersim serve: a serving study (traffic through the wafer deployment and
+// the GPU systems). wafersim capacity: the request rate one replica of each
+// sustains within the SLO, and the replicas a target rate needs.
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "analysis/serving_output.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/config/scenario.hpp"
+#include "sim/studies/serving_study.hpp"
+#include "sim/studies/subprocess.hpp"
+
+namespace wafersim::sim {
+
+namespace {
+
+struct ServeArgs {
+  std::string scenario, out, csv, cache;
+  std::vector<std::string> set;
+  bool json = false, no_cache = false;
+  int jobs = 0;
+  double target_rate = 0.0;  // capacity
+};
+
+Scenario load(const ServeArgs& a, const std::filesystem::path& presets) {
+  ScenarioOverrides o;
+  o.set = parse_set_options(a.set);
+  Scenario sc = load_scenario(a.scenario, presets, o);
+  if (!sc.traffic)
+    throw ScenarioError(a.scenario, 0, 0, "traffic",
+                        "this scenario has no traffic: section; a serving study needs one (open-"
+                        "loop arrivals, a trace or closed-loop sessions; docs/scenario-schema.md, "
+                        "\"Traffic\"); `wafersim run` simulates its workload: as one batch");
+  return sc;
+}
+
+CalibrationOptions calibration_options(const ServeArgs& a, const std::filesystem::path& presets) {
+  CalibrationOptions c;
+  c.binary = std::filesystem::read_symlink("/proc/self/exe");
+  c.scenario = a.scenario;
+  c.presets = presets.string();
+  const unsigned hw = std::thread::hardware_concurrency();
+  c.jobs = a.jobs > 0 ? a.jobs : static_cast<int>(hw > 0 ? hw : 1);
+  c.cache_dir = a.no_cache        ? std::filesystem::path()
+                : a.cache.empty() ? default_cache_dir()
+                                  : std::filesystem::path(a.cache);
+  // The calibration runs see the keys this study's --set changed.
+  c.extra_sets = parse_set_options(a.set);
+  return c;
+}
+
+void progress(const std::string& what, long long done, long long total) {
+  show_progress_bar(what, static_cast<int>(done), static_cast<int>(total));
+}
+
+std::string traffic_line(const Scenario& sc, const TrafficSummary& t) {
+  const serving::TrafficSpec& s = *sc.traffic;
+  std::string kind;
+  switch (s.kind) {
+    case serving::TrafficSpec::Kind::open:
+      kind = fmt::format("{} requests arriving at {:.3g}/s ({})", t.requests,
+                         1.0 / s.interarrival.mean_s,
+                         s.interarrival.kind == serving::IntervalDistribution::Kind::gamma
+                             ? fmt::format("gamma, cv {}", s.interarrival.cv)
+                         : s.interarrival.kind == serving::IntervalDistribution::Kind::fixed
+                             ? std::string("evenly spaced")
+                             : std::string("Poisson"));
+      break;
+    case serving::TrafficSpec::Kind::trace:
+      kind = fmt::format("trace {} ({} requests in {} sessions over {:.1f} s)", s.trace_file,
+                         t.requests, t.sessions, t.duration_s);
+      break;
+    case serving::TrafficSpec::Kind::sessions:
+      kind = fmt::format("{} closed-loop sessions, {} turns in all", t.sessions, t.requests);
+      break;
+  }
+  return fmt::format(
+      "{}; prompt {:.0f} tokens mean ({:.0f} new), output {:.0f} mean, longest "
+      "context {}",
+      kind, t.mean_prompt_tokens, t.mean_new_prompt_tokens, t.mean_output_tokens, t.max_context);
+}
+
+std::string slo_line(const serving::Slo& s) {
+  if (!s.any()) return "";
+  std::string o;
+  if (s.ttft_s > 0.0) o += fmt::format("TTFT p{:g} <= {:g} ms", s.ttft_percentile, s.ttft_s * 1e3);
+  if (s.tokens_per_s > 0.0)
+    o += fmt::format("{}{:g}% of requests >= {:g} tokens/s per user", o.empty() ? "" : ", ",
+                     s.tokens_per_s_percentile, s.tokens_per_s);
+  return o;
+}
+
+std::string calibration_line(const Calibration& c) {
+  return fmt::format(
+      "step grid of {} decode + {} prefill engine runs ({} batch sizes x {} contexts; prompts "
+      "of {}..{} tokens), batch {}, {} positions per sequence, {} wafer{} per pipeline; {}",
+      c.decode.size(), c.prefill.size(), c.plan.users.size(), c.plan.contexts.size(),
+      c.plan.prefill_tokens.front(), c.plan.prefill_tokens.back(), c.plan.max_batch,
+      c.plan.slot_tokens, c.plan.wafers, c.plan.wafers == 1 ? "" : "s",
+      c.cache_file.empty()
+          ? std::string("not cached")
+          : fmt::format("{} {}", c.from_cache ? "read from" : "cached in", c.cache_file.string()));
+}
+
+int serve(const ServeArgs& a, const std::filesystem::path& presets) {
+  const Scenario sc = load(a, presets);
+  ServingStudyOptions o;
+  o.calibration = calibration_options(a, presets);
+  o.progress = progress;
+  const ServingStudy study = run_serving_study(sc, o);
+  analysis::ServingHeader h;
+  h.scenario = sc.name;
+  h.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
+  h.traffic = traffic_line(sc, study.traffic);
+  h.slo = slo_line(sc.slo);
+  if (study.calibration) h.calibration = calibration_line(*study.calibration);
+  const std::string results = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
+  if (!results.empty()) {
+    analysis::write_serving_hdf5(results, h, study.results, sc.resolved_yaml);
+    write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
+  }
+  if (!a.csv.empty()) analysis::write_requests_csv(a.csv, study.results);
+  if (a.json) {
+    std::cout << analysis::serving_json(h, study.results).dump(1) << "\n";
+  } else {
+    analysis::write_serving_report(std::cout, h, study.results);
+    if (!results.empty()) std::cout << "results: " << results << "\n";
+    if (!a.csv.empty()) std::cout << "requests: " << a.csv << "\n";
+  }
+  return kExitSuccess;
+}
+
+int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
+  Scenario sc = load(a, presets);
+  if (!sc.slo.any())
+    throw ScenarioError(a.scenario, 0, 0, "slo",
+                        "capacity needs service-level objectives: give slo: {ttft: 2 s, "
+                        "tokens_per_s: 100} in the scenario (or --set slo=...)");
+  std::optional<Calibration> cal;
+  if (sc.has_wafer()) {
+    const auto sessions = serving::generate_sessions(*sc.traffic);
+    const CalibrationPlan plan = plan_calibration(sc, summarise_traffic(sessions).max_context);
+    CalibrationOptions co = calibration_options(a, presets);
+    co.progress = [](int d, int n) { show_progress_bar("calibrating wafer step times", d, n); };
+    cal = calibrate(sc, plan, co);
+  }
+  CapacityOptions o;
+  o.target_rate = a.target_rate;
+  o.progress = progress;
+  const std::vector<CapacityRow> rows = capacity_search(sc, cal, o);
+  fmt::print("capacity of {} ({} at {}), SLO: {}\n", sc.name, sc.model.name,
+             models::dtype_name(sc.precision), slo_line(sc.slo));
+  if (cal) fmt::print("  wafer    {}\n", calibration_line(*cal));
+  fmt::print("\n  {:<12} {:>14} {:>12} {:>10} {:>10}", "system", "req/s/replica", "tok/s/replica",
+             "TTFT p99", "tok/s/usr");
+  if (a.target_rate > 0.0) fmt::print(" {:>9} {:>7} {:>7}", "replicas", "chips", "kW");
+  fmt::print("\n");
+  for (const CapacityRow& r : rows) {
+    fmt::print("  {:<12} {:>14.3g} {:>12.0f} {:>8.0f}ms {:>10.0f}", r.system,
+               r.max_rate_per_replica, r.at_max.output_tokens_per_s, r.at_max.ttft_s.p99 * 1e3,
+               r.at_max.tokens_per_s_per_user.p50);
+    if (a.target_rate > 0.0)
+      fmt::print(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
+                 r.chips_needed, r.power_w_needed / 1000.0);
+    fmt::print("\n");
+  }
+  for (const CapacityRow& r : rows) fmt::print("  {}: {}\n", r.system, r.description);
+  if (a.target_rate > 0.0)
+    fmt::print(
+        "  replicas for {:g} requests/s, each count checked by simulating the whole "
+        "deployment at that rate ('?': not met within 3 more replicas)\n",
+        a.target_rate);
+  return kExitSuccess;
+}
+
+void add_common(CLI::App* c, ServeArgs& a) {
+  c->add_option("scenario", a.scenario, "Scenario YAML file with traffic:")->required();
+  c->add_option("--set", a.set,
+                "KEY=VALUE: set any scenario key by its dotted path (value as YAML); repeatable")
+      ->type_name("KEY=VALUE");
+  c->add_option("-j,--jobs", a.jobs, "Calibration runs at once (default: the host's cores)");
+  c->add_option("--cache", a.cache,
+                "Folder of cached step grids (default $WAFERSIM_CACHE or ~/.cache/wafersim)");
+  c->add_flag("--no-cache", a.no_cache, "Measure the wafer's step grid again, cache nothing");
+}
+
+}  // namespace
+
+RegisteredCommand add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* c = app.add_subcommand(
+      "serve", "Serve a scenario's traffic on the wafer deployment and the GPU systems");
+  add_common(c, *a);
+  c->add_flag("--json", a->json, "Print one JSON object instead of the report");
+  c->add_option("--out", a->out, "Write results to this HDF5 file (and the resolved scenario)");
+  c->add_option("--csv", a->csv, "Write every request of every system to this CSV file");
+  const CLI::App* root = &app;
+  return {c, [a, root] { return serve(*a, preset_dir(*root)); }, [a] { return a->scenario; }};
+}
+
+RegisteredCommand add_capacity_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* c = app.add_subcommand(
+      "capacity",
+      "Highest request rate one replica sustains within the SLO, and replicas for a target rate");
+  add_common(c, *a);
+  c->add_option("--target-rate", a->target_rate, "Requests/s the deployment must serve")
+      ->check(CLI::PositiveNumber);
+  const CLI::App* root = &app;
+  return {c, [a, root] { return capacity(*a, preset_dir(*root)); }, [a] { return a->scenario; }};
+}
+
+}  // namespace wafersim::sim
