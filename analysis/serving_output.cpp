@@ -1,5 +1,6 @@
 #include "analysis/serving_output.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -59,19 +60,58 @@ void write_serving_report(std::ostream& out, const ServingHeader& h,
   bool sessions = false;
   for (const ServingResult& r : results) sessions |= !r.sessions.empty();
   if (sessions) {
-    out << "\n  sessions (agent tasks): task time = waiting on the model + think/tool time\n";
-    out << fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>12}\n", "system", "task p50 s",
-                       "task p90 s", "model share", "vs first");
-    const double first = results.front().task_s.p50;
+    // Where an agent's task time goes: think/tool time between turns, the
+    // time to each turn's first token (queue, prefill, serving stack) and
+    // the decoding of its tokens. Only the last shrinks with the token rate.
+    struct Split {
+      double task = 0.0, ttft = 0.0, decode = 0.0, think = 0.0;
+    };
+    std::vector<Split> splits;
     for (const ServingResult& r : results) {
-      double waiting = 0.0, task = 0.0;
-      for (const SessionRecord& s : r.sessions) {
-        waiting += s.waiting_s;
-        task += s.task_s;
+      Split s;
+      double waiting = 0.0;
+      for (const SessionRecord& x : r.sessions) {
+        s.task += x.task_s;
+        waiting += x.waiting_s;
       }
-      out << fmt::format("  {:<28} {:>10.1f} {:>10.1f} {:>11.0f}% {:>11.2f}x\n", label(r),
-                         r.task_s.p50, r.task_s.p90, task > 0 ? 100.0 * waiting / task : 0.0,
-                         r.task_s.p50 > 0 ? r.task_s.p50 / first : 0.0);
+      for (const RequestRecord& q : r.requests) {
+        if (q.rejected) continue;
+        s.ttft += q.ttft_s;
+        s.decode += q.end_to_end_s - q.ttft_s;
+      }
+      s.think = std::max(0.0, s.task - waiting);
+      splits.push_back(s);
+    }
+    out << "\n  agent tasks (closed-loop sessions): where the task time goes\n";
+    out << fmt::format("  {:<28} {:>10} {:>10} {:>11} {:>8} {:>8} {:>11}\n", "system", "task p50 s",
+                       "task p90 s", "think/tool", "TTFT", "decode", "tok/s/usr");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const ServingResult& r = results[i];
+      const Split& s = splits[i];
+      const double t = s.task > 0.0 ? s.task : 1.0;
+      out << fmt::format("  {:<28} {:>10.1f} {:>10.1f} {:>10.0f}% {:>7.0f}% {:>7.0f}% {:>11.0f}\n",
+                         label(r), r.task_s.p50, r.task_s.p90, 100.0 * s.think / t,
+                         100.0 * s.ttft / t, 100.0 * s.decode / t, r.tokens_per_s_per_user.p50);
+    }
+    // The fastest and the slowest token rate, side by side: Amdahl's law on the task.
+    std::size_t fast = 0, slow = 0;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].tokens_per_s_per_user.p50 > results[fast].tokens_per_s_per_user.p50) fast = i;
+      if (results[i].tokens_per_s_per_user.p50 < results[slow].tokens_per_s_per_user.p50) slow = i;
+    }
+    if (fast != slow && results[slow].tokens_per_s_per_user.p50 > 0.0 &&
+        results[fast].task_s.p50 > 0.0) {
+      const Split& s = splits[slow];
+      const double t = s.task > 0.0 ? s.task : 1.0;
+      out << fmt::format(
+          "  {} decodes {:.1f}x faster per user than {}, but its agents finish their tasks "
+          "{:.2f}x sooner (p50): of {}'s task time, {:.0f}% is think/tool time and {:.0f}% "
+          "waiting for first tokens, which a faster token rate does not shorten; only the "
+          "{:.0f}% spent decoding does.\n",
+          label(results[fast]),
+          results[fast].tokens_per_s_per_user.p50 / results[slow].tokens_per_s_per_user.p50,
+          label(results[slow]), results[slow].task_s.p50 / results[fast].task_s.p50,
+          label(results[slow]), 100.0 * s.think / t, 100.0 * s.ttft / t, 100.0 * s.decode / t);
     }
   }
   out << "\n";

@@ -24,6 +24,7 @@
 #include "sim/studies/bench_kernels.hpp"
 #include "sim/studies/bench_models.hpp"
 #include "sim/studies/bench_ops.hpp"
+#include "sim/studies/bench_serving.hpp"
 #include "sim/studies/bench_weights.hpp"
 
 namespace wafersim::sim {
@@ -403,14 +404,18 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     BenchOpOptions op;
     std::string matrix = "4096x4096", region = "420x420", reduction = "two-level";
     std::string precision = "bf16";
+    std::string scenario, cache;
+    int jobs = 0;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "bench",
       "Benchmarks: fabric speed, flow-vs-wavelet agreement, model runs, GEMV kernels, weights");
-  cmd->add_option("what", o->what, "fabric | agreement | models | kernels | op | weights")
+  cmd->add_option("what", o->what,
+                  "fabric | agreement | models | kernels | op | weights | serving | steps")
       ->required()
-      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op", "weights"}));
+      ->check(CLI::IsMember(
+          {"fabric", "agreement", "models", "kernels", "op", "weights", "serving", "steps"}));
   cmd->add_option("operation", o->op.op, "op: gemv | allreduce | attention | layer")
       ->check(CLI::IsMember({"gemv", "allreduce", "attention", "layer"}));
   cmd->add_option("--hardware", o->op.hardware, "op: a hardware preset (default wse3)");
@@ -433,7 +438,13 @@ RegisteredCommand add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bits", o->op.bits, "op: weight and KV bits (default 16)")
       ->check(CLI::IsMember({4, 8, 16, 32}));
-  cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models, kernels)");
+  cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models, kernels, serving)");
+  cmd->add_option("--scenario", o->scenario,
+                  "serving, steps: a scenario with traffic: (default "
+                  "scenarios/llama-3.1-8b-serving-wse3.yaml)");
+  cmd->add_option("--cache", o->cache,
+                  "serving, steps: folder of cached step grids (default: measure again)");
+  cmd->add_option("-j,--jobs", o->jobs, "serving, steps: calibration runs at once");
   cmd->add_option(
          "--cases", o->only,
          "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, 1b-timing)")
@@ -456,6 +467,17 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);
+            if (o->what == "serving" || o->what == "steps") {
+              BenchServingOptions b;
+              b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
+              b.scenario = o->scenario.empty()
+                               ? (b.preset_dir / "llama-3.1-8b-serving-wse3.yaml").string()
+                               : o->scenario;
+              b.cache_dir = o->cache;
+              b.jobs = o->jobs;
+              b.json = o->json;
+              return o->what == "serving" ? bench_serving(b) : bench_steps(b);
+            }
             if (o->what == "weights") {
               BenchWeightsOptions w;
               w.model = o->op.model;

@@ -10,8 +10,40 @@
 #include "sim/config/scenario.hpp"
 #include "sim/engine/system.hpp"
 #include "sim/program/program.hpp"
+#include "sim/serving/traffic.hpp"
+#include "sim/studies/serving_study.hpp"
 
 namespace wafersim::sim {
+
+namespace {
+
+// A serving study: its traffic drawn, the wafer deployment planned (batch and
+// KV slot at the traffic's longest context) and each GPU system's fit.
+ExitCode validate_serving(const std::string& file, const Scenario& sc) {
+  const std::vector<serving::Session> sessions = serving::generate_sessions(*sc.traffic);
+  const TrafficSummary t = summarise_traffic(sessions);
+  fmt::print(
+      "{}: ok: serving study of {} at {}: {} requests in {} sessions, prompt {:.0f} "
+      "tokens mean, output {:.0f}, longest context {}\n",
+      file, sc.model.name, models::dtype_name(sc.precision), t.requests, t.sessions,
+      t.mean_prompt_tokens, t.mean_output_tokens, t.max_context);
+  if (sc.has_wafer()) {
+    check_wafer_supports(sc.model);
+    const CalibrationPlan plan = plan_calibration(sc, t.max_context);
+    fmt::print(
+        "  wafer: {} x {} {}: batch {} of {} positions each ({} reserved per sequence); "
+        "calibration: {} decode + {} prefill engine runs\n",
+        sc.deployment.wafer.replicas, plan.wafers, sc.hardware.name, plan.max_batch,
+        plan.slot_tokens, plan.max_context, plan.users.size() * plan.contexts.size(),
+        plan.prefill_tokens.size() * plan.prefill_contexts.size());
+  }
+  for (const models::gpu::ClusterSpec& c : sc.gpu.systems)
+    fmt::print("  {}: {} replica{}\n", c.name, sc.deployment.gpu.replicas,
+               sc.deployment.gpu.replicas == 1 ? "" : "s");
+  return kExitSuccess;
+}
+
+}  // namespace
 
 RegisteredCommand add_validate_command(CLI::App& app) {
   auto file = std::make_shared<std::string>();
@@ -21,6 +53,7 @@ RegisteredCommand add_validate_command(CLI::App& app) {
   return {validate,
           [file, root] {
             const Scenario sc = load_scenario(*file, preset_dir(*root));
+            if (sc.traffic) return validate_serving(*file, sc);
             check_wafer_supports(sc.model);
             check_run_mode(sc, sc.outputs.functional);
             // The checkpoint's headers against the model (no values read).

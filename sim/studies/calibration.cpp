@@ -153,6 +153,35 @@ CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_conte
   return plan;
 }
 
+namespace {
+
+// The keys a calibration run sets on top of the study's scenario (and its
+// own --set keys): no serving study, no comparison, the deployment's wafers
+// and reservation, and the point's workload.
+std::vector<std::pair<std::string, std::string>> point_sets(const CalibrationOptions& o,
+                                                            const CalibrationPlan& plan, int users,
+                                                            long long context, long long tokens) {
+  std::vector<std::pair<std::string, std::string>> sets = o.extra_sets;
+  for (const char* key : {"traffic", "deployment", "slo", "serving", "speculative_decoding"})
+    sets.emplace_back(key, "null");
+  sets.emplace_back("compare_with", "[]");
+  sets.emplace_back("wafers", std::to_string(plan.wafers));
+  sets.emplace_back("placement.reserve", fmt::format("{{users: {}, context_tokens: {}}}",
+                                                     plan.max_batch, plan.max_context));
+  sets.emplace_back(
+      "workload",
+      tokens == 0
+          ? fmt::format("{{prompt_tokens: 1, generate_tokens: {}, users: {}, cached_tokens: {}, "
+                        "seed: 1}}",
+                        plan.generate_tokens, users, context)
+          : fmt::format("{{prompt_tokens: {}, generate_tokens: 1, users: 1, cached_tokens: {}, "
+                        "prefill_block: {}, seed: 1}}",
+                        tokens, context, plan.prefill_block));
+  return sets;
+}
+
+}  // namespace
+
 std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
                                                    const CalibrationPlan& plan, int users,
                                                    long long context, long long tokens) {
@@ -161,41 +190,12 @@ std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
     argv.push_back("--presets");
     argv.push_back(o.presets);
   }
-  const std::string workload =
-      tokens == 0 ? fmt::format(
-                        "{{prompt_tokens: 1, generate_tokens: {}, users: {}, cached_tokens: {}, "
-                        "seed: 1}}",
-                        plan.generate_tokens, users, context)
-                  : fmt::format(
-                        "{{prompt_tokens: {}, generate_tokens: 1, users: 1, cached_tokens: {}, "
-                        "prefill_block: {}, seed: 1}}",
-                        tokens, context, plan.prefill_block);
-  for (const std::string& s : {std::string("run"),
-                               o.scenario,
-                               std::string("--json"),
-                               std::string("--timing-only"),
-                               std::string("--threads"),
-                               std::string("1"),
-                               std::string("--set"),
-                               std::string("traffic=null"),
-                               std::string("--set"),
-                               std::string("deployment=null"),
-                               std::string("--set"),
-                               std::string("slo=null"),
-                               std::string("--set"),
-                               std::string("serving=null"),
-                               std::string("--set"),
-                               std::string("speculative_decoding=null"),
-                               std::string("--set"),
-                               std::string("compare_with=[]"),
-                               std::string("--set"),
-                               fmt::format("wafers={}", plan.wafers),
-                               std::string("--set"),
-                               "workload=" + workload,
-                               std::string("--set"),
-                               fmt::format("placement.reserve={{users: {}, context_tokens: {}}}",
-                                           plan.max_batch, plan.max_context)})
-    argv.push_back(s);
+  for (const char* a : {"run", "", "--json", "--timing-only", "--threads", "1"})
+    argv.push_back(*a ? a : o.scenario);
+  for (const auto& [key, value] : point_sets(o, plan, users, context, tokens)) {
+    argv.push_back("--set");
+    argv.push_back(key + "=" + value);
+  }
   return argv;
 }
 
@@ -214,11 +214,20 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
   for (const long long n : plan.prefill_tokens)
     for (const long long c : plan.prefill_contexts) jobs.push_back({1, c, n});
 
-  // The cache key: the binary, the resolved scenario and every child's command line.
-  std::string key_text = binary_digest(o.binary) + "\n" + sc.resolved_yaml;
+  // The cache key: the binary, the scenario a calibration run resolves to
+  // (without its workload, which the points' keys below give) and every
+  // point's keys. A change of traffic, SLO or GPU systems keeps the grid.
+  ScenarioOverrides child;
+  child.set = point_sets(o, plan, 1, 0, 0);
+  child.set.back().second = "{prompt_tokens: 1, generate_tokens: 2}";
+  std::string key_text =
+      binary_digest(o.binary) + "\n" +
+      load_scenario(o.scenario, o.presets.empty() ? default_preset_dir() : fs::path(o.presets),
+                    child)
+          .resolved_yaml;
   for (const Job& j : jobs)
-    for (const std::string& a : calibration_run_arguments(o, plan, j.users, j.context, j.tokens))
-      if (a != o.binary.string() && a != o.scenario) key_text += a + "\n";
+    for (const auto& [k, v] : point_sets(o, plan, j.users, j.context, j.tokens))
+      key_text += k + "=" + v + "\n";
   const std::string key = models::sha256_hex(key_text.data(), key_text.size());
   if (!o.cache_dir.empty()) {
     cal.cache_file = o.cache_dir / ("steps-" + key.substr(0, 32) + ".json");

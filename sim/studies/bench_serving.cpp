@@ -1,0 +1,157 @@
+#include "sim/studies/bench_serving.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/serving/traffic.hpp"
+#include "sim/studies/serving_study.hpp"
+#include "sim/studies/subprocess.hpp"
+
+namespace wafersim::sim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Peak resident memory of this process so far (VmHWM), bytes.
+double peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;
+  return 0.0;
+}
+
+CalibrationOptions calibration_options(const BenchServingOptions& o) {
+  CalibrationOptions c;
+  c.binary = std::filesystem::read_symlink("/proc/self/exe");
+  c.scenario = o.scenario;
+  c.presets = o.preset_dir.string();
+  const unsigned hw = std::thread::hardware_concurrency();
+  c.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(hw > 0 ? hw : 1);
+  c.cache_dir = o.cache_dir;
+  return c;
+}
+
+}  // namespace
+
+int bench_serving(const BenchServingOptions& o) {
+  const Scenario sc = load_scenario(o.scenario, o.preset_dir);
+  if (!sc.traffic)
+    throw ScenarioError(o.scenario, 0, 0, "traffic",
+                        "bench serving needs a scenario with traffic:");
+  const auto t0 = Clock::now();
+  const std::vector<serving::Session> sessions = serving::generate_sessions(*sc.traffic);
+  const TrafficSummary traffic = summarise_traffic(sessions);
+  const double traffic_s = seconds_since(t0);
+  std::optional<Calibration> cal;
+  double calibrate_s = 0.0;
+  if (sc.has_wafer()) {
+    const auto t1 = Clock::now();
+    cal = calibrate(sc, plan_calibration(sc, traffic.max_context), calibration_options(o));
+    calibrate_s = seconds_since(t1);
+  }
+  const auto t2 = Clock::now();
+  const std::vector<analysis::ServingResult> results =
+      serve_sessions(sc, sessions, cal, /*persistent_only=*/false);
+  const double serve_s = seconds_since(t2);
+  long long requests = 0;
+  for (const auto& r : results) requests += static_cast<long long>(r.requests.size());
+  const double rss = peak_rss_bytes();
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["scenario"] = sc.name;
+    j["requests"] = traffic.requests;
+    j["systems"] = results.size();
+    j["traffic_s"] = traffic_s;
+    j["calibration_s"] = calibrate_s;
+    j["calibration_from_cache"] = cal && cal->from_cache;
+    j["calibration_runs"] = cal ? cal->decode.size() + cal->prefill.size() : 0;
+    j["serving_s"] = serve_s;
+    j["requests_per_s_simulated"] = requests / std::max(serve_s, 1e-9);
+    j["peak_rss_bytes"] = rss;
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  fmt::print("bench serving {}: {} requests ({} sessions) through {} system runs\n", sc.name,
+             traffic.requests, traffic.sessions, results.size());
+  fmt::print("  traffic drawn          {:8.2f} s\n", traffic_s);
+  if (cal)
+    fmt::print("  wafer step grid        {:8.2f} s ({} engine runs{})\n", calibrate_s,
+               cal->decode.size() + cal->prefill.size(),
+               cal->from_cache ? ", read from the cache" : "");
+  fmt::print("  serving simulations    {:8.2f} s ({:.0f} requests/s simulated)\n", serve_s,
+             requests / std::max(serve_s, 1e-9));
+  fmt::print("  peak memory            {:8.2f} GiB\n", rss / (1024.0 * 1024.0 * 1024.0));
+  return 0;
+}
+
+int bench_steps(const BenchServingOptions& o) {
+  const Scenario sc = load_scenario(o.scenario, o.preset_dir);
+  if (!sc.traffic || !sc.has_wafer())
+    throw ScenarioError(o.scenario, 0, 0, "traffic",
+                        "bench steps needs a scenario with traffic: and a wafer (hardware:)");
+  const std::vector<serving::Session> sessions = serving::generate_sessions(*sc.traffic);
+  const CalibrationOptions co = calibration_options(o);
+  const Calibration cal =
+      calibrate(sc, plan_calibration(sc, summarise_traffic(sessions).max_context), co);
+  const std::unique_ptr<serving::WaferSteps> model = wafer_steps(sc, cal);
+  const CalibrationPlan& p = cal.plan;
+  // Held-out points: between grid values in every coordinate.
+  struct Point {
+    int users;
+    long long context, tokens;
+  };
+  std::vector<Point> points;
+  for (std::size_t i = 0; i + 1 < p.users.size(); i += 2) {
+    const int u = (p.users[i] + p.users[i + 1] + 1) / 2;
+    if (u == p.users[i] || u == p.users[i + 1]) continue;
+    for (std::size_t j = 0; j + 1 < p.contexts.size(); j += 2)
+      points.push_back({u, (p.contexts[j] + p.contexts[j + 1]) / 2, 0});
+  }
+  for (std::size_t i = 0; i + 1 < p.prefill_tokens.size(); ++i)
+    points.push_back(
+        {1, p.prefill_contexts.back() / 2, (p.prefill_tokens[i] + p.prefill_tokens[i + 1]) / 2});
+  fmt::print(
+      "bench steps {}: the step grid ({} decode, {} prefill points) against {} direct "
+      "engine runs off the grid\n\n",
+      sc.name, cal.decode.size(), cal.prefill.size(), points.size());
+  fmt::print("  {:<8} {:>6} {:>9} {:>8} {:>14} {:>14} {:>8}\n", "kind", "users", "context",
+             "tokens", "grid ms", "engine ms", "error");
+  double worst = 0.0;
+  for (const Point& pt : points) {
+    const ProcessOutput out =
+        run_process(calibration_run_arguments(co, p, pt.users, pt.context, pt.tokens));
+    if (out.exit_code != 0)
+      throw std::runtime_error("held-out run failed: " + out.err.substr(0, 300));
+    const nlohmann::json r = nlohmann::json::parse(out.out);
+    double direct = 0.0, grid = 0.0;
+    if (pt.tokens == 0) {
+      direct = r.at("inter_token_latency_s").get<double>();
+      grid = model->decode_step_s(
+          pt.users, static_cast<double>(pt.context + 1 + (p.generate_tokens - 1) / 2));
+    } else {
+      direct = r.at("prefill_s").get<double>();
+      grid = model->prefill_s(static_cast<double>(pt.tokens), static_cast<double>(pt.context));
+    }
+    const double err = grid / direct - 1.0;
+    worst = std::max(worst, std::fabs(err));
+    fmt::print("  {:<8} {:>6} {:>9} {:>8} {:>14.4f} {:>14.4f} {:>+7.2f}%\n",
+               pt.tokens == 0 ? "decode" : "prefill", pt.users, pt.context, pt.tokens, grid * 1e3,
+               direct * 1e3, 100.0 * err);
+  }
+  fmt::print("\n  largest error {:.2f}% (target: within 5%): {}\n", 100.0 * worst,
+             worst <= 0.05 ? "met" : "NOT met");
+  return 0;
+}
+
+}  // namespace wafersim::sim
