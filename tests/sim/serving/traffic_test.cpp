@@ -457,7 +457,7 @@ TEST_F(TraceFiles, RowsBecomeSessionsAndTurnsInArrivalOrder) {
   ASSERT_EQ(s[0].turns.size(), 3u);
   EXPECT_EQ(s[0].turns[0], (Turn{0.5, 1000, 200}));
   EXPECT_EQ(s[0].turns[1], (Turn{5.0, 300, 100}));  // 1500 - (1000 + 200)
-  EXPECT_EQ(s[0].turns[2], (Turn{9.0, 800, 50}));   // shorter than 1600: not reused
+  EXPECT_EQ(s[0].turns[2], (Turn{9.0, 800, 50, false}));  // shorter than 1600: not reused
   EXPECT_EQ(s[1].turns, (std::vector<Turn>{{0.5, 300, 30}}));
   EXPECT_EQ(s[2].turns, (std::vector<Turn>{{1.0, 700, 40}}));
   EXPECT_EQ(s[3].turns, (std::vector<Turn>{{1.0, 64, 10}}));
