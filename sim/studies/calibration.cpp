@@ -220,11 +220,14 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
   ScenarioOverrides child;
   child.set = point_sets(o, plan, 1, 0, 0);
   child.set.back().second = "{prompt_tokens: 1, generate_tokens: 2}";
-  std::string key_text =
-      binary_digest(o.binary) + "\n" +
+  std::string key_text = binary_digest(o.binary) + "\n";
+  // The resolved YAML without its comments (they name the file it came from).
+  std::istringstream resolved(
       load_scenario(o.scenario, o.presets.empty() ? default_preset_dir() : fs::path(o.presets),
                     child)
-          .resolved_yaml;
+          .resolved_yaml);
+  for (std::string line; std::getline(resolved, line);)
+    if (!line.starts_with("#")) key_text += line + "\n";
   for (const Job& j : jobs)
     for (const auto& [k, v] : point_sets(o, plan, j.users, j.context, j.tokens))
       key_text += k + "=" + v + "\n";

@@ -12,31 +12,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/wafersim_cli.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = wafersim::test_support::CliOutcome;
 
 Outcome wafersim(const std::string& args) {
-  const fs::path err_file =
-      fs::temp_directory_path() / ("wafersim_cli_err_" + std::to_string(::getpid()));
-  const std::string cmd = std::string(WAFERSIM_BINARY) + " " + args + " 2>" + err_file.string();
-  Outcome o;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  o.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err_file);
-  return o;
+  return wafersim::test_support::run_wafersim(args);
 }
 
 std::string src(const std::string& rel) {
@@ -44,11 +29,7 @@ std::string src(const std::string& rel) {
 }
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("wafersim_cli_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return wafersim::test_support::cli_scratch_dir(name);
 }
 
 TEST(Cli, PlacementFileWrittenAndReadBackGivesTheSamePlacementAndTokens) {
