@@ -203,7 +203,7 @@ constexpr Key<PlacementOptions> kPlacement[] = {
      "of at least this many positions each (prompt + output)",
      [](auto& v, auto& p, auto&) {
        p.reserve_context_tokens = read_count(v, "8192");
-       if (p.reserve_context_tokens < 1 || p.reserve_context_tokens > (1 << 30))
+       if ((p.reserve_context_tokens < 1) || (p.reserve_context_tokens > (1 << 30)))
          fail(v.loc(), v.path, "must be between 1 and 1073741824 (positions per sequence)");
      },
      [](auto& p) { return fmt::format("{}", p.reserve_context_tokens); },

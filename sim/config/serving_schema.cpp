@@ -101,7 +101,7 @@ constexpr Key<DeploymentSpec> kDeployment[] = {
      "chunked: tokens per iteration, decode tokens first",
      [](auto& v, auto& d, auto&) {
        d.chunk_tokens = read_count(v, "512");
-       if (d.chunk_tokens < 1 || d.chunk_tokens > (1 << 20))
+       if ((d.chunk_tokens < 1) || (d.chunk_tokens > (1 << 20)))
          fail(v.loc(), v.path, "must be between 1 and 1048576 tokens per iteration");
      },
      [](auto& d) { return fmt::format("{}", d.chunk_tokens); }, nullptr, 0, true},
