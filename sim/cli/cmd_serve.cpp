@@ -154,8 +154,9 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   fmt::print("capacity of {} ({} at {}), SLO: {}\n", sc.name, sc.model.name,
              models::dtype_name(sc.precision), slo_line(sc.slo));
   if (cal) fmt::print("  wafer    {}\n", calibration_line(*cal));
-  fmt::print("\n  {:<12} {:>14} {:>12} {:>10} {:>10}", "system", "req/s/replica", "tok/s/replica",
-             "TTFT p99", "tok/s/usr");
+  const bool closed = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;
+  fmt::print("\n  {:<12} {:>14} {:>12} {:>10} {:>10}", "system",
+             closed ? "sessions/repl." : "req/s/replica", "tok/s/replica", "TTFT p99", "tok/s/usr");
   if (a.target_rate > 0.0) fmt::print(" {:>9} {:>7} {:>7}", "replicas", "chips", "kW");
   fmt::print("\n");
   for (const CapacityRow& r : rows) {
@@ -163,16 +164,20 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
                r.max_rate_per_replica, r.at_max.output_tokens_per_s, r.at_max.ttft_s.p99 * 1e3,
                r.at_max.tokens_per_s_per_user.p50);
     if (a.target_rate > 0.0)
-      fmt::print(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
-                 r.chips_needed, r.power_w_needed / 1000.0);
+      if (r.max_rate_per_replica <= 0.0)
+        fmt::print(" {:>9} {:>7} {:>7}", "never", "-", "-");
+      else
+        fmt::print(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
+                   r.chips_needed, r.power_w_needed / 1000.0);
     fmt::print("\n");
   }
   for (const CapacityRow& r : rows) fmt::print("  {}: {}\n", r.system, r.description);
   if (a.target_rate > 0.0)
     fmt::print(
-        "  replicas for {:g} requests/s, each count checked by simulating the whole "
-        "deployment at that rate ('?': not met within 3 more replicas)\n",
-        a.target_rate);
+        "  replicas for {:g} {}, each count checked by simulating the whole deployment at that "
+        "load ('?': not met within 3 more replicas; never: one replica misses the SLO at the "
+        "lowest load)\n",
+        a.target_rate, closed ? "sessions" : "requests/s");
   return kExitSuccess;
 }
 
@@ -207,7 +212,8 @@ RegisteredCommand add_capacity_command(CLI::App& app) {
       "capacity",
       "Highest request rate one replica sustains within the SLO, and replicas for a target rate");
   add_common(c, *a);
-  c->add_option("--target-rate", a->target_rate, "Requests/s the deployment must serve")
+  c->add_option("--target-rate", a->target_rate,
+                "Requests/s the deployment must serve (closed-loop traffic: sessions at once)")
       ->check(CLI::PositiveNumber);
   const CLI::App* root = &app;
   return {c, [a, root] { return capacity(*a, preset_dir(*root)); }, [a] { return a->scenario; }};

@@ -213,12 +213,21 @@ std::vector<CapacityRow> capacity_search(const Scenario& sc,
                                          const CapacityOptions& o) {
   const std::vector<serving::Session> base = serving::generate_sessions(*sc.traffic);
   const TrafficSummary traffic = summarise_traffic(base);
-  if (traffic.closed_loop || traffic.requests < 2 || traffic.duration_s <= 0.0)
+  // The load searched: the request rate of open-loop traffic (its arrival
+  // times scaled), or the number of closed-loop sessions (drawn again).
+  const bool closed = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;
+  if (!closed && (traffic.requests < 2 || traffic.duration_s <= 0.0))
     throw ScenarioError(sc.source_file, 0, 0, "traffic",
-                        "capacity searches the request rate of open-loop traffic (arrivals: or "
-                        "trace:) with at least two requests at different times; closed-loop "
-                        "sessions set their own rate");
-  const double base_rate = static_cast<double>(traffic.requests - 1) / traffic.duration_s;
+                        "capacity scales the request rate of open-loop traffic: it needs at least "
+                        "two requests at different times");
+  const double base_rate =
+      closed ? 0.0 : static_cast<double>(traffic.requests - 1) / traffic.duration_s;
+  auto traffic_at = [&](double load) {
+    if (!closed) return scaled(base, load / base_rate);
+    serving::TrafficSpec t = *sc.traffic;
+    t.sessions = static_cast<int>(std::lround(load));
+    return serving::generate_sessions(t);
+  };
   Scenario one = sc;
   one.deployment.wafer.replicas = 1;
   one.deployment.gpu.replicas = 1;
@@ -234,19 +243,18 @@ std::vector<CapacityRow> capacity_search(const Scenario& sc,
       only.gpu.systems.clear();
     }
     const std::optional<Calibration> cal = wafer ? calibration : std::nullopt;
-    auto serve_at = [&](const Scenario& s, double rate) {
-      const auto r = serve_sessions(s, scaled(base, rate / base_rate), cal, true);
-      return r.front();
+    auto serve_at = [&](const Scenario& s, double load) {
+      return serve_sessions(s, traffic_at(load), cal, true).front();
     };
     CapacityRow row;
     row.system = probe[k].options.system;
     row.description = probe[k].options.description;
     const auto ok = [&](const analysis::ServingResult& r) { return r.slo_met && r.rejected == 0; };
-    double lo = o.rate_low, hi = o.rate_high;
+    double lo = closed ? 1.0 : o.rate_low, hi = closed ? o.max_sessions : o.rate_high;
     analysis::ServingResult at_lo = serve_at(only, lo);
     if (ok(at_lo)) {
-      for (int i = 0; i < o.iterations; ++i) {
-        const double mid = std::sqrt(lo * hi);
+      for (int i = 0; i < o.iterations && (!closed || hi - lo > 1.0); ++i) {
+        const double mid = closed ? std::floor(0.5 * (lo + hi)) : std::sqrt(lo * hi);
         analysis::ServingResult r = serve_at(only, mid);
         if (ok(r)) {
           lo = mid;

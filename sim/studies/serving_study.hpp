@@ -55,12 +55,14 @@ std::vector<analysis::ServingResult> serve_sessions(
 
 // The capacity of one replica of each system: the highest open-loop request
 // rate it serves within the SLO (bisection on the rate of the scenario's
-// traffic, same lengths and seed), and the replicas a target rate needs.
+// traffic, same lengths and seed) — or, for closed-loop sessions, the most
+// sessions — and the replicas a target rate (or number of sessions) needs.
 struct CapacityRow {
   std::string system;
   std::string description;
-  double max_rate_per_replica = 0.0;  // requests/s within the SLO (0: not even the lowest)
-  analysis::ServingResult at_max;     // the simulation at that rate
+  // requests/s (closed loop: sessions) within the SLO; 0: not even the lowest
+  double max_rate_per_replica = 0.0;
+  analysis::ServingResult at_max;  // the simulation at that rate
   double target_rate = 0.0;
   int replicas_needed = 0;  // for target_rate (0 without a target)
   int chips_needed = 0;
@@ -69,10 +71,11 @@ struct CapacityRow {
 };
 
 struct CapacityOptions {
-  double target_rate = 0.0;  // requests/s; 0 = no target
+  double target_rate = 0.0;  // requests/s (closed loop: sessions); 0 = no target
   double rate_low = 0.01;    // search bounds, requests/s per replica
   double rate_high = 1000.0;
-  int iterations = 14;  // bisection steps (on the logarithm of the rate)
+  int max_sessions = 4096;  // closed loop: the search's upper bound
+  int iterations = 14;      // bisection steps (on the logarithm of the rate; closed loop: halvings)
   std::function<void(const std::string&, long long, long long)> progress;
 };
 

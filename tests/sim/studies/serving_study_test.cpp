@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -65,6 +66,45 @@ TEST(ServingStudy, CapacityBracketsTheSloAndSizesTheDeployment) {
   ASSERT_TRUE(r.target_checked);
   EXPECT_GE(r.replicas_needed * r.max_rate_per_replica, 0.95 * o.target_rate);
   EXPECT_EQ(r.chips_needed, r.replicas_needed * r.at_max.chips);
+}
+
+// Closed-loop agents: the search is over the number of sessions one replica
+// serves within the SLO; one more session than that misses it.
+TEST(ServingStudy, CapacityOfClosedLoopSessionsIsASessionCount) {
+  const fs::path d =
+      fs::temp_directory_path() / ("wafersim_serving_closed_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  std::ofstream(d / "s.yaml") << R"(name: agents
+model: llama-3.1-8b
+traffic:
+  seed: 3
+  sessions: 8
+  turns: 4
+  prompt_tokens: 3000
+  turn_prompt_tokens: 300
+  output_tokens: 200
+  think_time: {mean: 2 s}
+  ramp: 5 s
+deployment: {gpu: {max_batch: 64}}
+compare_with: [dgx-h100]
+slo: {ttft: 300 ms, tokens_per_s: 80}
+)";
+  const Scenario sc = load_scenario(d / "s.yaml", fs::path(WAFERSIM_SOURCE_DIR) / "scenarios");
+  CapacityOptions o;
+  o.target_rate = 100;
+  const auto rows = capacity_search(sc, std::nullopt, o);
+  ASSERT_EQ(rows.size(), 1u);
+  const double n = rows[0].max_rate_per_replica;
+  ASSERT_GE(n, 1.0);
+  EXPECT_EQ(n, std::floor(n));
+  EXPECT_TRUE(rows[0].at_max.slo_met);
+  EXPECT_EQ(rows[0].at_max.sessions.size(), static_cast<std::size_t>(n));
+  serving::TrafficSpec more = *sc.traffic;
+  more.sessions = static_cast<int>(n) + 1;
+  EXPECT_FALSE(
+      serve_sessions(sc, serving::generate_sessions(more), std::nullopt, true).front().slo_met);
+  EXPECT_TRUE(rows[0].target_checked);
+  EXPECT_GE(rows[0].replicas_needed * n, 100.0);
 }
 
 }  // namespace
