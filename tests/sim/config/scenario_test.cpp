@@ -19,6 +19,8 @@
 
 #include "sim/config/presets.hpp"
 
+#include "support/scratch_folder.hpp"
+
 namespace wafersim::sim {
 namespace {
 
@@ -49,30 +51,14 @@ ScenarioError load_error(const fs::path& file, const fs::path& presets = kPreset
 }
 
 // Each test writes its own scenario files into a private folder.
-class ScenarioFiles : public ::testing::Test {
+class ScenarioFiles : public test_support::ScratchFolder {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("wafersim-scenario-") + info->name() + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p;
-  }
+  ScenarioFiles() : ScratchFolder("wafersim-scenario-") {}
 
   // A scenario around the given hardware/model/workload blocks.
   fs::path scenario(const std::string& body, const std::string& name = "s.yaml") {
     return write(name, body);
   }
-
-  fs::path dir_;
 };
 
 // The same SplitMix64 as documented in docs/scenario-schema.md, written out

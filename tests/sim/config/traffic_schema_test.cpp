@@ -11,6 +11,8 @@
 #include "sim/config/quantity.hpp"
 #include "sim/config/scenario.hpp"
 
+#include "support/scratch_folder.hpp"
+
 namespace wafersim::sim {
 namespace {
 
@@ -38,23 +40,9 @@ std::string without_comments(const std::string& yaml) {
   return out;
 }
 
-class TrafficSection : public ::testing::Test {
+class TrafficSection : public test_support::ScratchFolder {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("wafersim-traffic-") + info->name() + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p;
-  }
+  TrafficSection() : ScratchFolder("wafersim-traffic-") {}
 
   // A scenario whose traffic: section (from line 5) is `traffic`.
   Scenario load(const std::string& traffic, const std::string& name = "s.yaml") {
@@ -80,8 +68,6 @@ class TrafficSection : public ::testing::Test {
     EXPECT_EQ(*a.traffic, *b.traffic) << a.resolved_yaml;
     EXPECT_EQ(without_comments(a.resolved_yaml), without_comments(b.resolved_yaml));
   }
-
-  fs::path dir_;
 };
 
 TEST_F(TrafficSection, OpenLoopArrivals) {
