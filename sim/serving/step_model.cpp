@@ -75,6 +75,18 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
       kv_(kv),
       kv_bytes_per_token_(kv_bytes_per_token),
       io_bytes_per_s_(io_bytes_per_s) {
+  // Prompts of several sequences streamed one after another: points with
+  // users > 1 (at no cached context), apart from the one-sequence grid.
+  for (auto it = prefill_.begin(); it != prefill_.end();) {
+    if (it->users > 1) {
+      streams_.push_back(*it);
+      it = prefill_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(streams_.begin(), streams_.end(),
+            [](const GridPoint& a, const GridPoint& b) { return a.tokens < b.tokens; });
   if (decode_.empty() || prefill_.empty())
     throw std::invalid_argument("a wafer step model needs decode and prefill calibration points");
   users_axis_ = axis(decode_, [](const GridPoint& p) { return double(p.users); });
@@ -115,6 +127,30 @@ double WaferSteps::prefill_occupancy_s(double tokens, double context) const {
   return std::max(0.0, prefill_s(tokens, context) - fill_latency_s(context));
 }
 
+double WaferSteps::stream_share(double tokens) const {
+  if (streams_.empty()) return 1.0;
+  // At each measured prompt length: u prompts streamed together average
+  // fill + occupancy(n) x (1 + r (u - 1) / 2) to their first tokens, r the
+  // share of a later prompt's occupancy; r interpolated in n, clamped beyond.
+  auto share_at = [&](const GridPoint& p) {
+    const double n = static_cast<double>(p.tokens);
+    const double occupancy = prefill_occupancy_s(n, 0.0);
+    if (occupancy <= 0.0 || p.users < 2) return 1.0;
+    const double r = 2.0 * (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1));
+    return std::clamp(r, 0.0, 1.0);
+  };
+  if (tokens <= static_cast<double>(streams_.front().tokens)) return share_at(streams_.front());
+  for (std::size_t i = 0; i + 1 < streams_.size(); ++i) {
+    const double a = static_cast<double>(streams_[i].tokens);
+    const double b = static_cast<double>(streams_[i + 1].tokens);
+    if (tokens <= b) {
+      const double w = (tokens - a) / (b - a);
+      return (1.0 - w) * share_at(streams_[i]) + w * share_at(streams_[i + 1]);
+    }
+  }
+  return share_at(streams_.back());
+}
+
 double WaferSteps::iteration_s(const Iteration& it) const {
   double s = 0.0;
   if (it.decode_sequences > 0)
@@ -123,7 +159,13 @@ double WaferSteps::iteration_s(const Iteration& it) const {
     // The chunks' mean cached context: their attended positions less the chunk itself.
     const double cached =
         std::max(0.0, (it.prefill_context - it.prefill_tokens) / std::max(1, it.prefill_sequences));
-    s += prefill_occupancy_s(it.prefill_tokens, cached);
+    // Equal chunks: the first costs its occupancy, each later one the share
+    // a prompt streamed behind another costs (different sequences' blocks
+    // pipeline without waiting on each other's KV cache).
+    const int n = std::max(1, it.prefill_sequences);
+    const double chunk = it.prefill_tokens / n;
+    const double one = prefill_occupancy_s(chunk, cached);
+    s += one * (1.0 + stream_share(chunk) * (n - 1));
   }
   return s;
 }

@@ -44,8 +44,9 @@ class StepModel {
 
 // One engine run of the calibration grid: `users` sequences decoding at
 // `context` positions each (workload.cached_tokens) gave `step_s` between
-// tokens; or one sequence prefilling `tokens` prompt tokens after `context`
-// cached positions gave `step_s` of prefill.
+// tokens; or `users` sequences prefilling `tokens` prompt tokens each after
+// `context` cached positions (streamed one after another) gave `step_s` of
+// prefill, the mean over the sequences.
 struct GridPoint {
   int users = 1;
   long long context = 0;
@@ -80,13 +81,17 @@ class WaferSteps final : public StepModel {
   double prefill_s(double tokens, double context) const;
   // prefill_s less the fill latency: what `tokens` prompt tokens add to an iteration.
   double prefill_occupancy_s(double tokens, double context) const;
+  // What a prompt of `tokens` streamed right behind another sequence's costs,
+  // as a share of its occupancy alone (1 without stream points).
+  double stream_share(double tokens) const;
   const std::vector<GridPoint>& decode_points() const { return decode_; }
   const std::vector<GridPoint>& prefill_points() const { return prefill_; }
 
  private:
   std::vector<GridPoint> decode_;
   std::vector<GridPoint> prefill_;
-  std::vector<double> users_axis_, context_axis_;                   // decode grid
+  std::vector<GridPoint> streams_;                 // prefill points of several sequences, by tokens
+  std::vector<double> users_axis_, context_axis_;  // decode grid
   std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid
   std::vector<double> decode_table_;                                // [users][context] step seconds
   std::vector<double> prefill_table_;  // [tokens][context] prefill seconds

@@ -148,6 +148,7 @@ CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_conte
   const long long half = std::max<long long>(1, plan.max_context / 2 - 1);
   for (long long n = plan.prefill_block; n <= half; n *= 4) plan.prefill_tokens.push_back(n);
   if (plan.prefill_tokens.size() < 2) plan.prefill_tokens = distinct<long long>({1, half});
+  plan.stream_users = std::min(4, plan.max_batch);
   plan.prefill_contexts =
       distinct<long long>({0, std::max(0LL, plan.max_context - 2 - plan.prefill_tokens.back())});
   return plan;
@@ -174,9 +175,9 @@ std::vector<std::pair<std::string, std::string>> point_sets(const CalibrationOpt
           ? fmt::format("{{prompt_tokens: 1, generate_tokens: {}, users: {}, cached_tokens: {}, "
                         "seed: 1}}",
                         plan.generate_tokens, users, context)
-          : fmt::format("{{prompt_tokens: {}, generate_tokens: 1, users: 1, cached_tokens: {}, "
+          : fmt::format("{{prompt_tokens: {}, generate_tokens: 1, users: {}, cached_tokens: {}, "
                         "prefill_block: {}, seed: 1}}",
-                        tokens, context, plan.prefill_block));
+                        tokens, users, context, plan.prefill_block));
   return sets;
 }
 
@@ -213,6 +214,8 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
     for (const long long c : plan.contexts) jobs.push_back({u, c, 0});
   for (const long long n : plan.prefill_tokens)
     for (const long long c : plan.prefill_contexts) jobs.push_back({1, c, n});
+  if (plan.stream_users > 1)
+    for (const long long n : plan.prefill_tokens) jobs.push_back({plan.stream_users, 0, n});
 
   // The cache key: the binary, the scenario a calibration run resolves to
   // (without its workload, which the points' keys below give) and every
@@ -295,7 +298,7 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
       const long long mean = j.context + 1 + (plan.generate_tokens - 1) / 2;
       cal.decode.push_back({j.users, mean, 0, step[i]});
     } else {
-      cal.prefill.push_back({1, j.context, j.tokens, step[i]});
+      cal.prefill.push_back({j.users, j.context, j.tokens, step[i]});
     }
   }
   if (!cal.cache_file.empty()) {

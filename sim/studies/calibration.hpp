@@ -29,6 +29,10 @@ struct CalibrationPlan {
   std::vector<long long> contexts;  // decode grid: cached positions
   std::vector<long long> prefill_tokens;
   std::vector<long long> prefill_contexts;  // cached positions before the prompt
+  // Prompts of this many sequences streamed one after another (at each
+  // prefill_tokens, nothing cached): how much cheaper a prompt behind another
+  // is. 1 = no such points.
+  int stream_users = 1;
   int generate_tokens = 3;  // per decode point: its first token ends the prompt, then 2 steps
   int prefill_block = 64;
 };
