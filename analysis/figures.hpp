@@ -143,6 +143,30 @@ inline constexpr Figure cores_with_sram{
     .description = "cores holding at least one byte (the denominator of core_utilisation)",
     .type = count,
     .value = derived<&Metrics::cores_with_sram>};
+inline constexpr Figure dead_cores{
+    .name = "dead_cores",
+    .unit = "cores",
+    .description = "dead cores, summed over wafers (of the physical array when it has spares)",
+    .type = count,
+    .value = stored<&RunResult::dead_cores>,
+    .restore = restore<&RunResult::dead_cores>,
+    .absent_in_older_files = true};
+inline constexpr Figure repaired_links{
+    .name = "repaired_links",
+    .unit = "links",
+    .description = "logical links (one per direction) that detour around a repaired core",
+    .type = count,
+    .value = stored<&RunResult::repaired_links>,
+    .restore = restore<&RunResult::repaired_links>,
+    .absent_in_older_files = true};
+inline constexpr Figure repair_extra_hops{
+    .name = "repair_extra_hops",
+    .unit = "hops",
+    .description = "extra physical hops of the repaired links, summed",
+    .type = count,
+    .value = stored<&RunResult::repair_extra_hops>,
+    .restore = restore<&RunResult::repair_extra_hops>,
+    .absent_in_older_files = true};
 inline constexpr Figure sram_bytes_used{.name = "sram_bytes_used",
                                         .unit = "bytes",
                                         .description = "SRAM allocated over all cores",
@@ -330,6 +354,9 @@ inline constexpr std::array kAllFigures = {
     &figure::cores_total,
     &figure::cores_used,
     &figure::cores_with_sram,
+    &figure::dead_cores,
+    &figure::repaired_links,
+    &figure::repair_extra_hops,
     &figure::sram_bytes_used,
     &figure::sram_bytes_capacity,
     &figure::sram_bytes_per_core_capacity,
@@ -365,6 +392,9 @@ inline constexpr std::array kHdf5Summary = {
     &figure::cores_total,
     &figure::cores_used,
     &figure::cores_with_sram,
+    &figure::dead_cores,
+    &figure::repaired_links,
+    &figure::repair_extra_hops,
     &figure::sram_bytes_used,
     &figure::sram_bytes_capacity,
     &figure::sram_bytes_per_core_capacity,
@@ -420,6 +450,9 @@ inline constexpr std::array kJsonFigures = {
     &figure::core_utilisation,
     &figure::cores_with_sram,
     &figure::sram_utilisation,
+    &figure::dead_cores,
+    &figure::repaired_links,
+    &figure::repair_extra_hops,
 };
 // ...the keys right after it...
 inline constexpr std::array kJsonLinkFigures = {

@@ -96,6 +96,13 @@ struct RunResult {
   Bytes sram_bytes_capacity;
   std::uint64_t parameter_count = 0;
 
+  // Defects and their repair (fabric/redundancy.hpp), summed over the wafers:
+  // dead cores (of the physical array when the wafer has spares), logical
+  // links that detour around a repair, and their extra physical hops.
+  std::uint64_t dead_cores = 0;
+  std::uint64_t repaired_links = 0;
+  std::uint64_t repair_extra_hops = 0;
+
   // Per core, row-major [y][x] (size mesh_height * mesh_width). Dense counts
   // as the fabric keeps them (cycles, bytes, bytes), not Cycles/Bytes: they
   // go to and from HDF5 and the fabric's counters as plain arrays.

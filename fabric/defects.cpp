@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fabric/redundancy.hpp"
+
 namespace wafersim::fabric {
 
 namespace {
@@ -24,18 +26,29 @@ DefectMap::DefectMap(int width, int height)
       height_(height),
       dead_(static_cast<std::size_t>(width) * static_cast<std::size_t>(height), 0) {}
 
-DefectMap::DefectMap(const WaferSpec& spec) : DefectMap(spec.mesh_width, spec.mesh_height) {
-  if (spec.defect_rate > 0.0) {
+DefectMap::DefectMap(int width, int height, double rate, std::uint64_t seed,
+                     const std::vector<Coord>& cores)
+    : DefectMap(width, height) {
+  if (rate > 0.0) {
     // A core is dead when its 53-bit uniform draw falls below the rate; one
     // draw per core in row-major order.
     const double scale = 1.0 / static_cast<double>(std::uint64_t{1} << 53);
-    std::uint64_t state = spec.defect_seed;
+    std::uint64_t state = seed;
     for (int y = 0; y < height_; ++y)
       for (int x = 0; x < width_; ++x)
-        if (static_cast<double>(splitmix64(state) >> 11) * scale < spec.defect_rate)
-          mark(Coord{x, y});
+        if (static_cast<double>(splitmix64(state) >> 11) * scale < rate) mark(Coord{x, y});
   }
-  for (const Coord& c : spec.defect_cores) mark(c);
+  for (const Coord& c : cores) mark(c);
+}
+
+DefectMap::DefectMap(const WaferSpec& spec) : DefectMap(spec.mesh_width, spec.mesh_height) {
+  if (spec.redundancy.enabled()) {
+    // Repaired in full or FitError: no logical core is dead.
+    check_repairable(spec.redundancy, spec.mesh_width, physical_defects(spec));
+    return;
+  }
+  *this = DefectMap(spec.mesh_width, spec.mesh_height, spec.defect_rate, spec.defect_seed,
+                    spec.defect_cores);
 }
 
 void DefectMap::mark(Coord c) {

@@ -1,7 +1,9 @@
 // Which cores of a wafer are dead. Built once from the WaferSpec's defect
 // description (a random rate with its own seed, and/or an explicit list of
 // coordinates); immutable afterwards. Placement never puts bytes on a dead
-// core and routes detour around dead routers.
+// core and routes detour around dead routers. With spare cores
+// (WaferSpec::redundancy) the defects fall on the physical array and are
+// repaired there (fabric/redundancy.hpp): the logical map is then clear.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +20,15 @@ class DefectMap {
  public:
   // No defects on a width x height mesh.
   DefectMap(int width, int height);
-  // The defects `spec` describes: every core in spec.defect_cores, plus each
-  // other core independently dead with probability spec.defect_rate, drawn
-  // from spec.defect_seed (a fixed generator: the same map on every platform).
+  // Every core in `cores`, plus each other core independently dead with
+  // probability `rate`, drawn from `seed` (a fixed generator: the same map on
+  // every platform; one draw per core in row-major order).
+  DefectMap(int width, int height, double rate, std::uint64_t seed,
+            const std::vector<Coord>& cores);
+  // The defects `spec` leaves on the logical mesh: without redundancy, those
+  // it describes (above) on the mesh itself; with redundancy none, once the
+  // physical map is repaired (throws FitError, fabric/sram.hpp, naming the
+  // first row segment whose dead cores outnumber its spares).
   explicit DefectMap(const WaferSpec& spec);
 
   int width() const { return width_; }

@@ -2,10 +2,13 @@
 // reservations and core timelines, built from a validated WaferSpec.
 #pragma once
 
+#include <memory>
+
 #include "fabric/core_cost.hpp"
 #include "fabric/defects.hpp"
 #include "fabric/link_timing.hpp"
 #include "fabric/mesh.hpp"
+#include "fabric/redundancy.hpp"
 #include "fabric/routing.hpp"
 #include "fabric/sram.hpp"
 #include "fabric/wafer_spec.hpp"
@@ -22,7 +25,14 @@ class Fabric {
         flow_(mesh_, spec_),
         cores_(mesh_),
         cost_(spec_),
-        router_(mesh_, defects_) {}
+        router_(mesh_, defects_) {
+    if (spec_.redundancy.enabled()) {
+      // The logical mesh is whole (defects_ above threw otherwise); repaired
+      // links take their detours' extra cycles.
+      repair_ = std::make_unique<Repair>(spec_);
+      flow_.set_link_extra_cycles(repair_->link_extra_cycles(mesh_));
+    }
+  }
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
 
@@ -36,6 +46,8 @@ class Fabric {
   CoreTimeline& cores() { return cores_; }
   const CoreTimeline& cores() const { return cores_; }
   const CoreCostModel& cost() const { return cost_; }
+  // The physical array's repair (fabric/redundancy.hpp); null without spares.
+  const Repair* repair() const { return repair_.get(); }
   // The links from src to dst around dead routers (XY when clear, then YX,
   // then a shortest detour), appended to `out`; fabric/routing.hpp.
   void route(Coord src, Coord dst, std::vector<LinkId>& out) { router_.route(src, dst, out); }
@@ -49,6 +61,7 @@ class Fabric {
   CoreTimeline cores_;
   CoreCostModel cost_;
   DetourRouter router_;
+  std::unique_ptr<Repair> repair_;
 };
 
 }  // namespace wafersim::fabric

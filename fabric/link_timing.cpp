@@ -479,6 +479,12 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       bytes_low_(mesh.link_count()),
       eject_(mesh.core_count()) {}
 
+void FlowModel::set_link_extra_cycles(std::vector<std::uint16_t> extra) {
+  if (!extra.empty() && extra.size() != mesh_.link_count())
+    throw std::invalid_argument("set_link_extra_cycles: one value per link");
+  link_extra_ = std::move(extra);
+}
+
 void FlowModel::use_record_pool(PagePool& pool) {
   pool_ = &pool;
   if (max_end_ == 0) {
@@ -673,19 +679,21 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
   // and Timed::not_before would make.
   const Timed* from = &ready;
   std::uint64_t at = ready.at.value, hops = 0, contention = 0;
+  // The current link's crossing: hop_latency plus its repair detour.
+  std::uint64_t cross = hop;
   // The tail's arrival at the node after the link the head is on.
   auto tail = [&] {
     Timed t = *from;
-    t.at = Cycles{at + hop + ser};
-    t.path.hops += Cycles{hops + hop};
+    t.at = Cycles{at + cross + ser};
+    t.path.hops += Cycles{hops + cross};
     t.path.contention += Cycles{contention};
     t.path.serialization += Cycles{ser};
     return t;
   };
   for (std::size_t k = 0; k < links.size(); ++k) {
     if (k > 0) {
-      at += step;
-      hops += step;
+      at += step + (cross - hop);
+      hops += step + (cross - hop);
       // A node that is not ready holds the head back (later(): ties keep the head).
       if (!node_ready.empty() && node_ready[k].at.value > at) {
         from = &node_ready[k];
@@ -693,6 +701,7 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
         hops = contention = 0;
       }
     }
+    cross = hop + extra_of(links[k]);
     LinkState& link = links_[links[k].value];
     // Waiting for a gap the whole message fits in is contention.
     const std::uint64_t start = link.earliest_fit(at, ser, &wide_);
@@ -749,7 +758,9 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   // bound on the tail is the latest; the tail's time beyond that bound is
   // contention. `bound` is the tail's uncontended arrival at node k + 1 from it.
   const Timed* from = &ready;
-  std::uint64_t from_hops = hop;  // hop cycles from `from` to node k + 1
+  // The current link's crossing: hop_latency plus its repair detour.
+  std::uint64_t cross = hop + extra_of(links[0]);
+  std::uint64_t from_hops = cross;  // hop cycles from `from` to node k + 1
   WaveletRuns buffer_a, buffer_b;
   buffer_a.assign(inject);
   WaveletRuns* runs_on = &buffer_a;  // the wavelets on the current link
@@ -768,7 +779,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
     const std::uint64_t end =
-        eject_[ramp_slot_after(links[k])].pass(*runs_on, hop, 0, out, now_, &wide_);
+        eject_[ramp_slot_after(links[k])].pass(*runs_on, cross, 0, out, now_, &wide_);
     max_end_ = std::max(max_end_, end);
     return explain(end);
   };
@@ -794,14 +805,16 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     ask_block(k + kBlockAhead);
     std::uint64_t not_before = 0;
     if (k > 0) {
-      runs_on->shift(step);
-      from_hops += step;
+      // Off link k - 1 (its detour included) onto link k.
+      runs_on->shift(step + (cross - hop));
+      cross = hop + extra_of(links[k]);
+      from_hops += step + (cross - hop);
       if (!node_ready.empty()) {
         // A node whose own contribution is later than the stream holds it.
         not_before = node_ready[k].at.value;
-        if (not_before + hop > from->at.value + from_hops) {
+        if (not_before + cross > from->at.value + from_hops) {
           from = &node_ready[k];
-          from_hops = hop;
+          from_hops = cross;
         }
       }
     }
@@ -810,13 +823,13 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
         max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_, &wide_));
     std::swap(runs_on, next_on);
     if (passing)
-      passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(hop);
+      passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(cross);
     if (arrivals) arrivals->push_back(receive(k, nullptr));
   }
   if (arrivals) return arrivals->back();
   if (eject_last) return receive(links.size() - 1, delivered);
-  if (delivered) delivered->assign(*runs_on), delivered->shift(hop);
-  return explain(runs_on->end() + hop);
+  if (delivered) delivered->assign(*runs_on), delivered->shift(cross);
+  return explain(runs_on->end() + cross);
 }
 
 }  // namespace wafersim::fabric

@@ -203,6 +203,14 @@ class FlowModel {
   Cycles hop_latency() const { return hop_latency_; }
   Cycles reduce_hop_overhead() const { return reduce_hop_overhead_; }
 
+  // Extra cycles each link takes on top of hop_latency (a repaired link's
+  // detour, fabric/redundancy.hpp), one per LinkId; empty: none. A message's
+  // head and tail cross link l hop_latency + extra[l] cycles after entering it.
+  void set_link_extra_cycles(std::vector<std::uint16_t> extra);
+  Cycles link_extra(LinkId l) const {
+    return Cycles{link_extra_.empty() ? 0u : link_extra_[l.value]};
+  }
+
   // The memory of the link and ramp records (zeroed pages, see
   // fabric/zeroed_array.hpp), for a PagePrefaulter: those it holds now.
   std::vector<PageRange> record_pages() const {
@@ -458,6 +466,10 @@ class FlowModel {
   }
 
   Cycles hop_latency_;
+  // Per-link extra cycles (set_link_extra_cycles); empty on a wafer without
+  // repaired links, so the hop loops read nothing more.
+  std::vector<std::uint16_t> link_extra_;
+  std::uint64_t extra_of(LinkId l) const { return link_extra_.empty() ? 0 : link_extra_[l.value]; }
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
   LinkSharing sharing_ = LinkSharing::interleave;

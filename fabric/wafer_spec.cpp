@@ -34,11 +34,20 @@ void WaferSpec::validate() const {
   require(io_latency_s >= 0.0, "io.latency", "wafer I/O latency cannot be negative");
   require(defect_rate >= 0.0 && defect_rate < 1.0, "defects.rate",
           "defect rate must be in [0, 1) (e.g. 0.001 for 0.1% of cores dead)");
+  require(redundancy.columns_per_group >= 0 && redundancy.columns_per_group <= mesh_width,
+          "redundancy.columns_per_group",
+          "columns per spare group must be between 1 and the mesh width");
+  require(redundancy.spare_columns >= 1 && redundancy.spare_columns <= 64,
+          "redundancy.spare_columns", "spare columns per group must be between 1 and 64");
+  require(redundancy.detour_latency.value <= 1000, "redundancy.detour_latency",
+          "detour latency above 1000 cycles per hop is not supported");
+  const int width = physical_width();
+  const char* array = redundancy.enabled() ? " physical array" : " mesh";
   for (const Coord& c : defect_cores)
-    require(c.x >= 0 && c.x < mesh_width && c.y >= 0 && c.y < mesh_height, "defects.cores",
+    require(c.x >= 0 && c.x < width && c.y >= 0 && c.y < mesh_height, "defects.cores",
             "defective core (" + std::to_string(c.x) + ", " + std::to_string(c.y) +
-                ") lies outside the " + std::to_string(mesh_width) + " x " +
-                std::to_string(mesh_height) + " mesh");
+                ") lies outside the " + std::to_string(width) + " x " +
+                std::to_string(mesh_height) + array);
 }
 
 }  // namespace wafersim::fabric

@@ -22,6 +22,21 @@ class SpecError : public std::runtime_error {
   std::string field_;  // e.g. "core.sram" — the key path below `hardware:`
 };
 
+// Spare cores for local repair (fabric/redundancy.hpp). The physical array is
+// the logical mesh plus `spare_columns` spare columns after every group of
+// `columns_per_group` logical columns; each row of a group (a row segment)
+// repairs up to `spare_columns` dead cores by shifting its logical cores onto
+// the next healthy physical ones. A logical link whose ends moved apart costs
+// `detour_latency` per extra physical hop. columns_per_group 0: no spares
+// (defects then fall on the logical mesh itself, as before).
+struct Redundancy {
+  int columns_per_group = 0;
+  int spare_columns = 1;
+  Cycles detour_latency{1};
+  bool enabled() const { return columns_per_group > 0; }
+  bool operator==(const Redundancy&) const = default;
+};
+
 struct WaferSpec {
   std::string name;
 
@@ -53,6 +68,9 @@ struct WaferSpec {
 
   // Defective cores (fabric/defects.hpp): each core dead with probability
   // defect_rate (drawn from defect_seed), plus the cores listed explicitly.
+  // With redundancy enabled they are drawn on the physical array (its
+  // coordinates) and repaired; otherwise they fall on the logical mesh.
+  Redundancy redundancy;
   double defect_rate = 0.0;
   std::uint64_t defect_seed = 0;
   std::vector<Coord> defect_cores;
@@ -62,6 +80,14 @@ struct WaferSpec {
   double system_power_w = 0.0;
 
   int core_count() const { return mesh_width * mesh_height; }
+  // Groups of columns sharing spares, and the physical array's width
+  // (mesh_width without redundancy).
+  int spare_groups() const {
+    return redundancy.enabled()
+               ? (mesh_width + redundancy.columns_per_group - 1) / redundancy.columns_per_group
+               : 0;
+  }
+  int physical_width() const { return mesh_width + spare_groups() * redundancy.spare_columns; }
   bool operator==(const WaferSpec&) const = default;
   Bytes sram_capacity() const { return sram_per_core * static_cast<std::uint64_t>(core_count()); }
   // Multiply-accumulates per cycle for elements of the given width in bits.

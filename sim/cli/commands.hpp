@@ -70,6 +70,10 @@ RegisteredCommand add_bench_command(CLI::App& app);
 //                [--csv FILE]: the scenario at every point of the grid.
 RegisteredCommand add_sweep_command(CLI::App& app);
 
+// wafersim yield SCENARIO --rates R1,R2,... [--wafers N] [-j N] [--json]: the
+// fraction of drawn wafers whose defects the spares repair, per rate.
+RegisteredCommand add_yield_command(CLI::App& app);
+
 // wafersim regress [FOLDER] [--accept] [--tolerance T]: rerun the golden
 // regression scenarios and compare with their recorded results (exit 4 on a change).
 RegisteredCommand add_regress_command(CLI::App& app);

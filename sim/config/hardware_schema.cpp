@@ -96,9 +96,28 @@ constexpr Key<WaferSpec> kHardware[] = {
      [](auto& v, auto& h, auto&) { h.system_power_w = read_quantity(v, parse_power, "23 kW"); },
      [](auto& h) { return format_power(h.system_power_w); },
      [](auto& h) { return h.system_power_w > 0.0; }},
+    // Spare cores (fabric/redundancy.hpp): optional; written whenever the
+    // wafer has spares, so a run reproduces its physical array.
+    {"redundancy.columns_per_group", O, "count",
+     "logical columns that share one group of spare columns (0: no spares)",
+     [](auto& v, auto& h, auto&) { h.redundancy.columns_per_group = read_count(v, "12"); },
+     [](auto& h) { return fmt::format("{}", h.redundancy.columns_per_group); },
+     [](auto& h) { return h.redundancy.enabled(); }},
+    {"redundancy.spare_columns", O, "count", "spare columns after each group",
+     [](auto& v, auto& h, auto&) { h.redundancy.spare_columns = read_count(v, "1"); },
+     [](auto& h) { return fmt::format("{}", h.redundancy.spare_columns); },
+     [](auto& h) { return h.redundancy.enabled(); }},
+    {"redundancy.detour_latency", O, "cycles",
+     "extra cycles per extra physical hop of a repaired link",
+     [](auto& v, auto& h, auto&) {
+       h.redundancy.detour_latency = read_quantity(v, parse_cycles, "1 cycle");
+     },
+     [](auto& h) { return format_cycles(h.redundancy.detour_latency); },
+     [](auto& h) { return h.redundancy.enabled(); }},
     // Optional everywhere (a preset without it has no dead cores); each key
     // inside is optional too, and over a preset replaces only itself.
-    {"defects.rate", O, "number in [0, 1)", "each core dead independently with this probability",
+    {"defects.rate", O, "number in [0, 1)",
+     "each core (of the physical array, with spares) dead independently with this probability",
      [](auto& v, auto& h, auto&) { h.defect_rate = read_real(v, "0.001"); },
      [](auto& h) { return fmt::format("{}", h.defect_rate); }, has_defects},
     {"defects.seed", O, "count", "seed of the defect draw (SplitMix64, one draw per core)",
@@ -106,7 +125,8 @@ constexpr Key<WaferSpec> kHardware[] = {
        h.defect_seed = read_unsigned(v, std::numeric_limits<std::uint64_t>::max(), "7");
      },
      [](auto& h) { return fmt::format("{}", h.defect_seed); }, has_defects},
-    {"defects.cores", O, "list of [x, y]", "cores dead in addition to the drawn ones",
+    {"defects.cores", O, "list of [x, y]",
+     "cores dead in addition to the drawn ones (physical coordinates with spares)",
      [](auto& v, auto& h, auto&) { h.defect_cores = read_coords(v); }, write_cores, has_defects},
 };
 

@@ -772,6 +772,13 @@ void read_wafer_counters(const Scenario& sc, PlacedModels& placed, analysis::Run
     r.link_bytes.resize(r.link_bytes.size() + links);
     f->flow().write_link_bytes_by_core(std::span(r.link_bytes).last(links));
     r.cores_used += f->sram().cores_used();
+    if (const fabric::Repair* repair = f->repair()) {
+      r.dead_cores += repair->dead_cores();
+      r.repaired_links += repair->repaired_links();
+      r.repair_extra_hops += repair->total_extra_hops();
+    } else {
+      r.dead_cores += f->defects().dead_count();
+    }
     r.sram_bytes_used += f->sram().total_used();
     f.reset();
   }
