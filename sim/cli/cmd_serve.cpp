@@ -163,12 +163,12 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
     fmt::print("  {:<12} {:>14.3g} {:>12.0f} {:>8.0f}ms {:>10.0f}", r.system,
                r.max_rate_per_replica, r.at_max.output_tokens_per_s, r.at_max.ttft_s.p99 * 1e3,
                r.at_max.tokens_per_s_per_user.p50);
-    if (a.target_rate > 0.0)
-      if (r.max_rate_per_replica <= 0.0)
-        fmt::print(" {:>9} {:>7} {:>7}", "never", "-", "-");
-      else
-        fmt::print(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
-                   r.chips_needed, r.power_w_needed / 1000.0);
+    if (a.target_rate > 0.0 && r.max_rate_per_replica <= 0.0) {
+      fmt::print(" {:>9} {:>7} {:>7}", "never", "-", "-");
+    } else if (a.target_rate > 0.0) {
+      fmt::print(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
+                 r.chips_needed, r.power_w_needed / 1000.0);
+    }
     fmt::print("\n");
   }
   for (const CapacityRow& r : rows) fmt::print("  {}: {}\n", r.system, r.description);

@@ -27,7 +27,9 @@ TEST(WaferYield, MatchesTheBinomialClosedFormAndIsMonotone) {
     const double p = one[i].expected_yield;
     const double sigma = std::sqrt(std::max(p * (1 - p), 1e-4) / 400.0);
     EXPECT_NEAR(one[i].yield(), p, 3 * sigma + 1e-9) << "rate " << rates[i];
-    if (i > 0) EXPECT_LE(one[i].repaired, one[i - 1].repaired);
+    if (i > 0) {
+      EXPECT_LE(one[i].repaired, one[i - 1].repaired);
+    }
   }
 }
 
