@@ -132,7 +132,7 @@ int bench_steps(const BenchServingOptions& o) {
     const ProcessOutput out =
         run_process(calibration_run_arguments(co, p, pt.users, pt.context, pt.tokens));
     if (out.exit_code != 0)
-      throw std::runtime_error("held-out run failed: " + out.err.substr(0, 300));
+      throw std::runtime_error("held-out run failed: " + first_error_line(out.err));
     const nlohmann::json r = nlohmann::json::parse(out.out);
     double direct = 0.0, grid = 0.0;
     if (pt.tokens == 0) {

@@ -88,15 +88,6 @@ std::vector<serving::GridPoint> points_from(const nlohmann::json& a) {
   return out;
 }
 
-// The first line of a child's error output (its "wafersim: error: ..." line).
-std::string first_error(const ProcessOutput& out) {
-  std::istringstream lines(out.err);
-  std::string line;
-  while (std::getline(lines, line))
-    if (line.find("error") != std::string::npos) return line;
-  return out.err.empty() ? fmt::format("exit code {}", out.exit_code) : out.err.substr(0, 300);
-}
-
 }  // namespace
 
 CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_context) {
@@ -264,7 +255,8 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
       const ProcessOutput out =
           run_process(calibration_run_arguments(o, plan, j.users, j.context, j.tokens));
       if (out.exit_code != 0) {
-        errors[i] = first_error(out);
+        errors[i] = first_error_line(out.err);
+        if (errors[i].empty()) errors[i] = fmt::format("exit code {}", out.exit_code);
       } else {
         try {
           const nlohmann::json r = nlohmann::json::parse(out.out);

@@ -61,6 +61,16 @@ ProcessOutput run_process(const std::vector<std::string>& argv) {
   return o;
 }
 
+std::string first_error_line(const std::string& err) {
+  std::istringstream in(err);
+  std::string line, first;
+  while (std::getline(in, line)) {
+    if (line.find("error") != std::string::npos) return line;
+    if (first.empty() && !line.empty() && line.front() != '\r') first = line;
+  }
+  return first;
+}
+
 void write_text_atomically(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   {

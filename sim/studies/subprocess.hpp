@@ -18,6 +18,10 @@ struct ProcessOutput {
 // them) and waits for it. Throws std::runtime_error if it cannot start.
 ProcessOutput run_process(const std::vector<std::string>& argv);
 
+// A child's first line on stderr that says what went wrong (one with
+// "error"), else its first non-empty line; "" for none.
+std::string first_error_line(const std::string& err);
+
 // Writes `text` to `path` atomically: a temporary file beside it, then a
 // rename over it. Throws analysis::OutputError (naming `path`) on failure,
 // leaving any older file at `path` as it was.

@@ -39,17 +39,6 @@ std::optional<int> env_int(const char* name) {
   return parse_int(v, name);
 }
 
-// The run's first line on stderr that says what went wrong.
-std::string first_error_line(const std::string& err) {
-  std::istringstream in(err);
-  std::string line, first;
-  while (std::getline(in, line)) {
-    if (line.find("error") != std::string::npos) return line;
-    if (first.empty() && !line.empty() && line.front() != '\r') first = line;
-  }
-  return first;
-}
-
 SweepOutcome run_point(const SweepOptions& o, const SweepPoint& point) {
   SweepOutcome out;
   out.point = point;
