@@ -3,7 +3,6 @@
 // sustains within the SLO, and the replicas a target rate needs.
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -38,15 +37,10 @@ Scenario load(const ServeArgs& a, const std::filesystem::path& presets) {
 }
 
 CalibrationOptions calibration_options(const ServeArgs& a, const std::filesystem::path& presets) {
-  CalibrationOptions c;
-  c.binary = std::filesystem::read_symlink("/proc/self/exe");
-  c.scenario = a.scenario;
-  c.presets = presets.string();
-  const unsigned hw = std::thread::hardware_concurrency();
-  c.jobs = a.jobs > 0 ? a.jobs : static_cast<int>(hw > 0 ? hw : 1);
-  c.cache_dir = a.no_cache        ? std::filesystem::path()
-                : a.cache.empty() ? default_cache_dir()
-                                  : std::filesystem::path(a.cache);
+  CalibrationOptions c = self_calibration(a.scenario, presets, a.jobs,
+                                          a.no_cache        ? std::filesystem::path()
+                                          : a.cache.empty() ? default_cache_dir()
+                                                            : std::filesystem::path(a.cache));
   // The calibration runs see the keys this study's --set changed.
   c.extra_sets = parse_set_options(a.set);
   return c;

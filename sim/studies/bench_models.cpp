@@ -32,23 +32,16 @@
 #include "models/work_team.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/studies/host_measures.hpp"
 
 namespace wafersim::sim {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using Clock = HostClock;
 
 double peak_resident_mib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return 0.0;
+  return proc_status_bytes("VmHWM") / (1024.0 * 1024.0);
 }
 
 struct BenchCase {

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/serving/traffic.hpp"
+#include "sim/studies/host_measures.hpp"
 #include "sim/studies/serving_study.hpp"
 #include "sim/studies/subprocess.hpp"
 
@@ -17,29 +17,10 @@ namespace wafersim::sim {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Peak resident memory of this process so far (VmHWM), bytes.
-double peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;
-  return 0.0;
-}
+using Clock = HostClock;
 
 CalibrationOptions calibration_options(const BenchServingOptions& o) {
-  CalibrationOptions c;
-  c.binary = std::filesystem::read_symlink("/proc/self/exe");
-  c.scenario = o.scenario;
-  c.presets = o.preset_dir.string();
-  const unsigned hw = std::thread::hardware_concurrency();
-  c.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(hw > 0 ? hw : 1);
-  c.cache_dir = o.cache_dir;
-  return c;
+  return self_calibration(o.scenario, o.preset_dir, o.jobs, o.cache_dir);
 }
 
 }  // namespace
@@ -66,7 +47,7 @@ int bench_serving(const BenchServingOptions& o) {
   const double serve_s = seconds_since(t2);
   long long requests = 0;
   for (const auto& r : results) requests += static_cast<long long>(r.requests.size());
-  const double rss = peak_rss_bytes();
+  const double rss = proc_status_bytes("VmHWM");
   if (o.json) {
     nlohmann::ordered_json j;
     j["scenario"] = sc.name;

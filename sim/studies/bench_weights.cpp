@@ -12,23 +12,13 @@
 #include "models/safetensors.hpp"
 #include "models/work_team.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/studies/host_measures.hpp"
 
 namespace wafersim::sim {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// A field of /proc/self/status in bytes (RssAnon: anonymous memory resident
-// now, the host's own copy of the weights; VmHWM: peak resident, file pages
-// of the mapped checkpoint included).
-double status_bytes(const std::string& field) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) * 1024.0;
-  return 0.0;
-}
 
 // Host bytes the weights hold: every matrix as stored, every vector as fp32.
 double host_bytes(const models::Weights& w) {
@@ -62,13 +52,13 @@ int bench_weights(const BenchWeightsOptions& o) {
   const models::ModelConfig config =
       checkpoint ? models::load_hf_config(o.model) : load_model_preset(o.model, o.preset_dir);
 
-  const double anon_before = status_bytes("RssAnon");
+  const double anon_before = proc_status_bytes("RssAnon");
   double anon_peak = anon_before;
   auto progress = [&](int done, int total) {
-    anon_peak = std::max(anon_peak, status_bytes("RssAnon"));
+    anon_peak = std::max(anon_peak, proc_status_bytes("RssAnon"));
     if (!o.json) std::cerr << fmt::format("\r  {} / {}", done, total) << std::flush;
   };
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = HostClock::now();
   models::Weights w;
   if (checkpoint) {
     const fs::path folder = checkpoint_folder(o.model);
@@ -81,10 +71,9 @@ int bench_weights(const BenchWeightsOptions& o) {
     w = models::Weights::synthetic(config, dtype, 0, models::HostStorage::compact, threads,
                                    progress);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = seconds_since(t0);
   if (!o.json) std::cerr << "\n";
-  anon_peak = std::max(anon_peak, status_bytes("RssAnon"));
+  anon_peak = std::max(anon_peak, proc_status_bytes("RssAnon"));
   double file_bytes = 0.0;
   for (const auto& f : w.origin.files) file_bytes += static_cast<double>(f.bytes);
   const double held = host_bytes(w);
@@ -100,7 +89,7 @@ int bench_weights(const BenchWeightsOptions& o) {
                         {"host_weight_bytes", held},
                         {"seconds", seconds},
                         {"peak_rss_anon_growth_bytes", anon_growth},
-                        {"vm_hwm_bytes", status_bytes("VmHWM")}};
+                        {"vm_hwm_bytes", proc_status_bytes("VmHWM")}};
     if (checkpoint) j["sha256"] = w.origin.content_hash;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -121,7 +110,7 @@ int bench_weights(const BenchWeightsOptions& o) {
       held / gib, anon_growth / gib, anon_growth / held,
       anon_growth <= held * 1.05 ? "no second copy" : "MORE than one copy");
   std::cout << fmt::format("  peak resident {:.2f} GiB (mapped file pages included)\n",
-                           status_bytes("VmHWM") / gib);
+                           proc_status_bytes("VmHWM") / gib);
   return 0;
 }
 

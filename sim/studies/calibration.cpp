@@ -174,6 +174,18 @@ std::vector<std::pair<std::string, std::string>> point_sets(const CalibrationOpt
 
 }  // namespace
 
+CalibrationOptions self_calibration(const std::string& scenario, const fs::path& presets, int jobs,
+                                    const fs::path& cache_dir) {
+  CalibrationOptions c;
+  c.binary = fs::read_symlink("/proc/self/exe");
+  c.scenario = scenario;
+  c.presets = presets.string();
+  const unsigned hw = std::thread::hardware_concurrency();
+  c.jobs = jobs > 0 ? jobs : static_cast<int>(hw > 0 ? hw : 1);
+  c.cache_dir = cache_dir;
+  return c;
+}
+
 std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
                                                    const CalibrationPlan& plan, int users,
                                                    long long context, long long tokens) {

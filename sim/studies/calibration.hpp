@@ -56,6 +56,13 @@ struct CalibrationOptions {
   std::function<void(int, int)> progress;  // (points done, points in all)
 };
 
+// A calibration of `scenario` run by this very executable (/proc/self/exe)
+// with `presets`, up to `jobs` runs at once (0: the host's cores), caching
+// in `cache_dir` ("" = no cache).
+CalibrationOptions self_calibration(const std::string& scenario,
+                                    const std::filesystem::path& presets, int jobs,
+                                    const std::filesystem::path& cache_dir);
+
 struct Calibration {
   CalibrationPlan plan;
   std::vector<serving::GridPoint> decode;
