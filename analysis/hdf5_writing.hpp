@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "analysis/hdf5_output.hpp"
+#include "analysis/output_file.hpp"
 
 namespace wafersim::analysis::h5 {
 
@@ -182,16 +183,6 @@ template <class T>
 H5::DataSet write_vector(H5::Group& g, const char* name, const std::vector<T>& v,
                          std::string_view units, std::string_view description) {
   return write_array<T>(g, name, v, {static_cast<hsize_t>(v.size())}, units, description);
-}
-
-// Data reaches the disk before the rename makes it visible under the real name.
-inline void sync_file(const std::filesystem::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open for fsync");
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) throw std::system_error(err, std::generic_category(), "fsync");
 }
 
 // Writes `path` by calling `write(temp)` on a temporary file beside it, then

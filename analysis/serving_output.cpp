@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "analysis/hdf5_writing.hpp"
+#include "analysis/output_file.hpp"
 
 namespace wafersim::analysis {
 
@@ -198,23 +198,7 @@ void write_requests_csv(const std::filesystem::path& path,
           q.meets_slo ? 1 : 0);
     }
   }
-  std::filesystem::path temp = path;
-  temp += fmt::format(".tmp.{}", ::getpid());
-  try {
-    {
-      std::ofstream f(temp, std::ios::binary | std::ios::trunc);
-      if (!f) throw std::runtime_error("cannot create " + temp.string());
-      f << o.str();
-      f.flush();
-      if (!f) throw std::runtime_error("write failed");
-    }
-    sync_file(temp);
-    std::filesystem::rename(temp, path);
-  } catch (const std::exception& e) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw OutputError(path, e.what());
-  }
+  write_text_atomically(path, o.str());
 }
 
 namespace {

@@ -71,25 +71,4 @@ std::string first_error_line(const std::string& err) {
   return first;
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    f.flush();
-    if (!f.good()) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw analysis::OutputError(path, "cannot write " + path.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw analysis::OutputError(path, "cannot write " + path.string() + ": " + ec.message());
-  }
-}
-
 }  // namespace wafersim::sim

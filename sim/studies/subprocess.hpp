@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/output_file.hpp"
+
 namespace wafersim::sim {
 
 struct ProcessOutput {
@@ -22,9 +24,7 @@ ProcessOutput run_process(const std::vector<std::string>& argv);
 // "error"), else its first non-empty line; "" for none.
 std::string first_error_line(const std::string& err);
 
-// Writes `text` to `path` atomically: a temporary file beside it, then a
-// rename over it. Throws analysis::OutputError (naming `path`) on failure,
-// leaving any older file at `path` as it was.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text);
+// Files written whole (analysis/output_file.hpp), for the commands' reports.
+using analysis::write_text_atomically;
 
 }  // namespace wafersim::sim
