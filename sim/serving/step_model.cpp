@@ -99,6 +99,17 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
   prefill_table_ = table(
       prefill_, prefill_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); },
       prefill_context_axis_, [](const GridPoint& p) { return double(p.context); }, "prefill");
+  // At each measured prompt length: u prompts streamed together average
+  // fill + occupancy(n) x (1 + r (u - 1) / 2) to their first tokens, r the
+  // share of a later prompt's occupancy.
+  for (const GridPoint& p : streams_) {
+    const double n = static_cast<double>(p.tokens);
+    const double occupancy = prefill_occupancy_s(n, 0.0);
+    double r = 1.0;
+    if (occupancy > 0.0)
+      r = std::clamp(2.0 * (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1)), 0.0, 1.0);
+    stream_shares_.push_back(r);
+  }
 }
 
 double WaferSteps::decode_step_s(double users, double context) const {
@@ -129,26 +140,17 @@ double WaferSteps::prefill_occupancy_s(double tokens, double context) const {
 
 double WaferSteps::stream_share(double tokens) const {
   if (streams_.empty()) return 1.0;
-  // At each measured prompt length: u prompts streamed together average
-  // fill + occupancy(n) x (1 + r (u - 1) / 2) to their first tokens, r the
-  // share of a later prompt's occupancy; r interpolated in n, clamped beyond.
-  auto share_at = [&](const GridPoint& p) {
-    const double n = static_cast<double>(p.tokens);
-    const double occupancy = prefill_occupancy_s(n, 0.0);
-    if (occupancy <= 0.0 || p.users < 2) return 1.0;
-    const double r = 2.0 * (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1));
-    return std::clamp(r, 0.0, 1.0);
-  };
-  if (tokens <= static_cast<double>(streams_.front().tokens)) return share_at(streams_.front());
+  // The measured shares, interpolated in the prompt length, clamped beyond.
+  if (tokens <= static_cast<double>(streams_.front().tokens)) return stream_shares_.front();
   for (std::size_t i = 0; i + 1 < streams_.size(); ++i) {
     const double a = static_cast<double>(streams_[i].tokens);
     const double b = static_cast<double>(streams_[i + 1].tokens);
     if (tokens <= b) {
       const double w = (tokens - a) / (b - a);
-      return (1.0 - w) * share_at(streams_[i]) + w * share_at(streams_[i + 1]);
+      return (1.0 - w) * stream_shares_[i] + w * stream_shares_[i + 1];
     }
   }
-  return share_at(streams_.back());
+  return stream_shares_.back();
 }
 
 double WaferSteps::iteration_s(const Iteration& it) const {

@@ -91,6 +91,7 @@ class WaferSteps final : public StepModel {
   std::vector<GridPoint> decode_;
   std::vector<GridPoint> prefill_;
   std::vector<GridPoint> streams_;                 // prefill points of several sequences, by tokens
+  std::vector<double> stream_shares_;              // the share each of them measured
   std::vector<double> users_axis_, context_axis_;  // decode grid
   std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid
   std::vector<double> decode_table_;                                // [users][context] step seconds
