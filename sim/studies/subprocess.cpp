@@ -7,12 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <sstream>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 extern char** environ;
 
@@ -113,6 +116,32 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::atomi
   }
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return o;
+}
+
+std::vector<ProcessOutput> run_processes(const std::vector<std::vector<std::string>>& argvs,
+                                         int jobs) {
+  std::vector<ProcessOutput> out(argvs.size());
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (std::size_t i = next++; i < argvs.size(); i = next++) {
+      try {
+        out[i] = run_process(argvs[i]);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = argvs.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(argvs.size())));
+  for (int j = 1; j < n; ++j) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return out;
 }
 
 std::string first_error_line(const std::string& err) {

@@ -27,6 +27,10 @@ struct ProcessOutput {
 ProcessOutput run_process(const std::vector<std::string>& argv,
                           const std::atomic<bool>* cancel = nullptr);
 
+// Runs every command line, up to `jobs` at once; outputs in the order given.
+std::vector<ProcessOutput> run_processes(const std::vector<std::vector<std::string>>& argvs,
+                                         int jobs);
+
 // A child's first line on stderr that says what went wrong (one with
 // "error"), else its first non-empty line; "" for none.
 std::string first_error_line(const std::string& err);
