@@ -1,6 +1,7 @@
 // wafersim yield: the fraction of drawn wafers that repair fully, per defect
 // rate (sim/studies/yield.hpp). No simulation: a repair check per wafer.
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <memory>
@@ -137,11 +138,20 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
                                      *r.min, *r.max, 100.0 * (*r.median / base - 1.0))
                        : fmt::format("  {:>4}   -", ok);
     }
-    fmt::print("{:>10g}  {:>4}/{:<4}  {:>6.1f}%  {:>8.1f}%  {:>10.1f}  {:>15.2f}{}\n", p.rate,
-               p.repaired, p.wafers, 100.0 * p.yield(), 100.0 * p.expected_yield, p.mean_dead_cores,
+    const std::string expected = std::isnan(p.expected_yield)
+                                     ? std::string("-")
+                                     : fmt::format("{:.1f}%", 100.0 * p.expected_yield);
+    fmt::print("{:>10g}  {:>4}/{:<4}  {:>6.1f}%  {:>9}  {:>10.1f}  {:>15.2f}{}\n", p.rate,
+               p.repaired, p.wafers, 100.0 * p.yield(), expected, p.mean_dead_cores,
                p.mean_failed_segments, speed);
   }
-  fmt::print("({:.2f} s; expected: the closed form for independent defects)\n", wall_s);
+  fmt::print("({:.2f} s; expected: the closed form{})\n", wall_s,
+             hw.defect_clustering > 0.0
+                 ? fmt::format(" of clustered defects (shape {}, areas of {} x {} cores){}",
+                               hw.defect_clustering, hw.defect_cluster_size,
+                               hw.defect_cluster_size,
+                               hw.redundancy.enabled() ? ": none with spares" : "")
+                 : std::string(" for independent defects"));
   if (cost)
     fmt::print("(runs: the first {} repaired wafers of each rate simulated, timing only, in "
                "{:.1f} s; with no drawn defect {:.1f} tokens/s per user)\n",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -122,6 +123,22 @@ RepairCost repair_cost(const std::vector<YieldPoint>& points, const RepairedRunO
 
 double expected_yield(const fabric::WaferSpec& spec, double rate) {
   if (rate <= 0.0) return 1.0;
+  if (spec.defect_clustering > 0.0) {
+    // Row segments can straddle two areas of different density: no closed
+    // form with spares (the draws are the answer).
+    if (spec.redundancy.enabled()) return std::numeric_limits<double>::quiet_NaN();
+    // Stapper's negative binomial per area of n cores: (1 + n p / a)^-a.
+    const double a = spec.defect_clustering;
+    const int side = spec.defect_cluster_size;
+    double log_yield = 0.0;
+    for (int y0 = 0; y0 < spec.mesh_height; y0 += side)
+      for (int x0 = 0; x0 < spec.mesh_width; x0 += side) {
+        const double n = static_cast<double>(std::min(side, spec.mesh_width - x0)) *
+                         std::min(side, spec.mesh_height - y0);
+        log_yield -= a * std::log1p(n * rate / a);
+      }
+    return std::exp(log_yield);
+  }
   const double rows = spec.mesh_height;
   if (!spec.redundancy.enabled()) return std::exp(spec.core_count() * std::log1p(-rate));
   const fabric::Redundancy& r = spec.redundancy;

@@ -23,8 +23,9 @@ struct YieldPoint {
   double mean_dead_cores = 0.0;       // per wafer
   double mean_failed_segments = 0.0;  // row segments beyond their spares, per wafer
   // Closed form for independent defects: the product over row segments of
-  // P(dead cores <= spares), binomial per segment. Without spares: (1-p)^cores.
-  // Listed defect_cores are left out of it.
+  // P(dead cores <= spares), binomial per segment. Without spares: (1-p)^cores;
+  // clustered without spares: Stapper's product over areas of (1 + n p/a)^-a;
+  // clustered with spares: NaN (no closed form). Listed defect_cores are left out.
   double expected_yield = 0.0;
   // The seeds of the wafers repaired in full, in order (defects.seed of each).
   std::vector<std::uint64_t> repaired_seeds;
