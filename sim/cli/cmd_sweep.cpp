@@ -276,7 +276,7 @@ int merge(const MergeArgs& a) {
   if (!m.missing.empty()) {
     std::string list;
     for (std::size_t i = 0; i < m.missing.size() && i < 20; ++i)
-      list += (i ? ", " : "") + std::to_string(m.missing[i]);
+      list += fmt::format("{}{}", i ? ", " : "", m.missing[i]);
     if (m.missing.size() > 20) list += ", ...";
     throw CommandError(
         kExitBadInput,
