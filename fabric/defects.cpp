@@ -47,6 +47,16 @@ double gamma_at_least_one(double a, std::uint64_t& state) {
 
 }  // namespace
 
+WaferSpec wafer_instance(const WaferSpec& spec, int wafer) {
+  WaferSpec s = spec;
+  if (wafer > 0 && spec.redundancy.enabled() && spec.defect_rate > 0.0) {
+    std::uint64_t state =
+        spec.defect_seed ^ (0xd1b54a32d192ed03ull * static_cast<std::uint64_t>(wafer));
+    s.defect_seed = splitmix64(state);
+  }
+  return s;
+}
+
 double unit_gamma(double shape, std::uint64_t& state) {
   // Shape below 1: Gamma(a) = Gamma(a + 1) U^(1/a).
   if (shape < 1.0) {
