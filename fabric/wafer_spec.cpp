@@ -36,8 +36,7 @@ void WaferSpec::validate() const {
   require(io_latency_s >= 0.0, "io.latency", "wafer I/O latency cannot be negative");
   require(defect_rate >= 0.0 && defect_rate < 1.0, "defects.rate",
           "defect rate must be in [0, 1) (e.g. 0.001 for 0.1% of cores dead)");
-  require(std::isfinite(defect_clustering) && defect_clustering >= 0.0 &&
-              defect_clustering <= 1e6,
+  require(std::isfinite(defect_clustering) && defect_clustering >= 0.0 && defect_clustering <= 1e6,
           "defects.clustering",
           "clustering must be in [0, 1e6]: the gamma shape of the local defect density (0.5 to 5 "
           "in published yield fits; 0 = independent defects)");

@@ -416,8 +416,8 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   cmd->add_option("what", o->what,
                   "fabric | agreement | models | kernels | op | weights | serving | steps | sweep")
       ->required()
-      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op", "weights",
-                             "serving", "steps", "sweep"}));
+      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op", "weights", "serving",
+                             "steps", "sweep"}));
   cmd->add_option("operation", o->op.op, "op: gemv | allreduce | attention | layer")
       ->check(CLI::IsMember({"gemv", "allreduce", "attention", "layer"}));
   cmd->add_option("--hardware", o->op.hardware, "op: a hardware preset (default wse3)");

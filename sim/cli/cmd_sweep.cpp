@@ -204,8 +204,8 @@ int run(const SweepArgs& a) {
       const std::string digest = check_points(a, grid);  // the whole grid: shards share it
       if (!a.out.empty()) {
         journal = std::make_unique<SweepJournal>(
-            a.out,
-            sweep_identity(a.scenario, a.axes, mode_of(a), digest, summary.points_total), shard);
+            a.out, sweep_identity(a.scenario, a.axes, mode_of(a), digest, summary.points_total),
+            shard);
         records = journal->resumed();
       }
     } catch (...) {
@@ -337,8 +337,9 @@ RegisteredCommand add_merge_command(CLI::App& app) {
   c->add_flag("--json", args->json, "Print one JSON object");
   c->add_option("--csv", args->csv, "Also write the points as CSV to this file");
   c->add_option("--h5", args->h5, "Also write the points as HDF5 to this file");
-  c->add_option("--out", args->out,
-                "Also write one journal of the whole sweep (sweep --out on it runs what is missing)");
+  c->add_option(
+      "--out", args->out,
+      "Also write one journal of the whole sweep (sweep --out on it runs what is missing)");
   return {c, [args] { return merge(*args); }};
 }
 

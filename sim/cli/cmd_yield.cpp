@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,8 +134,8 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
       int ok = 0;
       for (const RepairedRun& run : r.runs) ok += run.exit_code == 0 ? 1 : 0;
       const double base = cost->defect_free_tokens_per_s_per_user;
-      speed = r.median ? fmt::format("  {:>4}   {:>9.1f} [{:.1f}, {:.1f}]   {:+.3f}%", ok, *r.median,
-                                     *r.min, *r.max, 100.0 * (*r.median / base - 1.0))
+      speed = r.median ? fmt::format("  {:>4}   {:>9.1f} [{:.1f}, {:.1f}]   {:+.3f}%", ok,
+                                     *r.median, *r.min, *r.max, 100.0 * (*r.median / base - 1.0))
                        : fmt::format("  {:>4}   -", ok);
     }
     const std::string expected = std::isnan(p.expected_yield)
@@ -148,14 +148,14 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
   fmt::print("({:.2f} s; expected: the closed form{})\n", wall_s,
              hw.defect_clustering > 0.0
                  ? fmt::format(" of clustered defects (shape {}, areas of {} x {} cores){}",
-                               hw.defect_clustering, hw.defect_cluster_size,
-                               hw.defect_cluster_size,
+                               hw.defect_clustering, hw.defect_cluster_size, hw.defect_cluster_size,
                                hw.redundancy.enabled() ? ": none with spares" : "")
                  : std::string(" for independent defects"));
   if (cost)
-    fmt::print("(runs: the first {} repaired wafers of each rate simulated, timing only, in "
-               "{:.1f} s; with no drawn defect {:.1f} tokens/s per user)\n",
-               o.runs, runs_wall_s, cost->defect_free_tokens_per_s_per_user);
+    fmt::print(
+        "(runs: the first {} repaired wafers of each rate simulated, timing only, in "
+        "{:.1f} s; with no drawn defect {:.1f} tokens/s per user)\n",
+        o.runs, runs_wall_s, cost->defect_free_tokens_per_s_per_user);
   return kExitSuccess;
 }
 

@@ -68,16 +68,16 @@ int bench_sweep(const BenchSweepOptions& o) {
   const fs::path binary = fs::read_symlink("/proc/self/exe");
   const std::string scenario =
       o.scenario.empty() ? (o.preset_dir / "quickstart.yaml").string() : o.scenario;
-  const int jobs = o.jobs > 0 ? o.jobs
-                              : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  const int jobs =
+      o.jobs > 0 ? o.jobs : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
   std::string users;
   for (int u = 1; u <= o.points; ++u) {
     if (u > 1) users += ',';
     users += std::to_string(u);
   }
   const std::vector<std::string> sweep = {binary.string(), "--presets", o.preset_dir.string(),
-                                          "sweep",          scenario,    "--json",
-                                          "--timing-only",  "--users",   users};
+                                          "sweep",         scenario,    "--json",
+                                          "--timing-only", "--users",   users};
   auto with = [&](std::vector<std::string> prefix, std::vector<std::string> tail) {
     prefix.insert(prefix.end(), sweep.begin(), sweep.end());
     prefix.insert(prefix.end(), tail.begin(), tail.end());
@@ -100,8 +100,8 @@ int bench_sweep(const BenchSweepOptions& o) {
   } else if (!mpiexec) {
     mpi_note = "no mpiexec on PATH";
   } else {
-    std::vector<std::string> launcher = {*mpiexec, "-n", std::to_string(jobs), "--oversubscribe",
-                                         "--bind-to", "none"};
+    std::vector<std::string> launcher = {*mpiexec,          "-n",        std::to_string(jobs),
+                                         "--oversubscribe", "--bind-to", "none"};
     if (::geteuid() == 0) launcher.push_back("--allow-run-as-root");
     ways.push_back(way(fmt::format("{} MPI ranks (mpiexec -n {}, -j 1)", jobs, jobs),
                        with(launcher, {"-j", "1"})));

@@ -12,8 +12,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 

@@ -54,7 +54,7 @@ const std::array<const char*, 9> kGpuFigures = {"system",
                                                 "ttft_s",
                                                 "power_kw",
                                                 "bottleneck"};
-const std::array<const char*, 6> kAxes = {"model", "hardware", "precision",
+const std::array<const char*, 6> kAxes = {"model",  "hardware",     "precision",
                                           "wafers", "layer_groups", "users"};
 
 Json point_overrides(const SweepPoint& p) {
@@ -306,21 +306,19 @@ std::string sweep_table(std::vector<SweepRecord> records) {
         r.at("index").get<int>(), text_or(r, "model", "-"), text_or(r, "hardware", "-"),
         text_or(r, "precision", "-"), text_or(r, "wafers_used", "-"), groups,
         text_or(r, "users", "-"), number_or(r, "decode_tokens_per_s_per_user", "{:.1f}"),
-        number_or(r, "aggregate_tokens_per_s", "{:.1f}"),
-        number_or(r, "ttft_s", "{:.3f}ms", 1e3), text_or(r, "max_context_tokens", "-"),
-        number_or(r, "power_kw", "{:.1f}"), text_or(r, "bottleneck", ""));
+        number_or(r, "aggregate_tokens_per_s", "{:.1f}"), number_or(r, "ttft_s", "{:.3f}ms", 1e3),
+        text_or(r, "max_context_tokens", "-"), number_or(r, "power_kw", "{:.1f}"),
+        text_or(r, "bottleneck", ""));
     // The GPU clusters on the same workload, beneath the wafer's row.
     if (r.contains("gpu_baselines"))
       for (const Json& g : r.at("gpu_baselines"))
-        s += fmt::format(
-            "{:>5}    {:<30} {:>12} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n", "",
-            text_or(g, "system", "?"),
-            fmt::format("{} GPUs", text_or(g, "gpus", "?")),
-            fmt::format("tp{}", text_or(g, "tp", "?")),
-            number_or(g, "decode_tokens_per_s_per_user", "{:.1f}"),
-            number_or(g, "aggregate_tokens_per_s", "{:.1f}"),
-            number_or(g, "ttft_s", "{:.3f}ms", 1e3), "", number_or(g, "power_kw", "{:.1f}"),
-            text_or(g, "bottleneck", ""));
+        s += fmt::format("{:>5}    {:<30} {:>12} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n", "",
+                         text_or(g, "system", "?"), fmt::format("{} GPUs", text_or(g, "gpus", "?")),
+                         fmt::format("tp{}", text_or(g, "tp", "?")),
+                         number_or(g, "decode_tokens_per_s_per_user", "{:.1f}"),
+                         number_or(g, "aggregate_tokens_per_s", "{:.1f}"),
+                         number_or(g, "ttft_s", "{:.3f}ms", 1e3), "",
+                         number_or(g, "power_kw", "{:.1f}"), text_or(g, "bottleneck", ""));
   }
   return s;
 }
@@ -328,10 +326,22 @@ std::string sweep_table(std::vector<SweepRecord> records) {
 std::string sweep_csv(std::vector<SweepRecord> records) {
   sort_by_index(records);
   // One row per point and system, every figure of the JSON.
-  static const std::array<const char*, 16> kColumns = {
-      "model", "hardware", "precision", "wafers_used", "gpus", "tp", "pp", "users",
-      "decode_tokens_per_s_per_user", "aggregate_tokens_per_s", "ttft_s",
-      "inter_token_latency_s", "max_context_tokens", "bottleneck", "power_kw", "error"};
+  static const std::array<const char*, 16> kColumns = {"model",
+                                                       "hardware",
+                                                       "precision",
+                                                       "wafers_used",
+                                                       "gpus",
+                                                       "tp",
+                                                       "pp",
+                                                       "users",
+                                                       "decode_tokens_per_s_per_user",
+                                                       "aggregate_tokens_per_s",
+                                                       "ttft_s",
+                                                       "inter_token_latency_s",
+                                                       "max_context_tokens",
+                                                       "bottleneck",
+                                                       "power_kw",
+                                                       "error"};
   std::string s = "index,exit_code,system";
   for (const char* a : kAxes) s += std::string(",override_") + a;
   for (const char* k : kColumns) s += std::string(",") + k;

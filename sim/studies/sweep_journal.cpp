@@ -89,16 +89,17 @@ JournalContents parse(const fs::path& path, const std::string& text) {
     try {
       j = Json::parse(line);
     } catch (const Json::exception& e) {
-      fail(path, n, std::string("not JSON (a sweep journal has one JSON object per line): ") +
-                        e.what());
+      fail(path, n,
+           std::string("not JSON (a sweep journal has one JSON object per line): ") + e.what());
     }
     if (n == 1) {
       if (!j.is_object() || j.value("format", std::string()) != kFormat)
-        fail(path, n, fmt::format("not a sweep journal (its first line should say format \"{}\")",
-                                  kFormat));
+        fail(path, n,
+             fmt::format("not a sweep journal (its first line should say format \"{}\")", kFormat));
       if (j.value("version", 0) != kVersion)
-        fail(path, n, fmt::format("journal version {} (this wafersim reads version {})",
-                                  j.value("version", 0), kVersion));
+        fail(path, n,
+             fmt::format("journal version {} (this wafersim reads version {})",
+                         j.value("version", 0), kVersion));
       if (!j.contains("sweep") || !j.at("sweep").is_object() ||
           !is_int(j.at("sweep"), "points_total") || !j.contains("shard") ||
           !is_int(j.at("shard"), "rank") || !is_int(j.at("shard"), "count"))
@@ -163,7 +164,9 @@ std::string journal_text(const Json& sweep, const SweepShard& shard,
   return text;
 }
 
-JournalContents read_journal(const fs::path& path) { return parse(path, read_whole(path)); }
+JournalContents read_journal(const fs::path& path) {
+  return parse(path, read_whole(path));
+}
 
 SweepJournal::SweepJournal(const fs::path& path, const Json& sweep, const SweepShard& shard)
     : path_(path) {
@@ -180,8 +183,9 @@ SweepJournal::SweepJournal(const fs::path& path, const Json& sweep, const SweepS
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd_);
     fd_ = -1;
-    fail(path, 0, "in use by another sweep (it holds the file's lock); wait for it or use "
-                  "another --out");
+    fail(path, 0,
+         "in use by another sweep (it holds the file's lock); wait for it or use "
+         "another --out");
   }
   try {
     const std::string text = read_whole(path);
@@ -204,10 +208,10 @@ SweepJournal::SweepJournal(const fs::path& path, const Json& sweep, const SweepS
                            ? " (the same grid size, but a scenario, preset or axis changed)"
                            : ""));
     if (c.shard.rank != shard.rank || c.shard.count != shard.count)
-      fail(path, 1, fmt::format("holds shard {}/{} of this sweep, not {}/{}", c.shard.rank,
-                                c.shard.count, shard.rank, shard.count));
-    if (c.torn_tail &&
-        ::ftruncate(fd_, static_cast<off_t>(complete_length(text))) != 0)
+      fail(path, 1,
+           fmt::format("holds shard {}/{} of this sweep, not {}/{}", c.shard.rank, c.shard.count,
+                       shard.rank, shard.count));
+    if (c.torn_tail && ::ftruncate(fd_, static_cast<off_t>(complete_length(text))) != 0)
       fail(path, 0, std::string("cannot cut off the torn last line: ") + std::strerror(errno));
     resumed_ = std::move(c.records);
     ::lseek(fd_, 0, SEEK_END);
@@ -241,11 +245,12 @@ MergedSweep merge_journals(const std::vector<fs::path>& paths) {
                    m.sweep.value("grid_sha256", std::string()) ||
                c.sweep.value("points_total", -1) != m.sweep.value("points_total", -2) ||
                c.sweep.value("mode", std::string()) != m.sweep.value("mode", std::string())) {
-      fail(p, 1, fmt::format("is a journal of another sweep than {} (scenario {} vs {}, {} vs {} "
-                             "points, or a changed scenario, preset, axis or mode)",
-                             first.string(), c.sweep.value("scenario", std::string("?")),
-                             m.sweep.value("scenario", std::string("?")),
-                             c.sweep.value("points_total", 0), m.sweep.value("points_total", 0)));
+      fail(p, 1,
+           fmt::format("is a journal of another sweep than {} (scenario {} vs {}, {} vs {} "
+                       "points, or a changed scenario, preset, axis or mode)",
+                       first.string(), c.sweep.value("scenario", std::string("?")),
+                       m.sweep.value("scenario", std::string("?")),
+                       c.sweep.value("points_total", 0), m.sweep.value("points_total", 0)));
     }
     for (Json& r : c.records) {
       const int i = r.at("index").get<int>();
@@ -253,9 +258,10 @@ MergedSweep merge_journals(const std::vector<fs::path>& paths) {
       if (it == points.end()) {
         points.emplace(i, std::make_pair(std::move(r), p));
       } else if (it->second.first != r) {
-        fail(p, 0, fmt::format("point {} differs from the same point in {} (results are "
-                               "deterministic: were they made by different wafersim builds?)",
-                               i, it->second.second.string()));
+        fail(p, 0,
+             fmt::format("point {} differs from the same point in {} (results are "
+                         "deterministic: were they made by different wafersim builds?)",
+                         i, it->second.second.string()));
       }
     }
   }

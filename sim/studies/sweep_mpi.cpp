@@ -33,7 +33,9 @@ bool launched_by_mpi() {
 
 #ifndef WAFERSIM_HAVE_MPI
 
-bool built_with_mpi() { return false; }
+bool built_with_mpi() {
+  return false;
+}
 MpiWorld::MpiWorld() {
   throw std::runtime_error(
       "this wafersim was built without MPI (install libopenmpi-dev and reconfigure), so it "
@@ -41,7 +43,9 @@ MpiWorld::MpiWorld() {
       "with --shard K/N and merge the journals");
 }
 MpiWorld::~MpiWorld() = default;
-bool MpiWorld::agree(bool go) const { return go; }
+bool MpiWorld::agree(bool go) const {
+  return go;
+}
 void run_sweep_mpi(const MpiWorld&, const std::vector<SweepPoint>&, const std::vector<int>&,
                    const SweepOptions&, const std::function<void(const SweepRecord&)>&) {
   throw std::runtime_error("this wafersim was built without MPI");
@@ -55,7 +59,9 @@ enum Tag : int { kRequest = 1, kAssign, kResult, kFinished, kCancel, kBye };
 
 constexpr auto kPoll = std::chrono::milliseconds(2);
 
-void send_int(int value, int to, Tag tag) { MPI_Send(&value, 1, MPI_INT, to, tag, MPI_COMM_WORLD); }
+void send_int(int value, int to, Tag tag) {
+  MPI_Send(&value, 1, MPI_INT, to, tag, MPI_COMM_WORLD);
+}
 
 int recv_int(int from, Tag tag) {
   int v = 0;
@@ -84,16 +90,16 @@ class LocalRuns {
     ++running_;
     const int serial = serial_++;
     threads_.emplace(serial, std::thread([this, point, serial] {
-      std::optional<SweepRecord> r;
-      std::exception_ptr error;
-      try {
-        r = run_sweep_point(options_, point);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      const std::lock_guard<std::mutex> lock(mutex_);
-      done_.push_back({serial, std::move(r), error});
-    }));
+                       std::optional<SweepRecord> r;
+                       std::exception_ptr error;
+                       try {
+                         r = run_sweep_point(options_, point);
+                       } catch (...) {
+                         error = std::current_exception();
+                       }
+                       const std::lock_guard<std::mutex> lock(mutex_);
+                       done_.push_back({serial, std::move(r), error});
+                     }));
   }
   // Records finished since the last call (cancelled points are dropped).
   std::vector<SweepRecord> collect() {
@@ -235,7 +241,9 @@ void work(const std::vector<SweepPoint>& grid, const SweepOptions& options) {
 
 }  // namespace
 
-bool built_with_mpi() { return true; }
+bool built_with_mpi() {
+  return true;
+}
 
 MpiWorld::MpiWorld() {
   int provided = 0;
@@ -244,7 +252,9 @@ MpiWorld::MpiWorld() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-MpiWorld::~MpiWorld() { MPI_Finalize(); }
+MpiWorld::~MpiWorld() {
+  MPI_Finalize();
+}
 
 bool MpiWorld::agree(bool go) const {
   int v = go ? 1 : 0;

@@ -72,8 +72,8 @@ TEST(SweepHdf5, PointsAndGpuRowsAreColumnsWithUnits) {
   const H5::Group p = h.openGroup("points");
   EXPECT_EQ(read_vector<int>(p, "index", H5::PredType::NATIVE_INT), (std::vector<int>{0, 1}));
   EXPECT_EQ(read_vector<int>(p, "exit_code", H5::PredType::NATIVE_INT), (std::vector<int>{0, 1}));
-  const auto rate = read_vector<double>(p, "decode_tokens_per_s_per_user",
-                                        H5::PredType::NATIVE_DOUBLE);
+  const auto rate =
+      read_vector<double>(p, "decode_tokens_per_s_per_user", H5::PredType::NATIVE_DOUBLE);
   ASSERT_EQ(rate.size(), 2u);
   EXPECT_EQ(rate[0], 1234.5678901234567);  // full precision
   EXPECT_TRUE(std::isnan(rate[1]));        // the point did not run
@@ -83,8 +83,7 @@ TEST(SweepHdf5, PointsAndGpuRowsAreColumnsWithUnits) {
   EXPECT_EQ(read_strings(p, "override_model"), (std::vector<std::string>{"", "llama-3.1-8b"}));
   EXPECT_EQ(read_strings(p, "override_users"), (std::vector<std::string>{"1", "2"}));
   const H5::Group g = h.openGroup("gpu_baselines");
-  EXPECT_EQ(read_vector<int>(g, "point_index", H5::PredType::NATIVE_INT),
-            (std::vector<int>{0, 0}));
+  EXPECT_EQ(read_vector<int>(g, "point_index", H5::PredType::NATIVE_INT), (std::vector<int>{0, 0}));
   EXPECT_EQ(read_strings(g, "system"), (std::vector<std::string>{"dgx-h100", "dgx-b200"}));
   EXPECT_EQ(read_vector<double>(g, "power_kw", H5::PredType::NATIVE_DOUBLE),
             (std::vector<double>{10.2, 14.3}));

@@ -60,8 +60,8 @@ TEST(DefectMap, ClusteredDrawsHaveTheCompoundModelsMeanAndVariance) {
     independent.push_back(static_cast<double>(DefectMap(side, side, p, seed, {}).dead_count()));
   }
   const Moments c = moments(clustered), i = moments(independent);
-  const double want_var = areas * (n_area * p * (1 - p * (1 + 1 / shape)) +
-                                   n_area * n_area * p * p / shape);
+  const double want_var =
+      areas * (n_area * p * (1 - p * (1 + 1 / shape)) + n_area * n_area * p * p / shape);
   EXPECT_NEAR(c.mean, n * p, 5.0 * std::sqrt(want_var / clustered.size()));
   EXPECT_NEAR(c.variance, want_var, 0.15 * want_var);
   EXPECT_NEAR(i.mean, n * p, 5.0 * std::sqrt(n * p / independent.size()));

@@ -28,9 +28,13 @@ using Json = nlohmann::json;
 using Outcome = wafersim::test_support::CliOutcome;
 using Clock = std::chrono::steady_clock;
 
-std::string quickstart() { return std::string(WAFERSIM_SOURCE_DIR) + "/scenarios/quickstart.yaml"; }
+std::string quickstart() {
+  return std::string(WAFERSIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+}
 
-Outcome wafersim(const std::string& args) { return wafersim::test_support::run_wafersim(args); }
+Outcome wafersim(const std::string& args) {
+  return wafersim::test_support::run_wafersim(args);
+}
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -131,8 +135,8 @@ TEST(SweepCli, SigintWritesThePointsDoneExitsNonZeroAndTheSameCommandResumes) {
   const fs::path d = wafersim::test_support::cli_scratch_dir("sweep_sigint");
   const fs::path j = d / "plan.jsonl", csv = d / "plan.csv", out = d / "out.json",
                  err = d / "err.txt";
-  const std::string args = "sweep " + quickstart() + " --json " + kUsers + " --out " +
-                           j.string() + " --csv " + csv.string();
+  const std::string args = "sweep " + quickstart() + " --json " + kUsers + " --out " + j.string() +
+                           " --csv " + csv.string();
   const pid_t pid =
       start(std::string(WAFERSIM_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string());
   ASSERT_TRUE(wait_for_records(j, 1)) << read(err);
@@ -164,8 +168,8 @@ TEST(SweepCli, ShardsOfABatchArrayMergeIntoTheWholeSweep) {
   }
   const std::string s0 = (d / "s0.jsonl").string(), s1 = (d / "s1.jsonl").string(),
                     s2 = (d / "s2.jsonl").string();
-  const Outcome all = wafersim("merge " + s0 + " " + s1 + " " + s2 + " --json --csv " +
-                               (d / "all.csv").string());
+  const Outcome all =
+      wafersim("merge " + s0 + " " + s1 + " " + s2 + " --json --csv " + (d / "all.csv").string());
   ASSERT_EQ(all.code, 0) << all.err;
   expect_every_point_once(Json::parse(all.out));
   // A lost job: merge names what is missing, and a merged journal resumes it.
@@ -194,9 +198,9 @@ TEST(SweepMpi, ThreeRanksGiveOneOutputWithEveryPointExactlyOnce) {
   if (std::string(WAFERSIM_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
   const fs::path d = wafersim::test_support::cli_scratch_dir("sweep_mpi");
   const fs::path csv = d / "plan.csv";
-  const Outcome o = wafersim::test_support::run_command(
-      mpirun(3) + WAFERSIM_BINARY + " sweep " + quickstart() + " --json " + kUsers + " --csv " +
-      csv.string());
+  const Outcome o =
+      wafersim::test_support::run_command(mpirun(3) + WAFERSIM_BINARY + " sweep " + quickstart() +
+                                          " --json " + kUsers + " --csv " + csv.string());
   ASSERT_EQ(o.code, 0) << o.err;
   expect_every_point_once(Json::parse(o.out));  // one JSON object: only rank 0 prints
   std::ifstream in(csv);
@@ -234,8 +238,8 @@ TEST(SweepMpi, ARankKilledMidSweepLosesNoFinishedPointAndTheRerunCompletesIt) {
   if (std::string(WAFERSIM_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
   const fs::path d = wafersim::test_support::cli_scratch_dir("sweep_mpi_kill");
   const fs::path j = d / "plan.jsonl", err = d / "err.txt";
-  const std::string sweep = std::string(WAFERSIM_BINARY) + " sweep " + quickstart() +
-                            " --json " + kUsers + " --out " + j.string();
+  const std::string sweep = std::string(WAFERSIM_BINARY) + " sweep " + quickstart() + " --json " +
+                            kUsers + " --out " + j.string();
   const pid_t pid = start(mpirun(3) + sweep + " >/dev/null 2>" + err.string());
   ASSERT_TRUE(wait_for_records(j, 2)) << read(err);
   const pid_t rank1 = find_rank(1, j.string());
@@ -258,8 +262,8 @@ TEST(SweepMpi, ARankKilledMidSweepLosesNoFinishedPointAndTheRerunCompletesIt) {
 
 TEST(SweepMpi, ShardIsRefusedUnderTheLauncher) {
   if (std::string(WAFERSIM_MPIEXEC).empty()) GTEST_SKIP() << "built without MPI";
-  const Outcome o = wafersim::test_support::run_command(
-      mpirun(2) + WAFERSIM_BINARY + " sweep " + quickstart() + " --users 1,2 --shard 0/2");
+  const Outcome o = wafersim::test_support::run_command(mpirun(2) + WAFERSIM_BINARY + " sweep " +
+                                                        quickstart() + " --users 1,2 --shard 0/2");
   EXPECT_NE(o.code, 0);
   EXPECT_NE(o.err.find("drop --shard"), std::string::npos) << o.err;
 }

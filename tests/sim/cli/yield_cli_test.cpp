@@ -29,8 +29,8 @@ placement: {strategy: layer-rectangles, reduction: tree}
 workload: {prompt_tokens: 4, generate_tokens: 4, seed: 1}
 outputs: {functional: false}
 )";
-  const auto o = wafersim::test_support::run_wafersim("yield " + scenario.string() +
-                                                      " --rates 0.002,0.5 --wafers 12 --runs 3 --json");
+  const auto o = wafersim::test_support::run_wafersim(
+      "yield " + scenario.string() + " --rates 0.002,0.5 --wafers 12 --runs 3 --json");
   ASSERT_EQ(o.code, 0) << o.err;
   const Json j = Json::parse(o.out);
   const double base = j.at("defect_free_tokens_per_s_per_user").get<double>();

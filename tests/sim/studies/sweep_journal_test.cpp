@@ -43,17 +43,16 @@ std::string run_json(int users, double rate) {
             {"max_context_tokens", 4096},
             {"bottleneck", "core compute"},
             {"wafer_system", {{"power_kw", 23.0}}},
-            {"gpu_baselines",
-             Json::array({{{"system", "dgx-h100"},
-                           {"gpus", 8},
-                           {"tp", 8},
-                           {"pp", 1},
-                           {"decode_tokens_per_s_per_user", 123.456789012345},
-                           {"aggregate_tokens_per_s", 123.456789012345 * users},
-                           {"ttft_s", 0.01},
-                           {"power_kw", 10.2},
-                           {"bottleneck", "HBM bandwidth"},
-                           {"kv_limited", false}}})},
+            {"gpu_baselines", Json::array({{{"system", "dgx-h100"},
+                                            {"gpus", 8},
+                                            {"tp", 8},
+                                            {"pp", 1},
+                                            {"decode_tokens_per_s_per_user", 123.456789012345},
+                                            {"aggregate_tokens_per_s", 123.456789012345 * users},
+                                            {"ttft_s", 0.01},
+                                            {"power_kw", 10.2},
+                                            {"bottleneck", "HBM bandwidth"},
+                                            {"kv_limited", false}}})},
             {"token_records", Json::array({1, 2, 3})}};
   return j.dump();
 }
@@ -235,8 +234,7 @@ TEST_F(SweepJournalTest, MergeShardsBecomeOneSweepAndMissingPointsAreNamed) {
 }
 
 TEST_F(SweepJournalTest, MergeRefusesJournalsOfOtherSweepsAndDisagreeingPoints) {
-  const fs::path a = dir_ / "a.jsonl", b = dir_ / "b.jsonl",
-                 c = dir_ / "c.jsonl";
+  const fs::path a = dir_ / "a.jsonl", b = dir_ / "b.jsonl", c = dir_ / "c.jsonl";
   {
     SweepJournal j(a, identity(4), {});
     j.append(ran(0, 1, 1.0));
