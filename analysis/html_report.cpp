@@ -85,13 +85,16 @@ std::string gpu_section(const Baselines& b) {
   all.insert(all.end(), b.gpus.begin(), b.gpus.end());
   BarChart per_user{"tokens/s per user", "tokens/s", {}, {{"tokens/s per user", {}}}, 480, 300};
   BarChart aggregate{"aggregate tokens/s", "tokens/s", {}, {{"aggregate tokens/s", {}}}, 480, 300};
-  BarChart ttft{"time to first token", "ms", {}, {{"TTFT", {}}}, 480, 300};
+  double longest_ttft = 0;
+  for (const SystemFigures& f : all) longest_ttft = std::max(longest_ttft, f.ttft_s);
+  const bool in_us = longest_ttft < 1e-3;
+  BarChart ttft{"time to first token", in_us ? "us" : "ms", {}, {{"TTFT", {}}}, 480, 300};
   std::vector<std::vector<std::string>> rows;
   for (const SystemFigures& f : all) {
     for (BarChart* c : {&per_user, &aggregate, &ttft}) c->categories.push_back(f.system);
     per_user.series[0].values.push_back(f.decode_tokens_per_s_per_user);
     aggregate.series[0].values.push_back(f.aggregate_tokens_per_s);
-    ttft.series[0].values.push_back(f.ttft_s * 1e3);
+    ttft.series[0].values.push_back(f.ttft_s * (in_us ? 1e6 : 1e3));
     rows.push_back({f.system, std::to_string(f.chips),
                     f.tp > 0 ? fmt::format("{}/{}", f.tp, f.pp) : std::string("-"),
                     rate(f.decode_tokens_per_s_per_user), rate(f.aggregate_tokens_per_s),

@@ -25,8 +25,9 @@ void check_writable(const std::filesystem::path& path) {
   {
     std::ofstream f(probe, std::ios::binary);
     if (!f.good())
-      throw OutputError(path, "cannot write " + path.string() +
-                                  ": give a path in an existing folder you can write to");
+      throw OutputError(path,
+                        "its folder does not exist or is not writable; give a path in an "
+                        "existing folder you can write to");
   }
   std::error_code ignored;
   std::filesystem::remove(probe, ignored);

@@ -47,7 +47,7 @@ std::string human_bytes(double b) {
   const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int i = 0;
   while (std::abs(b) >= 1024.0 && i < 4) b /= 1024.0, ++i;
-  return fmt::format("{:.3g} {}", b, u[i]);
+  return i == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.3g} {}", b, u[i]);
 }
 
 // Neighbouring layers far apart in hue (golden angle), alternating lightness;
@@ -87,7 +87,7 @@ std::string axes(double x0, double y0, double w_px, double h_px, double px_per_c
       "stroke=\"#444\" stroke-width=\"0.8\"/>\n",
       x0, y0, w_px, h_px);
   for (double t : nice_ticks(0, W, std::max(2, static_cast<int>(w_px / 70)))) {
-    if (t > W) continue;
+    if (t > W || t != std::floor(t)) continue;
     const double x = x0 + t * px_per_core;
     s += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>"
@@ -95,7 +95,7 @@ std::string axes(double x0, double y0, double w_px, double h_px, double px_per_c
         x, y0 + h_px, y0 + h_px + 4, y0 + h_px + 13, t);
   }
   for (double t : nice_ticks(0, H, std::max(2, static_cast<int>(h_px / 60)))) {
-    if (t > H) continue;
+    if (t > H || t != std::floor(t)) continue;
     const double y = y0 + t * px_per_core;
     s += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#444\"/>"
@@ -196,7 +196,8 @@ PictureGrid picture_grid(int W, int H) {
   g.cores_per_pixel = std::max(1, (longest + 239) / 240);
   g.columns = (W + g.cores_per_pixel - 1) / g.cores_per_pixel;
   g.rows = (H + g.cores_per_pixel - 1) / g.cores_per_pixel;
-  g.scale = std::max(1, 480 / std::max({g.columns, g.rows, 1}));
+  // Panels up to ~340 px wide and ~480 px tall: three side by side fit a page.
+  g.scale = std::max(1, std::min(480 / std::max(g.rows, 1), 340 / std::max(g.columns, 1)));
   return g;
 }
 
@@ -346,23 +347,26 @@ std::string placement_svg(const PlacementPicture& p) {
         }
       }
     }
-    s += "<g stroke=\"white\" stroke-width=\"2.2\" paint-order=\"stroke\" fill=\"#111\">\n" +
-         labels + "</g>\n";
     // Layers whose matrices were too small to label: the layer number at its centre.
     std::string layer_labels;
     for (const auto& [layer, b] : layer_box) {
       if (static_cast<int>(b[0]) != w) continue;
       const double bw = (b[3] - b[1]) * ppc, bh = (b[4] - b[2]) * ppc;
       if (labels.find(fmt::format(">L{} ", layer)) != std::string::npos) continue;
-      if (bw < 7 && bh < 7) continue;
-      layer_labels += fmt::format(
-          "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-          rx + (b[1] + b[3]) / 2 * ppc, top + (b[2] + b[4]) / 2 * ppc + 4, layer);
+      const std::string text = std::to_string(layer);
+      const double cx = rx + (b[1] + b[3]) / 2 * ppc, cy = top + (b[2] + b[4]) / 2 * ppc;
+      if (bw >= text_width(text, 10) + 2 && bh >= 12) {
+        layer_labels += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", cx, cy + 4,
+            text);
+      } else if (bw >= 7 && bh >= text_width(text, 10) + 2) {  // along a narrow strip
+        const double font = std::min(10.0, bw + 1);
+        layer_labels += fmt::format(
+            "<text transform=\"translate({:.1f},{:.1f}) rotate(-90)\" text-anchor=\"middle\" "
+            "font-size=\"{:.0f}\">{}</text>\n",
+            cx + font * 0.35, cy, font, text);
+      }
     }
-    if (!layer_labels.empty())
-      s += "<g font-size=\"10\" font-weight=\"bold\" stroke=\"white\" stroke-width=\"2.5\" "
-           "paint-order=\"stroke\" fill=\"#111\">\n" +
-           layer_labels + "</g>\n";
     // The token's path.
     std::string arrows;
     for (std::size_t i = 0; i + 1 < path.size(); ++i) {
@@ -390,7 +394,14 @@ std::string placement_svg(const PlacementPicture& p) {
       }
     }
     if (!arrows.empty())
-      s += "<g stroke=\"#111\" stroke-width=\"1.2\" stroke-opacity=\"0.85\">\n" + arrows + "</g>\n";
+      s += "<g stroke=\"#111\" stroke-width=\"1.2\" stroke-opacity=\"0.7\">\n" + arrows + "</g>\n";
+    // Labels over the arrows.
+    s += "<g stroke=\"white\" stroke-width=\"2.2\" paint-order=\"stroke\" fill=\"#111\">\n" +
+         labels + "</g>\n";
+    if (!layer_labels.empty())
+      s += "<g font-size=\"10\" font-weight=\"bold\" stroke=\"white\" stroke-width=\"2.5\" "
+           "paint-order=\"stroke\" fill=\"#111\">\n" +
+           layer_labels + "</g>\n";
     s += axes(rx, top, W * ppc, H * ppc, ppc, W, H);
 
     // Panels 2 and 3: the heatmaps, drawn pixel for pixel.

@@ -36,7 +36,7 @@ struct PlacementPicture {
 
 // The panels' pixel grid: `cores_per_pixel` x `cores_per_pixel` cores
 // aggregate into one pixel (at most ~240 pixels a side), each pixel drawn as
-// a `scale` x `scale` square.
+// a `scale` x `scale` square (panels at most ~340 x 480 screen pixels).
 struct PictureGrid {
   int cores_per_pixel = 1;
   int columns = 0, rows = 0;  // pixels per wafer

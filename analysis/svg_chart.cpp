@@ -147,6 +147,11 @@ std::string xy_chart_svg(const XyChart& c) {
   }
   if (c.y_from_zero) y0 = std::min(0.0, y0);
   if (x1 <= x0) x0 -= 0.5, x1 += 0.5;
+  const double x_data0 = x0, x_data1 = x1;
+  {  // room for the markers at the ends
+    const double pad = (x1 - x0) * 0.03;
+    x0 -= pad, x1 += pad;
+  }
   if (y1 <= y0) y1 = y0 + (y0 == 0 ? 1.0 : std::abs(y0) * 0.1);
   y1 += (y1 - y0) * 0.05;
   const auto px = [&](double x) { return f.left + (xv(x) - x0) / (x1 - x0) * f.w; };
@@ -154,13 +159,18 @@ std::string xy_chart_svg(const XyChart& c) {
   std::vector<double> xt, xpos, yt = nice_ticks(y0, y1, 5), ypos;
   std::vector<std::string> xl;
   if (c.x_log) {
-    for (double e = std::ceil(x0 - 1e-9); e <= x1 + 1e-9; e += 1.0) {
-      xt.push_back(std::pow(10.0, e));
-      xl.push_back(tick_label(xt.back()));
-      xpos.push_back(px(xt.back()));
-    }
+    // Decades, and 2 and 5 times them over up to three decades.
+    const bool fine = x_data1 - x_data0 <= 3.0;
+    for (double e = std::floor(x_data0); e <= x_data1 + 1e-9; e += 1.0)
+      for (double m : {1.0, 2.0, 5.0}) {
+        const double v = m * std::pow(10.0, e), lv = std::log10(v);
+        if ((m != 1.0 && !fine) || lv < x_data0 - 1e-9 || lv > x_data1 + 1e-9) continue;
+        xt.push_back(v);
+        xl.push_back(tick_label(v));
+        xpos.push_back(px(v));
+      }
     if (xt.empty()) {  // less than a decade: mark the ends
-      for (double e : {x0, x1}) {
+      for (double e : {x_data0, x_data1}) {
         xt.push_back(std::pow(10.0, e));
         xl.push_back(tick_label(xt.back()));
         xpos.push_back(px(xt.back()));
@@ -193,7 +203,7 @@ std::string xy_chart_svg(const XyChart& c) {
       svg += fmt::format("<g fill=\"{}\">", colour);
       for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
         if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x_log && s.x[i] <= 0)) continue;
-        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\"/>", px(s.x[i]), py(s.y[i]));
+        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\"/>", px(s.x[i]), py(s.y[i]));
       }
       svg += "</g>\n";
     }

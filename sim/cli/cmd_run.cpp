@@ -71,7 +71,7 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     const analysis::PlacementPicture picture = run_placement_picture(sc, result);
     analysis::write_text_atomically(a.report,
                                     analysis::run_report_html(result, metrics, &picture));
-    (a.json ? std::cerr : std::cout) << "wrote " << a.report << "\n";
+    if (a.json) std::cerr << "wrote " << a.report << "\n";
   }
   if (a.json) {
     std::cout << analysis::to_json_text(result, metrics);
@@ -79,6 +79,7 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     analysis::write_report(std::cout, result, metrics);
     if (!results.empty())
       std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";
+    if (!a.report.empty()) std::cout << "wrote " << a.report << "\n";
   }
   if (options.functional && result.tokens != result.reference_tokens)
     throw CommandError(kExitInternal, "simulated tokens differ from the reference forward pass");

@@ -122,7 +122,7 @@ int serve(const ServeArgs& a, const std::filesystem::path& presets) {
   if (!a.csv.empty()) analysis::write_requests_csv(a.csv, study.results);
   if (!a.report.empty()) {
     analysis::write_text_atomically(a.report, analysis::serving_report_html(h, study.results));
-    (a.json ? std::cerr : std::cout) << "wrote " << a.report << "\n";
+    if (a.json) std::cerr << "wrote " << a.report << "\n";
   }
   if (a.json) {
     std::cout << analysis::serving_json(h, study.results).dump(1) << "\n";
@@ -130,6 +130,7 @@ int serve(const ServeArgs& a, const std::filesystem::path& presets) {
     analysis::write_serving_report(std::cout, h, study.results);
     if (!results.empty()) std::cout << "results: " << results << "\n";
     if (!a.csv.empty()) std::cout << "requests: " << a.csv << "\n";
+    if (!a.report.empty()) std::cout << "wrote " << a.report << "\n";
   }
   return kExitSuccess;
 }
