@@ -44,8 +44,9 @@ std::string page_end() {
 }
 
 std::string card(const std::string& key, const std::string& value) {
-  return fmt::format("<div class=\"card\"><div class=\"v\">{}</div><div class=\"k\">{}</div></div>\n",
-                     xml_escape(value), xml_escape(key));
+  return fmt::format(
+      "<div class=\"card\"><div class=\"v\">{}</div><div class=\"k\">{}</div></div>\n",
+      xml_escape(value), xml_escape(key));
 }
 
 std::string seconds(double s) {
@@ -55,7 +56,9 @@ std::string seconds(double s) {
   return fmt::format("{:.3g} s", s);
 }
 
-std::string rate(double v) { return v >= 1e4 ? tick_label(v) : fmt::format("{:.4g}", v); }
+std::string rate(double v) {
+  return v >= 1e4 ? tick_label(v) : fmt::format("{:.4g}", v);
+}
 
 std::string table(const std::vector<std::string>& head,
                   const std::vector<std::vector<std::string>>& rows) {
@@ -95,18 +98,17 @@ std::string gpu_section(const Baselines& b) {
     per_user.series[0].values.push_back(f.decode_tokens_per_s_per_user);
     aggregate.series[0].values.push_back(f.aggregate_tokens_per_s);
     ttft.series[0].values.push_back(f.ttft_s * (in_us ? 1e6 : 1e3));
-    rows.push_back({f.system, std::to_string(f.chips),
-                    f.tp > 0 ? fmt::format("{}/{}", f.tp, f.pp) : std::string("-"),
-                    rate(f.decode_tokens_per_s_per_user), rate(f.aggregate_tokens_per_s),
-                    seconds(f.ttft_s),
-                    f.power_kw > 0 ? fmt::format("{:.1f}", f.power_kw) : std::string("-"),
-                    f.tokens_per_s_per_kw > 0 ? rate(f.tokens_per_s_per_kw) : std::string("-"),
-                    f.bottleneck});
+    rows.push_back(
+        {f.system, std::to_string(f.chips),
+         f.tp > 0 ? fmt::format("{}/{}", f.tp, f.pp) : std::string("-"),
+         rate(f.decode_tokens_per_s_per_user), rate(f.aggregate_tokens_per_s), seconds(f.ttft_s),
+         f.power_kw > 0 ? fmt::format("{:.1f}", f.power_kw) : std::string("-"),
+         f.tokens_per_s_per_kw > 0 ? rate(f.tokens_per_s_per_kw) : std::string("-"), f.bottleneck});
   }
   s += "<div class=\"charts\">\n" + bar_chart_svg(per_user) + bar_chart_svg(aggregate) +
        bar_chart_svg(ttft) + "</div>\n";
-  s += table({"system", "chips", "tp/pp", "tok/s/user", "aggregate tok/s", "TTFT", "kW",
-              "tok/s/kW", "bottleneck"},
+  s += table({"system", "chips", "tp/pp", "tok/s/user", "aggregate tok/s", "TTFT", "kW", "tok/s/kW",
+              "bottleneck"},
              rows);
   return s;
 }
@@ -118,8 +120,8 @@ std::string run_report_html(const RunResult& r, const Metrics& m,
   std::string s = page_start(
       "wafersim run: " + r.scenario_name,
       fmt::format("{} on {} x {} ({} x {} cores per wafer), {}, placement {}, {} user{}, {} mode",
-                  r.model_name, r.wafers, r.hardware_name, r.mesh_width, r.mesh_height,
-                  r.precision, r.placement_strategy, r.users, r.users == 1 ? "" : "s",
+                  r.model_name, r.wafers, r.hardware_name, r.mesh_width, r.mesh_height, r.precision,
+                  r.placement_strategy, r.users, r.users == 1 ? "" : "s",
                   r.functional ? "functional" : "timing-only"));
   s += "<h2>Headline figures</h2>\n<div class=\"cards\">\n";
   s += card("tokens/s per user", rate(m.decode_tokens_per_s_per_user));
@@ -136,16 +138,16 @@ std::string run_report_html(const RunResult& r, const Metrics& m,
   s += "<h2>Where a token's time goes (critical path)</h2>\n";
   if (m.critical_path_tokens > 0) {
     StackedBar bar;
-    bar.title = fmt::format("critical path by resource, mean over {} {} token{}",
-                            m.critical_path_tokens,
-                            m.critical_path_basis == "decode" ? "generated" : "prompt",
-                            m.critical_path_tokens == 1 ? "" : "s");
+    bar.title =
+        fmt::format("critical path by resource, mean over {} {} token{}", m.critical_path_tokens,
+                    m.critical_path_basis == "decode" ? "generated" : "prompt",
+                    m.critical_path_tokens == 1 ? "" : "s");
     bar.unit = "cycles";
     bar.width = 760;
     for (Resource c : kPathCategories)
-      bar.segments.push_back({std::string(resource_name(c)),
-                              static_cast<double>(cycles_in(m.critical_path, c).value) /
-                                  static_cast<double>(m.critical_path_tokens)});
+      bar.segments.push_back(
+          {std::string(resource_name(c)), static_cast<double>(cycles_in(m.critical_path, c).value) /
+                                              static_cast<double>(m.critical_path_tokens)});
     s += stacked_bar_svg(bar);
   } else {
     s += "<p>No token was simulated.</p>\n";
@@ -204,14 +206,13 @@ std::string serving_report_html(const ServingHeader& h, const std::vector<Servin
   s += "<h2>Summary</h2>\n";
   std::vector<std::vector<std::string>> rows;
   for (const ServingResult& r : results)
-    rows.push_back({name(r), std::to_string(r.replicas), std::to_string(r.chips),
-                    std::to_string(r.served), std::to_string(r.rejected),
-                    fmt::format("{:.3g}", r.throughput_rps), rate(r.output_tokens_per_s),
-                    seconds(r.ttft_s.p50), seconds(r.ttft_s.p90), seconds(r.ttft_s.p99),
-                    seconds(r.tbt_s.p50), seconds(r.tbt_s.p99),
-                    fmt::format("{:.1f}%", r.slo_attainment * 100),
-                    fmt::format("{:.3g}", r.goodput_rps),
-                    fmt::format("{:.1f}%", r.utilisation * 100)});
+    rows.push_back(
+        {name(r), std::to_string(r.replicas), std::to_string(r.chips), std::to_string(r.served),
+         std::to_string(r.rejected), fmt::format("{:.3g}", r.throughput_rps),
+         rate(r.output_tokens_per_s), seconds(r.ttft_s.p50), seconds(r.ttft_s.p90),
+         seconds(r.ttft_s.p99), seconds(r.tbt_s.p50), seconds(r.tbt_s.p99),
+         fmt::format("{:.1f}%", r.slo_attainment * 100), fmt::format("{:.3g}", r.goodput_rps),
+         fmt::format("{:.1f}%", r.utilisation * 100)});
   s += table({"system", "replicas", "chips", "served", "rejected", "req/s", "tok/s", "TTFT p50",
               "TTFT p90", "TTFT p99", "TBT p50", "TBT p99", "SLO met", "goodput req/s", "busy"},
              rows);
@@ -259,10 +260,22 @@ std::string serving_report_html(const ServingHeader& h, const std::vector<Servin
   s += h.slo.empty() ? std::string("<p>The scenario sets no SLO.</p>\n") : bar_chart_svg(slo);
 
   s += "<h2>Queue over time</h2>\n<div class=\"charts\">\n";
-  XyChart waiting{"requests waiting (time average per interval)", "time (s)", "requests", {}, true,
-                  false, 700, 340};
-  XyChart running{"requests running (admitted, prefilling or decoding)", "time (s)", "requests",
-                  {}, true, false, 700, 340};
+  XyChart waiting{"requests waiting (time average per interval)",
+                  "time (s)",
+                  "requests",
+                  {},
+                  true,
+                  false,
+                  700,
+                  340};
+  XyChart running{"requests running (admitted, prefilling or decoding)",
+                  "time (s)",
+                  "requests",
+                  {},
+                  true,
+                  false,
+                  700,
+                  340};
   for (const ServingResult& r : results) {
     XySeries w{name(r), {}, {}, true, false}, u{name(r), {}, {}, true, false};
     for (const TimelineBin& b : r.timeline) {
@@ -375,8 +388,8 @@ std::string sweep_report_html(const nlohmann::ordered_json& sweep) {
           BarSeries se{line, std::vector<double>(categories.size(), NAN)};
           for (const auto& p : points)
             if (ran(p) && others(p) == line && p.contains(key) && p[key].is_number()) {
-              const auto at = std::find(categories.begin(), categories.end(),
-                                        json_cell(axis_value(p, axis)));
+              const auto at =
+                  std::find(categories.begin(), categories.end(), json_cell(axis_value(p, axis)));
               se.values[static_cast<std::size_t>(at - categories.begin())] = p[key].get<double>();
             }
           c.series.push_back(std::move(se));
@@ -389,9 +402,9 @@ std::string sweep_report_html(const nlohmann::ordered_json& sweep) {
   s += "<h2>Every point</h2>\n";
   std::vector<std::string> head = {"index"};
   head.insert(head.end(), axes.begin(), axes.end());
-  for (const char* k : {"exit_code", "wafers_used", "decode_tokens_per_s_per_user",
-                        "aggregate_tokens_per_s", "ttft_s", "inter_token_latency_s", "bottleneck",
-                        "error"})
+  for (const char* k :
+       {"exit_code", "wafers_used", "decode_tokens_per_s_per_user", "aggregate_tokens_per_s",
+        "ttft_s", "inter_token_latency_s", "bottleneck", "error"})
     head.push_back(k);
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : points) {

@@ -17,14 +17,14 @@ namespace {
 
 // Viridis (matplotlib's perceptually uniform map), sampled at nine stops.
 constexpr std::array<std::array<int, 3>, 9> kViridis = {{{0x44, 0x01, 0x54},
-                                                          {0x47, 0x2d, 0x7b},
-                                                          {0x3b, 0x52, 0x8b},
-                                                          {0x2c, 0x72, 0x8e},
-                                                          {0x21, 0x91, 0x8c},
-                                                          {0x28, 0xae, 0x80},
-                                                          {0x5e, 0xc9, 0x62},
-                                                          {0xad, 0xdc, 0x30},
-                                                          {0xfd, 0xe7, 0x25}}};
+                                                         {0x47, 0x2d, 0x7b},
+                                                         {0x3b, 0x52, 0x8b},
+                                                         {0x2c, 0x72, 0x8e},
+                                                         {0x21, 0x91, 0x8c},
+                                                         {0x28, 0xae, 0x80},
+                                                         {0x5e, 0xc9, 0x62},
+                                                         {0xad, 0xdc, 0x30},
+                                                         {0xfd, 0xe7, 0x25}}};
 constexpr std::array<std::uint8_t, 3> kEmpty = {0xf0, 0xf0, 0xf0};  // no bytes at all
 constexpr int kLevels = 255;                                        // palette 1..255
 
@@ -65,7 +65,9 @@ std::string short_name(const PlacedRegion& g) {
   return g.layer >= 0 && g.name.rfind(prefix, 0) == 0 ? g.name.substr(prefix.size()) : g.name;
 }
 
-double text_width(const std::string& s, double font) { return 0.6 * font * s.size(); }
+double text_width(const std::string& s, double font) {
+  return 0.6 * font * s.size();
+}
 
 constexpr double kPanelLeft = 48;  // y-axis labels
 constexpr double kBarSpace = 110;  // colour bar and its labels
@@ -115,14 +117,14 @@ std::string axes(double x0, double y0, double w_px, double h_px, double px_per_c
 
 std::string colour_bar(const std::string& id, double x, double y, double h, const Scale& sc,
                        const std::string& caption) {
-  std::string s = fmt::format("<defs><linearGradient id=\"{}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">",
-                              id);
+  std::string s =
+      fmt::format("<defs><linearGradient id=\"{}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">", id);
   for (std::size_t i = 0; i < kViridis.size(); ++i)
-    s += fmt::format("<stop offset=\"{:.3f}\" stop-color=\"{}\"/>",
-                     static_cast<double>(i) / (kViridis.size() - 1),
-                     hex({static_cast<std::uint8_t>(kViridis[i][0]),
-                          static_cast<std::uint8_t>(kViridis[i][1]),
-                          static_cast<std::uint8_t>(kViridis[i][2])}));
+    s += fmt::format(
+        "<stop offset=\"{:.3f}\" stop-color=\"{}\"/>",
+        static_cast<double>(i) / (kViridis.size() - 1),
+        hex({static_cast<std::uint8_t>(kViridis[i][0]), static_cast<std::uint8_t>(kViridis[i][1]),
+             static_cast<std::uint8_t>(kViridis[i][2])}));
   s += "</linearGradient></defs>\n";
   s += fmt::format(
       "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"{:.1f}\" fill=\"url(#{})\" "
@@ -170,16 +172,16 @@ PaletteImage heatmap(const PlacementPicture& p, const PictureGrid& g, int wafer,
         for (int d = 0; d < 4; ++d) v += static_cast<double>(p.link_bytes[core * 4 + d]);
       else
         v = static_cast<double>(p.core_sram[core]);
-      double& c = cell[static_cast<std::size_t>(y / g.cores_per_pixel) * g.columns +
-                       x / g.cores_per_pixel];
+      double& c =
+          cell[static_cast<std::size_t>(y / g.cores_per_pixel) * g.columns + x / g.cores_per_pixel];
       c = std::max(c, v);
     }
   im.pixels.resize(cell.size());
   for (std::size_t i = 0; i < cell.size(); ++i)
-    im.pixels[i] = cell[i] <= 0
-                       ? 0
-                       : static_cast<std::uint8_t>(
-                             1 + std::lround(sc.position(cell[i]) * (kLevels - 1)));
+    im.pixels[i] =
+        cell[i] <= 0
+            ? 0
+            : static_cast<std::uint8_t>(1 + std::lround(sc.position(cell[i]) * (kLevels - 1)));
   return im;
 }
 
@@ -255,9 +257,9 @@ std::string placement_svg(const PlacementPicture& p) {
       "<text x=\"10\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{} wafer{} of {} x {} cores; "
       "{}</text>\n",
       p.wafers, p.wafers == 1 ? "" : "s", W, H,
-      g.cores_per_pixel == 1 ? std::string("one pixel per core")
-                             : fmt::format("one pixel = the max over {0} x {0} cores",
-                                           g.cores_per_pixel));
+      g.cores_per_pixel == 1
+          ? std::string("one pixel per core")
+          : fmt::format("one pixel = the max over {0} x {0} cores", g.cores_per_pixel));
   s += fmt::format(
       "<text x=\"10\" y=\"34\" font-size=\"10\" fill=\"#333\">Regions: colour = layer (shades: "
       "its matrices), grey = head; arrows: the token's path. SRAM: colours span the used cores' "
@@ -275,9 +277,9 @@ std::string placement_svg(const PlacementPicture& p) {
   for (const PlacedRegion& r : p.regions) {
     if (r.layer < 0) continue;
     auto [it, fresh] = layer_box.try_emplace(
-        r.layer, std::array<double, 5>{double(r.wafer), double(r.rect.x0), double(r.rect.y0),
-                                       double(r.rect.x0 + r.rect.width),
-                                       double(r.rect.y0 + r.rect.height)});
+        r.layer,
+        std::array<double, 5>{double(r.wafer), double(r.rect.x0), double(r.rect.y0),
+                              double(r.rect.x0 + r.rect.width), double(r.rect.y0 + r.rect.height)});
     if (!fresh && it->second[0] == r.wafer) {
       auto& b = it->second;
       b[1] = std::min(b[1], double(r.rect.x0));
@@ -327,8 +329,8 @@ std::string placement_svg(const PlacementPicture& p) {
           x, y, rw, rh, region_colour(r.layer, index), xml_escape(r.name), r.rect.x0, r.rect.y0,
           r.rect.width, r.rect.height, r.upward ? ", input enters at its bottom row" : "");
       // A visible label where it fits: the name, else just the matrix.
-      const std::string full = r.layer >= 0 ? fmt::format("L{} {}", r.layer, short_name(r))
-                                            : r.name;
+      const std::string full =
+          r.layer >= 0 ? fmt::format("L{} {}", r.layer, short_name(r)) : r.name;
       const std::string brief = short_name(r);
       for (const std::string& text : {full, brief}) {
         const double font = 9;
@@ -357,8 +359,7 @@ std::string placement_svg(const PlacementPicture& p) {
       const double cx = rx + (b[1] + b[3]) / 2 * ppc, cy = top + (b[2] + b[4]) / 2 * ppc;
       if (bw >= text_width(text, 10) + 2 && bh >= 12) {
         layer_labels += fmt::format(
-            "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", cx, cy + 4,
-            text);
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", cx, cy + 4, text);
       } else if (bw >= 7 && bh >= text_width(text, 10) + 2) {  // along a narrow strip
         const double font = std::min(10.0, bw + 1);
         layer_labels += fmt::format(
@@ -414,12 +415,12 @@ std::string placement_svg(const PlacementPicture& p) {
           "preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" href=\"{}\"/>\n",
           x0, top, pw, ph, png_data_uri(im));
       s += axes(x0, top, W * ppc, H * ppc, ppc, W, H);
-      s += colour_bar(fmt::format("bar{}-{}", w, k), x0 + pw + 12, top, std::min(ph, 240.0),
-                      is_links ? links : sram,
-                      is_links ? "bytes per core (sqrt scale)"
-                               : fmt::format("bytes per core; capacity {}",
-                                             human_bytes(static_cast<double>(
-                                                 p.sram_capacity_per_core))));
+      s += colour_bar(
+          fmt::format("bar{}-{}", w, k), x0 + pw + 12, top, std::min(ph, 240.0),
+          is_links ? links : sram,
+          is_links ? "bytes per core (sqrt scale)"
+                   : fmt::format("bytes per core; capacity {}",
+                                 human_bytes(static_cast<double>(p.sram_capacity_per_core))));
     }
   }
   s += "</svg>\n";

@@ -15,7 +15,7 @@ namespace wafersim::analysis {
 struct PaletteImage {
   int width = 0;
   int height = 0;
-  std::vector<std::uint8_t> pixels;               // row-major palette indices
+  std::vector<std::uint8_t> pixels;                  // row-major palette indices
   std::vector<std::array<std::uint8_t, 3>> palette;  // RGB, at most 256 entries
 };
 

@@ -13,12 +13,23 @@ std::string xml_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -68,7 +79,8 @@ std::string open_svg(int width, int height, const std::string& title) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"11\" role=\"img\">\n<title>{}</title>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"17\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>\n",
+      "<text x=\"{}\" y=\"17\" font-size=\"13\" font-weight=\"bold\" "
+      "text-anchor=\"middle\">{}</text>\n",
       width, height, width, height, xml_escape(title), width / 2, xml_escape(title));
 }
 
@@ -87,8 +99,8 @@ std::string axes(const Frame& f, const std::vector<double>& xt, const std::vecto
   }
   for (std::size_t i = 0; i < xt.size(); ++i) {
     s += fmt::format(
-        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", xpos[i],
-        f.top + f.h, xpos[i], f.top + f.h + 4);
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n",
+        xpos[i], f.top + f.h, xpos[i], f.top + f.h + 4);
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", xpos[i],
                      f.top + f.h + 16, xml_escape(xl[i]));
   }
@@ -203,7 +215,8 @@ std::string xy_chart_svg(const XyChart& c) {
       svg += fmt::format("<g fill=\"{}\">", colour);
       for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
         if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x_log && s.x[i] <= 0)) continue;
-        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\"/>", px(s.x[i]), py(s.y[i]));
+        svg +=
+            fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\"/>", px(s.x[i]), py(s.y[i]));
       }
       svg += "</g>\n";
     }
@@ -243,8 +256,8 @@ std::string bar_chart_svg(const BarChart& c) {
     for (std::size_t i = 0; i < std::min(n, c.series[k].values.size()); ++i) {
       const double v = c.series[k].values[i];
       if (!std::isfinite(v) || v <= 0) continue;
-      const double x = f.left + group * static_cast<double>(i) + group * 0.1 +
-                       bar * static_cast<double>(k);
+      const double x =
+          f.left + group * static_cast<double>(i) + group * 0.1 + bar * static_cast<double>(k);
       svg += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
           "<title>{}: {}</title></rect>\n",
@@ -276,8 +289,7 @@ std::string stacked_bar_svg(const StackedBar& b) {
       svg += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
           "<title>{}: {:.4g} {} ({:.1f}%)</title></rect>\n",
-          x, top, sw, bar_h, colour, xml_escape(s.name), s.value, xml_escape(b.unit),
-          share * 100);
+          x, top, sw, bar_h, colour, xml_escape(s.name), s.value, xml_escape(b.unit), share * 100);
       if (sw > 34)
         svg += fmt::format(
             "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"white\" "

@@ -26,7 +26,7 @@ std::string tick_label(double value);
 struct XySeries {
   std::string name;
   std::vector<double> x, y;
-  bool lines = true;    // join the points
+  bool lines = true;     // join the points
   bool markers = false;  // draw each point
 };
 

@@ -121,7 +121,8 @@ TEST(PngImage, RoundTripsPixelsAndEndsWithTheStandardIendChunk) {
   im.width = 300;  // 75,250 bytes with the filter bytes: two stored blocks
   im.height = 250;
   im.palette = {{0, 0, 0}, {255, 0, 0}, {0, 0, 255}};
-  for (int i = 0; i < im.width * im.height; ++i) im.pixels.push_back(static_cast<std::uint8_t>(i % 3));
+  for (int i = 0; i < im.width * im.height; ++i)
+    im.pixels.push_back(static_cast<std::uint8_t>(i % 3));
   const std::string png = png_bytes(im);
   // IEND with no data has the CRC AE 42 60 82 in every PNG.
   EXPECT_EQ(png.substr(png.size() - 12), std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12));
@@ -152,8 +153,8 @@ PlacementPicture two_wafers() {
   p.link_bytes.assign(cores * 4, 0);
   for (std::size_t c = 0; c < cores; ++c)
     if ((c % 48) % 7 != 3) p.core_sram[c] = 1000 + 10 * (c % 48);  // same on both wafers
-  p.link_bytes[0 * 4 + 0] = 400;                          // wafer 0, core (0,0) E
-  p.link_bytes[(48 + 9) * 4 + 2] = 1600;                  // wafer 1, core (1,1) S
+  p.link_bytes[0 * 4 + 0] = 400;                                   // wafer 0, core (0,0) E
+  p.link_bytes[(48 + 9) * 4 + 2] = 1600;                           // wafer 1, core (1,1) S
   return p;
 }
 
@@ -222,7 +223,8 @@ TEST(PlacementPicture, FullWse3StaysSmallAndAggregatesCoresIntoPixels) {
   for (int l = 0; l < 32; ++l) {
     const int y0 = l * 1176 / 32, h = (l + 1) * 1176 / 32 - y0;
     p.regions.push_back({"layer " + std::to_string(l) + " qkv", l, 0, {0, y0, 381, h}, false});
-    p.regions.push_back({"layer " + std::to_string(l) + " attention", l, 0, {381, y0, 381, h}, false});
+    p.regions.push_back(
+        {"layer " + std::to_string(l) + " attention", l, 0, {381, y0, 381, h}, false});
   }
   p.regions.push_back({"lm_head", -1, 0, {0, 0, 10, 10}, false});
   const PictureGrid g = picture_grid(762, 1176);

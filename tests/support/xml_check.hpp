@@ -84,7 +84,8 @@ inline std::string xml_problem(std::string_view s) {
         const std::size_t a = k;
         while (k < s.size() && is_name(s[k])) ++k;
         const std::string attr(s.substr(a, k - a));
-        if (attr.empty() || k + 1 >= s.size() || s[k] != '=' || (s[k + 1] != '"' && s[k + 1] != '\''))
+        if (attr.empty() || k + 1 >= s.size() || s[k] != '=' ||
+            (s[k + 1] != '"' && s[k + 1] != '\''))
           return "attribute without a quoted value in <" + name + ">" + where(a);
         for (const auto& seen : attrs)
           if (seen == attr) return "attribute " + attr + " twice in <" + name + ">" + where(a);
