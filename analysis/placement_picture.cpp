@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -315,23 +317,44 @@ std::string placement_svg(const PlacementPicture& p) {
     s += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#f4f4f4\"/>\n",
         rx, top, W * ppc, H * ppc);
+    // Regions sharing one rectangle (a whole-region group's layers) are
+    // drawn once, named for all of them.
+    std::map<std::tuple<int, int, int, int, int>, std::vector<const PlacedRegion*>> sharing;
+    for (const PlacedRegion& r : p.regions)
+      sharing[{r.wafer, r.rect.x0, r.rect.y0, r.rect.width, r.rect.height}].push_back(&r);
+    std::set<int> layers_labelled;
     std::map<int, int> seen_in_layer;
     std::string labels;
     for (const PlacedRegion& r : p.regions) {
       const int index = seen_in_layer[r.layer]++;
       if (r.wafer != w) continue;
+      const auto& same = sharing[{r.wafer, r.rect.x0, r.rect.y0, r.rect.width, r.rect.height}];
+      if (same.front() != &r) continue;
       const double x = rx + r.rect.x0 * ppc, y = top + r.rect.y0 * ppc;
       const double rw = r.rect.width * ppc, rh = r.rect.height * ppc;
+      std::string name = r.name, full, brief = short_name(r);
+      if (same.size() > 1) {
+        int lo = r.layer, hi = r.layer;
+        for (const PlacedRegion* o : same) {
+          lo = std::min(lo, o->layer), hi = std::max(hi, o->layer);
+          layers_labelled.insert(o->layer);
+        }
+        name = fmt::format("layers {}-{} share this region", lo, hi);
+        for (std::size_t k = 0; k < same.size() && k < 12; ++k)
+          name += (k ? ", " : ": ") + same[k]->name;
+        if (same.size() > 12) name += ", ...";
+        full = fmt::format("L{}-{} shared", lo, hi);
+        brief = fmt::format("L{}-{}", lo, hi);
+      } else {
+        full = r.layer >= 0 ? fmt::format("L{} {}", r.layer, short_name(r)) : r.name;
+      }
       s += fmt::format(
           "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
           "stroke=\"white\" stroke-width=\"0.4\"><title>{} at ({}, {}), {} x {} cores{}</title>"
           "</rect>\n",
-          x, y, rw, rh, region_colour(r.layer, index), xml_escape(r.name), r.rect.x0, r.rect.y0,
+          x, y, rw, rh, region_colour(r.layer, index), xml_escape(name), r.rect.x0, r.rect.y0,
           r.rect.width, r.rect.height, r.upward ? ", input enters at its bottom row" : "");
       // A visible label where it fits: the name, else just the matrix.
-      const std::string full =
-          r.layer >= 0 ? fmt::format("L{} {}", r.layer, short_name(r)) : r.name;
-      const std::string brief = short_name(r);
       for (const std::string& text : {full, brief}) {
         const double font = 9;
         if (text_width(text, font) + 2 <= rw && rh >= font + 1) {
@@ -354,7 +377,9 @@ std::string placement_svg(const PlacementPicture& p) {
     for (const auto& [layer, b] : layer_box) {
       if (static_cast<int>(b[0]) != w) continue;
       const double bw = (b[3] - b[1]) * ppc, bh = (b[4] - b[2]) * ppc;
-      if (labels.find(fmt::format(">L{} ", layer)) != std::string::npos) continue;
+      if (layers_labelled.count(layer) ||
+          labels.find(fmt::format(">L{} ", layer)) != std::string::npos)
+        continue;
       const std::string text = std::to_string(layer);
       const double cx = rx + (b[1] + b[3]) / 2 * ppc, cy = top + (b[2] + b[4]) / 2 * ppc;
       if (bw >= text_width(text, 10) + 2 && bh >= 12) {

@@ -241,6 +241,22 @@ TEST(PlacementPicture, FullWse3StaysSmallAndAggregatesCoresIntoPixels) {
   EXPECT_EQ(maps[0].height, 236);
 }
 
+TEST(PlacementPicture, LayersSharingOneRegionAreDrawnOnceAndNamedTogether) {
+  PlacementPicture p = two_wafers();
+  // Whole-region: layers 0 and 1 share the top half of wafer 0.
+  p.regions = {{"layer 0 (whole region)", 0, 0, {0, 0, 8, 3}, false},
+               {"layer 1 (whole region)", 1, 0, {0, 0, 8, 3}, false},
+               {"layer 2 (whole region)", 2, 1, {0, 0, 8, 3}, false},
+               {"lm_head", -1, 1, {0, 3, 8, 3}, false}};
+  const std::string svg = placement_svg(p);
+  EXPECT_EQ(test_support::xml_problem(svg), "");
+  EXPECT_NE(svg.find(">L0-1 shared</text>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>layers 0-1 share this region: layer 0 (whole region), layer 1 "
+                     "(whole region) at (0, 0), 8 x 3 cores</title>"),
+            std::string::npos);
+  EXPECT_EQ(svg.find("<title>layer 1 (whole region)"), std::string::npos);  // not drawn again
+}
+
 TEST(PlacementPicture, ArraysNotShapedLikeTheMeshAreRefused) {
   PlacementPicture p = two_wafers();
   p.core_sram.pop_back();
