@@ -41,7 +41,7 @@ struct RegisteredCommand {
   std::function<std::string()> scenario = nullptr;
 };
 
-// wafersim run SCENARIO [--json] [--out FILE] [--functional|--timing-only]
+// wafersim run SCENARIO [--json] [--out FILE] [--report FILE.html] [--functional|--timing-only]
 //              [--hardware ..] [--model ..] [--precision ..] [--wafers ..] [--users N]
 //              [--placement FILE] [--threads N] [--keep-link-records]: simulate and report.
 RegisteredCommand add_run_command(CLI::App& app);
@@ -86,8 +86,8 @@ RegisteredCommand add_regress_command(CLI::App& app);
 // side by side (exit 4 when a figure got worse by more than PCT percent).
 RegisteredCommand add_compare_command(CLI::App& app);
 
-// wafersim serve SCENARIO [--json] [--out FILE.h5] [--csv FILE] [--set K=V] [-j N]
-//                [--cache DIR | --no-cache]: a serving study.
+// wafersim serve SCENARIO [--json] [--out FILE.h5] [--csv FILE] [--report FILE.html]
+//                [--set K=V] [-j N] [--cache DIR | --no-cache]: a serving study.
 RegisteredCommand add_serve_command(CLI::App& app);
 // wafersim capacity SCENARIO [--target-rate R] [...as serve]: rate per replica within the SLO.
 RegisteredCommand add_capacity_command(CLI::App& app);
