@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/html_report.hpp"
 #include "analysis/sweep_output.hpp"
 #include "models/sha256.hpp"
 #include "sim/cli/commands.hpp"
@@ -33,7 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct SweepArgs {
-  std::string scenario, presets, csv, h5, out, shard;
+  std::string scenario, presets, csv, h5, report, out, shard;
   SweepAxes axes;
   int jobs = 1;
   bool json = false, functional = false, timing_only = false;
@@ -118,9 +119,9 @@ std::optional<bool> mode_of(const SweepArgs& a) {
   return std::nullopt;
 }
 
-// The sweep's files (CSV, HDF5), each written whole.
-void write_files(const std::string& csv, const std::string& h5, const SweepSummary& summary,
-                 const std::vector<SweepRecord>& records) {
+// The sweep's files (CSV, HDF5, HTML report), each written whole.
+void write_files(const std::string& csv, const std::string& h5, const std::string& report,
+                 const SweepSummary& summary, const std::vector<SweepRecord>& records) {
   if (!csv.empty()) {
     write_text_atomically(csv, sweep_csv(records));
     std::cerr << "wrote " << csv << "\n";
@@ -129,12 +130,16 @@ void write_files(const std::string& csv, const std::string& h5, const SweepSumma
     analysis::write_sweep_hdf5(h5, sweep_json(summary, records));
     std::cerr << "wrote " << h5 << "\n";
   }
+  if (!report.empty()) {
+    write_text_atomically(report, analysis::sweep_report_html(sweep_json(summary, records)));
+    std::cerr << "wrote " << report << "\n";
+  }
 }
 
 // What rank 0 (or the one process) writes once the points are done.
 int write_outputs(const SweepArgs& a, const SweepSummary& summary,
                   const std::vector<SweepRecord>& records) {
-  write_files(a.csv, a.h5, summary, records);
+  write_files(a.csv, a.h5, a.report, summary, records);
   if (a.json)
     std::cout << sweep_json(summary, records).dump(2) << "\n";
   else
@@ -200,6 +205,7 @@ int run(const SweepArgs& a) {
     try {
       check_output_path(a.csv, "--csv");
       check_output_path(a.h5, "--h5");
+      check_output_path(a.report, "--report");
       check_output_path(a.out, "--out");
       const std::string digest = check_points(a, grid);  // the whole grid: shards share it
       if (!a.out.empty()) {
@@ -249,13 +255,14 @@ int run(const SweepArgs& a) {
 
 struct MergeArgs {
   std::vector<std::string> journals;
-  std::string csv, h5, out;
+  std::string csv, h5, report, out;
   bool json = false;
 };
 
 int merge(const MergeArgs& a) {
   check_output_path(a.csv, "--csv");
   check_output_path(a.h5, "--h5");
+  check_output_path(a.report, "--report");
   check_output_path(a.out, "--out");
   std::vector<fs::path> paths(a.journals.begin(), a.journals.end());
   const MergedSweep m = merge_journals(paths);
@@ -268,7 +275,7 @@ int merge(const MergeArgs& a) {
     write_text_atomically(a.out, journal_text(m.sweep, SweepShard{}, m.records));
     std::cerr << "wrote " << a.out << "\n";
   }
-  write_files(a.csv, a.h5, summary, m.records);
+  write_files(a.csv, a.h5, a.report, summary, m.records);
   if (a.json)
     std::cout << sweep_json(summary, m.records).dump(2) << "\n";
   else
@@ -316,6 +323,8 @@ RegisteredCommand add_sweep_command(CLI::App& app) {
   c->add_flag("--json", args->json, "Print one JSON object");
   c->add_option("--csv", args->csv, "Also write the points as CSV to this file");
   c->add_option("--h5", args->h5, "Also write the points as HDF5 to this file");
+  c->add_option("--report", args->report,
+                "Also write an HTML report (a curve of each figure per swept parameter)");
   auto* f = c->add_flag("--functional", args->functional, "Every point computes real numbers");
   auto* t = c->add_flag("--timing-only", args->timing_only, "Every point is timing only");
   f->excludes(t);
@@ -337,6 +346,8 @@ RegisteredCommand add_merge_command(CLI::App& app) {
   c->add_flag("--json", args->json, "Print one JSON object");
   c->add_option("--csv", args->csv, "Also write the points as CSV to this file");
   c->add_option("--h5", args->h5, "Also write the points as HDF5 to this file");
+  c->add_option("--report", args->report,
+                "Also write an HTML report (a curve of each figure per swept parameter)");
   c->add_option(
       "--out", args->out,
       "Also write one journal of the whole sweep (sweep --out on it runs what is missing)");

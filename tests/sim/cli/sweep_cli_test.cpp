@@ -185,6 +185,26 @@ TEST(SweepCli, ShardsOfABatchArrayMergeIntoTheWholeSweep) {
   fs::remove_all(d);
 }
 
+TEST(SweepCli, TheReportIsOneHtmlFileWithAPlotPerSweptFigure) {
+  const fs::path d = wafersim::test_support::cli_scratch_dir("sweep_report");
+  const fs::path report = d / "plan.html";
+  const Outcome o = wafersim("sweep " + quickstart() + " --users 1,2,4 --timing-only --report " +
+                             report.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find("wrote " + report.string()), std::string::npos) << o.err;
+  const std::string html = read(report);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u) << html.substr(0, 80);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  for (const char* fetch : {"src=\"http", "href=\"http", "url(http", "<script"})
+    EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;  // nothing fetched when viewed
+  // A report into a missing folder is refused before any point runs.
+  const Outcome bad = wafersim("sweep " + quickstart() + " --users 1,2 --report " +
+                               (d / "missing" / "r.html").string());
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(bad.out.empty());
+  fs::remove_all(d);
+}
+
 // ---- MPI --------------------------------------------------------------------
 
 std::string mpirun(int ranks) {
