@@ -142,28 +142,37 @@ void write_passes(TraceText& t, const RunTrace& trace) {
     const TracePass& p = trace.passes[k];
     const int wafer = trace.stages[p.stage].wafer;
     const int pid = wafer_pid(wafer), tid = stage_tid(p.stage);
-    if (prev[k] >= 0) {  // the message arrives from the stage before
-      t.begin(R"("message")", 'f', t.us(p.enter), pid, tid);
+    // A flow event binds to the slice around it: it sits in the middle of
+    // the pass's first phase (arriving) or last phase (leaving), where no
+    // other slice of the track begins or ends.
+    const auto middle = [&](std::uint32_t phase) {
+      if (p.phase_count == 0) return (t.us(p.enter) + t.us(p.leave)) / 2;
+      const TracePhase& ph = trace.phases[p.first_phase + phase];
+      return (t.us(ph.begin) + t.us(ph.end)) / 2;
+    };
+    const auto arrival = [&] {
+      if (prev[k] < 0) return;  // the message arrives from the stage before
+      t.begin(R"("message")", 'f', middle(0), pid, tid);
       t.add(R"(,"cat":"message","bp":"e","id":{})", prev[k]);
       t.end();
-    }
+    };
     t.begin(quoted(token_name(p.user, p.position, p.tokens)), 'X', t.us(p.enter), pid, tid);
     t.add(R"(,"dur":{},"cat":"stage","args":{{"user":{},"position":{},"tokens":{},)"
           R"("prefill":{},"message":{},"enter_cycle":{},"leave_cycle":{}}})",
           t.us(p.leave) - t.us(p.enter), p.user, p.position, p.tokens, p.prefill, p.message,
           p.enter.value, p.leave.value);
     t.end();
+    if (p.phase_count == 0) arrival();
     for (std::uint32_t i = 0; i < p.phase_count; ++i) {
       const TracePhase& ph = trace.phases[p.first_phase + i];
       t.begin(labels[ph.label], 'X', t.us(ph.begin), pid, tid);
       t.add(R"(,"dur":{},"cat":"phase","args":{{"cycles":{},"link_bytes":{}}})",
             t.us(ph.end) - t.us(ph.begin), (ph.end - ph.begin).value, ph.link_bytes);
       t.end();
+      if (i == 0) arrival();
     }
     if (next[k] >= 0) {  // the message leaves for the next stage, as the pass ends
-      const Cycles from =
-          p.phase_count ? trace.phases[p.first_phase + p.phase_count - 1].begin : p.enter;
-      t.begin(R"("message")", 's', t.us(from), pid, tid);
+      t.begin(R"("message")", 's', middle(p.phase_count ? p.phase_count - 1 : 0), pid, tid);
       t.add(R"(,"cat":"message","id":{})", k);
       t.end();
     }

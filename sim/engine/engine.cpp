@@ -215,6 +215,7 @@ SC_MODULE(StageModule) {
     TraceTap& tap = *chain_trace_.tap;
     phases_.clear();
     pass_enter_ = now_cycles();
+    pass_message_ = tap.message(&m);
     Cycles begin = pass_enter_;
     std::uint64_t mark = tap.carried(chain_trace_.first_wafer, chain_trace_.wafers);
     run_stage(ex_, program_, m, [&](const std::string& label, const Timed& t) {
@@ -233,7 +234,7 @@ SC_MODULE(StageModule) {
     TraceTap& tap = *chain_trace_.tap;
     analysis::TracePass pass;
     pass.stage = trace_stage_;
-    pass.message = tap.message(&m);
+    pass.message = pass_message_;
     pass.user = m.user;
     pass.position = m.position;
     pass.tokens = m.tokens;
@@ -266,6 +267,7 @@ SC_MODULE(StageModule) {
   std::uint32_t trace_stage_ = 0;
   int stage_wafer_ = 0;
   Cycles pass_enter_;
+  std::uint32_t pass_message_ = 0;
   std::vector<analysis::TracePhase> phases_;
   int trace_position_ =
       std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;

@@ -56,13 +56,14 @@ TEST(TraceOutput, SlicesFlowsAndCountersInMicrosecondsAtTheClock) {
   EXPECT_EQ(x[2]["args"]["link_bytes"], 512);
   EXPECT_EQ(x[2]["args"]["cycles"], 2000);
   EXPECT_EQ(x[3]["tid"], x[0]["tid"].get<int>() + 1);
-  // The message's flow: from the first stage's last phase to the second's start.
+  // The message's flow: from the middle of the first stage's last phase to
+  // the middle of the second's first (inside them, clear of their edges).
   const std::vector<json> s = of_phase(trace, "s"), f = of_phase(trace, "f");
   ASSERT_EQ(s.size(), 1u);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(s[0]["id"], f[0]["id"]);
-  EXPECT_DOUBLE_EQ(s[0]["ts"], 1.2);
-  EXPECT_DOUBLE_EQ(f[0]["ts"], 3.2);
+  EXPECT_DOUBLE_EQ(s[0]["ts"], 2.2);
+  EXPECT_DOUBLE_EQ(f[0]["ts"], 3.75);
   EXPECT_EQ(f[0]["bp"], "e");
   // Link load: 640 B over cycles 0..3,200, then 1,100 B over 3,200..4,300.
   std::vector<double> load;

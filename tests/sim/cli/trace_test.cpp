@@ -291,21 +291,26 @@ TEST(Trace, ADecodeTokensStageSlicesSpanItsReportedCycles) {
 
 TEST(Trace, PhasesTileTheirStagePass) {
   const json& trace = quickstart_trace().trace;
-  // Phases follow their pass on the same track, back to back from its entry.
-  const std::vector<json>& all = trace["traceEvents"].get<std::vector<json>>();
+  // Phases follow their pass on the same track (the message's flow events
+  // between them), back to back from its entry.
+  const std::vector<json> all = trace["traceEvents"].get<std::vector<json>>();
+  const auto is_flow = [](const json& e) { return e["ph"] == "s" || e["ph"] == "f"; };
   std::size_t passes_with_phases = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const json& x = all[i];
     if (x["ph"] != "X" || x["cat"] != "stage") continue;
     double at = x["ts"], sum = 0;
-    std::size_t j = i + 1;
-    for (; j < all.size() && all[j]["ph"] == "X" && all[j]["cat"] == "phase"; ++j) {
+    std::size_t phases = 0;
+    for (std::size_t j = i + 1; j < all.size(); ++j) {
+      if (is_flow(all[j])) continue;
+      if (all[j]["ph"] != "X" || all[j]["cat"] != "phase") break;
       ASSERT_EQ(all[j]["tid"], x["tid"]);
       ASSERT_TRUE(same_us(all[j]["ts"], at)) << all[j].dump();
       at = all[j]["ts"].get<double>() + all[j]["dur"].get<double>();
       sum += all[j]["dur"].get<double>();
+      ++phases;
     }
-    if (j == i + 1) continue;  // the head passes prompt tokens without work
+    if (phases == 0) continue;  // the head passes prompt tokens without work
     ++passes_with_phases;
     EXPECT_TRUE(same_us(at, x["ts"].get<double>() + x["dur"].get<double>())) << x.dump();
     EXPECT_NEAR(sum, x["dur"].get<double>(), 1e-6 * std::max(1.0, x["dur"].get<double>()));
@@ -315,21 +320,18 @@ TEST(Trace, PhasesTileTheirStagePass) {
 
 TEST(Trace, FlowsJoinConsecutiveStagesOfOneMessage) {
   const json& trace = quickstart_trace().trace;
-  // The pass each flow leaves and reaches, by the slice around it.
+  // The pass each flow event binds to: the stage slice of its track around it.
   std::map<std::string, json> starts, ends;
   std::map<Track, json> current_pass;
-  const std::vector<json> list = trace["traceEvents"].get<std::vector<json>>();
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const json& e = list[i];
+  for (const json& e : trace["traceEvents"]) {
     if (e["ph"] == "X" && e["cat"] == "stage") current_pass[track_of(e)] = e;
-    if (e["ph"] == "s") starts[e["id"].dump()] = current_pass[track_of(e)];
-    if (e["ph"] == "f") {
-      // The f precedes the slice it binds to (bp "e": the slice starting there).
-      ASSERT_LT(i + 1, list.size());
-      ASSERT_EQ(list[i + 1]["ph"], "X");
-      ASSERT_TRUE(same_us(list[i + 1]["ts"], e["ts"]));
-      ends[e["id"].dump()] = list[i + 1];
-    }
+    if (e["ph"] != "s" && e["ph"] != "f") continue;
+    ASSERT_TRUE(current_pass.count(track_of(e))) << e.dump();
+    const json& pass = current_pass[track_of(e)];
+    const double ts = e["ts"];
+    EXPECT_GE(ts, pass["ts"].get<double>()) << e.dump();
+    EXPECT_LE(ts, pass["ts"].get<double>() + pass["dur"].get<double>()) << e.dump();
+    (e["ph"] == "s" ? starts : ends)[e["id"].dump()] = pass;
   }
   ASSERT_FALSE(starts.empty());
   EXPECT_EQ(starts.size(), ends.size());
