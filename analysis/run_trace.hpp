@@ -51,8 +51,8 @@ struct TracePass {
   int position = 0;
   int tokens = 1;  // > 1: a block of prompt tokens at position .. position + tokens - 1
   bool prefill = false;
-  Cycles enter;  // the stage took it from its input fifo
-  Cycles leave;  // it was handed to the next stage (or the host)
+  Cycles enter;                   // the stage took it from its input fifo
+  Cycles leave;                   // it was handed to the next stage (or the host)
   std::uint32_t first_phase = 0;  // its phases: RunTrace::phases[first_phase, + phase_count)
   std::uint32_t phase_count = 0;
   // Bytes the links of the stage's wafer had carried when the pass ended.
@@ -77,7 +77,8 @@ class RunTrace {
 
   // The index of `label` in labels, added if new.
   std::uint32_t label(const std::string& text) {
-    const auto [it, added] = label_ids_.try_emplace(text, static_cast<std::uint32_t>(labels.size()));
+    const auto [it, added] =
+        label_ids_.try_emplace(text, static_cast<std::uint32_t>(labels.size()));
     if (added) labels.push_back(text);
     return it->second;
   }

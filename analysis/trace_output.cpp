@@ -201,13 +201,12 @@ void check_trace_path(const std::filesystem::path& path) {
   std::error_code ec;
   if (path.empty()) throw OutputError(path, "--trace needs a file name");
   if (fs::is_directory(path, ec))
-    throw OutputError(path, "it is a folder; --trace needs a file name, e.g. " +
-                                (path / "trace.json").string());
+    throw OutputError(
+        path, "it is a folder; --trace needs a file name, e.g. " + (path / "trace.json").string());
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!fs::exists(folder, ec))
     throw OutputError(path, "the folder " + folder.string() + " does not exist");
-  if (!fs::is_directory(folder, ec))
-    throw OutputError(path, folder.string() + " is not a folder");
+  if (!fs::is_directory(folder, ec)) throw OutputError(path, folder.string() + " is not a folder");
   if (::access(folder.c_str(), W_OK) != 0)
     throw OutputError(path, "the folder " + folder.string() + " is not writable");
 }

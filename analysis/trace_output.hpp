@@ -27,7 +27,6 @@ void check_trace_path(const std::filesystem::path& path);
 std::string trace_to_json_text(const RunTrace& trace, const RunResult& result);
 
 // trace_to_json_text() written whole or not at all (write_text_atomically).
-void write_trace(const std::filesystem::path& path, const RunTrace& trace,
-                 const RunResult& result);
+void write_trace(const std::filesystem::path& path, const RunTrace& trace, const RunResult& result);
 
 }  // namespace wafersim::analysis

@@ -72,8 +72,8 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   }
   if (!a.trace.empty()) {
     analysis::write_trace(a.trace, trace, result);
-    std::cerr << "wrote " << a.trace
-              << (trace.truncated() ? " (truncated: see its otherData)" : "") << "\n";
+    std::cerr << "wrote " << a.trace << (trace.truncated() ? " (truncated: see its otherData)" : "")
+              << "\n";
   }
   if (a.json) {
     std::cout << analysis::to_json_text(result, metrics);
@@ -129,10 +129,11 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--keep-link-records", a->keep_link_records,
                     "Keep every wafer's link records for the whole run instead of reusing those of "
                     "wafers a token has left (more memory; the same results)");
-  run_cmd->add_option("--trace", a->trace,
-                      "Write a Chrome trace-event JSON of the run to this file (open it in "
-                      "Perfetto or chrome://tracing): a track per pipeline stage, its phases, "
-                      "messages between stages, link and SRAM counters")
+  run_cmd
+      ->add_option("--trace", a->trace,
+                   "Write a Chrome trace-event JSON of the run to this file (open it in "
+                   "Perfetto or chrome://tracing): a track per pipeline stage, its phases, "
+                   "messages between stages, link and SRAM counters")
       ->type_name("FILE");
   const CLI::App* root = &app;
   return {run_cmd, [a, root] { return run(*a, preset_dir(*root)); }, [a] { return a->scenario; }};

@@ -119,9 +119,8 @@ class TraceTap {
     const int first = static_cast<int>(flows_.size());
     for (std::size_t w = 0; w < wafers.size(); ++w) {
       flows_.push_back(&wafers[w]->flow());
-      trace_.wafers.push_back(
-          {prefix + "wafer " + std::to_string(w), wafers[w]->sram().total_used().value,
-           capacity.value});
+      trace_.wafers.push_back({prefix + "wafer " + std::to_string(w),
+                               wafers[w]->sram().total_used().value, capacity.value});
     }
     return first;
   }
@@ -211,7 +210,7 @@ SC_MODULE(StageModule) {
   // run_stage as above, each phase recorded for --trace: from when this
   // process started it to when its output was complete, with the bytes it
   // put on the links (counted before waiting: other stages run meanwhile).
-  void run_traced(TokenMessage& m) {
+  void run_traced(TokenMessage & m) {
     TraceTap& tap = *chain_trace_.tap;
     phases_.clear();
     pass_enter_ = now_cycles();
@@ -220,8 +219,7 @@ SC_MODULE(StageModule) {
     std::uint64_t mark = tap.carried(chain_trace_.first_wafer, chain_trace_.wafers);
     run_stage(ex_, program_, m, [&](const std::string& label, const Timed& t) {
       trace(m, label, t);
-      const std::uint64_t bytes =
-          tap.carried(chain_trace_.first_wafer, chain_trace_.wafers) - mark;
+      const std::uint64_t bytes = tap.carried(chain_trace_.first_wafer, chain_trace_.wafers) - mark;
       wait_until(t);
       const Cycles end = now_cycles();
       phases_.push_back({tap.trace().label(label), begin, end, bytes});
@@ -834,8 +832,9 @@ class Simulation {
                                                  draft_weights_ ? &*draft_weights_ : nullptr, bits,
                                                  sc_.workload.seed, threads, lane_.get());
     const Pipeline draft = draft_->pipeline(placed.program, recycling);
-    draft_chain_ = std::make_unique<StageChain>(
-        "draft_", draft, depth + sc_.workload.users * sd.draft_tokens, chain_trace(placed, "draft "));
+    draft_chain_ =
+        std::make_unique<StageChain>("draft_", draft, depth + sc_.workload.users * sd.draft_tokens,
+                                     chain_trace(placed, "draft "));
     speculation_.emplace();  // what the run is; the rounds count how it went
     speculation_->draft_model = sd.draft.name;
     speculation_->draft_wafers = static_cast<int>(placed.wafers.size());

@@ -54,10 +54,10 @@ std::vector<std::string> format_problems(const json& trace) {
   std::vector<std::string> bad;
   if (!trace.contains("traceEvents") || !trace["traceEvents"].is_array())
     return {"no traceEvents array"};
-  std::map<Track, double> last_ts;                  // X, B, E, s, f, per track
+  std::map<Track, double> last_ts;                           // X, B, E, s, f, per track
   std::map<std::pair<int, std::string>, double> counter_ts;  // C, per (pid, name)
-  std::map<Track, std::vector<double>> open_b;       // B/E stacks
-  std::map<Track, std::vector<double>> open_x_end;   // enclosing X ends
+  std::map<Track, std::vector<double>> open_b;               // B/E stacks
+  std::map<Track, std::vector<double>> open_x_end;           // enclosing X ends
   std::map<std::string, int> flow_starts, flow_ends;
   std::map<std::string, double> flow_start_ts;
   std::map<std::string, double> async_begin;
@@ -86,8 +86,10 @@ std::vector<std::string> format_problems(const json& trace) {
         if (async_begin.count(id)) bad.push_back(at + "async id begun twice");
         async_begin[id] = ts;
       } else {
-        if (!async_begin.count(id)) bad.push_back(at + "async end without begin");
-        else if (ts < async_begin[id]) bad.push_back(at + "async end before its begin");
+        if (!async_begin.count(id))
+          bad.push_back(at + "async end without begin");
+        else if (ts < async_begin[id])
+          bad.push_back(at + "async end before its begin");
         async_begin.erase(id);
       }
       continue;
@@ -112,8 +114,10 @@ std::vector<std::string> format_problems(const json& trace) {
     } else if (ph == "B") {
       open_b[track].push_back(ts);
     } else if (ph == "E") {
-      if (open_b[track].empty()) bad.push_back(at + "E without B");
-      else open_b[track].pop_back();
+      if (open_b[track].empty())
+        bad.push_back(at + "E without B");
+      else
+        open_b[track].pop_back();
     } else if (ph == "s" || ph == "f") {
       const std::string id = e["cat"].get<std::string>() + "/" + e["id"].dump();
       if (ph == "s") {
