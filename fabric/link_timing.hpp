@@ -253,6 +253,10 @@ class FlowModel {
   // and the floor (every cycle before it counts as busy).
   std::vector<std::pair<Cycles, Cycles>> link_busy_intervals(LinkId l) const;
   Cycles link_floor(LinkId l) const { return Cycles{links_[l.value].floor()}; }
+  // Bytes carried by all links together (each link's bytes summed: a
+  // message of b bytes over h links adds b * h), counted as messages are
+  // sent; read cheaply at any time (the run's --trace samples it).
+  std::uint64_t carried_bytes() const { return carried_bytes_; }
   // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
   std::vector<std::uint64_t> link_bytes_by_core() const;
   // The same into `out` (link_count() elements).
@@ -463,6 +467,7 @@ class FlowModel {
     const std::uint64_t b = bytes_low_[l.value] + bytes;
     bytes_low_[l.value] = static_cast<std::uint32_t>(b);
     if ((b >> 32) != 0) carries_[l.value] += b >> 32;
+    carried_bytes_ += bytes;
   }
 
   Cycles hop_latency_;
@@ -486,6 +491,8 @@ class FlowModel {
   // counters are read.
   ZeroedArray<std::uint32_t> bytes_low_;
   std::unordered_map<std::uint32_t, std::uint64_t> carries_;
+  // The sum of every link's bytes (what carried_bytes() returns).
+  std::uint64_t carried_bytes_ = 0;
   // Core ejection ramps, one link record per core (zeroed pages too: 36 MB
   // per WSE-3 wafer, faulted in as cores first receive).
   ZeroedArray<LinkState> eject_;

@@ -10,6 +10,7 @@
 #include "analysis/metrics.hpp"
 #include "analysis/output_file.hpp"
 #include "analysis/report.hpp"
+#include "analysis/trace_output.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/engine/engine.hpp"
@@ -28,6 +29,7 @@ struct RunArgs {
   std::vector<std::string> set;  // KEY=VALUE
   int threads = 0;
   bool keep_link_records = false;
+  std::string trace;  // --trace FILE: Chrome trace-event JSON of the run
 };
 
 void show_progress(int done, int total) {
@@ -58,6 +60,11 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   options.placement_progress = show_placement_progress;
   options.threads = a.threads;
   options.recycle_link_records = !a.keep_link_records;
+  analysis::RunTrace trace;
+  if (!a.trace.empty()) {
+    analysis::check_trace_path(a.trace);  // before simulating, not after
+    options.trace = &trace;
+  }
   analysis::RunResult result = run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
@@ -72,6 +79,11 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     analysis::write_text_atomically(a.report,
                                     analysis::run_report_html(result, metrics, &picture));
     if (a.json) std::cerr << "wrote " << a.report << "\n";
+  }
+  if (!a.trace.empty()) {
+    analysis::write_trace(a.trace, trace, result);
+    std::cerr << "wrote " << a.trace << (trace.truncated() ? " (truncated: see its otherData)" : "")
+              << "\n";
   }
   if (a.json) {
     std::cout << analysis::to_json_text(result, metrics);
@@ -131,6 +143,12 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--keep-link-records", a->keep_link_records,
                     "Keep every wafer's link records for the whole run instead of reusing those of "
                     "wafers a token has left (more memory; the same results)");
+  run_cmd
+      ->add_option("--trace", a->trace,
+                   "Write a Chrome trace-event JSON of the run to this file (open it in "
+                   "Perfetto or chrome://tracing): a track per pipeline stage, its phases, "
+                   "messages between stages, link and SRAM counters")
+      ->type_name("FILE");
   const CLI::App* root = &app;
   return {run_cmd, [a, root] { return run(*a, preset_dir(*root)); }, [a] { return a->scenario; }};
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <systemc>
 
@@ -104,14 +105,69 @@ struct Pipeline {
   }
 };
 
+// What `run --trace` records (analysis::RunTrace) as the stages run: the
+// trace, the numbers it gives the messages, and the byte counts of the
+// wafers' links (those of the target's wafers, then the draft's).
+class TraceTap {
+ public:
+  explicit TraceTap(analysis::RunTrace& trace) : trace_(trace) {}
+
+  analysis::RunTrace& trace() { return trace_; }
+  // Adds the wafers of one placed model; returns the index of its first.
+  int add_wafers(const std::vector<fabric::Fabric*>& wafers, const std::string& prefix,
+                 Bytes capacity) {
+    const int first = static_cast<int>(flows_.size());
+    for (std::size_t w = 0; w < wafers.size(); ++w) {
+      flows_.push_back(&wafers[w]->flow());
+      trace_.wafers.push_back({prefix + "wafer " + std::to_string(w),
+                               wafers[w]->sram().total_used().value, capacity.value});
+    }
+    return first;
+  }
+  // Bytes carried so far by the links of wafers [first, first + count).
+  std::uint64_t carried(int first, int count) const {
+    std::uint64_t sum = 0;
+    for (int w = first; w < first + count; ++w)
+      sum += flows_[static_cast<std::size_t>(w)]->carried_bytes();
+    return sum;
+  }
+  // The number of message `m` (in the order messages first enter a stage).
+  std::uint32_t message(const TokenMessage* m) {
+    return message_ids_.try_emplace(m, static_cast<std::uint32_t>(message_ids_.size()))
+        .first->second;
+  }
+
+ private:
+  analysis::RunTrace& trace_;
+  std::vector<const fabric::FlowModel*> flows_;
+  std::unordered_map<const TokenMessage*, std::uint32_t> message_ids_;
+};
+
+// Where a stage chain records (with --trace): the tap, the chain's wafers
+// in the tap's numbering and the prefix of its stages' names.
+struct ChainTrace {
+  TraceTap* tap = nullptr;
+  int first_wafer = 0;
+  int wafers = 0;
+  std::string prefix;
+};
+
 // One pipeline stage (a decoder layer or the head): takes a token, runs its
 // phases in simulated time, passes the token on.
 SC_MODULE(StageModule) {
   sc_core::sc_port<sc_core::sc_fifo_in_if<TokenMessage*>> in;
   sc_core::sc_port<sc_core::sc_fifo_out_if<TokenMessage*>> out;
 
-  StageModule(sc_core::sc_module_name name, const Pipeline& p, const StageProgram& program)
-      : sc_module(name), p_(p), ex_(*p.ex), program_(program) {
+  StageModule(sc_core::sc_module_name name, const Pipeline& p, const StageProgram& program,
+              const ChainTrace& chain_trace)
+      : sc_module(name), p_(p), ex_(*p.ex), program_(program), chain_trace_(chain_trace) {
+    if (chain_trace_.tap) {
+      const Layout& where = program.input.empty() ? program.output : program.input;
+      stage_wafer_ = chain_trace_.first_wafer + (where.empty() ? 0 : where.front().wafer);
+      analysis::RunTrace& t = chain_trace_.tap->trace();
+      trace_stage_ = static_cast<std::uint32_t>(t.stages.size());
+      t.stages.push_back({chain_trace_.prefix + program.name, stage_wafer_});
+    }
     SC_THREAD(process);
   }
 
@@ -137,13 +193,54 @@ SC_MODULE(StageModule) {
       p_.post(*m, [sp = &program_](Executor& ex, TokenMessage& v) {
         run_stage(ex, *sp, v, [](const std::string&, const Timed&) {});
       });
-      run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
-        trace(*m, label, t);
-        wait_until(t);
-      });
+      if (!chain_trace_.tap) {
+        run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
+          trace(*m, label, t);
+          wait_until(t);
+        });
+      } else {
+        run_traced(*m);
+      }
       m->handed_at = now_cycles();
+      if (chain_trace_.tap) record_pass(*m);
       out->write(m);
     }
+  }
+
+  // run_stage as above, each phase recorded for --trace: from when this
+  // process started it to when its output was complete, with the bytes it
+  // put on the links (counted before waiting: other stages run meanwhile).
+  void run_traced(TokenMessage & m) {
+    TraceTap& tap = *chain_trace_.tap;
+    phases_.clear();
+    pass_enter_ = now_cycles();
+    pass_message_ = tap.message(&m);
+    Cycles begin = pass_enter_;
+    std::uint64_t mark = tap.carried(chain_trace_.first_wafer, chain_trace_.wafers);
+    run_stage(ex_, program_, m, [&](const std::string& label, const Timed& t) {
+      trace(m, label, t);
+      const std::uint64_t bytes = tap.carried(chain_trace_.first_wafer, chain_trace_.wafers) - mark;
+      wait_until(t);
+      const Cycles end = now_cycles();
+      phases_.push_back({tap.trace().label(label), begin, end, bytes});
+      begin = end;
+      mark = tap.carried(chain_trace_.first_wafer, chain_trace_.wafers);
+    });
+  }
+
+  void record_pass(const TokenMessage& m) {
+    TraceTap& tap = *chain_trace_.tap;
+    analysis::TracePass pass;
+    pass.stage = trace_stage_;
+    pass.message = pass_message_;
+    pass.user = m.user;
+    pass.position = m.position;
+    pass.tokens = m.tokens;
+    pass.prefill = m.prefill;
+    pass.enter = pass_enter_;
+    pass.leave = m.handed_at;
+    pass.wafer_link_bytes = tap.carried(stage_wafer_, 1);
+    tap.trace().add_pass(pass, phases_);
   }
 
   // WAFERSIM_TRACE=POSITION prints, for that token, when each phase's output
@@ -164,6 +261,12 @@ SC_MODULE(StageModule) {
   const Pipeline p_;
   Executor& ex_;
   const StageProgram& program_;
+  ChainTrace chain_trace_;  // tap null: --trace is off
+  std::uint32_t trace_stage_ = 0;
+  int stage_wafer_ = 0;
+  Cycles pass_enter_;
+  std::uint32_t pass_message_ = 0;
+  std::vector<analysis::TracePhase> phases_;
   int trace_position_ =
       std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
 };
@@ -446,7 +549,8 @@ SC_MODULE(HostModule) {
 // first stage, out() is what its head hands back.
 class StageChain {
  public:
-  StageChain(const std::string& prefix, const Pipeline& p, int depth) {
+  StageChain(const std::string& prefix, const Pipeline& p, int depth,
+             const ChainTrace& chain_trace) {
     const Program& program = *p.program;
     const std::size_t n = program.stages.size();
     for (std::size_t i = 0; i <= n; ++i)
@@ -456,7 +560,8 @@ class StageChain {
       std::string name =
           prefix + program.stages[i].name;  // "layer 3 attention" -> "layer_3_attention"
       std::replace(name.begin(), name.end(), ' ', '_');
-      stages_.push_back(std::make_unique<StageModule>(name.c_str(), p, program.stages[i]));
+      stages_.push_back(
+          std::make_unique<StageModule>(name.c_str(), p, program.stages[i], chain_trace));
       stages_.back()->in(*fifos_[i]);
       stages_.back()->out(*fifos_[i + 1]);
     }
@@ -666,7 +771,8 @@ class Simulation {
     const int depth =
         users * (static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens) + 2;
     const Pipeline target = target_->pipeline(placed.target->program, recycling);
-    chain_ = std::make_unique<StageChain>("", target, depth);
+    if (options.trace) tap_.emplace(*options.trace);
+    chain_ = std::make_unique<StageChain>("", target, depth, chain_trace(*placed.target, ""));
     log_.resize(static_cast<std::size_t>(users));
     for (int u = 0; u < users; ++u)
       log_[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
@@ -704,6 +810,14 @@ class Simulation {
   const std::optional<models::Weights>& draft_weights() const { return draft_weights_; }
 
  private:
+  // With --trace, the wafers of `placed` join the tap, and its chain
+  // records there; off, nothing.
+  ChainTrace chain_trace(const PlacedSystem& placed, const std::string& prefix) {
+    if (!tap_) return {};
+    const int first = tap_->add_wafers(placed.wafer_ptrs, prefix, sc_.hardware.sram_capacity());
+    return {&*tap_, first, static_cast<int>(placed.wafer_ptrs.size()), prefix};
+  }
+
   // The draft's weights, executors and stage chain, and the rounds the host
   // drives it by.
   Pipeline make_draft(const PlacedSystem& placed, RecordRecycler* recycling, int threads, int bits,
@@ -719,7 +833,8 @@ class Simulation {
                                                  sc_.workload.seed, threads, lane_.get());
     const Pipeline draft = draft_->pipeline(placed.program, recycling);
     draft_chain_ =
-        std::make_unique<StageChain>("draft_", draft, depth + sc_.workload.users * sd.draft_tokens);
+        std::make_unique<StageChain>("draft_", draft, depth + sc_.workload.users * sd.draft_tokens,
+                                     chain_trace(placed, "draft "));
     speculation_.emplace();  // what the run is; the rounds count how it went
     speculation_->draft_model = sd.draft.name;
     speculation_->draft_wafers = static_cast<int>(placed.wafers.size());
@@ -735,6 +850,7 @@ class Simulation {
   const RunOptions& options_;
   std::optional<models::Weights> weights_;
   std::unique_ptr<ValueLane> lane_;
+  std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
   std::unique_ptr<StageChain> chain_;
   HostLog log_;

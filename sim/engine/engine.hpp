@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/run_result.hpp"
+#include "analysis/run_trace.hpp"
 #include "sim/config/scenario.hpp"
 
 namespace wafersim::sim {
@@ -54,6 +55,10 @@ struct RunOptions {
   // left back for reuse (sim/exec/record_recycler.hpp). Results are bit-identical
   // either way; off, every wafer keeps its records for the whole run.
   bool recycle_link_records = true;
+  // When set (`run --trace`), filled with every stage pass and its phases
+  // as the simulation runs (analysis/run_trace.hpp). Null: nothing is
+  // recorded, and the results are the same either way.
+  analysis::RunTrace* trace = nullptr;
 };
 
 analysis::RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
