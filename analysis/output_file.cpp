@@ -20,6 +20,19 @@ void sync_file(const std::filesystem::path& p) {
   if (rc != 0) throw std::system_error(err, std::generic_category(), "fsync");
 }
 
+void check_writable(const std::filesystem::path& path) {
+  const std::filesystem::path probe = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(probe, std::ios::binary);
+    if (!f.good())
+      throw OutputError(path,
+                        "its folder does not exist or is not writable; give a path in an "
+                        "existing folder you can write to");
+  }
+  std::error_code ignored;
+  std::filesystem::remove(probe, ignored);
+}
+
 void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   const auto discard = [&] {

@@ -5,14 +5,17 @@
 #include <string>
 
 #include "analysis/hdf5_output.hpp"
+#include "analysis/html_report.hpp"
 #include "analysis/json_output.hpp"
 #include "analysis/metrics.hpp"
+#include "analysis/output_file.hpp"
 #include "analysis/report.hpp"
 #include "analysis/trace_output.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/studies/baselines.hpp"
+#include "sim/studies/placement_report.hpp"
 #include "sim/studies/subprocess.hpp"
 
 namespace wafersim::sim {
@@ -20,7 +23,7 @@ namespace wafersim::sim {
 namespace {
 
 struct RunArgs {
-  std::string scenario, out;
+  std::string scenario, out, report;
   bool json = false, functional = false, timing_only = false;
   ScenarioOverrides overrides;
   std::vector<std::string> set;  // KEY=VALUE
@@ -44,6 +47,7 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   overrides.set = parse_set_options(a.set);
   const Scenario sc = load_scenario(a.scenario, presets, overrides);
   check_single_batch(sc, "run");
+  if (!a.report.empty()) analysis::check_writable(a.report);  // before minutes of simulating
   std::optional<bool> functional_flag;
   if (a.functional) functional_flag = true;
   if (a.timing_only) functional_flag = false;
@@ -70,6 +74,12 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     // The resolved scenario next to the results reproduces the run.
     write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
   }
+  if (!a.report.empty()) {
+    const analysis::PlacementPicture picture = run_placement_picture(sc, result);
+    analysis::write_text_atomically(a.report,
+                                    analysis::run_report_html(result, metrics, &picture));
+    if (a.json) std::cerr << "wrote " << a.report << "\n";
+  }
   if (!a.trace.empty()) {
     analysis::write_trace(a.trace, trace, result);
     std::cerr << "wrote " << a.trace << (trace.truncated() ? " (truncated: see its otherData)" : "")
@@ -81,6 +91,7 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     analysis::write_report(std::cout, result, metrics);
     if (!results.empty())
       std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";
+    if (!a.report.empty()) std::cout << "wrote " << a.report << "\n";
   }
   if (options.functional && result.tokens != result.reference_tokens)
     throw CommandError(kExitInternal, "simulated tokens differ from the reference forward pass");
@@ -96,6 +107,9 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--json", a->json, "Print one JSON object to stdout instead of the report");
   run_cmd->add_option("--out", a->out,
                       "Write results to this HDF5 file (and the resolved scenario beside it)");
+  run_cmd->add_option("--report", a->report,
+                      "Write a self-contained HTML report (figures, critical path, per-token "
+                      "latency, GPU comparison, placement pictures)");
   auto* f_opt = run_cmd->add_flag("--functional", a->functional,
                                   "Compute real numbers and compare with the reference");
   auto* t_opt =

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/html_report.hpp"
+#include "analysis/output_file.hpp"
 #include "analysis/serving_output.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
@@ -17,7 +19,7 @@ namespace wafersim::sim {
 namespace {
 
 struct ServeArgs {
-  std::string scenario, out, csv, cache;
+  std::string scenario, out, csv, cache, report;
   std::vector<std::string> set;
   bool json = false, no_cache = false;
   int jobs = 0;
@@ -101,6 +103,7 @@ std::string calibration_line(const Calibration& c) {
 
 int serve(const ServeArgs& a, const std::filesystem::path& presets) {
   const Scenario sc = load(a, presets);
+  if (!a.report.empty()) analysis::check_writable(a.report);  // before the study
   ServingStudyOptions o;
   o.calibration = calibration_options(a, presets);
   o.progress = progress;
@@ -117,12 +120,17 @@ int serve(const ServeArgs& a, const std::filesystem::path& presets) {
     write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
   }
   if (!a.csv.empty()) analysis::write_requests_csv(a.csv, study.results);
+  if (!a.report.empty()) {
+    analysis::write_text_atomically(a.report, analysis::serving_report_html(h, study.results));
+    if (a.json) std::cerr << "wrote " << a.report << "\n";
+  }
   if (a.json) {
     std::cout << analysis::serving_json(h, study.results).dump(1) << "\n";
   } else {
     analysis::write_serving_report(std::cout, h, study.results);
     if (!results.empty()) std::cout << "results: " << results << "\n";
     if (!a.csv.empty()) std::cout << "requests: " << a.csv << "\n";
+    if (!a.report.empty()) std::cout << "wrote " << a.report << "\n";
   }
   return kExitSuccess;
 }
@@ -196,6 +204,8 @@ RegisteredCommand add_serve_command(CLI::App& app) {
   c->add_flag("--json", a->json, "Print one JSON object instead of the report");
   c->add_option("--out", a->out, "Write results to this HDF5 file (and the resolved scenario)");
   c->add_option("--csv", a->csv, "Write every request of every system to this CSV file");
+  c->add_option("--report", a->report,
+                "Write a self-contained HTML report (TTFT/TPOT CDFs, SLO attainment, queue)");
   const CLI::App* root = &app;
   return {c, [a, root] { return serve(*a, preset_dir(*root)); }, [a] { return a->scenario; }};
 }

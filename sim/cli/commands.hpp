@@ -41,7 +41,7 @@ struct RegisteredCommand {
   std::function<std::string()> scenario = nullptr;
 };
 
-// wafersim run SCENARIO [--json] [--out FILE] [--functional|--timing-only]
+// wafersim run SCENARIO [--json] [--out FILE] [--report FILE.html] [--functional|--timing-only]
 //              [--hardware ..] [--model ..] [--precision ..] [--wafers ..] [--users N]
 //              [--placement FILE] [--threads N] [--keep-link-records]: simulate and report.
 RegisteredCommand add_run_command(CLI::App& app);
@@ -66,9 +66,13 @@ RegisteredCommand add_noc_command(CLI::App& app);
 RegisteredCommand add_bench_command(CLI::App& app);
 
 // wafersim sweep SCENARIO [--model a,b] [--hardware ..] [--precision ..]
-//                [--wafers ..] [--users 1,2,4] [-j N] [--shard K/N|mpi] [--json]
-//                [--csv FILE]: the scenario at every point of the grid.
+//                [--wafers ..] [--users 1,2,4] [-j N] [--shard K/N] [--out JOURNAL]
+//                [--json] [--csv FILE]: the scenario at every point of the grid (over
+//                MPI ranks when mpirun/srun started it).
 RegisteredCommand add_sweep_command(CLI::App& app);
+// wafersim merge JOURNAL... [--json] [--csv FILE] [--out FILE]: the journals of
+// a sweep's shards as one sweep (missing points named, exit 1).
+RegisteredCommand add_merge_command(CLI::App& app);
 
 // wafersim yield SCENARIO --rates R1,R2,... [--wafers N] [-j N] [--json]: the
 // fraction of drawn wafers whose defects the spares repair, per rate.
@@ -82,8 +86,8 @@ RegisteredCommand add_regress_command(CLI::App& app);
 // side by side (exit 4 when a figure got worse by more than PCT percent).
 RegisteredCommand add_compare_command(CLI::App& app);
 
-// wafersim serve SCENARIO [--json] [--out FILE.h5] [--csv FILE] [--set K=V] [-j N]
-//                [--cache DIR | --no-cache]: a serving study.
+// wafersim serve SCENARIO [--json] [--out FILE.h5] [--csv FILE] [--report FILE.html]
+//                [--set K=V] [-j N] [--cache DIR | --no-cache]: a serving study.
 RegisteredCommand add_serve_command(CLI::App& app);
 // wafersim capacity SCENARIO [--target-rate R] [...as serve]: rate per replica within the SLO.
 RegisteredCommand add_capacity_command(CLI::App& app);

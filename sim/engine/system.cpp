@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "fabric/defects.hpp"
+
 #include "sim/config/placement_file.hpp"
 
 namespace wafersim::sim {
@@ -13,10 +15,10 @@ PlacementRequest placement_request(const Scenario& sc,
                                    const std::function<void(int, int)>& progress) {
   PlacementRequest req;
   static_cast<PlacementChoices&>(req) = sc.placement;
-  req.context_tokens = std::max(sc.placement.reserve_context_tokens,
-                                sc.workload.cached_tokens +
-                                    static_cast<int>(sc.workload.prompt_ids.size()) +
-                                    sc.workload.generate_tokens);
+  req.context_tokens =
+      std::max(sc.placement.reserve_context_tokens,
+               sc.workload.cached_tokens + static_cast<int>(sc.workload.prompt_ids.size()) +
+                   sc.workload.generate_tokens);
   req.users = std::max(sc.placement.reserve_users, sc.workload.users);
   req.weight_bits = models::dtype_bits(sc.precision);
   req.progress = progress;
@@ -68,7 +70,8 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
   const PlacementRequest req = placement_request(sc, progress);
   sys->placement = plan_system(sc, req);
   for (int w = 0; w < sys->placement.wafers; ++w) {
-    sys->wafers.push_back(std::make_unique<fabric::Fabric>(sc.hardware));
+    // Each wafer its own defect draw where spares repair it (fabric/defects.hpp).
+    sys->wafers.push_back(std::make_unique<fabric::Fabric>(fabric::wafer_instance(sc.hardware, w)));
     sys->wafer_ptrs.push_back(sys->wafers.back().get());
   }
   allocate_placement(sc.model, sys->placement, sys->wafer_ptrs, req);

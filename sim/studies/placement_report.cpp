@@ -14,6 +14,29 @@
 
 namespace wafersim::sim {
 
+std::vector<RegionInfo> placement_regions(const Placement& pl) {
+  std::vector<RegionInfo> regions;
+  for (const LayerStage& st : pl.layers) {
+    if (st.whole_region) {
+      // Every matrix and the KV cache span the layer's region (shared with
+      // the other layers of its group): the region is the layer's one rectangle.
+      regions.push_back(
+          {fmt::format("layer {} (whole region)", st.layer), st.layer, st.wafer, st.strip});
+      continue;
+    }
+    for (const MatrixPlacement* m : st.matrices())
+      regions.push_back({m->name, st.layer, st.wafer, m->rect, m->upward});
+    regions.push_back(
+        {fmt::format("layer {} attention", st.layer), st.layer, st.wafer, st.attention.rect});
+  }
+  regions.push_back({"lm_head", -1, pl.head.wafer, pl.head.lm_head.rect});
+  if (!pl.head.tied) regions.push_back({"embedding", -1, pl.head.wafer, pl.head.embedding.rect});
+  if (pl.head.position_embedding.p() > 0)
+    regions.push_back({"position_embedding", -1, pl.head.wafer, pl.head.position_embedding.rect});
+
+  return regions;
+}
+
 PlacementReport evaluate_placement(const Scenario& sc,
                                    const std::function<void(int, int)>& progress) {
   const std::unique_ptr<PlacedSystem> sys = place_system(sc, progress);
@@ -38,23 +61,7 @@ PlacementReport evaluate_placement(const Scenario& sc,
   const bool shared = std::any_of(pl.layers.begin(), pl.layers.end(),
                                   [](const LayerStage& st) { return st.whole_region; });
   if (!shared) r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
-  for (const LayerStage& st : pl.layers) {
-    if (st.whole_region) {
-      // Every matrix and the KV cache span the layer's region (shared with
-      // the other layers of its group): the region is the layer's one rectangle.
-      r.regions.push_back(
-          {fmt::format("layer {} (whole region)", st.layer), st.layer, st.wafer, st.strip});
-      continue;
-    }
-    for (const MatrixPlacement* m : st.matrices())
-      r.regions.push_back({m->name, st.layer, st.wafer, m->rect, m->upward});
-    r.regions.push_back(
-        {fmt::format("layer {} attention", st.layer), st.layer, st.wafer, st.attention.rect});
-  }
-  r.regions.push_back({"lm_head", -1, pl.head.wafer, pl.head.lm_head.rect});
-  if (!pl.head.tied) r.regions.push_back({"embedding", -1, pl.head.wafer, pl.head.embedding.rect});
-  if (pl.head.position_embedding.p() > 0)
-    r.regions.push_back({"position_embedding", -1, pl.head.wafer, pl.head.position_embedding.rect});
+  r.regions = placement_regions(pl);
 
   // One decode token (user 0, position 0) through every stage, timing only.
   fabric::WaferIo io(sc.hardware, pl.wafers);
@@ -168,99 +175,38 @@ nlohmann::ordered_json placement_json(const PlacementReport& r) {
   return j;
 }
 
-namespace {
-
-// A blue -> green -> yellow ramp for t in [0, 1].
-std::string heat(double t) {
-  t = std::clamp(t, 0.0, 1.0);
-  const int r = static_cast<int>(std::lround(68 + t * (253 - 68)));
-  const int g = static_cast<int>(std::lround(1 + t * (231 - 1)));
-  const int b = static_cast<int>(
-      std::lround(84 + (t < 0.5 ? t * 2 * (140 - 84) : (1 - t) * 2 * (140 - 84) - 50 * (t - 0.5))));
-  return fmt::format("#{:02x}{:02x}{:02x}", r, g, std::clamp(b, 0, 255));
+analysis::PlacementPicture placement_picture(const PlacementReport& r) {
+  analysis::PlacementPicture p;
+  p.mesh_width = r.mesh_width;
+  p.mesh_height = r.mesh_height;
+  p.wafers = r.wafers;
+  p.layers = r.layers;
+  p.regions = r.regions;
+  p.core_sram = r.core_sram;
+  p.link_bytes = r.link_bytes;
+  p.sram_capacity_per_core = r.sram_capacity_per_core;
+  p.link_basis = "one decode token";
+  return p;
 }
-
-std::string layer_colour(int layer, int layers) {
-  if (layer < 0) return "#555555";
-  const double hue = 360.0 * (layer % std::max(1, layers)) / std::max(1, layers);
-  return fmt::format("hsl({:.0f},65%,60%)", hue);
-}
-
-}  // namespace
 
 std::string placement_svg(const PlacementReport& r) {
-  const int W = r.mesh_width, H = r.mesh_height;
-  const int cell =
-      std::max(1, static_cast<int>(std::ceil(std::max(W, H) / 160.0)));  // cores per cell side
-  const int cw = (W + cell - 1) / cell, ch = (H + cell - 1) / cell;
-  const double px = 480.0 / std::max(cw, ch);  // pixels per cell
-  const double panel_w = cw * px, panel_h = ch * px;
-  const double gap = 30, top = 40;
-  const double total_w = 3 * panel_w + 4 * gap, total_h = r.wafers * (panel_h + top + gap) + gap;
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
-      "font-family=\"sans-serif\" "
-      "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      total_w, total_h);
-  const double region_scale = px / cell;  // pixels per core
-  for (int w = 0; w < r.wafers; ++w) {
-    const double y0 = gap + w * (panel_h + top + gap) + top;
-    const char* titles[] = {"regions (colour = layer)", "SRAM used per core",
-                            "link bytes per decode token"};
-    for (int p = 0; p < 3; ++p)
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">wafer {}: {}</text>\n",
-                       gap + p * (panel_w + gap), y0 - 8, w, titles[p]);
-    // Panel 1: regions.
-    s += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#eee\"/>\n", gap,
-        y0, panel_w, panel_h);
-    for (const RegionInfo& g : r.regions) {
-      if (g.wafer != w) continue;
-      const double x = gap + g.rect.x0 * region_scale, y = y0 + g.rect.y0 * region_scale;
-      const double gw = g.rect.width * region_scale, gh = g.rect.height * region_scale;
-      s += fmt::format(
-          "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
-          "stroke=\"#333\" "
-          "stroke-width=\"0.3\"><title>{} ({} x {} cores{})</title></rect>\n",
-          x, y, gw, gh, layer_colour(g.layer, r.layers), g.name, g.rect.width, g.rect.height,
-          g.upward ? ", input from the bottom row" : "");
-      if (gh > 10 && gw > 14 && (g.name.find(" qkv") != std::string::npos || g.layer < 0))
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">{}</text>\n", x + 1,
-                         y + 9, g.layer < 0 ? g.name : std::to_string(g.layer));
-    }
-    // Panels 2 and 3: heatmaps, a cell = the max (SRAM) or sum (links) of its cores.
-    for (int p = 1; p < 3; ++p) {
-      std::vector<double> v(static_cast<std::size_t>(cw) * ch, 0.0);
-      for (int y = 0; y < H; ++y)
-        for (int x = 0; x < W; ++x) {
-          const std::size_t core = (static_cast<std::size_t>(w) * H + y) * W + x;
-          double& c = v[static_cast<std::size_t>(y / cell) * cw + x / cell];
-          if (p == 1) {
-            c = std::max(c, static_cast<double>(r.core_sram[core]));
-          } else {
-            for (int d = 0; d < 4; ++d) c += static_cast<double>(r.link_bytes[core * 4 + d]);
-          }
-        }
-      const double vmax = std::max(1.0, *std::max_element(v.begin(), v.end()));
-      const double norm = p == 1 ? static_cast<double>(r.sram_capacity_per_core) : vmax;
-      const double x0 = gap + p * (panel_w + gap);
-      for (int cy = 0; cy < ch; ++cy)
-        for (int cx = 0; cx < cw; ++cx) {
-          const double val = v[static_cast<std::size_t>(cy) * cw + cx];
-          s += fmt::format(
-              "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"/>\n",
-              x0 + cx * px, y0 + cy * px, px + 0.05, px + 0.05,
-              val <= 0 ? std::string("#f4f4f4")
-                       : heat(p == 1 ? val / norm : std::sqrt(val / norm)));
-        }
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\">max {} {}</text>\n", x0,
-                       y0 + panel_h + 12,
-                       human(p == 1 ? static_cast<double>(r.sram_capacity_per_core) : vmax),
-                       p == 1 ? "(capacity)" : "per cell (sqrt scale)");
-    }
-  }
-  s += "</svg>\n";
-  return s;
+  return analysis::placement_svg(placement_picture(r));
+}
+
+analysis::PlacementPicture run_placement_picture(const Scenario& sc,
+                                                 const analysis::RunResult& result) {
+  const Placement pl = plan_system(sc, placement_request(sc));
+  analysis::PlacementPicture p;
+  p.mesh_width = result.mesh_width;
+  p.mesh_height = result.mesh_height;
+  p.wafers = result.wafers;
+  p.layers = sc.model.num_layers;
+  p.regions = placement_regions(pl);
+  p.core_sram = result.core_sram_bytes;
+  p.link_bytes = result.link_bytes;
+  p.sram_capacity_per_core = sc.hardware.sram_per_core.value;
+  p.link_basis = "the whole run";
+  return p;
 }
 
 }  // namespace wafersim::sim

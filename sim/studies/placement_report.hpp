@@ -11,18 +11,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/placement_picture.hpp"
+#include "analysis/run_result.hpp"
 #include "fabric/mesh.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/placement/placement.hpp"
 
 namespace wafersim::sim {
 
-struct RegionInfo {
-  std::string name;  // "layer 3 qkv", "layer 3 attention", "lm_head", ...
-  int layer = -1;    // -1 for the head
-  int wafer = 0;
-  fabric::Rect rect;
-  bool upward = false;  // a matrix turned upside down (MatrixPlacement::upward)
-};
+// A placed rectangle (a matrix, a layer's attention, the head).
+using RegionInfo = analysis::PlacedRegion;
 
 struct PlacementReport {
   std::string scenario;
@@ -57,9 +55,18 @@ PlacementReport evaluate_placement(const Scenario& scenario,
 
 void write_placement_summary(std::ostream& out, const PlacementReport& r);
 nlohmann::ordered_json placement_json(const PlacementReport& r);
-// Three panels per wafer: the regions coloured by layer and labelled, a
-// heatmap of SRAM use per core and one of the bytes a decode token puts on
-// each core's outgoing links (downsampled to at most ~160 cells a side).
+// The placement's rectangles, layers in order, then the head's.
+std::vector<RegionInfo> placement_regions(const Placement& placement);
+
+// The picture of the report (analysis/placement_picture.hpp): regions, SRAM
+// per core and the bytes one decode token puts on each core's links.
+analysis::PlacementPicture placement_picture(const PlacementReport& r);
 std::string placement_svg(const PlacementReport& r);
+
+// The picture of a finished run: the scenario's placement planned again (the
+// same plan the run used: planning is deterministic) and the run's own SRAM
+// and link counters (link bytes over the whole run).
+analysis::PlacementPicture run_placement_picture(const Scenario& scenario,
+                                                 const analysis::RunResult& result);
 
 }  // namespace wafersim::sim

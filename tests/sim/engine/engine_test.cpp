@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "analysis/metrics.hpp"
+#include "fabric/defects.hpp"
+#include "fabric/redundancy.hpp"
 #include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
 #include "support/test_spec.hpp"
@@ -236,6 +238,37 @@ TEST(Defects, DeadCoresAndTheHaloHoldNothing) {
   ASSERT_GE(fab.defects().dead_count(), 2u);
   for (const Coord& c : fab.defects().dead_cores())
     EXPECT_EQ(fab.sram().used(fab.mesh().id(c)).value, 0u) << c.x << ", " << c.y;
+}
+
+// With spares, each wafer of a pipeline draws its own defects (wafer 0 the
+// scenario's seed), repairs them, and the placement is the same on all.
+TEST(Defects, EachSparedWaferOfAPipelineHasItsOwnRepairedMap) {
+  Scenario sc = on_wafers(quickstart(8), 2);
+  sc.hardware.redundancy = fabric::Redundancy{8, 1, Cycles{1}};
+  sc.hardware.defect_rate = 0.003;
+  // The first seed whose two wafers both repair (checked apart from the engine).
+  auto repairs = [&](int w) {
+    const fabric::WaferSpec s = fabric::wafer_instance(sc.hardware, w);
+    return !fabric::first_unrepairable(s.redundancy, s.mesh_width, fabric::physical_defects(s));
+  };
+  while (!(repairs(0) && repairs(1))) ++sc.hardware.defect_seed;
+  EXPECT_EQ(fabric::wafer_instance(sc.hardware, 0).defect_seed, sc.hardware.defect_seed);
+  const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+  ASSERT_EQ(sys->wafers.size(), 2u);
+  std::array<std::vector<Coord>, 2> maps;
+  for (int w = 0; w < 2; ++w) {
+    const fabric::DefectMap drawn =
+        fabric::physical_defects(fabric::wafer_instance(sc.hardware, w));
+    maps[static_cast<std::size_t>(w)] = drawn.dead_cores();
+    ASSERT_NE(sys->wafers[static_cast<std::size_t>(w)]->repair(), nullptr);
+    EXPECT_EQ(sys->wafers[static_cast<std::size_t>(w)]->repair()->dead_cores(), drawn.dead_count());
+  }
+  EXPECT_NE(maps[0], maps[1]);
+  // Timing runs through both repaired wafers; the dead cores are summed.
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  EXPECT_EQ(static_cast<std::size_t>(r.dead_cores), maps[0].size() + maps[1].size());
 }
 
 TEST(Functional, EveryUserGetsItsOwnReferenceTokens) {
