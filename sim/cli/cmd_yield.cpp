@@ -24,10 +24,11 @@ struct YieldOptions {
   int wafers = 100;
   int threads = 0;
   bool json = false;
+  ScenarioOverrideOptions overrides;  // all but --wafers, which counts the wafers drawn here
 };
 
 int run_yield(const YieldOptions& o, const CLI::App& root) {
-  const Scenario sc = load_scenario(o.scenario, preset_dir(root));
+  const Scenario sc = load_scenario_with(o.scenario, preset_dir(root), o.overrides);
   const fabric::WaferSpec& hw = sc.hardware;
   for (double r : o.rates)
     if (!(r >= 0.0 && r < 1.0))
@@ -95,6 +96,7 @@ RegisteredCommand add_yield_command(CLI::App& app) {
   cmd->add_option("-j,--threads", o->threads, "Host threads (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  add_scenario_override_options(cmd, o->overrides, {"--wafers"});
   const CLI::App* root = &app;
   return {cmd, [o, root] { return run_yield(*o, *root); }, [o] { return o->scenario; }};
 }
