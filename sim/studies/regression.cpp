@@ -98,7 +98,7 @@ std::vector<std::string> summarise_changes(const Json& want, const Json& got,
     const bool better = f->higher_is_better ? y > x : y < x;
     const std::string change =
         x == 0.0 ? std::string("from 0") : fmt::format("{:+.2f}%", (y - x) / std::fabs(x) * 100.0);
-    out.push_back(fmt::format("{}: {} -> {} {} ({}, {} is better)", name, shown_number(x),
+    out.push_back(fmt::format("{}: {} -> {} {} ({}, {}; {} is better)", name, shown_number(x),
                               shown_number(y), f->compared_unit(), change,
                               better ? "better" : "worse",
                               f->higher_is_better ? "higher" : "lower"));

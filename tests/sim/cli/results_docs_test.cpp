@@ -113,7 +113,7 @@ Hdf5Contents hdf5_contents(const std::string& file) {
   const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   EXPECT_GE(f, 0) << file;
   if (f < 0) return c;
-  H5Ovisit(f, H5_INDEX_NAME, H5_ITER_INC, collect_object, &c, H5O_INFO_BASIC);
+  H5Ovisit(f, H5_INDEX_NAME, H5_ITER_INC, collect_object, &c);
   H5Fclose(f);
   return c;
 }
