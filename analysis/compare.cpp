@@ -113,13 +113,14 @@ void write_comparison(std::ostream& out, const Comparison& c, double fail_percen
   for (const std::string& d : c.setup_differences)
     out << fmt::format("WARNING: different setups, {}: the figures measure different things\n", d);
   out << "\n";
-  out << fmt::format("{:<30} {:>16} {:>16} {:>10}  {}\n", "figure", "A", "B", "change",
-                     "B vs A");
+  out << fmt::format("{:<30} {:>7} {:>16} {:>16} {:>10}  {}\n", "figure", "better", "A", "B",
+                     "change", "B vs A");
   for (const FigureChange& f : c.figures) {
     const double change = f.change_percent();
     const double worse = f.worsening_percent();
     const char* verdict = change == 0.0 ? "" : worse > 0 ? "worse" : "better";
-    out << fmt::format("{:<30} {:>16.6g} {:>16.6g} {:>+9.2f}%  {}{}\n", f.name, f.a, f.b, change,
+    out << fmt::format("{:<30} {:>7} {:>16.6g} {:>16.6g} {:>+9.2f}%  {}{}\n", f.name,
+                       f.higher_is_better ? "higher" : "lower", f.a, f.b, change,
                        verdict, fail_percent >= 0 && worse > fail_percent ? "  REGRESSION" : "");
   }
   if (fail_percent >= 0) {

@@ -250,12 +250,11 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
     if (m.critical_path_basis == "decode" && m.cycles_per_token > Cycles{0} &&
         mean_latency != m.cycles_per_token.value)
       out << fmt::format(
-          "  (one token's latency; cycles/token above, {}, is the mean time between one user's "
-          "tokens{})\n",
+          "  (that is one token's latency; cycles/token above, {}, is the mean time between one "
+          "user's generated tokens: the two differ by how token passes wait for or overlap one "
+          "another{})\n",
           format_grouped(m.cycles_per_token.value),
-          r.speculative ? ": a verification round, shared by the tokens it accepts"
-                        : ", not one token's latency: they differ by the waits and overlaps "
-                          "between token passes");
+          r.speculative ? ", and by the draft's proposals and verification rounds" : "");
     for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
       const Resource c = kPathCategories[i];
       const double mean = static_cast<double>(cycles_in(m.critical_path, c).value) /
