@@ -15,7 +15,7 @@
 namespace wafersim::sim {
 
 // "8 s", "3 min 05 s", "1 h 02 min".
-inline std::string format_duration(double seconds) {
+inline std::string format_wall_time(double seconds) {
   if (!(seconds >= 0.0)) seconds = 0.0;
   const long long s = std::llround(seconds);
   if (s < 60) return fmt::format("{} s", s);
@@ -75,7 +75,7 @@ class ProgressReporter {
   }
   static std::string eta(long long done, long long total, double elapsed) {
     if (done <= 0 || done >= total) return "";
-    return ", about " + format_duration(elapsed * static_cast<double>(total - done) /
+    return ", about " + format_wall_time(elapsed * static_cast<double>(total - done) /
                                         static_cast<double>(done)) +
            " left";
   }
@@ -84,11 +84,11 @@ class ProgressReporter {
     const int filled = static_cast<int>(std::min(done, total) * width / total);
     return fmt::format("  {} [{}{}] {}, {}{}", what_, std::string(static_cast<std::size_t>(filled), '#'),
                        std::string(static_cast<std::size_t>(width - filled), '.'),
-                       counts(done, total), format_duration(elapsed), eta(done, total, elapsed));
+                       counts(done, total), format_wall_time(elapsed), eta(done, total, elapsed));
   }
   std::string line(long long done, long long total, double elapsed) const {
     return fmt::format("wafersim: {}: {} ({}%), {} elapsed{}", what_, counts(done, total),
-                       done * 100 / total, format_duration(elapsed), eta(done, total, elapsed));
+                       done * 100 / total, format_wall_time(elapsed), eta(done, total, elapsed));
   }
 
   std::string what_, unit_;

@@ -222,9 +222,9 @@ TEST(Progress, AShortTaskLeavesNoLineAndATerminalGetsABarWithEta) {
 }
 
 TEST(Progress, DurationsReadAsAPersonWritesThem) {
-  EXPECT_EQ(wafersim::sim::format_duration(8.4), "8 s");
-  EXPECT_EQ(wafersim::sim::format_duration(185), "3 min 05 s");
-  EXPECT_EQ(wafersim::sim::format_duration(3720), "1 h 02 min");
+  EXPECT_EQ(wafersim::sim::format_wall_time(8.4), "8 s");
+  EXPECT_EQ(wafersim::sim::format_wall_time(185), "3 min 05 s");
+  EXPECT_EQ(wafersim::sim::format_wall_time(3720), "1 h 02 min");
 }
 
 }  // namespace
