@@ -312,10 +312,7 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
   const Baselines& b = *r.baselines;
   H5::Group g = make_group(f, "gpu_baselines");
   for (const SystemFigure* fig : kHdf5GpuBaselines) write_system_column(g, *fig, b.gpus);
-  // As the JSON's entries have them; written after the columns the reader
-  // requires, so that files without them (written before) read as before.
-  for (const SystemFigure* fig : {&system_figure::replicas, &system_figure::kv_limited})
-    write_system_column(g, *fig, b.gpus);
+  for (const SystemFigure* fig : kHdf5GpuBaselinesWrittenOnly) write_system_column(g, *fig, b.gpus);
 
   H5::Group w = make_group(f, "wafer_system");
   for (const SystemFigure* fig : kHdf5WaferSystemAttributes)
