@@ -145,8 +145,9 @@ std::filesystem::path preset_dir(const CLI::App& app);
 // "  WHAT [####....] DONE/TOTAL UNIT, ELAPSED, ETA", wiped when DONE reaches
 // TOTAL. Otherwise (a log file, a pipe) plain lines "wafersim: WHAT: DONE/TOTAL
 // UNIT (PCT%), ELAPSED elapsed, ETA", at most one per 10 s of wall time or per
-// 10% step, and one at the end. The clock starts at the first call for WHAT
-// (or when DONE is 0).
+// 10% step, none in a task's first 2 s, and one at the end of a task that
+// printed lines or took 10 s. The clock starts at the first call for WHAT
+// (or when DONE goes back).
 void show_progress_bar(const std::string& what, int done, int total, const std::string& unit = "");
 // "placing on N wafers", the bar of run and place.
 void show_placement_progress(int wafers, int wafer);

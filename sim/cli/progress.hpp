@@ -26,7 +26,8 @@ inline std::string format_wall_time(double seconds) {
 // For a log (not a terminal): a line when `interval_s` has passed since the
 // last one, or at a new 10% step (but not within `step_gap_s` of the last
 // line); nothing during the first `quiet_s` (a short task stays silent), and
-// a last line at the end only when earlier lines were printed.
+// a last line at the end when earlier lines were printed or the task took
+// `interval_s` or more (a long phase without steps still leaves its time).
 struct ProgressThrottle {
   double interval_s = 10.0;
   double step_gap_s = 1.0;
@@ -58,7 +59,7 @@ class ProgressReporter {
     const double since = std::chrono::duration<double>(now - last_line_).count();
     bool show = false;
     if (done >= total)
-      show = printed_;
+      show = printed_ || elapsed >= throttle_.interval_s;  // a long task says it ended
     else if (elapsed >= throttle_.quiet_s)
       show = since >= throttle_.interval_s ||
              (step > last_step_ && (since >= throttle_.step_gap_s || !printed_));

@@ -214,6 +214,12 @@ TEST(Progress, AShortTaskLeavesNoLineAndATerminalGetsABarWithEta) {
   ProgressReporter quick("placing", "", false);
   const auto t0 = ProgressReporter::Clock::time_point{};
   for (int i = 0; i <= 10; ++i) EXPECT_FALSE(quick.update(i, 10, t0 + std::chrono::milliseconds(i)));
+  // A long task reporting only its start and end: its end is a line.
+  ProgressReporter phase("placing on 1 wafer", "", false);
+  EXPECT_FALSE(phase.update(0, 1, t0));
+  const auto end = phase.update(1, 1, t0 + seconds(40));
+  ASSERT_TRUE(end);
+  EXPECT_EQ(*end, "wafersim: placing on 1 wafer: 1/1 (100%), 40 s elapsed");
   ProgressReporter bar("placing", "", true);
   EXPECT_TRUE(bar.update(0, 4, t0));
   const auto half = bar.update(2, 4, t0 + seconds(10));
