@@ -77,7 +77,8 @@ void check_results_file(const std::filesystem::path& path) {
   const auto size = std::filesystem::file_size(path, ec);
   std::ifstream in(path, std::ios::binary);
   // HDF5's signature, at 0 or (after a user block) at 512, 1024, 2048, ...
-  static constexpr std::array<char, 8> kSignature = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  static constexpr std::array<char, 8> kSignature = {'\x89', 'H',  'D',    'F',
+                                                     '\r',   '\n', '\x1a', '\n'};
   for (std::uintmax_t at = 0; at + 8 <= size; at = at == 0 ? 512 : at * 2) {
     std::array<char, 8> head{};
     in.seekg(static_cast<std::streamoff>(at));
@@ -105,7 +106,8 @@ void check_results_file(const std::filesystem::path& path) {
             "wafersim run SCENARIO --out FILE.h5";
   else
     looks = "it is not HDF5";
-  throw ResultReadError(path, fmt::format("not a wafersim results file (HDF5 expected; {})", looks));
+  throw ResultReadError(path,
+                        fmt::format("not a wafersim results file (HDF5 expected; {})", looks));
 }
 
 void write_comparison(std::ostream& out, const Comparison& c, double fail_percent) {

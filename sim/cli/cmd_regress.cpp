@@ -66,9 +66,10 @@ RegisteredCommand add_regress_command(CLI::App& app) {
   auto a = std::make_shared<RegressArgs>();
   CLI::App* regress = app.add_subcommand(
       "regress", "Rerun the golden regression scenarios and compare with their recorded results");
-  regress->add_option("folder", a->folder,
-                      "Folder of scenarios with expected/ results (default: regression/ beside the presets, "
-                      "i.e. scenarios/regression of the source tree)");
+  regress->add_option(
+      "folder", a->folder,
+      "Folder of scenarios with expected/ results (default: regression/ beside the presets, "
+      "i.e. scenarios/regression of the source tree)");
   regress->add_flag("--accept", a->accept, "Record the new results as the expected ones");
   regress
       ->add_option("--tolerance", a->tolerance,

@@ -40,7 +40,8 @@ void show_progress_bar(const std::string& what, int done, int total, const std::
   static const bool terminal = ::isatty(STDERR_FILENO) != 0;
   const std::lock_guard<std::mutex> lock(mutex);
   auto it = reporters.find(what);
-  if (it == reporters.end()) it = reporters.emplace(what, ProgressReporter(what, unit, terminal)).first;
+  if (it == reporters.end())
+    it = reporters.emplace(what, ProgressReporter(what, unit, terminal)).first;
   const std::optional<std::string> text =
       it->second.update(done, total, ProgressReporter::Clock::now());
   if (text && terminal) {
@@ -185,7 +186,8 @@ Scenario load_scenario_with(const std::string& file, const std::filesystem::path
       const std::string marker = "error: ";
       const std::size_t at = what.find(marker);
       if (at != std::string::npos) what = what.substr(at + marker.size());
-      if (!e.key_path().empty() && what.compare(0, e.key_path().size() + 2, e.key_path() + ": ") == 0)
+      if (!e.key_path().empty() &&
+          what.compare(0, e.key_path().size() + 2, e.key_path() + ": ") == 0)
         what = what.substr(e.key_path().size() + 2);
       throw ScenarioError("command line " + it->shown + " (overriding " + file + ")", 0, 0,
                           e.key_path(), what);
@@ -195,7 +197,8 @@ Scenario load_scenario_with(const std::string& file, const std::filesystem::path
 }
 
 void report_written(const std::string& path, const std::string& what) {
-  std::fprintf(stderr, "wrote %s%s\n", path.c_str(), what.empty() ? "" : (" (" + what + ")").c_str());
+  std::fprintf(stderr, "wrote %s%s\n", path.c_str(),
+               what.empty() ? "" : (" (" + what + ")").c_str());
   std::fflush(stderr);
 }
 
@@ -243,8 +246,9 @@ std::string explain_parse_error(const CLI::App& app, int argc, const char* const
     break;
   }
   if (chosen == nullptr)
-    return fmt::format("no command given\n  {}\n  (wafersim COMMAND --help for one command's options)",
-                       command_list);
+    return fmt::format(
+        "no command given\n  {}\n  (wafersim COMMAND --help for one command's options)",
+        command_list);
   // Options after the command: the first that the command does not know.
   const std::vector<std::string> known = option_names(*chosen);
   std::vector<std::string> all = known;

@@ -83,7 +83,8 @@ class ProgressReporter {
   std::string bar(long long done, long long total, double elapsed) const {
     const int width = 30;
     const int filled = static_cast<int>(std::min(done, total) * width / total);
-    return fmt::format("  {} [{}{}] {}, {}{}", what_, std::string(static_cast<std::size_t>(filled), '#'),
+    return fmt::format("  {} [{}{}] {}, {}{}", what_,
+                       std::string(static_cast<std::size_t>(filled), '#'),
                        std::string(static_cast<std::size_t>(width - filled), '.'),
                        counts(done, total), format_wall_time(elapsed), eta(done, total, elapsed));
   }

@@ -110,9 +110,9 @@ std::vector<std::string> summarise_changes(const Json& want, const Json& got,
     }
   }
   if (diffs.size() > explained) {
-    out.push_back(fmt::format("{} value{} differ{} in all (wafersim regress --verbose lists them); first: {}",
-                              diffs.size(), diffs.size() == 1 ? "" : "s",
-                              diffs.size() == 1 ? "s" : "", diffs.front()));
+    out.push_back(fmt::format(
+        "{} value{} differ{} in all (wafersim regress --verbose lists them); first: {}",
+        diffs.size(), diffs.size() == 1 ? "" : "s", diffs.size() == 1 ? "s" : "", diffs.front()));
   }
   return out;
 }

@@ -62,7 +62,8 @@ TEST(CliUsage, MistypedOptionSuggestsTheNearest) {
 
 TEST(CliUsage, EveryScenarioCommandTakesTheSameOverrides) {
   const std::string q = src("scenarios/quickstart.yaml");
-  const std::string common = " --precision fp32 --users 2 --strategy serpentine --set workload.seed=1";
+  const std::string common =
+      " --precision fp32 --users 2 --strategy serpentine --set workload.seed=1";
   const Outcome run = wafersim("run " + q + " --timing-only --json" + common);
   ASSERT_EQ(run.code, 0) << run.err;
   const auto r = nlohmann::json::parse(run.out);
@@ -213,7 +214,8 @@ TEST(Progress, ALogGetsThrottledLinesWithElapsedAndEta) {
 TEST(Progress, AShortTaskLeavesNoLineAndATerminalGetsABarWithEta) {
   ProgressReporter quick("placing", "", false);
   const auto t0 = ProgressReporter::Clock::time_point{};
-  for (int i = 0; i <= 10; ++i) EXPECT_FALSE(quick.update(i, 10, t0 + std::chrono::milliseconds(i)));
+  for (int i = 0; i <= 10; ++i)
+    EXPECT_FALSE(quick.update(i, 10, t0 + std::chrono::milliseconds(i)));
   // A long task reporting only its start and end: its end is a line.
   ProgressReporter phase("placing on 1 wafer", "", false);
   EXPECT_FALSE(phase.update(0, 1, t0));

@@ -47,7 +47,8 @@ struct Mentions {
          it != std::sregex_iterator(); ++it) {
       const std::string s = (*it)[1].str();
       spans.insert(s);
-      for (auto w = std::sregex_iterator(s.begin(), s.end(), word); w != std::sregex_iterator(); ++w)
+      for (auto w = std::sregex_iterator(s.begin(), s.end(), word); w != std::sregex_iterator();
+           ++w)
         words.insert(w->str());
     }
   }
