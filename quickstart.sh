@@ -11,7 +11,7 @@ case "$mode" in run|test) ;; *) echo "usage: $0 [run|test]" >&2; exit 2 ;; esac
 
 packages=(g++ cmake ninja-build pkg-config libsystemc-dev libboost-graph-dev libyaml-cpp-dev
           libhdf5-dev libgtest-dev libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev
-          libicu-dev python3 python3-numpy)
+          libicu-dev python3 python3-numpy libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,9 @@
 #include "fabric/defects.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <vector>
 
 #include "fabric/redundancy.hpp"
@@ -19,7 +21,40 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+double uniform01(std::uint64_t& state) {
+  return static_cast<double>(splitmix64(state) >> 11) / static_cast<double>(std::uint64_t{1} << 53);
+}
+
+double standard_normal(std::uint64_t& state) {
+  // Box-Muller; 1 - u keeps the logarithm finite.
+  const double u = 1.0 - uniform01(state), v = uniform01(state);
+  return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v);
+}
+
+// Gamma of shape a >= 1 and scale 1 (Marsaglia and Tsang, ACM TOMS 2000).
+double gamma_at_least_one(double a, std::uint64_t& state) {
+  const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    const double x = standard_normal(state);
+    double v = 1.0 + c * x;
+    if (v <= 0.0) continue;
+    v = v * v * v;
+    const double u = 1.0 - uniform01(state);
+    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
 }  // namespace
+
+double unit_gamma(double shape, std::uint64_t& state) {
+  // Shape below 1: Gamma(a) = Gamma(a + 1) U^(1/a).
+  if (shape < 1.0) {
+    const double g = gamma_at_least_one(shape + 1.0, state);
+    return g * std::pow(1.0 - uniform01(state), 1.0 / shape) / shape;
+  }
+  return gamma_at_least_one(shape, state) / shape;
+}
 
 DefectMap::DefectMap(int width, int height)
     : width_(width),
@@ -27,16 +62,26 @@ DefectMap::DefectMap(int width, int height)
       dead_(static_cast<std::size_t>(width) * static_cast<std::size_t>(height), 0) {}
 
 DefectMap::DefectMap(int width, int height, double rate, std::uint64_t seed,
-                     const std::vector<Coord>& cores)
+                     const std::vector<Coord>& cores, double clustering, int cluster_size)
     : DefectMap(width, height) {
   if (rate > 0.0) {
-    // A core is dead when its 53-bit uniform draw falls below the rate; one
-    // draw per core in row-major order.
-    const double scale = 1.0 / static_cast<double>(std::uint64_t{1} << 53);
+    // Each area's rate: the mean, or the mean times its gamma draw (areas in
+    // row-major order, from a stream of their own).
+    const int side = std::max(1, cluster_size);
+    const int areas_x = (width_ + side - 1) / side, areas_y = (height_ + side - 1) / side;
+    std::vector<double> area_rate(static_cast<std::size_t>(areas_x) * areas_y, rate);
+    if (clustering > 0.0) {
+      std::uint64_t cluster_state = seed ^ 0x6a09e667f3bcc909ull;
+      for (double& r : area_rate) r = std::min(1.0, rate * unit_gamma(clustering, cluster_state));
+    }
+    // A core is dead when its 53-bit uniform draw falls below its area's
+    // rate; one draw per core in row-major order.
     std::uint64_t state = seed;
     for (int y = 0; y < height_; ++y)
-      for (int x = 0; x < width_; ++x)
-        if (static_cast<double>(splitmix64(state) >> 11) * scale < rate) mark(Coord{x, y});
+      for (int x = 0; x < width_; ++x) {
+        const double r = area_rate[static_cast<std::size_t>(y / side) * areas_x + x / side];
+        if (uniform01(state) < r) mark(Coord{x, y});
+      }
   }
   for (const Coord& c : cores) mark(c);
 }
@@ -48,7 +93,7 @@ DefectMap::DefectMap(const WaferSpec& spec) : DefectMap(spec.mesh_width, spec.me
     return;
   }
   *this = DefectMap(spec.mesh_width, spec.mesh_height, spec.defect_rate, spec.defect_seed,
-                    spec.defect_cores);
+                    spec.defect_cores, spec.defect_clustering, spec.defect_cluster_size);
 }
 
 void DefectMap::mark(Coord c) {

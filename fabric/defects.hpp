@@ -22,9 +22,12 @@ class DefectMap {
   DefectMap(int width, int height);
   // Every core in `cores`, plus each other core independently dead with
   // probability `rate`, drawn from `seed` (a fixed generator: the same map on
-  // every platform; one draw per core in row-major order).
+  // every platform; one draw per core in row-major order). With clustering
+  // > 0 the probability of the cores of each square area of `cluster_size`
+  // cores a side is `rate` times that area's gamma draw (shape clustering,
+  // mean 1), drawn from a second stream of the same seed.
   DefectMap(int width, int height, double rate, std::uint64_t seed,
-            const std::vector<Coord>& cores);
+            const std::vector<Coord>& cores, double clustering = 0.0, int cluster_size = 64);
   // The defects `spec` leaves on the logical mesh: without redundancy, those
   // it describes (above) on the mesh itself; with redundancy none, once the
   // physical map is repaired (throws FitError, fabric/sram.hpp, naming the
@@ -51,6 +54,10 @@ class DefectMap {
   std::vector<std::uint8_t> dead_;  // [y * width + x]
   std::size_t dead_count_ = 0;
 };
+
+// A draw of the gamma distribution of shape `shape` and mean 1 (Marsaglia and
+// Tsang 2000), from SplitMix64 `state`: the same numbers on every platform.
+double unit_gamma(double shape, std::uint64_t& state);
 
 // The largest rectangle of `within` (most cores; ties: the first found
 // scanning rows top to bottom, then columns left to right) holding no dead

@@ -1,5 +1,7 @@
 #include "fabric/wafer_spec.hpp"
 
+#include <cmath>
+
 #include <string>
 
 namespace wafersim::fabric {
@@ -34,6 +36,13 @@ void WaferSpec::validate() const {
   require(io_latency_s >= 0.0, "io.latency", "wafer I/O latency cannot be negative");
   require(defect_rate >= 0.0 && defect_rate < 1.0, "defects.rate",
           "defect rate must be in [0, 1) (e.g. 0.001 for 0.1% of cores dead)");
+  require(std::isfinite(defect_clustering) && defect_clustering >= 0.0 &&
+              defect_clustering <= 1e6,
+          "defects.clustering",
+          "clustering must be in [0, 1e6]: the gamma shape of the local defect density (0.5 to 5 "
+          "in published yield fits; 0 = independent defects)");
+  require(defect_cluster_size >= 1 && defect_cluster_size <= 1000000, "defects.cluster_size",
+          "cluster size must be 1 to 1,000,000 cores a side");
   require(redundancy.columns_per_group >= 0 && redundancy.columns_per_group <= mesh_width,
           "redundancy.columns_per_group",
           "columns per spare group must be between 1 and the mesh width");

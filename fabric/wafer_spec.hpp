@@ -74,6 +74,12 @@ struct WaferSpec {
   double defect_rate = 0.0;
   std::uint64_t defect_seed = 0;
   std::vector<Coord> defect_cores;
+  // Clustered defects (the negative-binomial yield model, Stapper 1983): the
+  // defect density of each square area of defect_cluster_size cores a side
+  // is the mean scaled by a gamma draw of shape defect_clustering (mean 1,
+  // variance 1/clustering). 0 = independent defects.
+  double defect_clustering = 0.0;
+  int defect_cluster_size = 64;
 
   // Power of the whole system around one wafer (a CS-3) at full load, watts;
   // optional (0 = unknown). Used only for tokens/s per kW in reports.

@@ -25,6 +25,7 @@
 #include "sim/studies/bench_models.hpp"
 #include "sim/studies/bench_ops.hpp"
 #include "sim/studies/bench_serving.hpp"
+#include "sim/studies/bench_sweep.hpp"
 #include "sim/studies/bench_weights.hpp"
 
 namespace wafersim::sim {
@@ -406,16 +407,17 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     std::string precision = "bf16";
     std::string scenario, cache;
     int jobs = 0;
+    int points = 16;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "bench",
       "Benchmarks: fabric speed, flow-vs-wavelet agreement, model runs, GEMV kernels, weights");
   cmd->add_option("what", o->what,
-                  "fabric | agreement | models | kernels | op | weights | serving | steps")
+                  "fabric | agreement | models | kernels | op | weights | serving | steps | sweep")
       ->required()
-      ->check(CLI::IsMember(
-          {"fabric", "agreement", "models", "kernels", "op", "weights", "serving", "steps"}));
+      ->check(CLI::IsMember({"fabric", "agreement", "models", "kernels", "op", "weights",
+                             "serving", "steps", "sweep"}));
   cmd->add_option("operation", o->op.op, "op: gemv | allreduce | attention | layer")
       ->check(CLI::IsMember({"gemv", "allreduce", "attention", "layer"}));
   cmd->add_option("--hardware", o->op.hardware, "op: a hardware preset (default wse3)");
@@ -441,10 +443,15 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models, kernels, serving)");
   cmd->add_option("--scenario", o->scenario,
                   "serving, steps: a scenario with traffic: (default "
-                  "scenarios/llama-3.1-8b-serving-wse3.yaml)");
+                  "scenarios/llama-3.1-8b-serving-wse3.yaml); sweep: the scenario swept (default "
+                  "scenarios/quickstart.yaml)");
   cmd->add_option("--cache", o->cache,
                   "serving, steps: folder of cached step grids (default: measure again)");
-  cmd->add_option("-j,--jobs", o->jobs, "serving, steps: calibration runs at once");
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "serving, steps: calibration runs at once; sweep: points at once and MPI ranks "
+                  "(default: the host's cores)");
+  cmd->add_option("--points", o->points, "sweep: points of the grid (users 1..N; default 16)")
+      ->check(CLI::Range(2, 10000));
   cmd->add_option(
          "--cases", o->only,
          "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, 1b-timing)")
@@ -467,6 +474,15 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);
+            if (o->what == "sweep") {
+              BenchSweepOptions b;
+              b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
+              b.scenario = o->scenario;
+              b.points = o->points;
+              b.jobs = o->jobs;
+              b.json = o->json;
+              return bench_sweep(b);
+            }
             if (o->what == "serving" || o->what == "steps") {
               BenchServingOptions b;
               b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);

@@ -1,6 +1,9 @@
 // wafersim yield: the fraction of drawn wafers that repair fully, per defect
 // rate (sim/studies/yield.hpp). No simulation: a repair check per wafer.
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +25,7 @@ struct YieldOptions {
   std::string scenario;
   std::vector<double> rates;
   int wafers = 100;
+  int runs = 0;
   int threads = 0;
   bool json = false;
   ScenarioOverrideOptions overrides;  // all but --wafers, which counts the wafers drawn here
@@ -40,6 +44,29 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
   const std::vector<YieldPoint> points = wafer_yield(hw, o.rates, o.wafers, threads);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // What the repairs cost a token: the first --runs repaired wafers of each
+  // rate simulated, beside the scenario with no drawn defect.
+  std::optional<RepairCost> cost;
+  if (o.runs > 0 && !o.overrides.as_sets().empty())
+    throw CommandError(kExitUsage,
+                       "yield --runs simulates the scenario file as it is, and its runs do not "
+                       "take command-line overrides yet: put them in the scenario (or drop "
+                       "--runs)");
+  if (o.runs > 0) {
+    RepairedRunOptions ro;
+    ro.binary = std::filesystem::read_symlink("/proc/self/exe");
+    ro.scenario = o.scenario;
+    ro.presets = presets_flag(root);
+    ro.runs = o.runs;
+    ro.jobs = threads;
+    try {
+      cost = repair_cost(points, ro);
+    } catch (const std::runtime_error& e) {
+      throw CommandError(kExitBadInput, fmt::format("{}: {}", o.scenario, e.what()));
+    }
+  }
+  const double runs_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - wall_s;
   const long long physical = static_cast<long long>(hw.physical_width()) * hw.mesh_height;
   if (o.json) {
     nlohmann::ordered_json j;
@@ -51,14 +78,45 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
     j["first_seed"] = hw.defect_seed;
     j["wafers"] = o.wafers;
     j["wall_s"] = wall_s;
+    if (cost) {
+      j["defect_free_tokens_per_s_per_user"] = cost->defect_free_tokens_per_s_per_user;
+      j["runs_wall_s"] = runs_wall_s;
+    }
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const YieldPoint& p : points)
-      rows.push_back({{"rate", p.rate},
-                      {"repaired", p.repaired},
-                      {"yield", p.yield()},
-                      {"expected_yield", p.expected_yield},
-                      {"mean_dead_cores", p.mean_dead_cores},
-                      {"mean_failed_segments", p.mean_failed_segments}});
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const YieldPoint& p = points[i];
+      nlohmann::ordered_json row = {{"rate", p.rate},
+                                    {"repaired", p.repaired},
+                                    {"yield", p.yield()},
+                                    {"expected_yield", p.expected_yield},
+                                    {"mean_dead_cores", p.mean_dead_cores},
+                                    {"mean_failed_segments", p.mean_failed_segments}};
+      if (cost) {
+        const RepairedRuns& r = cost->rates[i];
+        auto opt = [](const std::optional<double>& v) {
+          return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+        };
+        nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+        for (const RepairedRun& run : r.runs) {
+          nlohmann::ordered_json x = {{"seed", run.seed}, {"exit_code", run.exit_code}};
+          if (run.exit_code == 0) {
+            x["decode_tokens_per_s_per_user"] = run.decode_tokens_per_s_per_user;
+            x["dead_cores"] = run.dead_cores;
+            x["repaired_links"] = run.repaired_links;
+            x["repair_extra_hops"] = run.repair_extra_hops;
+          } else {
+            x["error"] = run.error;
+          }
+          runs.push_back(std::move(x));
+        }
+        row["runs"] = std::move(runs);
+        row["tokens_per_s_per_user"] = {{"min", opt(r.min)},
+                                        {"median", opt(r.median)},
+                                        {"mean", opt(r.mean)},
+                                        {"max", opt(r.max)}};
+      }
+      rows.push_back(std::move(row));
+    }
     j["points"] = rows;
     fmt::print("{}\n", j.dump(2));
     return kExitSuccess;
@@ -71,13 +129,39 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
                                hw.redundancy.columns_per_group)
                  : std::string("no spares"),
              o.wafers, hw.defect_seed);
-  fmt::print("{:>10}  {:>9}  {:>7}  {:>9}  {:>10}  {:>15}\n", "rate", "repaired", "yield",
-             "expected", "dead/wafer", "failed segments");
-  for (const YieldPoint& p : points)
-    fmt::print("{:>10g}  {:>4}/{:<4}  {:>6.1f}%  {:>8.1f}%  {:>10.1f}  {:>15.2f}\n", p.rate,
-               p.repaired, p.wafers, 100.0 * p.yield(), 100.0 * p.expected_yield, p.mean_dead_cores,
-               p.mean_failed_segments);
-  fmt::print("({:.2f} s; expected: the closed form for independent defects)\n", wall_s);
+  fmt::print("{:>10}  {:>9}  {:>7}  {:>9}  {:>10}  {:>15}{}\n", "rate", "repaired", "yield",
+             "expected", "dead/wafer", "failed segments",
+             cost ? "  runs   tok/s/user median [min, max]   vs no defect" : "");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const YieldPoint& p = points[i];
+    std::string speed;
+    if (cost) {
+      const RepairedRuns& r = cost->rates[i];
+      int ok = 0;
+      for (const RepairedRun& run : r.runs) ok += run.exit_code == 0 ? 1 : 0;
+      const double base = cost->defect_free_tokens_per_s_per_user;
+      speed = r.median ? fmt::format("  {:>4}   {:>9.1f} [{:.1f}, {:.1f}]   {:+.3f}%", ok, *r.median,
+                                     *r.min, *r.max, 100.0 * (*r.median / base - 1.0))
+                       : fmt::format("  {:>4}   -", ok);
+    }
+    const std::string expected = std::isnan(p.expected_yield)
+                                     ? std::string("-")
+                                     : fmt::format("{:.1f}%", 100.0 * p.expected_yield);
+    fmt::print("{:>10g}  {:>4}/{:<4}  {:>6.1f}%  {:>9}  {:>10.1f}  {:>15.2f}{}\n", p.rate,
+               p.repaired, p.wafers, 100.0 * p.yield(), expected, p.mean_dead_cores,
+               p.mean_failed_segments, speed);
+  }
+  fmt::print("({:.2f} s; expected: the closed form{})\n", wall_s,
+             hw.defect_clustering > 0.0
+                 ? fmt::format(" of clustered defects (shape {}, areas of {} x {} cores){}",
+                               hw.defect_clustering, hw.defect_cluster_size,
+                               hw.defect_cluster_size,
+                               hw.redundancy.enabled() ? ": none with spares" : "")
+                 : std::string(" for independent defects"));
+  if (cost)
+    fmt::print("(runs: the first {} repaired wafers of each rate simulated, timing only, in "
+               "{:.1f} s; with no drawn defect {:.1f} tokens/s per user)\n",
+               o.runs, runs_wall_s, cost->defect_free_tokens_per_s_per_user);
   return kExitSuccess;
 }
 
@@ -93,7 +177,12 @@ RegisteredCommand add_yield_command(CLI::App& app) {
       ->required();
   cmd->add_option("--wafers", o->wafers, "Wafers drawn per rate (seeds defects.seed + 0, 1, ...)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("-j,--threads", o->threads, "Host threads (0: all the host has)")
+  cmd->add_option("--runs", o->runs,
+                  "Also simulate the scenario (timing only) on the first N repaired wafers of "
+                  "each rate: what the repairs cost a token (default 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("-j,--threads", o->threads,
+                  "Host threads, and runs at once (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   add_scenario_override_options(cmd, o->overrides, {"--wafers"});

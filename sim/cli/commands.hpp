@@ -72,9 +72,13 @@ RegisteredCommand add_noc_command(CLI::App& app);
 RegisteredCommand add_bench_command(CLI::App& app);
 
 // wafersim sweep SCENARIO [--model a,b] [--hardware ..] [--precision ..]
-//                [--wafers ..] [--users 1,2,4] [-j N] [--shard K/N|mpi] [--json]
-//                [--csv FILE]: the scenario at every point of the grid.
+//                [--wafers ..] [--users 1,2,4] [-j N] [--shard K/N] [--out JOURNAL]
+//                [--json] [--csv FILE]: the scenario at every point of the grid (over
+//                MPI ranks when mpirun/srun started it).
 RegisteredCommand add_sweep_command(CLI::App& app);
+// wafersim merge JOURNAL... [--json] [--csv FILE] [--out FILE]: the journals of
+// a sweep's shards as one sweep (missing points named, exit 1).
+RegisteredCommand add_merge_command(CLI::App& app);
 
 // wafersim yield SCENARIO --rates R1,R2,... [--wafers N] [-j N] [--json]
 //                [OVERRIDES but --wafers, which counts the wafers drawn]: the

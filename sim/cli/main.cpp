@@ -17,6 +17,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/program/program.hpp"
+#include "sim/studies/sweep_journal.hpp"
 
 int main(int argc, char** argv) {
   using namespace wafersim;
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   const std::vector<sim::RegisteredCommand> commands = {
       sim::add_run_command(app),   sim::add_place_command(app),   sim::add_validate_command(app),
       sim::add_list_command(app),  sim::add_noc_command(app),     sim::add_bench_command(app),
-      sim::add_sweep_command(app), sim::add_serve_command(app),   sim::add_capacity_command(app),
+      sim::add_sweep_command(app), sim::add_merge_command(app), sim::add_serve_command(app),   sim::add_capacity_command(app),
       sim::add_yield_command(app), sim::add_regress_command(app), sim::add_compare_command(app)};
 
   try {
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return sim::kExitBadInput;
   } catch (const models::TokenizerError& e) {
+    std::cerr << "wafersim: error: " << e.what() << "\n";
+    return sim::kExitBadInput;
+  } catch (const sim::SweepJournalError& e) {
     std::cerr << "wafersim: error: " << e.what() << "\n";
     return sim::kExitBadInput;
   } catch (const analysis::OutputError& e) {

@@ -128,6 +128,17 @@ constexpr Key<WaferSpec> kHardware[] = {
     {"defects.cores", O, "list of [x, y]",
      "cores dead in addition to the drawn ones (physical coordinates with spares)",
      [](auto& v, auto& h, auto&) { h.defect_cores = read_coords(v); }, write_cores, has_defects},
+    {"defects.clustering", O, "number >= 0",
+     "clustered defects: the gamma shape of each area's defect density (negative-binomial "
+     "yield model; smaller = more clustered; 0 = independent)",
+     [](auto& v, auto& h, auto&) { h.defect_clustering = read_real(v, "2.0"); },
+     [](auto& h) { return fmt::format("{}", h.defect_clustering); },
+     [](auto& h) { return h.defect_clustering > 0.0; }},
+    {"defects.cluster_size", O, "count",
+     "side, in cores, of the square areas that share one defect density (default 64)",
+     [](auto& v, auto& h, auto&) { h.defect_cluster_size = read_count(v, "64"); },
+     [](auto& h) { return fmt::format("{}", h.defect_cluster_size); },
+     [](auto& h) { return h.defect_clustering > 0.0; }},
 };
 
 }  // namespace

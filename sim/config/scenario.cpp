@@ -122,6 +122,13 @@ void apply_overrides(YAML::Node& root, const ScenarioOverrides& overrides) {
     }
     YAML::Node at = root;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      // A key inside a preset given by name (hardware: wse3) sets it over
+      // the preset, as {preset: wse3, ...} in the file would.
+      if (at[parts[i]].IsScalar()) {
+        YAML::Node over(YAML::NodeType::Map);
+        over["preset"] = at[parts[i]].Scalar();
+        at[parts[i]] = over;
+      }
       if (!at[parts[i]].IsMap()) at[parts[i]] = YAML::Node(YAML::NodeType::Map);
       YAML::Node next = at[parts[i]];
       at.reset(next);

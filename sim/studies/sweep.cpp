@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <sstream>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -33,32 +32,6 @@ int parse_int(const std::string& s, const std::string& what) {
   return v;
 }
 
-std::optional<int> env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  return parse_int(v, name);
-}
-
-SweepOutcome run_point(const SweepOptions& o, const SweepPoint& point) {
-  SweepOutcome out;
-  out.point = point;
-  const ProcessOutput p =
-      run_process(sweep_run_arguments(o.binary, o.scenario, o.presets, o.functional, point));
-  out.exit_code = p.exit_code;
-  if (out.exit_code == 0) {
-    try {
-      out.result = Json::parse(p.out);
-    } catch (const Json::exception& e) {
-      out.exit_code = 3;
-      out.error = std::string("unreadable JSON from the run: ") + e.what();
-    }
-  } else {
-    out.error = first_error_line(p.err);
-    if (out.error.empty()) out.error = fmt::format("the run exited with {}", out.exit_code);
-  }
-  return out;
-}
-
 // The figures a capacity plan reads, from a run's JSON.
 const std::array<const char*, 11> kFigures = {"model",
                                               "hardware",
@@ -71,6 +44,18 @@ const std::array<const char*, 11> kFigures = {"model",
                                               "inter_token_latency_s",
                                               "max_context_tokens",
                                               "bottleneck"};
+// A GPU cluster's figures on the same point.
+const std::array<const char*, 9> kGpuFigures = {"system",
+                                                "gpus",
+                                                "tp",
+                                                "pp",
+                                                "decode_tokens_per_s_per_user",
+                                                "aggregate_tokens_per_s",
+                                                "ttft_s",
+                                                "power_kw",
+                                                "bottleneck"};
+const std::array<const char*, 6> kAxes = {"model", "hardware", "precision",
+                                          "wafers", "layer_groups", "users"};
 
 Json point_overrides(const SweepPoint& p) {
   Json j = Json::object();
@@ -83,51 +68,74 @@ Json point_overrides(const SweepPoint& p) {
   return j;
 }
 
+// A CSV cell at full precision: doubles in their shortest round-trip form.
 std::string cell(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned()) return std::to_string(v.get<unsigned long long>());
   if (v.is_number_integer()) return std::to_string(v.get<long long>());
-  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  if (v.is_number()) return fmt::format("{}", v.get<double>());
   if (v.is_null()) return "";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   return v.dump();
 }
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
+}
+
+void sort_by_index(std::vector<SweepRecord>& records) {
+  std::stable_sort(records.begin(), records.end(), [](const Json& a, const Json& b) {
+    return a.at("index").get<int>() < b.at("index").get<int>();
+  });
+}
+
+std::string text_or(const Json& r, const char* key, const std::string& fallback) {
+  const auto it = r.find(key);
+  if (it == r.end() || it->is_null()) return fallback;
+  return cell(*it);
+}
+
+std::string number_or(const Json& r, const char* key, const char* format, double scale = 1.0) {
+  const auto it = r.find(key);
+  if (it == r.end() || !it->is_number()) return "-";
+  return fmt::format(fmt::runtime(format), scale * it->get<double>());
 }
 
 }  // namespace
 
 SweepShard parse_shard(const std::string& text) {
   SweepShard s;
-  if (text == "mpi") {
-    std::optional<int> rank = env_int("OMPI_COMM_WORLD_RANK");
-    std::optional<int> size = env_int("OMPI_COMM_WORLD_SIZE");
-    if (!rank) rank = env_int("PMI_RANK");
-    if (!size) size = env_int("PMI_SIZE");
-    if (!rank) rank = env_int("PMIX_RANK");
-    if (!rank || !size)
-      throw std::invalid_argument(
-          "--shard mpi: no MPI rank and size in the environment (OMPI_COMM_WORLD_RANK and "
-          "OMPI_COMM_WORLD_SIZE, or PMI_RANK and PMI_SIZE); start it with mpirun, or give K/N");
-    s.rank = *rank;
-    s.count = *size;
-  } else {
-    const auto slash = text.find('/');
-    if (slash == std::string::npos)
-      throw std::invalid_argument(
-          "--shard: expected K/N (this is shard K of N, 0 <= K < N) or mpi");
-    s.rank = parse_int(text.substr(0, slash), "--shard K");
-    s.count = parse_int(text.substr(slash + 1), "--shard N");
-  }
+  if (text == "mpi")
+    throw std::invalid_argument(
+        "--shard mpi is no longer needed: started by mpirun or srun, a sweep spreads its points "
+        "over the ranks and rank 0 writes every output; drop --shard");
+  const auto slash = text.find('/');
+  if (slash == std::string::npos)
+    throw std::invalid_argument("--shard: expected K/N (this is shard K of N, 0 <= K < N)");
+  s.rank = parse_int(text.substr(0, slash), "--shard K");
+  s.count = parse_int(text.substr(slash + 1), "--shard N");
   if (s.count < 1 || s.rank < 0 || s.rank >= s.count)
     throw std::invalid_argument(fmt::format("--shard {}/{}: need 0 <= K < N", s.rank, s.count));
   return s;
 }
 
+int sweep_size(const SweepAxes& axes) {
+  long long n = 1;
+  for (std::size_t k : {axes.models.size(), axes.hardware.size(), axes.precisions.size(),
+                        axes.wafers.size(), axes.layer_groups.size(), axes.users.size()}) {
+    n *= static_cast<long long>(std::max<std::size_t>(k, 1));
+    if (n > 1000000)
+      throw std::invalid_argument(
+          "the sweep's grid has over 1,000,000 points: split it into several sweeps");
+  }
+  return static_cast<int>(n);
+}
+
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& shard) {
+  (void)sweep_size(axes);  // refuses a grid too large to enumerate
   // An empty axis contributes one "unset" value.
   auto axis = [](const std::vector<std::string>& v) {
     std::vector<std::optional<std::string>> out(v.begin(), v.end());
@@ -170,30 +178,78 @@ std::vector<std::string> sweep_run_arguments(const fs::path& binary, const std::
   return a;
 }
 
-std::vector<SweepOutcome> run_sweep(const std::vector<SweepPoint>& points,
-                                    const SweepOptions& options) {
-  std::vector<SweepOutcome> outcomes(points.size());
+SweepRecord sweep_record(const SweepPoint& point, int exit_code, const std::string& out,
+                         const std::string& err) {
+  Json p = Json::object();
+  p["index"] = point.index;
+  p["overrides"] = point_overrides(point);
+  Json result;
+  std::string error;
+  if (exit_code == 0) {
+    try {
+      result = Json::parse(out);
+      if (!result.is_object()) throw std::runtime_error("not a JSON object");
+    } catch (const std::exception& e) {
+      exit_code = 3;
+      error = std::string("unreadable JSON from the run: ") + e.what();
+    }
+  } else {
+    error = first_error_line(err);
+    if (error.empty()) error = fmt::format("the run exited with {}", exit_code);
+  }
+  p["exit_code"] = exit_code;
+  if (exit_code != 0) {
+    p["error"] = error;
+    return p;
+  }
+  for (const char* k : kFigures)
+    if (result.contains(k)) p[k] = result.at(k);
+  p["power_kw"] = result.contains("wafer_system") && result.at("wafer_system").is_object()
+                      ? result.at("wafer_system").value("power_kw", Json())
+                      : Json();
+  // The GPU clusters on the same point, when the scenario compares.
+  if (result.contains("gpu_baselines") && result.at("gpu_baselines").is_array()) {
+    Json gpus = Json::array();
+    for (const Json& g : result.at("gpu_baselines")) {
+      Json row = Json::object();
+      for (const char* k : kGpuFigures)
+        if (g.contains(k)) row[k] = g.at(k);
+      gpus.push_back(std::move(row));
+    }
+    p["gpu_baselines"] = std::move(gpus);
+  }
+  return p;
+}
+
+std::optional<SweepRecord> run_sweep_point(const SweepOptions& o, const SweepPoint& point) {
+  const ProcessOutput p = run_process(
+      sweep_run_arguments(o.binary, o.scenario, o.presets, o.functional, point), o.cancel);
+  if (p.cancelled) return std::nullopt;
+  return sweep_record(point, p.exit_code, p.out, p.err);
+}
+
+void run_sweep(const std::vector<SweepPoint>& points, const SweepOptions& options,
+               const std::function<void(const SweepRecord&)>& finished) {
   std::atomic<std::size_t> next{0};
-  std::atomic<int> done{0};
-  std::mutex progress_mutex;
+  std::mutex finished_mutex;
   std::exception_ptr failure;
   std::mutex failure_mutex;
+  auto cancelled = [&] { return options.cancel && options.cancel->load(); };
   auto worker = [&] {
     for (;;) {
+      if (cancelled()) return;
       const std::size_t i = next.fetch_add(1);
       if (i >= points.size()) return;
       try {
-        outcomes[i] = run_point(options, points[i]);
+        const std::optional<SweepRecord> r = run_sweep_point(options, points[i]);
+        if (!r) return;  // cancelled while it ran
+        const std::lock_guard<std::mutex> lock(finished_mutex);
+        finished(*r);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
         next = points.size();  // stop handing out points
         return;
-      }
-      const int d = ++done;
-      if (options.progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        options.progress(d, static_cast<int>(points.size()));
       }
     }
   };
@@ -202,97 +258,118 @@ std::vector<SweepOutcome> run_sweep(const std::vector<SweepPoint>& points,
   for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
-  return outcomes;
 }
 
-Json sweep_json(const std::string& scenario, const SweepShard& shard,
-                const std::vector<SweepOutcome>& outcomes) {
+std::vector<int> missing_points(const SweepSummary& s, const std::vector<SweepRecord>& records) {
+  std::set<int> have;
+  for (const SweepRecord& r : records) have.insert(r.at("index").get<int>());
+  std::vector<int> missing;
+  for (int i = s.shard.rank; i < s.points_total; i += s.shard.count)
+    if (!have.count(i)) missing.push_back(i);
+  return missing;
+}
+
+Json sweep_json(const SweepSummary& s, std::vector<SweepRecord> records) {
+  sort_by_index(records);
   Json j = Json::object();
   j["format"] = "wafersim-sweep";
-  j["scenario"] = scenario;
-  j["shard"] = Json{{"rank", shard.rank}, {"count", shard.count}};
-  Json points = Json::array();
-  for (const SweepOutcome& o : outcomes) {
-    Json p = Json::object();
-    p["index"] = o.point.index;
-    p["overrides"] = point_overrides(o.point);
-    p["exit_code"] = o.exit_code;
-    if (o.exit_code == 0) {
-      for (const char* k : kFigures)
-        if (o.result.contains(k)) p[k] = o.result.at(k);
-      if (o.result.contains("wafer_system"))
-        p["power_kw"] = o.result.at("wafer_system").value("power_kw", Json());
-      // The GPU clusters on the same point, when the scenario compares.
-      if (o.result.contains("gpu_baselines")) {
-        Json gpus = Json::array();
-        for (const Json& g : o.result.at("gpu_baselines")) {
-          Json row = Json::object();
-          for (const char* k : {"system", "gpus", "tp", "pp", "decode_tokens_per_s_per_user",
-                                "aggregate_tokens_per_s", "ttft_s", "power_kw", "bottleneck"})
-            if (g.contains(k)) row[k] = g.at(k);
-          gpus.push_back(std::move(row));
-        }
-        p["gpu_baselines"] = std::move(gpus);
-      }
-    } else {
-      p["error"] = o.error;
-    }
-    points.push_back(std::move(p));
-  }
-  j["points"] = std::move(points);
+  j["scenario"] = s.scenario;
+  j["shard"] = Json{{"rank", s.shard.rank}, {"count", s.shard.count}};
+  j["points_total"] = s.points_total;
+  const std::vector<int> missing = missing_points(s, records);
+  j["complete"] = missing.empty();
+  j["interrupted"] = s.interrupted;
+  j["missing"] = missing;
+  j["points"] = std::move(records);
   return j;
 }
 
-std::string sweep_table(const std::vector<SweepOutcome>& outcomes) {
-  std::string s =
-      fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10}  {}\n",
-                  "point", "model", "hardware", "precision", "wafers", "groups", "users",
-                  "tok/s/user", "aggregate", "TTFT", "max ctx", "bottleneck");
-  for (const SweepOutcome& o : outcomes) {
-    const SweepPoint& p = o.point;
-    const std::string groups = p.layer_groups ? std::to_string(*p.layer_groups) : "-";
-    if (o.exit_code != 0) {
-      s += fmt::format("{:>5}  {:<18} {:<8} {:<9} {:>6} {:>6} {:>5}  {}\n", p.index,
-                       p.model.value_or("-"), p.hardware.value_or("-"), p.precision.value_or("-"),
-                       p.wafers.value_or("-"), groups, p.users ? std::to_string(*p.users) : "-",
-                       o.error);
+std::string sweep_table(std::vector<SweepRecord> records) {
+  sort_by_index(records);
+  std::string s = fmt::format(
+      "{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n",
+      "point", "model", "hardware", "precision", "wafers", "groups", "users", "tok/s/user",
+      "aggregate", "TTFT", "max ctx", "kW", "bottleneck");
+  for (const SweepRecord& r : records) {
+    const Json& o = r.at("overrides");
+    const std::string groups = text_or(o, "layer_groups", "-");
+    if (r.at("exit_code").get<int>() != 0) {
+      s += fmt::format("{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5}  {}\n",
+                       r.at("index").get<int>(), text_or(o, "model", "-"),
+                       text_or(o, "hardware", "-"), text_or(o, "precision", "-"),
+                       text_or(o, "wafers", "-"), groups, text_or(o, "users", "-"),
+                       r.value("error", std::string()));
       continue;
     }
-    const Json& r = o.result;
     s += fmt::format(
-        "{:>5}  {:<18} {:<8} {:<9} {:>6} {:>6} {:>5} {:>12.1f} {:>12.1f} {:>8.3f}ms {:>10}  {}\n",
-        p.index, r.value("model", ""), r.value("hardware", ""), r.value("precision", ""),
-        r.value("wafers_used", 0), groups, r.value("users", 0),
-        r.value("decode_tokens_per_s_per_user", 0.0), r.value("aggregate_tokens_per_s", 0.0),
-        1e3 * r.value("ttft_s", 0.0), r.value("max_context_tokens", 0ull),
-        r.value("bottleneck", ""));
+        "{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n",
+        r.at("index").get<int>(), text_or(r, "model", "-"), text_or(r, "hardware", "-"),
+        text_or(r, "precision", "-"), text_or(r, "wafers_used", "-"), groups,
+        text_or(r, "users", "-"), number_or(r, "decode_tokens_per_s_per_user", "{:.1f}"),
+        number_or(r, "aggregate_tokens_per_s", "{:.1f}"),
+        number_or(r, "ttft_s", "{:.3f}ms", 1e3), text_or(r, "max_context_tokens", "-"),
+        number_or(r, "power_kw", "{:.1f}"), text_or(r, "bottleneck", ""));
+    // The GPU clusters on the same workload, beneath the wafer's row.
+    if (r.contains("gpu_baselines"))
+      for (const Json& g : r.at("gpu_baselines"))
+        s += fmt::format(
+            "{:>5}    {:<30} {:>12} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n", "",
+            text_or(g, "system", "?"),
+            fmt::format("{} GPUs", text_or(g, "gpus", "?")),
+            fmt::format("tp{}", text_or(g, "tp", "?")),
+            number_or(g, "decode_tokens_per_s_per_user", "{:.1f}"),
+            number_or(g, "aggregate_tokens_per_s", "{:.1f}"),
+            number_or(g, "ttft_s", "{:.3f}ms", 1e3), "", number_or(g, "power_kw", "{:.1f}"),
+            text_or(g, "bottleneck", ""));
   }
   return s;
 }
 
-std::string sweep_csv(const std::vector<SweepOutcome>& outcomes) {
-  std::string s = "index,exit_code";
-  for (const char* k : kFigures) s += std::string(",") + k;
-  s += ",error\n";
-  for (const SweepOutcome& o : outcomes) {
-    s += fmt::format("{},{}", o.point.index, o.exit_code);
-    for (const char* k : kFigures) {
+std::string sweep_csv(std::vector<SweepRecord> records) {
+  sort_by_index(records);
+  // One row per point and system, every figure of the JSON.
+  static const std::array<const char*, 16> kColumns = {
+      "model", "hardware", "precision", "wafers_used", "gpus", "tp", "pp", "users",
+      "decode_tokens_per_s_per_user", "aggregate_tokens_per_s", "ttft_s",
+      "inter_token_latency_s", "max_context_tokens", "bottleneck", "power_kw", "error"};
+  std::string s = "index,exit_code,system";
+  for (const char* a : kAxes) s += std::string(",override_") + a;
+  for (const char* k : kColumns) s += std::string(",") + k;
+  s += '\n';
+  auto row = [&](const SweepRecord& r, const std::string& system, const Json& figures) {
+    s += fmt::format("{},{},{}", r.at("index").get<int>(), r.at("exit_code").get<int>(),
+                     csv_field(system));
+    const Json& o = r.at("overrides");
+    for (const char* a : kAxes) s += ',' + csv_field(o.contains(a) ? cell(o.at(a)) : "");
+    for (const char* k : kColumns) {
       std::string v;
-      if (o.exit_code == 0 && o.result.contains(k))
-        v = cell(o.result.at(k));
-      else if (o.exit_code != 0) {
-        const Json over = point_overrides(o.point);
-        const std::string key = std::string(k) == "wafers_used" ? "wafers" : k;
-        if (over.contains(key)) v = cell(over.at(key));
-      }
-      s += ',';
-      s += csv_field(v);
+      if (figures.contains(k))
+        v = cell(figures.at(k));
+      else if (system != "wafer" && r.contains(k) &&
+               (std::string(k) == "model" || std::string(k) == "precision" ||
+                std::string(k) == "users"))
+        v = cell(r.at(k));  // the workload the GPU cluster runs is the point's
+      s += ',' + csv_field(v);
     }
-    s += ',';
-    s += csv_field(o.error);
     s += '\n';
+  };
+  for (const SweepRecord& r : records) {
+    row(r, "wafer", r);
+    if (r.contains("gpu_baselines"))
+      for (const Json& g : r.at("gpu_baselines")) {
+        Json f = g;
+        f["hardware"] = g.value("system", std::string());
+        row(r, g.value("system", std::string("gpu")), f);
+      }
   }
   return s;
+}
+
+bool sweep_has_internal_failures(const std::vector<SweepRecord>& records) {
+  // A point that does not fit (exit 1) is an answer; a crashed or internally
+  // failing point fails the sweep.
+  return std::any_of(records.begin(), records.end(),
+                     [](const SweepRecord& r) { return r.at("exit_code").get<int>() > 1; });
 }
 
 }  // namespace wafersim::sim

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "fabric/defects.hpp"
 #include "fabric/redundancy.hpp"
+#include "sim/studies/subprocess.hpp"
 
 namespace wafersim::sim {
 
@@ -47,10 +52,93 @@ double at_most(int n, int k, double p) {
   return std::min(1.0, sum);
 }
 
+std::vector<std::string> run_arguments(const RepairedRunOptions& o, double rate,
+                                       std::uint64_t seed) {
+  std::vector<std::string> a{o.binary.string()};
+  if (!o.presets.empty()) a.insert(a.end(), {"--presets", o.presets});
+  a.insert(a.end(), {"run", o.scenario, "--json", "--timing-only", "--set",
+                     fmt::format("hardware.defects.rate={}", rate), "--set",
+                     fmt::format("hardware.defects.seed={}", seed)});
+  return a;
+}
+
+RepairedRun read_run(std::uint64_t seed, const ProcessOutput& p) {
+  RepairedRun r;
+  r.seed = seed;
+  r.exit_code = p.exit_code;
+  if (p.exit_code != 0) {
+    r.error = first_error_line(p.err);
+    return r;
+  }
+  try {
+    const nlohmann::json j = nlohmann::json::parse(p.out);
+    r.decode_tokens_per_s_per_user = j.at("decode_tokens_per_s_per_user").get<double>();
+    r.dead_cores = j.value("dead_cores", 0LL);
+    r.repaired_links = j.value("repaired_links", 0LL);
+    r.repair_extra_hops = j.value("repair_extra_hops", 0LL);
+  } catch (const std::exception& e) {
+    r.exit_code = 3;
+    r.error = std::string("unreadable JSON from the run: ") + e.what();
+  }
+  return r;
+}
+
 }  // namespace
+
+RepairCost repair_cost(const std::vector<YieldPoint>& points, const RepairedRunOptions& o) {
+  // Every run at once: the defect-free one first, then each rate's wafers.
+  std::vector<std::vector<std::string>> argvs{run_arguments(o, 0.0, 0)};
+  std::vector<std::pair<std::size_t, std::uint64_t>> owner;  // (rate, seed) of each run
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& seeds = points[i].repaired_seeds;
+    for (std::size_t k = 0; k < seeds.size() && static_cast<int>(k) < o.runs; ++k) {
+      argvs.push_back(run_arguments(o, points[i].rate, seeds[k]));
+      owner.emplace_back(i, seeds[k]);
+    }
+  }
+  const std::vector<ProcessOutput> out = run_processes(argvs, o.jobs);
+  const RepairedRun base = read_run(0, out[0]);
+  if (base.exit_code != 0)
+    throw std::runtime_error("the scenario with no defect does not run: " + base.error);
+  RepairCost cost;
+  cost.defect_free_tokens_per_s_per_user = base.decode_tokens_per_s_per_user;
+  for (const YieldPoint& p : points) cost.rates.push_back(RepairedRuns{p.rate, {}, {}, {}, {}, {}});
+  for (std::size_t k = 0; k < owner.size(); ++k)
+    cost.rates[owner[k].first].runs.push_back(read_run(owner[k].second, out[k + 1]));
+  for (RepairedRuns& r : cost.rates) {
+    std::vector<double> v;
+    for (const RepairedRun& run : r.runs)
+      if (run.exit_code == 0) v.push_back(run.decode_tokens_per_s_per_user);
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    r.min = v.front();
+    r.max = v.back();
+    r.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    double sum = 0.0;
+    for (double x : v) sum += x;
+    r.mean = sum / static_cast<double>(v.size());
+  }
+  return cost;
+}
 
 double expected_yield(const fabric::WaferSpec& spec, double rate) {
   if (rate <= 0.0) return 1.0;
+  if (spec.defect_clustering > 0.0) {
+    // Row segments can straddle two areas of different density: no closed
+    // form with spares (the draws are the answer).
+    if (spec.redundancy.enabled()) return std::numeric_limits<double>::quiet_NaN();
+    // Stapper's negative binomial per area of n cores: (1 + n p / a)^-a.
+    const double a = spec.defect_clustering;
+    const int side = spec.defect_cluster_size;
+    double log_yield = 0.0;
+    for (int y0 = 0; y0 < spec.mesh_height; y0 += side)
+      for (int x0 = 0; x0 < spec.mesh_width; x0 += side) {
+        const double n = static_cast<double>(std::min(side, spec.mesh_width - x0)) *
+                         std::min(side, spec.mesh_height - y0);
+        log_yield -= a * std::log1p(n * rate / a);
+      }
+    return std::exp(log_yield);
+  }
   const double rows = spec.mesh_height;
   if (!spec.redundancy.enabled()) return std::exp(spec.core_count() * std::log1p(-rate));
   const fabric::Redundancy& r = spec.redundancy;
@@ -81,7 +169,9 @@ std::vector<YieldPoint> wafer_yield(const fabric::WaferSpec& spec, std::span<con
     p.rate = rate;
     p.wafers = wafers;
     double dead = 0.0, failed = 0.0;
-    for (const WaferOutcome& o : outcomes) {
+    for (std::size_t w = 0; w < outcomes.size(); ++w) {
+      const WaferOutcome& o = outcomes[w];
+      if (o.repaired) p.repaired_seeds.push_back(spec.defect_seed + w);
       p.repaired += o.repaired ? 1 : 0;
       dead += static_cast<double>(o.dead);
       failed += o.failed_segments;

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fabric/wafer_spec.hpp"
@@ -20,9 +23,12 @@ struct YieldPoint {
   double mean_dead_cores = 0.0;       // per wafer
   double mean_failed_segments = 0.0;  // row segments beyond their spares, per wafer
   // Closed form for independent defects: the product over row segments of
-  // P(dead cores <= spares), binomial per segment. Without spares: (1-p)^cores.
-  // Listed defect_cores are left out of it.
+  // P(dead cores <= spares), binomial per segment. Without spares: (1-p)^cores;
+  // clustered without spares: Stapper's product over areas of (1 + n p/a)^-a;
+  // clustered with spares: NaN (no closed form). Listed defect_cores are left out.
   double expected_yield = 0.0;
+  // The seeds of the wafers repaired in full, in order (defects.seed of each).
+  std::vector<std::uint64_t> repaired_seeds;
   double yield() const { return wafers > 0 ? static_cast<double>(repaired) / wafers : 0.0; }
 };
 
@@ -31,6 +37,37 @@ struct YieldPoint {
 // `threads` >= 1 share the wafers (results do not depend on it).
 std::vector<YieldPoint> wafer_yield(const fabric::WaferSpec& spec, std::span<const double> rates,
                                     int wafers, int threads = 1);
+
+// What the repairs cost: the scenario run (timing only) on repaired wafers,
+// each a `wafersim run` child process with its defect map, beside the same
+// scenario with no defect.
+struct RepairedRun {
+  std::uint64_t seed = 0;
+  int exit_code = 0;
+  std::string error;  // the run's first error line when exit_code != 0
+  double decode_tokens_per_s_per_user = 0.0;
+  long long dead_cores = 0, repaired_links = 0, repair_extra_hops = 0;
+};
+struct RepairedRuns {
+  double rate = 0.0;
+  std::vector<RepairedRun> runs;  // the first `runs` repaired wafers of the rate
+  // Over the runs that succeeded: tokens/s per user (nullopt: none ran).
+  std::optional<double> min, median, max, mean;
+};
+struct RepairedRunOptions {
+  std::filesystem::path binary;  // the wafersim executable
+  std::string scenario;
+  std::string presets;  // --presets as given, "" for the default
+  int runs = 0;         // wafers run per rate
+  int jobs = 1;         // runs at once
+};
+// The defect-free run, then each rate's first `runs` repaired wafers.
+// Throws std::runtime_error when the defect-free run fails (its error).
+struct RepairCost {
+  double defect_free_tokens_per_s_per_user = 0.0;
+  std::vector<RepairedRuns> rates;
+};
+RepairCost repair_cost(const std::vector<YieldPoint>& points, const RepairedRunOptions& options);
 
 // The closed form of YieldPoint::expected_yield for one rate.
 double expected_yield(const fabric::WaferSpec& spec, double rate);

@@ -20,11 +20,12 @@ struct CliOutcome {
   std::string err;
 };
 
-inline CliOutcome run_wafersim(const std::string& args) {
+// Runs a shell command line (stderr captured apart from stdout).
+inline CliOutcome run_command(const std::string& command) {
   namespace fs = std::filesystem;
   const fs::path err_file =
       fs::temp_directory_path() / ("wafersim_cli_err_" + std::to_string(::getpid()));
-  const std::string cmd = std::string(WAFERSIM_BINARY) + " " + args + " 2>" + err_file.string();
+  const std::string cmd = command + " 2>" + err_file.string();
   CliOutcome o;
   FILE* p = ::popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -36,6 +37,10 @@ inline CliOutcome run_wafersim(const std::string& args) {
   o.err.assign(std::istreambuf_iterator<char>(e), {});
   fs::remove(err_file);
   return o;
+}
+
+inline CliOutcome run_wafersim(const std::string& args) {
+  return run_command(std::string(WAFERSIM_BINARY) + " " + args);
 }
 
 // A fresh, empty folder under the temporary directory for one test.

@@ -84,20 +84,24 @@ TEST(SweepShard, ParsesKOfNAndRejectsTheImpossible) {
   EXPECT_THROW(parse_shard("a/3"), std::invalid_argument);
 }
 
-TEST(SweepShard, MpiReadsTheLaunchersRankAndSize) {
-  ::unsetenv("OMPI_COMM_WORLD_RANK");
-  ::unsetenv("OMPI_COMM_WORLD_SIZE");
-  ::unsetenv("PMI_RANK");
-  ::unsetenv("PMI_SIZE");
-  ::unsetenv("PMIX_RANK");
-  EXPECT_THROW(parse_shard("mpi"), std::invalid_argument);
-  ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-  ::setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
-  const SweepShard s = parse_shard("mpi");
-  EXPECT_EQ(s.rank, 3);
-  EXPECT_EQ(s.count, 8);
-  ::unsetenv("OMPI_COMM_WORLD_RANK");
-  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+// Under mpirun the ranks share the points by themselves (sweep_mpi.hpp); the
+// old per-rank shards printed one JSON per rank into one stream.
+TEST(SweepShard, MpiIsNoLongerAShardAndSaysWhatToDo) {
+  try {
+    (void)parse_shard("mpi");
+    FAIL() << "accepted --shard mpi";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("drop --shard"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SweepPoints, AGridTooLargeToEnumerateIsRefused) {
+  SweepAxes a;
+  a.users.resize(1001, 1);
+  a.layer_groups.resize(1001, 1);
+  EXPECT_THROW((void)sweep_points(a), std::invalid_argument);
+  a.layer_groups.resize(999, 1);
+  EXPECT_EQ(sweep_size(a), 1001 * 999);
 }
 
 TEST(SweepRun, ArgumentsCarryTheScenarioFlagsAndThePointsOverrides) {

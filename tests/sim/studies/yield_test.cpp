@@ -33,5 +33,29 @@ TEST(WaferYield, MatchesTheBinomialClosedFormAndIsMonotone) {
   }
 }
 
+// Clustered defects on a design without spares: the drawn yield is Stapper's
+// negative binomial per area, (1 + n p / a)^-a, and above the independent
+// yield at the same mean rate (clusters leave more areas clean).
+TEST(WaferYield, ClusteredDefectsFollowTheNegativeBinomialModel) {
+  fabric::WaferSpec s =
+      load_hardware_preset("small", std::filesystem::path(WAFERSIM_SOURCE_DIR) / "scenarios");
+  ASSERT_FALSE(s.redundancy.enabled());
+  const std::vector<double> rates = {1e-3};
+  const int wafers = 1500;
+  const double independent = wafer_yield(s, rates, wafers, 2)[0].yield();
+  EXPECT_NEAR(independent, std::pow(1 - 1e-3, s.core_count()), 0.04);
+  s.defect_clustering = 0.5;
+  s.defect_cluster_size = 16;
+  const YieldPoint c = wafer_yield(s, rates, wafers, 2)[0];
+  const double areas = static_cast<double>(s.core_count()) / (16 * 16);
+  const double stapper = std::pow(1 + 256 * 1e-3 / 0.5, -0.5 * areas);
+  EXPECT_NEAR(c.expected_yield, stapper, 1e-12);
+  EXPECT_NEAR(c.yield(), stapper, 3 * std::sqrt(stapper * (1 - stapper) / wafers) + 0.005);
+  EXPECT_GT(c.yield(), independent + 0.03);
+  // With spares there is no closed form for clusters: said, not guessed.
+  s.redundancy = fabric::Redundancy{8, 1, Cycles{1}};
+  EXPECT_TRUE(std::isnan(expected_yield(s, 1e-3)));
+}
+
 }  // namespace
 }  // namespace wafersim::sim
