@@ -2,6 +2,7 @@
 // and which of them got worse by more than a threshold (placement regression).
 #pragma once
 
+#include <filesystem>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct FigureChange {
 struct Comparison {
   std::string a_label, b_label;
   std::vector<FigureChange> figures;
+  // What makes the two runs measure different things: "hardware: A X, B Y"
+  // for the hardware, model and precision that differ; empty when none does.
+  std::vector<std::string> setup_differences;
   // Figures that got worse by more than `percent`.
   std::vector<const FigureChange*> regressions(double percent) const;
 };
@@ -41,6 +45,11 @@ std::vector<FigureChange> headline_figures(const RunResult& r, const Metrics& m)
 
 Comparison compare(const RunResult& a, const RunResult& b, std::string a_label,
                    std::string b_label);
+
+// Throws ResultReadError when `path` is not an HDF5 file, saying what it
+// looks like instead (JSON, YAML or other text, nothing), before the HDF5
+// library is asked to open it.
+void check_results_file(const std::filesystem::path& path);
 
 void write_comparison(std::ostream& out, const Comparison& c, double fail_percent);
 nlohmann::ordered_json comparison_json(const Comparison& c, double fail_percent);

@@ -312,6 +312,7 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
   const Baselines& b = *r.baselines;
   H5::Group g = make_group(f, "gpu_baselines");
   for (const SystemFigure* fig : kHdf5GpuBaselines) write_system_column(g, *fig, b.gpus);
+  for (const SystemFigure* fig : kHdf5GpuBaselinesWrittenOnly) write_system_column(g, *fig, b.gpus);
 
   H5::Group w = make_group(f, "wafer_system");
   for (const SystemFigure* fig : kHdf5WaferSystemAttributes)

@@ -78,7 +78,7 @@ void write_baselines(std::ostream& out, const Baselines& b) {
                      "limited by");
   auto row = [&](const SystemFigures& f, bool gpu) {
     const std::string chips =
-        gpu ? fmt::format("{} GPU", f.chips) : fmt::format("{} wafer", f.chips);
+        fmt::format("{} {}{}", f.chips, gpu ? "GPU" : "wafer", f.chips == 1 ? "" : "s");
     const std::string split =
         gpu ? fmt::format("{}x{}{}", f.tp, f.pp, f.parallelism_auto ? "" : "*") : std::string("-");
     out << fmt::format("  {:<14} {:>9} {:>10} {:>12} {:>14} {:>9} {:>9} {:>9}  {}{}\n", f.system,
@@ -101,9 +101,10 @@ void write_baselines(std::ostream& out, const Baselines& b) {
         "{:.2f} tokens per verification step expected (GPU model)\n",
         s.draft_model, s.draft_tokens, s.acceptance_rate, s.expected_tokens_per_step);
     out << fmt::format(
-        "  wafer, simulated: draft on {} wafer(s) of its own; acceptance {:.2f} ({}), "
+        "  wafer, simulated: draft on {} of its own; acceptance {:.2f} ({}), "
         "{:.2f} tokens per verification; proposal {}, verification {}\n",
-        s.wafer_draft_wafers, s.wafer_acceptance,
+        fmt::format("{} wafer{}", s.wafer_draft_wafers, s.wafer_draft_wafers == 1 ? "" : "s"),
+        s.wafer_acceptance,
         s.wafer_accepted_by_comparison ? "greedy choices compared" : "drawn with the rate",
         s.wafer_tokens_per_round, format_seconds(s.wafer_draft_step_s),
         format_seconds(s.wafer_verify_s));
@@ -237,10 +238,23 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   if (m.critical_path_tokens > 0) {
     const double mean_total = static_cast<double>(m.critical_path.total().value) /
                               static_cast<double>(m.critical_path_tokens);
-    out << fmt::format("\nWhere a {} token's cycles go (mean of {} tokens: {} cycles)\n",
-                       m.critical_path_basis == "decode" ? "decode" : "prompt",
-                       m.critical_path_tokens,
-                       format_grouped(static_cast<std::uint64_t>(std::llround(mean_total))));
+    const std::uint64_t mean_latency = static_cast<std::uint64_t>(std::llround(mean_total));
+    out << fmt::format(
+        "\nWhere a {} token's cycles go (its critical path through the wafer, the mean over {} "
+        "{} token{}{}: {} cycles)\n",
+        m.critical_path_basis == "decode" ? "decode" : "prompt", m.critical_path_tokens,
+        m.critical_path_basis == "decode" ? "generated" : "prompt",
+        m.critical_path_tokens == 1 ? "" : "s",
+        r.users > 1 ? fmt::format(" of {} users", r.users) : std::string(),
+        format_grouped(mean_latency));
+    if (m.critical_path_basis == "decode" && m.cycles_per_token > Cycles{0} &&
+        mean_latency != m.cycles_per_token.value)
+      out << fmt::format(
+          "  (that is one token's latency; cycles/token above, {}, is the mean time between one "
+          "user's generated tokens: the two differ by how token passes wait for or overlap one "
+          "another{})\n",
+          format_grouped(m.cycles_per_token.value),
+          r.speculative ? ", and by the draft's proposals and verification rounds" : "");
     for (std::size_t i = 0; i < kPathCategoryCount; ++i) {
       const Resource c = kPathCategories[i];
       const double mean = static_cast<double>(cycles_in(m.critical_path, c).value) /

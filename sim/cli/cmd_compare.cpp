@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "analysis/compare.hpp"
 #include "analysis/hdf5_output.hpp"
 #include "sim/cli/commands.hpp"
@@ -15,12 +17,26 @@ namespace {
 struct CompareArgs {
   std::string a, b;
   bool json = false;
+  bool allow_different_setup = false;
   double fail_percent = -1.0;  // below 0: never fail
 };
 
 int run(const CompareArgs& a) {
+  analysis::check_results_file(a.a);
+  analysis::check_results_file(a.b);
   const analysis::Comparison c =
       analysis::compare(analysis::read_hdf5(a.a), analysis::read_hdf5(a.b), a.a, a.b);
+  if (!c.setup_differences.empty()) {
+    std::string what;
+    for (const std::string& d : c.setup_differences) what += "\n  " + d;
+    if (!a.allow_different_setup)
+      throw CommandError(kExitBadInput,
+                         fmt::format("{} and {} are results of different setups:{}\n  their "
+                                     "figures measure different things; --allow-different-setup "
+                                     "compares them anyway",
+                                     a.a, a.b, what));
+    std::cerr << "wafersim: warning: comparing results of different setups:" << what << "\n";
+  }
   if (a.json)
     std::cout << analysis::comparison_json(c, a.fail_percent).dump(2) << "\n";
   else
@@ -38,6 +54,9 @@ RegisteredCommand add_compare_command(CLI::App& app) {
   compare->add_option("a", a->a, "Baseline results (.h5)")->required();
   compare->add_option("b", a->b, "New results (.h5)")->required();
   compare->add_flag("--json", a->json, "Print one JSON object");
+  compare->add_flag("--allow-different-setup", a->allow_different_setup,
+                    "Compare results of a different hardware, model or precision (a warning "
+                    "instead of an error)");
   compare
       ->add_option("--fail-on-regression", a->fail_percent,
                    "Exit with code 4 when any figure got worse by more than PCT percent")

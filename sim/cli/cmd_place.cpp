@@ -20,23 +20,15 @@ namespace wafersim::sim {
 namespace {
 
 struct PlaceArgs {
-  std::string scenario, svg, strategy, write_placement;
+  std::string scenario, svg, write_placement;
   bool json = false;
   int block_rows = 0;
-  ScenarioOverrides overrides;
+  ScenarioOverrideOptions overrides;
 };
 
 int run(const PlaceArgs& a, const std::filesystem::path& presets) {
-  Scenario sc = load_scenario(a.scenario, presets, a.overrides);
+  Scenario sc = load_scenario_with(a.scenario, presets, a.overrides);
   check_single_batch(sc, "place");
-  if (!a.strategy.empty()) {
-    const std::optional<StrategyKind> kind = parse_strategy(a.strategy);
-    if (!kind)
-      throw CommandError(kExitBadInput,
-                         "--strategy " + a.strategy + ": unknown; valid: " +
-                             fmt::format("{}", fmt::join(placement_strategies(), ", ")));
-    sc.placement.strategy = *kind;
-  }
   if (a.block_rows > 0) sc.placement.block_rows = a.block_rows;
   const PlacementReport report = evaluate_placement(sc, show_placement_progress);
   if (!a.write_placement.empty() && report.placement_file.empty())
@@ -45,8 +37,14 @@ int run(const PlaceArgs& a, const std::filesystem::path& presets) {
                        "own, and a whole-region placement shares its regions between matrices "
                        "and layers, so it cannot be written as one yet; its scenario's placement "
                        "keys (strategy: whole-region, layer_groups) reproduce it");
-  if (!a.svg.empty()) write_text_atomically(a.svg, placement_svg(report));
-  if (!a.write_placement.empty()) write_text_atomically(a.write_placement, report.placement_file);
+  if (!a.svg.empty()) {
+    write_text_atomically(a.svg, placement_svg(report));
+    report_written(a.svg, "placement picture");
+  }
+  if (!a.write_placement.empty()) {
+    write_text_atomically(a.write_placement, report.placement_file);
+    report_written(a.write_placement, "placement file; use it with --placement");
+  }
   if (a.json)
     std::cout << placement_json(report).dump(2) << "\n";
   else
@@ -63,17 +61,10 @@ RegisteredCommand add_place_command(CLI::App& app) {
   place->add_option("scenario", a->scenario, "Scenario YAML file")->required();
   place->add_flag("--json", a->json, "Print one JSON object");
   place->add_option("--svg", a->svg, "Write a picture: regions, SRAM and link-load heatmaps");
-  place->add_option("--strategy", a->strategy, "Override the placement strategy");
   place
       ->add_option("--block-rows", a->block_rows, "serpentine, sram-balanced: rows of layer blocks")
       ->check(CLI::Range(1, 64));
-  place->add_option("--wafers", a->overrides.wafers, "Wafers: N or auto");
-  place->add_option("--layer-groups", a->overrides.layer_groups,
-                    "whole-region: groups of layers, each sharing one region");
-  place->add_option("--hardware", a->overrides.hardware, "Override the hardware preset");
-  place->add_option("--model", a->overrides.model, "Override the model preset");
-  place->add_option("--placement", a->overrides.placement_file,
-                    "Read this placement file instead of running the strategy");
+  add_scenario_override_options(place, a->overrides);
   place->add_option("--write-placement", a->write_placement,
                     "Write the placement (regions, every matrix's rectangle and reduction) as an "
                     "editable YAML file");

@@ -25,8 +25,7 @@ namespace {
 struct RunArgs {
   std::string scenario, out, report;
   bool json = false, functional = false, timing_only = false;
-  ScenarioOverrides overrides;
-  std::vector<std::string> set;  // KEY=VALUE
+  ScenarioOverrideOptions overrides;
   int threads = 0;
   bool keep_link_records = false;
   std::string trace;  // --trace FILE: Chrome trace-event JSON of the run
@@ -43,9 +42,7 @@ void show_checkpoint_progress(int done, int total) {
 }
 
 int run(const RunArgs& a, const std::filesystem::path& presets) {
-  ScenarioOverrides overrides = a.overrides;
-  overrides.set = parse_set_options(a.set);
-  const Scenario sc = load_scenario(a.scenario, presets, overrides);
+  const Scenario sc = load_scenario_with(a.scenario, presets, a.overrides);
   check_single_batch(sc, "run");
   if (!a.report.empty()) analysis::check_writable(a.report);  // before minutes of simulating
   std::optional<bool> functional_flag;
@@ -73,25 +70,24 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     analysis::write_hdf5(results, result, metrics);
     // The resolved scenario next to the results reproduces the run.
     write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
+    report_written(results, "results");
+    report_written(results + ".scenario.yaml", "the resolved scenario, which reproduces the run");
   }
   if (!a.report.empty()) {
     const analysis::PlacementPicture picture = run_placement_picture(sc, result);
     analysis::write_text_atomically(a.report,
                                     analysis::run_report_html(result, metrics, &picture));
-    if (a.json) std::cerr << "wrote " << a.report << "\n";
+    report_written(a.report, "the HTML report");
   }
   if (!a.trace.empty()) {
     analysis::write_trace(a.trace, trace, result);
-    std::cerr << "wrote " << a.trace << (trace.truncated() ? " (truncated: see its otherData)" : "")
-              << "\n";
+    report_written(a.trace, trace.truncated() ? "the trace, truncated: see its otherData"
+                                              : "the trace");
   }
   if (a.json) {
     std::cout << analysis::to_json_text(result, metrics);
   } else {
     analysis::write_report(std::cout, result, metrics);
-    if (!results.empty())
-      std::cout << "results: " << results << " (scenario: " << results << ".scenario.yaml)\n";
-    if (!a.report.empty()) std::cout << "wrote " << a.report << "\n";
   }
   if (options.functional && result.tokens != result.reference_tokens)
     throw CommandError(kExitInternal, "simulated tokens differ from the reference forward pass");
@@ -115,25 +111,7 @@ RegisteredCommand add_run_command(CLI::App& app) {
   auto* t_opt =
       run_cmd->add_flag("--timing-only", a->timing_only, "Timing only: skip the arithmetic");
   f_opt->excludes(t_opt);
-  run_cmd->add_option("--hardware", a->overrides.hardware,
-                      "Override the scenario's hardware preset");
-  run_cmd->add_option("--model", a->overrides.model, "Override the scenario's model preset");
-  run_cmd->add_option("--precision", a->overrides.precision,
-                      "Override the precision (fp32, fp16, bf16, ...)");
-  run_cmd->add_option("--wafers", a->overrides.wafers,
-                      "Wafers in the pipeline: N or auto (the fewest that fit)");
-  run_cmd->add_option("--users", a->overrides.users, "Sequences decoded at once (workload.users)");
-  run_cmd->add_option("--layer-groups", a->overrides.layer_groups,
-                      "whole-region: groups of layers, each sharing one region "
-                      "(placement.layer_groups)");
-  run_cmd->add_option(
-      "--placement", a->overrides.placement_file,
-      "Use this placement file (wafersim place --write-placement) instead of the strategy");
-  run_cmd
-      ->add_option("--set", a->set,
-                   "KEY=VALUE: set any scenario key by its dotted path, the value as YAML "
-                   "(e.g. workload.cached_tokens=2048; KEY=null removes the key); repeatable")
-      ->type_name("KEY=VALUE");
+  add_scenario_override_options(run_cmd, a->overrides);
   run_cmd
       ->add_option("--threads", a->threads,
                    "Host threads (0: all the host has): from 2 on, functional runs compute "

@@ -20,16 +20,14 @@ namespace {
 
 struct ServeArgs {
   std::string scenario, out, csv, cache, report;
-  std::vector<std::string> set;
+  ScenarioOverrideOptions overrides;
   bool json = false, no_cache = false;
   int jobs = 0;
   double target_rate = 0.0;  // capacity
 };
 
 Scenario load(const ServeArgs& a, const std::filesystem::path& presets) {
-  ScenarioOverrides o;
-  o.set = parse_set_options(a.set);
-  Scenario sc = load_scenario(a.scenario, presets, o);
+  Scenario sc = load_scenario_with(a.scenario, presets, a.overrides);
   if (!sc.traffic)
     throw ScenarioError(a.scenario, 0, 0, "traffic",
                         "this scenario has no traffic: section; a serving study needs one (open-"
@@ -43,8 +41,8 @@ CalibrationOptions calibration_options(const ServeArgs& a, const std::filesystem
                                           a.no_cache        ? std::filesystem::path()
                                           : a.cache.empty() ? default_cache_dir()
                                                             : std::filesystem::path(a.cache));
-  // The calibration runs see the keys this study's --set changed.
-  c.extra_sets = parse_set_options(a.set);
+  // The calibration runs see the keys this study's overrides changed.
+  c.extra_sets = a.overrides.as_sets();
   return c;
 }
 
@@ -119,18 +117,22 @@ int serve(const ServeArgs& a, const std::filesystem::path& presets) {
     analysis::write_serving_hdf5(results, h, study.results, sc.resolved_yaml);
     write_text_atomically(results + ".scenario.yaml", sc.resolved_yaml);
   }
-  if (!a.csv.empty()) analysis::write_requests_csv(a.csv, study.results);
+  if (!results.empty()) {
+    report_written(results, "results");
+    report_written(results + ".scenario.yaml", "the resolved scenario");
+  }
+  if (!a.csv.empty()) {
+    analysis::write_requests_csv(a.csv, study.results);
+    report_written(a.csv, "every request of every system");
+  }
   if (!a.report.empty()) {
     analysis::write_text_atomically(a.report, analysis::serving_report_html(h, study.results));
-    if (a.json) std::cerr << "wrote " << a.report << "\n";
+    report_written(a.report, "the HTML report");
   }
   if (a.json) {
     std::cout << analysis::serving_json(h, study.results).dump(1) << "\n";
   } else {
     analysis::write_serving_report(std::cout, h, study.results);
-    if (!results.empty()) std::cout << "results: " << results << "\n";
-    if (!a.csv.empty()) std::cout << "requests: " << a.csv << "\n";
-    if (!a.report.empty()) std::cout << "wrote " << a.report << "\n";
   }
   return kExitSuccess;
 }
@@ -185,9 +187,7 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
 
 void add_common(CLI::App* c, ServeArgs& a) {
   c->add_option("scenario", a.scenario, "Scenario YAML file with traffic:")->required();
-  c->add_option("--set", a.set,
-                "KEY=VALUE: set any scenario key by its dotted path (value as YAML); repeatable")
-      ->type_name("KEY=VALUE");
+  add_scenario_override_options(c, a.overrides);
   c->add_option("-j,--jobs", a.jobs, "Calibration runs at once (default: the host's cores)");
   c->add_option("--cache", a.cache,
                 "Folder of cached step grids (default $WAFERSIM_CACHE or ~/.cache/wafersim)");

@@ -36,6 +36,7 @@ namespace fs = std::filesystem;
 struct SweepArgs {
   std::string scenario, presets, csv, h5, report, out, shard;
   SweepAxes axes;
+  ScenarioOverrideOptions base;  // --strategy, --placement, --set: every point
   int jobs = 1;
   bool json = false, functional = false, timing_only = false;
 };
@@ -87,14 +88,15 @@ void check_output_path(const std::string& path, const char* option) {
                                                   path, dir.string()));
 }
 
-ScenarioOverrides point_overrides(const SweepPoint& p) {
-  ScenarioOverrides o;
-  o.model = p.model;
-  o.hardware = p.hardware;
-  o.precision = p.precision;
-  o.wafers = p.wafers;
-  o.users = p.users;
-  o.layer_groups = p.layer_groups;
+// The sweep's own overrides with the point's axes.
+ScenarioOverrideOptions point_overrides(const ScenarioOverrideOptions& base, const SweepPoint& p) {
+  ScenarioOverrideOptions o = base;
+  o.named.model = p.model;
+  o.named.hardware = p.hardware;
+  o.named.precision = p.precision;
+  o.named.wafers = p.wafers;
+  o.named.users = p.users;
+  o.named.layer_groups = p.layer_groups;
   return o;
 }
 
@@ -106,7 +108,7 @@ std::string check_points(const SweepArgs& a, const std::vector<SweepPoint>& grid
   const fs::path presets = a.presets.empty() ? default_preset_dir() : fs::path(a.presets);
   std::string all;
   for (const SweepPoint& p : grid) {
-    const Scenario sc = load_scenario(a.scenario, presets, point_overrides(p));
+    const Scenario sc = load_scenario_with(a.scenario, presets, point_overrides(a.base, p));
     all += sc.resolved_yaml;
     all += "\n---\n";
   }
@@ -124,15 +126,15 @@ void write_files(const std::string& csv, const std::string& h5, const std::strin
                  const SweepSummary& summary, const std::vector<SweepRecord>& records) {
   if (!csv.empty()) {
     write_text_atomically(csv, sweep_csv(records));
-    std::cerr << "wrote " << csv << "\n";
+    report_written(csv, "one row per point and system");
   }
   if (!h5.empty()) {
     analysis::write_sweep_hdf5(h5, sweep_json(summary, records));
-    std::cerr << "wrote " << h5 << "\n";
+    report_written(h5, "the points as HDF5");
   }
   if (!report.empty()) {
     write_text_atomically(report, analysis::sweep_report_html(sweep_json(summary, records)));
-    std::cerr << "wrote " << report << "\n";
+    report_written(report, "the HTML report");
   }
 }
 
@@ -233,6 +235,7 @@ int run(const SweepArgs& a) {
   o.scenario = a.scenario;
   o.presets = a.presets;
   o.functional = mode_of(a);
+  o.sets = a.base.as_sets();
   o.jobs = a.jobs;
   o.cancel = &g_stop;
   const int total = summary.points_in_shard;
@@ -273,7 +276,7 @@ int merge(const MergeArgs& a) {
   if (!a.out.empty()) {
     // One journal of the whole grid: `sweep --out` on it runs what is missing.
     write_text_atomically(a.out, journal_text(m.sweep, SweepShard{}, m.records));
-    std::cerr << "wrote " << a.out << "\n";
+    report_written(a.out, "one journal of the whole sweep");
   }
   write_files(a.csv, a.h5, a.report, summary, m.records);
   if (a.json)
@@ -312,6 +315,10 @@ RegisteredCommand add_sweep_command(CLI::App& app) {
   c->add_option("--users", args->axes.users, "Concurrent users")
       ->delimiter(',')
       ->check(CLI::Range(1, 1000000));
+  // --strategy, --placement and --set apply to every point; the axes above
+  // take the other overrides' names.
+  add_scenario_override_options(
+      c, args->base, {"--model", "--hardware", "--precision", "--wafers", "--users", "--layer-groups"});
   c->add_option("-j,--jobs", args->jobs, "Points run at once on each machine or rank (default 1)")
       ->check(CLI::Range(1, 1024));
   c->add_option("--shard", args->shard,

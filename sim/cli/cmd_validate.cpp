@@ -47,12 +47,14 @@ ExitCode validate_serving(const std::string& file, const Scenario& sc) {
 
 RegisteredCommand add_validate_command(CLI::App& app) {
   auto file = std::make_shared<std::string>();
+  auto overrides = std::make_shared<ScenarioOverrideOptions>();
   CLI::App* validate = app.add_subcommand("validate", "Check a scenario without running it");
   validate->add_option("scenario", *file, "Scenario YAML file")->required();
+  add_scenario_override_options(validate, *overrides);
   const CLI::App* root = &app;
   return {validate,
-          [file, root] {
-            const Scenario sc = load_scenario(*file, preset_dir(*root));
+          [file, overrides, root] {
+            const Scenario sc = load_scenario_with(*file, preset_dir(*root), *overrides);
             if (sc.traffic) return validate_serving(*file, sc);
             check_wafer_supports(sc.model);
             check_run_mode(sc, sc.outputs.functional);

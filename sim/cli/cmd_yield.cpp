@@ -28,10 +28,11 @@ struct YieldOptions {
   int runs = 0;
   int threads = 0;
   bool json = false;
+  ScenarioOverrideOptions overrides;  // all but --wafers, which counts the wafers drawn here
 };
 
 int run_yield(const YieldOptions& o, const CLI::App& root) {
-  const Scenario sc = load_scenario(o.scenario, preset_dir(root));
+  const Scenario sc = load_scenario_with(o.scenario, preset_dir(root), o.overrides);
   const fabric::WaferSpec& hw = sc.hardware;
   for (double r : o.rates)
     if (!(r >= 0.0 && r < 1.0))
@@ -46,6 +47,11 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
   // What the repairs cost a token: the first --runs repaired wafers of each
   // rate simulated, beside the scenario with no drawn defect.
   std::optional<RepairCost> cost;
+  if (o.runs > 0 && !o.overrides.as_sets().empty())
+    throw CommandError(kExitUsage,
+                       "yield --runs simulates the scenario file as it is, and its runs do not "
+                       "take command-line overrides yet: put them in the scenario (or drop "
+                       "--runs)");
   if (o.runs > 0) {
     RepairedRunOptions ro;
     ro.binary = std::filesystem::read_symlink("/proc/self/exe");
@@ -179,6 +185,7 @@ RegisteredCommand add_yield_command(CLI::App& app) {
                   "Host threads, and runs at once (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  add_scenario_override_options(cmd, o->overrides, {"--wafers"});
   const CLI::App* root = &app;
   return {cmd, [o, root] { return run_yield(*o, *root); }, [o] { return o->scenario; }};
 }

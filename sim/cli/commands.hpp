@@ -6,10 +6,15 @@
 
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "sim/config/scenario.hpp"
 
 namespace wafersim::sim {
 
@@ -41,17 +46,19 @@ struct RegisteredCommand {
   std::function<std::string()> scenario = nullptr;
 };
 
-// wafersim run SCENARIO [--json] [--out FILE] [--report FILE.html] [--functional|--timing-only]
-//              [--hardware ..] [--model ..] [--precision ..] [--wafers ..] [--users N]
-//              [--placement FILE] [--threads N] [--keep-link-records]: simulate and report.
+// wafersim run SCENARIO [--json] [--out FILE] [--report FILE.html]
+//              [--trace FILE] [--functional|--timing-only]
+//              [OVERRIDES] [--threads N] [--keep-link-records]: simulate and report.
+// OVERRIDES, on every command that takes a scenario (add_scenario_override_options):
+//   --hardware --model --precision --wafers --users --layer-groups --strategy
+//   --placement --set KEY=VALUE.
 RegisteredCommand add_run_command(CLI::App& app);
 
-// wafersim place SCENARIO [--json] [--svg FILE] [--strategy NAME] [--block-rows N]
-//                [--wafers ..] [--hardware ..] [--model ..] [--placement FILE]
+// wafersim place SCENARIO [--json] [--svg FILE] [--block-rows N] [OVERRIDES]
 //                [--write-placement FILE]: place the model and evaluate it, no simulation.
 RegisteredCommand add_place_command(CLI::App& app);
 
-// wafersim validate SCENARIO: check a scenario without running it.
+// wafersim validate SCENARIO [OVERRIDES]: check a scenario without running it.
 RegisteredCommand add_validate_command(CLI::App& app);
 
 // wafersim list: the hardware and model presets.
@@ -74,7 +81,8 @@ RegisteredCommand add_sweep_command(CLI::App& app);
 // a sweep's shards as one sweep (missing points named, exit 1).
 RegisteredCommand add_merge_command(CLI::App& app);
 
-// wafersim yield SCENARIO --rates R1,R2,... [--wafers N] [-j N] [--json]: the
+// wafersim yield SCENARIO --rates R1,R2,... [--wafers N] [-j N] [--json]
+//                [OVERRIDES but --wafers, which counts the wafers drawn]: the
 // fraction of drawn wafers whose defects the spares repair, per rate.
 RegisteredCommand add_yield_command(CLI::App& app);
 
@@ -87,10 +95,48 @@ RegisteredCommand add_regress_command(CLI::App& app);
 RegisteredCommand add_compare_command(CLI::App& app);
 
 // wafersim serve SCENARIO [--json] [--out FILE.h5] [--csv FILE] [--report FILE.html]
-//                [--set K=V] [-j N] [--cache DIR | --no-cache]: a serving study.
+//                [OVERRIDES] [-j N]
+//                [--cache DIR | --no-cache]: a serving study.
 RegisteredCommand add_serve_command(CLI::App& app);
 // wafersim capacity SCENARIO [--target-rate R] [...as serve]: rate per replica within the SLO.
 RegisteredCommand add_capacity_command(CLI::App& app);
+
+// The scenario overrides of every command that takes a scenario, as given on
+// the command line: --hardware --model --precision --wafers --users
+// --layer-groups --strategy --placement --set KEY=VALUE.
+struct ScenarioOverrideOptions {
+  ScenarioOverrides named;       // all but --strategy and --set
+  std::string strategy;          // --strategy NAME: placement.strategy
+  std::vector<std::string> set;  // --set KEY=VALUE, in order
+  // The overrides to load a scenario with (--strategy becomes a set of
+  // placement.strategy before the --set ones); CommandError (usage) for a
+  // --set without '='.
+  ScenarioOverrides resolve() const;
+  // All of them as KEY=VALUE pairs (what --set would be given for each), for
+  // child processes that take only --set (a serving study's calibration runs).
+  std::vector<std::pair<std::string, std::string>> as_sets() const;
+};
+
+// Registers the override options on a subcommand, all but those named in
+// `skip` (e.g. {"--model", "--users"} for a command that gives them another
+// meaning, as sweep's axes do). Every command that takes a scenario uses it.
+void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& options,
+                                   std::initializer_list<std::string_view> skip = {});
+
+// load_scenario with the overrides. An error in a value given on the command
+// line names the option ("command line --wafers 2x: ...") instead of a place
+// in the scenario file.
+Scenario load_scenario_with(const std::string& file, const std::filesystem::path& presets,
+                            const ScenarioOverrideOptions& options);
+
+// Says on stderr that a command wrote a file: "wrote PATH" or "wrote PATH (WHAT)";
+// stderr, so that stdout stays one JSON object under --json.
+void report_written(const std::string& path, const std::string& what = "");
+
+// The CLI parse error as a user should read it: an unknown command or option
+// with the nearest valid one and the list of commands; "" when the error is
+// none of these (CLI11's own message is then shown).
+std::string explain_parse_error(const CLI::App& app, int argc, const char* const* argv);
 
 // --set KEY=VALUE options as (key, value) pairs; CommandError (usage) for one without '='.
 std::vector<std::pair<std::string, std::string>> parse_set_options(
@@ -101,8 +147,13 @@ std::string presets_flag(const CLI::App& app);
 // The preset folder --presets names, or the default one.
 std::filesystem::path preset_dir(const CLI::App& app);
 
-// A one-line progress bar on stderr, only when stderr is a terminal:
-// "  WHAT [####....] DONE/TOTAL UNIT", wiped when DONE reaches TOTAL.
+// Progress on stderr. On a terminal, a one-line bar
+// "  WHAT [####....] DONE/TOTAL UNIT, ELAPSED, ETA", wiped when DONE reaches
+// TOTAL. Otherwise (a log file, a pipe) plain lines "wafersim: WHAT: DONE/TOTAL
+// UNIT (PCT%), ELAPSED elapsed, ETA", at most one per 10 s of wall time or per
+// 10% step, none in a task's first 2 s, and one at the end of a task that
+// printed lines or took 10 s. The clock starts at the first call for WHAT
+// (or when DONE goes back).
 void show_progress_bar(const std::string& what, int done, int total, const std::string& unit = "");
 // "placing on N wafers", the bar of run and place.
 void show_placement_progress(int wafers, int wafer);

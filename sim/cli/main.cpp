@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) {
+      // CLI11 names neither the nearest command or option nor the commands.
+      const std::string explained = sim::explain_parse_error(app, argc, argv);
+      if (!explained.empty()) {
+        std::cerr << "wafersim: error: " << explained << "\n";
+        return sim::kExitUsage;
+      }
+    }
     return app.exit(e) == 0 ? sim::kExitSuccess : sim::kExitUsage;
   }
   const auto chosen =

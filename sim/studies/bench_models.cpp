@@ -186,9 +186,14 @@ int bench_models(const BenchModelsOptions& o) {
   all["copy_bandwidth_bytes_per_s"] = bw;
   all["cases"] = nlohmann::json::array();
   if (!o.json)
-    fmt::print("{:<14} {:>6} {:>9} {:>11} {:>9} {:>10} {:>11} {:>11}  {}\n", "case", "wafers",
-               "place s", "s/token", "peak MiB", "tok/s/user", "floor s/tok", "fp32 floor",
-               "target");
+    fmt::print(
+        "host s/token: host wall time per simulated token; sim tok/s/user: the simulated "
+        "wafer's speed;\nfloor s/tok: host time to read the weights once at the copy bandwidth "
+        "(the least a functional token can take), fp32 floor: the same for fp32 weights;\n"
+        "ratios: host s/token divided by the floor (1.00x = at the floor)\n\n"
+        "{:<14} {:>6} {:>9} {:>12} {:>9} {:>13} {:>11} {:>11}  {}\n",
+        "case", "wafers", "place s", "host s/token", "peak MiB", "sim tok/s/user", "floor s/tok",
+        "fp32 floor", "target");
   for (const BenchCase& c : cases()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.name) == o.only.end())
       continue;
@@ -210,13 +215,13 @@ int bench_models(const BenchModelsOptions& o) {
     auto seconds = [&](double v) { return c.beside_floor ? fmt::format("{:.3f}", v) : "-"; };
     if (!o.json)
       fmt::print(
-          "{:<14} {:>6} {:>9.2f} {:>11.3f} {:>9.0f} {:>10.1f} {:>11} {:>11}  {}{}\n", c.name,
+          "{:<14} {:>6} {:>9.2f} {:>12.3f} {:>9.0f} {:>13.1f} {:>11} {:>11}  {}{}\n", c.name,
           p["wafers_used"].get<int>(), p["place_s"].get<double>(),
           p["wall_per_token_s"].get<double>(), p["peak_resident_mib"].get<double>(),
           p["decode_tokens_per_s_per_user"].get<double>(), seconds(floor), seconds(fp32_floor),
           c.target,
           c.beside_floor
-              ? fmt::format(" (now {:.2f}x; {:.2f}x the fp32 floor{})",
+              ? fmt::format(" (host s/token now {:.2f}x the floor, {:.2f}x the fp32 floor{})",
                             p["ratio_to_floor"].get<double>(),
                             p["ratio_to_fp32_floor"].get<double>(),
                             c.functional ? fmt::format("; tokens match: {}",

@@ -10,17 +10,31 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace wafersim::sim {
 
 struct RegressionCase {
   std::string scenario;  // file name
   bool passed = false;
-  bool recorded = false;           // --accept wrote a new expected file
-  std::vector<std::string> diffs;  // "key: expected X, got Y"
+  bool recorded = false;                  // --accept wrote a new expected file
+  std::filesystem::path expected_file;    // expected/<name>.json
+  std::vector<std::string> diffs;         // every difference: "key: expected X, got Y"
+  // A changed case in a few lines: a different hardware or model (then the
+  // figures are not compared), each headline figure that changed with
+  // better/worse, the tokens, and how many other values differ.
+  std::vector<std::string> summary;
 };
+
+// The short account of a changed result: `want` the recorded JSON result,
+// `got` the new one, `diffs` every difference between them.
+std::vector<std::string> summarise_changes(const nlohmann::ordered_json& want,
+                                           const nlohmann::ordered_json& got,
+                                           const std::vector<std::string>& diffs);
 
 struct RegressionOptions {
   std::filesystem::path binary;  // the wafersim executable to run each case with
+  std::string presets;           // --presets for each case ("" = the default)
   bool accept = false;           // record the new results as expected
   double relative_tolerance = 0.0;
 };

@@ -162,9 +162,10 @@ std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& sh
   return points;
 }
 
-std::vector<std::string> sweep_run_arguments(const fs::path& binary, const std::string& scenario,
-                                             const std::string& presets,
-                                             std::optional<bool> functional, const SweepPoint& p) {
+std::vector<std::string> sweep_run_arguments(
+    const fs::path& binary, const std::string& scenario, const std::string& presets,
+    std::optional<bool> functional, const SweepPoint& p,
+    const std::vector<std::pair<std::string, std::string>>& sets) {
   std::vector<std::string> a{binary.string()};
   if (!presets.empty()) a.insert(a.end(), {"--presets", presets});
   a.insert(a.end(), {"run", scenario, "--json"});
@@ -175,6 +176,7 @@ std::vector<std::string> sweep_run_arguments(const fs::path& binary, const std::
   if (p.wafers) a.insert(a.end(), {"--wafers", *p.wafers});
   if (p.layer_groups) a.insert(a.end(), {"--layer-groups", std::to_string(*p.layer_groups)});
   if (p.users) a.insert(a.end(), {"--users", std::to_string(*p.users)});
+  for (const auto& [key, value] : sets) a.insert(a.end(), {"--set", key + "=" + value});
   return a;
 }
 
@@ -223,7 +225,7 @@ SweepRecord sweep_record(const SweepPoint& point, int exit_code, const std::stri
 
 std::optional<SweepRecord> run_sweep_point(const SweepOptions& o, const SweepPoint& point) {
   const ProcessOutput p = run_process(
-      sweep_run_arguments(o.binary, o.scenario, o.presets, o.functional, point), o.cancel);
+      sweep_run_arguments(o.binary, o.scenario, o.presets, o.functional, point, o.sets), o.cancel);
   if (p.cancelled) return std::nullopt;
   return sweep_record(point, p.exit_code, p.out, p.err);
 }

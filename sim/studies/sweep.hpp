@@ -52,11 +52,12 @@ int sweep_size(const SweepAxes& axes);
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& shard = {});
 
 // The `wafersim run` command line of one point.
-std::vector<std::string> sweep_run_arguments(const std::filesystem::path& binary,
-                                             const std::string& scenario,
-                                             const std::string& presets,
-                                             std::optional<bool> functional,
-                                             const SweepPoint& point);
+// `sets` (KEY=VALUE, the sweep's own overrides of every point) follow the
+// point's axes as --set options.
+std::vector<std::string> sweep_run_arguments(
+    const std::filesystem::path& binary, const std::string& scenario, const std::string& presets,
+    std::optional<bool> functional, const SweepPoint& point,
+    const std::vector<std::pair<std::string, std::string>>& sets = {});
 
 // A finished point as a sweep keeps, journals, gathers and prints it: one JSON
 // object {index, overrides, exit_code, then the headline figures, power_kw and
@@ -72,6 +73,8 @@ struct SweepOptions {
   std::string scenario;
   std::string presets;
   std::optional<bool> functional;
+  // Overrides of every point besides its axes (--strategy, --placement, --set).
+  std::vector<std::pair<std::string, std::string>> sets;
   int jobs = 1;
   // Raised (by a signal handler, say) to stop: no new point starts, and the
   // points running are stopped and left out (a resumed sweep runs them).
