@@ -36,7 +36,7 @@ TEST(ReportCli, RunWritesOneSelfContainedReportWithItsPlacement) {
   const fs::path html = d / "r.html";
   const auto o = run_wafersim("run " + sc.string() + " --timing-only --report " + html.string());
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("wrote " + html.string()), std::string::npos) << o.out;
+  EXPECT_NE(o.err.find("wrote " + html.string()), std::string::npos) << o.err;
   const std::string text = read(html);
   expect_self_contained(text);
   EXPECT_NE(text.find("wafersim run: tiny-report"), std::string::npos);
@@ -81,7 +81,7 @@ compare_with: [dgx-h100, dgx-a100-40gb]
   const fs::path html = d / "s.html";
   const auto o = run_wafersim("serve " + sc.string() + " --report " + html.string());
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("wrote " + html.string()), std::string::npos) << o.out;
+  EXPECT_NE(o.err.find("wrote " + html.string()), std::string::npos) << o.err;
   const std::string text = read(html);
   expect_self_contained(text);
   for (const char* what : {"time to first token", "time between tokens", "SLO attainment",
