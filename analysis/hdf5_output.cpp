@@ -17,6 +17,7 @@
 
 #include "analysis/figures.hpp"
 #include "analysis/hdf5_writing.hpp"
+#include "analysis/result_seal.hpp"
 #include "analysis/system_figures.hpp"
 
 namespace wafersim::analysis {
@@ -344,6 +345,7 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
 void write_file(const std::filesystem::path& file_path, const RunResult& r, const Metrics& m) {
   H5::FileCreatPropList fcpl;
   H5Pset_obj_track_times(fcpl.getId(), false);  // the root group too
+  fcpl.setUserblock(kSealBytes);                  // room for the seal (result_seal.hpp)
   H5::H5File f(file_path.string(), H5F_ACC_TRUNC, fcpl);
   write_root(f, r, m);
   write_summary(f, r, m);
@@ -355,12 +357,35 @@ void write_file(const std::filesystem::path& file_path, const RunResult& r, cons
   write_scenario(f, r);
   write_baselines(f, r);
   f.close();
+  seal_results_file(file_path);
 }
 
 // ---- reading -------------------------------------------------------------
+//
+// Nothing a file holds is trusted: every dataset's rank and shape is checked
+// before it is read, no array may claim more elements than the file has
+// bytes (so a damaged size cannot make us allocate without bound), and the
+// figures read must be consistent (compute_metrics accepts them).
+
+// Bytes the file's datasets can hold at most: deflate (the only filter we
+// write) shrinks data at most ~1032 times (zlib's technical details), so no
+// honest file holds more than this many times its size.
+constexpr std::uint64_t kMostInflation = 1100;
+// That bound for the file being read (set by read_file).
+thread_local std::uint64_t max_elements = 0;
+
+void check_count(const char* name, hsize_t count, std::size_t element_bytes) {
+  if (count > max_elements / std::max<std::size_t>(element_bytes, 1)) {
+    throw std::runtime_error(fmt::format("{} claims {} elements, more than the file can hold",
+                                         name, count));
+  }
+}
 
 std::string read_string_attr(const H5::H5Object& obj, const char* name) {
   H5::Attribute a = obj.openAttribute(name);
+  if (a.getTypeClass() != H5T_STRING || a.getSpace().getSimpleExtentNpoints() != 1)
+    throw std::runtime_error(std::string("attribute ") + name + ": expected one string");
+  check_count(name, a.getStrType().isVariableStr() ? 0 : a.getStrType().getSize(), 1);
   std::string s;
   a.read(a.getStrType(), s);
   return s;
@@ -369,6 +394,9 @@ std::string read_string_attr(const H5::H5Object& obj, const char* name) {
 template <class T>
 T read_attr(const H5::H5Object& obj, const char* name) {
   H5::Attribute a = obj.openAttribute(name);
+  if (a.getTypeClass() != H5Type<T>::memory().getClass() ||
+      a.getSpace().getSimpleExtentNpoints() != 1)
+    throw std::runtime_error(std::string("attribute ") + name + ": expected one number");
   T value{};
   a.read(H5Type<T>::memory(), &value);
   return value;
@@ -380,6 +408,8 @@ T read_scalar(const H5::Group& g, const char* name) {
   if (ds.getSpace().getSimpleExtentNpoints() != 1) {
     throw std::runtime_error(std::string(name) + " is not a scalar");
   }
+  if (ds.getTypeClass() != H5Type<T>::memory().getClass())
+    throw std::runtime_error(std::string(name) + ": wrong element type");
   T value{};
   ds.read(&value, H5Type<T>::memory());
   return value;
@@ -397,7 +427,13 @@ std::vector<T> read_array(const H5::Group& g, const char* name, const std::vecto
                                          fmt::join(actual, ", "), fmt::join(dims, ", ")));
   }
   hsize_t count = 1;
-  for (hsize_t d : dims) count *= d;
+  for (hsize_t d : dims) {
+    if (d != 0 && count > max_elements / d) check_count(name, max_elements + 1, 1);
+    count *= d;
+  }
+  check_count(name, count, sizeof(T));
+  if (ds.getTypeClass() != H5Type<T>::memory().getClass())
+    throw std::runtime_error(std::string(name) + ": wrong element type");
   std::vector<T> v(count);
   if (count > 0) ds.read(v.data(), H5Type<T>::memory());
   return v;
@@ -453,7 +489,7 @@ WeightsProvenance read_weights(const H5::Group& wg) {
 
 std::string read_text(const H5::Group& g, const char* name) {
   H5::DataSet ds = g.openDataSet(name);
-  if (ds.getSpace().getSimpleExtentNdims() != 0)
+  if (ds.getSpace().getSimpleExtentNdims() != 0 || ds.getTypeClass() != H5T_STRING)
     throw std::runtime_error(std::string(name) + ": expected a scalar string");
   std::string text;
   ds.read(text, ds.getStrType());
@@ -466,6 +502,9 @@ std::vector<std::string> read_strings(const H5::Group& g, const char* name) {
   if (space.getSimpleExtentNdims() != 1) throw std::runtime_error(std::string(name) + ": not 1-D");
   hsize_t n = 0;
   space.getSimpleExtentDims(&n);
+  check_count(name, n, sizeof(char*));
+  if (ds.getTypeClass() != H5T_STRING || !ds.getStrType().isVariableStr())
+    throw std::runtime_error(std::string(name) + ": expected variable-length strings");
   std::vector<char*> ptrs(n, nullptr);
   const H5::StrType type = utf8_string();
   if (n > 0) ds.read(ptrs.data(), type);
@@ -541,6 +580,7 @@ std::optional<Baselines> read_baselines(const H5::H5File& f) {
 }
 
 RunResult read_file(const std::filesystem::path& path) {
+  max_elements = std::filesystem::file_size(path) * kMostInflation;
   H5::H5File f(path.string(), H5F_ACC_RDONLY);
   if (!f.attrExists("format") || read_string_attr(f, "format") != kFormatName) {
     throw std::runtime_error("not a wafersim results file (no format = \"wafersim-result\")");
@@ -562,8 +602,14 @@ RunResult read_file(const std::filesystem::path& path) {
   r.functional = read_attr<std::uint8_t>(f, "functional") != 0;
   r.mesh_width = read_attr<std::int32_t>(f, "mesh_width");
   r.mesh_height = read_attr<std::int32_t>(f, "mesh_height");
-  if (r.mesh_width < 0 || r.mesh_height < 0) throw std::runtime_error("negative mesh size");
   r.wafers = read_attr<std::int32_t>(f, "wafers");
+  // The ranges a scenario allows (docs/scenario-schema.md, "Valid ranges").
+  if (r.mesh_width < 1 || r.mesh_height < 1 ||
+      static_cast<std::int64_t>(r.mesh_width) * r.mesh_height > 4'000'000)
+    throw std::runtime_error(
+        fmt::format("mesh {} x {} is outside 1 to 4000000 cores", r.mesh_width, r.mesh_height));
+  if (r.wafers < 1 || r.wafers > 1024)
+    throw std::runtime_error(fmt::format("wafers {} is outside 1 to 1024", r.wafers));
 
   const H5::Group s = f.openGroup("summary");
   for (const Figure* fig : kHdf5Summary) read_figure(s, *fig, r);
@@ -620,8 +666,7 @@ RunResult read_file(const std::filesystem::path& path) {
   if (f.nameExists("draft_weights")) r.draft_weights = read_weights(f.openGroup("draft_weights"));
 
   const H5::Group scenario = f.openGroup("scenario");
-  H5::DataSet yaml = scenario.openDataSet("resolved_yaml");
-  yaml.read(r.resolved_scenario_yaml, yaml.getStrType());
+  r.resolved_scenario_yaml = read_text(scenario, "resolved_yaml");
   r.baselines = read_baselines(f);
   return r;
 }
@@ -635,13 +680,31 @@ void write_hdf5(const std::filesystem::path& path, const RunResult& result,
 }
 
 RunResult read_hdf5(const std::filesystem::path& path) {
+  return read_hdf5(path, nullptr);
+}
+
+RunResult read_hdf5(const std::filesystem::path& path, std::vector<std::string>* warnings) {
+  if (check_results_seal(path) == SealState::unsealed && warnings != nullptr) {
+    warnings->push_back(fmt::format(
+        "{} has no checksum (written by a wafersim from before results were sealed): read "
+        "without verifying it; a damaged file of this kind may crash libhdf5",
+        path.string()));
+  }
   const QuietHdf5Errors quiet;
   try {
-    return read_file(path);
+    RunResult r = read_file(path);
+    compute_metrics(r);  // throws std::logic_error on figures no run can produce
+    return r;
   } catch (const H5::Exception& e) {
     throw ResultReadError(path, "HDF5: " + quiet.describe(e));
+  } catch (const std::length_error& e) {
+    throw ResultReadError(path, std::string("a dataset has an impossible size: ") + e.what());
+  } catch (const std::logic_error& e) {
+    throw ResultReadError(path, std::string("inconsistent contents: ") + e.what());
   } catch (const std::runtime_error& e) {
     throw ResultReadError(path, e.what());
+  } catch (const std::bad_alloc&) {
+    throw ResultReadError(path, "a dataset claims more memory than this machine has");
   }
 }
 

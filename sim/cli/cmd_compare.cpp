@@ -19,8 +19,11 @@ struct CompareArgs {
 };
 
 int run(const CompareArgs& a) {
-  const analysis::Comparison c =
-      analysis::compare(analysis::read_hdf5(a.a), analysis::read_hdf5(a.b), a.a, a.b);
+  std::vector<std::string> warnings;
+  const analysis::RunResult baseline = analysis::read_hdf5(a.a, &warnings);
+  const analysis::RunResult candidate = analysis::read_hdf5(a.b, &warnings);
+  for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
+  const analysis::Comparison c = analysis::compare(baseline, candidate, a.a, a.b);
   if (a.json)
     std::cout << analysis::comparison_json(c, a.fail_percent).dump(2) << "\n";
   else

@@ -7,6 +7,7 @@
 #include "analysis/hdf5_output.hpp"
 #include "analysis/json_output.hpp"
 #include "analysis/metrics.hpp"
+#include "analysis/output_file.hpp"
 #include "analysis/report.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
@@ -42,6 +43,12 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   overrides.set = parse_set_options(a.set);
   const Scenario sc = load_scenario(a.scenario, presets, overrides);
   check_single_batch(sc, "run");
+  // Where the results go is checked now, not after the simulation.
+  const std::string results = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
+  if (!results.empty()) {
+    analysis::check_writable(results);
+    analysis::check_writable(results + ".scenario.yaml");
+  }
   std::optional<bool> functional_flag;
   if (a.functional) functional_flag = true;
   if (a.timing_only) functional_flag = false;
@@ -57,7 +64,6 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   analysis::RunResult result = run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
-  const std::string results = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
   if (!results.empty()) {
     analysis::write_hdf5(results, result, metrics);
     // The resolved scenario next to the results reproduces the run.
