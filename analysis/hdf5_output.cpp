@@ -1,10 +1,15 @@
 #include "analysis/hdf5_output.hpp"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -345,7 +350,7 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
 void write_file(const std::filesystem::path& file_path, const RunResult& r, const Metrics& m) {
   H5::FileCreatPropList fcpl;
   H5Pset_obj_track_times(fcpl.getId(), false);  // the root group too
-  fcpl.setUserblock(kSealBytes);                  // room for the seal (result_seal.hpp)
+  fcpl.setUserblock(kSealBytes);                // room for the seal (result_seal.hpp)
   H5::H5File f(file_path.string(), H5F_ACC_TRUNC, fcpl);
   write_root(f, r, m);
   write_summary(f, r, m);
@@ -376,19 +381,44 @@ thread_local std::uint64_t max_elements = 0;
 
 void check_count(const char* name, hsize_t count, std::size_t element_bytes) {
   if (count > max_elements / std::max<std::size_t>(element_bytes, 1)) {
-    throw std::runtime_error(fmt::format("{} claims {} elements, more than the file can hold",
-                                         name, count));
+    throw std::runtime_error(
+        fmt::format("{} claims {} elements, more than the file can hold", name, count));
   }
+}
+
+// One string of an attribute or a scalar dataset, through the C API: the C++
+// API's string reads call strlen on whatever libhdf5 returns, which is a null
+// pointer for a damaged variable-length string (a crash, not an error).
+std::string read_one_string(hid_t id, bool attribute, const H5::StrType& file_type,
+                            const char* name) {
+  if (file_type.isVariableStr()) {
+    const H5::StrType memory = utf8_string();
+    char* p = nullptr;
+    const herr_t rc = attribute ? H5Aread(id, memory.getId(), &p)
+                                : H5Dread(id, memory.getId(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p);
+    if (rc < 0 || p == nullptr) {
+      if (p != nullptr) H5free_memory(p);
+      throw std::runtime_error(std::string(name) + ": unreadable string");
+    }
+    std::string s(p);
+    H5free_memory(p);
+    return s;
+  }
+  const std::size_t size = file_type.getSize();
+  check_count(name, size, 1);
+  std::vector<char> buffer(size + 1, '\0');
+  const herr_t rc =
+      attribute ? H5Aread(id, file_type.getId(), buffer.data())
+                : H5Dread(id, file_type.getId(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data());
+  if (rc < 0) throw std::runtime_error(std::string(name) + ": unreadable string");
+  return std::string(buffer.data(), ::strnlen(buffer.data(), size));
 }
 
 std::string read_string_attr(const H5::H5Object& obj, const char* name) {
   H5::Attribute a = obj.openAttribute(name);
   if (a.getTypeClass() != H5T_STRING || a.getSpace().getSimpleExtentNpoints() != 1)
     throw std::runtime_error(std::string("attribute ") + name + ": expected one string");
-  check_count(name, a.getStrType().isVariableStr() ? 0 : a.getStrType().getSize(), 1);
-  std::string s;
-  a.read(a.getStrType(), s);
-  return s;
+  return read_one_string(a.getId(), /*attribute=*/true, a.getStrType(), name);
 }
 
 template <class T>
@@ -491,9 +521,7 @@ std::string read_text(const H5::Group& g, const char* name) {
   H5::DataSet ds = g.openDataSet(name);
   if (ds.getSpace().getSimpleExtentNdims() != 0 || ds.getTypeClass() != H5T_STRING)
     throw std::runtime_error(std::string(name) + ": expected a scalar string");
-  std::string text;
-  ds.read(text, ds.getStrType());
-  return text;
+  return read_one_string(ds.getId(), /*attribute=*/false, ds.getStrType(), name);
 }
 
 std::vector<std::string> read_strings(const H5::Group& g, const char* name) {
@@ -683,12 +711,56 @@ RunResult read_hdf5(const std::filesystem::path& path) {
   return read_hdf5(path, nullptr);
 }
 
+namespace {
+
+// An unsealed file cannot be checked before libhdf5 parses it, and libhdf5
+// 1.10 crashes (global heap reads of variable-length strings) or loops
+// forever on some damaged files. So it is read once in a child process with
+// a time limit first: a crash or a hang there is a ResultReadError here.
+// Only unsealed (older) files pay for it.
+void trial_read_in_child(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  const unsigned seconds = 5 + static_cast<unsigned>((ec ? 0 : size) / 10'000'000);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return;  // cannot isolate it: read it directly
+  if (child == 0) {
+    ::signal(SIGALRM, SIG_DFL);
+    ::alarm(seconds);
+    try {
+      compute_metrics(read_file(path));
+    } catch (...) {
+      ::_exit(1);  // an ordinary error: the real read reports it
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return;
+  }
+  if (!WIFSIGNALED(status)) return;
+  const int sig = WTERMSIG(status);
+  if (sig == SIGALRM)
+    throw ResultReadError(path, fmt::format("reading it did not finish within {} s (libhdf5 "
+                                            "loops on some damaged files): the file is damaged",
+                                            seconds));
+  throw ResultReadError(path, fmt::format("libhdf5 crashed reading it (signal {}): the file is "
+                                          "damaged",
+                                          sig));
+}
+
+}  // namespace
+
 RunResult read_hdf5(const std::filesystem::path& path, std::vector<std::string>* warnings) {
-  if (check_results_seal(path) == SealState::unsealed && warnings != nullptr) {
-    warnings->push_back(fmt::format(
-        "{} has no checksum (written by a wafersim from before results were sealed): read "
-        "without verifying it; a damaged file of this kind may crash libhdf5",
-        path.string()));
+  if (check_results_seal(path) == SealState::unsealed) {
+    if (warnings != nullptr)
+      warnings->push_back(fmt::format(
+          "{} has no checksum (written by a wafersim from before results were sealed): read "
+          "without verifying it",
+          path.string()));
+    const QuietHdf5Errors quiet;
+    trial_read_in_child(path);
   }
   const QuietHdf5Errors quiet;
   try {

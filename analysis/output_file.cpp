@@ -98,7 +98,8 @@ void check_writable(const std::filesystem::path& path) {
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) {
     const int err = errno;
-    throw OutputError(path, "cannot create files in " + folder.string() + ": " + std::strerror(err));
+    throw OutputError(path,
+                      "cannot create files in " + folder.string() + ": " + std::strerror(err));
   }
   ::close(fd);
   ::unlink(probe.c_str());

@@ -28,7 +28,8 @@ namespace fs = std::filesystem;
 constexpr std::string_view kMagic = "WAFERSIM-SHA256\n";
 constexpr std::size_t kHexDigits = 64;
 // The HDF5 format signature (HDF5 File Format Specification, "Superblock").
-constexpr std::array<unsigned char, 8> kHdf5Signature = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+constexpr std::array<unsigned char, 8> kHdf5Signature = {0x89, 'H',  'D',  'F',
+                                                         '\r', '\n', 0x1a, '\n'};
 
 // SHA-256 of bytes [from, end) of `in`, as lowercase hex; false on a read error.
 bool digest_from(std::ifstream& in, std::uint64_t from, std::string& hex) {
@@ -79,12 +80,13 @@ void seal_results_file(const fs::path& file) {
 SealState check_results_seal(const fs::path& file) {
   std::error_code ec;
   const fs::file_status status = fs::status(file, ec);
-  if (ec || status.type() == fs::file_type::not_found)
-    throw ResultReadError(file, "no such file");
+  if (ec || status.type() == fs::file_type::not_found) throw ResultReadError(file, "no such file");
   if (status.type() == fs::file_type::directory)
-    throw ResultReadError(file, "is a folder; expected a results file (.h5) written by wafersim run --out");
+    throw ResultReadError(
+        file, "is a folder; expected a results file (.h5) written by wafersim run --out");
   if (status.type() != fs::file_type::regular)
-    throw ResultReadError(file, "is not a regular file (a device, pipe or socket); expected a results file");
+    throw ResultReadError(
+        file, "is not a regular file (a device, pipe or socket); expected a results file");
   const std::uintmax_t size = fs::file_size(file, ec);
   std::ifstream in(file, std::ios::binary);
   if (ec || !in) throw ResultReadError(file, fmt::format("cannot open: {}", std::strerror(errno)));
@@ -94,15 +96,20 @@ SealState check_results_seal(const fs::path& file) {
   head.resize(static_cast<std::size_t>(in.gcount()));
   if (starts_with_signature(head, 0)) return SealState::unsealed;
 
-  const bool magic = head.size() >= kMagic.size() &&
-                     std::string_view(head.data(), kMagic.size()) == kMagic;
+  const bool magic =
+      head.size() >= kMagic.size() && std::string_view(head.data(), kMagic.size()) == kMagic;
   if (!magic) {
     if (starts_with_signature(head, kSealBytes))
-      throw ResultReadError(file, "its checksum block is damaged (the file changed after it was written)");
-    throw ResultReadError(file, "not an HDF5 file (no HDF5 signature); expected a results file written by wafersim run --out");
+      throw ResultReadError(
+          file, "its checksum block is damaged (the file changed after it was written)");
+    throw ResultReadError(file,
+                          "not an HDF5 file (no HDF5 signature); expected a results file written "
+                          "by wafersim run --out");
   }
   if (size < kSealBytes + kHdf5Signature.size() || !starts_with_signature(head, kSealBytes))
-    throw ResultReadError(file, fmt::format("truncated or damaged: {} bytes, no HDF5 data after its checksum block", size));
+    throw ResultReadError(
+        file,
+        fmt::format("truncated or damaged: {} bytes, no HDF5 data after its checksum block", size));
   const std::string stored(head.data() + kMagic.size(), kHexDigits);
   const bool hex_ok = std::all_of(stored.begin(), stored.end(), [](char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -111,15 +118,17 @@ SealState check_results_seal(const fs::path& file) {
   const bool padding_ok = *rest == '\n' && std::all_of(rest + 1, head.begin() + kSealBytes,
                                                        [](char c) { return c == '\0'; });
   if (!hex_ok || !padding_ok)
-    throw ResultReadError(file, "its checksum block is damaged (the file changed after it was written)");
+    throw ResultReadError(file,
+                          "its checksum block is damaged (the file changed after it was written)");
   std::string actual;
   if (!digest_from(in, kSealBytes, actual))
     throw ResultReadError(file, fmt::format("cannot read: {}", std::strerror(errno)));
   if (actual != stored) {
-    throw ResultReadError(file, fmt::format("checksum mismatch: the contents changed after wafersim wrote "
-                                            "them (SHA-256 {} stored, {} now); the file is damaged "
-                                            "or was edited",
-                                            stored.substr(0, 12), actual.substr(0, 12)));
+    throw ResultReadError(
+        file, fmt::format("checksum mismatch: the contents changed after wafersim wrote "
+                          "them (SHA-256 {} stored, {} now); the file is damaged "
+                          "or was edited",
+                          stored.substr(0, 12), actual.substr(0, 12)));
   }
   return SealState::verified;
 }

@@ -35,7 +35,8 @@ Scenario load(const ServeArgs& a, const std::filesystem::path& presets) {
                         "loop arrivals, a trace or closed-loop sessions; docs/scenario-schema.md, "
                         "\"Traffic\"); `wafersim run` simulates its workload: as one batch");
   // Where the results go is checked now, not after the study.
-  if (const std::string out = a.out.empty() ? sc.outputs.results.value_or("") : a.out; !out.empty()) {
+  if (const std::string out = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
+      !out.empty()) {
     analysis::check_writable(out);
     analysis::check_writable(out + ".scenario.yaml");
   }

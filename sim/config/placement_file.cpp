@@ -472,9 +472,9 @@ class PlacementFileReader {
       for (std::size_t i = r.first; i < r.last; ++i) {
         const PlacedRect& m = placed_[i];
         if (!contains(r.rect, m.rect))
-          fail(m.where, fmt::format("rectangle {} is not inside its stage's region {} (line {})",
-                                    rect_yaml(m.rect), rect_yaml(r.rect),
-                                    r.where.node.Mark().line + 1));
+          fail(m.where,
+               fmt::format("rectangle {} is not inside its stage's region {} (line {})",
+                           rect_yaml(m.rect), rect_yaml(r.rect), r.where.node.Mark().line + 1));
       }
     }
     for (std::size_t i = 0; i < regions_.size(); ++i) {
@@ -482,9 +482,9 @@ class PlacementFileReader {
         const StageRegion& a = regions_[i];
         const StageRegion& b = regions_[j];
         if (a.wafer == b.wafer && overlap(a.rect, b.rect))
-          fail(a.where, fmt::format("region {} overlaps {} {} (line {}) on wafer {}",
-                                    rect_yaml(a.rect), b.where.path, rect_yaml(b.rect),
-                                    b.where.node.Mark().line + 1, a.wafer));
+          fail(a.where,
+               fmt::format("region {} overlaps {} {} (line {}) on wafer {}", rect_yaml(a.rect),
+                           b.where.path, rect_yaml(b.rect), b.where.node.Mark().line + 1, a.wafer));
       }
     }
   }

@@ -77,9 +77,10 @@ void read_file(const Value& f, PlacementOptions& placement) {
   std::error_code ec;
   const fs::file_status st = fs::status(placement.file, ec);
   if (!fs::exists(st))
-    fail(f.loc(), f.path, fmt::format("{} does not exist; write one with `wafersim place "
-                                      "SCENARIO --write-placement FILE`",
-                                      placement.file));
+    fail(f.loc(), f.path,
+         fmt::format("{} does not exist; write one with `wafersim place "
+                     "SCENARIO --write-placement FILE`",
+                     placement.file));
   if (st.type() != fs::file_type::regular)
     fail(f.loc(), f.path,
          fmt::format("{} is {}; expected a placement file (YAML)", placement.file,

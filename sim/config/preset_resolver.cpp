@@ -110,9 +110,8 @@ void validate_at(const Config& config, const std::string& root_path, const Prove
 models::ModelConfig read_checkpoint_config(const std::string& name, const Value& v) {
   const fs::path path = checkpoint_path(name, v);
   std::error_code ec;
-  const fs::path file = fs::is_directory(path, ec) && path.extension() != ".json"
-                            ? path / "config.json"
-                            : path;
+  const fs::path file =
+      fs::is_directory(path, ec) && path.extension() != ".json" ? path / "config.json" : path;
   const fs::file_status st = fs::status(file, ec);
   if (!fs::exists(st))
     fail(v.loc(), v.path,

@@ -238,8 +238,9 @@ int read_count(const Value& v, const std::string& example) {
   return static_cast<int>(read_unsigned(v, static_cast<std::uint64_t>(INT_MAX), example));
 }
 
-int read_count_in(const Value& v, int lo, int hi, const std::string& example) {
-  return in_range<int>(v, read_count(v, example), lo, hi, [](int n) { return std::to_string(n); });
+int read_count_in(const Value& v, int lo, int hi, const std::string& example, bool zero_later) {
+  return in_range<int>(
+      v, read_count(v, example), lo, hi, [](int n) { return std::to_string(n); }, zero_later);
 }
 
 double read_real(const Value& v, const std::string& example) {
@@ -392,7 +393,8 @@ YAML::Node parse_file(const fs::path& path) {
   if (st.type() == fs::file_type::directory)
     fail({shown, 0, 0}, "", "is a folder; expected a YAML file");
   if (fs::exists(st) && st.type() != fs::file_type::regular)
-    fail({shown, 0, 0}, "", "is not a regular file (a device, pipe or socket); expected a YAML file");
+    fail({shown, 0, 0}, "",
+         "is not a regular file (a device, pipe or socket); expected a YAML file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail({shown, 0, 0}, "", fmt::format("cannot open file: {}", std::strerror(errno)));
   std::ostringstream text;

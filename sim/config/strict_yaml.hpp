@@ -145,8 +145,12 @@ auto read_quantity(const Value& v, Parse parse, const std::string& example) {
 // canonical spelling of its unit). Every numeric scenario input has such a
 // range (docs/scenario-schema.md, "Valid ranges"): generous enough for
 // what-if hardware, tight enough that derived figures cannot overflow.
+//
+// With `zero_later`, a zero passes here: validate() refuses it once presets
+// and overrides have merged (an override may fix a preset's zero).
 template <class T, class Show>
-T in_range(const Value& v, T value, T lo, T hi, Show show) {
+T in_range(const Value& v, T value, T lo, T hi, Show show, bool zero_later = false) {
+  if (zero_later && value == T{}) return value;
   if (value < lo || value > hi || value != value) {
     // The value as the user wrote it (a canonical spelling of 1e-300 Hz would be 300 digits).
     fail(v.loc(), v.path,
@@ -156,13 +160,15 @@ T in_range(const Value& v, T value, T lo, T hi, Show show) {
   return value;
 }
 
-// A count in [lo, hi].
-int read_count_in(const Value& v, int lo, int hi, const std::string& example);
+// A count in [lo, hi] (or 0, with zero_later).
+int read_count_in(const Value& v, int lo, int hi, const std::string& example,
+                  bool zero_later = false);
 
 // A quantity with a unit (as read_quantity) in [lo, hi], shown by `show`.
 template <class Parse, class T, class Show>
-T read_quantity_in(const Value& v, Parse parse, const std::string& example, T lo, T hi, Show show) {
-  return in_range<T>(v, read_quantity(v, parse, example), lo, hi, show);
+T read_quantity_in(const Value& v, Parse parse, const std::string& example, T lo, T hi, Show show,
+                   bool zero_later = false) {
+  return in_range<T>(v, read_quantity(v, parse, example), lo, hi, show, zero_later);
 }
 
 // One of a fixed set of names, e.g. a precision or a reduction scheme.

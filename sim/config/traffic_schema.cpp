@@ -355,12 +355,15 @@ constexpr Key<TrafficSpec> kTraffic[] = {
          fail(v.key_loc(), v.path,
               "give mean (random think times) or fixed (always the same), not both");
        t.think.kind = IntervalDistribution::Kind::fixed;
-       t.think.mean_s = read_quantity_in(v, parse_duration, "2 s", 0.0, kLongestTime, format_duration);
+       t.think.mean_s =
+           read_quantity_in(v, parse_duration, "2 s", 0.0, kLongestTime, format_duration);
      },
      [](auto& t) { return format_duration(t.think.mean_s); },
      [](auto& t) { return is_sessions(t) && t.think.kind == IntervalDistribution::Kind::fixed; }},
     {"ramp", O, "time, default 0 s", "closed loop: sessions start uniformly in [0, ramp)",
-     [](auto& v, auto& t, auto&) { t.ramp_s = read_quantity_in(v, parse_duration, "10 s", 0.0, kLongestTime, format_duration); },
+     [](auto& v, auto& t, auto&) {
+       t.ramp_s = read_quantity_in(v, parse_duration, "10 s", 0.0, kLongestTime, format_duration);
+     },
      [](auto& t) { return format_duration(t.ramp_s); }, is_sessions},
 };
 

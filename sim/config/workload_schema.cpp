@@ -208,9 +208,7 @@ constexpr Key<Workload> kWorkload[] = {
     {"prompt_tokens", O, "count >= 1", "the prompt: this many ids drawn from seed",
      read_prompt_tokens, nullptr, nullptr, 2},
     {"generate_tokens", R, "count 1..10^8", "tokens to decode",
-     [](auto& v, auto& w, auto&) {
-       w.generate_tokens = read_count_in(v, 1, 100'000'000, "16");
-     },
+     [](auto& v, auto& w, auto&) { w.generate_tokens = read_count_in(v, 1, 100'000'000, "16"); },
      [](auto& w) { return fmt::format("{}", w.generate_tokens); }, nullptr, 1},
     {"seed", O, "whole number in [0, 2^64), default 0",
      "seeds the prompt and the synthetic weights",

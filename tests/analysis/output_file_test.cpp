@@ -72,7 +72,9 @@ void expect_removed_on(int sig, const fs::path& temp) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFSIGNALED(status)) << status;
-  if (WIFSIGNALED(status)) EXPECT_EQ(WTERMSIG(status), sig);
+  if (WIFSIGNALED(status)) {
+    EXPECT_EQ(WTERMSIG(status), sig);
+  }
   EXPECT_FALSE(fs::exists(temp));
 }
 

@@ -514,9 +514,9 @@ TEST(ScenarioErrors, ImpossibleValueFromValidate) {
   const ScenarioError e = load_error(kData / "impossible_value.yaml");
   EXPECT_EQ(e.file(), (kData / "impossible_value.yaml").string());
   EXPECT_EQ(e.line(), 6);
-  EXPECT_EQ(e.column(), 12);  // the value, checked against its range when read
+  EXPECT_EQ(e.column(), 5);
   EXPECT_EQ(e.key_path(), "hardware.mesh.width");
-  EXPECT_TRUE(contains(e.what(), "0 is out of range; valid: 1 to 4000000")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "mesh width must be at least 1 core")) << e.what();
 }
 
 TEST(ScenarioErrors, BrokenYamlSyntaxGivesTheParserPosition) {
@@ -640,9 +640,9 @@ TEST_F(ScenarioFiles, NegativeAndZeroSram) {
 
   const ScenarioError zero = load_error(scenario(head + "0 B" + tail, "zero.yaml"));
   EXPECT_EQ(zero.key_path(), "hardware.core.sram");
-  EXPECT_EQ(zero.line(), 5);  // the range check, at the override's value
-  EXPECT_EQ(zero.column(), 11);
-  EXPECT_TRUE(contains(zero.what(), "0 B is out of range; valid: 1 B to 1 GiB")) << zero.what();
+  EXPECT_EQ(zero.line(), 5);  // WaferSpec::validate's complaint, at the override's line
+  EXPECT_EQ(zero.column(), 5);
+  EXPECT_TRUE(contains(zero.what(), "SRAM per core must be positive")) << zero.what();
 }
 
 TEST_F(ScenarioFiles, CountsMustBePlainNonNegativeWholeNumbers) {
