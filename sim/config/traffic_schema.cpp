@@ -297,6 +297,9 @@ constexpr Key<TrafficSpec> kTraffic[] = {
               fmt::format("'{}' is not a file (looked for {}, relative to the current directory "
                           "and to the scenario's folder)",
                           given, p.string()));
+       if (!std::filesystem::is_regular_file(p, ec))
+         fail(v.loc(), v.path,
+              fmt::format("{} is a folder or a device; expected a CSV file", p.string()));
        try {
          (void)serving::read_trace(p.string());
        } catch (const serving::TrafficError& e) {
