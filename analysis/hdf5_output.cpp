@@ -718,6 +718,9 @@ namespace {
 // forever on some damaged files. So it is read once in a child process with
 // a time limit first: a crash or a hang there is a ResultReadError here.
 // Only unsealed (older) files pay for it.
+constexpr int kTrialRead = 0;    // the trial child's exit status: read whole
+constexpr int kTrialError = 42;  // refused with an ordinary error
+
 void trial_read_in_child(const std::filesystem::path& path) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
@@ -731,23 +734,30 @@ void trial_read_in_child(const std::filesystem::path& path) {
     try {
       compute_metrics(read_file(path));
     } catch (...) {
-      ::_exit(1);  // an ordinary error: the real read reports it
+      ::_exit(kTrialError);  // an ordinary error: the real read reports it
     }
-    ::_exit(0);
+    ::_exit(kTrialRead);
   }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return;
   }
-  if (!WIFSIGNALED(status)) return;
-  const int sig = WTERMSIG(status);
+  if (WIFEXITED(status) &&
+      (WEXITSTATUS(status) == kTrialRead || WEXITSTATUS(status) == kTrialError))
+    return;
+  // Any other ending is a crash: a signal, or a sanitizer's report (which
+  // exits with status 1 instead of dying by the signal).
+  const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (sig == SIGALRM)
     throw ResultReadError(path, fmt::format("reading it did not finish within {} s (libhdf5 "
                                             "loops on some damaged files): the file is damaged",
                                             seconds));
-  throw ResultReadError(path, fmt::format("libhdf5 crashed reading it (signal {}): the file is "
-                                          "damaged",
-                                          sig));
+  throw ResultReadError(path, sig != 0 ? fmt::format("libhdf5 crashed reading it (signal {}): "
+                                                     "the file is damaged",
+                                                     sig)
+                                       : fmt::format("reading it failed in libhdf5 (exit "
+                                                     "status {}): the file is damaged",
+                                                     WEXITSTATUS(status)));
 }
 
 }  // namespace

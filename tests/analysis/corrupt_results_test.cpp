@@ -212,11 +212,11 @@ Ending read_in_child(const fs::path& file) {
     ::alarm(30);
     try {
       (void)read_hdf5(file);
-      ::_exit(0);
+      ::_exit(10);
     } catch (const ResultReadError&) {
-      ::_exit(1);
+      ::_exit(11);
     } catch (...) {
-      ::_exit(2);
+      ::_exit(12);
     }
   }
   int status = 0;
@@ -225,13 +225,16 @@ Ending read_in_child(const fs::path& file) {
     last_signal = WTERMSIG(status);
     return last_signal == SIGALRM ? Ending::hung : Ending::crashed;
   }
+  last_signal = 0;
   switch (WEXITSTATUS(status)) {
-    case 0:
+    case 10:
       return Ending::read;
-    case 1:
+    case 11:
       return Ending::read_error;
-    default:
+    case 12:
       return Ending::other_error;
+    default:  // a sanitizer's report exits with 1
+      return Ending::crashed;
   }
 }
 
