@@ -176,6 +176,8 @@ herr_t copy_attribute(hid_t loc, const char* name, const H5A_info_t*, void* to) 
   H5Aread(a, type, buffer.data());
   const hid_t b = H5Acreate2(*static_cast<hid_t*>(to), name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   H5Awrite(b, type, buffer.data());
+  if (H5Tdetect_class(type, H5T_VLEN) > 0 || H5Tis_variable_str(type) > 0)
+    H5Dvlen_reclaim(type, space, H5P_DEFAULT, buffer.data());  // the strings read
   H5Aclose(b);
   H5Sclose(space);
   H5Tclose(type);
