@@ -1,10 +1,15 @@
 #include "analysis/hdf5_output.hpp"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -17,6 +22,7 @@
 
 #include "analysis/figures.hpp"
 #include "analysis/hdf5_writing.hpp"
+#include "analysis/result_seal.hpp"
 #include "analysis/system_figures.hpp"
 
 namespace wafersim::analysis {
@@ -345,6 +351,7 @@ void write_baselines(H5::H5File& f, const RunResult& r) {
 void write_file(const std::filesystem::path& file_path, const RunResult& r, const Metrics& m) {
   H5::FileCreatPropList fcpl;
   H5Pset_obj_track_times(fcpl.getId(), false);  // the root group too
+  fcpl.setUserblock(kSealBytes);                // room for the seal (result_seal.hpp)
   H5::H5File f(file_path.string(), H5F_ACC_TRUNC, fcpl);
   write_root(f, r, m);
   write_summary(f, r, m);
@@ -356,20 +363,71 @@ void write_file(const std::filesystem::path& file_path, const RunResult& r, cons
   write_scenario(f, r);
   write_baselines(f, r);
   f.close();
+  seal_results_file(file_path);
 }
 
 // ---- reading -------------------------------------------------------------
+//
+// Nothing a file holds is trusted: every dataset's rank and shape is checked
+// before it is read, no array may claim more elements than the file has
+// bytes (so a damaged size cannot make us allocate without bound), and the
+// figures read must be consistent (compute_metrics accepts them).
+
+// Bytes the file's datasets can hold at most: deflate (the only filter we
+// write) shrinks data at most ~1032 times (zlib's technical details), so no
+// honest file holds more than this many times its size.
+constexpr std::uint64_t kMostInflation = 1100;
+// That bound for the file being read (set by read_file).
+thread_local std::uint64_t max_elements = 0;
+
+void check_count(const char* name, hsize_t count, std::size_t element_bytes) {
+  if (count > max_elements / std::max<std::size_t>(element_bytes, 1)) {
+    throw std::runtime_error(
+        fmt::format("{} claims {} elements, more than the file can hold", name, count));
+  }
+}
+
+// One string of an attribute or a scalar dataset, through the C API: the C++
+// API's string reads call strlen on whatever libhdf5 returns, which is a null
+// pointer for a damaged variable-length string (a crash, not an error).
+std::string read_one_string(hid_t id, bool attribute, const H5::StrType& file_type,
+                            const char* name) {
+  if (file_type.isVariableStr()) {
+    const H5::StrType memory = utf8_string();
+    char* p = nullptr;
+    const herr_t rc = attribute ? H5Aread(id, memory.getId(), &p)
+                                : H5Dread(id, memory.getId(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p);
+    if (rc < 0 || p == nullptr) {
+      if (p != nullptr) H5free_memory(p);
+      throw std::runtime_error(std::string(name) + ": unreadable string");
+    }
+    std::string s(p);
+    H5free_memory(p);
+    return s;
+  }
+  const std::size_t size = file_type.getSize();
+  check_count(name, size, 1);
+  std::vector<char> buffer(size + 1, '\0');
+  const herr_t rc =
+      attribute ? H5Aread(id, file_type.getId(), buffer.data())
+                : H5Dread(id, file_type.getId(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data());
+  if (rc < 0) throw std::runtime_error(std::string(name) + ": unreadable string");
+  return std::string(buffer.data(), ::strnlen(buffer.data(), size));
+}
 
 std::string read_string_attr(const H5::H5Object& obj, const char* name) {
   H5::Attribute a = obj.openAttribute(name);
-  std::string s;
-  a.read(a.getStrType(), s);
-  return s;
+  if (a.getTypeClass() != H5T_STRING || a.getSpace().getSimpleExtentNpoints() != 1)
+    throw std::runtime_error(std::string("attribute ") + name + ": expected one string");
+  return read_one_string(a.getId(), /*attribute=*/true, a.getStrType(), name);
 }
 
 template <class T>
 T read_attr(const H5::H5Object& obj, const char* name) {
   H5::Attribute a = obj.openAttribute(name);
+  if (a.getTypeClass() != H5Type<T>::memory().getClass() ||
+      a.getSpace().getSimpleExtentNpoints() != 1)
+    throw std::runtime_error(std::string("attribute ") + name + ": expected one number");
   T value{};
   a.read(H5Type<T>::memory(), &value);
   return value;
@@ -381,6 +439,8 @@ T read_scalar(const H5::Group& g, const char* name) {
   if (ds.getSpace().getSimpleExtentNpoints() != 1) {
     throw std::runtime_error(std::string(name) + " is not a scalar");
   }
+  if (ds.getTypeClass() != H5Type<T>::memory().getClass())
+    throw std::runtime_error(std::string(name) + ": wrong element type");
   T value{};
   ds.read(&value, H5Type<T>::memory());
   return value;
@@ -398,7 +458,13 @@ std::vector<T> read_array(const H5::Group& g, const char* name, const std::vecto
                                          fmt::join(actual, ", "), fmt::join(dims, ", ")));
   }
   hsize_t count = 1;
-  for (hsize_t d : dims) count *= d;
+  for (hsize_t d : dims) {
+    if (d != 0 && count > max_elements / d) check_count(name, max_elements + 1, 1);
+    count *= d;
+  }
+  check_count(name, count, sizeof(T));
+  if (ds.getTypeClass() != H5Type<T>::memory().getClass())
+    throw std::runtime_error(std::string(name) + ": wrong element type");
   std::vector<T> v(count);
   if (count > 0) ds.read(v.data(), H5Type<T>::memory());
   return v;
@@ -454,11 +520,9 @@ WeightsProvenance read_weights(const H5::Group& wg) {
 
 std::string read_text(const H5::Group& g, const char* name) {
   H5::DataSet ds = g.openDataSet(name);
-  if (ds.getSpace().getSimpleExtentNdims() != 0)
+  if (ds.getSpace().getSimpleExtentNdims() != 0 || ds.getTypeClass() != H5T_STRING)
     throw std::runtime_error(std::string(name) + ": expected a scalar string");
-  std::string text;
-  ds.read(text, ds.getStrType());
-  return text;
+  return read_one_string(ds.getId(), /*attribute=*/false, ds.getStrType(), name);
 }
 
 std::vector<std::string> read_strings(const H5::Group& g, const char* name) {
@@ -467,6 +531,9 @@ std::vector<std::string> read_strings(const H5::Group& g, const char* name) {
   if (space.getSimpleExtentNdims() != 1) throw std::runtime_error(std::string(name) + ": not 1-D");
   hsize_t n = 0;
   space.getSimpleExtentDims(&n);
+  check_count(name, n, sizeof(char*));
+  if (ds.getTypeClass() != H5T_STRING || !ds.getStrType().isVariableStr())
+    throw std::runtime_error(std::string(name) + ": expected variable-length strings");
   std::vector<char*> ptrs(n, nullptr);
   const H5::StrType type = utf8_string();
   if (n > 0) ds.read(ptrs.data(), type);
@@ -542,6 +609,7 @@ std::optional<Baselines> read_baselines(const H5::H5File& f) {
 }
 
 RunResult read_file(const std::filesystem::path& path) {
+  max_elements = std::filesystem::file_size(path) * kMostInflation;
   H5::H5File f(path.string(), H5F_ACC_RDONLY);
   if (!f.attrExists("format") || read_string_attr(f, "format") != kFormatName) {
     throw std::runtime_error("not a wafersim results file (no format = \"wafersim-result\")");
@@ -563,8 +631,14 @@ RunResult read_file(const std::filesystem::path& path) {
   r.functional = read_attr<std::uint8_t>(f, "functional") != 0;
   r.mesh_width = read_attr<std::int32_t>(f, "mesh_width");
   r.mesh_height = read_attr<std::int32_t>(f, "mesh_height");
-  if (r.mesh_width < 0 || r.mesh_height < 0) throw std::runtime_error("negative mesh size");
   r.wafers = read_attr<std::int32_t>(f, "wafers");
+  // The ranges a scenario allows (docs/scenario-schema.md, "Valid ranges").
+  if (r.mesh_width < 1 || r.mesh_height < 1 ||
+      static_cast<std::int64_t>(r.mesh_width) * r.mesh_height > 4'000'000)
+    throw std::runtime_error(
+        fmt::format("mesh {} x {} is outside 1 to 4000000 cores", r.mesh_width, r.mesh_height));
+  if (r.wafers < 1 || r.wafers > 1024)
+    throw std::runtime_error(fmt::format("wafers {} is outside 1 to 1024", r.wafers));
 
   const H5::Group s = f.openGroup("summary");
   for (const Figure* fig : kHdf5Summary) read_figure(s, *fig, r);
@@ -621,8 +695,7 @@ RunResult read_file(const std::filesystem::path& path) {
   if (f.nameExists("draft_weights")) r.draft_weights = read_weights(f.openGroup("draft_weights"));
 
   const H5::Group scenario = f.openGroup("scenario");
-  H5::DataSet yaml = scenario.openDataSet("resolved_yaml");
-  yaml.read(r.resolved_scenario_yaml, yaml.getStrType());
+  r.resolved_scenario_yaml = read_text(scenario, "resolved_yaml");
   r.baselines = read_baselines(f);
   return r;
 }
@@ -636,13 +709,85 @@ void write_hdf5(const std::filesystem::path& path, const RunResult& result,
 }
 
 RunResult read_hdf5(const std::filesystem::path& path) {
+  return read_hdf5(path, nullptr);
+}
+
+namespace {
+
+// An unsealed file cannot be checked before libhdf5 parses it, and libhdf5
+// 1.10 crashes (global heap reads of variable-length strings) or loops
+// forever on some damaged files. So it is read once in a child process with
+// a time limit first: a crash or a hang there is a ResultReadError here.
+// Only unsealed (older) files pay for it.
+constexpr int kTrialRead = 0;    // the trial child's exit status: read whole
+constexpr int kTrialError = 42;  // refused with an ordinary error
+
+void trial_read_in_child(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  const unsigned seconds = 5 + static_cast<unsigned>((ec ? 0 : size) / 10'000'000);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return;  // cannot isolate it: read it directly
+  if (child == 0) {
+    ::signal(SIGALRM, SIG_DFL);
+    ::alarm(seconds);
+    try {
+      compute_metrics(read_file(path));
+    } catch (...) {
+      ::_exit(kTrialError);  // an ordinary error: the real read reports it
+    }
+    ::_exit(kTrialRead);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return;
+  }
+  if (WIFEXITED(status) &&
+      (WEXITSTATUS(status) == kTrialRead || WEXITSTATUS(status) == kTrialError))
+    return;
+  // Any other ending is a crash: a signal, or a sanitizer's report (which
+  // exits with status 1 instead of dying by the signal).
+  const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (sig == SIGALRM)
+    throw ResultReadError(path, fmt::format("reading it did not finish within {} s (libhdf5 "
+                                            "loops on some damaged files): the file is damaged",
+                                            seconds));
+  throw ResultReadError(path, sig != 0 ? fmt::format("libhdf5 crashed reading it (signal {}): "
+                                                     "the file is damaged",
+                                                     sig)
+                                       : fmt::format("reading it failed in libhdf5 (exit "
+                                                     "status {}): the file is damaged",
+                                                     WEXITSTATUS(status)));
+}
+
+}  // namespace
+
+RunResult read_hdf5(const std::filesystem::path& path, std::vector<std::string>* warnings) {
+  if (check_results_seal(path) == SealState::unsealed) {
+    if (warnings != nullptr)
+      warnings->push_back(fmt::format(
+          "{} has no checksum (written by a wafersim from before results were sealed): read "
+          "without verifying it",
+          path.string()));
+    const QuietHdf5Errors quiet;
+    trial_read_in_child(path);
+  }
   const QuietHdf5Errors quiet;
   try {
-    return read_file(path);
+    RunResult r = read_file(path);
+    compute_metrics(r);  // throws std::logic_error on figures no run can produce
+    return r;
   } catch (const H5::Exception& e) {
     throw ResultReadError(path, "HDF5: " + quiet.describe(e));
+  } catch (const std::length_error& e) {
+    throw ResultReadError(path, std::string("a dataset has an impossible size: ") + e.what());
+  } catch (const std::logic_error& e) {
+    throw ResultReadError(path, std::string("inconsistent contents: ") + e.what());
   } catch (const std::runtime_error& e) {
     throw ResultReadError(path, e.what());
+  } catch (const std::bad_alloc&) {
+    throw ResultReadError(path, "a dataset claims more memory than this machine has");
   }
 }
 

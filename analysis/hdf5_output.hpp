@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "analysis/metrics.hpp"
 #include "analysis/run_result.hpp"
@@ -48,6 +49,13 @@ void write_hdf5(const std::filesystem::path& path, const RunResult& result, cons
 // generated and reference tokens, the token records and the resolved scenario.
 // compute_metrics() on the returned result gives the metrics of the original run.
 // Per-core arrays are always mesh-shaped: a run that recorded none reads back zeros.
+// The file's seal (result_seal.hpp) is checked first, before libhdf5 reads
+// it; then every dataset's type and shape, and the figures' consistency.
+// Throws ResultReadError for anything it cannot read; nothing a file holds
+// crashes or hangs the reader when the file is sealed.
 RunResult read_hdf5(const std::filesystem::path& path);
+// As above; a file without a seal (older) is read, with a warning added to
+// `warnings` (when not null).
+RunResult read_hdf5(const std::filesystem::path& path, std::vector<std::string>* warnings);
 
 }  // namespace wafersim::analysis

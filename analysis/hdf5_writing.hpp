@@ -192,6 +192,7 @@ inline void write_atomically(const std::filesystem::path& path,
                              const std::function<void(const std::filesystem::path&)>& write) {
   std::filesystem::path temp = path;
   temp += fmt::format(".tmp.{}", ::getpid());
+  const TemporaryFile registered(temp);  // an interrupt removes it
   const QuietHdf5Errors quiet;
   const auto discard_temp = [&] {
     std::error_code ignored;

@@ -24,8 +24,11 @@ struct CompareArgs {
 int run(const CompareArgs& a) {
   analysis::check_results_file(a.a);
   analysis::check_results_file(a.b);
-  const analysis::Comparison c =
-      analysis::compare(analysis::read_hdf5(a.a), analysis::read_hdf5(a.b), a.a, a.b);
+  std::vector<std::string> warnings;
+  const analysis::RunResult baseline = analysis::read_hdf5(a.a, &warnings);
+  const analysis::RunResult candidate = analysis::read_hdf5(a.b, &warnings);
+  for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
+  const analysis::Comparison c = analysis::compare(baseline, candidate, a.a, a.b);
   if (!c.setup_differences.empty()) {
     std::string what;
     for (const std::string& d : c.setup_differences) what += "\n  " + d;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/output_file.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/placement/placement.hpp"
@@ -29,6 +30,8 @@ struct PlaceArgs {
 int run(const PlaceArgs& a, const std::filesystem::path& presets) {
   Scenario sc = load_scenario_with(a.scenario, presets, a.overrides);
   check_single_batch(sc, "place");
+  if (!a.svg.empty()) analysis::check_writable(a.svg);  // before placing, not after
+  if (!a.write_placement.empty()) analysis::check_writable(a.write_placement);
   if (a.block_rows > 0) sc.placement.block_rows = a.block_rows;
   const PlacementReport report = evaluate_placement(sc, show_placement_progress);
   if (!a.write_placement.empty() && report.placement_file.empty())

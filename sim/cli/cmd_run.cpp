@@ -45,6 +45,12 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   const Scenario sc = load_scenario_with(a.scenario, presets, a.overrides);
   check_single_batch(sc, "run");
   if (!a.report.empty()) analysis::check_writable(a.report);  // before minutes of simulating
+  // Where the results go is checked now, not after the simulation.
+  const std::string results = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
+  if (!results.empty()) {
+    analysis::check_writable(results);
+    analysis::check_writable(results + ".scenario.yaml");
+  }
   std::optional<bool> functional_flag;
   if (a.functional) functional_flag = true;
   if (a.timing_only) functional_flag = false;
@@ -65,7 +71,6 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   analysis::RunResult result = run_scenario(sc, options);
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
-  const std::string results = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
   if (!results.empty()) {
     analysis::write_hdf5(results, result, metrics);
     // The resolved scenario next to the results reproduces the run.

@@ -33,6 +33,13 @@ Scenario load(const ServeArgs& a, const std::filesystem::path& presets) {
                         "this scenario has no traffic: section; a serving study needs one (open-"
                         "loop arrivals, a trace or closed-loop sessions; docs/scenario-schema.md, "
                         "\"Traffic\"); `wafersim run` simulates its workload: as one batch");
+  // Where the results go is checked now, not after the study.
+  if (const std::string out = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
+      !out.empty()) {
+    analysis::check_writable(out);
+    analysis::check_writable(out + ".scenario.yaml");
+  }
+  if (!a.csv.empty()) analysis::check_writable(a.csv);
   return sc;
 }
 

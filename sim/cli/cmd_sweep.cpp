@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "analysis/html_report.hpp"
+#include "analysis/output_file.hpp"
 #include "analysis/sweep_output.hpp"
 #include "models/sha256.hpp"
 #include "sim/cli/commands.hpp"
@@ -71,21 +72,9 @@ class StopSignals {
   std::array<struct sigaction, 3> old_{};
 };
 
-// An output's folder must exist and be writable before hours of points run.
-void check_output_path(const std::string& path, const char* option) {
-  if (path.empty()) return;
-  std::error_code ec;
-  const fs::path p(path);
-  if (fs::is_directory(p, ec))
-    throw CommandError(kExitBadInput,
-                       fmt::format("{} {}: is a directory; give a file name", option, path));
-  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  if (!fs::is_directory(dir, ec))
-    throw CommandError(kExitBadInput, fmt::format("{} {}: the folder {} does not exist", option,
-                                                  path, dir.string()));
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw CommandError(kExitBadInput, fmt::format("{} {}: the folder {} is not writable", option,
-                                                  path, dir.string()));
+// An output must be writable before hours of points run (analysis::check_writable).
+void check_output_path(const std::string& path) {
+  if (!path.empty()) analysis::check_writable(path);
 }
 
 // The sweep's own overrides with the point's axes.
@@ -205,10 +194,10 @@ int run(const SweepArgs& a) {
   std::vector<int> todo;
   if (coordinator) {
     try {
-      check_output_path(a.csv, "--csv");
+      check_output_path(a.csv);
       check_output_path(a.h5, "--h5");
-      check_output_path(a.report, "--report");
-      check_output_path(a.out, "--out");
+      check_output_path(a.report);
+      check_output_path(a.out);
       const std::string digest = check_points(a, grid);  // the whole grid: shards share it
       if (!a.out.empty()) {
         journal = std::make_unique<SweepJournal>(
@@ -263,10 +252,10 @@ struct MergeArgs {
 };
 
 int merge(const MergeArgs& a) {
-  check_output_path(a.csv, "--csv");
+  check_output_path(a.csv);
   check_output_path(a.h5, "--h5");
-  check_output_path(a.report, "--report");
-  check_output_path(a.out, "--out");
+  check_output_path(a.report);
+  check_output_path(a.out);
   std::vector<fs::path> paths(a.journals.begin(), a.journals.end());
   const MergedSweep m = merge_journals(paths);
   SweepSummary summary;

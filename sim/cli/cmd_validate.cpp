@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/output_file.hpp"
 #include "models/model_config.hpp"
 #include "models/safetensors.hpp"
 #include "sim/cli/commands.hpp"
@@ -55,6 +56,11 @@ RegisteredCommand add_validate_command(CLI::App& app) {
   return {validate,
           [file, overrides, root] {
             const Scenario sc = load_scenario_with(*file, preset_dir(*root), *overrides);
+            // Everything `run` checks short of simulating: the results path too.
+            if (sc.outputs.results) {
+              analysis::check_writable(*sc.outputs.results);
+              analysis::check_writable(*sc.outputs.results + ".scenario.yaml");
+            }
             if (sc.traffic) return validate_serving(*file, sc);
             check_wafer_supports(sc.model);
             check_run_mode(sc, sc.outputs.functional);

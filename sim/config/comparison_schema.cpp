@@ -74,16 +74,20 @@ constexpr Key<SpeculativeOptions> kSpeculative[] = {
 
 constexpr Key<ServingOverhead> kServing[] = {
     {"round_trip", O, "time, default 0 s", "client <-> API, once per request",
-     [](auto& v, auto& o, auto&) { o.round_trip_s = read_quantity(v, parse_duration, "50 ms"); },
+     [](auto& v, auto& o, auto&) {
+       o.round_trip_s = read_quantity_in(v, parse_duration, "50 ms", 0.0, 3600.0, format_duration);
+     },
      [](auto& o) { return format_duration(o.round_trip_s); }},
     {"per_token_overhead", O, "time, default 0 s", "added to every streamed token",
      [](auto& v, auto& o, auto&) {
-       o.per_token_overhead_s = read_quantity(v, parse_duration, "1 ms");
+       o.per_token_overhead_s =
+           read_quantity_in(v, parse_duration, "1 ms", 0.0, 3600.0, format_duration);
      },
      [](auto& o) { return format_duration(o.per_token_overhead_s); }},
     {"connection_setup", O, "time, default 0 s", "per request (persistent path: halved)",
      [](auto& v, auto& o, auto&) {
-       o.connection_setup_s = read_quantity(v, parse_duration, "200 ms");
+       o.connection_setup_s =
+           read_quantity_in(v, parse_duration, "200 ms", 0.0, 3600.0, format_duration);
      },
      [](auto& o) { return format_duration(o.connection_setup_s); }},
 };

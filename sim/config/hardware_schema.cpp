@@ -16,6 +16,24 @@ using namespace yaml;
 constexpr Need R = Need::required;
 constexpr Need O = Need::optional;
 
+// Valid ranges (docs/scenario-schema.md, "Valid ranges"): far beyond any
+// real wafer (WSE-3: 48 KiB, ~1 GHz, 1 cycle per hop, 24 colors), so that
+// what-ifs fit, yet small enough that cycle and byte totals stay in 64 bits.
+// The upper bounds are checked here, where the value was written; a zero
+// that validate() refuses is left to it, after presets and overrides merge
+// (an override may fix a preset's value).
+constexpr bool kZeroLater = true;
+constexpr double kMinClock = 1e6;      // 1 MHz
+constexpr double kMaxClock = 1e11;     // 100 GHz
+constexpr Bytes kMaxSram{1ull << 30};  // 1 GiB per core
+constexpr int kMaxLanes = 65'536;
+constexpr Bytes kMaxPerCycle{65'536};  // 64 KiB per cycle
+constexpr Cycles kMaxOverhead{1'000'000};
+constexpr Cycles kMaxHop{100'000};
+constexpr int kMaxVirtualChannels = 1024;
+constexpr double kMinIo = 1e3;   // 8 kbit/s, in bytes per second
+constexpr double kMaxIo = 1e15;  // 8 Pbit/s
+
 // defects: written (all three keys) whenever any of them is set, so a run
 // with defects reproduces.
 bool has_defects(const WaferSpec& h) {
@@ -36,81 +54,117 @@ constexpr Key<WaferSpec> kHardware[] = {
     {"description", O, "string", "optional, free text",
      [](auto& v, auto&, auto&) { read_string(v); }},
     {"mesh.width", R, "count", "programmable mesh of cores, columns",
-     [](auto& v, auto& h, auto&) { h.mesh_width = read_count(v, "762"); },
+     [](auto& v, auto& h, auto&) {
+       h.mesh_width = read_count_in(v, 1, 4'000'000, "762", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.mesh_width); }},
     {"mesh.height", R, "count", "programmable mesh of cores, rows",
-     [](auto& v, auto& h, auto&) { h.mesh_height = read_count(v, "1176"); },
+     [](auto& v, auto& h, auto&) {
+       h.mesh_height = read_count_in(v, 1, 4'000'000, "1176", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.mesh_height); }},
     {"dies.x", R, "count", "die tiling of the wafer, columns",
-     [](auto& v, auto& h, auto&) { h.dies_x = read_count(v, "7"); },
+     [](auto& v, auto& h, auto&) { h.dies_x = read_count_in(v, 1, 4'000'000, "7", kZeroLater); },
      [](auto& h) { return fmt::format("{}", h.dies_x); }},
     {"dies.y", R, "count", "die tiling of the wafer, rows",
-     [](auto& v, auto& h, auto&) { h.dies_y = read_count(v, "12"); },
+     [](auto& v, auto& h, auto&) { h.dies_y = read_count_in(v, 1, 4'000'000, "12", kZeroLater); },
      [](auto& h) { return fmt::format("{}", h.dies_y); }},
     {"core.clock", R, "frequency", "core clock",
-     [](auto& v, auto& h, auto&) { h.clock_hz = read_quantity(v, parse_frequency, "1.1 GHz"); },
+     [](auto& v, auto& h, auto&) {
+       h.clock_hz =
+           read_quantity_in(v, parse_frequency, "1.1 GHz", kMinClock, kMaxClock, format_frequency);
+     },
      [](auto& h) { return format_frequency(h.clock_hz); }},
     {"core.sram", R, "size", "SRAM per core",
-     [](auto& v, auto& h, auto&) { h.sram_per_core = read_quantity(v, parse_size, "48 KiB"); },
+     [](auto& v, auto& h, auto&) {
+       h.sram_per_core =
+           read_quantity_in(v, parse_size, "48 KiB", Bytes{1}, kMaxSram, format_size, kZeroLater);
+     },
      [](auto& h) { return format_size(h.sram_per_core); }},
     {"core.simd_lanes_16bit", R, "count", "16-bit multiply-accumulates per cycle",
-     [](auto& v, auto& h, auto&) { h.simd_lanes_16bit = read_count(v, "8"); },
+     [](auto& v, auto& h, auto&) {
+       h.simd_lanes_16bit = read_count_in(v, 1, kMaxLanes, "8", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.simd_lanes_16bit); }},
     {"core.simd_lanes_32bit", R, "count", "32-bit multiply-accumulates per cycle",
-     [](auto& v, auto& h, auto&) { h.simd_lanes_32bit = read_count(v, "4"); },
+     [](auto& v, auto& h, auto&) {
+       h.simd_lanes_32bit = read_count_in(v, 1, kMaxLanes, "4", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.simd_lanes_32bit); }},
     {"core.sram_read_bandwidth", R, "per cycle", "weight bytes the datapath reads per cycle",
      [](auto& v, auto& h, auto&) {
-       h.sram_read_bytes_per_cycle = read_quantity(v, parse_bytes_per_cycle, "16 B/cycle");
+       h.sram_read_bytes_per_cycle =
+           read_quantity_in(v, parse_bytes_per_cycle, "16 B/cycle", Bytes{1}, kMaxPerCycle,
+                            format_bytes_per_cycle, kZeroLater);
      },
      [](auto& h) { return format_bytes_per_cycle(h.sram_read_bytes_per_cycle); }},
     {"core.task_overhead", R, "cycles", "fixed cost to start a kernel tile",
-     [](auto& v, auto& h, auto&) { h.task_overhead = read_quantity(v, parse_cycles, "20 cycles"); },
+     [](auto& v, auto& h, auto&) {
+       h.task_overhead =
+           read_quantity_in(v, parse_cycles, "20 cycles", Cycles{0}, kMaxOverhead, format_cycles);
+     },
      [](auto& h) { return format_cycles(h.task_overhead); }},
     {"router.hop_latency", R, "cycles", "one router plus one link",
-     [](auto& v, auto& h, auto&) { h.hop_latency = read_quantity(v, parse_cycles, "1 cycle"); },
+     [](auto& v, auto& h, auto&) {
+       h.hop_latency = read_quantity_in(v, parse_cycles, "1 cycle", Cycles{1}, kMaxHop,
+                                        format_cycles, kZeroLater);
+     },
      [](auto& h) { return format_cycles(h.hop_latency); }},
     {"router.link_bandwidth", R, "per cycle", "per link per direction; whole bytes",
      [](auto& v, auto& h, auto&) {
-       h.link_bytes_per_cycle = read_quantity(v, parse_bytes_per_cycle, "32 bit/cycle");
+       h.link_bytes_per_cycle = read_quantity_in(v, parse_bytes_per_cycle, "32 bit/cycle", Bytes{1},
+                                                 kMaxPerCycle, format_bytes_per_cycle, kZeroLater);
      },
      [](auto& h) { return format_bits_per_cycle(h.link_bytes_per_cycle); }},
     {"router.virtual_channels", R, "count", "colors",
-     [](auto& v, auto& h, auto&) { h.virtual_channels = read_count(v, "24"); },
+     [](auto& v, auto& h, auto&) {
+       h.virtual_channels = read_count_in(v, 1, kMaxVirtualChannels, "24", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.virtual_channels); }},
     {"router.reduce_hop_overhead", R, "cycles", "extra cost per hop when a core adds and forwards",
      [](auto& v, auto& h, auto&) {
-       h.reduce_hop_overhead = read_quantity(v, parse_cycles, "2 cycles");
+       h.reduce_hop_overhead =
+           read_quantity_in(v, parse_cycles, "2 cycles", Cycles{0}, kMaxHop, format_cycles);
      },
      [](auto& h) { return format_cycles(h.reduce_hop_overhead); }},
     {"io.bandwidth", R, "data rate", "wafer edge I/O",
      [](auto& v, auto& h, auto&) {
-       h.io_bandwidth_bytes_per_s = read_quantity(v, parse_data_rate, "1200 Gbit/s");
+       h.io_bandwidth_bytes_per_s =
+           read_quantity_in(v, parse_data_rate, "1200 Gbit/s", kMinIo, kMaxIo, format_data_rate);
      },
      [](auto& h) { return format_data_rate(h.io_bandwidth_bytes_per_s); }},
     {"io.latency", R, "time", "wafer edge I/O",
-     [](auto& v, auto& h, auto&) { h.io_latency_s = read_quantity(v, parse_duration, "1 us"); },
+     [](auto& v, auto& h, auto&) {
+       h.io_latency_s = read_quantity_in(v, parse_duration, "1 us", 0.0, 1.0, format_duration);
+     },
      [](auto& h) { return format_duration(h.io_latency_s); }},
     {"system_power", O, "power (W, kW, MW)",
      "power of the whole system around one wafer; used only for tokens/s per kW",
-     [](auto& v, auto& h, auto&) { h.system_power_w = read_quantity(v, parse_power, "23 kW"); },
+     [](auto& v, auto& h, auto&) {
+       h.system_power_w = read_quantity_in(v, parse_power, "23 kW", 1.0, 1e9, format_power);
+     },
      [](auto& h) { return format_power(h.system_power_w); },
      [](auto& h) { return h.system_power_w > 0.0; }},
     // Spare cores (fabric/redundancy.hpp): optional; written whenever the
     // wafer has spares, so a run reproduces its physical array.
     {"redundancy.columns_per_group", O, "count",
      "logical columns that share one group of spare columns (0: no spares)",
-     [](auto& v, auto& h, auto&) { h.redundancy.columns_per_group = read_count(v, "12"); },
+     [](auto& v, auto& h, auto&) {
+       h.redundancy.columns_per_group = read_count_in(v, 1, 4'000'000, "12", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.redundancy.columns_per_group); },
      [](auto& h) { return h.redundancy.enabled(); }},
     {"redundancy.spare_columns", O, "count", "spare columns after each group",
-     [](auto& v, auto& h, auto&) { h.redundancy.spare_columns = read_count(v, "1"); },
+     [](auto& v, auto& h, auto&) {
+       h.redundancy.spare_columns = read_count_in(v, 1, 64, "1", kZeroLater);
+     },
      [](auto& h) { return fmt::format("{}", h.redundancy.spare_columns); },
      [](auto& h) { return h.redundancy.enabled(); }},
     {"redundancy.detour_latency", O, "cycles",
      "extra cycles per extra physical hop of a repaired link",
      [](auto& v, auto& h, auto&) {
-       h.redundancy.detour_latency = read_quantity(v, parse_cycles, "1 cycle");
+       h.redundancy.detour_latency =
+           read_quantity_in(v, parse_cycles, "1 cycle", Cycles{0}, Cycles{1000}, format_cycles);
      },
      [](auto& h) { return format_cycles(h.redundancy.detour_latency); },
      [](auto& h) { return h.redundancy.enabled(); }},

@@ -31,28 +31,44 @@ constexpr Key<ModelConfig> kModel[] = {
      },
      [](auto& m) { return std::string(models::architecture_name(m.architecture)); }},
     {"hidden_size", R, "count", "width of the residual stream",
-     [](auto& v, auto& m, auto&) { m.hidden_size = read_count(v, "4096"); },
+     [](auto& v, auto& m, auto&) {
+       m.hidden_size = read_count_in(v, 1, 131'072, "4096", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.hidden_size); }},
     {"intermediate_size", R, "count", "width of the MLP (of each expert for mixtral and qwen3_moe)",
-     [](auto& v, auto& m, auto&) { m.intermediate_size = read_count(v, "14336"); },
+     [](auto& v, auto& m, auto&) {
+       m.intermediate_size = read_count_in(v, 1, 1'048'576, "14336", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.intermediate_size); }},
     {"num_layers", R, "count", "transformer layers",
-     [](auto& v, auto& m, auto&) { m.num_layers = read_count(v, "32"); },
+     [](auto& v, auto& m, auto&) {
+       m.num_layers = read_count_in(v, 1, 4096, "32", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.num_layers); }},
     {"num_heads", R, "count", "query heads",
-     [](auto& v, auto& m, auto&) { m.num_heads = read_count(v, "32"); },
+     [](auto& v, auto& m, auto&) {
+       m.num_heads = read_count_in(v, 1, 4096, "32", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.num_heads); }},
     {"num_kv_heads", R, "count", "key/value heads; divides num_heads",
-     [](auto& v, auto& m, auto&) { m.num_kv_heads = read_count(v, "8"); },
+     [](auto& v, auto& m, auto&) {
+       m.num_kv_heads = read_count_in(v, 1, 4096, "8", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.num_kv_heads); }},
     {"head_dim", R, "count", "width of one head",
-     [](auto& v, auto& m, auto&) { m.head_dim = read_count(v, "128"); },
+     [](auto& v, auto& m, auto&) {
+       m.head_dim = read_count_in(v, 1, 8192, "128", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.head_dim); }},
     {"vocab_size", R, "count", "tokens of the vocabulary",
-     [](auto& v, auto& m, auto&) { m.vocab_size = read_count(v, "128256"); },
+     [](auto& v, auto& m, auto&) {
+       m.vocab_size = read_count_in(v, 1, 16'777'216, "128256", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.vocab_size); }},
     {"max_position", R, "count", "longest context: prompt plus generated tokens",
-     [](auto& v, auto& m, auto&) { m.max_position = read_count(v, "131072"); },
+     [](auto& v, auto& m, auto&) {
+       m.max_position = read_count_in(v, 1, 1 << 30, "131072", /*zero_later=*/true);
+     },
      [](auto& m) { return count(m.max_position); }},
     {"rope_theta", R, "plain number (10000.0)", "RoPE base; unused by gpt2",
      [](auto& v, auto& m, auto&) { m.rope_theta = read_real(v, "500000.0"); },
@@ -67,10 +83,10 @@ constexpr Key<ModelConfig> kModel[] = {
     // written only when they differ from that.
     {"num_experts", O, "count, default 0",
      "experts per layer; >= 1 for mixtral and qwen3_moe, 0 otherwise",
-     [](auto& v, auto& m, auto&) { m.num_experts = read_count(v, "8"); },
+     [](auto& v, auto& m, auto&) { m.num_experts = read_count_in(v, 0, 4096, "8"); },
      [](auto& m) { return count(m.num_experts); }, [](auto& m) { return m.num_experts != 0; }},
     {"experts_per_token", O, "count, default 0", "top-k experts per token (mixtral, qwen3_moe)",
-     [](auto& v, auto& m, auto&) { m.experts_per_token = read_count(v, "2"); },
+     [](auto& v, auto& m, auto&) { m.experts_per_token = read_count_in(v, 0, 4096, "2"); },
      [](auto& m) { return count(m.experts_per_token); },
      [](auto& m) { return m.experts_per_token != 0; }},
     {"attention_bias", O, "true / false, default false",
@@ -104,12 +120,14 @@ constexpr Key<ModelConfig> kModel[] = {
     {"rope_original_max_position", O, "count, default 0",
      "llama3: the context the model was trained on (Hugging Face "
      "original_max_position_embeddings)",
-     [](auto& v, auto& m, auto&) { m.rope_scaling.original_max_position = read_count(v, "8192"); },
+     [](auto& v, auto& m, auto&) {
+       m.rope_scaling.original_max_position = read_count_in(v, 0, 1 << 30, "8192");
+     },
      [](auto& m) { return count(m.rope_scaling.original_max_position); },
      [](auto& m) { return m.rope_scaling.original_max_position != 0; }},
     {"sliding_window", O, "count, default 0 = whole context",
      "each query sees the last N positions (itself included)",
-     [](auto& v, auto& m, auto&) { m.sliding_window = read_count(v, "4096"); },
+     [](auto& v, auto& m, auto&) { m.sliding_window = read_count_in(v, 0, 1 << 30, "4096"); },
      [](auto& m) { return count(m.sliding_window); },
      [](auto& m) { return m.sliding_window != 0; }},
 };

@@ -10,6 +10,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/config/strict_yaml.hpp"
 #include "sim/placement/placement_cost.hpp"
+#include "sim/placement/request.hpp"
 
 namespace wafersim::sim {
 
@@ -117,12 +118,12 @@ using yaml::Value;
 
 // The mapping's keys, checked against `keys` (unknown keys are errors with a
 // did-you-mean, and `why(key)` where it has more to say). A placement file
-// does not say what was given instead of a mapping, and the first of
-// duplicate keys counts.
+// does not say what was given instead of a mapping. A key given twice is an
+// error, as in a scenario.
 Mapping mapping(const Value& n, std::vector<std::string> keys,
                 std::function<std::string(const std::string&)> why = {}) {
   yaml::KeyRules rules;
-  rules.strict_keys = false;
+  rules.strict_keys = true;
   rules.say_what_was_given = false;
   rules.unknown_key_note = std::move(why);
   return Mapping(n, std::move(keys), rules);
@@ -210,7 +211,7 @@ class PlacementFileReader {
         mapping(file, {"placement_file", "model", "mesh", "wafers", "strategy", "layers", "head"});
     check_header(top);
     Placement pl;
-    pl.strategy = text(get(top, "strategy"));
+    pl.strategy = strategy(get(top, "strategy"));
     pl.planner_note = fmt::format("read from {}", file_);
     pl.wafers = wafers_;
     pl.context_tokens = req_.context_tokens;
@@ -221,6 +222,7 @@ class PlacementFileReader {
     for (int l = 0; l < model_.num_layers; ++l)
       pl.layers.push_back(layer(layers[static_cast<std::size_t>(l)], l));
     pl.head = head(get(top, "head"));
+    check_regions();
     check_cores_alive_and_unshared();
     check_sram(pl);
     pl.max_context_tokens = layout_max_context(model_, pl, req_, spec_);
@@ -229,6 +231,17 @@ class PlacementFileReader {
   }
 
  private:
+  // What produced the file: one of the strategies (informational, but a
+  // name no strategy has is a mistake).
+  static std::string strategy(const Value& n) {
+    const std::string s = text(n);
+    const std::vector<std::string> valid = placement_strategies();
+    if (std::find(valid.begin(), valid.end(), s) == valid.end())
+      fail(n, fmt::format("unknown strategy '{}'; valid: {}{}", s, yaml::join_list(valid),
+                          yaml::did_you_mean(s, valid)));
+    return s;
+  }
+
   int users() const { return std::max(1, req_.users); }
   int context() const { return std::max(1, req_.context_tokens); }
 
@@ -251,6 +264,10 @@ class PlacementFileReader {
     const long long n = integer(wafers);
     if (n < 1 || n > model_.num_layers)
       fail(wafers, fmt::format("must be between 1 and {} (the model's layers)", model_.num_layers));
+    if (expected_wafers_ > 0 && n != expected_wafers_)
+      fail(wafers, fmt::format("the file places the model on {} wafer{} but the scenario has "
+                               "wafers: {}; make them agree (or set wafers: auto)",
+                               n, n == 1 ? "" : "s", expected_wafers_));
     wafers_ = static_cast<int>(n);
   }
 
@@ -348,7 +365,9 @@ class PlacementFileReader {
     LayerStage st;
     st.layer = l;
     st.wafer = wafer(get(ln, "wafer"));
-    st.strip = rect_in_mesh(get(ln, "region"));
+    const Value region = get(ln, "region");
+    st.strip = rect_in_mesh(region);
+    const std::size_t first_matrix = placed_.size();
     bool upward = false;
     if (ln.has("stacking")) {
       const Value sn = get(ln, "stacking");
@@ -369,6 +388,7 @@ class PlacementFileReader {
     for (MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down, &st.router})
       m->upward = upward && m->p() > 0;  // as placed: the MLP kind the model lacks stays 0 x 0
     for (ExpertPlacement& e : st.experts) e.gate_up.upward = e.down.upward = upward;
+    regions_.push_back({st.strip, st.wafer, region, first_matrix, placed_.size()});
     return st;
   }
 
@@ -424,7 +444,9 @@ class PlacementFileReader {
     if (model_.is_gpt2()) keys.push_back("position_embedding");
     const Mapping hn = mapping(head_value, keys);
     head.wafer = wafer(get(hn, "wafer"));
-    head.strip = rect_in_mesh(get(hn, "region"));
+    const Value region = get(hn, "region");
+    head.strip = rect_in_mesh(region);
+    const std::size_t first_matrix = placed_.size();
     const int vocab = model_.vocab_size, hidden = model_.hidden_size;
     head.lm_head = matrix(hn, "lm_head", {"lm_head", vocab, hidden}, head.wafer);
     head.embedding = head.tied ? head.lm_head
@@ -433,6 +455,7 @@ class PlacementFileReader {
       head.position_embedding =
           matrix(hn, "position_embedding", {"position_embedding", model_.max_position, hidden},
                  head.wafer);
+    regions_.push_back({head.strip, head.wafer, region, first_matrix, placed_.size()});
     return head;
   }
 
@@ -441,6 +464,39 @@ class PlacementFileReader {
     const auto cores = static_cast<std::size_t>(spec_.mesh_width) * spec_.mesh_height;
     return static_cast<std::size_t>(wafer) * cores +
            static_cast<std::size_t>(c.y) * spec_.mesh_width + static_cast<std::size_t>(c.x);
+  }
+
+  // Stage regions: each contains its own matrices, and no two share a core.
+  void check_regions() const {
+    for (const StageRegion& r : regions_) {
+      for (std::size_t i = r.first; i < r.last; ++i) {
+        const PlacedRect& m = placed_[i];
+        if (!contains(r.rect, m.rect))
+          fail(m.where,
+               fmt::format("rectangle {} is not inside its stage's region {} (line {})",
+                           rect_yaml(m.rect), rect_yaml(r.rect), r.where.node.Mark().line + 1));
+      }
+    }
+    for (std::size_t i = 0; i < regions_.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        const StageRegion& a = regions_[i];
+        const StageRegion& b = regions_[j];
+        if (a.wafer == b.wafer && overlap(a.rect, b.rect))
+          fail(a.where,
+               fmt::format("region {} overlaps {} {} (line {}) on wafer {}", rect_yaml(a.rect),
+                           b.where.path, rect_yaml(b.rect), b.where.node.Mark().line + 1, a.wafer));
+      }
+    }
+  }
+
+  static bool contains(const fabric::Rect& outer, const fabric::Rect& inner) {
+    return inner.x0 >= outer.x0 && inner.y0 >= outer.y0 &&
+           inner.x0 + inner.width <= outer.x0 + outer.width &&
+           inner.y0 + inner.height <= outer.y0 + outer.height;
+  }
+  static bool overlap(const fabric::Rect& a, const fabric::Rect& b) {
+    return a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width && a.y0 < b.y0 + b.height &&
+           b.y0 < a.y0 + a.height;
   }
 
   // Every core of every rectangle: alive, and in no other rectangle.
@@ -498,8 +554,20 @@ class PlacementFileReader {
   const models::ModelConfig& model_;
   const fabric::WaferSpec& spec_;
   const PlacementRequest& req_;
+  int expected_wafers_ = 0;  // the scenario's wafers; 0: any (wafers: auto)
   int wafers_ = 1;
   std::vector<PlacedRect> placed_;  // in file order
+  // A stage's region and its matrices (placed_[first, last)).
+  struct StageRegion {
+    fabric::Rect rect;
+    int wafer = 0;
+    Value where;
+    std::size_t first = 0, last = 0;
+  };
+  std::vector<StageRegion> regions_;
+
+ public:
+  void expect_wafers(int n) { expected_wafers_ = n; }
 };
 
 }  // namespace
@@ -523,17 +591,15 @@ std::string placement_file_yaml(const models::ModelConfig& model, const fabric::
 }
 
 Placement read_placement_file(const std::filesystem::path& path, const models::ModelConfig& model,
-                              const fabric::WaferSpec& spec, const PlacementRequest& req) {
+                              const fabric::WaferSpec& spec, const PlacementRequest& req,
+                              int wafers) {
   const std::string file = path.string();
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file);
-  } catch (const YAML::BadFile&) {
-    throw ScenarioError(file, 0, 0, "", "cannot read the placement file");
-  } catch (const YAML::ParserException& e) {
-    throw ScenarioError(file, e.mark.line + 1, e.mark.column + 1, "", e.msg);
-  }
-  return PlacementFileReader(file, model, spec, req).read(yaml::document(root, file, ""));
+  // A folder, an unreadable file, invalid YAML, a second document or a tag:
+  // errors at the file (strict_yaml.hpp).
+  const YAML::Node root = yaml::parse_file(path);
+  PlacementFileReader reader(file, model, spec, req);
+  reader.expect_wafers(wafers);
+  return reader.read(yaml::document(root, file, ""));
 }
 
 }  // namespace wafersim::sim

@@ -56,8 +56,12 @@ std::string placement_file_yaml(const models::ModelConfig& model, const fabric::
 // context and users of `request` (the KV slots per core follow from them).
 // Throws ScenarioError (file:line:column) for anything wrong in the file,
 // including a core whose bytes (counted as allocate_placement would
-// allocate them) would exceed its SRAM.
+// allocate them) would exceed its SRAM. Also strict: no key twice, a known
+// strategy name, stage regions that hold their matrices and do not overlap,
+// and `wafers` (the scenario's; 0 for any, as with wafers: auto) equal to the
+// file's.
 Placement read_placement_file(const std::filesystem::path& file, const models::ModelConfig& model,
-                              const fabric::WaferSpec& spec, const PlacementRequest& request);
+                              const fabric::WaferSpec& spec, const PlacementRequest& request,
+                              int wafers = 0);
 
 }  // namespace wafersim::sim

@@ -39,8 +39,7 @@ void read_matrices(const Value& v, PlacementOptions& placement) {
     for (const char* key : {"rows", "columns"}) {
       if (!one.has(key)) continue;
       const Value& n = one.get(key);
-      const int value = read_count(n, "8");
-      if (value < 1) fail(n.loc(), n.path, "must be at least 1 (cores)");
+      const int value = read_count_in(n, 1, 4'000'000, "8");  // cores
       (std::string(key) == "rows" ? ov.rows : ov.columns) = value;
     }
     if (one.has("reduction")) ov.reduction = read_reduction(one.get("reduction"));
@@ -73,6 +72,19 @@ void read_file(const Value& f, PlacementOptions& placement) {
       fs::absolute(given.is_absolute() ? given : fs::path(f.file).parent_path() / given)
           .lexically_normal()
           .string();
+  // Checked now, so that validate finds what run would (the contents are
+  // read when the placement is made: they depend on the model and wafer).
+  std::error_code ec;
+  const fs::file_status st = fs::status(placement.file, ec);
+  if (!fs::exists(st))
+    fail(f.loc(), f.path,
+         fmt::format("{} does not exist; write one with `wafersim place "
+                     "SCENARIO --write-placement FILE`",
+                     placement.file));
+  if (st.type() != fs::file_type::regular)
+    fail(f.loc(), f.path,
+         fmt::format("{} is {}; expected a placement file (YAML)", placement.file,
+                     st.type() == fs::file_type::directory ? "a folder" : "not a regular file"));
 }
 
 bool annealing(const PlacementOptions& p) {
@@ -182,11 +194,11 @@ constexpr Key<PlacementOptions> kPlacement[] = {
                           strategy_name(p.strategy)));
      },
      nullptr, nullptr, 1},
-    {"halo.columns", O, "count (default 0)", "columns of cores kept free for I/O",
-     [](auto& v, auto& p, auto&) { p.halo.columns = read_count(v, "7"); },
+    {"halo.columns", O, "count 0..4000000 (default 0)", "columns of cores kept free for I/O",
+     [](auto& v, auto& p, auto&) { p.halo.columns = read_count_in(v, 0, 4'000'000, "7"); },
      [](auto& p) { return fmt::format("{}", p.halo.columns); }, has_halo, 2, true},
-    {"halo.rows", O, "count (default 0)", "rows of cores kept free for I/O",
-     [](auto& v, auto& p, auto&) { p.halo.rows = read_count(v, "2"); },
+    {"halo.rows", O, "count 0..4000000 (default 0)", "rows of cores kept free for I/O",
+     [](auto& v, auto& p, auto&) { p.halo.rows = read_count_in(v, 0, 4'000'000, "2"); },
      [](auto& p) { return fmt::format("{}", p.halo.rows); }, has_halo, 2, true},
     {"file", O, "path", "a placement file instead of a strategy (relative to the scenario)",
      [](auto& v, auto& p, auto&) { read_file(v, p); }, [](auto& p) { return yaml_string(p.file); },

@@ -108,6 +108,20 @@ void validate_at(const Config& config, const std::string& root_path, const Prove
 
 // Relative to the current directory, else to the scenario file's folder.
 models::ModelConfig read_checkpoint_config(const std::string& name, const Value& v) {
+  const fs::path path = checkpoint_path(name, v);
+  std::error_code ec;
+  const fs::path file =
+      fs::is_directory(path, ec) && path.extension() != ".json" ? path / "config.json" : path;
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::exists(st))
+    fail(v.loc(), v.path,
+         fmt::format("{} does not exist; expected a checkpoint folder with a config.json, or "
+                     "the config.json itself",
+                     file.string()));
+  if (st.type() != fs::file_type::regular)
+    fail(v.loc(), v.path,
+         fmt::format("{} is {}; expected a config.json file", file.string(),
+                     st.type() == fs::file_type::directory ? "a folder" : "not a regular file"));
   try {
     return models::load_hf_config(checkpoint_path(name, v));
   } catch (const models::HfConfigError& e) {
@@ -138,10 +152,37 @@ const PresetKind<fabric::WaferSpec>& hardware_kind() {
   return k;
 }
 
+namespace {
+
+// The most parameters a model may have: a thousand times Llama 3.1 405B, far
+// below where parameter and byte counts (64-bit) could overflow.
+constexpr long double kMaxParameters = 1e15L;
+
+// validate(), then the model's size, estimated without overflow (each count is
+// bounded by its range, their product is not).
+void validate_model(const models::ModelConfig& m, const std::string& root_path,
+                    const Provenance& prov, const Loc& fallback) {
+  validate_at<models::ModelConfig, models::ConfigError>(m, root_path, prov, fallback);
+  const long double hidden = m.hidden_size;
+  const long double attention =
+      hidden * static_cast<long double>(m.head_dim) * 2.0L * (m.num_heads + m.num_kv_heads);
+  const long double mlp = 3.0L * hidden * m.intermediate_size * std::max(1, m.num_experts);
+  const long double total = static_cast<long double>(m.num_layers) * (attention + mlp) +
+                            2.0L * hidden * m.vocab_size + hidden * m.max_position;
+  if (total > kMaxParameters) {
+    const std::string path = join_path(root_path, "num_layers");
+    fail(prov.find(path).value_or(fallback), root_path,
+         fmt::format("the model would have about {:.3g} parameters; at most {:.0e} are supported "
+                     "(check num_layers, hidden_size, intermediate_size, num_experts, vocab_size)",
+                     static_cast<double>(total), static_cast<double>(kMaxParameters)));
+  }
+}
+
+}  // namespace
+
 const PresetKind<models::ModelConfig>& model_kind() {
-  static const PresetKind<models::ModelConfig> k{
-      "model", "models", "tiny-llama", model_keys(),
-      validate_at<models::ModelConfig, models::ConfigError>};
+  static const PresetKind<models::ModelConfig> k{"model", "models", "tiny-llama", model_keys(),
+                                                 validate_model};
   return k;
 }
 

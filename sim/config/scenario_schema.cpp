@@ -23,6 +23,36 @@ void read_wafers(const Value& w, Scenario& s, const ReadContext&) {
     fail(w.loc(), w.path, "must be between 1 and 1024, or auto (the fewest that fit)");
 }
 
+// A fixed split every GPU system can run: tp must divide the model's
+// attention heads and fit one node of each system; pp at most one stage per
+// layer. Otherwise every GPU row would be empty (0 GPUs, 0 tokens/s).
+void check_gpu_parallelism(const Value& v, const Scenario& s) {
+  const Mapping m(v, top_keys(gpu_parallelism_keys()));
+  const models::ModelConfig& model = s.model;
+  if (const Value* tp = m.find("tp"); tp != nullptr && s.gpu.tp != 0) {
+    if (model.num_heads % s.gpu.tp != 0) {
+      std::vector<std::string> valid;
+      for (int d = 1; d <= model.num_heads && d <= 4096; ++d)
+        if (model.num_heads % d == 0) valid.push_back(std::to_string(d));
+      fail(tp->loc(), tp->path,
+           fmt::format("tp {} does not divide the model's {} attention heads; valid: {} or auto",
+                       s.gpu.tp, model.num_heads, join_list(valid)));
+    }
+    for (const models::gpu::ClusterSpec& c : s.gpu.systems) {
+      if (s.gpu.tp > c.gpus_per_node)
+        fail(tp->loc(), tp->path,
+             fmt::format("tp {} is more than the {} GPUs of one {} node (scale_up.gpus); valid: "
+                         "1 to {} or auto",
+                         s.gpu.tp, c.gpus_per_node, c.name, c.gpus_per_node));
+    }
+  }
+  if (const Value* pp = m.find("pp"); pp != nullptr && s.gpu.pp > model.num_layers) {
+    fail(pp->loc(), pp->path,
+         fmt::format("pp {} is more than the model's {} layers; valid: 1 to {} or auto", s.gpu.pp,
+                     model.num_layers, model.num_layers));
+  }
+}
+
 // Read by rank: name, hardware, model, precision and wafers, then the rest.
 // The resolved scenario is written in that order too (emit_resolved); the
 // table's order is that of the key list in messages and of the docs.
@@ -81,7 +111,10 @@ constexpr Key<Scenario> kScenario[] = {
      [](auto& s) { return write_compare_with(s.gpu.systems); }, nullptr, 0, false,
      [](auto& s, auto& ctx) { s.gpu.systems = default_gpu_systems(ctx.preset_dir); }},
     {"gpu_parallelism", O, "{tp, pp}", "fixes the tensor/pipeline split of every GPU system",
-     [](auto& v, auto& s, auto&) { read_gpu_parallelism(v, s.gpu); },
+     [](auto& v, auto& s, auto&) {
+       read_gpu_parallelism(v, s.gpu);
+       check_gpu_parallelism(v, s);
+     },
      [](auto& s) { return block(write_keys(gpu_parallelism_keys(), s.gpu, "  ")); }},
     {"speculative_decoding", O, "{draft_model, draft_tokens, acceptance_rate}",
      "speculative decoding on the wafer and the GPUs",

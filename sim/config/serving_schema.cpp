@@ -119,7 +119,7 @@ constexpr Key<DeploymentSpec> kDeployment[] = {
 constexpr Key<Slo> kSlo[] = {
     {"ttft", O, "time", "time to first token at most this, at ttft_percentile",
      [](auto& v, auto& s, auto&) {
-       s.ttft_s = read_quantity(v, parse_duration, "2 s");
+       s.ttft_s = read_quantity_in(v, parse_duration, "2 s", 0.0, 3600.0, format_duration);
        if (!(s.ttft_s > 0.0)) fail(v.loc(), v.path, "must be a time above 0, e.g. 2 s");
      },
      [](auto& s) { return format_duration(s.ttft_s); }, [](auto& s) { return s.ttft_s > 0.0; }},

@@ -238,6 +238,11 @@ int read_count(const Value& v, const std::string& example) {
   return static_cast<int>(read_unsigned(v, static_cast<std::uint64_t>(INT_MAX), example));
 }
 
+int read_count_in(const Value& v, int lo, int hi, const std::string& example, bool zero_later) {
+  return in_range<int>(
+      v, read_count(v, example), lo, hi, [](int n) { return std::to_string(n); }, zero_later);
+}
+
 double read_real(const Value& v, const std::string& example) {
   const std::string expected = fmt::format("a number such as {}", example);
   const std::string& s = scalar_text(v, expected);
@@ -289,20 +294,113 @@ std::vector<Coord> read_coords(const Value& v) {
   return out;
 }
 
-YAML::Node parse_file(const fs::path& path) {
-  const std::string shown = path.string();
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) fail({shown, 0, 0}, "", "is a folder; expected a YAML file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail({shown, 0, 0}, "", fmt::format("cannot open file: {}", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
+namespace {
+
+// The first byte of `text` that is not UTF-8 (overlong forms, surrogates and
+// code points past U+10FFFF included), or npos.
+std::size_t invalid_utf8_at(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    int more = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      more = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      more = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      more = 3;
+      cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + static_cast<std::size_t>(more) >= text.size()) return i;  // cut short
+    for (int k = 1; k <= more; ++k) {
+      const auto d = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    const std::uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < least[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += static_cast<std::size_t>(more) + 1;
+  }
+  return std::string_view::npos;
+}
+
+// Tags (`!!int abc`, `!foo`) change what a value means behind the reader's
+// back: errors. A quoted scalar's "!" and a plain node's "?" are not tags.
+// Nesting and aliases are bounded, so a hostile file cannot exhaust the stack
+// or expand without end.
+void check_no_tags(const YAML::Node& n, const std::string& file, int depth, long& budget) {
+  if (--budget < 0) fail({file, 0, 0}, "", "too many values (aliases expand to over a million)");
+  if (depth > 200) fail(at(file, n.Mark()), "", "nested more than 200 levels deep");
+  const std::string& tag = n.Tag();
+  if (!tag.empty() && tag != "?" && tag != "!") {
+    fail(at(file, n.Mark()), "",
+         fmt::format("YAML tags are not supported (found '{}'); write the value plainly, "
+                     "numbers without quotes and strings with them where needed",
+                     tag));
+  }
+  if (n.IsSequence()) {
+    for (const YAML::Node& item : n) check_no_tags(item, file, depth + 1, budget);
+  } else if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      check_no_tags(it->first, file, depth + 1, budget);
+      check_no_tags(it->second, file, depth + 1, budget);
+    }
+  }
+}
+
+}  // namespace
+
+YAML::Node parse_text(const std::string& text, const std::string& shown) {
+  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+    const std::string_view before(text.data(), bad);
+    const int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t line_start = before.rfind('\n');
+    const int column =
+        1 + static_cast<int>(line_start == std::string_view::npos ? bad : bad - line_start - 1);
+    fail({shown, line, column}, "",
+         fmt::format("invalid UTF-8 (byte 0x{:02x}); save the file as UTF-8",
+                     static_cast<unsigned char>(text[bad])));
+  }
+  std::vector<YAML::Node> documents;
   try {
-    return YAML::Load(text.str());
+    documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     fail(at(shown, e.mark), "",
          fmt::format("invalid YAML: {}; check the indentation, brackets and quotes here", e.msg));
   }
+  if (documents.size() > 1) {
+    fail(at(shown, documents[1].Mark()), "",
+         "a second YAML document (after ---); a file holds one document");
+  }
+  if (documents.empty()) return YAML::Node();
+  long budget = 1'000'000;
+  check_no_tags(documents.front(), shown, 0, budget);
+  return documents.front();
+}
+
+YAML::Node parse_file(const fs::path& path) {
+  const std::string shown = path.string();
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::directory)
+    fail({shown, 0, 0}, "", "is a folder; expected a YAML file");
+  if (fs::exists(st) && st.type() != fs::file_type::regular)
+    fail({shown, 0, 0}, "",
+         "is not a regular file (a device, pipe or socket); expected a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail({shown, 0, 0}, "", fmt::format("cannot open file: {}", std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail({shown, 0, 0}, "", fmt::format("cannot read file: {}", std::strerror(errno)));
+  return parse_text(text.str(), shown);
 }
 
 // ---------------------------------------------------------------------------

@@ -140,6 +140,37 @@ auto read_quantity(const Value& v, Parse parse, const std::string& example) {
   }
 }
 
+// `value` (read from `v`) if it lies in [lo, hi]; otherwise an error at `v`
+// naming the value (as written) and the valid range (written by `show`, the
+// canonical spelling of its unit). Every numeric scenario input has such a
+// range (docs/scenario-schema.md, "Valid ranges"): generous enough for
+// what-if hardware, tight enough that derived figures cannot overflow.
+//
+// With `zero_later`, a zero passes here: validate() refuses it once presets
+// and overrides have merged (an override may fix a preset's zero).
+template <class T, class Show>
+T in_range(const Value& v, T value, T lo, T hi, Show show, bool zero_later = false) {
+  if (zero_later && value == T{}) return value;
+  if (value < lo || value > hi || value != value) {
+    // The value as the user wrote it (a canonical spelling of 1e-300 Hz would be 300 digits).
+    fail(v.loc(), v.path,
+         fmt::format("{} is out of range; valid: {} to {}",
+                     v.node.IsScalar() ? v.node.Scalar() : show(value), show(lo), show(hi)));
+  }
+  return value;
+}
+
+// A count in [lo, hi] (or 0, with zero_later).
+int read_count_in(const Value& v, int lo, int hi, const std::string& example,
+                  bool zero_later = false);
+
+// A quantity with a unit (as read_quantity) in [lo, hi], shown by `show`.
+template <class Parse, class T, class Show>
+T read_quantity_in(const Value& v, Parse parse, const std::string& example, T lo, T hi, Show show,
+                   bool zero_later = false) {
+  return in_range<T>(v, read_quantity(v, parse, example), lo, hi, show, zero_later);
+}
+
 // One of a fixed set of names, e.g. a precision or a reduction scheme.
 std::string read_choice(const Value& v, const std::string& what,
                         const std::vector<std::string>& valid);
@@ -147,8 +178,11 @@ std::string read_choice(const Value& v, const std::string& what,
 // A list of core coordinates, [[x, y], ...] (flow or block style).
 std::vector<Coord> read_coords(const Value& v);
 
-// The YAML document of a file; a missing file, a folder or invalid YAML is an error.
+// The YAML document of a file; a missing file, a folder, a device, invalid
+// UTF-8, invalid YAML, a second document or a tag is an error.
 YAML::Node parse_file(const std::filesystem::path& path);
+// The same for text already read (`shown` names it in errors).
+YAML::Node parse_text(const std::string& text, const std::string& shown);
 
 // ---------------------------------------------------------------------------
 // Writing: scalars that read back to the same value.

@@ -213,9 +213,14 @@ std::string write_rate(double mean_s) {
   return format_rate(first);
 }
 
+// The longest time a serving study takes as input (about 116 days), so that
+// simulated clocks stay far from where doubles lose whole seconds.
+constexpr double kLongestTime = 1e7;
+
 double read_positive_time(const Value& v, const std::string& example) {
   const double t = read_quantity(v, parse_duration, example);
   if (!(t > 0.0)) fail(v.loc(), v.path, fmt::format("must be above 0 s, e.g. {}", example));
+  in_range(v, t, 0.0, kLongestTime, format_duration);
   return t;
 }
 
@@ -258,6 +263,7 @@ constexpr Key<TrafficSpec> kTraffic[] = {
        const double rate = read_quantity(v, parse_rate, "2.5/s");
        if (!(rate > 0.0) || !std::isfinite(1.0 / rate))
          fail(v.loc(), v.path, "must be above 0, e.g. 2.5/s (requests per second)");
+       in_range(v, rate, 1.0 / kLongestTime, 1e9, format_rate);
        t.interarrival.mean_s = 1.0 / rate;
      },
      [](auto& t) { return write_rate(t.interarrival.mean_s); }, is_open},
@@ -291,6 +297,9 @@ constexpr Key<TrafficSpec> kTraffic[] = {
               fmt::format("'{}' is not a file (looked for {}, relative to the current directory "
                           "and to the scenario's folder)",
                           given, p.string()));
+       if (!std::filesystem::is_regular_file(p, ec))
+         fail(v.loc(), v.path,
+              fmt::format("{} is a folder or a device; expected a CSV file", p.string()));
        try {
          (void)serving::read_trace(p.string());
        } catch (const serving::TrafficError& e) {
@@ -349,12 +358,15 @@ constexpr Key<TrafficSpec> kTraffic[] = {
          fail(v.key_loc(), v.path,
               "give mean (random think times) or fixed (always the same), not both");
        t.think.kind = IntervalDistribution::Kind::fixed;
-       t.think.mean_s = read_quantity(v, parse_duration, "2 s");
+       t.think.mean_s =
+           read_quantity_in(v, parse_duration, "2 s", 0.0, kLongestTime, format_duration);
      },
      [](auto& t) { return format_duration(t.think.mean_s); },
      [](auto& t) { return is_sessions(t) && t.think.kind == IntervalDistribution::Kind::fixed; }},
     {"ramp", O, "time, default 0 s", "closed loop: sessions start uniformly in [0, ramp)",
-     [](auto& v, auto& t, auto&) { t.ramp_s = read_quantity(v, parse_duration, "10 s"); },
+     [](auto& v, auto& t, auto&) {
+       t.ramp_s = read_quantity_in(v, parse_duration, "10 s", 0.0, kLongestTime, format_duration);
+     },
      [](auto& t) { return format_duration(t.ramp_s); }, is_sessions},
 };
 

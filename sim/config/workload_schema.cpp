@@ -207,12 +207,8 @@ constexpr Key<Workload> kWorkload[] = {
      "the prompt, explicitly", read_prompt_ids, write_prompt_ids, nullptr, 2},
     {"prompt_tokens", O, "count >= 1", "the prompt: this many ids drawn from seed",
      read_prompt_tokens, nullptr, nullptr, 2},
-    {"generate_tokens", R, "count >= 1", "tokens to decode",
-     [](auto& v, auto& w, auto&) {
-       w.generate_tokens = read_count(v, "16");
-       if (w.generate_tokens < 1)
-         fail(v.loc(), v.path, "must be at least 1 (the number of tokens to decode)");
-     },
+    {"generate_tokens", R, "count 1..10^8", "tokens to decode",
+     [](auto& v, auto& w, auto&) { w.generate_tokens = read_count_in(v, 1, 100'000'000, "16"); },
      [](auto& w) { return fmt::format("{}", w.generate_tokens); }, nullptr, 1},
     {"seed", O, "whole number in [0, 2^64), default 0",
      "seeds the prompt and the synthetic weights",

@@ -30,7 +30,8 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req) {
   // A placement file fixes the wafers and every rectangle; it is checked on
   // reading, and the allocator has the final word on SRAM.
   if (!sc.placement.file.empty())
-    return read_placement_file(sc.placement.file, sc.model, sc.hardware, req);
+    return read_placement_file(sc.placement.file, sc.model, sc.hardware, req,
+                               sc.wafers_auto ? 0 : sc.wafers);
   if (!sc.wafers_auto) return plan_placement(sc.model, sc.hardware, sc.wafers, req);
   // The fewest wafers that fit: plan (no allocation) from the fewest whose
   // SRAM could hold the weights and the KV cache upward; the first plan that
