@@ -195,7 +195,7 @@ int run(const SweepArgs& a) {
   if (coordinator) {
     try {
       check_output_path(a.csv);
-      check_output_path(a.h5, "--h5");
+      check_output_path(a.h5);
       check_output_path(a.report);
       check_output_path(a.out);
       const std::string digest = check_points(a, grid);  // the whole grid: shards share it
@@ -253,7 +253,7 @@ struct MergeArgs {
 
 int merge(const MergeArgs& a) {
   check_output_path(a.csv);
-  check_output_path(a.h5, "--h5");
+  check_output_path(a.h5);
   check_output_path(a.report);
   check_output_path(a.out);
   std::vector<fs::path> paths(a.journals.begin(), a.journals.end());
