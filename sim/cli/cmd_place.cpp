@@ -33,7 +33,8 @@ int run(const PlaceArgs& a, const std::filesystem::path& presets) {
   if (!a.svg.empty()) analysis::check_writable(a.svg);  // before placing, not after
   if (!a.write_placement.empty()) analysis::check_writable(a.write_placement);
   if (a.block_rows > 0) sc.placement.block_rows = a.block_rows;
-  const PlacementReport report = evaluate_placement(sc, show_placement_progress);
+  const PlacementReport report =
+      evaluate_placement(sc, show_placement_progress, show_search_progress);
   if (!a.write_placement.empty() && report.placement_file.empty())
     throw CommandError(kExitBadInput,
                        "--write-placement: placement files give every matrix a rectangle of its "

@@ -61,6 +61,7 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
                                  ? show_checkpoint_progress
                                  : show_weights_progress;
   options.placement_progress = show_placement_progress;
+  options.search_progress = show_search_progress;
   options.threads = a.threads;
   options.recycle_link_records = !a.keep_link_records;
   analysis::RunTrace trace;
@@ -80,14 +81,13 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   }
   if (!a.report.empty()) {
     const analysis::PlacementPicture picture = run_placement_picture(sc, result);
-    analysis::write_text_atomically(a.report,
-                                    analysis::run_report_html(result, metrics, &picture));
+    analysis::write_text_atomically(a.report, analysis::run_report_html(result, metrics, &picture));
     report_written(a.report, "the HTML report");
   }
   if (!a.trace.empty()) {
     analysis::write_trace(a.trace, trace, result);
-    report_written(a.trace, trace.truncated() ? "the trace, truncated: see its otherData"
-                                              : "the trace");
+    report_written(a.trace,
+                   trace.truncated() ? "the trace, truncated: see its otherData" : "the trace");
   }
   if (a.json) {
     std::cout << analysis::to_json_text(result, metrics);

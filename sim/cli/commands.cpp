@@ -88,9 +88,8 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrideOptions::as_set
   if (named.layer_groups)
     out.emplace_back("placement.layer_groups", std::to_string(*named.layer_groups));
   if (named.placement_file)
-    out.emplace_back(
-        "placement.file",
-        std::filesystem::absolute(*named.placement_file).lexically_normal().string());
+    out.emplace_back("placement.file",
+                     std::filesystem::absolute(*named.placement_file).lexically_normal().string());
   const ScenarioOverrides rest = resolve();  // --strategy, then the --set ones
   out.insert(out.end(), rest.set.begin(), rest.set.end());
   return out;
@@ -267,6 +266,10 @@ std::string explain_parse_error(const CLI::App& app, int argc, const char* const
                        chosen->get_name());
   }
   return "";
+}
+
+void show_search_progress(int percent, int total) {
+  show_progress_bar("searching the placement (anneal), percent", percent, total);
 }
 
 void show_placement_progress(int wafers, int wafer) {

@@ -157,5 +157,7 @@ std::filesystem::path preset_dir(const CLI::App& app);
 void show_progress_bar(const std::string& what, int done, int total, const std::string& unit = "");
 // "placing on N wafers", the bar of run and place.
 void show_placement_progress(int wafers, int wafer);
+// "searching the placement (anneal)", percent done, the bar of a long search.
+void show_search_progress(int percent, int total);
 
 }  // namespace wafersim::sim

@@ -673,12 +673,13 @@ struct PlacedModels {
 PlacedModels place_models(const Scenario& sc, const RunOptions& options, HostTimes& times) {
   PlacedModels placed;
   auto t_host = HostClock::now();
-  placed.target = place_system(sc, options.placement_progress);
+  placed.target = place_system(sc, options.placement_progress, options.search_progress);
   times.place_s = host_since(t_host);
   if (!sc.speculative) return placed;
   t_host = HostClock::now();
   try {
-    placed.draft = place_system(draft_scenario(sc), options.placement_progress);
+    placed.draft =
+        place_system(draft_scenario(sc), options.placement_progress, options.search_progress);
   } catch (const fabric::FitError& e) {
     throw fabric::FitError("the speculative draft " + sc.speculative->decoding.draft.name +
                            " (placed on wafers of its own, " +

@@ -36,6 +36,9 @@ struct RunOptions {
   // Called with (wafers, wafer being planned) as the placement is searched
   // (PlacementRequest::progress).
   std::function<void(int, int)> placement_progress;
+  // Called with (percent, 100) as a long search inside a wafer's plan
+  // advances (PlacementRequest::search_progress: anneal).
+  std::function<void(int, int)> search_progress;
   // Called with (matrices made, matrices in all) as a functional run makes
   // its synthetic weights (from any host thread, one call at a time).
   std::function<void(int, int)> weights_progress;

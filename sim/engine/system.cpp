@@ -12,7 +12,8 @@
 namespace wafersim::sim {
 
 PlacementRequest placement_request(const Scenario& sc,
-                                   const std::function<void(int, int)>& progress) {
+                                   const std::function<void(int, int)>& progress,
+                                   const std::function<void(int, int)>& search_progress) {
   PlacementRequest req;
   static_cast<PlacementChoices&>(req) = sc.placement;
   req.context_tokens =
@@ -22,6 +23,7 @@ PlacementRequest placement_request(const Scenario& sc,
   req.users = std::max(sc.placement.reserve_users, sc.workload.users);
   req.weight_bits = models::dtype_bits(sc.precision);
   req.progress = progress;
+  req.search_progress = search_progress;
   return req;
 }
 
@@ -66,9 +68,10 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req) {
 }
 
 std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
-                                           const std::function<void(int, int)>& progress) {
+                                           const std::function<void(int, int)>& progress,
+                                           const std::function<void(int, int)>& search_progress) {
   auto sys = std::make_unique<PlacedSystem>();
-  const PlacementRequest req = placement_request(sc, progress);
+  const PlacementRequest req = placement_request(sc, progress, search_progress);
   sys->placement = plan_system(sc, req);
   for (int w = 0; w < sys->placement.wafers; ++w) {
     // Each wafer its own defect draw where spares repair it (fabric/defects.hpp).

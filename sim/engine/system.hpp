@@ -23,7 +23,8 @@ struct PlacedSystem {
 // What the scenario asks of placement: its placement keys, and the context,
 // users and weight bits of its workload.
 PlacementRequest placement_request(const Scenario& scenario,
-                                   const std::function<void(int, int)>& progress = {});
+                                   const std::function<void(int, int)>& progress = {},
+                                   const std::function<void(int, int)>& search_progress = {});
 
 // Plans the scenario's placement without allocating: its placement file, or
 // its strategy on scenario.wafers wafers, or with wafers_auto on the fewest
@@ -33,9 +34,10 @@ Placement plan_system(const Scenario& scenario, const PlacementRequest& request)
 
 // Places the scenario's model on scenario.wafers wafers, or, with
 // wafers_auto, on the fewest that fit (starting from the fewest whose SRAM
-// could hold the weights). Throws fabric::FitError. `progress` as
-// PlacementRequest::progress.
-std::unique_ptr<PlacedSystem> place_system(const Scenario& scenario,
-                                           const std::function<void(int, int)>& progress = {});
+// could hold the weights). Throws fabric::FitError. `progress` and
+// `search_progress` as PlacementRequest's.
+std::unique_ptr<PlacedSystem> place_system(
+    const Scenario& scenario, const std::function<void(int, int)>& progress = {},
+    const std::function<void(int, int)>& search_progress = {});
 
 }  // namespace wafersim::sim

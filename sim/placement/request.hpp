@@ -117,6 +117,9 @@ struct PlacementRequest : PlacementChoices {
   // `wafers` wafers starts wafer w, and with (wafers, wafers) when that plan
   // is complete (a progress bar for long searches: anneal on many wafers).
   std::function<void(int, int)> progress;
+  // Called with (percent done, 100) as a long search inside one wafer's plan
+  // advances (anneal's iterations over its candidate grids), from 0 to 100.
+  std::function<void(int, int)> search_progress;
 };
 
 }  // namespace wafersim::sim

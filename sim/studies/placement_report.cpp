@@ -38,8 +38,9 @@ std::vector<RegionInfo> placement_regions(const Placement& pl) {
 }
 
 PlacementReport evaluate_placement(const Scenario& sc,
-                                   const std::function<void(int, int)>& progress) {
-  const std::unique_ptr<PlacedSystem> sys = place_system(sc, progress);
+                                   const std::function<void(int, int)>& progress,
+                                   const std::function<void(int, int)>& search_progress) {
+  const std::unique_ptr<PlacedSystem> sys = place_system(sc, progress, search_progress);
   const Placement& pl = sys->placement;
   PlacementReport r;
   r.scenario = sc.name;

@@ -51,7 +51,8 @@ struct PlacementReport {
 };
 
 PlacementReport evaluate_placement(const Scenario& scenario,
-                                   const std::function<void(int, int)>& progress = {});
+                                   const std::function<void(int, int)>& progress = {},
+                                   const std::function<void(int, int)>& search_progress = {});
 
 void write_placement_summary(std::ostream& out, const PlacementReport& r);
 nlohmann::ordered_json placement_json(const PlacementReport& r);

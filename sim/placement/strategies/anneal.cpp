@@ -96,6 +96,17 @@ class Annealer {
     best_plan.turn_layers = false;  // its slots are priced top-down
     double best_cost = std::numeric_limits<double>::infinity();
     std::uint64_t candidate = 0;
+    // How many grids the search anneals, for its progress.
+    for (const bool by_columns : {false, true}) {
+      (void)by_columns;
+      for (int rows = 1; rows <= std::min(k_, 16); ++rows)
+        for (int cols = static_cast<int>(ceil_div(k_, rows));
+             cols == static_cast<int>(ceil_div(k_, rows)) ||
+             rows * cols <= k_ + static_cast<int>(opt.spare_slots * k_);
+             ++cols)
+          candidates_ += kv_segments.size();
+    }
+    report_search(0);
     for (const bool by_columns : {false, true})
       for (int rows = 1; rows <= std::min(k_, 16); ++rows)
         for (int cols = static_cast<int>(ceil_div(k_, rows));
@@ -107,6 +118,9 @@ class Annealer {
             const RegionPlan base = ctx_.snake_plan(k_, task_.has_head, rows, by_columns);
             const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
             GridPrices g;
+            const std::uint64_t done_before =
+                (candidate - 1) * static_cast<std::uint64_t>(std::max(1, opt.iterations));
+            report_search(done_before);
             if (slots.empty() || !price(base, slots, kv_segment, g)) continue;
             double best_here = 0.0;
             const std::vector<int> best_slots = anneal(g, candidate, best_here);
@@ -134,6 +148,7 @@ class Annealer {
                                                  : std::string());
             }
           }
+    report_search(candidates_ * static_cast<std::uint64_t>(std::max(1, opt.iterations)));
     if (best_plan.blocks.empty())
       throw fabric::FitError(fmt::format("anneal: no grid of {} layer slots fits {}; the last: {}",
                                          k_, ctx_.spec.name, ctx_.last_fit_error));
@@ -142,6 +157,18 @@ class Annealer {
 
  private:
   static std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+  // Iterations done over all candidate grids, as a percentage, each
+  // percent once (a grid that does not fit counts as annealed).
+  void report_search(std::uint64_t iterations_done) {
+    if (!ctx_.req.search_progress || candidates_ == 0) return;
+    const std::uint64_t total =
+        candidates_ * static_cast<std::uint64_t>(std::max(1, ctx_.req.anneal.iterations));
+    const int percent = static_cast<int>(100 * std::min(iterations_done, total) / total);
+    if (percent == last_percent_) return;
+    last_percent_ = percent;
+    ctx_.req.search_progress(percent, 100);
+  }
 
   // Plans a stage in every slot (and the head) and prices them; false (and
   // ctx.last_fit_error) when one does not fit.
@@ -264,7 +291,10 @@ class Annealer {
     const int iters = opt.iterations;
     const double cool =
         std::pow(opt.final_temperature / opt.initial_temperature, 1.0 / std::max(1, iters));
+    const std::uint64_t done_before =
+        (candidate - 1) * static_cast<std::uint64_t>(std::max(1, iters));
     for (int it = 0; it < iters; ++it, T *= cool) {
+      if ((it & 0xFFFF) == 0) report_search(done_before + static_cast<std::uint64_t>(it));
       const int v = rng.below(k);
       const int s = rng.below(S);
       const int from = slot_of[at(v)];
@@ -320,6 +350,8 @@ class Annealer {
   boost::property_map<Dataflow, boost::edge_weight_t>::const_type weight_;
   const LatencyModel lat_model_;
   const double lw_;
+  std::uint64_t candidates_ = 0;
+  int last_percent_ = -1;
 };
 
 class Anneal : public PlacementStrategy {

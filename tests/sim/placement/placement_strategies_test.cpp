@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 #include "fabric/defects.hpp"
 #include "sim/placement/placement.hpp"
@@ -129,6 +130,29 @@ TEST(Strategies, AnnealIsDeterministicForASeedAndNoWorseThanSerpentine) {
   req.anneal.latency_weight = 1e6;
   const Placement fast = plan_placement(m, spec, 1, req);
   EXPECT_LE(estimate_latency_cycles(lm, m, fast), estimate_latency_cycles(lm, m, traffic));
+}
+
+// A long anneal says how far it is: every percent from 0 to 100 once, in
+// order, and the search finds the same placement as without a listener.
+TEST(Strategies, AnnealReportsItsSearchFromZeroToAHundredPercent) {
+  const models::ModelConfig m = eight_layers();
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = request("anneal");
+  req.anneal.iterations = 200000;  // several reports inside each candidate grid
+  std::vector<int> seen;
+  req.search_progress = [&](int percent, int total) {
+    EXPECT_EQ(total, 100);
+    seen.push_back(percent);
+  };
+  const Placement watched = plan_placement(m, spec, 1, req);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), 0);
+  EXPECT_EQ(seen.back(), 100);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());  // each percent once
+  EXPECT_GT(seen.size(), 10u);
+  req.search_progress = nullptr;
+  EXPECT_EQ(plan_placement(m, spec, 1, req).estimated_hop_bytes, watched.estimated_hop_bytes);
 }
 
 TEST(Strategies, PerMatrixOverridesSetShapeAndReduction) {
