@@ -226,17 +226,6 @@ void write_scenario(H5::H5File& f, const RunResult& r) {
   describe_dataset(ds, "text", "the fully resolved scenario (YAML) that reproduces this run");
 }
 
-// A 1-D array of variable-length UTF-8 strings.
-void write_strings(H5::Group& g, const char* name, const std::vector<std::string>& v,
-                   std::string_view units, std::string_view description) {
-  const H5::StrType type = utf8_string();
-  const hsize_t n = v.size();
-  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(1, &n), dataset_properties());
-  std::vector<const char*> ptrs;
-  for (const std::string& s : v) ptrs.push_back(s.c_str());
-  if (n > 0) ds.write(ptrs.data(), type);
-  describe_dataset(ds, units, description);
-}
 
 // /weights: where the run's weights came from.
 void write_weights(H5::H5File& f, const char* group, const WeightsProvenance& w) {

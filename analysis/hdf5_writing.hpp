@@ -152,6 +152,18 @@ H5::DataSet write_scalar(H5::Group& g, const char* name, T value, std::string_vi
   return ds;
 }
 
+// A 1-D array of variable-length UTF-8 strings.
+inline void write_strings(H5::Group& g, const char* name, const std::vector<std::string>& v,
+                          std::string_view units, std::string_view description) {
+  const H5::StrType type = utf8_string();
+  const hsize_t n = v.size();
+  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(1, &n), dataset_properties());
+  std::vector<const char*> ptrs;
+  for (const std::string& s : v) ptrs.push_back(s.c_str());
+  if (n > 0) ds.write(ptrs.data(), type);
+  describe_dataset(ds, units, description);
+}
+
 // An N-D array. Large ones (per-core arrays of a full wafer: ~900k cores) are
 // chunked by rows and deflated; they are mostly zeros outside the placement.
 template <class T>

@@ -71,17 +71,6 @@ double number_of(const Json& row, const char* key) {
   return it->get<double>();
 }
 
-void write_strings(H5::Group& g, const char* name, const std::vector<std::string>& v,
-                   std::string_view description) {
-  const H5::StrType type = utf8_string();
-  const hsize_t n = v.size();
-  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(1, &n), dataset_properties());
-  std::vector<const char*> ptrs;
-  for (const std::string& s : v) ptrs.push_back(s.c_str());
-  if (n > 0) ds.write(ptrs.data(), type);
-  describe_dataset(ds, "", description);
-}
-
 // The columns of `rows` as datasets of `g`.
 void write_columns(H5::Group& g, const std::vector<const Json*>& rows, const Column* begin,
                    const Column* end) {
@@ -89,7 +78,7 @@ void write_columns(H5::Group& g, const std::vector<const Json*>& rows, const Col
     if (c->kind == Kind::text) {
       std::vector<std::string> v;
       for (const Json* r : rows) v.push_back(text_of(*r, c->key));
-      write_strings(g, c->key, v, c->description);
+      write_strings(g, c->key, v, "", c->description);
     } else if (c->kind == Kind::integer) {
       std::vector<std::int32_t> v;
       for (const Json* r : rows) v.push_back(r->value(c->key, 0));
@@ -132,7 +121,7 @@ void write_sweep_hdf5(const std::filesystem::path& path, const Json& sweep) {
       std::vector<std::string> v;
       for (const Json* p : points)
         v.push_back(p->contains("overrides") ? text_of(p->at("overrides"), axis) : "");
-      write_strings(pg, (std::string("override_") + axis).c_str(), v,
+      write_strings(pg, (std::string("override_") + axis).c_str(), v, "",
                     "the point's value of this axis (empty: the scenario's own)");
     }
     H5::Group gg = make_group(f, "gpu_baselines");
