@@ -112,7 +112,10 @@ SafetensorsFile::SafetensorsFile(const fs::path& file) : path_(file.string()) {
     if (!header.is_object()) throw WeightsError(path_, "", "bad header: expected a JSON object");
     const unsigned char* data = bytes + 8 + header_len;
     const std::size_t data_size = size_ - 8 - static_cast<std::size_t>(header_len);
-    for (const auto& [name, entry] : header.items()) {
+    for (const auto& item : header.items()) {
+      // Named, not structured bindings: clang 14 cannot capture those in a lambda.
+      const std::string& name = item.key();
+      const nlohmann::json& entry = item.value();
       auto bad = [&](const std::string& what) {
         throw WeightsError(path_, name, "bad header: " + what);
       };

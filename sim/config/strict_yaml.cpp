@@ -10,8 +10,13 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <system_error>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace wafersim::sim::yaml {
 
@@ -358,6 +363,44 @@ void check_no_tags(const YAML::Node& n, const std::string& file, int depth, long
 
 }  // namespace
 
+namespace {
+
+// Where a second document starts, if the text has one: the event parser
+// asked for at most two documents, recording only their starts.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ == 2) second_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  std::optional<YAML::Mark> second() const { return second_; }
+
+ private:
+  int documents_ = 0;
+  std::optional<YAML::Mark> second_;
+};
+
+std::optional<YAML::Mark> second_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  for (int i = 0; i < 2 && parser.HandleNextDocument(starts); ++i) {
+  }
+  return starts.second();
+}
+
+}  // namespace
+
 YAML::Node parse_text(const std::string& text, const std::string& shown) {
   if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
     const std::string_view before(text.data(), bad);
@@ -369,21 +412,32 @@ YAML::Node parse_text(const std::string& text, const std::string& shown) {
          fmt::format("invalid UTF-8 (byte 0x{:02x}); save the file as UTF-8",
                      static_cast<unsigned char>(text[bad])));
   }
-  std::vector<YAML::Node> documents;
+  // One document, then a bounded look for a second: yaml-cpp 0.7's LoadAll
+  // never ends on some malformed input (an empty flow-mapping entry, "{,"),
+  // making empty documents until memory runs out.
+  YAML::Node document;
+  std::optional<YAML::Mark> second;
   try {
-    documents = YAML::LoadAll(text);
+    document = YAML::Load(text);
+    second = second_document(text);
   } catch (const YAML::Exception& e) {
     fail(at(shown, e.mark), "",
          fmt::format("invalid YAML: {}; check the indentation, brackets and quotes here", e.msg));
   }
-  if (documents.size() > 1) {
-    fail(at(shown, documents[1].Mark()), "",
-         "a second YAML document (after ---); a file holds one document");
+  if (second) {
+    // A real second document starts with "---" (or "..." before it); any
+    // other text where the parser stopped is YAML it could not read.
+    const std::size_t pos = static_cast<std::size_t>(std::max(0, second->pos));
+    const std::string_view rest = std::string_view(text).substr(std::min(pos, text.size()));
+    if (rest.rfind("---", 0) == 0 || rest.rfind("...", 0) == 0)
+      fail(at(shown, *second), "", "a second YAML document (after ---); a file holds one document");
+    fail(at(shown, *second), "",
+         "invalid YAML: the document cannot go on here; check the indentation, brackets and "
+         "quotes here and on the line before");
   }
-  if (documents.empty()) return YAML::Node();
   long budget = 1'000'000;
-  check_no_tags(documents.front(), shown, 0, budget);
-  return documents.front();
+  check_no_tags(document, shown, 0, budget);
+  return document;
 }
 
 YAML::Node parse_file(const fs::path& path) {

@@ -96,6 +96,14 @@ std::vector<Malformed> corpus() {
        "",
        {"second YAML document", ""},
        ""},
+      // A document that starts with a comma: yaml-cpp 0.7's LoadAll makes
+      // empty documents from it forever (found by fuzz_scenario: 24 GB in a minute).
+      {"leading_comma",
+       ",\nname: x\nhardware: small\n" + kBody,
+       "validate",
+       "",
+       {"invalid YAML"},
+       ""},
       {"yaml_tag",
        "name: x\nhardware: {preset: small, mesh: {width: !!int abc}}\n" + kBody,
        "run",
