@@ -31,8 +31,18 @@ if [ -x build/release/sim/wafersim ]; then
     --out build/fuzz/corpus/results/quickstart.h5 >/dev/null || true
   rm -f build/fuzz/corpus/results/*.scenario.yaml
 fi
+mkdir -p build/fuzz/corpus/safetensors build/fuzz/corpus/hf_config
+# Seeds: a small checkpoint's files where the tests have made one, and a
+# config.json written here.
+find build -path '*checkpoint*' -name '*.safetensors' -size -2M 2>/dev/null | head -4 |
+  while read -r f; do cp "$f" build/fuzz/corpus/safetensors/; done
+printf '%s\n' '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,' \
+  '"intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,' \
+  '"num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,' \
+  '"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false}' \
+  > build/fuzz/corpus/hf_config/config.json
 status=0
-for target in fuzz_scenario fuzz_results; do
+for target in fuzz_scenario fuzz_results fuzz_safetensors fuzz_hf_config; do
   name=${target#fuzz_}
   echo "== $target for $seconds s"
   if ! build/fuzz/tests/fuzz/$target build/fuzz/corpus/$name \
