@@ -14,8 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace fs = std::filesystem;
-  static const fs::path file = fs::temp_directory_path() /
-                               ("wafersim-fuzz-" + std::to_string(::getpid()) + ".safetensors");
+  static const fs::path file =
+      fs::temp_directory_path() / ("wafersim-fuzz-" + std::to_string(::getpid()) + ".safetensors");
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -31,7 +31,11 @@ if [ -x build/release/sim/wafersim ]; then
     --out build/fuzz/corpus/results/quickstart.h5 >/dev/null || true
   rm -f build/fuzz/corpus/results/*.scenario.yaml
 fi
-mkdir -p build/fuzz/corpus/safetensors build/fuzz/corpus/hf_config
+mkdir -p build/fuzz/corpus/safetensors build/fuzz/corpus/hf_config build/fuzz/corpus/placement
+if [ -x build/release/sim/wafersim ]; then
+  build/release/sim/wafersim place scenarios/quickstart.yaml \
+    --write-placement build/fuzz/corpus/placement/quickstart.yaml >/dev/null 2>&1 || true
+fi
 # Seeds: a small checkpoint's files where the tests have made one, and a
 # config.json written here.
 find build -path '*checkpoint*' -name '*.safetensors' -size -2M 2>/dev/null | head -4 |
@@ -42,7 +46,7 @@ printf '%s\n' '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "h
   '"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false}' \
   > build/fuzz/corpus/hf_config/config.json
 status=0
-for target in fuzz_scenario fuzz_results fuzz_safetensors fuzz_hf_config; do
+for target in fuzz_scenario fuzz_results fuzz_safetensors fuzz_hf_config fuzz_placement; do
   name=${target#fuzz_}
   echo "== $target for $seconds s"
   if ! build/fuzz/tests/fuzz/$target build/fuzz/corpus/$name \
