@@ -134,15 +134,28 @@ double legend_width(const std::vector<std::string>& names) {
   return names.size() > 1 ? 24.0 + 6.2 * static_cast<double>(longest) : 0.0;
 }
 
+template <class Series>
+std::vector<std::string> series_names(const std::vector<Series>& series) {
+  std::vector<std::string> names;
+  for (const auto& s : series) names.push_back(s.name);
+  return names;
+}
+
+// The plot area of a chart of `width` x `height` with a legend of `names` on
+// the right.
+Frame framed(int width, int height, const std::vector<std::string>& names) {
+  Frame f;
+  f.right += legend_width(names);
+  f.w = width - f.left - f.right;
+  f.h = height - f.top - f.bottom;
+  return f;
+}
+
 }  // namespace
 
 std::string xy_chart_svg(const XyChart& c) {
-  std::vector<std::string> names;
-  for (const auto& s : c.series) names.push_back(s.name);
-  Frame f;
-  f.right += legend_width(names);
-  f.w = c.width - f.left - f.right;
-  f.h = c.height - f.top - f.bottom;
+  const std::vector<std::string> names = series_names(c.series);
+  const Frame f = framed(c.width, c.height, names);
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   const auto xv = [&](double x) { return c.x_log ? std::log10(std::max(x, 1e-300)) : x; };
   for (const auto& s : c.series)
@@ -227,12 +240,8 @@ std::string xy_chart_svg(const XyChart& c) {
 }
 
 std::string bar_chart_svg(const BarChart& c) {
-  std::vector<std::string> names;
-  for (const auto& s : c.series) names.push_back(s.name);
-  Frame f;
-  f.right += legend_width(names);
-  f.w = c.width - f.left - f.right;
-  f.h = c.height - f.top - f.bottom;
+  const std::vector<std::string> names = series_names(c.series);
+  const Frame f = framed(c.width, c.height, names);
   double y1 = 0.0;
   for (const auto& s : c.series)
     for (double v : s.values)
