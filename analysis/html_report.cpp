@@ -194,12 +194,21 @@ std::string run_report_html(const RunResult& r, const Metrics& m,
   return s;
 }
 
-std::string serving_report_html(const ServingHeader& h, const std::vector<ServingResult>& results) {
-  std::string s = page_start("wafersim serve: " + h.scenario, h.model);
-  s += "<p>" + xml_escape("Traffic: " + h.traffic) + "</p>\n";
+namespace {
+
+// The header's traffic, SLO and step-grid lines.
+std::string serving_header_lines(const ServingHeader& h) {
+  std::string s = "<p>" + xml_escape("Traffic: " + h.traffic) + "</p>\n";
   if (!h.slo.empty()) s += "<p>" + xml_escape("SLO: " + h.slo) + "</p>\n";
   if (!h.calibration.empty())
     s += "<p class=\"note\">" + xml_escape("Wafer: " + h.calibration) + "</p>\n";
+  return s;
+}
+
+// Summary table, CDFs, SLO attainment and the queue over time of serving
+// results, one entry per system.
+std::string serving_sections(const ServingHeader& h, const std::vector<ServingResult>& results) {
+  std::string s;
   const auto name = [](const ServingResult& r) {
     return r.stack.connection == "none" ? r.system : r.system + " (" + r.stack.connection + ")";
   };
@@ -286,6 +295,138 @@ std::string serving_report_html(const ServingHeader& h, const std::vector<Servin
     running.series.push_back(std::move(u));
   }
   s += xy_chart_svg(waiting) + xy_chart_svg(running) + "</div>\n";
+  return s;
+}
+
+}  // namespace
+
+std::string serving_report_html(const ServingHeader& h, const std::vector<ServingResult>& results) {
+  return page_start("wafersim serve: " + h.scenario, h.model) + serving_header_lines(h) +
+         serving_sections(h, results) + page_end();
+}
+
+std::string capacity_report_html(const CapacityHeader& h, const std::vector<CapacityResult>& rows) {
+  const std::string unit = capacity_load_unit(h);
+  std::string s = page_start("wafersim capacity: " + h.serving.scenario, h.serving.model);
+  s += serving_header_lines(h.serving);
+
+  s += "<h2>Capacity of one replica</h2>\n";
+  s += "<div class=\"cards\">\n";
+  for (const CapacityResult& r : rows)
+    s += card(r.system + ": " + unit + " per replica within the SLO",
+              r.max_rate_per_replica > 0.0 ? fmt::format("{:.3g}", r.max_rate_per_replica)
+                                           : std::string("none"));
+  s += "</div>\n";
+  std::vector<std::vector<std::string>> table_rows;
+  const bool target = h.target_rate > 0.0;
+  for (const CapacityResult& r : rows) {
+    std::vector<std::string> row = {r.system,
+                                    fmt::format("{:.3g}", r.max_rate_per_replica),
+                                    rate(r.at_max.output_tokens_per_s),
+                                    seconds(r.at_max.ttft_s.p99),
+                                    fmt::format("{:.4g}", r.at_max.tokens_per_s_per_user.p50),
+                                    std::to_string(r.probes.size())};
+    if (target) {
+      const bool never = r.max_rate_per_replica <= 0.0;
+      row.push_back(never ? std::string("never")
+                          : std::to_string(r.replicas_needed) + (r.target_checked ? "" : "?"));
+      row.push_back(never ? std::string("-") : std::to_string(r.chips_needed));
+      row.push_back(never ? std::string("-") : fmt::format("{:.1f}", r.power_w_needed / 1e3));
+    }
+    row.push_back(r.description);
+    table_rows.push_back(std::move(row));
+  }
+  std::vector<std::string> columns = {"system",       unit + " per replica", "tok/s per replica",
+                                      "TTFT p99",     "tok/s per user p50",  "loads simulated"};
+  if (target) {
+    columns.push_back("replicas for " + fmt::format("{:g}", h.target_rate));
+    columns.push_back("chips");
+    columns.push_back("kW");
+  }
+  columns.push_back("deployment");
+  s += table(columns, table_rows);
+  if (target)
+    s += "<p class=\"note\">" +
+         xml_escape(fmt::format(
+             "Replicas for {:g} {}: each count checked by simulating the whole deployment at that "
+             "load ('?': not met within 3 more replicas; never: one replica misses the SLO at the "
+             "lowest load).",
+             h.target_rate, unit)) +
+         "</p>\n";
+
+  // What the search saw: every simulated load, the SLO's figures against it.
+  s += "<h2>The search: every load simulated on one replica</h2>\n<div class=\"charts\">\n";
+  const auto over_load = [&](const std::string& title, const std::string& y_label, auto value,
+                             double bound, const std::string& bound_name) {
+    XyChart c;
+    c.title = title;
+    c.x_label = unit + " per replica";
+    c.y_label = y_label;
+    c.width = 700;
+    c.height = 340;
+    double lo = INFINITY, hi = 0.0, y_lo = INFINITY, y_hi = 0.0;
+    for (const CapacityResult& r : rows) {
+      std::vector<std::pair<double, double>> pts;
+      for (const CapacityProbe& p : r.probes) pts.emplace_back(p.load, value(p));
+      std::sort(pts.begin(), pts.end());
+      XySeries se{r.system, {}, {}, true, true};
+      for (const auto& [x, y] : pts) {
+        se.x.push_back(x);
+        se.y.push_back(y);
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+        if (y > 0.0) y_lo = std::min(y_lo, y), y_hi = std::max(y_hi, y);
+      }
+      c.series.push_back(std::move(se));
+    }
+    // Past capacity a queue grows without bound: a log axis keeps the SLO's
+    // bound readable beside it.
+    c.y_log = bound > 0.0 && std::isfinite(y_lo) && y_hi / y_lo > 50.0;
+    if (c.y_log) c.y_label += " (log scale)";
+    if (bound > 0.0 && hi > 0.0)
+      c.series.push_back({bound_name, {lo, hi}, {bound, bound}, true, false});
+    c.x_log = !h.closed_loop && std::isfinite(lo) && lo > 0.0 && hi / lo > 8.0;
+    if (c.x_log) c.x_label += " (log scale)";
+    return xy_chart_svg(c);
+  };
+  s += over_load("share of requests meeting the SLO", "%",
+                 [](const CapacityProbe& p) { return p.slo_attainment * 100.0; }, 0.0, "");
+  if (h.slo_ttft_s > 0.0)
+    s += over_load(fmt::format("TTFT p{:g}", h.slo_ttft_percentile), "ms",
+                   [](const CapacityProbe& p) { return p.slo_ttft_s * 1e3; }, h.slo_ttft_s * 1e3,
+                   "SLO bound");
+  if (h.slo_tokens_per_s > 0.0)
+    s += over_load(fmt::format("tokens/s per user reached by {:g}% of requests",
+                               h.slo_tokens_per_s_percentile),
+                   "tokens/s", [](const CapacityProbe& p) { return p.slo_tokens_per_s; },
+                   h.slo_tokens_per_s, "SLO bound");
+  s += over_load("output tokens/s of the replica", "tokens/s",
+                 [](const CapacityProbe& p) { return p.output_tokens_per_s; }, 0.0, "");
+  s += "</div>\n";
+
+  if (target) {
+    BarChart chips{"chips for the target", "chips", {}, {{"chips", {}}}, 640, 300};
+    BarChart power{"power for the target", "kW", {}, {{"kW", {}}}, 640, 300};
+    for (const CapacityResult& r : rows) {
+      if (r.max_rate_per_replica <= 0.0) continue;
+      chips.categories.push_back(r.system);
+      chips.series[0].values.push_back(r.chips_needed);
+      power.categories.push_back(r.system);
+      power.series[0].values.push_back(r.power_w_needed / 1e3);
+    }
+    if (!chips.categories.empty())
+      s += "<h2>Hardware for " + xml_escape(fmt::format("{:g} {}", h.target_rate, unit)) +
+           "</h2>\n<div class=\"charts\">\n" + bar_chart_svg(chips) + bar_chart_svg(power) +
+           "</div>\n";
+  }
+
+  std::vector<ServingResult> at_max;
+  for (const CapacityResult& r : rows)
+    if (r.max_rate_per_replica > 0.0) at_max.push_back(r.at_max);
+  if (!at_max.empty()) {
+    s += "<h2>At the highest load each system sustains (one replica)</h2>\n";
+    s += serving_sections(h.serving, at_max);
+  }
   s += page_end();
   return s;
 }

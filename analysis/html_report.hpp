@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/capacity_output.hpp"
 #include "analysis/metrics.hpp"
 #include "analysis/placement_picture.hpp"
 #include "analysis/run_result.hpp"
@@ -26,6 +27,13 @@ std::string run_report_html(const RunResult& result, const Metrics& metrics,
 // attainment and the queue over time.
 std::string serving_report_html(const ServingHeader& header,
                                 const std::vector<ServingResult>& results);
+
+// A capacity search: one replica's capacity per system (cards and a table,
+// with the replicas, chips and kW a target needs), every simulated load
+// against the SLO's figures, and the serving sections at each system's
+// highest sustained load.
+std::string capacity_report_html(const CapacityHeader& header,
+                                 const std::vector<CapacityResult>& rows);
 
 // A sweep's JSON object (format "wafersim-sweep", docs/sweeps.md): a curve
 // of each headline figure over each swept parameter (one line per setting

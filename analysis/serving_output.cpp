@@ -124,6 +124,52 @@ void write_serving_report(std::ostream& out, const ServingHeader& h,
   }
 }
 
+nlohmann::ordered_json serving_system_json(const ServingResult& r) {
+  nlohmann::ordered_json s;
+  s["system"] = r.system;
+  s["connection"] = r.stack.connection;
+  s["description"] = r.description;
+  s["replicas"] = r.replicas;
+  s["chips"] = r.chips;
+  s["power_w"] = r.power_w;
+  s["prefill_policy"] = r.prefill_policy;
+  s["max_batch"] = r.max_batch;
+  s["kv_slot_tokens"] = r.kv_slot_tokens;
+  s["kv_pool_tokens"] = r.kv_pool_tokens;
+  s["served"] = r.served;
+  s["rejected"] = r.rejected;
+  s["tokens_asked"] = r.tokens_asked;
+  s["tokens_generated"] = r.tokens_generated;
+  s["span_s"] = r.span_s;
+  s["offered_rate"] = r.offered_rate;
+  s["throughput_rps"] = r.throughput_rps;
+  s["output_tokens_per_s"] = r.output_tokens_per_s;
+  s["goodput_rps"] = r.goodput_rps;
+  s["slo_attainment"] = r.slo_attainment;
+  s["slo_met"] = r.slo_met;
+  s["slo_ttft_s"] = r.slo_ttft_s;
+  s["slo_tokens_per_s"] = r.slo_tokens_per_s;
+  s["ttft_s"] = percentiles_json(r.ttft_s);
+  s["tbt_s"] = percentiles_json(r.tbt_s);
+  s["end_to_end_s"] = percentiles_json(r.end_to_end_s);
+  s["queue_s"] = percentiles_json(r.queue_s);
+  s["tokens_per_s_per_user"] = percentiles_json(r.tokens_per_s_per_user);
+  if (!r.sessions.empty()) s["task_s"] = percentiles_json(r.task_s);
+  s["utilisation"] = r.utilisation;
+  s["mean_batch"] = r.mean_batch;
+  s["iterations"] = r.iterations;
+  s["littles_l"] = r.littles_l;
+  s["littles_lambda_w"] = r.littles_lambda_w;
+  s["stack"] = {{"connection_setup_s", r.stack.connection_setup_s},
+                {"round_trip_s", r.stack.round_trip_s},
+                {"per_token_s", r.stack.per_token_s}};
+  nlohmann::ordered_json t = nlohmann::ordered_json::array();
+  for (const TimelineBin& b : r.timeline) t.push_back({b.start_s, b.waiting, b.running, b.busy});
+  s["timeline_columns"] = {"start_s", "waiting", "running", "busy"};
+  s["timeline"] = t;
+  return s;
+}
+
 nlohmann::ordered_json serving_json(const ServingHeader& h,
                                     const std::vector<ServingResult>& results) {
   nlohmann::ordered_json j;
@@ -135,49 +181,7 @@ nlohmann::ordered_json serving_json(const ServingHeader& h,
   j["slo"] = h.slo;
   j["calibration"] = h.calibration;
   j["systems"] = nlohmann::ordered_json::array();
-  for (const ServingResult& r : results) {
-    nlohmann::ordered_json s;
-    s["system"] = r.system;
-    s["connection"] = r.stack.connection;
-    s["description"] = r.description;
-    s["replicas"] = r.replicas;
-    s["chips"] = r.chips;
-    s["power_w"] = r.power_w;
-    s["prefill_policy"] = r.prefill_policy;
-    s["max_batch"] = r.max_batch;
-    s["kv_slot_tokens"] = r.kv_slot_tokens;
-    s["kv_pool_tokens"] = r.kv_pool_tokens;
-    s["served"] = r.served;
-    s["rejected"] = r.rejected;
-    s["tokens_asked"] = r.tokens_asked;
-    s["tokens_generated"] = r.tokens_generated;
-    s["span_s"] = r.span_s;
-    s["offered_rate"] = r.offered_rate;
-    s["throughput_rps"] = r.throughput_rps;
-    s["output_tokens_per_s"] = r.output_tokens_per_s;
-    s["goodput_rps"] = r.goodput_rps;
-    s["slo_attainment"] = r.slo_attainment;
-    s["slo_met"] = r.slo_met;
-    s["ttft_s"] = percentiles_json(r.ttft_s);
-    s["tbt_s"] = percentiles_json(r.tbt_s);
-    s["end_to_end_s"] = percentiles_json(r.end_to_end_s);
-    s["queue_s"] = percentiles_json(r.queue_s);
-    s["tokens_per_s_per_user"] = percentiles_json(r.tokens_per_s_per_user);
-    if (!r.sessions.empty()) s["task_s"] = percentiles_json(r.task_s);
-    s["utilisation"] = r.utilisation;
-    s["mean_batch"] = r.mean_batch;
-    s["iterations"] = r.iterations;
-    s["littles_l"] = r.littles_l;
-    s["littles_lambda_w"] = r.littles_lambda_w;
-    s["stack"] = {{"connection_setup_s", r.stack.connection_setup_s},
-                  {"round_trip_s", r.stack.round_trip_s},
-                  {"per_token_s", r.stack.per_token_s}};
-    nlohmann::ordered_json t = nlohmann::ordered_json::array();
-    for (const TimelineBin& b : r.timeline) t.push_back({b.start_s, b.waiting, b.running, b.busy});
-    s["timeline_columns"] = {"start_s", "waiting", "running", "busy"};
-    s["timeline"] = t;
-    j["systems"].push_back(s);
-  }
+  for (const ServingResult& r : results) j["systems"].push_back(serving_system_json(r));
   return j;
 }
 
@@ -246,6 +250,10 @@ void write_system(H5::Group& parent, const char* name, const ServingResult& r) {
   write_scalar(g, "goodput_rps", r.goodput_rps, "requests/s",
                "requests per second meeting the SLO");
   write_scalar(g, "slo_attainment", r.slo_attainment, "1", "share of requests meeting the SLO");
+  write_scalar(g, "slo_ttft_s", r.slo_ttft_s, "s",
+               "TTFT at the SLO's percentile (0: the SLO bounds no TTFT)");
+  write_scalar(g, "slo_tokens_per_s", r.slo_tokens_per_s, "tokens/s",
+               "per-user speed the SLO's share of requests reaches (0: no such bound)");
   write_scalar(g, "utilisation", r.utilisation, "1", "share of replica time in iterations");
   write_scalar(g, "mean_batch", r.mean_batch, "sequences", "sequences per iteration, mean");
   write_scalar(g, "littles_l", r.littles_l, "requests", "time-average requests in the system");

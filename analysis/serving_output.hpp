@@ -27,6 +27,9 @@ struct ServingHeader {
 void write_serving_report(std::ostream& out, const ServingHeader& header,
                           const std::vector<ServingResult>& results);
 
+// One system's summary and timeline, as an entry of serving_json's systems.
+nlohmann::ordered_json serving_system_json(const ServingResult& result);
+
 // {format: "wafersim-serving", header..., systems: [{summary, timeline}]}
 // (per-request records only in CSV/HDF5).
 nlohmann::ordered_json serving_json(const ServingHeader& header,

@@ -91,6 +91,11 @@ struct ServingResult {
   double goodput_rps = 0.0;     // requests/s meeting the SLO
   double slo_attainment = 0.0;  // share of served requests meeting it
   bool slo_met = false;         // the SLO's percentiles hold over all requests
+  // What the SLO compares, measured (0 where the SLO sets no such bound): the
+  // TTFT at the SLO's percentile, and the per-user speed that the SLO's share
+  // of requests reaches.
+  double slo_ttft_s = 0.0;
+  double slo_tokens_per_s = 0.0;
   Percentiles ttft_s, tbt_s, end_to_end_s, queue_s, tokens_per_s_per_user, task_s;
   double utilisation = 0.0;  // share of replica time spent in iterations
   double mean_batch = 0.0;   // sequences per iteration, mean over iterations
@@ -99,6 +104,38 @@ struct ServingResult {
   // (L) against the arrival rate x mean time in it (lambda W).
   double littles_l = 0.0;
   double littles_lambda_w = 0.0;
+};
+
+// The capacity search (wafersim capacity) of one system: every load it
+// simulated, the highest that met the SLO, and the replicas a target needs.
+struct CapacityProbe {
+  double load = 0.0;  // requests/s offered to one replica (closed loop: sessions)
+  bool met = false;   // the SLO held and nothing was rejected
+  int rejected = 0;
+  double slo_attainment = 0.0;
+  double slo_ttft_s = 0.0;        // as ServingResult::slo_ttft_s
+  double slo_tokens_per_s = 0.0;  // as ServingResult::slo_tokens_per_s
+  double output_tokens_per_s = 0.0;
+};
+
+struct CapacityTargetCheck {
+  int replicas = 0;
+  bool met = false;
+};
+
+struct CapacityResult {
+  std::string system;
+  std::string description;
+  // requests/s (closed loop: sessions) within the SLO; 0: not even the lowest
+  double max_rate_per_replica = 0.0;
+  ServingResult at_max;  // the simulation at that rate
+  std::vector<CapacityProbe> probes;  // in the order simulated
+  double target_rate = 0.0;
+  int replicas_needed = 0;  // for target_rate (0 without a target)
+  int chips_needed = 0;
+  double power_w_needed = 0.0;
+  bool target_checked = false;  // the deployment simulated at the target met the SLO
+  std::vector<CapacityTargetCheck> target_checks;  // the deployments simulated at the target
 };
 
 }  // namespace wafersim::analysis

@@ -151,6 +151,22 @@ Frame framed(int width, int height, const std::vector<std::string>& names) {
   return f;
 }
 
+// Ticks of a log10 axis whose data span [lo, hi] (logarithms): decades, and 2
+// and 5 times them over up to three decades; the ends within a decade.
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> t;
+  const bool fine = hi - lo <= 3.0;
+  for (double e = std::floor(lo); e <= hi + 1e-9; e += 1.0)
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, e), lv = std::log10(v);
+      if ((m != 1.0 && !fine) || lv < lo - 1e-9 || lv > hi + 1e-9) continue;
+      t.push_back(v);
+    }
+  if (t.empty())
+    for (double e : {lo, hi}) t.push_back(std::pow(10.0, e));
+  return t;
+}
+
 }  // namespace
 
 std::string xy_chart_svg(const XyChart& c) {
@@ -158,11 +174,16 @@ std::string xy_chart_svg(const XyChart& c) {
   const Frame f = framed(c.width, c.height, names);
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   const auto xv = [&](double x) { return c.x_log ? std::log10(std::max(x, 1e-300)) : x; };
+  const auto yv = [&](double y) { return c.y_log ? std::log10(std::max(y, 1e-300)) : y; };
+  // A point is drawn when it is finite and, on a log axis, positive.
+  const auto drawn = [&](double x, double y) {
+    return std::isfinite(x) && std::isfinite(y) && !(c.x_log && x <= 0) && !(c.y_log && y <= 0);
+  };
   for (const auto& s : c.series)
     for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x_log && s.x[i] <= 0)) continue;
+      if (!drawn(s.x[i], s.y[i])) continue;
       x0 = std::min(x0, xv(s.x[i])), x1 = std::max(x1, xv(s.x[i]));
-      y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
+      y0 = std::min(y0, yv(s.y[i])), y1 = std::max(y1, yv(s.y[i]));
     }
   std::string svg = open_svg(c.width, c.height, c.title);
   if (!std::isfinite(x0)) {
@@ -170,7 +191,8 @@ std::string xy_chart_svg(const XyChart& c) {
                        c.width / 2, c.height / 2);
     return svg;
   }
-  if (c.y_from_zero) y0 = std::min(0.0, y0);
+  if (c.y_from_zero && !c.y_log) y0 = std::min(0.0, y0);
+  const double y_data0 = y0, y_data1 = y1;
   if (x1 <= x0) x0 -= 0.5, x1 += 0.5;
   const double x_data0 = x0, x_data1 = x1;
   {  // room for the markers at the ends
@@ -180,26 +202,15 @@ std::string xy_chart_svg(const XyChart& c) {
   if (y1 <= y0) y1 = y0 + (y0 == 0 ? 1.0 : std::abs(y0) * 0.1);
   y1 += (y1 - y0) * 0.05;
   const auto px = [&](double x) { return f.left + (xv(x) - x0) / (x1 - x0) * f.w; };
-  const auto py = [&](double y) { return f.top + f.h - (y - y0) / (y1 - y0) * f.h; };
-  std::vector<double> xt, xpos, yt = nice_ticks(y0, y1, 5), ypos;
+  const auto py = [&](double y) { return f.top + f.h - (yv(y) - y0) / (y1 - y0) * f.h; };
+  std::vector<double> xt, xpos, yt = c.y_log ? log_ticks(y_data0, y_data1) : nice_ticks(y0, y1, 5),
+                                ypos;
   std::vector<std::string> xl;
   if (c.x_log) {
-    // Decades, and 2 and 5 times them over up to three decades.
-    const bool fine = x_data1 - x_data0 <= 3.0;
-    for (double e = std::floor(x_data0); e <= x_data1 + 1e-9; e += 1.0)
-      for (double m : {1.0, 2.0, 5.0}) {
-        const double v = m * std::pow(10.0, e), lv = std::log10(v);
-        if ((m != 1.0 && !fine) || lv < x_data0 - 1e-9 || lv > x_data1 + 1e-9) continue;
-        xt.push_back(v);
-        xl.push_back(tick_label(v));
-        xpos.push_back(px(v));
-      }
-    if (xt.empty()) {  // less than a decade: mark the ends
-      for (double e : {x_data0, x_data1}) {
-        xt.push_back(std::pow(10.0, e));
-        xl.push_back(tick_label(xt.back()));
-        xpos.push_back(px(xt.back()));
-      }
+    for (double v : log_ticks(x_data0, x_data1)) {
+      xt.push_back(v);
+      xl.push_back(tick_label(v));
+      xpos.push_back(px(v));
     }
   } else {
     for (double t : nice_ticks(x0, x1, 6)) {
@@ -208,7 +219,8 @@ std::string xy_chart_svg(const XyChart& c) {
       xpos.push_back(px(t));
     }
   }
-  yt.erase(std::remove_if(yt.begin(), yt.end(), [&](double t) { return t < y0 || t > y1; }),
+  yt.erase(std::remove_if(yt.begin(), yt.end(),
+                          [&](double t) { return (c.y_log && t <= 0) || yv(t) < y0 || yv(t) > y1; }),
            yt.end());
   for (double t : yt) ypos.push_back(py(t));
   svg += axes(f, xt, xl, xpos, yt, ypos, c.x_label, c.y_label);
@@ -217,7 +229,7 @@ std::string xy_chart_svg(const XyChart& c) {
     const std::string colour = chart_colour(static_cast<int>(k));
     std::string pts;
     for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x_log && s.x[i] <= 0)) continue;
+      if (!drawn(s.x[i], s.y[i])) continue;
       pts += fmt::format("{:.1f},{:.1f} ", px(s.x[i]), py(s.y[i]));
     }
     if (s.lines && !pts.empty())
@@ -227,7 +239,7 @@ std::string xy_chart_svg(const XyChart& c) {
     if (s.markers) {
       svg += fmt::format("<g fill=\"{}\">", colour);
       for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x_log && s.x[i] <= 0)) continue;
+        if (!drawn(s.x[i], s.y[i])) continue;
         svg +=
             fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\"/>", px(s.x[i]), py(s.y[i]));
       }

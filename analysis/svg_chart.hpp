@@ -36,6 +36,7 @@ struct XyChart {
   bool y_from_zero = true;  // the y axis starts at 0 (else at the data's minimum)
   bool x_log = false;       // log10 x axis (positive x only)
   int width = 640, height = 320;
+  bool y_log = false;  // log10 y axis (positive y only)
 };
 std::string xy_chart_svg(const XyChart& chart);
 

@@ -150,6 +150,7 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
     throw ScenarioError(a.scenario, 0, 0, "slo",
                         "capacity needs service-level objectives: give slo: {ttft: 2 s, "
                         "tokens_per_s: 100} in the scenario (or --set slo=...)");
+  if (!a.report.empty()) analysis::check_writable(a.report);  // before the search
   std::optional<Calibration> cal;
   if (sc.has_wafer()) {
     const auto sessions = serving::generate_sessions(*sc.traffic);
@@ -162,33 +163,28 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   o.target_rate = a.target_rate;
   o.progress = progress;
   const std::vector<CapacityRow> rows = capacity_search(sc, cal, o);
-  fmt::print("capacity of {} ({} at {}), SLO: {}\n", sc.name, sc.model.name,
-             models::dtype_name(sc.precision), slo_line(sc.slo));
-  if (cal) fmt::print("  wafer    {}\n", calibration_line(*cal));
-  const bool closed = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;
-  fmt::print("\n  {:<12} {:>14} {:>12} {:>10} {:>10}", "system",
-             closed ? "sessions/repl." : "req/s/replica", "tok/s/replica", "TTFT p99", "tok/s/usr");
-  if (a.target_rate > 0.0) fmt::print(" {:>9} {:>7} {:>7}", "replicas", "chips", "kW");
-  fmt::print("\n");
-  for (const CapacityRow& r : rows) {
-    fmt::print("  {:<12} {:>14.3g} {:>12.0f} {:>8.0f}ms {:>10.0f}", r.system,
-               r.max_rate_per_replica, r.at_max.output_tokens_per_s, r.at_max.ttft_s.p99 * 1e3,
-               r.at_max.tokens_per_s_per_user.p50);
-    if (a.target_rate > 0.0 && r.max_rate_per_replica <= 0.0) {
-      fmt::print(" {:>9} {:>7} {:>7}", "never", "-", "-");
-    } else if (a.target_rate > 0.0) {
-      fmt::print(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
-                 r.chips_needed, r.power_w_needed / 1000.0);
-    }
-    fmt::print("\n");
+  analysis::CapacityHeader h;
+  h.serving.scenario = sc.name;
+  h.serving.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
+  h.serving.traffic =
+      traffic_line(sc, summarise_traffic(serving::generate_sessions(*sc.traffic)));
+  h.serving.slo = slo_line(sc.slo);
+  if (cal) h.serving.calibration = calibration_line(*cal);
+  h.closed_loop = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;
+  h.target_rate = a.target_rate;
+  h.slo_ttft_s = sc.slo.ttft_s;
+  h.slo_ttft_percentile = sc.slo.ttft_percentile;
+  h.slo_tokens_per_s = sc.slo.tokens_per_s;
+  h.slo_tokens_per_s_percentile = sc.slo.tokens_per_s_percentile;
+  if (!a.report.empty()) {
+    analysis::write_text_atomically(a.report, analysis::capacity_report_html(h, rows));
+    report_written(a.report, "the HTML report");
   }
-  for (const CapacityRow& r : rows) fmt::print("  {}: {}\n", r.system, r.description);
-  if (a.target_rate > 0.0)
-    fmt::print(
-        "  replicas for {:g} {}, each count checked by simulating the whole deployment at that "
-        "load ('?': not met within 3 more replicas; never: one replica misses the SLO at the "
-        "lowest load)\n",
-        a.target_rate, closed ? "sessions" : "requests/s");
+  if (a.json) {
+    std::cout << analysis::capacity_json(h, rows).dump(1) << "\n";
+  } else {
+    analysis::write_capacity_report(std::cout, h, rows);
+  }
   return kExitSuccess;
 }
 
@@ -226,6 +222,10 @@ RegisteredCommand add_capacity_command(CLI::App& app) {
   c->add_option("--target-rate", a->target_rate,
                 "Requests/s the deployment must serve (closed-loop traffic: sessions at once)")
       ->check(CLI::PositiveNumber);
+  c->add_flag("--json", a->json, "Print one JSON object instead of the table");
+  c->add_option("--report", a->report,
+                "Write a self-contained HTML report (capacity per system, every load simulated "
+                "against the SLO, the serving plots at the highest load sustained)");
   const CLI::App* root = &app;
   return {c, [a, root] { return capacity(*a, preset_dir(*root)); }, [a] { return a->scenario; }};
 }

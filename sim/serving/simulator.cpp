@@ -681,12 +681,14 @@ class Simulation {
     out.slo_met = true;
     if (o_.slo.ttft_s > 0.0) {
       std::vector<double> v = ttft;
-      out.slo_met &= out.rejected == 0 && percentile(v, o_.slo.ttft_percentile) <= o_.slo.ttft_s;
+      out.slo_ttft_s = percentile(v, o_.slo.ttft_percentile);
+      out.slo_met &= out.rejected == 0 && out.slo_ttft_s <= o_.slo.ttft_s;
     }
     if (o_.slo.tokens_per_s > 0.0 && !speed.empty()) {
       std::vector<double> v = speed;
       // "p-th percentile speed at least Y": p% of users get at least Y.
-      out.slo_met &= percentile(v, 100.0 - o_.slo.tokens_per_s_percentile) >= o_.slo.tokens_per_s;
+      out.slo_tokens_per_s = percentile(v, 100.0 - o_.slo.tokens_per_s_percentile);
+      out.slo_met &= out.slo_tokens_per_s >= o_.slo.tokens_per_s;
     }
     double busy = 0.0, iterations = 0.0, batch = 0.0;
     for (const Replica& r : replicas_) {

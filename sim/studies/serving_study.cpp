@@ -250,12 +250,19 @@ std::vector<CapacityRow> capacity_search(const Scenario& sc,
     row.system = probe[k].options.system;
     row.description = probe[k].options.description;
     const auto ok = [&](const analysis::ServingResult& r) { return r.slo_met && r.rejected == 0; };
+    // One replica at `load`, kept among the row's probes.
+    const auto probe_at = [&](double load) {
+      analysis::ServingResult r = serve_at(only, load);
+      row.probes.push_back({load, ok(r), r.rejected, r.slo_attainment, r.slo_ttft_s,
+                            r.slo_tokens_per_s, r.output_tokens_per_s});
+      return r;
+    };
     double lo = closed ? 1.0 : o.rate_low, hi = closed ? o.max_sessions : o.rate_high;
-    analysis::ServingResult at_lo = serve_at(only, lo);
+    analysis::ServingResult at_lo = probe_at(lo);
     if (ok(at_lo)) {
       for (int i = 0; i < o.iterations && (!closed || hi - lo > 1.0); ++i) {
         const double mid = closed ? std::floor(0.5 * (lo + hi)) : std::sqrt(lo * hi);
-        analysis::ServingResult r = serve_at(only, mid);
+        analysis::ServingResult r = probe_at(mid);
         if (ok(r)) {
           lo = mid;
           at_lo = std::move(r);
@@ -277,6 +284,7 @@ std::vector<CapacityRow> capacity_search(const Scenario& sc,
         many.deployment.wafer.replicas = n;
         many.deployment.gpu.replicas = n;
         const analysis::ServingResult r = serve_at(many, o.target_rate);
+        row.target_checks.push_back({n, ok(r)});
         if (ok(r)) {
           row.target_checked = true;
           row.replicas_needed = n;

@@ -57,18 +57,7 @@ std::vector<analysis::ServingResult> serve_sessions(
 // rate it serves within the SLO (bisection on the rate of the scenario's
 // traffic, same lengths and seed) — or, for closed-loop sessions, the most
 // sessions — and the replicas a target rate (or number of sessions) needs.
-struct CapacityRow {
-  std::string system;
-  std::string description;
-  // requests/s (closed loop: sessions) within the SLO; 0: not even the lowest
-  double max_rate_per_replica = 0.0;
-  analysis::ServingResult at_max;  // the simulation at that rate
-  double target_rate = 0.0;
-  int replicas_needed = 0;  // for target_rate (0 without a target)
-  int chips_needed = 0;
-  double power_w_needed = 0.0;
-  bool target_checked = false;  // the deployment simulated at the target met the SLO
-};
+using CapacityRow = analysis::CapacityResult;
 
 struct CapacityOptions {
   double target_rate = 0.0;  // requests/s (closed loop: sessions); 0 = no target

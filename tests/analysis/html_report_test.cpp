@@ -3,6 +3,8 @@
 // they are about.
 #include "analysis/html_report.hpp"
 
+#include "analysis/svg_chart.hpp"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -95,6 +97,59 @@ TEST(HtmlReport, ServingReportHasCdfsSloAndQueuePerSystem) {
   EXPECT_EQ(count(html, "<polyline"), 2u * 2u + 2u * 2u);
   EXPECT_NE(html.find("share of served requests meeting the SLO"), std::string::npos);
   EXPECT_NE(html.find("<title>SLO met, dgx-h100: 50</title>"), std::string::npos) << html;
+}
+
+// Two systems, one that sustains 8 requests/s and one that never meets the
+// SLO: every probe a marker, the SLO's bounds drawn, the serving sections
+// only for the system that has a highest sustained load.
+TEST(HtmlReport, CapacityReportDrawsEveryProbeAgainstTheSlo) {
+  std::vector<CapacityResult> rows(2);
+  rows[0].system = "wafer";
+  rows[0].max_rate_per_replica = 8.0;
+  rows[0].at_max.system = "wafer";
+  rows[0].at_max.requests.resize(3);
+  rows[0].replicas_needed = 3;
+  rows[0].chips_needed = 3;
+  rows[0].power_w_needed = 69e3;
+  rows[0].target_checked = true;
+  for (double load : {0.01, 1.0, 8.0, 16.0, 12.0})
+    rows[0].probes.push_back({load, load <= 8.0, 0, load <= 8.0 ? 1.0 : 0.4,
+                              load <= 8.0 ? 0.5 : 40.0, 900.0, 100.0 * load});
+  rows[1].system = "dgx-h100";
+  rows[1].probes.push_back({0.01, false, 0, 0.2, 3.0, 50.0, 1.0});
+  CapacityHeader h;
+  h.serving = {"agents", "llama at bf16", "100 requests", "TTFT p99 <= 2000 ms", ""};
+  h.target_rate = 20.0;
+  h.slo_ttft_s = 2.0;
+  h.slo_tokens_per_s = 100.0;
+  const std::string html = capacity_report_html(h, rows);
+  expect_self_contained(html);
+  // Four charts over the load, each a marker per probe (6 probes).
+  EXPECT_EQ(count(html, "<circle"), 4u * 6u);
+  EXPECT_EQ(count(html, "SLO bound"), 2u);  // in the legends of the TTFT and speed charts
+  EXPECT_NE(html.find("ms (log scale)"), std::string::npos);  // 0.5 s .. 40 s TTFT
+  EXPECT_NE(html.find("chips for the target"), std::string::npos);
+  EXPECT_NE(html.find("At the highest load"), std::string::npos);
+  EXPECT_NE(html.find(">never<"), std::string::npos);
+}
+
+// A log y axis: a decade takes the same height wherever it is.
+TEST(SvgChart, LogYAxisGivesEveryDecadeTheSameHeight) {
+  XyChart c;
+  c.series.push_back({"s", {1.0, 2.0, 3.0}, {1.0, 10.0, 100.0}, false, true});
+  c.y_log = true;
+  const std::string svg = xy_chart_svg(c);
+  std::vector<double> cy;
+  for (std::size_t at = svg.find("cy=\""); at != std::string::npos;
+       at = svg.find("cy=\"", at + 1))
+    cy.push_back(std::stod(svg.substr(at + 4)));
+  ASSERT_EQ(cy.size(), 3u);
+  EXPECT_GT(cy[0], cy[1]);  // higher values are drawn higher up
+  EXPECT_NEAR(cy[0] - cy[1], cy[1] - cy[2], 0.11);
+  // Points a log axis cannot show are left out.
+  c.series[0].y[0] = 0.0;
+  const std::string without = xy_chart_svg(c);
+  EXPECT_EQ(count(without, "<circle"), 2u);
 }
 
 nlohmann::ordered_json hand_made_sweep() {

@@ -187,3 +187,41 @@ TEST_F(ResultsFormatDocs, EveryHdf5DatasetAndAttributeIsDocumented) {
 }
 
 }  // namespace
+
+namespace {
+
+// The serving and capacity JSON (GPU systems alone: no engine runs) against
+// the "Serving results" section.
+TEST(ServingResultsDocs, EveryServingAndCapacityJsonKeyIsDocumented) {
+  const fs::path d = wafersim::test_support::cli_scratch_dir("results_docs_serving");
+  std::ofstream(d / "s.yaml") << R"(name: gpu-capacity-docs
+model: llama-3.1-8b
+traffic:
+  seed: 5
+  arrivals: {rate: 2/s}
+  requests: 200
+  prompt_tokens: {uniform: [500, 1500]}
+  output_tokens: {uniform: [50, 150]}
+deployment: {gpu: {max_batch: 32}}
+compare_with: [{preset: dgx-h100, framework: {name: vllm}}]
+slo: {ttft: 500 ms, tokens_per_s: 60}
+)";
+  const Mentions m(doc_section("## Serving results", "## HTML reports"));
+  for (const std::string command : {"serve", "capacity"}) {
+    const auto o = wafersim::test_support::run_wafersim(
+        command + " " + (d / "s.yaml").string() + " --json" +
+        (command == "capacity" ? " --target-rate 20" : ""));
+    ASSERT_EQ(o.code, 0) << o.err;
+    const nlohmann::json j = nlohmann::json::parse(o.out);
+    std::vector<std::string> paths;
+    json_paths(j, "", paths);
+    EXPECT_GT(paths.size(), 30u) << command;
+    for (const std::string& p : paths)
+      EXPECT_TRUE(json_documented(p, m))
+          << command << " JSON key " << p << " is not in docs/results-format.md";
+  }
+  EXPECT_FALSE(json_documented("systems[].probes[].undocumented_key", m));
+  fs::remove_all(d);
+}
+
+}  // namespace

@@ -157,4 +157,47 @@ TEST(ServeCli, CapacityFindsARateWithinTheSloAndTheReplicasForATarget) {
   EXPECT_NE(o.out.find("dgx-h100"), std::string::npos) << o.out;
 }
 
+// --json and --report: every load the search simulated is kept; the highest
+// that met the SLO is the capacity, every load above it that was tried
+// missed it; the report is written whole and says so.
+TEST(ServeCli, CapacityJsonKeepsTheSearchAndTheReportDrawsIt) {
+  const fs::path d = cli_scratch_dir("serve_capacity_json");
+  const fs::path sc = write(d, "s.yaml", kOpen);
+  const fs::path html = d / "capacity.html";
+  const auto o = run_wafersim("capacity " + sc.string() + " --target-rate 100 --json --report " +
+                              html.string() + " --cache " + (d / "c").string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["format"], "wafersim-capacity");
+  EXPECT_EQ(j["load_unit"], "requests/s");
+  ASSERT_FALSE(j["systems"].empty());
+  for (const auto& s : j["systems"]) {
+    const double cap = s["max_rate_per_replica"].get<double>();
+    ASSERT_FALSE(s["probes"].empty()) << s["system"];
+    bool found = cap <= 0.0;
+    for (const auto& p : s["probes"]) {
+      const double load = p["load"].get<double>();
+      if (p["met"].get<bool>()) {
+        EXPECT_LE(load, cap) << s["system"];
+      } else {
+        EXPECT_GT(load, cap) << s["system"];
+      }
+      found |= load == cap && p["met"].get<bool>();
+    }
+    EXPECT_TRUE(found) << "the capacity is one of the loads simulated: " << s["system"];
+    if (cap > 0.0) {
+      EXPECT_TRUE(s["at_max"]["slo_met"].get<bool>()) << s["system"];
+      ASSERT_FALSE(s["target_checks"].empty());
+      EXPECT_EQ(s["target_checks"].back()["replicas"], s["replicas_needed"]);
+    }
+  }
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(page.find("wafersim capacity"), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("SLO bound"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_NE(o.err.find("wrote " + html.string()), std::string::npos) << o.err;
+}
+
 }  // namespace
