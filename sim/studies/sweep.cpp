@@ -32,28 +32,29 @@ int parse_int(const std::string& s, const std::string& what) {
   return v;
 }
 
-// The figures a capacity plan reads, from a run's JSON.
-const std::array<const char*, 11> kFigures = {"model",
-                                              "hardware",
-                                              "precision",
-                                              "wafers_used",
-                                              "users",
-                                              "decode_tokens_per_s_per_user",
-                                              "aggregate_tokens_per_s",
-                                              "ttft_s",
-                                              "inter_token_latency_s",
-                                              "max_context_tokens",
-                                              "bottleneck"};
-// A GPU cluster's figures on the same point.
-const std::array<const char*, 9> kGpuFigures = {"system",
-                                                "gpus",
-                                                "tp",
-                                                "pp",
-                                                "decode_tokens_per_s_per_user",
-                                                "aggregate_tokens_per_s",
-                                                "ttft_s",
-                                                "power_kw",
-                                                "bottleneck"};
+// The figures a capacity plan reads, in the CSV's column order: those of
+// the wafer's run (from its JSON; power_kw from its wafer_system) and those of
+// each GPU cluster on the same point (from its gpu_baselines row, beside its
+// `system`).
+struct Figure {
+  const char* name;
+  bool wafer, gpu;
+};
+constexpr std::array<Figure, 15> kFigures = {{{"model", true, false},
+                                              {"hardware", true, false},
+                                              {"precision", true, false},
+                                              {"wafers_used", true, false},
+                                              {"gpus", false, true},
+                                              {"tp", false, true},
+                                              {"pp", false, true},
+                                              {"users", true, false},
+                                              {"decode_tokens_per_s_per_user", true, true},
+                                              {"aggregate_tokens_per_s", true, true},
+                                              {"ttft_s", true, true},
+                                              {"inter_token_latency_s", true, false},
+                                              {"max_context_tokens", true, false},
+                                              {"bottleneck", true, true},
+                                              {"power_kw", true, true}}};
 const std::array<const char*, 6> kAxes = {"model",  "hardware",     "precision",
                                           "wafers", "layer_groups", "users"};
 
@@ -204,8 +205,8 @@ SweepRecord sweep_record(const SweepPoint& point, int exit_code, const std::stri
     p["error"] = error;
     return p;
   }
-  for (const char* k : kFigures)
-    if (result.contains(k)) p[k] = result.at(k);
+  for (const Figure& f : kFigures)
+    if (f.wafer && result.contains(f.name)) p[f.name] = result.at(f.name);
   p["power_kw"] = result.contains("wafer_system") && result.at("wafer_system").is_object()
                       ? result.at("wafer_system").value("power_kw", Json())
                       : Json();
@@ -214,8 +215,9 @@ SweepRecord sweep_record(const SweepPoint& point, int exit_code, const std::stri
     Json gpus = Json::array();
     for (const Json& g : result.at("gpu_baselines")) {
       Json row = Json::object();
-      for (const char* k : kGpuFigures)
-        if (g.contains(k)) row[k] = g.at(k);
+      if (g.contains("system")) row["system"] = g.at("system");
+      for (const Figure& f : kFigures)
+        if (f.gpu && g.contains(f.name)) row[f.name] = g.at(f.name);
       gpus.push_back(std::move(row));
     }
     p["gpu_baselines"] = std::move(gpus);
@@ -327,33 +329,20 @@ std::string sweep_table(std::vector<SweepRecord> records) {
 
 std::string sweep_csv(std::vector<SweepRecord> records) {
   sort_by_index(records);
-  // One row per point and system, every figure of the JSON.
-  static const std::array<const char*, 16> kColumns = {"model",
-                                                       "hardware",
-                                                       "precision",
-                                                       "wafers_used",
-                                                       "gpus",
-                                                       "tp",
-                                                       "pp",
-                                                       "users",
-                                                       "decode_tokens_per_s_per_user",
-                                                       "aggregate_tokens_per_s",
-                                                       "ttft_s",
-                                                       "inter_token_latency_s",
-                                                       "max_context_tokens",
-                                                       "bottleneck",
-                                                       "power_kw",
-                                                       "error"};
+  // One row per point and system, every figure of the JSON, then the error.
+  std::vector<const char*> columns;
+  for (const Figure& f : kFigures) columns.push_back(f.name);
+  columns.push_back("error");
   std::string s = "index,exit_code,system";
   for (const char* a : kAxes) s += std::string(",override_") + a;
-  for (const char* k : kColumns) s += std::string(",") + k;
+  for (const char* k : columns) s += std::string(",") + k;
   s += '\n';
   auto row = [&](const SweepRecord& r, const std::string& system, const Json& figures) {
     s += fmt::format("{},{},{}", r.at("index").get<int>(), r.at("exit_code").get<int>(),
                      csv_field(system));
     const Json& o = r.at("overrides");
     for (const char* a : kAxes) s += ',' + csv_field(o.contains(a) ? cell(o.at(a)) : "");
-    for (const char* k : kColumns) {
+    for (const char* k : columns) {
       std::string v;
       if (figures.contains(k))
         v = cell(figures.at(k));

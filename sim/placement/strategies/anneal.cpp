@@ -95,59 +95,57 @@ class Annealer {
     RegionPlan best_plan;
     best_plan.turn_layers = false;  // its slots are priced top-down
     double best_cost = std::numeric_limits<double>::infinity();
-    std::uint64_t candidate = 0;
-    // How many grids the search anneals, for its progress.
-    for (const bool by_columns : {false, true}) {
-      (void)by_columns;
-      for (int rows = 1; rows <= std::min(k_, 16); ++rows)
-        for (int cols = static_cast<int>(ceil_div(k_, rows));
-             cols == static_cast<int>(ceil_div(k_, rows)) ||
-             rows * cols <= k_ + static_cast<int>(opt.spare_slots * k_);
-             ++cols)
-          candidates_ += kv_segments.size();
-    }
-    report_search(0);
+    // Every candidate grid, enumerated once: its count is the search's progress.
+    struct Candidate {
+      bool by_columns;
+      int rows, cols, kv_segment;
+    };
+    std::vector<Candidate> candidates;
     for (const bool by_columns : {false, true})
       for (int rows = 1; rows <= std::min(k_, 16); ++rows)
         for (int cols = static_cast<int>(ceil_div(k_, rows));
              cols == static_cast<int>(ceil_div(k_, rows)) ||
              rows * cols <= k_ + static_cast<int>(opt.spare_slots * k_);
              ++cols)
-          for (const int kv_segment : kv_segments) {
-            ++candidate;
-            const RegionPlan base = ctx_.snake_plan(k_, task_.has_head, rows, by_columns);
-            const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
-            GridPrices g;
-            const std::uint64_t done_before =
-                (candidate - 1) * static_cast<std::uint64_t>(std::max(1, opt.iterations));
-            report_search(done_before);
-            if (slots.empty() || !price(base, slots, kv_segment, g)) continue;
-            double best_here = 0.0;
-            const std::vector<int> best_slots = anneal(g, candidate, best_here);
-            const double total =
-                best_here + opt.sram_weight * static_cast<double>(g.core_max.value);
-            if (total < best_cost) {
-              best_cost = total;
-              best_plan.head = base.head;
-              best_plan.rest = base.rest;
-              best_plan.kv_segment = kv_segment;
-              best_plan.blocks.clear();
-              for (int l = 0; l < k_; ++l)
-                best_plan.blocks.push_back(
-                    slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
-              const auto [hb, cyc] = split(g, best_slots);
-              best_plan.note = fmt::format(
-                  "{} x {} slots ({}){}{}, closed-form {:.4g} hop-bytes/token, {:.4g} cycles/token "
-                  "critical path{}",
-                  rows, cols, by_columns ? "snake columns" : "snake rows",
-                  task_.has_head ? (by_columns ? ", head north" : ", head west") : "",
-                  kv_segment > 0 ? fmt::format(", KV segments >= {} cores", kv_segment)
-                                 : std::string(),
-                  hb, cyc,
-                  opt.sram_weight > 0 || lw_ > 0 ? fmt::format(", cost {:.4g}", total)
-                                                 : std::string());
-            }
-          }
+          for (const int kv_segment : kv_segments)
+            candidates.push_back({by_columns, rows, cols, kv_segment});
+    candidates_ = candidates.size();
+    report_search(0);
+    std::uint64_t candidate = 0;
+    for (const Candidate& c : candidates) {
+      const bool by_columns = c.by_columns;
+      const int rows = c.rows, cols = c.cols, kv_segment = c.kv_segment;
+      ++candidate;
+      const RegionPlan base = ctx_.snake_plan(k_, task_.has_head, rows, by_columns);
+      const std::vector<Rect> slots = grid_slots(base.rest, rows, cols, by_columns);
+      GridPrices g;
+      const std::uint64_t done_before =
+          (candidate - 1) * static_cast<std::uint64_t>(std::max(1, opt.iterations));
+      report_search(done_before);
+      if (slots.empty() || !price(base, slots, kv_segment, g)) continue;
+      double best_here = 0.0;
+      const std::vector<int> best_slots = anneal(g, candidate, best_here);
+      const double total = best_here + opt.sram_weight * static_cast<double>(g.core_max.value);
+      if (total < best_cost) {
+        best_cost = total;
+        best_plan.head = base.head;
+        best_plan.rest = base.rest;
+        best_plan.kv_segment = kv_segment;
+        best_plan.blocks.clear();
+        for (int l = 0; l < k_; ++l)
+          best_plan.blocks.push_back(
+              slots[static_cast<std::size_t>(best_slots[static_cast<std::size_t>(l)])]);
+        const auto [hb, cyc] = split(g, best_slots);
+        best_plan.note = fmt::format(
+            "{} x {} slots ({}){}{}, closed-form {:.4g} hop-bytes/token, {:.4g} cycles/token "
+            "critical path{}",
+            rows, cols, by_columns ? "snake columns" : "snake rows",
+            task_.has_head ? (by_columns ? ", head north" : ", head west") : "",
+            kv_segment > 0 ? fmt::format(", KV segments >= {} cores", kv_segment) : std::string(),
+            hb, cyc,
+            opt.sram_weight > 0 || lw_ > 0 ? fmt::format(", cost {:.4g}", total) : std::string());
+      }
+    }
     report_search(candidates_ * static_cast<std::uint64_t>(std::max(1, opt.iterations)));
     if (best_plan.blocks.empty())
       throw fabric::FitError(fmt::format("anneal: no grid of {} layer slots fits {}; the last: {}",
