@@ -145,6 +145,34 @@ TEST_F(Wavelet, ReductionsMatchTheFlowPrimitivesExactly) {
       }
 }
 
+TEST_F(Wavelet, KTreeAndRingReductionsMatchTheFlowPrimitive) {
+  // The k-tree (K = 3 and the default) and the folded ring along a row, all
+  // partials ready: the traffic description at the wavelet level, replayed
+  // at the flow level, and reduce_line.
+  struct Case {
+    ReductionScheme scheme;
+    int groups;
+  };
+  for (const Case c : {Case{ReductionScheme::k_tree, 3}, Case{ReductionScheme::k_tree, 0},
+                       Case{ReductionScheme::ring, 0}})
+    for (const std::uint64_t bytes : {4ull, 64ull}) {
+      const Line line{{1, 2}, Direction::east, 12};
+      std::vector<NodeReady> ready(12);
+      std::vector<Timed> timed(12);
+      Traffic t;
+      const std::uint32_t done = t.reduction(c.scheme, line, Bytes{bytes},
+                                             spec.reduce_hop_overhead, ready, 0, c.groups);
+      FlowModel fm(mesh, spec);
+      const Timed expected = reduce_line(mesh, fm, c.scheme, line, Bytes{bytes}, timed, c.groups);
+      const std::uint64_t flow = run_flow(mesh, spec, t).done(done);
+      const std::uint64_t wave = run_wavelet(mesh, spec, t).done(done);
+      const std::string what = std::string(c.scheme == ReductionScheme::ring ? "ring " : "k-tree ") +
+                               std::to_string(c.groups) + ", " + std::to_string(bytes) + " B";
+      EXPECT_EQ(flow, expected.at.value) << what;
+      EXPECT_EQ(wave, flow) << what;
+    }
+}
+
 TEST_F(Wavelet, AllReduceAgreesWithTheFlowPrimitive) {
   // Reduce into the first core, multicast the sum back: the traffic
   // description at both levels and all_reduce_line. Chains agree to the
