@@ -366,9 +366,7 @@ int run_bench_op(BenchOpOptions b, const std::string& matrix, const std::string&
                        "bench op: name the operation: gemv, allreduce, attention or layer");
   b.json = json;
   b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
-  b.reduction = reduction == "chain"  ? fabric::ReductionScheme::chain
-                : reduction == "tree" ? fabric::ReductionScheme::tree
-                                      : fabric::ReductionScheme::two_level;
+  b.reduction = *parse_reduction(reduction);  // checked by the option's IsMember
   auto dims = [](const std::string& s, const char* flag, int& a, int& c) {
     const auto x = s.find('x');
     try {
@@ -432,8 +430,12 @@ RegisteredCommand add_bench_command(CLI::App& app) {
                   "line (default 420x420)");
   cmd->add_flag("--transposed", o->op.transposed,
                 "op gemv: input down the west column, sums reduced north (whole-region's qkv)");
-  cmd->add_option("--reduction", o->reduction, "op: chain | tree | two-level (default two-level)")
-      ->check(CLI::IsMember({"chain", "tree", "two-level"}));
+  cmd->add_option("--reduction", o->reduction,
+                  "op: chain | tree | two-level | k-tree | ring (default two-level)")
+      ->check(CLI::IsMember(reduction_names()));
+  cmd->add_option("--groups", o->op.reduction_groups,
+                  "op, --reduction k-tree: its K groups per line (default round(sqrt n))")
+      ->check(CLI::Range(1, 4'000'000));
   cmd->add_option("--bytes", o->op.bytes, "op allreduce: bytes per core (default 4)");
   cmd->add_option("--context", o->op.context,
                   "op layer, attention: positions already cached (default 4096)")

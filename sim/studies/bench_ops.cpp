@@ -62,6 +62,7 @@ std::vector<Step> gemv_steps(const BenchOpOptions& o, const fabric::WaferSpec& s
   m.in_features = o.in;
   m.transposed = o.transposed;
   m.reduction = o.reduction;
+  m.reduction_groups = o.reduction_groups;
   // At most one core per output row and input column.
   const int out_cores = std::min(o.transposed ? o.width : o.height, o.out);
   const int in_cores = std::min(o.transposed ? o.height : o.width, o.in);
@@ -79,13 +80,18 @@ std::vector<Step> allreduce_steps(const BenchOpOptions& o, const fabric::WaferSp
   std::vector<Timed> arrivals;
   const fabric::Line line{Coord{0, 0}, fabric::Direction::east, o.width};
   const Timed reduced =
-      fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line, Bytes{o.bytes}, ready);
+      fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line, Bytes{o.bytes}, ready,
+                          o.reduction_groups);
   fabric::Fabric again(spec);
   fabric::all_reduce_line(again.mesh(), again.flow(), o.reduction, line, Bytes{o.bytes}, ready,
-                          arrivals);
+                          arrivals, o.reduction_groups);
   Timed all = arrivals.front();
   for (const Timed& t : arrivals) all = later(all, t);
-  return {{"reduce to the first core", reduced}, {"all-reduce (reduce + multicast back)", all}};
+  return {{"reduce to the first core", reduced},
+          {o.reduction == fabric::ReductionScheme::ring
+               ? "all-reduce (reduce-scatter + all-gather)"
+               : "all-reduce (reduce + multicast back)",
+           all}};
 }
 
 // One whole-region layer of `model` on the region's corner.
@@ -94,6 +100,7 @@ Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
   PlacementRequest req;
   req.strategy = StrategyKind::whole_region;
   req.reduction = o.reduction;
+  req.reduction_groups = o.reduction_groups;
   req.context_tokens = o.context + 1;
   req.weight_bits = o.bits;
   StagePlanner planner(model, spec, req);
@@ -182,6 +189,7 @@ int bench_op(const BenchOpOptions& o) {
                         {"hardware", spec.name},
                         {"region", {{"width", o.width}, {"height", o.height}}},
                         {"reduction", reduction_name(o.reduction)},
+                        {"reduction_groups", o.reduction_groups},
                         {"cycles", last.at.value},
                         {"breakdown", breakdown_json(last.path)}};
     nlohmann::json js = nlohmann::json::array();
@@ -196,8 +204,11 @@ int bench_op(const BenchOpOptions& o) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction\n", o.op,
-             spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction));
+  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction{}\n", o.op,
+             spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction),
+             o.reduction == fabric::ReductionScheme::k_tree && o.reduction_groups > 0
+                 ? fmt::format(" (K = {})", o.reduction_groups)
+                 : std::string());
   if (o.op == "layer" || o.op == "attention")
     fmt::print("  {} layer 0, one decode token at position {} (KV cache of {} positions)\n",
                model.name, o.context, o.context);
