@@ -2,11 +2,13 @@
 
 #include <iostream>
 #include <stdexcept>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/placement/route_budget.hpp"
 #include "fabric/fabric.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/exec/executor.hpp"
@@ -101,6 +103,8 @@ Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
   req.strategy = StrategyKind::whole_region;
   req.reduction = o.reduction;
   req.reduction_groups = o.reduction_groups;
+  if (o.attention_reduction)
+    req.matrices[MatrixKind::attention] = MatrixOverride{0, 0, *o.attention_reduction};
   req.context_tokens = o.context + 1;
   req.weight_bits = o.bits;
   StagePlanner planner(model, spec, req);
@@ -168,6 +172,9 @@ int bench_op(const BenchOpOptions& o) {
   const fabric::WaferSpec spec = region_spec(o);
   std::vector<Step> steps;
   models::ModelConfig model;
+  // layer, attention: the colors the layer's routes need (what a run checks).
+  std::optional<RouteBudget> routes;
+  std::string routes_over;
   if (o.op == "gemv") {
     steps = gemv_steps(o, spec);
   } else if (o.op == "allreduce") {
@@ -178,6 +185,11 @@ int bench_op(const BenchOpOptions& o) {
       throw std::invalid_argument("bench op " + o.op + ": " + model.name +
                                   " is a mixture of experts; the whole-region layer is dense");
     steps = o.op == "layer" ? layer_steps(o, spec, model) : attention_steps(o, spec, model);
+    try {
+      routes = check_route_colors(region_layer(o, spec, model), spec);
+    } catch (const fabric::FitError& e) {
+      routes_over = e.what();
+    }
   } else {
     throw std::invalid_argument("bench op: unknown operation '" + o.op +
                                 "'; valid: gemv, allreduce, attention, layer");
@@ -201,6 +213,8 @@ int bench_op(const BenchOpOptions& o) {
       j["tokens_per_s_if_every_layer"] =
           clock / (static_cast<double>(last.at.value) * model.num_layers);
     }
+    if (routes) j["max_route_colors"] = routes->max_colors;
+    if (!routes_over.empty()) j["route_colors_over_budget"] = routes_over;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -221,6 +235,11 @@ int bench_op(const BenchOpOptions& o) {
   }
   fmt::print("  total {} cycles ({:.2f} us): {}\n", last.at.value,
              static_cast<double>(last.at.value) / clock * 1e6, breakdown_text(last.path));
+  if (routes)
+    fmt::print("  routes: at most {} of the {} colors per router\n", routes->max_colors,
+               routes->available);
+  if (!routes_over.empty())
+    fmt::print("  routes do not fit the routers' colors (a run would fail): {}\n", routes_over);
   if (o.op == "layer")
     fmt::print("  x {} layers = {:.0f} tokens/s per user (layers alone: no head, no hand-over)\n",
                model.num_layers, clock / (static_cast<double>(last.at.value) * model.num_layers));

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string>
 
+#include <optional>
+
 #include "fabric/collectives.hpp"
 
 namespace wafersim::sim {
@@ -27,6 +29,8 @@ struct BenchOpOptions {
   bool transposed = false;        // gemv
   fabric::ReductionScheme reduction = fabric::ReductionScheme::two_level;
   int reduction_groups = 0;  // k-tree: K (0: round(sqrt n) per line)
+  // layer, attention: attention's own scheme (its K: reduction_groups)
+  std::optional<fabric::ReductionScheme> attention_reduction;
   std::uint64_t bytes = 4;  // allreduce
   int context = 4096;       // layer: positions cached before the decoded token
   int bits = 16;            // weights and KV cache
