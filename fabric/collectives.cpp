@@ -212,23 +212,44 @@ Timed k_tree_into_root(const Mesh& mesh, FlowModel& flow, const Line& line, Byte
     if (c > a) at_root = chain_into(mesh, flow, line, a, c, bytes, ready, at_root, links);
     partial[static_cast<std::size_t>(c)] = at_root;
   }
-  // The roots: each sends its partial over a pass-through route (the routers
-  // between forward it, their cores take no part) to the next root toward
-  // the k-tree root, which adds it to its own (store and forward).
-  auto step = [&](int into, int from) {
-    const Timed arrival = line_send(mesh, flow, line, from, into, bytes,
-                                    partial[static_cast<std::size_t>(from)], links);
-    partial[static_cast<std::size_t>(into)] =
-        later(partial[static_cast<std::size_t>(into)], arrival)
-            .plus(Resource::hops, flow.reduce_hop_overhead());
-  };
+  // The roots, from each end toward the k-tree root: every root streams its
+  // partial, plus what reaches it from the root before, to the next root
+  // over a pass-through route (the routers between forward the wavelets,
+  // their cores take no part); a root adds each wavelet as it arrives
+  // (reduce_hop_overhead) and forwards it, as comm_pe.csl's faddh from the
+  // fabric to the fabric does, once its own group is reduced.
   const int m = k / 2;
-  for (int g = 0; g + 1 < m; ++g) step(roots[static_cast<std::size_t>(g + 1)],
-                                       roots[static_cast<std::size_t>(g)]);
-  for (int g = k - 1; g - 1 > m; --g) step(roots[static_cast<std::size_t>(g - 1)],
-                                           roots[static_cast<std::size_t>(g)]);
-  if (m < k - 1) step(roots[static_cast<std::size_t>(m)], roots[static_cast<std::size_t>(m + 1)]);
-  if (m > 0) step(roots[static_cast<std::size_t>(m)], roots[static_cast<std::size_t>(m - 1)]);
+  const Cycles ser = flow.serialization(bytes);
+  auto side = [&](int outer, int step) -> Timed {
+    const auto at = [&](int g) { return roots[static_cast<std::size_t>(g)]; };
+    Timed head = partial[static_cast<std::size_t>(at(outer))];
+    WaveletRuns inject = WaveletRuns::from(head.at.value, ser.value), delivered;
+    Timed arrival = head;
+    for (int g = outer; g != m; g += step) {
+      const int from = at(g), into = at(g + step);
+      links.clear();
+      mesh.straight_route(line.at(from), into > from ? line.along : opposite(line.along),
+                          std::abs(into - from), links);
+      arrival = flow.stream(links, bytes, head, inject, &delivered);
+      if (g + step == m) break;
+      // The next root forwards each wavelet reduce_hop_overhead after it
+      // arrives, not before its own partial is complete.
+      const Timed& own = partial[static_cast<std::size_t>(into)];
+      head = later(head.plus(Resource::hops,
+                             Cycles{static_cast<std::uint64_t>(std::abs(into - from)) *
+                                        flow.hop_latency().value +
+                                    flow.reduce_hop_overhead().value}),
+                   own);
+      inject = delivered;
+      const std::uint64_t first = inject.n > 0 ? inject.start[0] : head.at.value;
+      inject.shift(std::max(first + flow.reduce_hop_overhead().value, head.at.value) - first);
+    }
+    return arrival.plus(Resource::hops, flow.reduce_hop_overhead());
+  };
+  Timed& sum = partial[static_cast<std::size_t>(roots[static_cast<std::size_t>(m)])];
+  // The far side's stream first, then the near side's (comm_pe.csl).
+  if (m < k - 1) sum = later(side(k - 1, -1), sum);
+  if (m > 0) sum = later(side(0, 1), sum);
   return partial[static_cast<std::size_t>(roots[static_cast<std::size_t>(m)])];
 }
 

@@ -101,15 +101,21 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
         afters[static_cast<std::size_t>(c)].push_back({MessageRef{prev, 0}, reduce_hop_overhead});
       }
     }
-    const auto steps = reduction_order(scheme, n, groups);
-    std::size_t in_groups = 0;
-    for (int g = 0; g < k; ++g)
-      in_groups += static_cast<std::size_t>(k_tree_group_begin(n, k, g + 1) -
-                                            k_tree_group_begin(n, k, g) - 1);
-    for (std::size_t i = in_groups; i < steps.size(); ++i) {
-      const std::uint32_t m = send(steps[i].from, steps[i].into, kNoMessage);
-      afters[static_cast<std::size_t>(steps[i].into)].push_back(
-          {MessageRef{m, 0}, reduce_hop_overhead});
+    // The roots stream from each end toward the k-tree root, each adding
+    // and forwarding wavelet by wavelet (the far side first).
+    std::vector<int> roots;
+    for (int g = 0; g < k; ++g) {
+      const int a = k_tree_group_begin(n, k, g), b = k_tree_group_begin(n, k, g + 1);
+      roots.push_back(a + (b - a) / 2);
+    }
+    const int mid = k / 2;
+    const auto root_of = [&](int g) { return roots[static_cast<std::size_t>(g)]; };
+    for (const auto& [outer, step] : {std::pair{k - 1, -1}, std::pair{0, 1}}) {
+      if (outer == mid) continue;
+      std::uint32_t prev = kNoMessage;
+      for (int g = outer; g != mid; g += step) prev = send(root_of(g), root_of(g + step), prev);
+      afters[static_cast<std::size_t>(root_of(mid))].push_back(
+          {MessageRef{prev, 0}, reduce_hop_overhead});
     }
     const int root = k_tree_root(n, groups);
     if (root != 0) {

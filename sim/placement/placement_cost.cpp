@@ -49,8 +49,8 @@ double serialization_cycles(const fabric::WaferSpec& spec, double bytes) {
 // the partial's serialization once per store-and-forward level.
 // The k-tree (fabric/collectives.hpp) into its root: the longest half-group
 // chain (each hop + add, the partial's serialization once), then the longer
-// side of the roots' pass-through steps (their links at hop latency, each
-// root's store-and-forward and add).
+// side of the roots' pass-through streams (their links at hop latency, an
+// add per root, the serialization once).
 double k_tree_into_root_latency(const fabric::WaferSpec& spec, int n, int groups, double bytes) {
   const int k = fabric::k_tree_groups(n, groups);
   const double hop = static_cast<double>(spec.hop_latency.value);
@@ -66,9 +66,13 @@ double k_tree_into_root_latency(const fabric::WaferSpec& spec, int n, int groups
   }
   const double first = half > 0 ? half * (hop + add) + ser : 0.0;
   const int m = k / 2;
-  const double near = (roots[static_cast<std::size_t>(m)] - roots.front()) * hop + m * (ser + add);
-  const double far = (roots.back() - roots[static_cast<std::size_t>(m)]) * hop +
-                     (k - 1 - m) * (ser + add);
+  // Each side streams: its links at hop latency, an add per root, one
+  // serialization.
+  const double near =
+      m > 0 ? (roots[static_cast<std::size_t>(m)] - roots.front()) * hop + m * add + ser : 0.0;
+  const double far = m < k - 1 ? (roots.back() - roots[static_cast<std::size_t>(m)]) * hop +
+                                     (k - 1 - m) * add + ser
+                               : 0.0;
   return first + std::max(near, far);
 }
 

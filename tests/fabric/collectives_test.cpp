@@ -200,14 +200,16 @@ TEST_F(Collectives, KTreeReductionOfReadyPartials) {
   // the far half 1 hop: 1 + 1 = 2, add -> 4; the near half 2 hops: links at 0
   // and 3, tail 3 + 1 + 1 = 5, add -> 7: every root at 7 (the groups' links
   // are disjoint: near halves go east, far halves west).
-  // Roots: 2 -> 6 over 4 links at 7: 7 + 4 + 1 = 12, add -> 14 at 6;
-  // 14 -> 10 at 7: 12, add -> 14 at 10; then 6 -> 10 at 14: 19, add -> 21.
-  // Reduce into core 0: the sum moves 10 hops west: 21 + 10 + 1 = 32.
+  // Roots, streaming (each adds a wavelet 2 cycles after it arrives and
+  // forwards it): 14 -> 10 over 4 links from 7: tail 7 + 4 + 1 = 12, add ->
+  // 14; 2 -> 6 from 7: the wavelet reaches 6 at 11, leaves at 13, reaches 10
+  // at 17, tail 18, add -> 20 (store and forward would give 21).
+  // Reduce into core 0: the sum moves 10 hops west: 20 + 10 + 1 = 31.
   std::vector<Timed> ready(16);
   const Line line{{0, 0}, Direction::east, 16};
   const Timed t = reduce_line(mesh, flow, ReductionScheme::k_tree, line, Bytes{4}, ready, 4);
-  EXPECT_EQ(t.at.value, 32u);
-  // All-reduce: from the root 10 both ways: core i has it at 21 + |i - 10| + 1
+  EXPECT_EQ(t.at.value, 31u);
+  // All-reduce: from the root 10 both ways: core i has it at 20 + |i - 10| + 1
   // (two-level on this line: 31 into core 0, then 15 + 1 more to core 15).
   FlowModel fresh{mesh, spec};
   std::vector<Timed> arrivals;
@@ -215,7 +217,7 @@ TEST_F(Collectives, KTreeReductionOfReadyPartials) {
   ASSERT_EQ(arrivals.size(), 16u);
   for (int i = 0; i < 16; ++i)
     EXPECT_EQ(arrivals[static_cast<std::size_t>(i)].at.value,
-              i == 10 ? 21u : 21u + static_cast<std::uint64_t>(std::abs(i - 10)) + 1u)
+              i == 10 ? 20u : 20u + static_cast<std::uint64_t>(std::abs(i - 10)) + 1u)
         << i;
 }
 
