@@ -90,9 +90,9 @@ std::vector<Step> allreduce_steps(const BenchOpOptions& o, const fabric::WaferSp
   Timed all = arrivals.front();
   for (const Timed& t : arrivals) all = later(all, t);
   return {{"reduce to the first core", reduced},
-          {o.reduction == fabric::ReductionScheme::ring
-               ? "all-reduce (reduce-scatter + all-gather)"
-               : "all-reduce (reduce + multicast back)",
+          {o.reduction == fabric::ReductionScheme::ring     ? "all-reduce (reduce-scatter + all-gather)"
+           : o.reduction == fabric::ReductionScheme::k_tree ? "all-reduce (into its root, multicast both ways)"
+                                                            : "all-reduce (reduce + multicast back)",
            all}};
 }
 
