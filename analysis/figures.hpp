@@ -170,8 +170,9 @@ inline constexpr Figure repair_extra_hops{
 inline constexpr Figure max_route_colors{
     .name = "max_route_colors",
     .unit = "colors",
-    .description = "the most colors (virtual channels) one router needs for the placed "
-                   "collectives' routes",
+    .description =
+        "the most colors (virtual channels) one router needs for the placed "
+        "collectives' routes",
     .type = count,
     .value = stored<&RunResult::max_route_colors>,
     .restore = restore<&RunResult::max_route_colors>,

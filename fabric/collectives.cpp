@@ -109,8 +109,8 @@ std::vector<CombineStep> reduction_order(ReductionScheme scheme, int n, int grou
     const std::vector<int> seq = ring_sequence(n);
     const int c = ((chunk % n) + n) % n;
     for (int p = c + 1; p < c + n; ++p)
-      steps.push_back({seq[static_cast<std::size_t>((p + 1) % n)],
-                       seq[static_cast<std::size_t>(p % n)]});
+      steps.push_back(
+          {seq[static_cast<std::size_t>((p + 1) % n)], seq[static_cast<std::size_t>(p % n)]});
   } else {
     for (int stride = 1; stride < n; stride *= 2)
       for (int i = 0; i + stride < n; i += 2 * stride) steps.push_back({i, i + stride});
@@ -235,11 +235,11 @@ Timed k_tree_into_root(const Mesh& mesh, FlowModel& flow, const Line& line, Byte
       // The next root forwards each wavelet reduce_hop_overhead after it
       // arrives, not before its own partial is complete.
       const Timed& own = partial[static_cast<std::size_t>(into)];
-      head = later(head.plus(Resource::hops,
-                             Cycles{static_cast<std::uint64_t>(std::abs(into - from)) *
-                                        flow.hop_latency().value +
-                                    flow.reduce_hop_overhead().value}),
-                   own);
+      head =
+          later(head.plus(Resource::hops, Cycles{static_cast<std::uint64_t>(std::abs(into - from)) *
+                                                     flow.hop_latency().value +
+                                                 flow.reduce_hop_overhead().value}),
+                own);
       inject = delivered;
       const std::uint64_t first = inject.n > 0 ? inject.start[0] : head.at.value;
       inject.shift(std::max(first + flow.reduce_hop_overhead().value, head.at.value) - first);
@@ -261,15 +261,16 @@ void ring_all_reduce(const Mesh& mesh, FlowModel& flow, const Line& line, Bytes 
   const int n = line.length;
   const std::vector<int> seq = ring_sequence(n);
   const int k = ring_chunks(n, bytes);
-  const Bytes chunk{(bytes.value + static_cast<std::uint64_t>(k) - 1) / static_cast<std::uint64_t>(k)};
+  const Bytes chunk{(bytes.value + static_cast<std::uint64_t>(k) - 1) /
+                    static_cast<std::uint64_t>(k)};
   std::vector<LinkId> links;
   auto at = [&](int p) { return seq[static_cast<std::size_t>(((p % n) + n) % n)]; };
   // Reduce-scatter: at step s, chunk c's running sum goes from position
   // c+1+s to c+2+s, which adds its own partial (all chunks step together,
   // each ring edge carrying one of them).
   std::vector<Timed> sum(static_cast<std::size_t>(k));
-  for (int c = 0; c < k; ++c) sum[static_cast<std::size_t>(c)] =
-      ready[static_cast<std::size_t>(at(c + 1))];
+  for (int c = 0; c < k; ++c)
+    sum[static_cast<std::size_t>(c)] = ready[static_cast<std::size_t>(at(c + 1))];
   for (int s = 0; s + 1 < n; ++s)
     for (int c = 0; c < k; ++c) {
       const int from = at(c + 1 + s), into = at(c + 2 + s);
@@ -406,8 +407,7 @@ void multicast_rect(const Mesh& mesh, FlowModel& flow, const Rect& rect, Bytes b
   std::vector<Timed> row, column;
   std::vector<WaveletRuns> passing;
   mesh.straight_route({rect.x0, rect.y0}, Direction::east, rect.width - 1, links);
-  flow.stream(links, bytes, ready, WaveletRuns::from(ready.at.value, ser), nullptr, &row,
-              &passing);
+  flow.stream(links, bytes, ready, WaveletRuns::from(ready.at.value, ser), nullptr, &row, &passing);
   for (std::size_t i = 0; i < w; ++i) arrivals[i] = row[i];
   if (rect.height == 1) return;
   const WaveletRuns corner = WaveletRuns::from(ready.at.value, ser);
@@ -416,8 +416,7 @@ void multicast_rect(const Mesh& mesh, FlowModel& flow, const Rect& rect, Bytes b
   for (int i = 0; i < rect.width; ++i) {
     links.clear();
     mesh.straight_route({rect.x0 + i, rect.y0}, Direction::south, rect.height - 1, links);
-    const WaveletRuns& inject =
-        i == 0 ? corner : passing[static_cast<std::size_t>(i - 1)];
+    const WaveletRuns& inject = i == 0 ? corner : passing[static_cast<std::size_t>(i - 1)];
     // Explained from the moment the head could reach the column's top
     // router uncontended; waits beyond it are contention.
     const Timed top = ready.plus(Resource::hops,

@@ -145,8 +145,8 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
       for (int c = 0; c < k; ++c) {
         const int from = at(c + 1 + s);
         std::vector<After> deps = afters[static_cast<std::size_t>(from)];
-        if (s > 0) deps.push_back({MessageRef{last[static_cast<std::size_t>(c)], 0},
-                                   reduce_hop_overhead});
+        if (s > 0)
+          deps.push_back({MessageRef{last[static_cast<std::size_t>(c)], 0}, reduce_hop_overhead});
         last[static_cast<std::size_t>(c)] = hop(from, at(c + 2 + s), std::move(deps));
       }
     std::vector<After> done_after;
@@ -181,8 +181,9 @@ std::uint32_t Traffic::all_reduce(ReductionScheme scheme, const Line& line, Byte
                                   Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
                                   std::uint8_t color) {
   if (scheme == ReductionScheme::k_tree || scheme == ReductionScheme::ring)
-    throw std::invalid_argument("Traffic::all_reduce: k-tree and ring all-reduces are not "
-                                "described at the wavelet level (their reductions are)");
+    throw std::invalid_argument(
+        "Traffic::all_reduce: k-tree and ring all-reduces are not "
+        "described at the wavelet level (their reductions are)");
   const std::uint32_t sum = reduction(scheme, line, bytes, reduce_hop_overhead, ready, color);
   if (line.length == 1) return sum;
   const After after{MessageRef{sum, 0}, Cycles{0}};
@@ -332,8 +333,8 @@ std::uint64_t ReadyTracker::compute_ready(std::uint32_t i) const {
   return r;
 }
 
-void ReadyTracker::arrive(MessageRef r, std::uint64_t cycle,
-                          std::vector<std::uint32_t>& now_ready, std::uint64_t head) {
+void ReadyTracker::arrive(MessageRef r, std::uint64_t cycle, std::vector<std::uint32_t>& now_ready,
+                          std::uint64_t head) {
   const std::uint32_t slot = result_.first_receiver[r.message] + r.receiver;
   result_.arrival[slot] = cycle;
   if (head != kNever) heads_[r.message] = head;

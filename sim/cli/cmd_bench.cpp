@@ -512,8 +512,8 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_weights(w);
             }
             if (o->what == "op")
-              return run_bench_op(o->op, o->matrix, o->region, o->reduction,
-                                  o->attention_reduction, o->json, dir);
+              return run_bench_op(o->op, o->matrix, o->region, o->reduction, o->attention_reduction,
+                                  o->json, dir);
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

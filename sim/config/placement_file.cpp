@@ -63,8 +63,8 @@ std::string groups_yaml(ReductionScheme r, int groups) {
 }
 
 std::string matrix_yaml(const MatrixPlacement& m) {
-  return fmt::format("{{rect: {}, reduction: {}{}}}", rect_yaml(m.rect), reduction_name(m.reduction),
-                     groups_yaml(m.reduction, m.reduction_groups));
+  return fmt::format("{{rect: {}, reduction: {}{}}}", rect_yaml(m.rect),
+                     reduction_name(m.reduction), groups_yaml(m.reduction, m.reduction_groups));
 }
 
 // gpt2's biases and LayerNorm parameters have no rectangle of their own:
@@ -332,9 +332,9 @@ class PlacementFileReader {
   }
 
   AttentionPlacement attention(const Mapping& parent, int wafer) {
-    const Mapping an = mapping(get(parent, "attention"),
-                               {"rect", "segment_length", "segments_per_column", "reduction",
-                                "reduction_groups"});
+    const Mapping an =
+        mapping(get(parent, "attention"),
+                {"rect", "segment_length", "segments_per_column", "reduction", "reduction_groups"});
     AttentionPlacement a;
     a.wafer = wafer;
     a.num_kv_heads = model_.num_kv_heads;

@@ -286,10 +286,9 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
   y.layout = output_layout(m);
   for (int pi = 0; pi < P; ++pi) {
     const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-    y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q},
-                             Bytes{rows * 4 * T},
-                             std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q),
-                             m.reduction_groups));
+    y.ready.push_back(reduce(
+        m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q}, Bytes{rows * 4 * T},
+        std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q), m.reduction_groups));
   }
   if (values) values->finish();
   return y;
@@ -590,10 +589,9 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {
       const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-      const Timed reduced =
-          reduce(w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
-                 Bytes{g * (dims + 2) * 4 * T}, partial[static_cast<std::size_t>(j)],
-                 a.reduction_groups);
+      const Timed reduced = reduce(
+          w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
+          Bytes{g * (dims + 2) * 4 * T}, partial[static_cast<std::size_t>(j)], a.reduction_groups);
       out.layout.push_back(q.layout[static_cast<std::size_t>(j)]);
       out.ready.push_back(
           run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims * T, 1)));

@@ -216,7 +216,8 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
                                                     float scale) const {
   const auto hd = static_cast<std::size_t>(a.head_dim);
   const int C = a.columns_per_head;
-  const std::vector<fabric::CombineStep> order = reduction_order(a.reduction, C, a.reduction_groups);
+  const std::vector<fabric::CombineStep> order =
+      reduction_order(a.reduction, C, a.reduction_groups);
   const auto root = static_cast<std::size_t>(reduction_root(a.reduction, C, a.reduction_groups));
   std::vector<float> scores(n), dots(static_cast<std::size_t>(C));
   for (std::size_t p = 0; p < n; ++p) {
@@ -283,9 +284,9 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
           parts[static_cast<std::size_t>(step.into)] =
               models::combine(parts[static_cast<std::size_t>(step.into)],
                               parts[static_cast<std::size_t>(step.from)]);
-        models::attention_finalize(parts[static_cast<std::size_t>(reduction_root(
-                                       a.reduction, L, a.reduction_groups))],
-                                   out.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz));
+        models::attention_finalize(
+            parts[static_cast<std::size_t>(reduction_root(a.reduction, L, a.reduction_groups))],
+            out.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz));
       }
     }
   }

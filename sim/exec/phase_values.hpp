@@ -52,8 +52,8 @@ class PhaseValues {
 
   // Each fills `out.values`; `out` already has its layout and tokens. The
   // norms combine their per-piece statistics in `scheme`'s order.
-  void rmsnorm(const Vec& x, const std::vector<float>& g, fabric::ReductionScheme scheme,
-               Vec& out, int groups = 0) const;
+  void rmsnorm(const Vec& x, const std::vector<float>& g, fabric::ReductionScheme scheme, Vec& out,
+               int groups = 0) const;
   void layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
                  fabric::ReductionScheme scheme, Vec& out, int groups = 0) const;
   void silu_mul(const Vec& gu, Vec& out) const;

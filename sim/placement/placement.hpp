@@ -101,7 +101,7 @@ struct AttentionPlacement {
   int columns_per_head = 1;     // c: columns of a kv head's block
   int head_dim = 0;             // the model's, to split it over the c columns
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
-  int reduction_groups = 0;  // k-tree: K groups (0: k_tree_groups' default); else 0
+  int reduction_groups = 0;        // k-tree: K groups (0: k_tree_groups' default); else 0
   int max_positions_per_core = 0;  // KV slots reserved per core
   int context = 0;                 // slots per user
   int users = 1;

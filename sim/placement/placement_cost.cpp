@@ -175,9 +175,8 @@ double gemv_hop_bytes(const MatrixPlacement& m) {
   // Column chunks: in_features elements in all, each going down P - 1 links.
   const double multicast = static_cast<double>(m.in_features) * kActivationBytes * (P - 1);
   // Row reductions: out_features partial sums in all, each over the scheme's hops.
-  const double reduce =
-      static_cast<double>(m.out_features) * kActivationBytes *
-      reduction_hops(m.reduction, Q, m.reduction_groups);
+  const double reduce = static_cast<double>(m.out_features) * kActivationBytes *
+                        reduction_hops(m.reduction, Q, m.reduction_groups);
   return multicast + reduce;
 }
 
@@ -233,10 +232,9 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
   t +=
       move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) + move_hop_bytes(qkv_out, v_to);
   const int L = a.segment_length;
-  t += a.num_kv_heads *
-       (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
-        static_cast<double>(g) * (hd + 2) * kActivationBytes *
-            reduction_hops(a.reduction, L, a.reduction_groups));
+  t += a.num_kv_heads * (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
+                         static_cast<double>(g) * (hd + 2) * kActivationBytes *
+                             reduction_hops(a.reduction, L, a.reduction_groups));
   // Attention output (at the segment tops, q layout) to o; o gemv.
   t += move_hop_bytes(q_to, input_layout(st.o));
   t += gemv_hop_bytes(st.o);

@@ -93,7 +93,7 @@ struct PlacementChoices {
   StrategyKind strategy = StrategyKind::layer_rectangles;
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
   int reduction_groups = 0;  // k-tree: K groups (0: round(sqrt n) per line)
-  int block_rows = 2;  // serpentine, sram-balanced: rows of layer blocks per wafer
+  int block_rows = 2;        // serpentine, sram-balanced: rows of layer blocks per wafer
   // whole-region: each wafer's layers in this many contiguous groups, each
   // group's layers sharing one region (1: every layer on the whole wafer,
   // tensor parallel; = layers: one layer per region, pipelined).

@@ -49,9 +49,9 @@ struct Pattern {
   bool reduction = false;
   ReductionScheme scheme = ReductionScheme::chain;
   int groups = 0;
-  int from = 0;              // broadcast: the line index it starts at
-  bool along = true;         // broadcast: toward the line's end (else its start)
-  std::string owner;         // the first matrix that has it
+  int from = 0;       // broadcast: the line index it starts at
+  bool along = true;  // broadcast: toward the line's end (else its start)
+  std::string owner;  // the first matrix that has it
   int colors = 0;
 
   // The cores it passes (a broadcast from its source on).
@@ -59,10 +59,9 @@ struct Pattern {
   int last_index() const { return reduction || along ? line.length - 1 : from; }
   std::string what() const {
     if (!reduction) return fmt::format("{}: broadcast {}", owner, colors);
-    const std::string k =
-        scheme == ReductionScheme::k_tree
-            ? fmt::format(" (K = {})", fabric::k_tree_groups(line.length, groups))
-            : std::string();
+    const std::string k = scheme == ReductionScheme::k_tree
+                              ? fmt::format(" (K = {})", fabric::k_tree_groups(line.length, groups))
+                              : std::string();
     return fmt::format("{}: {}{} over {} cores {}", owner, scheme_name(scheme), k, line.length,
                        colors);
   }
@@ -153,10 +152,9 @@ RouteBudget check_route_colors(const Placement& placement, const fabric::WaferSp
   for (const LayerStage& st : placement.layers) {
     for (const MatrixPlacement* m : st.matrices()) patterns.gemv(*m);
     patterns.attention(st.attention, fmt::format("layer {} attention", st.layer));
-    patterns.layout_all_reduce(output_layout(st.o),
-                               st.whole_region ? st.o.reduction : ReductionScheme::chain,
-                               st.whole_region ? st.o.reduction_groups : 0,
-                               fmt::format("layer {} norms", st.layer));
+    patterns.layout_all_reduce(
+        output_layout(st.o), st.whole_region ? st.o.reduction : ReductionScheme::chain,
+        st.whole_region ? st.o.reduction_groups : 0, fmt::format("layer {} norms", st.layer));
   }
   const HeadStage& head = placement.head;
   if (head.lm_head.p() > 0 && head.lm_head.q() > 0) patterns.gemv(head.lm_head);
@@ -187,9 +185,8 @@ RouteBudget check_route_colors(const Placement& placement, const fabric::WaferSp
     const auto over = colors.over_budget(spec.virtual_channels);
     if (over.empty()) continue;
     // The router that needs the most, first in core order.
-    const auto worst = std::max_element(over.begin(), over.end(), [](const auto& a, const auto& b) {
-      return a.routes < b.routes;
-    });
+    const auto worst = std::max_element(
+        over.begin(), over.end(), [](const auto& a, const auto& b) { return a.routes < b.routes; });
     std::vector<const Pattern*> through;
     for (const Pattern& p : patterns.list())
       if (p.wafer == w && p.passes(worst->router)) through.push_back(&p);

@@ -484,17 +484,15 @@ HeadStage StagePlanner::head(int w, const Rect& strip, Bytes budget) {
   head.lm_head =
       make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction, head_groups);
   head.lm_head.wafer = w;
-  head.embedding = head.tied
-                       ? head.lm_head
-                       : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
-                                     head_reduction, head_groups);
+  head.embedding = head.tied ? head.lm_head
+                             : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
+                                           head_reduction, head_groups);
   head.embedding.wafer = w;
   if (!head.tied) head.embedding.name = "embedding";
   if (pos_rows > 0) {
     const std::size_t i = heights.size() - 1;
-    head.position_embedding =
-        make_matrix(pos, strip.x0, y[i], strip.width, heights[i], req_.reduction,
-                    req_.reduction_groups);
+    head.position_embedding = make_matrix(pos, strip.x0, y[i], strip.width, heights[i],
+                                          req_.reduction, req_.reduction_groups);
     head.position_embedding.wafer = w;
   }
   return head;

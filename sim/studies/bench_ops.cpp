@@ -1,18 +1,18 @@
 #include "sim/studies/bench_ops.hpp"
 
 #include <iostream>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/placement/route_budget.hpp"
 #include "fabric/fabric.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/exec/executor.hpp"
 #include "sim/placement/layout.hpp"
+#include "sim/placement/route_budget.hpp"
 #include "sim/placement/stage_planner.hpp"
 #include "sim/program/program.hpp"
 
@@ -81,18 +81,18 @@ std::vector<Step> allreduce_steps(const BenchOpOptions& o, const fabric::WaferSp
   const std::vector<Timed> ready(static_cast<std::size_t>(o.width));
   std::vector<Timed> arrivals;
   const fabric::Line line{Coord{0, 0}, fabric::Direction::east, o.width};
-  const Timed reduced =
-      fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line, Bytes{o.bytes}, ready,
-                          o.reduction_groups);
+  const Timed reduced = fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line,
+                                            Bytes{o.bytes}, ready, o.reduction_groups);
   fabric::Fabric again(spec);
   fabric::all_reduce_line(again.mesh(), again.flow(), o.reduction, line, Bytes{o.bytes}, ready,
                           arrivals, o.reduction_groups);
   Timed all = arrivals.front();
   for (const Timed& t : arrivals) all = later(all, t);
   return {{"reduce to the first core", reduced},
-          {o.reduction == fabric::ReductionScheme::ring     ? "all-reduce (reduce-scatter + all-gather)"
-           : o.reduction == fabric::ReductionScheme::k_tree ? "all-reduce (into its root, multicast both ways)"
-                                                            : "all-reduce (reduce + multicast back)",
+          {o.reduction == fabric::ReductionScheme::ring ? "all-reduce (reduce-scatter + all-gather)"
+           : o.reduction == fabric::ReductionScheme::k_tree
+               ? "all-reduce (into its root, multicast both ways)"
+               : "all-reduce (reduce + multicast back)",
            all}};
 }
 

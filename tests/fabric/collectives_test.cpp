@@ -269,7 +269,8 @@ TEST_F(Collectives, MulticastToARectangle) {
   for (int j = 0; j < 3; ++j)
     for (int i = 0; i < 5; ++i) {
       const Timed& a = arrivals[static_cast<std::size_t>(j * 5 + i)];
-      const std::uint64_t expected = i + j == 0 ? 10u : 10u + static_cast<std::uint64_t>(i + j) + 2u;
+      const std::uint64_t expected =
+          i + j == 0 ? 10u : 10u + static_cast<std::uint64_t>(i + j) + 2u;
       EXPECT_EQ(a.at.value, expected) << i << "," << j;
       EXPECT_EQ(a.path.total().value, a.at.value - 10u) << i << "," << j;
       if (i + j > 0) {

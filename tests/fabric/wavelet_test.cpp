@@ -161,14 +161,15 @@ TEST_F(Wavelet, KTreeAndRingReductionsMatchTheFlowPrimitive) {
       std::vector<NodeReady> ready(12);
       std::vector<Timed> timed(12);
       Traffic t;
-      const std::uint32_t done = t.reduction(c.scheme, line, Bytes{bytes},
-                                             spec.reduce_hop_overhead, ready, 0, c.groups);
+      const std::uint32_t done =
+          t.reduction(c.scheme, line, Bytes{bytes}, spec.reduce_hop_overhead, ready, 0, c.groups);
       FlowModel fm(mesh, spec);
       const Timed expected = reduce_line(mesh, fm, c.scheme, line, Bytes{bytes}, timed, c.groups);
       const std::uint64_t flow = run_flow(mesh, spec, t).done(done);
       const std::uint64_t wave = run_wavelet(mesh, spec, t).done(done);
-      const std::string what = std::string(c.scheme == ReductionScheme::ring ? "ring " : "k-tree ") +
-                               std::to_string(c.groups) + ", " + std::to_string(bytes) + " B";
+      const std::string what =
+          std::string(c.scheme == ReductionScheme::ring ? "ring " : "k-tree ") +
+          std::to_string(c.groups) + ", " + std::to_string(bytes) + " B";
       // The wavelet level and its flow-level replay agree exactly. The ring
       // and the 64 B k-trees are exactly reduce_line too. The 4 B k-trees
       // have the sum at the k-tree root at the same cycle in both (15 for

@@ -500,8 +500,8 @@ TEST(Cli, ValidateSaysWhenARouterNeedsMoreColorsThanItHas) {
                              "workload: {prompt_tokens: 4, generate_tokens: 4}\n";
   const Outcome o = wafersim("validate " + scenario.string());
   EXPECT_EQ(o.code, 1);
-  for (const char* part : {"needs 30 colors", "has 24 (virtual_channels)", "k-tree",
-                           "reduction_groups"})
+  for (const char* part :
+       {"needs 30 colors", "has 24 (virtual_channels)", "k-tree", "reduction_groups"})
     EXPECT_NE(o.err.find(part), std::string::npos) << part << "\n" << o.err;
   // What validate says of a scenario that fits.
   const Outcome good = wafersim("validate " + src("scenarios/quickstart.yaml"));

@@ -133,8 +133,7 @@ const FunctionalCase kFunctionalCases[] = {
        return sc;
      }},
     {"Ring", [] { return quickstart(42, fabric::ReductionScheme::ring); }},
-    {"RingTwoUsers",
-     [] { return with_users(quickstart(9, fabric::ReductionScheme::ring), 2, 6); }},
+    {"RingTwoUsers", [] { return with_users(quickstart(9, fabric::ReductionScheme::ring), 2, 6); }},
     {"KTreeGpt2",
      [] { return with_reduction(with_model("tiny-gpt2", 9), fabric::ReductionScheme::k_tree); }},
     {"ShortPath", [] { return with_strategy("short-path", 5); }},

@@ -253,11 +253,11 @@ TEST(PlacementLatency, GemvLatencyByHand) {
   fabric::Mesh mesh(spec.mesh_width, spec.mesh_height);
   fabric::FlowModel flow(mesh, spec);
   const std::vector<Timed> ready(4);
-  EXPECT_EQ(fabric::reduce_line(mesh, flow, fabric::ReductionScheme::k_tree,
-                                fabric::Line{{0, 0}, fabric::Direction::east, 4}, Bytes{8}, ready,
-                                2)
-                .at.value,
-            16u);
+  EXPECT_EQ(
+      fabric::reduce_line(mesh, flow, fabric::ReductionScheme::k_tree,
+                          fabric::Line{{0, 0}, fabric::Direction::east, 4}, Bytes{8}, ready, 2)
+          .at.value,
+      16u);
   // Ring: 2 chunks of 4 B (1 cycle), edges of 1.5 links on average: 3 x
   // (1.5 + 1 + 2) + 3 x (1.5 + 1) = 21.
   m.reduction = fabric::ReductionScheme::ring;
