@@ -167,6 +167,16 @@ inline constexpr Figure repair_extra_hops{
     .value = stored<&RunResult::repair_extra_hops>,
     .restore = restore<&RunResult::repair_extra_hops>,
     .absent_in_older_files = true};
+inline constexpr Figure max_route_colors{
+    .name = "max_route_colors",
+    .unit = "colors",
+    .description =
+        "the most colors (virtual channels) one router needs for the placed "
+        "collectives' routes",
+    .type = count,
+    .value = stored<&RunResult::max_route_colors>,
+    .restore = restore<&RunResult::max_route_colors>,
+    .absent_in_older_files = true};
 inline constexpr Figure sram_bytes_used{.name = "sram_bytes_used",
                                         .unit = "bytes",
                                         .description = "SRAM allocated over all cores",
@@ -357,6 +367,7 @@ inline constexpr std::array kAllFigures = {
     &figure::dead_cores,
     &figure::repaired_links,
     &figure::repair_extra_hops,
+    &figure::max_route_colors,
     &figure::sram_bytes_used,
     &figure::sram_bytes_capacity,
     &figure::sram_bytes_per_core_capacity,
@@ -395,6 +406,7 @@ inline constexpr std::array kHdf5Summary = {
     &figure::dead_cores,
     &figure::repaired_links,
     &figure::repair_extra_hops,
+    &figure::max_route_colors,
     &figure::sram_bytes_used,
     &figure::sram_bytes_capacity,
     &figure::sram_bytes_per_core_capacity,
@@ -453,6 +465,7 @@ inline constexpr std::array kJsonFigures = {
     &figure::dead_cores,
     &figure::repaired_links,
     &figure::repair_extra_hops,
+    &figure::max_route_colors,
 };
 // ...the keys right after it...
 inline constexpr std::array kJsonLinkFigures = {

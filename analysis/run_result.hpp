@@ -103,6 +103,11 @@ struct RunResult {
   std::uint64_t repaired_links = 0;
   std::uint64_t repair_extra_hops = 0;
 
+  // Routing: the most colors (virtual channels) one router's routes need for
+  // the placed collectives (sim/placement/route_budget.hpp), at most the
+  // wafer's virtual_channels (a run over it fails).
+  int max_route_colors = 0;
+
   // Per core, row-major [y][x] (size mesh_height * mesh_width). Dense counts
   // as the fabric keeps them (cycles, bytes, bytes), not Cycles/Bytes: they
   // go to and from HDF5 and the fabric's counters as plain arrays.

@@ -43,7 +43,7 @@ std::uint32_t Traffic::multicast(const Line& line, Bytes bytes, Cycles ready, st
 
 std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes bytes,
                                  Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
-                                 std::uint8_t color) {
+                                 std::uint8_t color, int groups) {
   const int n = line.length;
   if (static_cast<int>(ready.size()) != n)
     throw std::invalid_argument("Traffic::reduction: one ready time per core");
@@ -86,6 +86,84 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
       afters[static_cast<std::size_t>(steps[i].into)].push_back(
           {MessageRef{m, 0}, reduce_hop_overhead});
     }
+  } else if (scheme == ReductionScheme::k_tree && n > 1) {
+    // Every group's two streams into its centre (the far half's, the near
+    // half's), then the roots' pass-through sends toward the k-tree root
+    // (reduction_order's steps after the groups'), then the move to line.at(0).
+    const int k = k_tree_groups(n, groups);
+    for (int g = 0; g < k; ++g) {
+      const int a = k_tree_group_begin(n, k, g), b = k_tree_group_begin(n, k, g + 1);
+      const int c = a + (b - a) / 2;
+      for (const auto& [from_end, dir] : {std::pair{b - 1, -1}, std::pair{a, 1}}) {
+        if (from_end == c) continue;
+        std::uint32_t prev = kNoMessage;
+        for (int from = from_end; from != c; from += dir) prev = send(from, from + dir, prev);
+        afters[static_cast<std::size_t>(c)].push_back({MessageRef{prev, 0}, reduce_hop_overhead});
+      }
+    }
+    // The roots stream from each end toward the k-tree root, each adding
+    // and forwarding wavelet by wavelet (the far side first).
+    std::vector<int> roots;
+    for (int g = 0; g < k; ++g) {
+      const int a = k_tree_group_begin(n, k, g), b = k_tree_group_begin(n, k, g + 1);
+      roots.push_back(a + (b - a) / 2);
+    }
+    const int mid = k / 2;
+    const auto root_of = [&](int g) { return roots[static_cast<std::size_t>(g)]; };
+    for (const auto& [outer, step] : {std::pair{k - 1, -1}, std::pair{0, 1}}) {
+      if (outer == mid) continue;
+      std::uint32_t prev = kNoMessage;
+      for (int g = outer; g != mid; g += step) prev = send(root_of(g), root_of(g + step), prev);
+      afters[static_cast<std::size_t>(root_of(mid))].push_back(
+          {MessageRef{prev, 0}, reduce_hop_overhead});
+    }
+    const int root = k_tree_root(n, groups);
+    if (root != 0) {
+      const std::uint32_t m = send(root, 0, kNoMessage);
+      afters[0] = {After{MessageRef{m, 0}, Cycles{0}}};
+    }
+  } else if (scheme == ReductionScheme::ring && n > 1) {
+    // The folded ring (ring_sequence): reduce-scatter, every chunk's running
+    // sum sent on and added to at each position, then the all-gather; done
+    // when line.at(0) has every chunk.
+    const std::vector<int> seq = ring_sequence(n);
+    auto at = [&](int p) { return seq[static_cast<std::size_t>(((p % n) + n) % n)]; };
+    const int k = ring_chunks(n, bytes);
+    const Bytes chunk{(bytes.value + static_cast<std::uint64_t>(k) - 1) /
+                      static_cast<std::uint64_t>(k)};
+    auto hop = [&](int from, int into, std::vector<After> deps) {
+      Message m;
+      m.src = line.at(from);
+      m.dst = line.at(into);
+      m.bytes = chunk;
+      m.ready = ready[static_cast<std::size_t>(from)].at;
+      m.color = color;
+      return add(m, deps);
+    };
+    std::vector<std::uint32_t> last(static_cast<std::size_t>(k), kNoMessage);
+    for (int s = 0; s + 1 < n; ++s)
+      for (int c = 0; c < k; ++c) {
+        const int from = at(c + 1 + s);
+        std::vector<After> deps = afters[static_cast<std::size_t>(from)];
+        if (s > 0)
+          deps.push_back({MessageRef{last[static_cast<std::size_t>(c)], 0}, reduce_hop_overhead});
+        last[static_cast<std::size_t>(c)] = hop(from, at(c + 2 + s), std::move(deps));
+      }
+    std::vector<After> done_after;
+    for (int c = 0; c < k; ++c) {
+      // Position c adds the last partial, then passes the sum on around.
+      std::vector<After> deps = afters[static_cast<std::size_t>(at(c))];
+      deps.push_back({MessageRef{last[static_cast<std::size_t>(c)], 0}, reduce_hop_overhead});
+      if (at(c) == 0) done_after.push_back(deps.back());
+      std::uint32_t prev = kNoMessage;
+      for (int s = 0; s + 1 < n; ++s) {
+        const int from = at(c + s), into = at(c + 1 + s);
+        if (s > 0) deps = {After{MessageRef{prev, 0}, Cycles{0}}};
+        prev = hop(from, into, deps);
+        if (into == 0) done_after.push_back({MessageRef{prev, 0}, Cycles{0}});
+      }
+    }
+    afters[0] = std::move(done_after);
   } else {
     for (const CombineStep& step : reduction_order(scheme, n)) {
       const std::uint32_t m = send(step.from, step.into, kNoMessage);
@@ -102,6 +180,10 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
 std::uint32_t Traffic::all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
                                   Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
                                   std::uint8_t color) {
+  if (scheme == ReductionScheme::k_tree || scheme == ReductionScheme::ring)
+    throw std::invalid_argument(
+        "Traffic::all_reduce: k-tree and ring all-reduces are not "
+        "described at the wavelet level (their reductions are)");
   const std::uint32_t sum = reduction(scheme, line, bytes, reduce_hop_overhead, ready, color);
   if (line.length == 1) return sum;
   const After after{MessageRef{sum, 0}, Cycles{0}};
@@ -251,8 +333,8 @@ std::uint64_t ReadyTracker::compute_ready(std::uint32_t i) const {
   return r;
 }
 
-void ReadyTracker::arrive(MessageRef r, std::uint64_t cycle,
-                          std::vector<std::uint32_t>& now_ready, std::uint64_t head) {
+void ReadyTracker::arrive(MessageRef r, std::uint64_t cycle, std::vector<std::uint32_t>& now_ready,
+                          std::uint64_t head) {
   const std::uint32_t slot = result_.first_receiver[r.message] + r.receiver;
   result_.arrival[slot] = cycle;
   if (head != kNever) heads_[r.message] = head;

@@ -87,14 +87,18 @@ class Traffic {
   // `reduce_hop_overhead` cycles per add (WaferSpec::reduce_hop_overhead).
   // Returns a zero-byte marker message at line.at(0) whose arrival is when the
   // sum is complete there. `ready` has one entry per core of the line.
+  // K-tree (`groups` K, 0 = default) and ring as reduce_line times them: the
+  // k-tree into its root, then moved to line.at(0); the ring's reduce-scatter
+  // and all-gather, done when line.at(0) has every chunk.
   std::uint32_t reduction(ReductionScheme scheme, const Line& line, Bytes bytes,
                           Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
-                          std::uint8_t color = 0);
+                          std::uint8_t color = 0, int groups = 0);
 
   // all_reduce_line: reduction() into line.at(0), then the sum multicast back
   // along the line once the reduction is complete there. Returns the
   // multicast (receiver j: line.at(j + 1)); a line of one core returns the
-  // reduction's marker.
+  // reduction's marker. Chain, tree and two-level only (a k-tree's
+  // broadcast goes both ways from its root, a ring has none): others throw.
   std::uint32_t all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
                            Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
                            std::uint8_t color = 0);

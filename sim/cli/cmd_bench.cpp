@@ -360,15 +360,15 @@ int bench_agreement(const std::string& preset_dir) {
 // `bench op`: the operation's options from the command line (AxB sizes,
 // the reduction by name), then the figures.
 int run_bench_op(BenchOpOptions b, const std::string& matrix, const std::string& region,
-                 const std::string& reduction, bool json, const std::string& dir) {
+                 const std::string& reduction, const std::string& attention_reduction, bool json,
+                 const std::string& dir) {
   if (b.op.empty())
     throw CommandError(kExitUsage,
                        "bench op: name the operation: gemv, allreduce, attention or layer");
   b.json = json;
   b.preset_dir = dir.empty() ? default_preset_dir() : std::filesystem::path(dir);
-  b.reduction = reduction == "chain"  ? fabric::ReductionScheme::chain
-                : reduction == "tree" ? fabric::ReductionScheme::tree
-                                      : fabric::ReductionScheme::two_level;
+  b.reduction = *parse_reduction(reduction);  // checked by the option's IsMember
+  if (!attention_reduction.empty()) b.attention_reduction = parse_reduction(attention_reduction);
   auto dims = [](const std::string& s, const char* flag, int& a, int& c) {
     const auto x = s.find('x');
     try {
@@ -404,6 +404,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     int threads = 0;
     BenchOpOptions op;
     std::string matrix = "4096x4096", region = "420x420", reduction = "two-level";
+    std::string attention_reduction;
     std::string precision = "bf16";
     std::string scenario, cache;
     int jobs = 0;
@@ -432,8 +433,15 @@ RegisteredCommand add_bench_command(CLI::App& app) {
                   "line (default 420x420)");
   cmd->add_flag("--transposed", o->op.transposed,
                 "op gemv: input down the west column, sums reduced north (whole-region's qkv)");
-  cmd->add_option("--reduction", o->reduction, "op: chain | tree | two-level (default two-level)")
-      ->check(CLI::IsMember({"chain", "tree", "two-level"}));
+  cmd->add_option("--reduction", o->reduction,
+                  "op: chain | tree | two-level | k-tree | ring (default two-level)")
+      ->check(CLI::IsMember(reduction_names()));
+  cmd->add_option("--attention-reduction", o->attention_reduction,
+                  "op layer, attention: attention's own scheme (default --reduction's)")
+      ->check(CLI::IsMember(reduction_names()));
+  cmd->add_option("--groups", o->op.reduction_groups,
+                  "op, --reduction k-tree: its K groups per line (default round(sqrt n))")
+      ->check(CLI::Range(1, 4'000'000));
   cmd->add_option("--bytes", o->op.bytes, "op allreduce: bytes per core (default 4)");
   cmd->add_option("--context", o->op.context,
                   "op layer, attention: positions already cached (default 4096)")
@@ -504,7 +512,8 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               return bench_weights(w);
             }
             if (o->what == "op")
-              return run_bench_op(o->op, o->matrix, o->region, o->reduction, o->json, dir);
+              return run_bench_op(o->op, o->matrix, o->region, o->reduction, o->attention_reduction,
+                                  o->json, dir);
             return o->what == "fabric" ? bench_fabric(o->json, dir) : bench_agreement(dir);
           }};
 }

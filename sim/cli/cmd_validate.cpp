@@ -84,12 +84,14 @@ RegisteredCommand add_validate_command(CLI::App& app) {
             fmt::print(
                 "{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n"
                 "  fits on {} wafer{} ({}), up to {} tokens of context per user for {} user{}\n"
-                "  weights {}\n",
+                "  weights {}\n"
+                "  routes: at most {} of the {} colors per router (wafer {} router ({}, {}))\n",
                 *file, sc.model.name, sc.hardware.name, sc.hardware.mesh_width,
                 sc.hardware.mesh_height, models::dtype_name(sc.precision),
                 sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed,
                 pl.wafers, pl.wafers == 1 ? "" : "s", pl.strategy, pl.max_context_tokens, pl.users,
-                pl.users == 1 ? "" : "s", weights);
+                pl.users == 1 ? "" : "s", weights, sys->routes.max_colors, sys->routes.available,
+                sys->routes.wafer, sys->routes.router.x, sys->routes.router.y);
             return kExitSuccess;
           },
           [file] { return *file; }};

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "fabric/defects.hpp"
@@ -55,8 +56,15 @@ std::string rect_yaml(const fabric::Rect& r) {
   return fmt::format("[{}, {}, {}, {}]", r.x0, r.y0, r.width, r.height);
 }
 
+// `, reduction_groups: K` where a k-tree names its K (nothing otherwise).
+std::string groups_yaml(ReductionScheme r, int groups) {
+  return r == ReductionScheme::k_tree && groups > 0 ? fmt::format(", reduction_groups: {}", groups)
+                                                    : std::string();
+}
+
 std::string matrix_yaml(const MatrixPlacement& m) {
-  return fmt::format("{{rect: {}, reduction: {}}}", rect_yaml(m.rect), reduction_name(m.reduction));
+  return fmt::format("{{rect: {}, reduction: {}{}}}", rect_yaml(m.rect),
+                     reduction_name(m.reduction), groups_yaml(m.reduction, m.reduction_groups));
 }
 
 // gpt2's biases and LayerNorm parameters have no rectangle of their own:
@@ -93,8 +101,9 @@ void write_layer(std::string& o, const models::ModelConfig& model, const LayerSt
   o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv));
   const AttentionPlacement& a = st.attention;
   o += fmt::format(
-      "    attention: {{rect: {}, segment_length: {}, segments_per_column: {}, reduction: {}}}\n",
-      rect_yaml(a.rect), a.segment_length, a.segments_per_column, reduction_name(a.reduction));
+      "    attention: {{rect: {}, segment_length: {}, segments_per_column: {}, reduction: {}{}}}\n",
+      rect_yaml(a.rect), a.segment_length, a.segments_per_column, reduction_name(a.reduction),
+      groups_yaml(a.reduction, a.reduction_groups));
   o += fmt::format("    o: {}\n", matrix_yaml(st.o));
   write_mlp(o, model, st);
 }
@@ -174,11 +183,20 @@ fabric::Rect rect(const Value& n) {
 
 fabric::ReductionScheme reduction(const Value& n) {
   const std::string s = text(n);
-  if (s == "chain") return fabric::ReductionScheme::chain;
-  if (s == "tree") return fabric::ReductionScheme::tree;
-  if (s == "two-level") return fabric::ReductionScheme::two_level;
-  fail(n, fmt::format("unknown reduction '{}'; valid: chain, tree, two-level{}", s,
-                      yaml::did_you_mean(s, {"chain", "tree", "two-level"})));
+  if (const auto r = parse_reduction(s)) return *r;
+  fail(n, fmt::format("unknown reduction '{}'; valid: {}{}", s, fmt::join(reduction_names(), ", "),
+                      yaml::did_you_mean(s, reduction_names())));
+}
+
+// A mapping's optional `reduction_groups` (k-tree only): 0 when absent.
+int reduction_groups(const Mapping& n, ReductionScheme r) {
+  const Value* v = n.find("reduction_groups");
+  if (v == nullptr) return 0;
+  if (r != ReductionScheme::k_tree)
+    fail(*v, fmt::format("reduction_groups is for reduction k-tree, not {}", reduction_name(r)));
+  const long long k = integer(*v);
+  if (k < 1 || k > 1'000'000) fail(*v, "must be at least 1 (groups of the k-tree)");
+  return static_cast<int>(k);
 }
 
 // One rectangle of the file, remembered with where it was written for
@@ -291,7 +309,7 @@ class PlacementFileReader {
   // and per output row (group).
   MatrixPlacement matrix(const Mapping& parent, const std::string& key, const MatrixShape& shape,
                          int wafer) {
-    const Mapping n = mapping(get(parent, key), {"rect", "reduction"});
+    const Mapping n = mapping(get(parent, key), {"rect", "reduction", "reduction_groups"});
     MatrixPlacement m;
     m.name = shape.name;
     m.wafer = wafer;
@@ -308,13 +326,15 @@ class PlacementFileReader {
       fail(rn, fmt::format("{} rows of cores for {} output rows{}: at most {}", m.p(), shape.out,
                            shape.granule > 1 ? " (in gate/up pairs)" : "", groups));
     m.reduction = reduction(get(n, "reduction"));
+    m.reduction_groups = reduction_groups(n, m.reduction);
     placed_.push_back({m.rect, wafer, rn});
     return m;
   }
 
   AttentionPlacement attention(const Mapping& parent, int wafer) {
-    const Mapping an = mapping(get(parent, "attention"),
-                               {"rect", "segment_length", "segments_per_column", "reduction"});
+    const Mapping an =
+        mapping(get(parent, "attention"),
+                {"rect", "segment_length", "segments_per_column", "reduction", "reduction_groups"});
     AttentionPlacement a;
     a.wafer = wafer;
     a.num_kv_heads = model_.num_kv_heads;
@@ -335,6 +355,7 @@ class PlacementFileReader {
                             model_.num_kv_heads, a.segment_length, a.segments_per_column, want_w,
                             want_h, a.rect.width, a.rect.height));
     a.reduction = reduction(get(an, "reduction"));
+    a.reduction_groups = reduction_groups(an, a.reduction);
     a.context = context();
     a.users = users();
     const std::uint64_t slots = static_cast<std::uint64_t>(context()) * users();

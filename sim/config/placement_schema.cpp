@@ -18,10 +18,17 @@ using namespace yaml;
 constexpr Need O = Need::optional;
 
 ReductionScheme read_reduction(const Value& v) {
-  const std::string r = read_choice(v, "reduction scheme", {"chain", "tree", "two-level"});
-  return r == "tree"        ? ReductionScheme::tree
-         : r == "two-level" ? ReductionScheme::two_level
-                            : ReductionScheme::chain;
+  return *parse_reduction(read_choice(v, "reduction scheme", reduction_names()));
+}
+
+// reduction_groups: K of a k-tree, only where the reduction it applies to is one.
+int read_reduction_groups(const Value& v, ReductionScheme applies_to) {
+  if (applies_to != ReductionScheme::k_tree)
+    fail(v.key_loc(), v.path,
+         fmt::format("reduction_groups given but the reduction is '{}'; it is the K of "
+                     "reduction: k-tree",
+                     reduction_name(applies_to)));
+  return read_count_in(v, 1, 4'000'000, "20");  // groups
 }
 
 // matrices: per-matrix overrides, {rows, columns, reduction} for the shaped
@@ -33,8 +40,9 @@ void read_matrices(const Value& v, PlacementOptions& placement) {
   for (const MatrixKind kind : matrix_kinds()) {
     if (!mm.has(matrix_kind_name(kind))) continue;
     const Mapping one(mm.get(matrix_kind_name(kind)),
-                      has_shape(kind) ? std::vector<std::string>{"rows", "columns", "reduction"}
-                                      : std::vector<std::string>{"reduction"});
+                      has_shape(kind) ? std::vector<std::string>{"rows", "columns", "reduction",
+                                                                 "reduction_groups"}
+                                      : std::vector<std::string>{"reduction", "reduction_groups"});
     MatrixOverride ov;
     for (const char* key : {"rows", "columns"}) {
       if (!one.has(key)) continue;
@@ -43,6 +51,9 @@ void read_matrices(const Value& v, PlacementOptions& placement) {
       (std::string(key) == "rows" ? ov.rows : ov.columns) = value;
     }
     if (one.has("reduction")) ov.reduction = read_reduction(one.get("reduction"));
+    if (one.has("reduction_groups"))
+      ov.reduction_groups = read_reduction_groups(one.get("reduction_groups"),
+                                                  ov.reduction.value_or(placement.reduction));
     placement.matrices[kind] = ov;
   }
 }
@@ -59,6 +70,8 @@ std::string write_matrices(const PlacementOptions& p) {
     if (ov.rows > 0) parts.push_back(fmt::format("rows: {}", ov.rows));
     if (ov.columns > 0) parts.push_back(fmt::format("columns: {}", ov.columns));
     if (ov.reduction) parts.push_back(fmt::format("reduction: {}", reduction_name(*ov.reduction)));
+    if (ov.reduction_groups > 0)
+      parts.push_back(fmt::format("reduction_groups: {}", ov.reduction_groups));
     o += fmt::format("\n    {}: {{{}}}", kind, join_list(parts));
   }
   return o;
@@ -104,10 +117,15 @@ constexpr Key<PlacementOptions> kPlacement[] = {
        p.strategy = *parse_strategy(read_choice(v, "placement strategy", placement_strategies()));
      },
      [](auto& p) { return yaml_string(strategy_name(p.strategy)); }},
-    {"reduction", O, "chain | tree | two-level (default chain)",
+    {"reduction", O, "chain | tree | two-level | k-tree | ring (default chain)",
      "how partial sums are reduced along a row of cores",
      [](auto& v, auto& p, auto&) { p.reduction = read_reduction(v); },
      [](auto& p) { return std::string(reduction_name(p.reduction)); }, nullptr, 1},
+    {"reduction_groups", O, "count 1..4000000 (default round(sqrt n) per line of n cores)",
+     "k-tree: groups K along each reduced line",
+     [](auto& v, auto& p, auto&) { p.reduction_groups = read_reduction_groups(v, p.reduction); },
+     [](auto& p) { return fmt::format("{}", p.reduction_groups); },
+     [](auto& p) { return p.reduction_groups > 0; }, 1},
     {"block_rows", O, "count 1..64 (default 2)", "serpentine, sram-balanced: rows of layer blocks",
      [](auto& v, auto& p, auto&) {
        p.block_rows = read_count(v, "2");
@@ -220,7 +238,8 @@ constexpr Key<PlacementOptions> kPlacement[] = {
      },
      [](auto& p) { return fmt::format("{}", p.reserve_context_tokens); },
      [](auto& p) { return p.reserve_context_tokens > 0; }, 2, true},
-    {"matrices", O, "mapping", "per-matrix overrides of rows, columns and reduction",
+    {"matrices", O, "mapping",
+     "per-matrix overrides of rows, columns, reduction and reduction_groups",
      [](auto& v, auto& p, auto&) { read_matrices(v, p); }, write_matrices,
      [](auto& p) { return !p.matrices.empty(); }, 1},
 };

@@ -64,8 +64,24 @@ const char* reduction_name(ReductionScheme s) {
       return "tree";
     case ReductionScheme::two_level:
       return "two-level";
+    case ReductionScheme::k_tree:
+      return "k-tree";
+    case ReductionScheme::ring:
+      return "ring";
   }
   return "chain";
+}
+
+const std::vector<std::string>& reduction_names() {
+  static const std::vector<std::string> names = {"chain", "tree", "two-level", "k-tree", "ring"};
+  return names;
+}
+
+std::optional<ReductionScheme> parse_reduction(std::string_view name) {
+  for (const auto s : {ReductionScheme::chain, ReductionScheme::tree, ReductionScheme::two_level,
+                       ReductionScheme::k_tree, ReductionScheme::ring})
+    if (name == reduction_name(s)) return s;
+  return std::nullopt;
 }
 
 std::filesystem::path default_preset_dir() {

@@ -43,6 +43,10 @@ class ScenarioError : public std::runtime_error {
 
 using ReductionScheme = fabric::ReductionScheme;
 const char* reduction_name(ReductionScheme s);
+// Every scheme's name, in enum order (chain, tree, two-level, k-tree, ring),
+// and the scheme a name means (nullopt for none).
+const std::vector<std::string>& reduction_names();
+std::optional<ReductionScheme> parse_reduction(std::string_view name);
 
 // The scenario's `placement:` keys: the strategy and its parameters (what
 // place() is asked, sim/placement/request.hpp), or a placement file.

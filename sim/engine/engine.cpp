@@ -875,6 +875,8 @@ void read_wafer_counters(const Scenario& sc, PlacedModels& placed, analysis::Run
   if (placed.draft)
     for (std::unique_ptr<fabric::Fabric>& f : placed.draft->wafers) all_wafers.push_back(&f);
   r.wafers = static_cast<int>(all_wafers.size());
+  for (const PlacedSystem* s : placed.all())
+    r.max_route_colors = std::max(r.max_route_colors, s->routes.max_colors);
   const std::size_t cores = placed.target->wafers.front()->mesh().core_count();
   const std::size_t links = placed.target->wafers.front()->mesh().link_count();
   r.core_busy_cycles.reserve(cores * all_wafers.size());

@@ -9,6 +9,7 @@
 #include "fabric/fabric.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/placement/placement.hpp"
+#include "sim/placement/route_budget.hpp"
 #include "sim/program/program.hpp"
 
 namespace wafersim::sim {
@@ -18,6 +19,7 @@ struct PlacedSystem {
   std::vector<fabric::Fabric*> wafer_ptrs;
   Placement placement;
   Program program;
+  RouteBudget routes;  // the colors its collectives need per router (checked)
 };
 
 // What the scenario asks of placement: its placement keys, and the context,

@@ -45,10 +45,11 @@ void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
       slot(m, ph.out) = move(slot(m, ph.a), ph.target, ph.spread);
       break;
     case PhaseKind::rmsnorm:
-      slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(), ph.statistic);
+      slot(m, ph.out) = rmsnorm(slot(m, ph.a), gamma(), ph.statistic, ph.statistic_groups);
       break;
     case PhaseKind::layernorm:
-      slot(m, ph.out) = layernorm(slot(m, ph.a), gamma(), beta(), ph.statistic);
+      slot(m, ph.out) =
+          layernorm(slot(m, ph.a), gamma(), beta(), ph.statistic, ph.statistic_groups);
       break;
     case PhaseKind::gemv:
       slot(m, ph.out) = gemv(*ph.matrix, ph.weights, layer, slot(m, ph.a));
@@ -126,16 +127,17 @@ void Executor::multicast(int wafer, const Line& line, Bytes bytes, const Timed& 
 }
 
 Timed Executor::reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
-                       std::span<const Timed> ready) {
+                       std::span<const Timed> ready, int groups) {
   if (!timing_) return ready.front();
-  return fabric::reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready);
+  return fabric::reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready,
+                             groups);
 }
 
 void Executor::all_reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
-                          std::span<const Timed> ready, std::vector<Timed>& arrivals) {
+                          std::span<const Timed> ready, std::vector<Timed>& arrivals, int groups) {
   if (!timing_) return arrivals.assign(ready.size(), ready.front());
   fabric::all_reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready,
-                          arrivals);
+                          arrivals, groups);
 }
 
 Line Executor::layout_line(const Layout& l, std::size_t a, std::size_t b) {
@@ -284,9 +286,9 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
   y.layout = output_layout(m);
   for (int pi = 0; pi < P; ++pi) {
     const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-    y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q},
-                             Bytes{rows * 4 * T},
-                             std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q)));
+    y.ready.push_back(reduce(
+        m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q}, Bytes{rows * 4 * T},
+        std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q), m.reduction_groups));
   }
   if (values) values->finish();
   return y;
@@ -295,7 +297,8 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
 // ---- Norms and elementwise work ------------------------------------------------
 
 std::vector<Timed> Executor::line_statistic(const Vec& x, const std::vector<Timed>& ready,
-                                            std::uint64_t ops_per_element, ReductionScheme scheme) {
+                                            std::uint64_t ops_per_element, ReductionScheme scheme,
+                                            int groups) {
   const Line line = layout_line(x.layout);
   fabric::Fabric& f = fab(x.layout.front().wafer);
   const auto T = static_cast<std::uint64_t>(x.tokens);
@@ -304,7 +307,7 @@ std::vector<Timed> Executor::line_statistic(const Vec& x, const std::vector<Time
     partial[i] = run_core(x.layout[i].wafer, x.layout[i].core, ready[i],
                           f.cost().vector_op(x.layout[i].size() * T, ops_per_element));
   std::vector<Timed> back;
-  all_reduce(x.layout.front().wafer, scheme, line, Bytes{4 * T}, partial, back);
+  all_reduce(x.layout.front().wafer, scheme, line, Bytes{4 * T}, partial, back, groups);
   return back;
 }
 
@@ -321,17 +324,18 @@ Vec Executor::normalised(const Vec& x, const std::vector<Timed>& ready,
   return out;
 }
 
-Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme) {
-  Vec out = normalised(x, line_statistic(x, x.ready, 2, scheme), 2);
-  if (values_) values_->rmsnorm(x, g, scheme, out);
+Vec Executor::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme,
+                      int groups) {
+  Vec out = normalised(x, line_statistic(x, x.ready, 2, scheme, groups), 2);
+  if (values_) values_->rmsnorm(x, g, scheme, out, groups);
   return out;
 }
 
 Vec Executor::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
-                        ReductionScheme scheme) {
-  const std::vector<Timed> mean_ready = line_statistic(x, x.ready, 1, scheme);
-  Vec out = normalised(x, line_statistic(x, mean_ready, 3, scheme), 4);
-  if (values_) values_->layernorm(x, g, b, scheme, out);
+                        ReductionScheme scheme, int groups) {
+  const std::vector<Timed> mean_ready = line_statistic(x, x.ready, 1, scheme, groups);
+  Vec out = normalised(x, line_statistic(x, mean_ready, 3, scheme, groups), 4);
+  if (values_) values_->layernorm(x, g, b, scheme, out, groups);
   return out;
 }
 
@@ -471,8 +475,9 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
                     : run_core(w, a.segment_core(h, i), ready,
                                fab(w).cost().attention(mine, hd, g, bits_));
     }
-    const Timed reduced = reduce(w, a.reduction, Line{top, fabric::Direction::south, L},
-                                 Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done);
+    const Timed reduced =
+        reduce(w, a.reduction, Line{top, fabric::Direction::south, L},
+               Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done, a.reduction_groups);
     out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
     out.ready.push_back(run_core(
         w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd) * T64, 1)));
@@ -544,7 +549,7 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
   }
   if (n > 0)
     all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},
-               Bytes{g * n * 4}, scored, back);
+               Bytes{g * n * 4}, scored, back, a.reduction_groups);
   else
     back = scored;
   // Softmax terms of the row's scores, then the values slice weighted by
@@ -584,9 +589,9 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {
       const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-      const Timed reduced =
-          reduce(w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
-                 Bytes{g * (dims + 2) * 4 * T}, partial[static_cast<std::size_t>(j)]);
+      const Timed reduced = reduce(
+          w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
+          Bytes{g * (dims + 2) * 4 * T}, partial[static_cast<std::size_t>(j)], a.reduction_groups);
       out.layout.push_back(q.layout[static_cast<std::size_t>(j)]);
       out.ready.push_back(
           run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims * T, 1)));

@@ -116,21 +116,22 @@ class Executor {
   // all-reduced along the line (line_statistic, `scheme`), then 2 ops per
   // element.
   Vec rmsnorm(const Vec& x, const std::vector<float>& g,
-              ReductionScheme scheme = ReductionScheme::chain);
+              ReductionScheme scheme = ReductionScheme::chain, int groups = 0);
   // LayerNorm (gpt2) over a column of roots: two statistics one after the
   // other (the sum, then the sum of squared deviations from the mean, each a
   // chain reduction and a multicast back, as models::layernorm_apply
   // specifies: two passes, not E[x^2] - mean^2), then (x - mean) * inv *
   // gain + bias on every root.
   Vec layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
-                ReductionScheme scheme = ReductionScheme::chain);
+                ReductionScheme scheme = ReductionScheme::chain, int groups = 0);
   // A statistic of the whole vector (of every token of a block) from
   // per-piece partials: each root computes its partial (ops_per_element per
   // element), and the partials (4 B per token) are all-reduced along the
   // line of roots (reduced to the first root with `scheme`, the sum
   // multicast back).
   std::vector<Timed> line_statistic(const Vec& x, const std::vector<Timed>& ready,
-                                    std::uint64_t ops_per_element, ReductionScheme scheme);
+                                    std::uint64_t ops_per_element, ReductionScheme scheme,
+                                    int groups = 0);
 
   // The bias of a matrix's output, added on the roots that hold each slice.
   void bias(Vec& v, WeightRef ref, int layer);
@@ -232,10 +233,11 @@ class Executor {
   // The collectives on wafer `wafer`'s fabric (fabric/collectives.hpp).
   void multicast(int wafer, const Line& line, Bytes bytes, const Timed& ready,
                  std::vector<Timed>& arrivals);
+  // `groups`: a k-tree's K (0: its default).
   Timed reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
-               std::span<const Timed> ready);
+               std::span<const Timed> ready, int groups = 0);
   void all_reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
-                  std::span<const Timed> ready, std::vector<Timed>& arrivals);
+                  std::span<const Timed> ready, std::vector<Timed>& arrivals, int groups = 0);
 
   // The pieces [a, b] of a layout that sits on consecutive cores of one
   // column, down it or (an upward matrix's roots) up it, or of one row (a

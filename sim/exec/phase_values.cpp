@@ -75,37 +75,39 @@ void PhaseValues::position_row(int position, std::vector<float>& out) const {
 }
 
 template <class PieceSum>
-float PhaseValues::line_sum(const Vec& x, int t, ReductionScheme scheme,
+float PhaseValues::line_sum(const Vec& x, int t, ReductionScheme scheme, int groups,
                             PieceSum&& piece_sum) const {
   const std::span<const float> r = x.row(t);
   std::vector<float> sums(x.layout.size());
   for (std::size_t i = 0; i < x.layout.size(); ++i)
     sums[i] = piece_sum(r.subspan(static_cast<std::size_t>(x.layout[i].begin),
                                   static_cast<std::size_t>(x.layout[i].size())));
-  for (const auto& step : reduction_order(scheme, static_cast<int>(sums.size())))
+  // One value: the first chunk of a ring (every scheme's order otherwise).
+  const int n = static_cast<int>(sums.size());
+  for (const auto& step : reduction_order(scheme, n, groups))
     sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
-  return sums[0];
+  return sums[static_cast<std::size_t>(reduction_root(scheme, n, groups))];
 }
 
 // Sum of squares per piece, combined in the order the reduction adds them.
 void PhaseValues::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionScheme scheme,
-                          Vec& out) const {
+                          Vec& out, int groups) const {
   out.values.resize(x.values.size());
   const int n = static_cast<int>(x.width());
   for (int t = 0; t < x.tokens; ++t)
-    models::rmsnorm_apply(x.row(t), line_sum(x, t, scheme, models::sum_of_squares), n, g,
+    models::rmsnorm_apply(x.row(t), line_sum(x, t, scheme, groups, models::sum_of_squares), n, g,
                           static_cast<float>(model_.rms_norm_eps), out.row(t));
 }
 
 // Two passes, as models::layernorm_apply specifies (not E[x^2] - mean^2):
 // the mean, then the variance around it, each a reduction of per-piece sums.
 void PhaseValues::layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
-                            ReductionScheme scheme, Vec& out) const {
+                            ReductionScheme scheme, Vec& out, int groups) const {
   out.values.resize(x.values.size());
   const auto n = static_cast<float>(x.width());
   for (int t = 0; t < x.tokens; ++t) {
-    const float mean = line_sum(x, t, scheme, models::sum_of) / n;
-    const float var = line_sum(x, t, scheme,
+    const float mean = line_sum(x, t, scheme, groups, models::sum_of) / n;
+    const float var = line_sum(x, t, scheme, groups,
                                [&](std::span<const float> piece) {
                                  return models::sum_of_squared_deviations(piece, mean);
                                }) /
@@ -214,7 +216,9 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
                                                     float scale) const {
   const auto hd = static_cast<std::size_t>(a.head_dim);
   const int C = a.columns_per_head;
-  const std::vector<fabric::CombineStep> order = reduction_order(a.reduction, C);
+  const std::vector<fabric::CombineStep> order =
+      reduction_order(a.reduction, C, a.reduction_groups);
+  const auto root = static_cast<std::size_t>(reduction_root(a.reduction, C, a.reduction_groups));
   std::vector<float> scores(n), dots(static_cast<std::size_t>(C));
   for (std::size_t p = 0; p < n; ++p) {
     const float* k = k_rows + p * hd;
@@ -227,7 +231,7 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
     }
     for (const auto& step : order)
       dots[static_cast<std::size_t>(step.into)] += dots[static_cast<std::size_t>(step.from)];
-    scores[p] = scale * dots[0];
+    scores[p] = scale * dots[root];
   }
   return models::attention_partial_from_scores(scores, v_rows, a.head_dim);
 }
@@ -276,12 +280,13 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
                                     qs, kci.data() + skip * hd_sz, vci.data() + skip * hd_sz,
                                     static_cast<int>(count - skip), hd, scale));
         }
-        for (const auto& step : reduction_order(a.reduction, L))
+        for (const auto& step : reduction_order(a.reduction, L, a.reduction_groups))
           parts[static_cast<std::size_t>(step.into)] =
               models::combine(parts[static_cast<std::size_t>(step.into)],
                               parts[static_cast<std::size_t>(step.from)]);
-        models::attention_finalize(parts[0],
-                                   out.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz));
+        models::attention_finalize(
+            parts[static_cast<std::size_t>(reduction_root(a.reduction, L, a.reduction_groups))],
+            out.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz));
       }
     }
   }
@@ -383,6 +388,32 @@ void PhaseValues::band_product(WeightRef ref, int layer, int r0, int r1, int c0,
   }
 }
 
+// A band's partial sums combined as the folded ring adds them: its n x
+// tokens elements (token-major, as the executor's message is n * 4 * T
+// bytes) cut into ring_chunks(Q, bytes) chunks of equal whole wavelets;
+// chunk c is added around the ring from position c+1 to c
+// (fabric::reduction_order for that chunk), so every element is summed in
+// the order its chunk's reduce-scatter adds it.
+void PhaseValues::ring_band(int Q, std::size_t n, int t, int tokens, std::vector<float>& partials,
+                            std::span<float> out) {
+  const std::size_t total = n * static_cast<std::size_t>(tokens);
+  const auto k = static_cast<std::size_t>(fabric::ring_chunks(Q, Bytes{4 * total}));
+  const std::size_t per_chunk = (total + k - 1) / k;
+  const std::vector<int> seq = fabric::ring_sequence(Q);
+  const auto q = static_cast<std::size_t>(Q);
+  const std::size_t first = static_cast<std::size_t>(t) * n;  // token t's first element
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = (first + i) / per_chunk;
+    float* p = partials.data() + i;
+    for (std::size_t j = 0; j + 1 < q; ++j) {
+      const auto from = static_cast<std::size_t>(seq[(c + 1 + j) % q]);
+      const auto into = static_cast<std::size_t>(seq[(c + 2 + j) % q]);
+      p[into * n] += p[from * n];
+    }
+    out[i] = p[static_cast<std::size_t>(seq[c % q]) * n];
+  }
+}
+
 void PhaseValues::band_values(const MatrixPlacement& m, WeightRef ref, int layer,
                               std::span<const fabric::CombineStep> order, std::span<const int> cuts,
                               int pi, const Vec& x, Vec& y, int expert,
@@ -394,10 +425,16 @@ void PhaseValues::band_values(const MatrixPlacement& m, WeightRef ref, int layer
   for (int t = 0; t < x.tokens; ++t) {
     partials.assign(static_cast<std::size_t>(Q) * n, 0.0f);
     band_product(ref, layer, r0, r1, m.col_begin(0), cuts, x.row(t), partials, scratch, expert);
+    if (m.reduction == ReductionScheme::ring && Q > 1) {
+      ring_band(Q, n, t, x.tokens, partials, y.row(t).subspan(static_cast<std::size_t>(r0), n));
+      continue;
+    }
     for (const auto& step : order)
       models::add_inplace(std::span(partials).subspan(static_cast<std::size_t>(step.into) * n, n),
                           std::span(partials).subspan(static_cast<std::size_t>(step.from) * n, n));
-    std::copy(partials.begin(), partials.begin() + static_cast<std::ptrdiff_t>(n),
+    const auto root = static_cast<std::ptrdiff_t>(
+        static_cast<std::size_t>(reduction_root(m.reduction, Q, m.reduction_groups)) * n);
+    std::copy(partials.begin() + root, partials.begin() + root + static_cast<std::ptrdiff_t>(n),
               y.row(t).begin() + r0);
   }
 }
@@ -407,7 +444,7 @@ PhaseValues::Gemv::Gemv(PhaseValues& v, const MatrixPlacement& m, WeightRef ref,
   const int Q = m.q();
   y.values.assign(static_cast<std::size_t>(m.out_features) * static_cast<std::size_t>(x.tokens),
                   0.0f);
-  order_ = reduction_order(m.reduction, Q);
+  order_ = reduction_order(m.reduction, Q, m.reduction_groups);
   for (int qi = 0; qi <= Q; ++qi) cuts_.push_back(m.col_begin(qi) - m.col_begin(0));
   v.team().start(m.p(), [&v, &m, ref, layer, &x, &y, expert, this](int pi, int thread) {
     v.band_values(m, ref, layer, order_, cuts_, pi, x, y, expert,

@@ -52,10 +52,10 @@ class PhaseValues {
 
   // Each fills `out.values`; `out` already has its layout and tokens. The
   // norms combine their per-piece statistics in `scheme`'s order.
-  void rmsnorm(const Vec& x, const std::vector<float>& g, fabric::ReductionScheme scheme,
-               Vec& out) const;
+  void rmsnorm(const Vec& x, const std::vector<float>& g, fabric::ReductionScheme scheme, Vec& out,
+               int groups = 0) const;
   void layernorm(const Vec& x, const std::vector<float>& g, const std::vector<float>& b,
-                 fabric::ReductionScheme scheme, Vec& out) const;
+                 fabric::ReductionScheme scheme, Vec& out, int groups = 0) const;
   void silu_mul(const Vec& gu, Vec& out) const;
   void add(const Vec& a, const Vec& b, Vec& out) const;
   // In place.
@@ -101,6 +101,8 @@ class PhaseValues {
   // the band's Q cores (`cuts`: their columns from the first's, as
   // band_product takes them), added in the reduction's `order`. Writes those
   // rows of y only, and reads nothing another band writes.
+  static void ring_band(int Q, std::size_t n, int t, int tokens, std::vector<float>& partials,
+                        std::span<float> out);
   void band_values(const MatrixPlacement& m, WeightRef ref, int layer,
                    std::span<const fabric::CombineStep> order, std::span<const int> cuts, int pi,
                    const Vec& x, Vec& y, int expert, BandScratch& scratch) const;
@@ -129,7 +131,8 @@ class PhaseValues {
   // Per-piece partials of token t of a vector on a line of cores combined
   // in the order `scheme` adds them.
   template <class PieceSum>
-  float line_sum(const Vec& x, int t, fabric::ReductionScheme scheme, PieceSum&& piece_sum) const;
+  float line_sum(const Vec& x, int t, fabric::ReductionScheme scheme, int groups,
+                 PieceSum&& piece_sum) const;
   void bias_row(std::span<float> all, WeightRef ref, const models::LayerWeights& lw) const;
   // One block row's attention partial with its head dims split over the
   // block's columns (see phase_values.cpp).

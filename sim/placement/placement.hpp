@@ -45,6 +45,7 @@ struct MatrixPlacement {
   int in_features = 0;
   fabric::Rect rect;  // P = rect.height, Q = rect.width (transposed: the other way)
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  int reduction_groups = 0;  // k-tree: K groups (0: k_tree_groups' default); else 0
   // Output rows are split in whole groups of this many rows (2 for the
   // interleaved gate/up matrix, so each root holds whole gate/up pairs).
   int row_granule = 1;
@@ -100,6 +101,7 @@ struct AttentionPlacement {
   int columns_per_head = 1;     // c: columns of a kv head's block
   int head_dim = 0;             // the model's, to split it over the c columns
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  int reduction_groups = 0;        // k-tree: K groups (0: k_tree_groups' default); else 0
   int max_positions_per_core = 0;  // KV slots reserved per core
   int context = 0;                 // slots per user
   int users = 1;

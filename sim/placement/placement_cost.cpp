@@ -16,11 +16,20 @@ int manhattan(Coord a, Coord b) {
   return std::abs(a.x - b.x) + std::abs(a.y - b.y);
 }
 
-// Hops of a reduction over n cores of a line, summed over its combine steps.
-double reduction_hops(fabric::ReductionScheme scheme, int n) {
+// Hops of a reduction over n cores of a line into its first, per byte of
+// the partial: its combine steps' links (a k-tree's pass-through routes
+// included) and a k-tree's move from its root to the first core. A ring
+// moves chunks, not the whole partial: each of its two phases takes every
+// chunk over n - 1 of the ring's n edges, 2 (n - 1) links in all, so
+// 2 x 2 (n - 1) (n - 1) / n links per byte.
+double reduction_hops(fabric::ReductionScheme scheme, int n, int groups = 0) {
+  if (n <= 1) return 0.0;
+  if (scheme == fabric::ReductionScheme::ring)
+    return 4.0 * (n - 1) * (n - 1) / static_cast<double>(n);
   double hops = 0.0;
-  for (const fabric::CombineStep& s : fabric::reduction_order(scheme, n)) hops += s.from - s.into;
-  return hops;
+  for (const fabric::CombineStep& s : fabric::reduction_order(scheme, n, groups))
+    hops += std::abs(s.from - s.into);
+  return hops + fabric::reduction_root(scheme, n, groups);
 }
 
 // Reduction up a column of n cores of a 4 B value and its broadcast back.
@@ -38,9 +47,59 @@ double serialization_cycles(const fabric::WaferSpec& spec, double bytes) {
 // Critical path of reducing one `bytes` partial per core of a line of n
 // cores into its first: n - 1 hops, each a hop plus an add-and-forward, and
 // the partial's serialization once per store-and-forward level.
+// The k-tree (fabric/collectives.hpp) into its root: the longest half-group
+// chain (each hop + add, the partial's serialization once), then the longer
+// side of the roots' pass-through streams (their links at hop latency, an
+// add per root, the serialization once).
+double k_tree_into_root_latency(const fabric::WaferSpec& spec, int n, int groups, double bytes) {
+  const int k = fabric::k_tree_groups(n, groups);
+  const double hop = static_cast<double>(spec.hop_latency.value);
+  const double add = static_cast<double>(spec.reduce_hop_overhead.value);
+  const double ser = serialization_cycles(spec, bytes);
+  int half = 0;
+  std::vector<int> roots;
+  for (int g = 0; g < k; ++g) {
+    const int a = fabric::k_tree_group_begin(n, k, g), b = fabric::k_tree_group_begin(n, k, g + 1);
+    const int c = a + (b - a) / 2;
+    roots.push_back(c);
+    half = std::max({half, c - a, b - 1 - c});
+  }
+  const double first = half > 0 ? half * (hop + add) + ser : 0.0;
+  const int m = k / 2;
+  // Each side streams: its links at hop latency, an add per root, one
+  // serialization.
+  const double near =
+      m > 0 ? (roots[static_cast<std::size_t>(m)] - roots.front()) * hop + m * add + ser : 0.0;
+  const double far = m < k - 1 ? (roots.back() - roots[static_cast<std::size_t>(m)]) * hop +
+                                     (k - 1 - m) * add + ser
+                               : 0.0;
+  return first + std::max(near, far);
+}
+
+// The folded ring: n - 1 reduce-scatter steps (an edge of 2 (n - 1) / n
+// links on average, a chunk's serialization, an add) and n - 1 all-gather
+// steps (the same without the add).
+double ring_latency(const fabric::WaferSpec& spec, int n, double bytes) {
+  const double hop = static_cast<double>(spec.hop_latency.value);
+  const double add = static_cast<double>(spec.reduce_hop_overhead.value);
+  const int k = fabric::ring_chunks(n, Bytes{static_cast<std::uint64_t>(std::ceil(bytes))});
+  const double ser = serialization_cycles(spec, std::ceil(bytes / k));
+  const double edge = 2.0 * (n - 1) / n * hop;
+  return (n - 1) * (edge + ser + add) + (n - 1) * (edge + ser);
+}
+
 double reduction_latency(const fabric::WaferSpec& spec, fabric::ReductionScheme scheme, int n,
-                         double bytes) {
+                         double bytes, int groups = 0) {
   if (n <= 1) return 0.0;
+  if (scheme == fabric::ReductionScheme::ring) return ring_latency(spec, n, bytes);
+  if (scheme == fabric::ReductionScheme::k_tree) {
+    // Into the root, then moved to the first core.
+    const int root = fabric::k_tree_root(n, groups);
+    return k_tree_into_root_latency(spec, n, groups, bytes) +
+           (root > 0 ? root * static_cast<double>(spec.hop_latency.value) +
+                           serialization_cycles(spec, bytes)
+                     : 0.0);
+  }
   const double levels = scheme == fabric::ReductionScheme::chain ? 1.0
                         : scheme == fabric::ReductionScheme::tree
                             ? std::ceil(std::log2(static_cast<double>(n)))
@@ -53,6 +112,22 @@ double reduction_latency(const fabric::WaferSpec& spec, fabric::ReductionScheme 
 double multicast_latency(const fabric::WaferSpec& spec, int n, double bytes) {
   if (n <= 1) return 0.0;
   return (n - 1) * static_cast<double>(spec.hop_latency.value) + serialization_cycles(spec, bytes);
+}
+
+// An all-reduce along a line of n cores: the reduction into the first core
+// and the multicast back; a k-tree's into its root and from there both
+// ways; a ring's reduce-scatter and all-gather.
+double all_reduce_latency(const fabric::WaferSpec& spec, fabric::ReductionScheme scheme, int n,
+                          double bytes, int groups = 0) {
+  if (n <= 1) return 0.0;
+  if (scheme == fabric::ReductionScheme::ring) return ring_latency(spec, n, bytes);
+  if (scheme == fabric::ReductionScheme::k_tree) {
+    const int root = fabric::k_tree_root(n, groups);
+    return k_tree_into_root_latency(spec, n, groups, bytes) +
+           std::max(root, n - 1 - root) * static_cast<double>(spec.hop_latency.value) +
+           serialization_cycles(spec, bytes);
+  }
+  return reduction_latency(spec, scheme, n, bytes) + multicast_latency(spec, n, bytes);
 }
 
 }  // namespace
@@ -100,8 +175,8 @@ double gemv_hop_bytes(const MatrixPlacement& m) {
   // Column chunks: in_features elements in all, each going down P - 1 links.
   const double multicast = static_cast<double>(m.in_features) * kActivationBytes * (P - 1);
   // Row reductions: out_features partial sums in all, each over the scheme's hops.
-  const double reduce =
-      static_cast<double>(m.out_features) * kActivationBytes * reduction_hops(m.reduction, Q);
+  const double reduce = static_cast<double>(m.out_features) * kActivationBytes *
+                        reduction_hops(m.reduction, Q, m.reduction_groups);
   return multicast + reduce;
 }
 
@@ -157,9 +232,9 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
   t +=
       move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) + move_hop_bytes(qkv_out, v_to);
   const int L = a.segment_length;
-  t += a.num_kv_heads *
-       (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
-        static_cast<double>(g) * (hd + 2) * kActivationBytes * reduction_hops(a.reduction, L));
+  t += a.num_kv_heads * (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
+                         static_cast<double>(g) * (hd + 2) * kActivationBytes *
+                             reduction_hops(a.reduction, L, a.reduction_groups));
   // Attention output (at the segment tops, q layout) to o; o gemv.
   t += move_hop_bytes(q_to, input_layout(st.o));
   t += gemv_hop_bytes(st.o);
@@ -248,7 +323,8 @@ double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m) {
   const fabric::CoreCostModel cost(lm.spec);
   const double tile = static_cast<double>(cost.gemv_tile(rows, cols, lm.weight_bits).cycles.value);
   return multicast_latency(lm.spec, P, static_cast<double>(cols) * kActivationBytes) + tile +
-         reduction_latency(lm.spec, m.reduction, Q, static_cast<double>(rows) * kActivationBytes);
+         reduction_latency(lm.spec, m.reduction, Q, static_cast<double>(rows) * kActivationBytes,
+                           m.reduction_groups);
 }
 
 double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,
@@ -268,15 +344,15 @@ double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfi
                                          static_cast<std::uint64_t>(g), lm.weight_bits)
                               .cycles.value);
   const double scores = static_cast<double>(g) * static_cast<double>(positions) * kActivationBytes;
-  const double row = C > 1 ? reduction_latency(lm.spec, a.reduction, C, scores) +
-                                 multicast_latency(lm.spec, C, scores)
-                           : 0.0;
+  const double row =
+      C > 1 ? all_reduce_latency(lm.spec, a.reduction, C, scores, a.reduction_groups) : 0.0;
   const double normalise =
       static_cast<double>(cost.vector_op(static_cast<std::uint64_t>(g) * dims, 1).cycles.value);
   return multicast_latency(lm.spec, L, static_cast<double>(g) * dims * kActivationBytes) + core +
          row +
          reduction_latency(lm.spec, a.reduction, L,
-                           static_cast<double>(g) * (dims + 2) * kActivationBytes) +
+                           static_cast<double>(g) * (dims + 2) * kActivationBytes,
+                           a.reduction_groups) +
          normalise;
 }
 
@@ -286,9 +362,8 @@ double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& m
   // The norms' statistics: a chain up the residual's roots, or (whole
   // region) the matrices' scheme.
   const double norm =
-      reduction_latency(lm.spec, st.whole_region ? st.o.reduction : fabric::ReductionScheme::chain,
-                        st.o.p(), kActivationBytes) +
-      multicast_latency(lm.spec, st.o.p(), kActivationBytes);
+      all_reduce_latency(lm.spec, st.whole_region ? st.o.reduction : fabric::ReductionScheme::chain,
+                         st.o.p(), kActivationBytes, st.whole_region ? st.o.reduction_groups : 0);
   double t = norm + move_latency_cycles(lm, residual, input_layout(st.qkv)) +
              gemv_latency_cycles(lm, st.qkv);
   // q, k and v to the segments (the longest of the three moves), attention,

@@ -11,7 +11,10 @@
 //    some routes longer, which this ignores);
 //  - a mesh GEMV: column q's input chunk goes down P - 1 links; each row of
 //    cores' partial sums travel sum over the reduction's combine steps of
-//    |from - into| links (the exact hops of chain, tree and two-level);
+//    |from - into| links (the exact hops of chain, tree, two-level and
+//    k-tree, whose pass-through routes count at every link they cross, and
+//    the k-tree's move from its root to the row's root); a ring moves
+//    chunks: 4 (Q - 1)^2 / Q links per byte of the partial;
 //  - RMSNorm: a 4 B partial reduced up the root column and broadcast back;
 //  - attention (user 0, position 0 as `wafersim place` evaluates): q, k, v
 //    moved to each kv head's segment top, q multicast down the segment,
@@ -30,7 +33,14 @@
 //    serialization), the largest tile's cycles (fabric/core_cost.hpp), then
 //    the row reduction: Q - 1 hops of hop latency + reduce_hop_overhead and
 //    the partial row's serialization once per store-and-forward level
-//    (1 for chain, ceil(log2 Q) for tree, 2 for two-level);
+//    (1 for chain, ceil(log2 Q) for tree, 2 for two-level); a k-tree: its
+//    longest half-group chain (hop + add per core, one serialization), the
+//    longer side of its roots' pass-through steps (hop latency per link, a
+//    serialization and an add per root), the move to the row's root; a
+//    ring: Q - 1 reduce-scatter steps (an edge of 2 (Q - 1) / Q links on
+//    average, a chunk's serialization, an add) and Q - 1 all-gather steps;
+//    an all-reduce adds the multicast back (a k-tree's from its root both
+//    ways, a ring's none);
 //  - attention at the full context (the last token, the slowest): per kv head
 //    ceil(context / segment_length) positions on the busiest core of its
 //    segment, plus the query multicast down and the partials reduced up the

@@ -83,6 +83,7 @@ struct MatrixOverride {
   int rows = 0;
   int columns = 0;
   std::optional<fabric::ReductionScheme> reduction;
+  int reduction_groups = 0;  // k-tree groups; 0 = the scenario's reduction_groups
   bool operator==(const MatrixOverride&) const = default;
 };
 
@@ -91,7 +92,8 @@ struct MatrixOverride {
 struct PlacementChoices {
   StrategyKind strategy = StrategyKind::layer_rectangles;
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
-  int block_rows = 2;  // serpentine, sram-balanced: rows of layer blocks per wafer
+  int reduction_groups = 0;  // k-tree: K groups (0: round(sqrt n) per line)
+  int block_rows = 2;        // serpentine, sram-balanced: rows of layer blocks per wafer
   // whole-region: each wafer's layers in this many contiguous groups, each
   // group's layers sharing one region (1: every layer on the whole wafer,
   // tensor parallel; = layers: one layer per region, pipelined).

@@ -34,13 +34,14 @@ int min_rows(const MatrixShape& m, int width, Bytes capacity_bytes, int weight_b
 namespace {
 
 MatrixPlacement make_matrix(const MatrixShape& m, int x0, int y0, int width, int rows,
-                            fabric::ReductionScheme reduction) {
+                            fabric::ReductionScheme reduction, int groups) {
   MatrixPlacement mp;
   mp.name = m.name;
   mp.out_features = m.out;
   mp.in_features = m.in;
   mp.rect = Rect{x0, y0, std::min(width, m.in), std::min(rows, m.out / m.granule)};
   mp.reduction = reduction;
+  mp.reduction_groups = reduction == fabric::ReductionScheme::k_tree ? groups : 0;
   mp.row_granule = m.granule;
   return mp;
 }
@@ -272,7 +273,8 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
     sh.name = fmt::format("layer {} {}", l, sh.name);
     MatrixPlacement mp =
         make_matrix(sh, block.x0, y0, m.width[shape], h,
-                    override_of(shapes_[shape].kind).reduction.value_or(req_.reduction));
+                    override_of(shapes_[shape].kind).reduction.value_or(req_.reduction),
+                    groups_of(shapes_[shape].kind));
     mp.wafer = w;
     mp.upward = upward;
     return mp;
@@ -287,6 +289,9 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
   st.attention.segments_per_column = per_column;
   st.attention.head_dim = model_.head_dim;
   st.attention.reduction = override_of(MatrixKind::attention).reduction.value_or(req_.reduction);
+  st.attention.reduction_groups = st.attention.reduction == fabric::ReductionScheme::k_tree
+                                      ? groups_of(MatrixKind::attention)
+                                      : 0;
   st.attention.max_positions_per_core = static_cast<int>(
       ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(segment)));
   st.attention.context = ctx_;
@@ -324,6 +329,7 @@ MatrixPlacement StagePlanner::region_matrix(std::size_t shape, int l, int w, con
   mp.row_granule = sh.granule;
   mp.transposed = transposed;
   mp.reduction = override_of(sh.kind).reduction.value_or(req_.reduction);
+  mp.reduction_groups = mp.reduction == fabric::ReductionScheme::k_tree ? groups_of(sh.kind) : 0;
   const int out_cores = std::min(transposed ? region.width : region.height, sh.out / sh.granule);
   const int in_cores = std::min(transposed ? region.height : region.width, sh.in);
   mp.rect = transposed ? Rect{region.x0, region.y0, out_cores, in_cores}
@@ -353,6 +359,8 @@ AttentionPlacement StagePlanner::region_attention(int l, int w, const Rect& regi
                 static_cast<int>(ceil_div(kvh, a.segments_per_column)) * a.columns_per_head,
                 a.segments_per_column * a.segment_length};
   a.reduction = override_of(MatrixKind::attention).reduction.value_or(req_.reduction);
+  a.reduction_groups =
+      a.reduction == fabric::ReductionScheme::k_tree ? groups_of(MatrixKind::attention) : 0;
   a.max_positions_per_core = static_cast<int>(
       ceil_div(static_cast<std::uint64_t>(slots_), static_cast<std::uint64_t>(a.segment_length)));
   a.context = ctx_;
@@ -472,17 +480,19 @@ HeadStage StagePlanner::head(int w, const Rect& strip, Bytes budget) {
                   strip.width, strip.height, strip.x0, strip.y0, lm_min));
   const fabric::ReductionScheme head_reduction =
       override_of(MatrixKind::lm_head).reduction.value_or(req_.reduction);
-  head.lm_head = make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction);
+  const int head_groups = groups_of(MatrixKind::lm_head);
+  head.lm_head =
+      make_matrix(lm, strip.x0, y[0], strip.width, heights[0], head_reduction, head_groups);
   head.lm_head.wafer = w;
-  head.embedding = head.tied
-                       ? head.lm_head
-                       : make_matrix(emb, strip.x0, y[1], strip.width, heights[1], head_reduction);
+  head.embedding = head.tied ? head.lm_head
+                             : make_matrix(emb, strip.x0, y[1], strip.width, heights[1],
+                                           head_reduction, head_groups);
   head.embedding.wafer = w;
   if (!head.tied) head.embedding.name = "embedding";
   if (pos_rows > 0) {
     const std::size_t i = heights.size() - 1;
-    head.position_embedding =
-        make_matrix(pos, strip.x0, y[i], strip.width, heights[i], req_.reduction);
+    head.position_embedding = make_matrix(pos, strip.x0, y[i], strip.width, heights[i],
+                                          req_.reduction, req_.reduction_groups);
     head.position_embedding.wafer = w;
   }
   return head;

@@ -87,6 +87,12 @@ class StagePlanner {
                             const std::vector<int>& y, const std::vector<int>& heights,
                             int per_column, bool upward) const;
   MatrixOverride override_of(std::optional<MatrixKind> kind) const;
+  // K-tree groups for a kind: its override's reduction_groups, else the
+  // scenario's (0: the default per line).
+  int groups_of(std::optional<MatrixKind> kind) const {
+    const int own = override_of(kind).reduction_groups;
+    return own > 0 ? own : req_.reduction_groups;
+  }
   // Where a layer's shapes are (shapes_): qkv, o, then the MLP's or the
   // experts' (the stacking order of a top-down layer).
   static constexpr std::size_t kQkv = 0, kO = 1, kFirstMlp = 2;

@@ -163,7 +163,10 @@ Program lower(const models::ModelConfig& model, const Placement& pl) {
     // residual's line (the region's west column) as its matrices reduce.
     auto layer_norm = [&](Slot a, Slot out, Phase::Gamma g, std::string label) {
       Phase p = norm(a, out, g, std::move(label));
-      if (st.whole_region) p.statistic = st.o.reduction;
+      if (st.whole_region) {
+        p.statistic = st.o.reduction;
+        p.statistic_groups = st.o.reduction_groups;
+      }
       return p;
     };
     ph.push_back(layer_norm(Slot::x, Slot::normed, Phase::Gamma::attn_norm, L + " attn"));

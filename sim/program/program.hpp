@@ -87,6 +87,7 @@ struct Phase {
   // rmsnorm, layernorm: how the per-root statistics are reduced along the
   // line (a chain, or the whole-region layer's scheme).
   fabric::ReductionScheme statistic = fabric::ReductionScheme::chain;
+  int statistic_groups = 0;  // k-tree groups of `statistic`
 };
 
 // A pipeline stage: a group of phases that runs on its own cores, taking one

@@ -1,6 +1,7 @@
 #include "sim/studies/bench_ops.hpp"
 
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/exec/executor.hpp"
 #include "sim/placement/layout.hpp"
+#include "sim/placement/route_budget.hpp"
 #include "sim/placement/stage_planner.hpp"
 #include "sim/program/program.hpp"
 
@@ -62,6 +64,7 @@ std::vector<Step> gemv_steps(const BenchOpOptions& o, const fabric::WaferSpec& s
   m.in_features = o.in;
   m.transposed = o.transposed;
   m.reduction = o.reduction;
+  m.reduction_groups = o.reduction_groups;
   // At most one core per output row and input column.
   const int out_cores = std::min(o.transposed ? o.width : o.height, o.out);
   const int in_cores = std::min(o.transposed ? o.height : o.width, o.in);
@@ -78,14 +81,19 @@ std::vector<Step> allreduce_steps(const BenchOpOptions& o, const fabric::WaferSp
   const std::vector<Timed> ready(static_cast<std::size_t>(o.width));
   std::vector<Timed> arrivals;
   const fabric::Line line{Coord{0, 0}, fabric::Direction::east, o.width};
-  const Timed reduced =
-      fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line, Bytes{o.bytes}, ready);
+  const Timed reduced = fabric::reduce_line(fab.mesh(), fab.flow(), o.reduction, line,
+                                            Bytes{o.bytes}, ready, o.reduction_groups);
   fabric::Fabric again(spec);
   fabric::all_reduce_line(again.mesh(), again.flow(), o.reduction, line, Bytes{o.bytes}, ready,
-                          arrivals);
+                          arrivals, o.reduction_groups);
   Timed all = arrivals.front();
   for (const Timed& t : arrivals) all = later(all, t);
-  return {{"reduce to the first core", reduced}, {"all-reduce (reduce + multicast back)", all}};
+  return {{"reduce to the first core", reduced},
+          {o.reduction == fabric::ReductionScheme::ring ? "all-reduce (reduce-scatter + all-gather)"
+           : o.reduction == fabric::ReductionScheme::k_tree
+               ? "all-reduce (into its root, multicast both ways)"
+               : "all-reduce (reduce + multicast back)",
+           all}};
 }
 
 // One whole-region layer of `model` on the region's corner.
@@ -94,6 +102,9 @@ Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
   PlacementRequest req;
   req.strategy = StrategyKind::whole_region;
   req.reduction = o.reduction;
+  req.reduction_groups = o.reduction_groups;
+  if (o.attention_reduction)
+    req.matrices[MatrixKind::attention] = MatrixOverride{0, 0, *o.attention_reduction};
   req.context_tokens = o.context + 1;
   req.weight_bits = o.bits;
   StagePlanner planner(model, spec, req);
@@ -161,6 +172,9 @@ int bench_op(const BenchOpOptions& o) {
   const fabric::WaferSpec spec = region_spec(o);
   std::vector<Step> steps;
   models::ModelConfig model;
+  // layer, attention: the colors the layer's routes need (what a run checks).
+  std::optional<RouteBudget> routes;
+  std::string routes_over;
   if (o.op == "gemv") {
     steps = gemv_steps(o, spec);
   } else if (o.op == "allreduce") {
@@ -171,6 +185,11 @@ int bench_op(const BenchOpOptions& o) {
       throw std::invalid_argument("bench op " + o.op + ": " + model.name +
                                   " is a mixture of experts; the whole-region layer is dense");
     steps = o.op == "layer" ? layer_steps(o, spec, model) : attention_steps(o, spec, model);
+    try {
+      routes = check_route_colors(region_layer(o, spec, model), spec);
+    } catch (const fabric::FitError& e) {
+      routes_over = e.what();
+    }
   } else {
     throw std::invalid_argument("bench op: unknown operation '" + o.op +
                                 "'; valid: gemv, allreduce, attention, layer");
@@ -182,6 +201,7 @@ int bench_op(const BenchOpOptions& o) {
                         {"hardware", spec.name},
                         {"region", {{"width", o.width}, {"height", o.height}}},
                         {"reduction", reduction_name(o.reduction)},
+                        {"reduction_groups", o.reduction_groups},
                         {"cycles", last.at.value},
                         {"breakdown", breakdown_json(last.path)}};
     nlohmann::json js = nlohmann::json::array();
@@ -193,11 +213,16 @@ int bench_op(const BenchOpOptions& o) {
       j["tokens_per_s_if_every_layer"] =
           clock / (static_cast<double>(last.at.value) * model.num_layers);
     }
+    if (routes) j["max_route_colors"] = routes->max_colors;
+    if (!routes_over.empty()) j["route_colors_over_budget"] = routes_over;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction\n", o.op,
-             spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction));
+  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction{}\n", o.op,
+             spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction),
+             o.reduction == fabric::ReductionScheme::k_tree && o.reduction_groups > 0
+                 ? fmt::format(" (K = {})", o.reduction_groups)
+                 : std::string());
   if (o.op == "layer" || o.op == "attention")
     fmt::print("  {} layer 0, one decode token at position {} (KV cache of {} positions)\n",
                model.name, o.context, o.context);
@@ -210,6 +235,11 @@ int bench_op(const BenchOpOptions& o) {
   }
   fmt::print("  total {} cycles ({:.2f} us): {}\n", last.at.value,
              static_cast<double>(last.at.value) / clock * 1e6, breakdown_text(last.path));
+  if (routes)
+    fmt::print("  routes: at most {} of the {} colors per router\n", routes->max_colors,
+               routes->available);
+  if (!routes_over.empty())
+    fmt::print("  routes do not fit the routers' colors (a run would fail): {}\n", routes_over);
   if (o.op == "layer")
     fmt::print("  x {} layers = {:.0f} tokens/s per user (layers alone: no head, no hand-over)\n",
                model.num_layers, clock / (static_cast<double>(last.at.value) * model.num_layers));

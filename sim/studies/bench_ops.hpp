@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string>
 
+#include <optional>
+
 #include "fabric/collectives.hpp"
 
 namespace wafersim::sim {
@@ -26,6 +28,9 @@ struct BenchOpOptions {
   int width = 420, height = 420;  // gemv, layer: the region (cores); allreduce: n = width
   bool transposed = false;        // gemv
   fabric::ReductionScheme reduction = fabric::ReductionScheme::two_level;
+  int reduction_groups = 0;  // k-tree: K (0: round(sqrt n) per line)
+  // layer, attention: attention's own scheme (its K: reduction_groups)
+  std::optional<fabric::ReductionScheme> attention_reduction;
   std::uint64_t bytes = 4;  // allreduce
   int context = 4096;       // layer: positions cached before the decoded token
   int bits = 16;            // weights and KV cache

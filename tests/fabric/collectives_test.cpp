@@ -31,15 +31,89 @@ TEST(ReductionOrder, TreeIsPairwiseByStride) {
 }
 
 TEST(ReductionOrder, EveryPartialIsAddedExactlyOnce) {
-  for (auto scheme : {ReductionScheme::chain, ReductionScheme::tree, ReductionScheme::two_level})
-    for (int n = 1; n < 40; ++n) {
-      std::vector<int> count(n, 1);
-      for (auto step : reduction_order(scheme, n)) {
-        count[step.into] += count[step.from];
-        count[step.from] = 0;
-      }
-      EXPECT_EQ(count[0], n);
-    }
+  for (auto scheme : {ReductionScheme::chain, ReductionScheme::tree, ReductionScheme::two_level,
+                      ReductionScheme::k_tree, ReductionScheme::ring})
+    for (int n = 1; n < 40; ++n)
+      for (int groups : {0, 1, 2, 3, 7, n})
+        for (int chunk : {0, 1, n - 1}) {
+          std::vector<int> count(n, 1);
+          for (auto step : reduction_order(scheme, n, groups, chunk)) {
+            ASSERT_GT(count[step.from], 0) << n;  // a partial sent on is not sent again
+            count[step.into] += count[step.from];
+            count[step.from] = 0;
+          }
+          EXPECT_EQ(count[reduction_root(scheme, n, groups, chunk)], n)
+              << static_cast<int>(scheme) << " n " << n << " K " << groups;
+        }
+}
+
+TEST(ReductionOrder, KTreeGroupsReduceToTheirCentresThenToTheMiddleGroupsCentre) {
+  // WaferLLM's run_sim.sh with P = 8, group_num = 2: groups of 4, group roots
+  // at 4 / 2 = 2 inside each ({0..3} -> 2, {4..7} -> 6), the line's root at
+  // (2 / 2) * 4 + 2 = 6. Per group: the near half's chain (1 <- 0), then the
+  // root adds the far half (2 <- 3) and the near half (2 <- 1); then the
+  // roots: 6 <- 2.
+  const auto s = reduction_order(ReductionScheme::k_tree, 8, 2);
+  const std::vector<std::pair<int, int>> expected = {{1, 0}, {2, 3}, {2, 1}, {5, 4},
+                                                     {6, 7}, {6, 5}, {6, 2}};
+  ASSERT_EQ(s.size(), expected.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].into, expected[i].first) << i;
+    EXPECT_EQ(s[i].from, expected[i].second) << i;
+  }
+  EXPECT_EQ(reduction_root(ReductionScheme::k_tree, 8, 2), 6);
+  // The default K is round(sqrt n): 20 on WaferLLM's 420-core lines, groups
+  // of 21, the root at 10 * 21 + 10 = 220.
+  EXPECT_EQ(k_tree_groups(420, 0), 20);
+  EXPECT_EQ(k_tree_root(420, 0), 220);
+  EXPECT_EQ(k_tree_groups(5, 9), 5);  // at most one group per core
+  // 12 cores, K = 3: groups {0..3} {4..7} {8..11}, roots 2, 6, 10; the
+  // line's root 6. Roots: 6 <- 10 (the far side first), then 6 <- 2.
+  const auto t = reduction_order(ReductionScheme::k_tree, 12, 3);
+  ASSERT_EQ(t.size(), 11u);
+  EXPECT_EQ(t[9].into, 6);
+  EXPECT_EQ(t[9].from, 10);
+  EXPECT_EQ(t[10].into, 6);
+  EXPECT_EQ(t[10].from, 2);
+}
+
+TEST(ReductionOrder, RingIsFoldedOnTheLineAndEachChunkStartsOnePositionOn) {
+  // 5 cores: ring 0 -> 2 -> 4 -> 3 -> 1 -> 0, every edge 1 or 2 links.
+  EXPECT_EQ(ring_sequence(5), (std::vector<int>{0, 2, 4, 3, 1}));
+  EXPECT_EQ(ring_sequence(4), (std::vector<int>{0, 2, 3, 1}));
+  // 4 cores (ring 0 2 3 1), chunk 0: position 1 (core 2) sends first, to
+  // core 3, which adds and sends to core 1, then core 1 to core 0, the root.
+  const auto c0 = reduction_order(ReductionScheme::ring, 4, 0, 0);
+  const std::vector<std::pair<int, int>> e0 = {{3, 2}, {1, 3}, {0, 1}};
+  ASSERT_EQ(c0.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(c0[i].into, e0[i].first) << i;
+    EXPECT_EQ(c0[i].from, e0[i].second) << i;
+  }
+  // Chunk 1 starts at core 3 and lands on core 2.
+  const auto c1 = reduction_order(ReductionScheme::ring, 4, 0, 1);
+  const std::vector<std::pair<int, int>> e1 = {{1, 3}, {0, 1}, {2, 0}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(c1[i].into, e1[i].first) << i;
+    EXPECT_EQ(c1[i].from, e1[i].second) << i;
+  }
+  EXPECT_EQ(reduction_root(ReductionScheme::ring, 4, 0, 1), 2);
+  EXPECT_EQ(ring_chunks(4, Bytes{16}), 4);
+  EXPECT_EQ(ring_chunks(420, Bytes{40}), 10);  // one wavelet each at least
+}
+
+TEST(CollectiveColors, PerSchemeAsTheRoutesNeedThem) {
+  EXPECT_EQ(collective_colors(ReductionScheme::chain, 8, 0, false), 2);
+  EXPECT_EQ(collective_colors(ReductionScheme::chain, 8, 0, true), 3);
+  EXPECT_EQ(collective_colors(ReductionScheme::tree, 8, 0, false), 3);
+  EXPECT_EQ(collective_colors(ReductionScheme::two_level, 16, 0, true), 5);
+  // WaferLLM's MeshGEMV layout: colors 5-8 (both directions of the groups'
+  // chains), 13-16 (the roots'), 9-10 (the broadcast both ways).
+  EXPECT_EQ(collective_colors(ReductionScheme::k_tree, 420, 20, true), 10);
+  EXPECT_EQ(collective_colors(ReductionScheme::k_tree, 420, 1, true), 6);
+  EXPECT_EQ(collective_colors(ReductionScheme::k_tree, 420, 20, false), 9);
+  EXPECT_EQ(collective_colors(ReductionScheme::ring, 420, 0, true), 4);
+  EXPECT_EQ(collective_colors(ReductionScheme::ring, 1, 0, true), 0);
 }
 
 class Collectives : public ::testing::Test {
@@ -120,6 +194,50 @@ TEST_F(Collectives, TwoLevelBetweenTreeAndChainForShortMessages) {
   EXPECT_EQ(t.at.value, 31u);
 }
 
+TEST_F(Collectives, KTreeReductionOfReadyPartials) {
+  // 16 cores, 4 B (1 cycle), K = 4: groups {0..3} {4..7} {8..11} {12..15},
+  // roots 2, 6, 10, 14, the line's root 10. Per group (1 hop + 2 per add):
+  // the far half 1 hop: 1 + 1 = 2, add -> 4; the near half 2 hops: links at 0
+  // and 3, tail 3 + 1 + 1 = 5, add -> 7: every root at 7 (the groups' links
+  // are disjoint: near halves go east, far halves west).
+  // Roots, streaming (each adds a wavelet 2 cycles after it arrives and
+  // forwards it): 14 -> 10 over 4 links from 7: tail 7 + 4 + 1 = 12, add ->
+  // 14; 2 -> 6 from 7: the wavelet reaches 6 at 11, leaves at 13, reaches 10
+  // at 17, tail 18, add -> 20 (store and forward would give 21).
+  // Reduce into core 0: the sum moves 10 hops west: 20 + 10 + 1 = 31.
+  std::vector<Timed> ready(16);
+  const Line line{{0, 0}, Direction::east, 16};
+  const Timed t = reduce_line(mesh, flow, ReductionScheme::k_tree, line, Bytes{4}, ready, 4);
+  EXPECT_EQ(t.at.value, 31u);
+  // All-reduce: from the root 10 both ways: core i has it at 20 + |i - 10| + 1
+  // (two-level on this line: 31 into core 0, then 15 + 1 more to core 15).
+  FlowModel fresh{mesh, spec};
+  std::vector<Timed> arrivals;
+  all_reduce_line(mesh, fresh, ReductionScheme::k_tree, line, Bytes{4}, ready, arrivals, 4);
+  ASSERT_EQ(arrivals.size(), 16u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(arrivals[static_cast<std::size_t>(i)].at.value,
+              i == 10 ? 20u : 20u + static_cast<std::uint64_t>(std::abs(i - 10)) + 1u)
+        << i;
+}
+
+TEST_F(Collectives, RingAllReduceOfReadyPartials) {
+  // 4 cores, 16 B: 4 chunks of 4 B (1 cycle); ring 0 -> 2 -> 3 -> 1 -> 0
+  // (edges of 2, 1, 2, 1 links, each link direction used by one edge).
+  // Reduce-scatter, chunk c from position c+1: every step is the edge's hops
+  // + 1 + the add 2. Step 0: 1-link edges 4, 2-link edges 5; step 1: the
+  // chunks that came over 2 links now take 1 and the others 2: all at 9;
+  // step 2: 13 (chunks 0, 2 on 1-link edges) and 14 (chunks 1, 3).
+  // All-gather (no adds): step 0 all at 16, step 1 at 18 or 19, step 2 at 21.
+  std::vector<Timed> ready(4), arrivals;
+  const Line line{{0, 1}, Direction::east, 4};
+  all_reduce_line(mesh, flow, ReductionScheme::ring, line, Bytes{16}, ready, arrivals);
+  ASSERT_EQ(arrivals.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(arrivals[i].at.value, 21u) << i;
+  FlowModel fresh{mesh, spec};
+  EXPECT_EQ(reduce_line(mesh, fresh, ReductionScheme::ring, line, Bytes{16}, ready).at.value, 21u);
+}
+
 TEST_F(Collectives, MulticastDownAColumn) {
   std::vector<Timed> arrivals;
   multicast_line(mesh, flow, Line{{3, 0}, Direction::south, 4}, Bytes{8}, Timed{}, arrivals);
@@ -151,7 +269,8 @@ TEST_F(Collectives, MulticastToARectangle) {
   for (int j = 0; j < 3; ++j)
     for (int i = 0; i < 5; ++i) {
       const Timed& a = arrivals[static_cast<std::size_t>(j * 5 + i)];
-      const std::uint64_t expected = i + j == 0 ? 10u : 10u + static_cast<std::uint64_t>(i + j) + 2u;
+      const std::uint64_t expected =
+          i + j == 0 ? 10u : 10u + static_cast<std::uint64_t>(i + j) + 2u;
       EXPECT_EQ(a.at.value, expected) << i << "," << j;
       EXPECT_EQ(a.path.total().value, a.at.value - 10u) << i << "," << j;
       if (i + j > 0) {

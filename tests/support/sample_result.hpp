@@ -37,6 +37,7 @@ inline RunResult sample_result(bool functional) {
   r.dead_cores = 3;
   r.repaired_links = 4;
   r.repair_extra_hops = 5;
+  r.max_route_colors = 11;
   r.sram_bytes_used = Bytes{1000 + 2000 + 3000 + 4000};
   r.sram_bytes_capacity = Bytes{12 * 48 * 1024};
   r.parameter_count = 1'234'567;

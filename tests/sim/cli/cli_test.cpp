@@ -492,6 +492,24 @@ TEST(Cli, ValidateSummarisesAGoodScenario) {
   EXPECT_NE(o.out.find("ok: tiny-llama on small"), std::string::npos) << o.out;
 }
 
+TEST(Cli, ValidateSaysWhenARouterNeedsMoreColorsThanItHas) {
+  const fs::path d = scratch_dir("colors");
+  const fs::path scenario = d / "colors.yaml";
+  std::ofstream(scenario) << "name: colors\nhardware: small\nmodel: tiny-llama\n"
+                             "placement: {strategy: whole-region, reduction: k-tree}\n"
+                             "workload: {prompt_tokens: 4, generate_tokens: 4}\n";
+  const Outcome o = wafersim("validate " + scenario.string());
+  EXPECT_EQ(o.code, 1);
+  for (const char* part :
+       {"needs 30 colors", "has 24 (virtual_channels)", "k-tree", "reduction_groups"})
+    EXPECT_NE(o.err.find(part), std::string::npos) << part << "\n" << o.err;
+  // What validate says of a scenario that fits.
+  const Outcome good = wafersim("validate " + src("scenarios/quickstart.yaml"));
+  EXPECT_NE(good.out.find("routes: at most 5 of the 24 colors per router"), std::string::npos)
+      << good.out;
+  fs::remove_all(d);
+}
+
 TEST(Cli, ListShowsThePresets) {
   const Outcome o = wafersim("list");
   EXPECT_EQ(o.code, 0) << o.err;

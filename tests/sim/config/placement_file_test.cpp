@@ -229,6 +229,7 @@ struct RoundTripCase {
   const char* strategy;
   int wafers = 1;
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
+  int groups = 0;  // k-tree: reduction_groups, written as the matrices' K
 };
 
 void PrintTo(const RoundTripCase& c, std::ostream* os) {
@@ -248,6 +249,7 @@ TEST_P(PlacementFileRoundTrip, GivesTheSamePlacementSramAndText) {
   const fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
   PlacementRequest req = request(c.strategy);
   req.reduction = c.reduction;
+  req.reduction_groups = c.groups;
   std::vector<std::unique_ptr<fabric::Fabric>> a, b;
   std::vector<fabric::Fabric*> pa, pb;
   for (int w = 0; w < c.wafers; ++w) {
@@ -285,11 +287,15 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{"tiny-gpt2", "short-path", 1, fabric::ReductionScheme::two_level},
         RoundTripCase{"tiny-gpt2", "sram-balanced"},
         RoundTripCase{"tiny-gpt2", "anneal", 1, fabric::ReductionScheme::tree},
-        RoundTripCase{"tiny-gpt2", "layer-rectangles", 2}),
+        RoundTripCase{"tiny-gpt2", "layer-rectangles", 2},
+        RoundTripCase{"tiny-llama", "serpentine", 1, fabric::ReductionScheme::k_tree, 3},
+        RoundTripCase{"tiny-gpt2", "short-path", 1, fabric::ReductionScheme::k_tree},
+        RoundTripCase{"tiny-mixtral", "layer-rectangles", 1, fabric::ReductionScheme::ring}),
     [](const ::testing::TestParamInfo<RoundTripCase>& info) {
       std::string name = std::string(info.param.model) + "_" + info.param.strategy + "_" +
                          std::to_string(info.param.wafers) + "w_" +
-                         reduction_name(info.param.reduction);
+                         reduction_name(info.param.reduction) +
+                         (info.param.groups > 0 ? "_K" + std::to_string(info.param.groups) : "");
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });

@@ -689,8 +689,8 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.column(), 12);
   EXPECT_TRUE(
       contains(e.what(),
-               "expected a mapping with keys strategy, reduction, block_rows, layer_groups, seed, "
-               "anneal, halo, file, reserve, matrices, got a list"))
+               "expected a mapping with keys strategy, reduction, reduction_groups, block_rows, "
+               "layer_groups, seed, anneal, halo, file, reserve, matrices, got a list"))
       << e.what();
 }
 
@@ -778,6 +778,53 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(t.placement.matrices.at(MatrixKind::gate_up).columns, 3);
   EXPECT_EQ(t.placement.matrices.at(MatrixKind::gate_up).reduction, ReductionScheme::tree);
   EXPECT_EQ(t.placement.matrices.at(MatrixKind::attention).reduction, ReductionScheme::two_level);
+}
+
+TEST_F(ScenarioFiles, KTreeAndRingAreReadWithTheirGroups) {
+  const fs::path f = scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  reduction: k-tree
+  reduction_groups: 3
+  matrices: {gate_up: {reduction: ring}, o: {reduction_groups: 2}, attention: {reduction: k-tree, reduction_groups: 1}}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)");
+  const Scenario s = load_scenario(f, kPresets);
+  EXPECT_EQ(s.placement.reduction, ReductionScheme::k_tree);
+  EXPECT_EQ(s.placement.reduction_groups, 3);
+  // The resolved scenario reads back to the same options.
+  const Scenario t = load_scenario(scenario(s.resolved_yaml, "t.yaml"), kPresets);
+  EXPECT_EQ(t.placement.reduction, ReductionScheme::k_tree);
+  EXPECT_EQ(t.placement.reduction_groups, 3);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::gate_up).reduction, ReductionScheme::ring);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::o).reduction_groups, 2);
+  EXPECT_EQ(t.placement.matrices.at(MatrixKind::attention).reduction_groups, 1);
+  // Groups are the K of a k-tree, and nothing else's.
+  const ScenarioError chain_groups = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {reduction: chain, reduction_groups: 4}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_TRUE(contains(chain_groups.what(), "reduction_groups given but the reduction is 'chain'"))
+      << chain_groups.what();
+  const ScenarioError ring_groups = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {reduction: k-tree, matrices: {down: {reduction: ring, reduction_groups: 4}}}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(ring_groups.key_path(), "placement.matrices.down.reduction_groups");
+  // An unknown name lists the valid ones.
+  const ScenarioError unknown = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {reduction: ktree}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_TRUE(contains(unknown.what(), "k-tree")) << unknown.what();
+  EXPECT_TRUE(contains(unknown.what(), "ring")) << unknown.what();
 }
 
 TEST_F(ScenarioFiles, ImpossibleModelFromAnOverride) {
@@ -880,12 +927,13 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   const ScenarioError reduction = load_error(scenario(R"(name: x
 hardware: small
 model: tiny-llama
-placement: {reduction: ring}
+placement: {reduction: butterfly}
 workload: {prompt_tokens: 4, generate_tokens: 4}
 )",
                                                       "r.yaml"));
   EXPECT_EQ(reduction.key_path(), "placement.reduction");
-  EXPECT_TRUE(contains(reduction.what(), "valid: chain, tree")) << reduction.what();
+  EXPECT_TRUE(contains(reduction.what(), "valid: chain, tree, two-level, k-tree, ring"))
+      << reduction.what();
 }
 
 TEST_F(ScenarioFiles, PromptGivenTwiceOrNotAtAll) {

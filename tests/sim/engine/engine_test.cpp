@@ -122,6 +122,20 @@ const FunctionalCase kFunctionalCases[] = {
        return sc;
      }},
     {"TwoLevel", [] { return quickstart(42, fabric::ReductionScheme::two_level); }},
+    // WaferLLM's k-tree (default K, and K = 3) and the folded ring: sums
+    // added in their orders (the ring's chunk by chunk), roots at the
+    // k-tree's centre.
+    {"KTree", [] { return quickstart(42, fabric::ReductionScheme::k_tree); }},
+    {"KTreeThreeGroups",
+     [] {
+       Scenario sc = quickstart(7, fabric::ReductionScheme::k_tree);
+       sc.placement.reduction_groups = 3;
+       return sc;
+     }},
+    {"Ring", [] { return quickstart(42, fabric::ReductionScheme::ring); }},
+    {"RingTwoUsers", [] { return with_users(quickstart(9, fabric::ReductionScheme::ring), 2, 6); }},
+    {"KTreeGpt2",
+     [] { return with_reduction(with_model("tiny-gpt2", 9), fabric::ReductionScheme::k_tree); }},
     {"ShortPath", [] { return with_strategy("short-path", 5); }},
     {"SramBalanced", [] { return with_strategy("sram-balanced", 6); }},
     {"Anneal", [] { return with_strategy("anneal", 8); }},
@@ -144,6 +158,19 @@ const FunctionalCase kFunctionalCases[] = {
      [] { return whole_region(quickstart(5), 2, fabric::ReductionScheme::chain); }},
     {"WholeRegionLayerPerGroupTree",
      [] { return whole_region(quickstart(6), 4, fabric::ReductionScheme::tree); }},
+    // The k-tree on the matrices and norms, one group per line (its root at
+    // the line's centre), attention chaining: what fits the small wafer's 24
+    // colors (Colors.AKTreeEverywhereInOneRegion... below).
+    {"WholeRegionKTree",
+     [] {
+       Scenario sc = whole_region(quickstart(14), 1, fabric::ReductionScheme::k_tree);
+       sc.placement.reduction_groups = 1;
+       sc.placement.matrices[MatrixKind::attention] =
+           MatrixOverride{0, 0, fabric::ReductionScheme::chain};
+       return sc;
+     }},
+    {"WholeRegionRing",
+     [] { return whole_region(quickstart(15), 2, fabric::ReductionScheme::ring); }},
     {"WholeRegionTwoUsersPrefillBlocks",
      [] {
        Scenario sc = whole_region(with_users(quickstart(10), 2, 6), 1);
@@ -506,6 +533,37 @@ TEST(Speculative, Gpt2VerifiesWithPositionRows) {
   Scenario sc = with_model("tiny-gpt2", 9);
   sc.workload.generate_tokens = 7;
   run_speculative(sc, 1, 3, 0.5);
+}
+
+// Colors: a whole-region layer with the k-tree on every matrix, the norms
+// and attention has, at router (12, 0) of the small wafer, the routes of
+// qkv's (32 cores down the column), o's (28 along the row) and attention's
+// (14 along the row) k-trees, 8 colors each, and 6 broadcasts: 30 of 24. The
+// placement fails before anything runs, saying where and why. With one
+// group per line (4 colors each) and attention chaining, the most any router
+// needs is 18 (at the west column: qkv's and the norms' k-tree 4, o's 4,
+// attention's two chains 2 + 2, and six broadcasts).
+TEST(Colors, AKTreeEverywhereInOneRegionNeedsMoreColorsThanARouterHas) {
+  const Scenario sc = whole_region(quickstart(3), 1, fabric::ReductionScheme::k_tree);
+  try {
+    (void)place_system(sc);
+    ADD_FAILURE() << "no FitError";
+  } catch (const fabric::FitError& e) {
+    const std::string what = e.what();
+    for (const char* part : {"router (12, 0) needs 30 colors", "small has 24 (virtual_channels)",
+                             "layer 0 qkv: k-tree (K = 6) over 32 cores 8",
+                             "layer 0 o: k-tree (K = 5) over 28 cores 8", "reduction_groups"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << "\n" << what;
+  }
+  // With attention chaining and the rest a k-tree, the most any router
+  // needs fits, and the run's results say how many.
+  Scenario ok = sc;
+  ok.placement.reduction_groups = 1;
+  ok.placement.matrices[MatrixKind::attention] =
+      MatrixOverride{0, 0, fabric::ReductionScheme::chain};
+  const std::unique_ptr<PlacedSystem> sys = place_system(ok);
+  EXPECT_EQ(sys->routes.max_colors, 18);
+  EXPECT_EQ(sys->routes.available, 24);
 }
 
 TEST(Speculative, ADraftThatDoesNotFitSaysItIsTheDraft) {

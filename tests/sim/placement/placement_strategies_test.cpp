@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "fabric/collectives.hpp"
 #include "fabric/defects.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/placement_cost.hpp"
@@ -198,6 +199,16 @@ TEST(PlacementCost, GemvHopBytesByHand) {
   // Two-level over 4 (groups of 2): 1->0, 3->2, then root 2->0: 4 hops as well.
   m.reduction = fabric::ReductionScheme::two_level;
   EXPECT_DOUBLE_EQ(gemv_hop_bytes(m), 64.0 + 96.0);
+  // K-tree over 4, K = 2: groups {0,1} {2,3} into their centres 1 and 3
+  // (1 hop each), root 1 -> 3 over a pass-through route (2 hops), then the
+  // sum moved from 3 to the row's root 0 (3 hops): 7 hops x 24 B.
+  m.reduction = fabric::ReductionScheme::k_tree;
+  m.reduction_groups = 2;
+  EXPECT_DOUBLE_EQ(gemv_hop_bytes(m), 64.0 + 7 * 24.0);
+  // Ring over 4: each byte over 2 x 2 (4 - 1) (4 - 1) / 4 = 9 links.
+  m.reduction = fabric::ReductionScheme::ring;
+  m.reduction_groups = 0;
+  EXPECT_DOUBLE_EQ(gemv_hop_bytes(m), 64.0 + 9 * 24.0);
 }
 
 TEST(PlacementCost, MoveHopBytesByHand) {
@@ -233,6 +244,25 @@ TEST(PlacementLatency, GemvLatencyByHand) {
   // Two-level (groups of 2 < 4): two levels as well.
   m.reduction = fabric::ReductionScheme::two_level;
   EXPECT_DOUBLE_EQ(gemv_latency_cycles(lm, m), 28.0);
+  // K-tree, K = 2 (groups {0,1} {2,3}, centres 1 and 3, root 3): the half
+  // groups 1 x (1 + 2) + 2 = 5; root 1 -> 3: 2 hops + 2 + 2 = 6; the move
+  // 3 -> 0: 3 + 2 = 5: 16, what reduce_line times on an idle fabric.
+  m.reduction = fabric::ReductionScheme::k_tree;
+  m.reduction_groups = 2;
+  EXPECT_DOUBLE_EQ(gemv_latency_cycles(lm, m), 4.0 + 11.0 + 16.0);
+  fabric::Mesh mesh(spec.mesh_width, spec.mesh_height);
+  fabric::FlowModel flow(mesh, spec);
+  const std::vector<Timed> ready(4);
+  EXPECT_EQ(
+      fabric::reduce_line(mesh, flow, fabric::ReductionScheme::k_tree,
+                          fabric::Line{{0, 0}, fabric::Direction::east, 4}, Bytes{8}, ready, 2)
+          .at.value,
+      16u);
+  // Ring: 2 chunks of 4 B (1 cycle), edges of 1.5 links on average: 3 x
+  // (1.5 + 1 + 2) + 3 x (1.5 + 1) = 21.
+  m.reduction = fabric::ReductionScheme::ring;
+  m.reduction_groups = 0;
+  EXPECT_DOUBLE_EQ(gemv_latency_cycles(lm, m), 4.0 + 11.0 + 21.0);
 }
 
 TEST(PlacementLatency, AttentionLatencyByHand) {
