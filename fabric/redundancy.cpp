@@ -28,8 +28,9 @@ int groups(const Redundancy& r, int logical_width) {
 }  // namespace
 
 DefectMap physical_defects(const WaferSpec& spec) {
-  return DefectMap(spec.physical_width(), spec.mesh_height, spec.defect_rate, spec.defect_seed,
-                   spec.defect_cores, spec.defect_clustering, spec.defect_cluster_size);
+  return DefectMap(spec.physical_width(), spec.mesh_height, spec.defect_probability(),
+                   spec.defect_seed, spec.listed_defects(), spec.defect_clustering,
+                   spec.defect_cluster_size);
 }
 
 std::string RepairFailure::describe() const {

@@ -35,8 +35,8 @@
 namespace wafersim::fabric {
 
 // The defects `spec` draws on its physical array (physical_width() x
-// mesh_height, coordinates of that array): spec.defect_cores plus each core
-// dead with probability spec.defect_rate from spec.defect_seed.
+// mesh_height, coordinates of that array): spec.listed_defects() plus each
+// core dead with probability spec.defect_probability() from spec.defect_seed.
 DefectMap physical_defects(const WaferSpec& spec);
 
 // A row segment whose dead cores outnumber its spares.

@@ -64,4 +64,43 @@ outputs: {functional: false}
   std::filesystem::remove_all(d);
 }
 
+TEST(YieldCli, DensitiesPerMm2BesideRates) {
+  const auto d = wafersim::test_support::cli_scratch_dir("yield_densities");
+  const auto scenario = d / "wse3.yaml";
+  std::ofstream(scenario) << R"(name: wse3-density
+hardware: wse3
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+outputs: {functional: false}
+)";
+  // wse3's core.area is 0.05 mm^2: 0.001 per mm^2 is the rate 5e-5.
+  const auto o = wafersim::test_support::run_wafersim(
+      "yield " + scenario.string() + " --rates 5e-5 --densities 0.001 --wafers 20 --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const Json j = Json::parse(o.out);
+  EXPECT_EQ(j.at("core_area_mm2").get<double>(), 0.05);
+  const Json& by_rate = j.at("points")[0];
+  const Json& by_density = j.at("points")[1];
+  EXPECT_TRUE(by_rate.at("density_per_mm2").is_null());
+  EXPECT_EQ(by_density.at("density_per_mm2").get<double>(), 0.001);
+  EXPECT_DOUBLE_EQ(by_density.at("rate").get<double>(), 5e-5);
+  EXPECT_EQ(by_density.at("repaired"), by_rate.at("repaired"));
+  EXPECT_EQ(by_density.at("mean_dead_cores"), by_rate.at("mean_dead_cores"));
+  // The table has a density column.
+  const auto t = wafersim::test_support::run_wafersim("yield " + scenario.string() +
+                                                      " --densities 0.001 --wafers 5");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("defects/mm2"), std::string::npos) << t.out;
+  // Neither option, or a density on hardware without a core area: a clear error.
+  const auto none =
+      wafersim::test_support::run_wafersim("yield " + scenario.string() + " --wafers 5");
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.err.find("--densities"), std::string::npos) << none.err;
+  const auto no_area = wafersim::test_support::run_wafersim(
+      "yield " + scenario.string() + " --densities 0.001 --wafers 5 --set hardware=small");
+  EXPECT_NE(no_area.code, 0);
+  EXPECT_NE(no_area.err.find("core area"), std::string::npos) << no_area.err;
+  std::filesystem::remove_all(d);
+}
+
 }  // namespace
