@@ -77,6 +77,9 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
     ro.presets = presets_flag(root);
     ro.runs = o.runs;
     ro.jobs = threads;
+    // No spares: the what-if of a placement that avoids dead cores itself.
+    ro.every_wafer = !hw.redundancy.enabled();
+    ro.first_seed = hw.defect_seed;
     try {
       cost = repair_cost(points, ro);
     } catch (const std::runtime_error& e) {
@@ -100,6 +103,8 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
     if (cost) {
       j["defect_free_tokens_per_s_per_user"] = cost->defect_free_tokens_per_s_per_user;
       j["runs_wall_s"] = runs_wall_s;
+      // Which wafers ran: repaired ones, or (no spares) the first drawn.
+      j["runs_on"] = hw.redundancy.enabled() ? "repaired" : "drawn";
     }
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < points.size(); ++i) {
@@ -185,11 +190,25 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
                                hw.defect_clustering, hw.defect_cluster_size, hw.defect_cluster_size,
                                hw.redundancy.enabled() ? ": none with spares" : "")
                  : std::string(" for independent defects"));
-  if (cost)
+  if (cost && hw.redundancy.enabled())
     fmt::print(
         "(runs: the first {} repaired wafers of each rate simulated, timing only, in "
         "{:.1f} s; with no drawn defect {:.1f} tokens/s per user)\n",
         o.runs, runs_wall_s, cost->defect_free_tokens_per_s_per_user);
+  if (cost && !hw.redundancy.enabled()) {
+    fmt::print(
+        "(no spares: runs are the first {} wafers drawn at each rate, each placed around its "
+        "own dead cores, timing only, in {:.1f} s; with no drawn defect {:.1f} tokens/s per "
+        "user)\n",
+        o.runs, runs_wall_s, cost->defect_free_tokens_per_s_per_user);
+    for (const RepairedRuns& r : cost->rates)
+      for (const RepairedRun& run : r.runs)
+        if (run.exit_code != 0) {
+          fmt::print("(rate {:g}: first wafer that did not place, seed {}: {})\n", r.rate,
+                     run.seed, run.error);
+          break;
+        }
+  }
   return kExitSuccess;
 }
 

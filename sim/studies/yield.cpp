@@ -95,7 +95,12 @@ RepairCost repair_cost(const std::vector<YieldPoint>& points, const RepairedRunO
   std::vector<std::vector<std::string>> argvs{run_arguments(o, 0.0, 0.0, 0)};
   std::vector<std::pair<std::size_t, std::uint64_t>> owner;  // (rate, seed) of each run
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& seeds = points[i].repaired_seeds;
+    std::vector<std::uint64_t> seeds = points[i].repaired_seeds;
+    if (o.every_wafer) {
+      seeds.clear();
+      for (int w = 0; w < std::min(o.runs, points[i].wafers); ++w)
+        seeds.push_back(o.first_seed + static_cast<std::uint64_t>(w));
+    }
     for (std::size_t k = 0; k < seeds.size() && static_cast<int>(k) < o.runs; ++k) {
       argvs.push_back(run_arguments(o, points[i].rate, points[i].density_per_mm2, seeds[k]));
       owner.emplace_back(i, seeds[k]);

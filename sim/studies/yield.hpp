@@ -55,7 +55,7 @@ struct RepairedRun {
 struct RepairedRuns {
   double rate = 0.0;
   double density_per_mm2 = 0.0;
-  std::vector<RepairedRun> runs;  // the first `runs` repaired wafers of the rate
+  std::vector<RepairedRun> runs;  // the first `runs` repaired (every_wafer: drawn) wafers
   // Over the runs that succeeded: tokens/s per user (nullopt: none ran).
   std::optional<double> min, median, max, mean;
 };
@@ -65,8 +65,16 @@ struct RepairedRunOptions {
   std::string presets;  // --presets as given, "" for the default
   int runs = 0;         // wafers run per rate
   int jobs = 1;         // runs at once
+  // Without spares no wafer with a dead core repairs, so the repaired ones
+  // are the defect-free ones: the runs are then the first `runs` wafers
+  // drawn (seeds first_seed, first_seed + 1, ...), each placed around its own
+  // dead cores by the scenario's strategy; a wafer it cannot place is a
+  // failed run (its FitError in RepairedRun::error).
+  bool every_wafer = false;
+  std::uint64_t first_seed = 0;
 };
-// The defect-free run, then each rate's first `runs` repaired wafers.
+// The defect-free run, then each rate's first `runs` repaired wafers (or,
+// with every_wafer, its first `runs` wafers).
 // Throws std::runtime_error when the defect-free run fails (its error).
 struct RepairCost {
   double defect_free_tokens_per_s_per_user = 0.0;

@@ -64,6 +64,42 @@ outputs: {functional: false}
   std::filesystem::remove_all(d);
 }
 
+// The what-if without spares: no wafer with a dead core repairs, so --runs
+// runs the first wafers drawn, each placed around its own dead cores.
+TEST(YieldCli, WithoutSparesRunsTheFirstWafersDrawnPlacedAroundTheirDeadCores) {
+  const auto d = wafersim::test_support::cli_scratch_dir("yield_no_spares");
+  const auto scenario = d / "no-spares.yaml";
+  std::ofstream(scenario) << R"(name: no-spares
+hardware: small
+model: tiny-llama
+precision: bf16
+placement: {strategy: layer-rectangles, reduction: tree}
+workload: {prompt_tokens: 4, generate_tokens: 4, seed: 1}
+outputs: {functional: false}
+)";
+  const auto o = wafersim::test_support::run_wafersim(
+      "yield " + scenario.string() + " --rates 0.003 --wafers 10 --runs 3 --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const Json j = Json::parse(o.out);
+  EXPECT_EQ(j.at("runs_on"), "drawn");
+  const Json& p = j.at("points")[0];
+  ASSERT_EQ(p.at("runs").size(), 3u);
+  std::set<std::uint64_t> seeds;
+  int placed = 0;
+  for (const Json& r : p.at("runs")) {
+    seeds.insert(r.at("seed").get<std::uint64_t>());
+    if (r.at("exit_code") == 0) {
+      ++placed;
+      EXPECT_GT(r.at("dead_cores").get<int>(), 0) << r.dump();  // ~3 on 1,024 cores
+    } else {
+      EXPECT_FALSE(r.at("error").get<std::string>().empty()) << r.dump();
+    }
+  }
+  EXPECT_EQ(seeds, (std::set<std::uint64_t>{0, 1, 2}));
+  EXPECT_GT(placed, 0) << o.out;  // a tiny model finds clear rows around ~3 dead cores
+  std::filesystem::remove_all(d);
+}
+
 TEST(YieldCli, DensitiesPerMm2BesideRates) {
   const auto d = wafersim::test_support::cli_scratch_dir("yield_densities");
   const auto scenario = d / "wse3.yaml";
