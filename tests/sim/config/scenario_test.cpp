@@ -655,7 +655,7 @@ TEST(ScenarioErrors, UnknownKeyWithDidYouMean) {
             file.string() +
                 ":6:5: error: hardware.core.sram_size: unknown key 'sram_size'; valid keys here: "
                 "clock, sram, simd_lanes_16bit, simd_lanes_32bit, sram_read_bandwidth, "
-                "task_overhead\n  did you mean 'sram'?");
+                "task_overhead, area\n  did you mean 'sram'?");
 }
 
 TEST(ScenarioErrors, WrongType) {
