@@ -489,7 +489,8 @@ void FlowModel::set_link_borrowed(std::vector<std::uint32_t> first, std::vector<
   if (!first.empty() && (first.size() != mesh_.link_count() + 1 || first.back() != links.size()))
     throw std::invalid_argument("set_link_borrowed: link_count() + 1 offsets into the links");
   if (first.empty() != links.empty())
-    throw std::invalid_argument("set_link_borrowed: offsets without links or links without offsets");
+    throw std::invalid_argument(
+        "set_link_borrowed: offsets without links or links without offsets");
   borrow_first_ = std::move(first);
   borrow_links_ = std::move(links);
 }
@@ -734,9 +735,8 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     LinkState& link = links_[links[k].value];
     // Waiting for a gap the whole message fits in is contention (on the
     // links a detour borrows too).
-    const std::uint64_t start = borrow_first_.empty()
-                                    ? link.earliest_fit(at, ser, &wide_)
-                                    : fit_with_borrowed(links[k], at, ser);
+    const std::uint64_t start = borrow_first_.empty() ? link.earliest_fit(at, ser, &wide_)
+                                                      : fit_with_borrowed(links[k], at, ser);
     contention += start - at;
     at = start;
     link.reserve(at, ser, now_, &wide_);

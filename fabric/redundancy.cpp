@@ -1,9 +1,9 @@
 #include "fabric/redundancy.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <span>
 #include <stdexcept>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -197,8 +197,8 @@ Repair::BorrowedLinks Repair::borrowed_links(const Mesh& logical) const {
           if (step > 0) {
             const auto it = std::upper_bound(row.begin(), row.end(), q);
             if (it == row.begin() || it == row.end()) continue;  // nobody's
-            owner = logical.link(Coord{static_cast<int>(it - row.begin()) - 1, b.y},
-                                 Direction::east);
+            owner =
+                logical.link(Coord{static_cast<int>(it - row.begin()) - 1, b.y}, Direction::east);
           } else {
             const auto it = std::lower_bound(row.begin(), row.end(), q);
             if (it == row.begin() || it == row.end()) continue;

@@ -58,8 +58,7 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
                           ? o.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<YieldPoint> points =
-      wafer_yield(hw, o.rates, o.wafers, threads, o.densities);
+  const std::vector<YieldPoint> points = wafer_yield(hw, o.rates, o.wafers, threads, o.densities);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // What the repairs cost a token: the first --runs repaired wafers of each
@@ -109,15 +108,15 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < points.size(); ++i) {
       const YieldPoint& p = points[i];
-      nlohmann::ordered_json row = {{"rate", p.rate},
-                                    {"density_per_mm2", p.density_per_mm2 > 0.0
-                                                            ? nlohmann::ordered_json(p.density_per_mm2)
-                                                            : nlohmann::ordered_json()},
-                                    {"repaired", p.repaired},
-                                    {"yield", p.yield()},
-                                    {"expected_yield", p.expected_yield},
-                                    {"mean_dead_cores", p.mean_dead_cores},
-                                    {"mean_failed_segments", p.mean_failed_segments}};
+      nlohmann::ordered_json row = {
+          {"rate", p.rate},
+          {"density_per_mm2", p.density_per_mm2 > 0.0 ? nlohmann::ordered_json(p.density_per_mm2)
+                                                      : nlohmann::ordered_json()},
+          {"repaired", p.repaired},
+          {"yield", p.yield()},
+          {"expected_yield", p.expected_yield},
+          {"mean_dead_cores", p.mean_dead_cores},
+          {"mean_failed_segments", p.mean_failed_segments}};
       if (cost) {
         const RepairedRuns& r = cost->rates[i];
         auto opt = [](const std::optional<double>& v) {
@@ -158,8 +157,8 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
              o.wafers, hw.defect_seed);
   const bool densities = !o.densities.empty();
   fmt::print("{}{:>10}  {:>9}  {:>7}  {:>9}  {:>10}  {:>15}{}\n",
-             densities ? fmt::format("{:>12}  ", "defects/mm2") : std::string(), "rate",
-             "repaired", "yield", "expected", "dead/wafer", "failed segments",
+             densities ? fmt::format("{:>12}  ", "defects/mm2") : std::string(), "rate", "repaired",
+             "yield", "expected", "dead/wafer", "failed segments",
              cost ? "  runs   tok/s/user median [min, max]   vs no defect" : "");
   for (std::size_t i = 0; i < points.size(); ++i) {
     const YieldPoint& p = points[i];
@@ -176,10 +175,10 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
     const std::string expected = std::isnan(p.expected_yield)
                                      ? std::string("-")
                                      : fmt::format("{:.1f}%", 100.0 * p.expected_yield);
-    const std::string density =
-        !densities ? std::string()
-        : p.density_per_mm2 > 0.0 ? fmt::format("{:>12g}  ", p.density_per_mm2)
-                                  : fmt::format("{:>12}  ", "-");
+    const std::string density = !densities ? std::string()
+                                : p.density_per_mm2 > 0.0
+                                    ? fmt::format("{:>12g}  ", p.density_per_mm2)
+                                    : fmt::format("{:>12}  ", "-");
     fmt::print("{}{:>10g}  {:>4}/{:<4}  {:>6.1f}%  {:>9}  {:>10.1f}  {:>15.2f}{}\n", density,
                p.rate, p.repaired, p.wafers, 100.0 * p.yield(), expected, p.mean_dead_cores,
                p.mean_failed_segments, speed);
@@ -204,8 +203,8 @@ int run_yield(const YieldOptions& o, const CLI::App& root) {
     for (const RepairedRuns& r : cost->rates)
       for (const RepairedRun& run : r.runs)
         if (run.exit_code != 0) {
-          fmt::print("(rate {:g}: first wafer that did not place, seed {}: {})\n", r.rate,
-                     run.seed, run.error);
+          fmt::print("(rate {:g}: first wafer that did not place, seed {}: {})\n", r.rate, run.seed,
+                     run.error);
           break;
         }
   }

@@ -67,11 +67,9 @@ void read_defect_file(const Value& v, WaferSpec& h) {
          fmt::format("{} is a folder or a device; expected a defect map file (x,y lines)",
                      p.string()));
   const bool spares = h.redundancy.enabled();
-  DefectMapFile f =
-      read_defect_map_file(p, h.mesh_width > 0 ? h.physical_width() : 0, h.mesh_height,
-                           spares ? "physical array (redundancy: coordinates are physical)"
-                                  : "mesh",
-                           v.path);
+  DefectMapFile f = read_defect_map_file(
+      p, h.mesh_width > 0 ? h.physical_width() : 0, h.mesh_height,
+      spares ? "physical array (redundancy: coordinates are physical)" : "mesh", v.path);
   h.defect_file = p.string();
   h.defect_file_sha256 = std::move(f.sha256);
   h.defect_file_cores = std::move(f.cores);

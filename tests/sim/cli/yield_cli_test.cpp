@@ -77,8 +77,8 @@ placement: {strategy: layer-rectangles, reduction: tree}
 workload: {prompt_tokens: 4, generate_tokens: 4, seed: 1}
 outputs: {functional: false}
 )";
-  const auto o = wafersim::test_support::run_wafersim(
-      "yield " + scenario.string() + " --rates 0.003 --wafers 10 --runs 3 --json");
+  const auto o = wafersim::test_support::run_wafersim("yield " + scenario.string() +
+                                                      " --rates 0.003 --wafers 10 --runs 3 --json");
   ASSERT_EQ(o.code, 0) << o.err;
   const Json j = Json::parse(o.out);
   EXPECT_EQ(j.at("runs_on"), "drawn");

@@ -451,8 +451,7 @@ model: tiny-llama
 workload: {prompt_tokens: 4, generate_tokens: 4}
 )"),
                                    kPresets);
-  EXPECT_EQ(a.hardware.defect_file_cores,
-            (std::vector<Coord>{{1, 0}, {5, 0}, {9, 1}, {0, 2}}));
+  EXPECT_EQ(a.hardware.defect_file_cores, (std::vector<Coord>{{1, 0}, {5, 0}, {9, 1}, {0, 2}}));
   EXPECT_EQ(a.hardware.defect_file_sha256.size(), 64u);
   const fabric::Repair r(a.hardware);
   EXPECT_EQ(r.dead_cores(), 5u);  // the file's four and the listed one: a union
@@ -470,8 +469,8 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   // Row 0: 3 + 4 moved; row 2: 4; row 5 ((20, 5): group 4's first): 4.
   EXPECT_EQ(r.displaced_cores(), 15u);
   const fabric::Mesh m(32, 32);
-  EXPECT_EQ(r.extra_hops(m, m.link({0, 0}, fabric::Direction::east)), 1);  // around 1
-  EXPECT_EQ(r.extra_hops(m, m.link({3, 0}, fabric::Direction::east)), 1);  // around 5
+  EXPECT_EQ(r.extra_hops(m, m.link({0, 0}, fabric::Direction::east)), 1);   // around 1
+  EXPECT_EQ(r.extra_hops(m, m.link({3, 0}, fabric::Direction::east)), 1);   // around 5
   EXPECT_EQ(r.extra_hops(m, m.link({4, 0}, fabric::Direction::south)), 1);  // 6 over 5
   EXPECT_EQ(r.extra_hops(m, m.link({0, 1}, fabric::Direction::south)), 1);  // 0 over 1
   // The resolved scenario names the file (absolute) and pins its content.
