@@ -49,7 +49,7 @@ double gamma_at_least_one(double a, std::uint64_t& state) {
 
 WaferSpec wafer_instance(const WaferSpec& spec, int wafer) {
   WaferSpec s = spec;
-  if (wafer > 0 && spec.redundancy.enabled() && spec.defect_rate > 0.0) {
+  if (wafer > 0 && spec.redundancy.enabled() && spec.defect_probability() > 0.0) {
     std::uint64_t state =
         spec.defect_seed ^ (0xd1b54a32d192ed03ull * static_cast<std::uint64_t>(wafer));
     s.defect_seed = splitmix64(state);
@@ -102,8 +102,8 @@ DefectMap::DefectMap(const WaferSpec& spec) : DefectMap(spec.mesh_width, spec.me
     check_repairable(spec.redundancy, spec.mesh_width, physical_defects(spec));
     return;
   }
-  *this = DefectMap(spec.mesh_width, spec.mesh_height, spec.defect_rate, spec.defect_seed,
-                    spec.defect_cores, spec.defect_clustering, spec.defect_cluster_size);
+  *this = DefectMap(spec.mesh_width, spec.mesh_height, spec.defect_probability(), spec.defect_seed,
+                    spec.listed_defects(), spec.defect_clustering, spec.defect_cluster_size);
 }
 
 void DefectMap::mark(Coord c) {

@@ -31,6 +31,9 @@ class Fabric {
       // links take their detours' extra cycles.
       repair_ = std::make_unique<Repair>(spec_);
       flow_.set_link_extra_cycles(repair_->link_extra_cycles(mesh_));
+      // ... and share the bandwidth of the links their detours borrow.
+      Repair::BorrowedLinks borrowed = repair_->borrowed_links(mesh_);
+      flow_.set_link_borrowed(std::move(borrowed.first), std::move(borrowed.links));
     }
   }
   Fabric(const Fabric&) = delete;

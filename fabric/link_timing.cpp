@@ -485,6 +485,36 @@ void FlowModel::set_link_extra_cycles(std::vector<std::uint16_t> extra) {
   link_extra_ = std::move(extra);
 }
 
+void FlowModel::set_link_borrowed(std::vector<std::uint32_t> first, std::vector<LinkId> links) {
+  if (!first.empty() && (first.size() != mesh_.link_count() + 1 || first.back() != links.size()))
+    throw std::invalid_argument("set_link_borrowed: link_count() + 1 offsets into the links");
+  if (first.empty() != links.empty())
+    throw std::invalid_argument(
+        "set_link_borrowed: offsets without links or links without offsets");
+  borrow_first_ = std::move(first);
+  borrow_links_ = std::move(links);
+}
+
+std::uint64_t FlowModel::pass_borrowed(LinkId l, WaveletRuns& runs) {
+  std::uint64_t end = 0;
+  WaveletRuns out;
+  for (const LinkId b : link_borrowed(l)) {
+    end = std::max(end, links_[b.value].pass(runs, 0, 0, &out, now_, &wide_));
+    runs.assign(out);
+  }
+  return end;
+}
+
+std::uint64_t FlowModel::fit_with_borrowed(LinkId l, std::uint64_t start, std::uint64_t ser) const {
+  const std::span<const LinkId> borrowed = link_borrowed(l);
+  for (;;) {
+    std::uint64_t s = links_[l.value].earliest_fit(start, ser, &wide_);
+    for (const LinkId b : borrowed) s = links_[b.value].earliest_fit(s, ser, &wide_);
+    if (s == start) return s;  // free on every one of them
+    start = s;
+  }
+}
+
 void FlowModel::use_record_pool(PagePool& pool) {
   pool_ = &pool;
   if (max_end_ == 0) {
@@ -703,11 +733,15 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
     }
     cross = hop + extra_of(links[k]);
     LinkState& link = links_[links[k].value];
-    // Waiting for a gap the whole message fits in is contention.
-    const std::uint64_t start = link.earliest_fit(at, ser, &wide_);
+    // Waiting for a gap the whole message fits in is contention (on the
+    // links a detour borrows too).
+    const std::uint64_t start = borrow_first_.empty() ? link.earliest_fit(at, ser, &wide_)
+                                                      : fit_with_borrowed(links[k], at, ser);
     contention += start - at;
     at = start;
     link.reserve(at, ser, now_, &wide_);
+    if (!borrow_first_.empty())
+      for (const LinkId b : link_borrowed(links[k])) links_[b.value].reserve(at, ser, now_, &wide_);
     max_end_ = std::max(max_end_, at + ser);
     count_bytes(links[k], bytes.value);
     if (arrivals) arrivals->push_back(tail());
@@ -821,6 +855,8 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
     count_bytes(links[k], bytes.value);
     max_end_ = std::max(
         max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_, &wide_));
+    // A detour's wavelets also take their cycles on the links it borrows.
+    if (!borrow_first_.empty()) max_end_ = std::max(max_end_, pass_borrowed(links[k], *next_on));
     std::swap(runs_on, next_on);
     if (passing)
       passing->emplace_back(), passing->back().assign(*runs_on), passing->back().shift(cross);

@@ -210,6 +210,19 @@ class FlowModel {
   Cycles link_extra(LinkId l) const {
     return Cycles{link_extra_.empty() ? 0u : link_extra_[l.value]};
   }
+  // The links whose physical links a repaired link's detour also uses
+  // (Repair::borrowed_links): link l borrows links[first[l] .. first[l+1]);
+  // both empty: none. A message crossing l takes the same cycles of each
+  // link l borrows as of l itself, in order (a wavelet that finds a
+  // borrowed link busy waits for it; a message crossing a borrowed link
+  // waits for the detours' reservations there): the detour and the links it
+  // borrows share their bandwidth. Byte counters stay per logical link.
+  void set_link_borrowed(std::vector<std::uint32_t> first, std::vector<LinkId> links);
+  std::span<const LinkId> link_borrowed(LinkId l) const {
+    if (borrow_first_.empty()) return {};
+    return std::span<const LinkId>(borrow_links_.data() + borrow_first_[l.value],
+                                   borrow_first_[l.value + 1] - borrow_first_[l.value]);
+  }
 
   // The memory of the link and ramp records (zeroed pages, see
   // fabric/zeroed_array.hpp), for a PagePrefaulter: those it holds now.
@@ -475,6 +488,16 @@ class FlowModel {
   // repaired links, so the hop loops read nothing more.
   std::vector<std::uint16_t> link_extra_;
   std::uint64_t extra_of(LinkId l) const { return link_extra_.empty() ? 0 : link_extra_[l.value]; }
+  // Borrowed links (set_link_borrowed); empty on a wafer whose detours borrow none.
+  std::vector<std::uint32_t> borrow_first_;
+  std::vector<LinkId> borrow_links_;
+  // Interleave: the wavelets `runs` (as they crossed link l) also take their
+  // cycles on each link l borrows, in order, and come out as the last of them
+  // passes them; returns the end of the last reservation (0 when l borrows none).
+  std::uint64_t pass_borrowed(LinkId l, WaveletRuns& runs);
+  // Exclusive: the earliest cycle >= start at which [s, s + ser) is free on
+  // link l and every link it borrows.
+  std::uint64_t fit_with_borrowed(LinkId l, std::uint64_t start, std::uint64_t ser) const;
   Bytes link_bytes_per_cycle_;
   Cycles reduce_hop_overhead_;
   LinkSharing sharing_ = LinkSharing::interleave;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -28,8 +30,9 @@ int groups(const Redundancy& r, int logical_width) {
 }  // namespace
 
 DefectMap physical_defects(const WaferSpec& spec) {
-  return DefectMap(spec.physical_width(), spec.mesh_height, spec.defect_rate, spec.defect_seed,
-                   spec.defect_cores, spec.defect_clustering, spec.defect_cluster_size);
+  return DefectMap(spec.physical_width(), spec.mesh_height, spec.defect_probability(),
+                   spec.defect_seed, spec.listed_defects(), spec.defect_clustering,
+                   spec.defect_cluster_size);
 }
 
 std::string RepairFailure::describe() const {
@@ -149,6 +152,72 @@ std::vector<std::uint16_t> Repair::link_extra_cycles(const Mesh& logical) const 
             static_cast<std::uint64_t>(extra_hops(logical, l)) * r_.detour_latency.value;
         out[l.value] = static_cast<std::uint16_t>(std::min<std::uint64_t>(c, 65535));
       }
+  return out;
+}
+
+}  // namespace wafersim::fabric
+
+namespace wafersim::fabric {
+
+std::size_t Repair::BorrowedLinks::borrowing() const {
+  std::size_t n = 0;
+  for (std::size_t l = 0; l + 1 < first.size(); ++l) n += first[l + 1] > first[l] ? 1 : 0;
+  return n;
+}
+
+Repair::BorrowedLinks Repair::borrowed_links(const Mesh& logical) const {
+  BorrowedLinks out;
+  if (repaired_links_ == 0) return out;
+  if (logical.width() != width_ || logical.height() != physical_.height())
+    throw std::invalid_argument("Repair::borrowed_links: mesh and repair differ in size");
+  const auto px_row = [&](int y) {
+    return std::span<const std::int32_t>(px_.data() + static_cast<std::size_t>(y) * width_,
+                                         static_cast<std::size_t>(width_));
+  };
+  // (borrowing link, borrowed link) pairs, in each borrowing link's order;
+  // only repaired north/south links make them, so the list stays short.
+  std::vector<std::pair<std::uint32_t, LinkId>> pairs;
+  for (int y = 0; y < logical.height(); ++y)
+    for (int x = 0; x < logical.width(); ++x)
+      for (const Direction d : {Direction::south, Direction::north}) {
+        const Coord a{x, y};
+        const Coord b = Mesh::step(a, d);
+        if (!logical.contains(b)) continue;
+        const int pa = physical_x(a), pb = physical_x(b);
+        if (pa == pb) continue;
+        // Sideways along row b.y from pa to pb: physical link q -> q +- 1.
+        const std::span<const std::int32_t> row = px_row(b.y);
+        const std::uint32_t self = logical.link(a, d).value;
+        const int step = pb > pa ? 1 : -1;
+        for (int q = pa; q != pb; q += step) {
+          // The logical link whose span holds physical link q -> q + step:
+          // east, i -> i + 1 with px(i) <= q < px(i + 1); west, j -> j - 1
+          // with px(j - 1) < q <= px(j).
+          LinkId owner{};
+          if (step > 0) {
+            const auto it = std::upper_bound(row.begin(), row.end(), q);
+            if (it == row.begin() || it == row.end()) continue;  // nobody's
+            owner =
+                logical.link(Coord{static_cast<int>(it - row.begin()) - 1, b.y}, Direction::east);
+          } else {
+            const auto it = std::lower_bound(row.begin(), row.end(), q);
+            if (it == row.begin() || it == row.end()) continue;
+            owner = logical.link(Coord{static_cast<int>(it - row.begin()), b.y}, Direction::west);
+          }
+          if (pairs.empty() || pairs.back().first != self || !(pairs.back().second == owner))
+            pairs.emplace_back(self, owner);
+        }
+      }
+  if (pairs.empty()) return out;
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& p, const auto& q) { return p.first < q.first; });
+  out.first.assign(logical.link_count() + 1, 0);
+  out.links.reserve(pairs.size());
+  for (const auto& p : pairs) {
+    ++out.first[p.first + 1];
+    out.links.push_back(p.second);
+  }
+  for (std::size_t l = 1; l < out.first.size(); ++l) out.first[l] += out.first[l - 1];
   return out;
 }
 

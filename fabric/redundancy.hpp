@@ -18,8 +18,20 @@
 // cost). A logical link whose ends moved apart pays `detour_latency` cycles
 // per extra physical hop: an east/west link for every dead core it bypasses
 // between its ends, a north/south link for every column its ends are offset
-// (the detour sideways through a neighbour's router). The bandwidth the
-// detour takes from the links it borrows is not modelled.
+// (the detour sideways through a neighbour's router).
+//
+// Bandwidth a detour borrows. An east/west link's physical path (its ends'
+// physical columns and every router between them, dead or idle) is its own.
+// A north/south link whose ends are offset goes down (or up) its source's
+// physical column, its own link, then sideways along the destination row to
+// its end: those sideways physical links belong to the destination row's
+// east/west logical links (each physical link between the physical columns
+// of logical cores i and i + 1 is logical link i -> i + 1's). So the
+// repaired link shares them: borrowed_links() lists, per logical link, the
+// logical links whose physical links its detour uses, and the flow model
+// reserves a message's cycles on them too (FlowModel::set_link_borrowed).
+// Sideways links outside every logical link's span (past a row's first or
+// last logical core) belong to nobody and are not shared.
 #pragma once
 
 #include <cstddef>
@@ -35,8 +47,8 @@
 namespace wafersim::fabric {
 
 // The defects `spec` draws on its physical array (physical_width() x
-// mesh_height, coordinates of that array): spec.defect_cores plus each core
-// dead with probability spec.defect_rate from spec.defect_seed.
+// mesh_height, coordinates of that array): spec.listed_defects() plus each
+// core dead with probability spec.defect_probability() from spec.defect_seed.
 DefectMap physical_defects(const WaferSpec& spec);
 
 // A row segment whose dead cores outnumber its spares.
@@ -88,6 +100,15 @@ class Repair {
   // Extra cycles per logical link (LinkId order of `logical`): extra hops x
   // detour_latency, at most 65535; empty when no link costs extra.
   std::vector<std::uint16_t> link_extra_cycles(const Mesh& logical) const;
+  // The logical links each logical link's detour borrows (see the header),
+  // as compressed rows: link l borrows links[first[l] .. first[l + 1]),
+  // in the order its detour crosses them. Both empty when no link borrows.
+  struct BorrowedLinks {
+    std::vector<std::uint32_t> first;  // link_count() + 1 entries
+    std::vector<LinkId> links;
+    std::size_t borrowing() const;  // links that borrow at least one
+  };
+  BorrowedLinks borrowed_links(const Mesh& logical) const;
 
  private:
   void count_links();

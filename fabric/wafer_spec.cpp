@@ -36,6 +36,22 @@ void WaferSpec::validate() const {
   require(io_latency_s >= 0.0, "io.latency", "wafer I/O latency cannot be negative");
   require(defect_rate >= 0.0 && defect_rate < 1.0, "defects.rate",
           "defect rate must be in [0, 1) (e.g. 0.001 for 0.1% of cores dead)");
+  require(std::isfinite(core_area_mm2) && core_area_mm2 >= 0.0 && core_area_mm2 <= 1e4, "core.area",
+          "core area must be in [0, 10000] mm^2 (e.g. 0.05 mm^2)");
+  require(
+      std::isfinite(defect_density_per_mm2) && defect_density_per_mm2 >= 0.0,
+      "defects.density_per_mm2",
+      "defect density must be a number >= 0 per mm^2 (e.g. 0.001, TSMC 5 nm's published order)");
+  require(!(defect_density_per_mm2 > 0.0 && defect_rate > 0.0), "defects.density_per_mm2",
+          "give defects.rate (per core) or defects.density_per_mm2 (per mm^2, times core.area), "
+          "not both");
+  require(!(defect_density_per_mm2 > 0.0 && core_area_mm2 == 0.0), "defects.density_per_mm2",
+          "a defect density per mm^2 needs the core's area: give core.area (e.g. 0.05 mm^2) in "
+          "the hardware, or defects.rate per core instead");
+  require(defect_probability() < 1.0, "defects.density_per_mm2",
+          "density x core area must be below 1 (the probability that a core is dead): " +
+              std::to_string(defect_density_per_mm2) + " per mm^2 x " +
+              std::to_string(core_area_mm2) + " mm^2 is not");
   require(std::isfinite(defect_clustering) && defect_clustering >= 0.0 && defect_clustering <= 1e6,
           "defects.clustering",
           "clustering must be in [0, 1e6]: the gamma shape of the local defect density (0.5 to 5 "
@@ -56,6 +72,12 @@ void WaferSpec::validate() const {
             "defective core (" + std::to_string(c.x) + ", " + std::to_string(c.y) +
                 ") lies outside the " + std::to_string(width) + " x " +
                 std::to_string(mesh_height) + array);
+  for (const Coord& c : defect_file_cores)
+    require(c.x >= 0 && c.x < width && c.y >= 0 && c.y < mesh_height, "defects.file",
+            "defective core (" + std::to_string(c.x) + ", " + std::to_string(c.y) + ") of " +
+                defect_file + " lies outside the " + std::to_string(width) + " x " +
+                std::to_string(mesh_height) + array + " (x in 0.." + std::to_string(width - 1) +
+                ", y in 0.." + std::to_string(mesh_height - 1) + ")");
 }
 
 }  // namespace wafersim::fabric

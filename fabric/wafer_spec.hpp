@@ -55,6 +55,9 @@ struct WaferSpec {
   int simd_lanes_32bit = 0;            // 32-bit multiply-accumulates per cycle
   Bytes sram_read_bytes_per_cycle{0};  // weight bytes the datapath can read per cycle
   Cycles task_overhead{0};             // fixed cycles to start a kernel tile on a core
+  // Silicon area of one core, mm^2 (0 = unknown): what turns a defect density
+  // per mm^2 into the probability that a core is dead.
+  double core_area_mm2 = 0.0;
 
   // Router and links.
   Cycles hop_latency{0};          // cycles for a wavelet to cross one router + link
@@ -67,13 +70,23 @@ struct WaferSpec {
   double io_latency_s = 0.0;
 
   // Defective cores (fabric/defects.hpp): each core dead with probability
-  // defect_rate (drawn from defect_seed), plus the cores listed explicitly.
-  // With redundancy enabled they are drawn on the physical array (its
-  // coordinates) and repaired; otherwise they fall on the logical mesh.
+  // defect_probability() (drawn from defect_seed), plus the cores listed
+  // explicitly and those of a defect map file. With redundancy enabled they
+  // are drawn on the physical array (its coordinates) and repaired;
+  // otherwise they fall on the logical mesh.
   Redundancy redundancy;
+  // The probability is given either per core (defect_rate) or as a defect
+  // density per mm^2 of silicon (defect_density_per_mm2, times
+  // core_area_mm2); at most one of the two is nonzero.
   double defect_rate = 0.0;
+  double defect_density_per_mm2 = 0.0;
   std::uint64_t defect_seed = 0;
   std::vector<Coord> defect_cores;
+  // A defect map file (defects.file): its path as resolved (absolute; "" =
+  // none), the SHA-256 of its bytes and the cores it lists, in file order.
+  std::string defect_file;
+  std::string defect_file_sha256;
+  std::vector<Coord> defect_file_cores;
   // Clustered defects (the negative-binomial yield model, Stapper 1983): the
   // defect density of each square area of defect_cluster_size cores a side
   // is the mean scaled by a gamma draw of shape defect_clustering (mean 1,
@@ -86,6 +99,17 @@ struct WaferSpec {
   double system_power_w = 0.0;
 
   int core_count() const { return mesh_width * mesh_height; }
+  // The probability that a core is dead: defect_rate, or the density per
+  // mm^2 times the core's area when the density is given.
+  double defect_probability() const {
+    return defect_density_per_mm2 > 0.0 ? defect_density_per_mm2 * core_area_mm2 : defect_rate;
+  }
+  // Every core named dead: defect_cores, then defect_file_cores.
+  std::vector<Coord> listed_defects() const {
+    std::vector<Coord> all = defect_cores;
+    all.insert(all.end(), defect_file_cores.begin(), defect_file_cores.end());
+    return all;
+  }
   // Groups of columns sharing spares, and the physical array's width
   // (mesh_width without redundancy).
   int spare_groups() const {

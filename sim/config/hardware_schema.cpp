@@ -1,8 +1,12 @@
 // hardware: a wafer (fabric::WaferSpec), in a preset file, inline or as
 // overrides of a preset. docs/scenario-schema.md, "Hardware".
+#include <cctype>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
+#include <system_error>
 
+#include "sim/config/defect_map_file.hpp"
 #include "sim/config/quantity.hpp"
 #include "sim/config/sections.hpp"
 
@@ -34,10 +38,54 @@ constexpr int kMaxVirtualChannels = 1024;
 constexpr double kMinIo = 1e3;   // 8 kbit/s, in bytes per second
 constexpr double kMaxIo = 1e15;  // 8 Pbit/s
 
-// defects: written (all three keys) whenever any of them is set, so a run
-// with defects reproduces.
+// defects: written (seed, cores and the rate or the density) whenever any
+// of them is set, so a run with defects reproduces.
 bool has_defects(const WaferSpec& h) {
-  return h.defect_rate > 0.0 || h.defect_seed != 0 || !h.defect_cores.empty();
+  return h.defect_rate > 0.0 || h.defect_density_per_mm2 > 0.0 || h.defect_seed != 0 ||
+         !h.defect_cores.empty() || !h.defect_file.empty();
+}
+bool has_rate(const WaferSpec& h) {
+  return has_defects(h) && h.defect_density_per_mm2 == 0.0;
+}
+
+// defects.file: relative to the folder of the file the key is in (the
+// scenario, or a preset); every line checked (sim/config/defect_map_file.hpp).
+void read_defect_file(const Value& v, WaferSpec& h) {
+  namespace fs = std::filesystem;
+  const std::string given = read_string(v, "a defect map file such as wafer17-defects.csv");
+  fs::path p = given;
+  if (p.is_relative()) p = fs::path(v.file).parent_path() / p;
+  std::error_code ec;
+  p = fs::absolute(p, ec).lexically_normal();
+  if (!fs::exists(p, ec))
+    fail(v.loc(), v.path,
+         fmt::format("'{}' is not a file (looked for {}; a relative path is relative to the "
+                     "folder of the file it is written in)",
+                     given, p.string()));
+  if (!fs::is_regular_file(p, ec))
+    fail(v.loc(), v.path,
+         fmt::format("{} is a folder or a device; expected a defect map file (x,y lines)",
+                     p.string()));
+  const bool spares = h.redundancy.enabled();
+  DefectMapFile f = read_defect_map_file(
+      p, h.mesh_width > 0 ? h.physical_width() : 0, h.mesh_height,
+      spares ? "physical array (redundancy: coordinates are physical)" : "mesh", v.path);
+  h.defect_file = p.string();
+  h.defect_file_sha256 = std::move(f.sha256);
+  h.defect_file_cores = std::move(f.cores);
+}
+
+void read_defect_file_sha256(const Value& v, WaferSpec& h) {
+  std::string want = read_string(v, "64 hex digits (sha256sum of the defect map file)");
+  for (char& c : want) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (h.defect_file.empty())
+    fail(v.loc(), v.path,
+         "pins the content of defects.file: give defects.file too, or remove file_sha256");
+  if (want != h.defect_file_sha256)
+    fail(v.loc(), v.path,
+         fmt::format("{} has SHA-256 {}, not {}: the map changed since this hash was written "
+                     "(give the map it was, or its new hash)",
+                     h.defect_file, h.defect_file_sha256, want));
 }
 
 std::string write_cores(const WaferSpec& h) {
@@ -104,6 +152,13 @@ constexpr Key<WaferSpec> kHardware[] = {
            read_quantity_in(v, parse_cycles, "20 cycles", Cycles{0}, kMaxOverhead, format_cycles);
      },
      [](auto& h) { return format_cycles(h.task_overhead); }},
+    {"core.area", O, "area (mm^2, um^2)",
+     "silicon area of one core; turns defects.density_per_mm2 into a per-core rate",
+     [](auto& v, auto& h, auto&) {
+       h.core_area_mm2 = read_quantity_in(v, parse_area, "0.05 mm^2", 1e-9, 1e4, format_area);
+     },
+     [](auto& h) { return format_area(h.core_area_mm2); },
+     [](auto& h) { return h.core_area_mm2 > 0.0; }},
     {"router.hop_latency", R, "cycles", "one router plus one link",
      [](auto& v, auto& h, auto&) {
        h.hop_latency = read_quantity_in(v, parse_cycles, "1 cycle", Cycles{1}, kMaxHop,
@@ -173,7 +228,13 @@ constexpr Key<WaferSpec> kHardware[] = {
     {"defects.rate", O, "number in [0, 1)",
      "each core (of the physical array, with spares) dead independently with this probability",
      [](auto& v, auto& h, auto&) { h.defect_rate = read_real(v, "0.001"); },
-     [](auto& h) { return fmt::format("{}", h.defect_rate); }, has_defects},
+     [](auto& h) { return fmt::format("{}", h.defect_rate); }, has_rate},
+    {"defects.density_per_mm2", O, "number >= 0",
+     "instead of rate: defects per mm^2 of silicon; each core dead with probability density x "
+     "core.area",
+     [](auto& v, auto& h, auto&) { h.defect_density_per_mm2 = read_real(v, "0.001"); },
+     [](auto& h) { return fmt::format("{}", h.defect_density_per_mm2); },
+     [](auto& h) { return h.defect_density_per_mm2 > 0.0; }},
     {"defects.seed", O, "count", "seed of the defect draw (SplitMix64, one draw per core)",
      [](auto& v, auto& h, auto&) {
        h.defect_seed = read_unsigned(v, std::numeric_limits<std::uint64_t>::max(), "7");
@@ -182,6 +243,17 @@ constexpr Key<WaferSpec> kHardware[] = {
     {"defects.cores", O, "list of [x, y]",
      "cores dead in addition to the drawn ones (physical coordinates with spares)",
      [](auto& v, auto& h, auto&) { h.defect_cores = read_coords(v); }, write_cores, has_defects},
+    {"defects.file", O, "path",
+     "a defect map file, one dead core a line as x,y ('#' comments; relative to the file it is "
+     "written in); its cores are dead too",
+     [](auto& v, auto& h, auto&) { read_defect_file(v, h); },
+     [](auto& h) { return yaml_string(h.defect_file); },
+     [](auto& h) { return !h.defect_file.empty(); }},
+    {"defects.file_sha256", O, "64 hex digits",
+     "the defect map file's SHA-256, checked when it is read (the resolved scenario writes it)",
+     [](auto& v, auto& h, auto&) { read_defect_file_sha256(v, h); },
+     [](auto& h) { return yaml_string(h.defect_file_sha256); },
+     [](auto& h) { return !h.defect_file.empty(); }},
     {"defects.clustering", O, "number >= 0",
      "clustered defects: the gamma shape of each area's defect density (negative-binomial "
      "yield model; smaller = more clustered; 0 = independent)",

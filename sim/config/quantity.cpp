@@ -516,6 +516,17 @@ constexpr std::array<ScaledUnit, 4> kFlopUnits{
 
 }  // namespace
 
+double parse_area(std::string_view text) {
+  static constexpr std::array<ScaledUnit, 4> kAreaUnits{
+      {{"mm^2", 1.0}, {"mm2", 1.0}, {"um^2", 1e-6}, {"um2", 1e-6}}};
+  return parse_scaled(text, kAreaUnits, "0.05 mm^2");
+}
+std::string format_area(double mm2) {
+  std::array<char, 64> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), mm2);
+  return std::string(buf.data(), r.ptr) + " mm^2";
+}
+
 double parse_power(std::string_view text) {
   return parse_scaled(text, kPowerUnits, "23 kW");
 }

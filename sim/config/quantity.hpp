@@ -62,6 +62,11 @@ std::string format_rate(double per_s);
 // TFLOPS, PFLOPS), for the wafer's system power and the GPU presets: an
 // explicit unit, no sign; written in the largest unit in which they are at
 // least 1, with the shortest digits that read back exactly.
+// Silicon area ("0.05 mm^2"; mm^2 or mm2, um^2 or um2): an explicit unit, no
+// sign. Returns mm^2; written in mm^2 with the shortest digits that read back.
+double parse_area(std::string_view text);
+std::string format_area(double mm2);
+
 double parse_power(std::string_view text);      // watts
 double parse_flop_rate(std::string_view text);  // FLOP/s
 std::string format_power(double watts);

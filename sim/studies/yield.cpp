@@ -26,6 +26,7 @@ struct WaferOutcome {
 WaferOutcome draw(const fabric::WaferSpec& spec, double rate, std::uint64_t seed) {
   fabric::WaferSpec s = spec;
   s.defect_rate = rate;
+  s.defect_density_per_mm2 = 0.0;
   s.defect_seed = seed;
   WaferOutcome o;
   if (!s.redundancy.enabled()) {
@@ -52,12 +53,16 @@ double at_most(int n, int k, double p) {
   return std::min(1.0, sum);
 }
 
-std::vector<std::string> run_arguments(const RepairedRunOptions& o, double rate,
+// A point given as a density runs with that density (its resolved scenario
+// says so), one given as a rate with the rate; the other is set to 0 so that
+// a scenario giving either takes the point's.
+std::vector<std::string> run_arguments(const RepairedRunOptions& o, double rate, double density,
                                        std::uint64_t seed) {
   std::vector<std::string> a{o.binary.string()};
   if (!o.presets.empty()) a.insert(a.end(), {"--presets", o.presets});
   a.insert(a.end(), {"run", o.scenario, "--json", "--timing-only", "--set",
-                     fmt::format("hardware.defects.rate={}", rate), "--set",
+                     fmt::format("hardware.defects.rate={}", density > 0.0 ? 0.0 : rate), "--set",
+                     fmt::format("hardware.defects.density_per_mm2={}", density), "--set",
                      fmt::format("hardware.defects.seed={}", seed)});
   return a;
 }
@@ -87,12 +92,17 @@ RepairedRun read_run(std::uint64_t seed, const ProcessOutput& p) {
 
 RepairCost repair_cost(const std::vector<YieldPoint>& points, const RepairedRunOptions& o) {
   // Every run at once: the defect-free one first, then each rate's wafers.
-  std::vector<std::vector<std::string>> argvs{run_arguments(o, 0.0, 0)};
+  std::vector<std::vector<std::string>> argvs{run_arguments(o, 0.0, 0.0, 0)};
   std::vector<std::pair<std::size_t, std::uint64_t>> owner;  // (rate, seed) of each run
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& seeds = points[i].repaired_seeds;
+    std::vector<std::uint64_t> seeds = points[i].repaired_seeds;
+    if (o.every_wafer) {
+      seeds.clear();
+      for (int w = 0; w < std::min(o.runs, points[i].wafers); ++w)
+        seeds.push_back(o.first_seed + static_cast<std::uint64_t>(w));
+    }
     for (std::size_t k = 0; k < seeds.size() && static_cast<int>(k) < o.runs; ++k) {
-      argvs.push_back(run_arguments(o, points[i].rate, seeds[k]));
+      argvs.push_back(run_arguments(o, points[i].rate, points[i].density_per_mm2, seeds[k]));
       owner.emplace_back(i, seeds[k]);
     }
   }
@@ -102,7 +112,8 @@ RepairCost repair_cost(const std::vector<YieldPoint>& points, const RepairedRunO
     throw std::runtime_error("the scenario with no defect does not run: " + base.error);
   RepairCost cost;
   cost.defect_free_tokens_per_s_per_user = base.decode_tokens_per_s_per_user;
-  for (const YieldPoint& p : points) cost.rates.push_back(RepairedRuns{p.rate, {}, {}, {}, {}, {}});
+  for (const YieldPoint& p : points)
+    cost.rates.push_back(RepairedRuns{p.rate, p.density_per_mm2, {}, {}, {}, {}, {}});
   for (std::size_t k = 0; k < owner.size(); ++k)
     cost.rates[owner[k].first].runs.push_back(read_run(owner[k].second, out[k + 1]));
   for (RepairedRuns& r : cost.rates) {
@@ -150,11 +161,22 @@ double expected_yield(const fabric::WaferSpec& spec, double rate) {
 }
 
 std::vector<YieldPoint> wafer_yield(const fabric::WaferSpec& spec, std::span<const double> rates,
-                                    int wafers, int threads) {
+                                    int wafers, int threads,
+                                    std::span<const double> densities_per_mm2) {
   if (wafers < 1) throw std::invalid_argument("yield: at least one wafer");
+  if (!densities_per_mm2.empty() && !(spec.core_area_mm2 > 0.0))
+    throw std::invalid_argument(
+        "yield: defect densities per mm^2 need the hardware's core area (core.area, e.g. 0.05 "
+        "mm^2); " +
+        spec.name + " has none");
   threads = std::max(1, std::min(threads, wafers));
+  // Each point: (rate, the density it came from or 0).
+  std::vector<std::pair<double, double>> given;
+  for (const double r : rates) given.emplace_back(r, 0.0);
+  for (const double d : densities_per_mm2) given.emplace_back(d * spec.core_area_mm2, d);
   std::vector<YieldPoint> out;
-  for (const double rate : rates) {
+  for (const auto& point : given) {
+    const double rate = point.first;
     std::vector<WaferOutcome> outcomes(static_cast<std::size_t>(wafers));
     auto work = [&](int first) {
       for (int w = first; w < wafers; w += threads)
@@ -167,6 +189,7 @@ std::vector<YieldPoint> wafer_yield(const fabric::WaferSpec& spec, std::span<con
     for (std::thread& t : pool) t.join();
     YieldPoint p;
     p.rate = rate;
+    p.density_per_mm2 = point.second;
     p.wafers = wafers;
     double dead = 0.0, failed = 0.0;
     for (std::size_t w = 0; w < outcomes.size(); ++w) {

@@ -18,6 +18,7 @@ namespace wafersim::sim {
 
 struct YieldPoint {
   double rate = 0.0;
+  double density_per_mm2 = 0.0;  // what the rate came from (x core area); 0: given as a rate
   int wafers = 0;
   int repaired = 0;                   // wafers repaired in full
   double mean_dead_cores = 0.0;       // per wafer
@@ -32,11 +33,14 @@ struct YieldPoint {
   double yield() const { return wafers > 0 ? static_cast<double>(repaired) / wafers : 0.0; }
 };
 
-// `spec`'s defect_rate is replaced by each rate in turn, its defect_seed is
-// the first wafer's seed, its listed defect_cores stay on every wafer.
-// `threads` >= 1 share the wafers (results do not depend on it).
+// `spec`'s defect probability is replaced by each rate in turn (and by each
+// density x spec.core_area_mm2 after them), its defect_seed is the first
+// wafer's seed, its listed cores (defects.cores and defects.file) stay on
+// every wafer. `threads` >= 1 share the wafers (results do not depend on it).
+// Throws std::invalid_argument for densities on a spec without a core area.
 std::vector<YieldPoint> wafer_yield(const fabric::WaferSpec& spec, std::span<const double> rates,
-                                    int wafers, int threads = 1);
+                                    int wafers, int threads = 1,
+                                    std::span<const double> densities_per_mm2 = {});
 
 // What the repairs cost: the scenario run (timing only) on repaired wafers,
 // each a `wafersim run` child process with its defect map, beside the same
@@ -50,7 +54,8 @@ struct RepairedRun {
 };
 struct RepairedRuns {
   double rate = 0.0;
-  std::vector<RepairedRun> runs;  // the first `runs` repaired wafers of the rate
+  double density_per_mm2 = 0.0;
+  std::vector<RepairedRun> runs;  // the first `runs` repaired (every_wafer: drawn) wafers
   // Over the runs that succeeded: tokens/s per user (nullopt: none ran).
   std::optional<double> min, median, max, mean;
 };
@@ -60,8 +65,16 @@ struct RepairedRunOptions {
   std::string presets;  // --presets as given, "" for the default
   int runs = 0;         // wafers run per rate
   int jobs = 1;         // runs at once
+  // Without spares no wafer with a dead core repairs, so the repaired ones
+  // are the defect-free ones: the runs are then the first `runs` wafers
+  // drawn (seeds first_seed, first_seed + 1, ...), each placed around its own
+  // dead cores by the scenario's strategy; a wafer it cannot place is a
+  // failed run (its FitError in RepairedRun::error).
+  bool every_wafer = false;
+  std::uint64_t first_seed = 0;
 };
-// The defect-free run, then each rate's first `runs` repaired wafers.
+// The defect-free run, then each rate's first `runs` repaired wafers (or,
+// with every_wafer, its first `runs` wafers).
 // Throws std::runtime_error when the defect-free run fails (its error).
 struct RepairCost {
   double defect_free_tokens_per_s_per_user = 0.0;

@@ -135,5 +135,68 @@ TEST(Redundancy, RepairedLinkAddsExactlyTheDetourLatency) {
   EXPECT_EQ(f.flow().send(links, Bytes{4}, Timed{}).at.value, 14u);
 }
 
+TEST(Redundancy, DetoursBorrowTheDestinationRowsLinks) {
+  // Physical (1,0) dead (as HandDrawnMapIsRepairedByShifting): row 0 holds
+  // logical 0..5 on physical {0, 2, 3, 4, 5, 6}, row 1 on {0, 1, 2, 4, 5, 6}.
+  // (1,0) -> (1,1) goes down physical column 2, then west 2 -> 1 along row 1:
+  // the physical link inside logical (2,1) -> (1,1)'s span [1, 2]. (2,0) ->
+  // (2,1): down column 3, west 3 -> 2: inside (3,1) -> (2,1)'s span [2, 4]
+  // (the idle spare between). Northward, (1,1) -> (1,0) goes up column 1 and
+  // east 1 -> 2 along row 0: inside (0,0) -> (1,0)'s span [0, 2] (around the
+  // dead core); (2,1) -> (2,0) east 2 -> 3: inside (1,0) -> (2,0)'s.
+  const Repair r(spared({{1, 0}}));
+  const Mesh m(6, 2);
+  const Repair::BorrowedLinks b = r.borrowed_links(m);
+  ASSERT_EQ(b.first.size(), m.link_count() + 1);
+  EXPECT_EQ(b.borrowing(), 4u);
+  auto borrowed = [&](Coord c, Direction d) {
+    const LinkId l = m.link(c, d);
+    return std::vector<LinkId>(b.links.begin() + b.first[l.value],
+                               b.links.begin() + b.first[l.value + 1]);
+  };
+  EXPECT_EQ(borrowed({1, 0}, Direction::south), (std::vector{m.link({2, 1}, Direction::west)}));
+  EXPECT_EQ(borrowed({2, 0}, Direction::south), (std::vector{m.link({3, 1}, Direction::west)}));
+  EXPECT_EQ(borrowed({1, 1}, Direction::north), (std::vector{m.link({0, 0}, Direction::east)}));
+  EXPECT_EQ(borrowed({2, 1}, Direction::north), (std::vector{m.link({1, 0}, Direction::east)}));
+  EXPECT_TRUE(borrowed({0, 0}, Direction::east).empty());  // its own detour
+  EXPECT_TRUE(borrowed({0, 0}, Direction::south).empty());
+  // A defect-free wafer borrows nothing.
+  EXPECT_TRUE(Repair(spared({})).borrowed_links(m).links.empty());
+}
+
+TEST(Redundancy, FlowsSharingABorrowedLinkSerialize) {
+  // 40 bytes = 10 wavelets at 4 B/cycle, hop latency 1, detour 1 per extra hop.
+  // A: (1,0) -> (1,1), one repaired link (hop + detour = 2) that borrows
+  // (2,1) -> (1,1). B: (2,1) -> (0,1), west over that borrowed link, then
+  // (1,1) -> (0,1). Alone, A's tail arrives at 2 + 10 = 12 and B's at
+  // 2 hops + 10 = 12. Together, ready at 0, the second one sent waits for the
+  // first's 10 wavelets on the shared physical link: 12 + 10 = 22 (A second:
+  // its wavelets cross at [10, 20) and reach (1,1) 2 cycles later; B second:
+  // [10, 20) on the borrowed link, [11, 21) on the next, its core has the
+  // last at 22).
+  const WaferSpec spec = spared({{1, 0}});
+  for (const LinkSharing sharing : {LinkSharing::interleave, LinkSharing::exclusive})
+    for (const bool a_first : {true, false}) {
+      Fabric f(spec);
+      f.flow().set_sharing(sharing);
+      std::vector<LinkId> a, b;
+      f.route({1, 0}, {1, 1}, a);
+      f.route({2, 1}, {0, 1}, b);
+      ASSERT_EQ(a.size(), 1u);
+      ASSERT_EQ(b.size(), 2u);
+      const std::uint64_t first = f.flow().send(a_first ? a : b, Bytes{40}, Timed{}).at.value;
+      const std::uint64_t second = f.flow().send(a_first ? b : a, Bytes{40}, Timed{}).at.value;
+      EXPECT_EQ(first, 12u) << static_cast<int>(sharing) << a_first;
+      EXPECT_EQ(second, 22u) << static_cast<int>(sharing) << a_first;
+    }
+  // Links that share no physical link do not wait: A beside (1,1) -> (0,1).
+  Fabric f(spec);
+  std::vector<LinkId> a, c;
+  f.route({1, 0}, {1, 1}, a);
+  f.route({1, 1}, {0, 1}, c);
+  EXPECT_EQ(f.flow().send(a, Bytes{40}, Timed{}).at.value, 12u);
+  EXPECT_EQ(f.flow().send(c, Bytes{40}, Timed{}).at.value, 11u);
+}
+
 }  // namespace
 }  // namespace wafersim::fabric

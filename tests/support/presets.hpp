@@ -139,6 +139,7 @@ inline fabric::WaferSpec preset_hardware(const std::string& name) {
     s.dies_y = 12;
     s.system_power_w = 23000.0;
     s.redundancy = fabric::Redundancy{12, 1, Cycles{1}};
+    s.core_area_mm2 = 0.05;
   } else {
     throw std::invalid_argument("no test preset wafer " + name);
   }

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fabric/redundancy.hpp"
 #include "sim/config/presets.hpp"
 
 #include "support/scratch_folder.hpp"
@@ -369,6 +370,168 @@ TEST_F(ScenarioFiles, DefectErrorsNameTheLineAndKey) {
   }
 }
 
+TEST_F(ScenarioFiles, DefectDensityPerMm2TimesTheCoreArea) {
+  // wse3: core.area 0.05 mm^2 (Cerebras, "100x Defect Tolerance"), so the
+  // published ~0.001 defects per mm^2 is 5e-5 per core.
+  const Scenario a = load_scenario(scenario(R"(name: density
+hardware:
+  preset: wse3
+  defects: {density_per_mm2: 0.001, seed: 7}
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"),
+                                   kPresets);
+  EXPECT_EQ(a.hardware.core_area_mm2, 0.05);
+  EXPECT_EQ(a.hardware.defect_density_per_mm2, 0.001);
+  EXPECT_EQ(a.hardware.defect_rate, 0.0);
+  EXPECT_DOUBLE_EQ(a.hardware.defect_probability(), 5e-5);
+  EXPECT_TRUE(contains(a.resolved_yaml, "    area: 0.05 mm^2\n")) << a.resolved_yaml;
+  EXPECT_TRUE(contains(a.resolved_yaml, "  defects:\n    density_per_mm2: 0.001\n    seed: 7\n"))
+      << a.resolved_yaml;
+  EXPECT_FALSE(contains(a.resolved_yaml, "rate:")) << a.resolved_yaml;
+  const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  EXPECT_EQ(b.hardware, a.hardware);
+  // The same map as the rate it stands for.
+  fabric::WaferSpec by_rate = a.hardware;
+  by_rate.defect_density_per_mm2 = 0.0;
+  by_rate.defect_rate = 0.001 * 0.05;
+  EXPECT_EQ(fabric::physical_defects(by_rate).dead_cores(),
+            fabric::physical_defects(a.hardware).dead_cores());
+  // Both given: an error at the density's line naming both keys.
+  auto error_for = [&](const std::string& hardware) {
+    return load_error(scenario("name: bad\nhardware:\n" + hardware +
+                               "model: tiny-llama\nworkload: {prompt_tokens: 4, "
+                               "generate_tokens: 4}\n"));
+  };
+  {
+    const ScenarioError e =
+        error_for("  preset: wse3\n  defects:\n    rate: 0.0001\n    density_per_mm2: 0.001\n");
+    EXPECT_EQ(e.line(), 6);
+    EXPECT_EQ(e.key_path(), "hardware.defects.density_per_mm2");
+    EXPECT_TRUE(contains(e.what(), "not both")) << e.what();
+  }
+  {
+    // small has no core.area.
+    const ScenarioError e = error_for("  preset: small\n  defects: {density_per_mm2: 0.001}\n");
+    EXPECT_EQ(e.key_path(), "hardware.defects.density_per_mm2");
+    EXPECT_TRUE(contains(e.what(), "core.area")) << e.what();
+  }
+  {
+    const ScenarioError e = error_for("  preset: small\n  core: {area: 0.05}\n");
+    EXPECT_EQ(e.key_path(), "hardware.core.area");
+    EXPECT_TRUE(contains(e.what(), "mm^2")) << e.what();
+  }
+  // With an area given, it works on any hardware (um^2 too).
+  const Scenario c = load_scenario(
+      scenario("name: ok\nhardware:\n  preset: small\n  core: {area: 50000 um^2}\n  defects: "
+               "{density_per_mm2: 0.002}\nmodel: tiny-llama\nworkload: {prompt_tokens: 4, "
+               "generate_tokens: 4}\n"),
+      kPresets);
+  EXPECT_DOUBLE_EQ(c.hardware.defect_probability(), 1e-4);
+}
+
+TEST_F(ScenarioFiles, HandDrawnDefectMapFileIsRepairedAsByHand) {
+  // small (32 x 32) with one spare column per 4: physical array 40 x 32,
+  // group g on physical columns 5g .. 5g + 4.
+  write("maps/wafer1.csv",
+        "# a hand-drawn map, physical coordinates\n"
+        "1,0\n"
+        "  5 , 0   # group 1's first core\n"
+        "\n"
+        "9,1\r\n"  // row 1's spare of group 1 (CRLF is fine)
+        "0,2\n");
+  const Scenario a = load_scenario(scenario(R"(name: map
+hardware:
+  preset: small
+  redundancy: {columns_per_group: 4, spare_columns: 1}
+  defects:
+    file: maps/wafer1.csv
+    cores: [[20, 5]]
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"),
+                                   kPresets);
+  EXPECT_EQ(a.hardware.defect_file_cores, (std::vector<Coord>{{1, 0}, {5, 0}, {9, 1}, {0, 2}}));
+  EXPECT_EQ(a.hardware.defect_file_sha256.size(), 64u);
+  const fabric::Repair r(a.hardware);
+  EXPECT_EQ(r.dead_cores(), 5u);  // the file's four and the listed one: a union
+  // By hand. Row 0: group 0 (physical 0-4) loses 1, so logical 1, 2, 3 move
+  // to 2, 3, 4; group 1 (5-9) loses 5, so logical 4..7 sit on 6..9. Row 1:
+  // the dead spare moves nothing. Row 2: logical 0..3 on 1..4.
+  const int row0[] = {0, 2, 3, 4, 6, 7, 8, 9, 10};
+  const int row1[] = {0, 1, 2, 3, 5, 6, 7, 8, 10};
+  const int row2[] = {1, 2, 3, 4, 5, 6, 7, 8, 10};
+  for (int x = 0; x < 9; ++x) {
+    EXPECT_EQ(r.physical_x({x, 0}), row0[x]) << x;
+    EXPECT_EQ(r.physical_x({x, 1}), row1[x]) << x;
+    EXPECT_EQ(r.physical_x({x, 2}), row2[x]) << x;
+  }
+  // Row 0: 3 + 4 moved; row 2: 4; row 5 ((20, 5): group 4's first): 4.
+  EXPECT_EQ(r.displaced_cores(), 15u);
+  const fabric::Mesh m(32, 32);
+  EXPECT_EQ(r.extra_hops(m, m.link({0, 0}, fabric::Direction::east)), 1);   // around 1
+  EXPECT_EQ(r.extra_hops(m, m.link({3, 0}, fabric::Direction::east)), 1);   // around 5
+  EXPECT_EQ(r.extra_hops(m, m.link({4, 0}, fabric::Direction::south)), 1);  // 6 over 5
+  EXPECT_EQ(r.extra_hops(m, m.link({0, 1}, fabric::Direction::south)), 1);  // 0 over 1
+  // The resolved scenario names the file (absolute) and pins its content.
+  EXPECT_TRUE(contains(a.resolved_yaml, "    file: \"" + (dir_ / "maps/wafer1.csv").string()))
+      << a.resolved_yaml;
+  EXPECT_TRUE(contains(a.resolved_yaml, "    file_sha256: " + a.hardware.defect_file_sha256))
+      << a.resolved_yaml;
+  const fs::path resolved = write("resolved.yaml", a.resolved_yaml);
+  EXPECT_EQ(load_scenario(resolved, kPresets).hardware, a.hardware);
+  // A changed map no longer matches the hash the resolved scenario wrote.
+  write("maps/wafer1.csv", "1,0\n");
+  const ScenarioError e = load_error(resolved);
+  EXPECT_EQ(e.key_path(), "hardware.defects.file_sha256");
+  EXPECT_TRUE(contains(e.what(), "the map changed")) << e.what();
+}
+
+TEST_F(ScenarioFiles, DefectMapFileErrorsNameFileLineAndColumn) {
+  struct Case {
+    std::string text;
+    int line, column;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"x,y\n1,2\n", 1, 1, "expected x as a whole number >= 0, got 'x'"},
+      {"1,2\n12;40\n", 2, 3, "expected ',' between x and y"},
+      {"# c\n1.5,2\n", 2, 1, "got '1.5'"},
+      {"1,2,3\n", 1, 4, "unexpected ',3' after the core's y"},
+      {"1,\n", 1, 3, "expected y as a whole number"},
+      {"-1,2\n", 1, 1, "negative"},
+      {"3,4\n45,3\n", 2, 1, "x = 45 lies outside the 40 x 32 physical array"},
+      {"3,32\n", 1, 3, "y = 32 lies outside the 40 x 32 physical array"},
+      {"3,4\n7,7\n3, 4\n", 3, 1, "core 3,4 is listed twice (first on line 1)"},
+  };
+  for (const Case& c : cases) {
+    write("bad.csv", c.text);
+    const ScenarioError e = load_error(
+        scenario("name: bad\nhardware:\n  preset: small\n  redundancy: {columns_per_group: 4}\n"
+                 "  defects: {file: bad.csv}\nmodel: tiny-llama\nworkload: {prompt_tokens: 4, "
+                 "generate_tokens: 4}\n"));
+    EXPECT_EQ(e.file(), (dir_ / "bad.csv").string()) << c.text;
+    EXPECT_EQ(e.line(), c.line) << c.text;
+    EXPECT_EQ(e.column(), c.column) << c.text;
+    EXPECT_EQ(e.key_path(), "hardware.defects.file") << c.text;
+    EXPECT_TRUE(contains(e.what(), c.says)) << c.text << ": " << e.what();
+  }
+  // Without spares the coordinates are logical (32 x 32 mesh).
+  write("bad.csv", "35,0\n");
+  const ScenarioError logical = load_error(scenario(
+      "name: bad\nhardware:\n  preset: small\n  defects: {file: bad.csv}\nmodel: tiny-llama\n"
+      "workload: {prompt_tokens: 4, generate_tokens: 4}\n"));
+  EXPECT_TRUE(contains(logical.what(), "x = 35 lies outside the 32 x 32 mesh (x in 0..31)"))
+      << logical.what();
+  // A missing file: at the key, saying where it looked.
+  const ScenarioError missing = load_error(scenario(
+      "name: bad\nhardware:\n  preset: small\n  defects: {file: nowhere.csv}\nmodel: tiny-llama\n"
+      "workload: {prompt_tokens: 4, generate_tokens: 4}\n"));
+  EXPECT_EQ(missing.line(), 4);
+  EXPECT_EQ(missing.key_path(), "hardware.defects.file");
+  EXPECT_TRUE(contains(missing.what(), (dir_ / "nowhere.csv").string())) << missing.what();
+}
+
 TEST_F(ScenarioFiles, InlineDescriptionsNeedNoPreset) {
   // missing_key.yaml with the missing key added is a complete inline description.
   std::string text = read_text(kData / "missing_key.yaml");
@@ -491,7 +654,7 @@ TEST(ScenarioErrors, UnknownKeyWithDidYouMean) {
             file.string() +
                 ":6:5: error: hardware.core.sram_size: unknown key 'sram_size'; valid keys here: "
                 "clock, sram, simd_lanes_16bit, simd_lanes_32bit, sram_read_bandwidth, "
-                "task_overhead\n  did you mean 'sram'?");
+                "task_overhead, area\n  did you mean 'sram'?");
 }
 
 TEST(ScenarioErrors, WrongType) {

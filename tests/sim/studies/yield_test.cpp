@@ -33,6 +33,26 @@ TEST(WaferYield, MatchesTheBinomialClosedFormAndIsMonotone) {
   }
 }
 
+// A density per mm^2 is the rate density x core area: the same wafers, the
+// same answer; without a core area it is refused.
+TEST(WaferYield, DensitiesAreRatesTimesTheCoreArea) {
+  const fabric::WaferSpec wse3 =
+      load_hardware_preset("wse3", std::filesystem::path(WAFERSIM_SOURCE_DIR) / "scenarios");
+  ASSERT_EQ(wse3.core_area_mm2, 0.05);
+  const std::vector<double> rates = {1e-4}, densities = {0.002};
+  const auto p = wafer_yield(wse3, rates, 50, 2, densities);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].density_per_mm2, 0.0);
+  EXPECT_EQ(p[1].density_per_mm2, 0.002);
+  EXPECT_DOUBLE_EQ(p[1].rate, 1e-4);
+  EXPECT_EQ(p[1].repaired, p[0].repaired);
+  EXPECT_EQ(p[1].repaired_seeds, p[0].repaired_seeds);
+  EXPECT_EQ(p[1].mean_dead_cores, p[0].mean_dead_cores);
+  fabric::WaferSpec no_area = wse3;
+  no_area.core_area_mm2 = 0.0;
+  EXPECT_THROW(wafer_yield(no_area, rates, 5, 1, densities), std::invalid_argument);
+}
+
 // Clustered defects on a design without spares: the drawn yield is Stapper's
 // negative binomial per area, (1 + n p / a)^-a, and above the independent
 // yield at the same mean rate (clusters leave more areas clean).
