@@ -53,6 +53,12 @@ void DetourRouter::route(Coord src, Coord dst, std::vector<LinkId>& out) {
 }
 
 void DetourRouter::search(Coord src, Coord dst, std::vector<LinkId>& out) {
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(mesh_.id(src).value) << 32) | mesh_.id(dst).value;
+  if (const auto it = searched_.find(key); it != searched_.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    return;
+  }
   if (seen_.empty()) {
     seen_.assign(mesh_.core_count(), 0);
     came_.assign(mesh_.core_count(), 0);
@@ -89,6 +95,8 @@ void DetourRouter::search(Coord src, Coord dst, std::vector<LinkId>& out) {
     c = prev;
   }
   std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  searched_.emplace(key, std::vector<LinkId>(out.begin() + static_cast<std::ptrdiff_t>(first),
+                                             out.end()));
 }
 
 }  // namespace wafersim::fabric

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include "fabric/defects.hpp"
@@ -44,6 +45,10 @@ class DetourRouter {
   std::vector<std::uint8_t> came_;
   std::vector<std::uint32_t> queue_;
   std::uint32_t epoch_ = 0;
+  // The routes searched so far, by (source id << 32 | destination id): a
+  // placement sends the same messages every token, and a search over a
+  // large mesh costs up to its whole area.
+  std::unordered_map<std::uint64_t, std::vector<LinkId>> searched_;
 };
 
 }  // namespace wafersim::fabric

@@ -100,8 +100,11 @@ Timed Executor::transfer(const Piece& src, const Piece& dst, Bytes bytes, const 
   if (src.wafer == dst.wafer) {
     // Around dead routers when there are any (XY otherwise).
     fabric::Fabric& f = fab(src.wafer);
-    if (waypoint_x >= 0 && waypoint_x < f.mesh().width() && src.core.y != dst.core.y) {
-      const Coord a{waypoint_x, src.core.y}, b{waypoint_x, dst.core.y};
+    const Coord a{waypoint_x, src.core.y}, b{waypoint_x, dst.core.y};
+    // Spread over a waypoint column when both of its turns are live cores
+    // (a dead one cannot turn a message; the route then detours as it must).
+    if (waypoint_x >= 0 && waypoint_x < f.mesh().width() && src.core.y != dst.core.y &&
+        f.defects().alive(a) && f.defects().alive(b)) {
       f.route(src.core, a, route_);
       f.route(a, b, route_);
       f.route(b, dst.core, route_);

@@ -96,6 +96,22 @@ TEST(DetourRouter, BothDimensionOrdersBlockedDetoursByTheShortestPath) {
   }
 }
 
+// A searched route is kept: asked again (also after other searches) the
+// router gives the same links as a fresh router finds.
+TEST(DetourRouter, ASearchedRouteIsTheSameWhenAskedAgain) {
+  const WaferSpec spec = spec_with({{2, 1}, {2, 2}, {2, 3}, {2, 4}, {2, 5}});
+  Fabric fresh(spec), used(spec);
+  std::vector<LinkId> want, first, other, again;
+  fresh.route({0, 3}, {4, 5}, want);
+  used.route({0, 3}, {4, 5}, first);
+  used.route({0, 2}, {4, 2}, other);  // another search in between
+  again.push_back(LinkId{0});         // appended after what is there
+  used.route({0, 3}, {4, 5}, again);
+  EXPECT_EQ(first, want);
+  ASSERT_EQ(again.size(), want.size() + 1);
+  EXPECT_EQ(std::vector<LinkId>(again.begin() + 1, again.end()), want);
+}
+
 TEST(DetourRouter, NoPathIsAnError) {
   // (7,7) is walled in by (6,7) and (7,6); a dead endpoint has no route either.
   const WaferSpec spec = spec_with({{6, 7}, {7, 6}, {3, 3}});

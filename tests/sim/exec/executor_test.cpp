@@ -14,6 +14,31 @@
 namespace wafersim::sim {
 namespace {
 
+// ---- Moves spread over waypoint columns -----------------------------------
+
+// A move spread over waypoint columns: (0,0) -> (0,4) with spread 4 turns at
+// column 1 (min x + 1). 8 elements (32 B, 8 cycles on 4 B links) along
+// 1 + 4 + 1 hops: 6 + 8 = 14 cycles. When the turn (1,0) is a dead core the
+// message cannot turn there: it goes straight down instead (4 hops: 12 cycles),
+// never through the dead core.
+TEST(Move, SpreadTurnsOnlyAtLiveCores) {
+  for (const bool dead_turn : {false, true}) {
+    fabric::WaferSpec spec = fabric::testing::small_spec(8, 8);
+    if (dead_turn) spec.defect_cores = {{1, 0}};
+    fabric::Fabric fab(spec);
+    models::ModelConfig model;
+    Placement pl;
+    Program prog;
+    Executor ex(fab, model, pl, prog, nullptr, 16);
+    Vec x;
+    x.layout = {Piece{{0, 0}, 0, 8, 0}};
+    x.ready.assign(1, Timed{});
+    const Vec y = ex.move(x, {Piece{{0, 4}, 0, 8, 0}}, 4);
+    ASSERT_EQ(y.ready.size(), 1u);
+    EXPECT_EQ(y.ready[0].at.value, dead_turn ? 12u : 14u) << "dead turn: " << dead_turn;
+  }
+}
+
 // ---- A GEMV on a 2 x 2 region, timed by hand (no SystemC) -----------------
 
 // W (4 x 8, bf16) on the 2 x 2 rectangle `rect` of `fab`, its input ready at
