@@ -198,6 +198,15 @@ std::vector<long long> measured_prompt_lengths(const CalibrationPlan& plan) {
   return n;
 }
 
+std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan) {
+  std::vector<std::pair<int, long long>> out;
+  const std::vector<long long> lengths = measured_prompt_lengths(plan);
+  for (const int u : plan.stream_users)
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+      if (i == 0 || u * lengths[i] <= plan.stream_token_budget) out.emplace_back(u, lengths[i]);
+  return out;
+}
+
 double measured_prefill_s(const nlohmann::json& run, int users) {
   const double mean = run.at("prefill_s").get<double>();
   if (users <= 1) return mean;
@@ -250,8 +259,7 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
   for (const long long n : plan.prefill_tokens)
     for (const long long c : plan.prefill_contexts) jobs.push_back({1, c, n});
   if (plan.long_prompt_tokens > 0) jobs.push_back({1, 0, plan.long_prompt_tokens});
-  for (const int u : plan.stream_users)
-    for (const long long n : measured_prompt_lengths(plan)) jobs.push_back({u, 0, n});
+  for (const auto& [u, n] : stream_points(plan)) jobs.push_back({u, 0, n});
 
   // The cache key: the binary, the scenario a calibration run resolves to
   // (without its workload, which the points' keys below give) and every
