@@ -132,21 +132,18 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
                      ? std::max(0.0, (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1)))
                      : 1.0;
     }
-    // A number of prompts measured only up to some length (the calibration's
-    // token budget): beyond it, the share at its longest.
-    const std::size_t ny = stream_tokens_axis_.size();
-    for (const double u : stream_users_axis_) {
+    // A length measured only up to some number of prompts (the
+    // calibration's token budget): beyond it, the share with the most.
+    for (const double n : stream_tokens_axis_) {
       double last = std::nan("");
-      for (std::size_t j = 0; j < ny; ++j) {
+      for (const double u : stream_users_axis_) {
         const auto at = std::find_if(shares.begin(), shares.end(), [&](const GridPoint& p) {
-          return double(p.users) == u && double(p.tokens) == stream_tokens_axis_[j];
+          return double(p.users) == u && double(p.tokens) == n;
         });
-        if (at != shares.end()) {
+        if (at != shares.end())
           last = at->step_s;
-        } else if (!std::isnan(last)) {
-          shares.push_back({static_cast<int>(u), 0,
-                            static_cast<long long>(stream_tokens_axis_[j]), last});
-        }
+        else if (!std::isnan(last))
+          shares.push_back({static_cast<int>(u), 0, static_cast<long long>(n), last});
       }
     }
     stream_share_table_ = table(

@@ -91,7 +91,8 @@ class WaferSteps final : public StepModel {
   // beyond the first adds to the time until the last has passed, as a share
   // of one prompt's occupancy alone (1 without such points). Below 1 where
   // different sequences' blocks pipeline behind each other; above 1 where
-  // many prompts in flight contend for the same links.
+  // many prompts in flight contend for the same links. A length measured up
+  // to fewer prompts: the share with the most measured.
   double stream_share(double prompts, double tokens) const;
   const std::vector<GridPoint>& decode_points() const { return decode_; }
   const std::vector<GridPoint>& prefill_points() const { return prefill_; }

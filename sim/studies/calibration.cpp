@@ -202,8 +202,9 @@ std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan
   std::vector<std::pair<int, long long>> out;
   const std::vector<long long> lengths = measured_prompt_lengths(plan);
   for (const int u : plan.stream_users)
-    for (std::size_t i = 0; i < lengths.size(); ++i)
-      if (i == 0 || u * lengths[i] <= plan.stream_token_budget) out.emplace_back(u, lengths[i]);
+    for (const long long n : lengths)
+      if (u == plan.stream_users.front() || u * n <= plan.stream_token_budget)
+        out.emplace_back(u, n);
   return out;
 }
 

@@ -39,13 +39,14 @@ struct CalibrationPlan {
   // first adds to the last one's first token, by the number in flight (they
   // share the pipeline's links and stages). Empty = no such points.
   std::vector<int> stream_users;
-  // At most this many prompt tokens in one such run (users x length; the
-  // shortest length is always run): on Llama 3.1 8B / WSE-3, 4 prompts of
-  // 256 tokens sent together took over 100 s of CPU, so 15 prompts of the
-  // serving scenario's 3,072 would take over an hour. Longer runs are left
-  // out; the share is then the one measured with as many prompts at the
-  // longest length within the budget.
-  long long stream_token_budget = 4096;
+  // At most this many prompt tokens in one such run (users x length), 2
+  // prompts excepted: more prompts of a length are left out, the share then
+  // the one measured with the most prompts of that length. Prompts sent
+  // together are the grid's dearest runs (on Llama 3.1 8B / WSE-3 about
+  // 18 ms of CPU per prompt token), and the share varies little beyond 8
+  // prompts (8B: 0.751 and 0.752 with 8 and 16 prompts of 512 tokens;
+  // tiny-llama on 64x64: 1.002 and 1.008 with 96).
+  long long stream_token_budget = 2048;
   int generate_tokens = 3;  // per decode point: its first token ends the prompt, then 2 steps
   int prefill_block = 64;
 };
@@ -63,9 +64,9 @@ CalibrationPlan plan_calibration(const Scenario& scenario, long long traffic_max
 // Every prompt length the plan measures: prefill_tokens, then the long prompt.
 std::vector<long long> measured_prompt_lengths(const CalibrationPlan& plan);
 
-// The (users, prompt length) of every run of prompts sent together: each of
-// stream_users at each measured length within stream_token_budget, and at
-// least the shortest length.
+// The (users, prompt length) of every run of prompts sent together: each
+// measured length with each of stream_users within stream_token_budget, and
+// with the fewest at least.
 std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan);
 
 struct CalibrationOptions {

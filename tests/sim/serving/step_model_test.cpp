@@ -102,13 +102,13 @@ TEST(WaferSteps, PromptsInFlightCostTheShareMeasuredWithAsMany) {
   it.prefill_tokens = 500;
   it.prefill_context = 500;
   EXPECT_NEAR(m.iteration_s(it), per_token * 500, 1e-12);
-  // 8 prompts measured at 128 tokens only (the calibration's token budget):
-  // beyond, the share at 128 tokens.
+  // 1024 tokens measured with 2 prompts only (the calibration's token
+  // budget): with more, the share with 2.
   prefill.pop_back();
   prefill.back().step_s = fill + per_token * 1024 * (1.0 + 0.25 * 1.0);
   const WaferSteps b(decode, prefill, KvCapacity{8, 8192, 0}, 1000.0, 1e9);
-  EXPECT_NEAR(b.stream_share(8, 1024), 1.5, 1e-12);
-  EXPECT_NEAR(b.stream_share(2, 1024), 0.25, 1e-12);
+  EXPECT_NEAR(b.stream_share(8, 1024), 0.25, 1e-12);
+  EXPECT_NEAR(b.stream_share(8, 128), 1.5, 1e-12);
 }
 
 }  // namespace
