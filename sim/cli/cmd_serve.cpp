@@ -169,8 +169,7 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   analysis::CapacityHeader h;
   h.serving.scenario = sc.name;
   h.serving.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
-  h.serving.traffic =
-      traffic_line(sc, summarise_traffic(serving::generate_sessions(*sc.traffic)));
+  h.serving.traffic = traffic_line(sc, summarise_traffic(serving::generate_sessions(*sc.traffic)));
   h.serving.slo = slo_line(sc.slo);
   if (cal) h.serving.calibration = calibration_line(*cal);
   h.closed_loop = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;

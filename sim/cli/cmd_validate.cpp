@@ -37,8 +37,7 @@ ExitCode validate_serving(const std::string& file, const Scenario& sc) {
         sc.deployment.wafer.replicas, plan.wafers, sc.hardware.name, plan.max_batch,
         plan.slot_tokens, plan.max_context, plan.users.size() * plan.contexts.size(),
         plan.prefill_tokens.size() * plan.prefill_contexts.size() +
-            (plan.long_prompt_tokens > 0 ? 1 : 0) +
-            stream_points(plan).size());
+            (plan.long_prompt_tokens > 0 ? 1 : 0) + stream_points(plan).size());
   }
   for (const models::gpu::ClusterSpec& c : sc.gpu.systems)
     fmt::print("  {}: {} replica{}\n", c.name, sc.deployment.gpu.replicas,

@@ -105,8 +105,8 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
         grid.push_back(p);
         break;
       }
-  prefill_tokens_axis_ = axis(grid.empty() ? row : grid,
-                              [](const GridPoint& p) { return double(p.tokens); });
+  prefill_tokens_axis_ =
+      axis(grid.empty() ? row : grid, [](const GridPoint& p) { return double(p.tokens); });
   if (grid.empty()) grid = row;
   decode_table_ = table(
       decode_, users_axis_, [](const GridPoint& p) { return double(p.users); }, context_axis_,
@@ -165,9 +165,8 @@ double WaferSteps::prefill_s(double tokens, double context) const {
   // The first context's row, piecewise linear in the prompt length, plus
   // what the cached positions add, bilinear on the grid.
   const std::size_t ny = prefill_context_axis_.size();
-  const double row =
-      bilinear(prefill_row_tokens_, tokens, true, {0.0}, 0.0, false,
-               [&](std::size_t i, std::size_t) { return prefill_row_[i]; });
+  const double row = bilinear(prefill_row_tokens_, tokens, true, {0.0}, 0.0, false,
+                              [&](std::size_t i, std::size_t) { return prefill_row_[i]; });
   const double cached =
       bilinear(prefill_tokens_axis_, tokens, true, prefill_context_axis_, context, true,
                [&](std::size_t i, std::size_t j) { return prefill_table_[i * ny + j]; });
@@ -206,8 +205,10 @@ double WaferSteps::iteration_s(const Iteration& it) const {
     const int n = std::max(1, it.prefill_sequences);
     const double chunk = it.prefill_tokens / n;
     const double one = prefill_occupancy_s(chunk, cached);
-    if (n > 1) s += one * (1.0 + stream_share(n, chunk) * (n - 1));
-    else s += one;
+    if (n > 1)
+      s += one * (1.0 + stream_share(n, chunk) * (n - 1));
+    else
+      s += one;
   }
   return s;
 }

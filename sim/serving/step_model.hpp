@@ -102,8 +102,8 @@ class WaferSteps final : public StepModel {
   std::vector<GridPoint> prefill_;
   std::vector<GridPoint> streams_;  // prefill points of several sequences
   std::vector<double> stream_users_axis_, stream_tokens_axis_;
-  std::vector<double> stream_share_table_;  // [users][tokens] the share each measured
-  std::vector<double> users_axis_, context_axis_;  // decode grid
+  std::vector<double> stream_share_table_;                // [users][tokens] the share each measured
+  std::vector<double> users_axis_, context_axis_;         // decode grid
   std::vector<double> prefill_row_tokens_, prefill_row_;  // at the first context: every length
   std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid
   std::vector<double> decode_table_;                                // [users][context] step seconds

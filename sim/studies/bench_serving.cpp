@@ -38,7 +38,8 @@ int bench_serving(const BenchServingOptions& o) {
   double calibrate_s = 0.0;
   if (sc.has_wafer()) {
     const auto t1 = Clock::now();
-    cal = calibrate(sc, plan_calibration(sc, traffic.max_context, traffic.max_prompt), calibration_options(o));
+    cal = calibrate(sc, plan_calibration(sc, traffic.max_context, traffic.max_prompt),
+                    calibration_options(o));
     calibrate_s = seconds_since(t1);
   }
   const auto t2 = Clock::now();
@@ -136,15 +137,16 @@ int bench_steps(const BenchServingOptions& o) {
       const auto n = static_cast<double>(pt.tokens);
       grid = model->prefill_s(n, static_cast<double>(pt.context));
       if (pt.users > 1)
-        grid += model->prefill_occupancy_s(n, 0.0) * model->stream_share(pt.users, n) *
-                (pt.users - 1);
+        grid +=
+            model->prefill_occupancy_s(n, 0.0) * model->stream_share(pt.users, n) * (pt.users - 1);
     }
     const double err = grid / direct - 1.0;
     worst = std::max(worst, std::fabs(err));
     fmt::print("  {:<8} {:>6} {:>9} {:>8} {:>14.4f} {:>14.4f} {:>+7.2f}%\n",
-               pt.tokens == 0 ? "decode" : pt.users > 1 ? "stream" : "prefill", pt.users,
-               pt.context, pt.tokens, grid * 1e3,
-               direct * 1e3, 100.0 * err);
+               pt.tokens == 0 ? "decode"
+               : pt.users > 1 ? "stream"
+                              : "prefill",
+               pt.users, pt.context, pt.tokens, grid * 1e3, direct * 1e3, 100.0 * err);
   }
   fmt::print("\n  largest error {:.2f}% (target: within 5%): {}\n", 100.0 * worst,
              worst <= 0.05 ? "met" : "NOT met");

@@ -199,7 +199,8 @@ ServingStudy run_serving_study(const Scenario& sc, const ServingStudyOptions& o)
   const std::vector<serving::Session> sessions = serving::generate_sessions(*sc.traffic);
   study.traffic = summarise_traffic(sessions);
   if (sc.has_wafer()) {
-    const CalibrationPlan plan = plan_calibration(sc, study.traffic.max_context, study.traffic.max_prompt);
+    const CalibrationPlan plan =
+        plan_calibration(sc, study.traffic.max_context, study.traffic.max_prompt);
     CalibrationOptions co = o.calibration;
     if (o.progress)
       co.progress = [&o](int d, int n) { o.progress("calibrating wafer step times", d, n); };

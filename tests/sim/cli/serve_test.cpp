@@ -82,8 +82,8 @@ compare_with: []
   EXPECT_NEAR(t["systems"][0]["end_to_end_s"]["max"].get<double>() / whole_run(12), 1.0, 0.03);
   // The grid against the engine off its points (decode, prefill, prompts in
   // flight): within the 5%.
-  const auto bench = run_wafersim("bench steps --scenario " + sc.string() + " --cache " +
-                                  (d / "c").string());
+  const auto bench =
+      run_wafersim("bench steps --scenario " + sc.string() + " --cache " + (d / "c").string());
   ASSERT_EQ(bench.code, 0) << bench.err;
   EXPECT_NE(bench.out.find("stream"), std::string::npos) << bench.out;
   const std::string marker = "largest error ";
