@@ -97,9 +97,11 @@ std::string slo_line(const serving::Slo& s) {
 std::string calibration_line(const Calibration& c) {
   return fmt::format(
       "step grid of {} decode + {} prefill engine runs ({} batch sizes x {} contexts; prompts "
-      "of {}..{} tokens), batch {}, {} positions per sequence, {} wafer{} per pipeline; {}",
+      "of {}..{} tokens, up to {} at once), batch {}, {} positions per sequence, {} wafer{} "
+      "per pipeline; {}",
       c.decode.size(), c.prefill.size(), c.plan.users.size(), c.plan.contexts.size(),
-      c.plan.prefill_tokens.front(), c.plan.prefill_tokens.back(), c.plan.max_batch,
+      c.plan.prefill_tokens.front(), measured_prompt_lengths(c.plan).back(),
+      c.plan.stream_users.empty() ? 1 : c.plan.stream_users.back(), c.plan.max_batch,
       c.plan.slot_tokens, c.plan.wafers, c.plan.wafers == 1 ? "" : "s",
       c.cache_file.empty()
           ? std::string("not cached")
@@ -154,7 +156,8 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   std::optional<Calibration> cal;
   if (sc.has_wafer()) {
     const auto sessions = serving::generate_sessions(*sc.traffic);
-    const CalibrationPlan plan = plan_calibration(sc, summarise_traffic(sessions).max_context);
+    const TrafficSummary traffic = summarise_traffic(sessions);
+    const CalibrationPlan plan = plan_calibration(sc, traffic.max_context, traffic.max_prompt);
     CalibrationOptions co = calibration_options(a, presets);
     co.progress = [](int d, int n) { show_progress_bar("calibrating wafer step times", d, n); };
     cal = calibrate(sc, plan, co);
@@ -166,8 +169,7 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   analysis::CapacityHeader h;
   h.serving.scenario = sc.name;
   h.serving.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
-  h.serving.traffic =
-      traffic_line(sc, summarise_traffic(serving::generate_sessions(*sc.traffic)));
+  h.serving.traffic = traffic_line(sc, summarise_traffic(serving::generate_sessions(*sc.traffic)));
   h.serving.slo = slo_line(sc.slo);
   if (cal) h.serving.calibration = calibration_line(*cal);
   h.closed_loop = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;

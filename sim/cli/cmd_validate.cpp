@@ -30,13 +30,14 @@ ExitCode validate_serving(const std::string& file, const Scenario& sc) {
       t.mean_prompt_tokens, t.mean_output_tokens, t.max_context);
   if (sc.has_wafer()) {
     check_wafer_supports(sc.model);
-    const CalibrationPlan plan = plan_calibration(sc, t.max_context);
+    const CalibrationPlan plan = plan_calibration(sc, t.max_context, t.max_prompt);
     fmt::print(
         "  wafer: {} x {} {}: batch {} of {} positions each ({} reserved per sequence); "
         "calibration: {} decode + {} prefill engine runs\n",
         sc.deployment.wafer.replicas, plan.wafers, sc.hardware.name, plan.max_batch,
         plan.slot_tokens, plan.max_context, plan.users.size() * plan.contexts.size(),
-        plan.prefill_tokens.size() * plan.prefill_contexts.size());
+        plan.prefill_tokens.size() * plan.prefill_contexts.size() +
+            (plan.long_prompt_tokens > 0 ? 1 : 0) + stream_points(plan).size());
   }
   for (const models::gpu::ClusterSpec& c : sc.gpu.systems)
     fmt::print("  {}: {} replica{}\n", c.name, sc.deployment.gpu.replicas,

@@ -75,8 +75,8 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
       kv_(kv),
       kv_bytes_per_token_(kv_bytes_per_token),
       io_bytes_per_s_(io_bytes_per_s) {
-  // Prompts of several sequences streamed one after another: points with
-  // users > 1 (at no cached context), apart from the one-sequence grid.
+  // Prompts of several sequences sent together: points with users > 1 (at
+  // no cached context), apart from the one-sequence grid.
   for (auto it = prefill_.begin(); it != prefill_.end();) {
     if (it->users > 1) {
       streams_.push_back(*it);
@@ -85,30 +85,70 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
       ++it;
     }
   }
-  std::sort(streams_.begin(), streams_.end(),
-            [](const GridPoint& a, const GridPoint& b) { return a.tokens < b.tokens; });
   if (decode_.empty() || prefill_.empty())
     throw std::invalid_argument("a wafer step model needs decode and prefill calibration points");
   users_axis_ = axis(decode_, [](const GridPoint& p) { return double(p.users); });
   context_axis_ = axis(decode_, [](const GridPoint& p) { return double(p.context); });
-  prefill_tokens_axis_ = axis(prefill_, [](const GridPoint& p) { return double(p.tokens); });
   prefill_context_axis_ = axis(prefill_, [](const GridPoint& p) { return double(p.context); });
+  // The first context's row (every prompt length measured), and the grid of
+  // the lengths also measured after cached positions.
+  std::vector<GridPoint> row, grid;
+  for (const GridPoint& p : prefill_)
+    (double(p.context) == prefill_context_axis_.front() ? row : grid).push_back(p);
+  prefill_row_tokens_ = axis(row, [](const GridPoint& p) { return double(p.tokens); });
+  prefill_row_ = table(
+      row, prefill_row_tokens_, [](const GridPoint& p) { return double(p.tokens); }, {0.0},
+      [](const GridPoint&) { return 0.0; }, "prefill");
+  for (const GridPoint& p : row)
+    for (const GridPoint& q : grid)
+      if (q.tokens == p.tokens) {
+        grid.push_back(p);
+        break;
+      }
+  prefill_tokens_axis_ =
+      axis(grid.empty() ? row : grid, [](const GridPoint& p) { return double(p.tokens); });
+  if (grid.empty()) grid = row;
   decode_table_ = table(
       decode_, users_axis_, [](const GridPoint& p) { return double(p.users); }, context_axis_,
       [](const GridPoint& p) { return double(p.context); }, "decode");
   prefill_table_ = table(
-      prefill_, prefill_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); },
+      grid, prefill_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); },
       prefill_context_axis_, [](const GridPoint& p) { return double(p.context); }, "prefill");
-  // At each measured prompt length: u prompts streamed together average
-  // fill + occupancy(n) x (1 + r (u - 1) / 2) to their first tokens, r the
-  // share of a later prompt's occupancy.
-  for (const GridPoint& p : streams_) {
-    const double n = static_cast<double>(p.tokens);
-    const double occupancy = prefill_occupancy_s(n, 0.0);
-    double r = 1.0;
-    if (occupancy > 0.0)
-      r = std::clamp(2.0 * (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1)), 0.0, 1.0);
-    stream_shares_.push_back(r);
+  // The grid as what cached positions add to the first context's prefill.
+  const std::size_t ny = prefill_context_axis_.size();
+  for (std::size_t i = 0; i < prefill_tokens_axis_.size(); ++i)
+    for (std::size_t j = ny; j-- > 0;) prefill_table_[i * ny + j] -= prefill_table_[i * ny];
+  // At each measured (u, n): u prompts of n tokens sent together have the
+  // last first token at prefill(n) + occupancy(n) x r x (u - 1), r the share
+  // each prompt beyond the first adds.
+  if (!streams_.empty()) {
+    stream_users_axis_ = axis(streams_, [](const GridPoint& p) { return double(p.users); });
+    stream_tokens_axis_ = axis(streams_, [](const GridPoint& p) { return double(p.tokens); });
+    std::vector<GridPoint> shares = streams_;
+    for (GridPoint& p : shares) {
+      const double n = static_cast<double>(p.tokens);
+      const double occupancy = prefill_occupancy_s(n, 0.0);
+      p.step_s = occupancy > 0.0
+                     ? std::max(0.0, (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1)))
+                     : 1.0;
+    }
+    // A length measured only up to some number of prompts (the
+    // calibration's token budget): beyond it, the share with the most.
+    for (const double n : stream_tokens_axis_) {
+      double last = std::nan("");
+      for (const double u : stream_users_axis_) {
+        const auto at = std::find_if(shares.begin(), shares.end(), [&](const GridPoint& p) {
+          return double(p.users) == u && double(p.tokens) == n;
+        });
+        if (at != shares.end())
+          last = at->step_s;
+        else if (!std::isnan(last))
+          shares.push_back({static_cast<int>(u), 0, static_cast<long long>(n), last});
+      }
+    }
+    stream_share_table_ = table(
+        shares, stream_users_axis_, [](const GridPoint& p) { return double(p.users); },
+        stream_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); }, "prompt stream");
   }
 }
 
@@ -122,35 +162,34 @@ double WaferSteps::decode_step_s(double users, double context) const {
 }
 
 double WaferSteps::prefill_s(double tokens, double context) const {
+  // The first context's row, piecewise linear in the prompt length, plus
+  // what the cached positions add, bilinear on the grid.
   const std::size_t ny = prefill_context_axis_.size();
-  return std::max(
-      0.0, bilinear(prefill_tokens_axis_, tokens, true, prefill_context_axis_, context, true,
-                    [&](std::size_t i, std::size_t j) { return prefill_table_[i * ny + j]; }));
+  const double row = bilinear(prefill_row_tokens_, tokens, true, {0.0}, 0.0, false,
+                              [&](std::size_t i, std::size_t) { return prefill_row_[i]; });
+  const double cached =
+      bilinear(prefill_tokens_axis_, tokens, true, prefill_context_axis_, context, true,
+               [&](std::size_t i, std::size_t j) { return prefill_table_[i * ny + j]; });
+  return std::max(0.0, row + cached);
 }
 
 double WaferSteps::fill_latency_s(double context) const {
   // The grid's first cell extrapolated to no tokens, at most its first point.
   const double at_zero = prefill_s(0.0, context);
-  return std::clamp(at_zero, 0.0, prefill_s(prefill_tokens_axis_.front(), context));
+  return std::clamp(at_zero, 0.0, prefill_s(prefill_row_tokens_.front(), context));
 }
 
 double WaferSteps::prefill_occupancy_s(double tokens, double context) const {
   return std::max(0.0, prefill_s(tokens, context) - fill_latency_s(context));
 }
 
-double WaferSteps::stream_share(double tokens) const {
+double WaferSteps::stream_share(double prompts, double tokens) const {
   if (streams_.empty()) return 1.0;
-  // The measured shares, interpolated in the prompt length, clamped beyond.
-  if (tokens <= static_cast<double>(streams_.front().tokens)) return stream_shares_.front();
-  for (std::size_t i = 0; i + 1 < streams_.size(); ++i) {
-    const double a = static_cast<double>(streams_[i].tokens);
-    const double b = static_cast<double>(streams_[i + 1].tokens);
-    if (tokens <= b) {
-      const double w = (tokens - a) / (b - a);
-      return (1.0 - w) * stream_shares_[i] + w * stream_shares_[i + 1];
-    }
-  }
-  return stream_shares_.back();
+  // The measured shares, interpolated in the number of prompts and their
+  // length, clamped beyond the grid.
+  const std::size_t ny = stream_tokens_axis_.size();
+  return bilinear(stream_users_axis_, prompts, false, stream_tokens_axis_, tokens, false,
+                  [&](std::size_t i, std::size_t j) { return stream_share_table_[i * ny + j]; });
 }
 
 double WaferSteps::iteration_s(const Iteration& it) const {
@@ -162,12 +201,14 @@ double WaferSteps::iteration_s(const Iteration& it) const {
     const double cached =
         std::max(0.0, (it.prefill_context - it.prefill_tokens) / std::max(1, it.prefill_sequences));
     // Equal chunks: the first costs its occupancy, each later one the share
-    // a prompt streamed behind another costs (different sequences' blocks
-    // pipeline without waiting on each other's KV cache).
+    // measured with as many prompts in flight.
     const int n = std::max(1, it.prefill_sequences);
     const double chunk = it.prefill_tokens / n;
     const double one = prefill_occupancy_s(chunk, cached);
-    s += one * (1.0 + stream_share(chunk) * (n - 1));
+    if (n > 1)
+      s += one * (1.0 + stream_share(n, chunk) * (n - 1));
+    else
+      s += one;
   }
   return s;
 }

@@ -44,9 +44,10 @@ class StepModel {
 
 // One engine run of the calibration grid: `users` sequences decoding at
 // `context` positions each (workload.cached_tokens) gave `step_s` between
-// tokens; or `users` sequences prefilling `tokens` prompt tokens each after
-// `context` cached positions (streamed one after another) gave `step_s` of
-// prefill, the mean over the sequences.
+// tokens; or one sequence prefilling `tokens` prompt tokens after `context`
+// cached positions gave `step_s` of prefill; or `users` > 1 sequences sent
+// their prompts of `tokens` at once (nothing cached) and the last of them
+// had its first token `step_s` after they arrived.
 struct GridPoint {
   int users = 1;
   long long context = 0;
@@ -57,7 +58,9 @@ struct GridPoint {
 // The wafer pipeline's step times, interpolated on the calibration grid:
 // decode steps bilinearly in (users, context) over the grid's cells (linear
 // beyond its last context: attention grows linearly with the context),
-// prefill piecewise-linearly in tokens and context. A prompt of n tokens
+// prefill piecewise-linearly in tokens at no cached context (up to the
+// traffic's longest prompt) plus what cached positions add, bilinear in
+// tokens and context on the shorter prompts measured after both. A prompt of n tokens
 // takes prefill_s(n) = fill + occupancy(n) through the layer pipeline: the
 // fill latency (the grid extrapolated to 0 tokens: a block crossing every
 // layer) and the pipeline's time per token after it (the grid's slope), as
@@ -65,7 +68,10 @@ struct GridPoint {
 // decode step plus the occupancy of its prompt chunks (the blocks and the
 // decode tokens share the layers' regions one message at a time); a prompt's
 // first token follows its last chunk's iteration by the fill latency. So a
-// lone request's TTFT is the engine's prefill whatever the chunking.
+// lone request's TTFT is the engine's prefill whatever the chunking. With k
+// prompts in one iteration, each beyond the first adds its occupancy times
+// the share measured with k prompts in flight (stream_share), interpolated
+// in k and the prompt length on the grid of prompts sent together.
 class WaferSteps final : public StepModel {
  public:
   // Throws std::invalid_argument unless the decode points form a full grid
@@ -81,21 +87,27 @@ class WaferSteps final : public StepModel {
   double prefill_s(double tokens, double context) const;
   // prefill_s less the fill latency: what `tokens` prompt tokens add to an iteration.
   double prefill_occupancy_s(double tokens, double context) const;
-  // What a prompt of `tokens` streamed right behind another sequence's costs,
-  // as a share of its occupancy alone (1 without stream points).
-  double stream_share(double tokens) const;
+  // With `prompts` prompts of `tokens` each in flight together, what each one
+  // beyond the first adds to the time until the last has passed, as a share
+  // of one prompt's occupancy alone (1 without such points). Below 1 where
+  // different sequences' blocks pipeline behind each other; above 1 where
+  // many prompts in flight contend for the same links. A length measured up
+  // to fewer prompts: the share with the most measured.
+  double stream_share(double prompts, double tokens) const;
   const std::vector<GridPoint>& decode_points() const { return decode_; }
   const std::vector<GridPoint>& prefill_points() const { return prefill_; }
 
  private:
   std::vector<GridPoint> decode_;
   std::vector<GridPoint> prefill_;
-  std::vector<GridPoint> streams_;                 // prefill points of several sequences, by tokens
-  std::vector<double> stream_shares_;              // the share each of them measured
-  std::vector<double> users_axis_, context_axis_;  // decode grid
+  std::vector<GridPoint> streams_;  // prefill points of several sequences
+  std::vector<double> stream_users_axis_, stream_tokens_axis_;
+  std::vector<double> stream_share_table_;                // [users][tokens] the share each measured
+  std::vector<double> users_axis_, context_axis_;         // decode grid
+  std::vector<double> prefill_row_tokens_, prefill_row_;  // at the first context: every length
   std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid
   std::vector<double> decode_table_;                                // [users][context] step seconds
-  std::vector<double> prefill_table_;  // [tokens][context] prefill seconds
+  std::vector<double> prefill_table_;  // [tokens][context] seconds beyond the first context's
   KvCapacity kv_;
   double kv_bytes_per_token_;
   double io_bytes_per_s_;

@@ -38,7 +38,8 @@ int bench_serving(const BenchServingOptions& o) {
   double calibrate_s = 0.0;
   if (sc.has_wafer()) {
     const auto t1 = Clock::now();
-    cal = calibrate(sc, plan_calibration(sc, traffic.max_context), calibration_options(o));
+    cal = calibrate(sc, plan_calibration(sc, traffic.max_context, traffic.max_prompt),
+                    calibration_options(o));
     calibrate_s = seconds_since(t1);
   }
   const auto t2 = Clock::now();
@@ -83,8 +84,9 @@ int bench_steps(const BenchServingOptions& o) {
                         "bench steps needs a scenario with traffic: and a wafer (hardware:)");
   const std::vector<serving::Session> sessions = serving::generate_sessions(*sc.traffic);
   const CalibrationOptions co = calibration_options(o);
+  const TrafficSummary traffic = summarise_traffic(sessions);
   const Calibration cal =
-      calibrate(sc, plan_calibration(sc, summarise_traffic(sessions).max_context), co);
+      calibrate(sc, plan_calibration(sc, traffic.max_context, traffic.max_prompt), co);
   const std::unique_ptr<serving::WaferSteps> model = wafer_steps(sc, cal);
   const CalibrationPlan& p = cal.plan;
   // Held-out points: between grid values in every coordinate.
@@ -102,6 +104,15 @@ int bench_steps(const BenchServingOptions& o) {
   for (std::size_t i = 0; i + 1 < p.prefill_tokens.size(); ++i)
     points.push_back(
         {1, p.prefill_contexts.back() / 2, (p.prefill_tokens[i] + p.prefill_tokens[i + 1]) / 2});
+  // Prompts sent together: between the grid's numbers in flight (every
+  // other cell), at the first two prompt lengths' midpoint.
+  const std::vector<long long> lengths = measured_prompt_lengths(p);
+  if (lengths.size() > 1)
+    for (std::size_t i = 0; i + 1 < p.stream_users.size(); i += 2) {
+      const int u = (p.stream_users[i] + p.stream_users[i + 1] + 1) / 2;
+      if (u == p.stream_users[i] || u == p.stream_users[i + 1]) continue;
+      points.push_back({u, 0, (lengths[0] + lengths[1]) / 2});
+    }
   fmt::print(
       "bench steps {}: the step grid ({} decode, {} prefill points) against {} direct "
       "engine runs off the grid\n\n",
@@ -121,14 +132,21 @@ int bench_steps(const BenchServingOptions& o) {
       grid = model->decode_step_s(
           pt.users, static_cast<double>(pt.context + 1 + (p.generate_tokens - 1) / 2));
     } else {
-      direct = r.at("prefill_s").get<double>();
-      grid = model->prefill_s(static_cast<double>(pt.tokens), static_cast<double>(pt.context));
+      // With several prompts: the last one's prefill.
+      direct = measured_prefill_s(r, pt.users);
+      const auto n = static_cast<double>(pt.tokens);
+      grid = model->prefill_s(n, static_cast<double>(pt.context));
+      if (pt.users > 1)
+        grid +=
+            model->prefill_occupancy_s(n, 0.0) * model->stream_share(pt.users, n) * (pt.users - 1);
     }
     const double err = grid / direct - 1.0;
     worst = std::max(worst, std::fabs(err));
     fmt::print("  {:<8} {:>6} {:>9} {:>8} {:>14.4f} {:>14.4f} {:>+7.2f}%\n",
-               pt.tokens == 0 ? "decode" : "prefill", pt.users, pt.context, pt.tokens, grid * 1e3,
-               direct * 1e3, 100.0 * err);
+               pt.tokens == 0 ? "decode"
+               : pt.users > 1 ? "stream"
+                              : "prefill",
+               pt.users, pt.context, pt.tokens, grid * 1e3, direct * 1e3, 100.0 * err);
   }
   fmt::print("\n  largest error {:.2f}% (target: within 5%): {}\n", 100.0 * worst,
              worst <= 0.05 ? "met" : "NOT met");

@@ -90,7 +90,8 @@ std::vector<serving::GridPoint> points_from(const nlohmann::json& a) {
 
 }  // namespace
 
-CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_context) {
+CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_context,
+                                 long long traffic_max_prompt) {
   CalibrationPlan plan;
   plan.max_context =
       sc.deployment.max_context > 0 ? sc.deployment.max_context : traffic_max_context;
@@ -139,7 +140,12 @@ CalibrationPlan plan_calibration(const Scenario& sc, long long traffic_max_conte
   const long long half = std::max<long long>(1, plan.max_context / 2 - 1);
   for (long long n = plan.prefill_block; n <= half; n *= 4) plan.prefill_tokens.push_back(n);
   if (plan.prefill_tokens.size() < 2) plan.prefill_tokens = distinct<long long>({1, half});
-  plan.stream_users = std::min(4, plan.max_batch);
+  // The traffic's longest prompt, where the grid stops short of it: a
+  // prompt's prefill grows faster than linearly (attention over the prompt).
+  const long long longest = std::min(traffic_max_prompt, plan.max_context - 1);
+  if (longest > plan.prefill_tokens.back()) plan.long_prompt_tokens = longest;
+  // Prompts in flight together: the decode grid's batch sizes above one.
+  plan.stream_users.assign(plan.users.begin() + 1, plan.users.end());
   plan.prefill_contexts =
       distinct<long long>({0, std::max(0LL, plan.max_context - 2 - plan.prefill_tokens.back())});
   return plan;
@@ -186,6 +192,42 @@ CalibrationOptions self_calibration(const std::string& scenario, const fs::path&
   return c;
 }
 
+std::vector<long long> measured_prompt_lengths(const CalibrationPlan& plan) {
+  std::vector<long long> n = plan.prefill_tokens;
+  if (plan.long_prompt_tokens > 0) n.push_back(plan.long_prompt_tokens);
+  return n;
+}
+
+std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan) {
+  std::vector<std::pair<int, long long>> out;
+  const std::vector<long long> lengths = measured_prompt_lengths(plan);
+  for (const int u : plan.stream_users)
+    for (const long long n : lengths)
+      if (u == plan.stream_users.front() || u * n <= plan.stream_token_budget)
+        out.emplace_back(u, n);
+  return out;
+}
+
+double measured_prefill_s(const nlohmann::json& run, int users) {
+  const double mean = run.at("prefill_s").get<double>();
+  if (users <= 1) return mean;
+  // Each sequence's prompt ends with its last prefill block; prefill_s is the
+  // mean over sequences of that end less the prompts' input I/O, so the last
+  // sequence's prefill is the mean plus how much later its prompt ended.
+  std::vector<double> ends;
+  for (const auto& t : run.at("token_records")) {
+    if (!t.at("prefill").get<bool>()) continue;
+    const auto u = t.at("user").get<std::size_t>();
+    if (u >= ends.size()) ends.resize(u + 1, 0.0);
+    ends[u] = std::max(ends[u], t.at("end_cycle").get<double>());
+  }
+  if (ends.empty()) return mean;
+  double sum = 0.0;
+  for (const double e : ends) sum += e;
+  const double last = *std::max_element(ends.begin(), ends.end());
+  return mean + (last - sum / static_cast<double>(ends.size())) / run.at("clock_hz").get<double>();
+}
+
 std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
                                                    const CalibrationPlan& plan, int users,
                                                    long long context, long long tokens) {
@@ -217,8 +259,8 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
     for (const long long c : plan.contexts) jobs.push_back({u, c, 0});
   for (const long long n : plan.prefill_tokens)
     for (const long long c : plan.prefill_contexts) jobs.push_back({1, c, n});
-  if (plan.stream_users > 1)
-    for (const long long n : plan.prefill_tokens) jobs.push_back({plan.stream_users, 0, n});
+  if (plan.long_prompt_tokens > 0) jobs.push_back({1, 0, plan.long_prompt_tokens});
+  for (const auto& [u, n] : stream_points(plan)) jobs.push_back({u, 0, n});
 
   // The cache key: the binary, the scenario a calibration run resolves to
   // (without its workload, which the points' keys below give) and every
@@ -273,7 +315,7 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
         try {
           const nlohmann::json r = nlohmann::json::parse(out.out);
           step[i] = j.tokens == 0 ? r.at("inter_token_latency_s").get<double>()
-                                  : r.at("prefill_s").get<double>();
+                                  : measured_prefill_s(r, j.users);
         } catch (const std::exception& e) {
           errors[i] = std::string("unreadable result: ") + e.what();
         }
@@ -308,7 +350,7 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
   if (!cal.cache_file.empty()) {
     nlohmann::ordered_json j;
     j["format"] = "wafersim-step-grid";
-    j["format_version"] = 1;
+    j["format_version"] = 2;
     j["key"] = key;
     j["scenario"] = sc.name;
     j["max_batch"] = plan.max_batch;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "sim/config/scenario.hpp"
 #include "sim/serving/step_model.hpp"
 
@@ -29,21 +31,43 @@ struct CalibrationPlan {
   std::vector<long long> contexts;  // decode grid: cached positions
   std::vector<long long> prefill_tokens;
   std::vector<long long> prefill_contexts;  // cached positions before the prompt
-  // Prompts of this many sequences streamed one after another (at each
-  // prefill_tokens, nothing cached): how much cheaper a prompt behind another
-  // is. 1 = no such points.
-  int stream_users = 1;
+  // The traffic's longest prompt where beyond prefill_tokens (else 0):
+  // measured after nothing cached, alone and with stream_users in flight.
+  long long long_prompt_tokens = 0;
+  // Prompts of this many sequences sent at once (at each prefill_tokens,
+  // nothing cached; every users value above 1): what each prompt beyond the
+  // first adds to the last one's first token, by the number in flight (they
+  // share the pipeline's links and stages). Empty = no such points.
+  std::vector<int> stream_users;
+  // At most this many prompt tokens in one such run (users x length), 2
+  // prompts excepted: more prompts of a length are left out, the share then
+  // the one measured with the most prompts of that length. Prompts sent
+  // together are the grid's dearest runs (on Llama 3.1 8B / WSE-3 about
+  // 18 ms of CPU per prompt token), and the share varies little beyond 8
+  // prompts (8B: 0.751 and 0.752 with 8 and 16 prompts of 512 tokens;
+  // tiny-llama on 64x64: 1.002 and 1.008 with 96).
+  long long stream_token_budget = 2048;
   int generate_tokens = 3;  // per decode point: its first token ends the prompt, then 2 steps
   int prefill_block = 64;
 };
 
 // The plan for a scenario's deployment: max_context from deployment.max_context
-// or else `traffic_max_context`; max_batch from deployment.wafer.max_batch or
+// or else `traffic_max_context`; prompts measured up to the traffic's longest
+// (`traffic_max_prompt`); max_batch from deployment.wafer.max_batch or
 // else the most sequences of max_context whose KV cache fits (placement
 // planned without allocating). Throws fabric::FitError (naming the figures)
 // when not even one sequence of max_context fits, ScenarioError when
 // max_context is beyond the model's.
-CalibrationPlan plan_calibration(const Scenario& scenario, long long traffic_max_context);
+CalibrationPlan plan_calibration(const Scenario& scenario, long long traffic_max_context,
+                                 long long traffic_max_prompt = 0);
+
+// Every prompt length the plan measures: prefill_tokens, then the long prompt.
+std::vector<long long> measured_prompt_lengths(const CalibrationPlan& plan);
+
+// The (users, prompt length) of every run of prompts sent together: each
+// measured length with each of stream_users within stream_token_budget, and
+// with the fewest at least.
+std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan);
 
 struct CalibrationOptions {
   std::filesystem::path binary;  // the wafersim executable
@@ -70,6 +94,11 @@ struct Calibration {
   std::filesystem::path cache_file;  // where it was read or written ("" = not cached)
   bool from_cache = false;
 };
+
+// What a prefill point's run measured, from its --json result: the mean
+// prefill over its sequences (`users` 1: the prompt's prefill), or with
+// several sequences the last one's (the time until every prompt has passed).
+double measured_prefill_s(const nlohmann::json& run, int users);
 
 // The child command line that measures one point (a decode point when
 // `tokens` is 0, else a prefill point).

@@ -27,6 +27,7 @@ TrafficSummary summarise_traffic(const std::vector<serving::Session>& sessions) 
       output += turn.output_tokens;
       context = p + turn.output_tokens;
       t.max_context = std::max(t.max_context, context);
+      t.max_prompt = std::max(t.max_prompt, p);
       ++t.requests;
       if (!s.closed_loop) {
         first = any_open ? std::min(first, turn.at_s) : turn.at_s;
@@ -198,7 +199,8 @@ ServingStudy run_serving_study(const Scenario& sc, const ServingStudyOptions& o)
   const std::vector<serving::Session> sessions = serving::generate_sessions(*sc.traffic);
   study.traffic = summarise_traffic(sessions);
   if (sc.has_wafer()) {
-    const CalibrationPlan plan = plan_calibration(sc, study.traffic.max_context);
+    const CalibrationPlan plan =
+        plan_calibration(sc, study.traffic.max_context, study.traffic.max_prompt);
     CalibrationOptions co = o.calibration;
     if (o.progress)
       co.progress = [&o](int d, int n) { o.progress("calibrating wafer step times", d, n); };

@@ -25,6 +25,7 @@ struct TrafficSummary {
   double mean_new_prompt_tokens = 0.0;
   double mean_output_tokens = 0.0;
   long long max_context = 0;  // the longest prompt + output of any request
+  long long max_prompt = 0;   // the longest prompt of any request (earlier turns included)
   double duration_s = 0.0;    // first to last open-loop arrival (0 for closed loop)
   bool closed_loop = false;
 };

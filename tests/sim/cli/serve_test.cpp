@@ -24,15 +24,20 @@ fs::path write(const fs::path& dir, const std::string& name, const std::string& 
 // 16 requests at t = 0, 96 prompt + 12 output tokens each, prefill first: a
 // static batch. Its decode steps come from the calibration grid, interpolated
 // at contexts between its points; `run` of the same 16 users decoding from
-// context 96 on the same placement measures them directly. The whole batch's
-// time is `run`'s within 30% on this 64x64 mesh (-24%: here the engine's 16
-// prompts slow each other on shared links more than 4 do in the calibration;
-// on Llama 3.1 8B / WSE-3 it is within 0.1%, docs/validation.md).
+// context 96 on the same placement measures them directly. The whole batch
+// ends within 2% of `run` of the same 16 users (-0.2% measured): the grid
+// sends prompts of the traffic's longest length 2, 4, 8 and 16 at once, so the
+// links the 16 prompts share on this 64x64 mesh are in it (-24% when it sent
+// 4 prompts of at most 32 tokens). A batch of 12, between the grid's numbers
+// of prompts in flight, measures +1.7%; held to 3%.
 TEST(ServeCli, StaticBatchDecodesAsRunDoes) {
   const fs::path d = cli_scratch_dir("serve_static");
-  std::string trace = "arrival_s,prompt_tokens,output_tokens\n";
-  for (int i = 0; i < 16; ++i) trace += "0,96,12\n";
-  write(d, "batch.csv", trace);
+  const auto batch_of = [&](int n) {
+    std::string trace = "arrival_s,prompt_tokens,output_tokens\n";
+    for (int i = 0; i < n; ++i) trace += "0,96,12\n";
+    write(d, "batch.csv", trace);
+  };
+  batch_of(16);
   const fs::path sc = write(d, "s.yaml", R"(name: static
 hardware: small
 model: tiny-llama
@@ -42,7 +47,8 @@ deployment:
   prefill: {policy: prefill-first}
 compare_with: []
 )");
-  const auto serve = run_wafersim("serve " + sc.string() + " --json --cache " + (d / "c").string());
+  const std::string serve_args = "serve " + sc.string() + " --json --cache " + (d / "c").string();
+  const auto serve = run_wafersim(serve_args);
   ASSERT_EQ(serve.code, 0) << serve.err;
   const auto s = nlohmann::json::parse(serve.out)["systems"][0];
   EXPECT_EQ(s["served"], 16);
@@ -58,12 +64,32 @@ compare_with: []
   const double direct = nlohmann::json::parse(decode.out)["inter_token_latency_s"].get<double>();
   const double served = s["tbt_s"]["mean"].get<double>();
   EXPECT_NEAR(served / direct, 1.0, 0.02) << "serve " << served << " run " << direct;
-  const auto batch = run_wafersim("run " + sc.string() + same +
-                                  "--set 'workload={prompt_tokens: 96, generate_tokens: 12, "
-                                  "users: 16, prefill_block: 8}'");
-  ASSERT_EQ(batch.code, 0) << batch.err;
-  const double whole = nlohmann::json::parse(batch.out)["total_time_s"].get<double>();
-  EXPECT_NEAR(s["end_to_end_s"]["max"].get<double>() / whole, 1.0, 0.30);
+  const auto whole_run = [&](int users) {
+    const auto batch = run_wafersim("run " + sc.string() + same +
+                                    "--set 'workload={prompt_tokens: 96, generate_tokens: 12, "
+                                    "users: " +
+                                    std::to_string(users) + ", prefill_block: 8}'");
+    EXPECT_EQ(batch.code, 0) << batch.err;
+    return nlohmann::json::parse(batch.out)["total_time_s"].get<double>();
+  };
+  EXPECT_NEAR(s["end_to_end_s"]["max"].get<double>() / whole_run(16), 1.0, 0.02);
+  // The same grid (the longest prompt and the batch are the same).
+  batch_of(12);
+  const auto twelve = run_wafersim(serve_args);
+  ASSERT_EQ(twelve.code, 0) << twelve.err;
+  const auto t = nlohmann::json::parse(twelve.out);
+  EXPECT_NE(t["calibration"].get<std::string>().find("read from"), std::string::npos);
+  EXPECT_NEAR(t["systems"][0]["end_to_end_s"]["max"].get<double>() / whole_run(12), 1.0, 0.03);
+  // The grid against the engine off its points (decode, prefill, prompts in
+  // flight): within the issue's 5%.
+  const auto bench =
+      run_wafersim("bench steps --scenario " + sc.string() + " --cache " + (d / "c").string());
+  ASSERT_EQ(bench.code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("stream"), std::string::npos) << bench.out;
+  const std::string marker = "largest error ";
+  const std::size_t at = bench.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << bench.out;
+  EXPECT_LE(std::stod(bench.out.substr(at + marker.size())), 5.0) << bench.out;
 }
 
 const char* kOpen = R"(name: open

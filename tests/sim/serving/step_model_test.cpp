@@ -74,25 +74,41 @@ TEST(WaferSteps, RefusesAnIncompleteGrid) {
 namespace wafersim::sim::serving {
 namespace {
 
-// 4 prompts streamed together average fill + occupancy x (1 + r x 3 / 2): a
-// grid with r = 0.5 makes an iteration of 3 equal chunks cost the occupancy
-// of one x (1 + 0.5 x 2).
-TEST(WaferSteps, PromptsBehindAnotherCostTheMeasuredShare) {
+// u prompts sent together have the last first token at prefill(n) +
+// occupancy(n) x r(u) x (u - 1): a grid measuring r = 0.5 with 2 prompts in
+// flight and r = 1.5 with 8 makes an iteration of 5 equal chunks (halfway in
+// the number of prompts) cost the occupancy of one x (1 + 1.0 x 4).
+TEST(WaferSteps, PromptsInFlightCostTheShareMeasuredWithAsMany) {
   std::vector<GridPoint> decode = {{1, 0, 0, 1e-3}, {1, 100, 0, 1e-3}};
   const double fill = 0.2e-3, per_token = 3e-6;
   std::vector<GridPoint> prefill;
   for (long long n : {128LL, 1024LL}) {
     prefill.push_back({1, 0, n, fill + per_token * n});
     prefill.push_back({1, 4096, n, fill + per_token * n});
-    prefill.push_back({4, 0, n, fill + per_token * n * (1.0 + 0.5 * 3.0 / 2.0)});
+    prefill.push_back({2, 0, n, fill + per_token * n * (1.0 + 0.5 * 1.0)});
+    prefill.push_back({8, 0, n, fill + per_token * n * (1.0 + 1.5 * 7.0)});
   }
-  const WaferSteps m(decode, prefill, KvCapacity{4, 8192, 0}, 1000.0, 1e9);
-  EXPECT_NEAR(m.stream_share(500), 0.5, 1e-12);
+  const WaferSteps m(decode, prefill, KvCapacity{8, 8192, 0}, 1000.0, 1e9);
+  EXPECT_NEAR(m.stream_share(2, 500), 0.5, 1e-12);
+  EXPECT_NEAR(m.stream_share(8, 500), 1.5, 1e-12);
+  EXPECT_NEAR(m.stream_share(5, 500), 1.0, 1e-12);
+  EXPECT_NEAR(m.stream_share(16, 500), 1.5, 1e-12);  // clamped beyond the grid
   Iteration it;
-  it.prefill_sequences = 3;
-  it.prefill_tokens = 3 * 500;
-  it.prefill_context = 3 * 500;
-  EXPECT_NEAR(m.iteration_s(it), per_token * 500 * (1.0 + 0.5 * 2), 1e-12);
+  it.prefill_sequences = 5;
+  it.prefill_tokens = 5 * 500;
+  it.prefill_context = 5 * 500;
+  EXPECT_NEAR(m.iteration_s(it), per_token * 500 * (1.0 + 1.0 * 4), 1e-12);
+  it.prefill_sequences = 1;
+  it.prefill_tokens = 500;
+  it.prefill_context = 500;
+  EXPECT_NEAR(m.iteration_s(it), per_token * 500, 1e-12);
+  // 1024 tokens measured with 2 prompts only (the calibration's token
+  // budget): with more, the share with 2.
+  prefill.pop_back();
+  prefill.back().step_s = fill + per_token * 1024 * (1.0 + 0.25 * 1.0);
+  const WaferSteps b(decode, prefill, KvCapacity{8, 8192, 0}, 1000.0, 1e9);
+  EXPECT_NEAR(b.stream_share(8, 1024), 0.25, 1e-12);
+  EXPECT_NEAR(b.stream_share(8, 128), 1.5, 1e-12);
 }
 
 }  // namespace
