@@ -20,6 +20,22 @@ Coord Line::at(int i) const {
   return first;
 }
 
+const char* reduction_name(ReductionScheme s) {
+  switch (s) {
+    case ReductionScheme::chain:
+      return "chain";
+    case ReductionScheme::tree:
+      return "tree";
+    case ReductionScheme::two_level:
+      return "two-level";
+    case ReductionScheme::k_tree:
+      return "k-tree";
+    case ReductionScheme::ring:
+      return "ring";
+  }
+  return "chain";
+}
+
 int two_level_group(int n) {
   if (n <= 1) return 1;
   return std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(n)))));

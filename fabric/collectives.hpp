@@ -41,6 +41,10 @@ enum class ReductionScheme { chain, tree, two_level, k_tree, ring };
 // Cores per group of a two-level reduction over n cores: round(sqrt(n)), at least 1.
 int two_level_group(int n);
 
+// A scheme's name as scenarios, placement files and messages write it:
+// "chain", "tree", "two-level", "k-tree", "ring".
+const char* reduction_name(ReductionScheme s);
+
 // Groups of a k-tree over n cores asked for `groups` (0: the default,
 // round(sqrt(n)), which is what WaferLLM runs: 20 groups on its 420-core
 // lines, Decode/WSE-2/model_config/llama8B_4k_1_420.json), at most n.

@@ -56,22 +56,6 @@ ScenarioError::ScenarioError(std::string file, int line, int column, std::string
       column_(column),
       key_path_(std::move(key_path)) {}
 
-const char* reduction_name(ReductionScheme s) {
-  switch (s) {
-    case ReductionScheme::chain:
-      return "chain";
-    case ReductionScheme::tree:
-      return "tree";
-    case ReductionScheme::two_level:
-      return "two-level";
-    case ReductionScheme::k_tree:
-      return "k-tree";
-    case ReductionScheme::ring:
-      return "ring";
-  }
-  return "chain";
-}
-
 const std::vector<std::string>& reduction_names() {
   static const std::vector<std::string> names = {"chain", "tree", "two-level", "k-tree", "ring"};
   return names;

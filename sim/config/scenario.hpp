@@ -42,7 +42,7 @@ class ScenarioError : public std::runtime_error {
 };
 
 using ReductionScheme = fabric::ReductionScheme;
-const char* reduction_name(ReductionScheme s);
+using fabric::reduction_name;
 // Every scheme's name, in enum order (chain, tree, two-level, k-tree, ring),
 // and the scheme a name means (nullopt for none).
 const std::vector<std::string>& reduction_names();

@@ -23,22 +23,6 @@ using fabric::ReductionScheme;
 
 enum class Kind { multicast, reduce, all_reduce };
 
-const char* scheme_name(ReductionScheme s) {
-  switch (s) {
-    case ReductionScheme::chain:
-      return "chain";
-    case ReductionScheme::tree:
-      return "tree";
-    case ReductionScheme::two_level:
-      return "two-level";
-    case ReductionScheme::k_tree:
-      return "k-tree";
-    case ReductionScheme::ring:
-      return "ring";
-  }
-  return "chain";
-}
-
 // A set of routes configured in the routers of a line: a reduction's
 // (its scheme's colors without any broadcast) or one broadcast from a core
 // of the line in one direction (1 color: a GEMV's input multicast, an
@@ -62,8 +46,8 @@ struct Pattern {
     const std::string k = scheme == ReductionScheme::k_tree
                               ? fmt::format(" (K = {})", fabric::k_tree_groups(line.length, groups))
                               : std::string();
-    return fmt::format("{}: {}{} over {} cores {}", owner, scheme_name(scheme), k, line.length,
-                       colors);
+    return fmt::format("{}: {}{} over {} cores {}", owner, fabric::reduction_name(scheme), k,
+                       line.length, colors);
   }
   bool passes(Coord c) const {
     for (int i = first_index(); i <= last_index(); ++i)
