@@ -26,14 +26,13 @@ void write_capacity_report(std::ostream& out, const CapacityHeader& h,
     if (target && r.max_rate_per_replica <= 0.0) {
       out << fmt::format(" {:>9} {:>7} {:>7}", "never", "-", "-");
     } else if (target) {
-      out << fmt::format(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed,
-                         r.target_checked ? " " : "?", r.chips_needed, r.power_w_needed / 1000.0);
+      out << fmt::format(" {:>8}{} {:>7} {:>7.1f}", r.replicas_needed, r.target_checked ? " " : "?",
+                         r.chips_needed, r.power_w_needed / 1000.0);
     }
     out << "\n";
   }
   for (const CapacityResult& r : rows)
-    out << fmt::format("  {}: {} ({} loads simulated)\n", r.system, r.description,
-                       r.probes.size());
+    out << fmt::format("  {}: {} ({} loads simulated)\n", r.system, r.description, r.probes.size());
   if (target)
     out << fmt::format(
         "  replicas for {:g} {}, each count checked by simulating the whole deployment at that "
@@ -47,11 +46,7 @@ nlohmann::ordered_json capacity_json(const CapacityHeader& h,
   nlohmann::ordered_json j;
   j["format"] = "wafersim-capacity";
   j["format_version"] = 1;
-  j["scenario"] = h.serving.scenario;
-  j["model"] = h.serving.model;
-  j["traffic"] = h.serving.traffic;
-  j["slo"] = h.serving.slo;
-  j["calibration"] = h.serving.calibration;
+  add_serving_header_json(h.serving, j);
   j["load_unit"] = capacity_load_unit(h);
   j["target_rate"] = h.target_rate;
   j["systems"] = nlohmann::ordered_json::array();

@@ -124,6 +124,14 @@ void write_serving_report(std::ostream& out, const ServingHeader& h,
   }
 }
 
+void add_serving_header_json(const ServingHeader& h, nlohmann::ordered_json& j) {
+  j["scenario"] = h.scenario;
+  j["model"] = h.model;
+  j["traffic"] = h.traffic;
+  j["slo"] = h.slo;
+  j["calibration"] = h.calibration;
+}
+
 nlohmann::ordered_json serving_system_json(const ServingResult& r) {
   nlohmann::ordered_json s;
   s["system"] = r.system;
@@ -175,11 +183,7 @@ nlohmann::ordered_json serving_json(const ServingHeader& h,
   nlohmann::ordered_json j;
   j["format"] = "wafersim-serving";
   j["format_version"] = 1;
-  j["scenario"] = h.scenario;
-  j["model"] = h.model;
-  j["traffic"] = h.traffic;
-  j["slo"] = h.slo;
-  j["calibration"] = h.calibration;
+  add_serving_header_json(h, j);
   j["systems"] = nlohmann::ordered_json::array();
   for (const ServingResult& r : results) j["systems"].push_back(serving_system_json(r));
   return j;

@@ -27,6 +27,9 @@ struct ServingHeader {
 void write_serving_report(std::ostream& out, const ServingHeader& header,
                           const std::vector<ServingResult>& results);
 
+// The header's scenario, model, traffic, slo and calibration keys, added to `j`.
+void add_serving_header_json(const ServingHeader& header, nlohmann::ordered_json& j);
+
 // One system's summary and timeline, as an entry of serving_json's systems.
 nlohmann::ordered_json serving_system_json(const ServingResult& result);
 

@@ -108,6 +108,18 @@ std::string calibration_line(const Calibration& c) {
           : fmt::format("{} {}", c.from_cache ? "read from" : "cached in", c.cache_file.string()));
 }
 
+// What a serving study or a capacity search was run on, as their outputs say it.
+analysis::ServingHeader serving_header(const Scenario& sc, const TrafficSummary& traffic,
+                                       const std::optional<Calibration>& calibration) {
+  analysis::ServingHeader h;
+  h.scenario = sc.name;
+  h.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
+  h.traffic = traffic_line(sc, traffic);
+  h.slo = slo_line(sc.slo);
+  if (calibration) h.calibration = calibration_line(*calibration);
+  return h;
+}
+
 int serve(const ServeArgs& a, const std::filesystem::path& presets) {
   const Scenario sc = load(a, presets);
   if (!a.report.empty()) analysis::check_writable(a.report);  // before the study
@@ -115,12 +127,7 @@ int serve(const ServeArgs& a, const std::filesystem::path& presets) {
   o.calibration = calibration_options(a, presets);
   o.progress = progress;
   const ServingStudy study = run_serving_study(sc, o);
-  analysis::ServingHeader h;
-  h.scenario = sc.name;
-  h.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
-  h.traffic = traffic_line(sc, study.traffic);
-  h.slo = slo_line(sc.slo);
-  if (study.calibration) h.calibration = calibration_line(*study.calibration);
+  const analysis::ServingHeader h = serving_header(sc, study.traffic, study.calibration);
   const std::string results = a.out.empty() ? sc.outputs.results.value_or("") : a.out;
   if (!results.empty()) {
     analysis::write_serving_hdf5(results, h, study.results, sc.resolved_yaml);
@@ -153,10 +160,9 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
                         "capacity needs service-level objectives: give slo: {ttft: 2 s, "
                         "tokens_per_s: 100} in the scenario (or --set slo=...)");
   if (!a.report.empty()) analysis::check_writable(a.report);  // before the search
+  const TrafficSummary traffic = summarise_traffic(serving::generate_sessions(*sc.traffic));
   std::optional<Calibration> cal;
   if (sc.has_wafer()) {
-    const auto sessions = serving::generate_sessions(*sc.traffic);
-    const TrafficSummary traffic = summarise_traffic(sessions);
     const CalibrationPlan plan = plan_calibration(sc, traffic.max_context, traffic.max_prompt);
     CalibrationOptions co = calibration_options(a, presets);
     co.progress = [](int d, int n) { show_progress_bar("calibrating wafer step times", d, n); };
@@ -167,11 +173,7 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   o.progress = progress;
   const std::vector<CapacityRow> rows = capacity_search(sc, cal, o);
   analysis::CapacityHeader h;
-  h.serving.scenario = sc.name;
-  h.serving.model = fmt::format("{} at {}", sc.model.name, models::dtype_name(sc.precision));
-  h.serving.traffic = traffic_line(sc, summarise_traffic(serving::generate_sessions(*sc.traffic)));
-  h.serving.slo = slo_line(sc.slo);
-  if (cal) h.serving.calibration = calibration_line(*cal);
+  h.serving = serving_header(sc, traffic, cal);
   h.closed_loop = sc.traffic->kind == serving::TrafficSpec::Kind::sessions;
   h.target_rate = a.target_rate;
   h.slo_ttft_s = sc.slo.ttft_s;
