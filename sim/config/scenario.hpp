@@ -70,6 +70,12 @@ struct Workload {
   // as GEMM: each core streams its weight tile once per block). 1 = token by
   // token (GEMV per prompt token).
   int prefill_block = 1;
+  // Users whose decode tokens travel through a stage together as one
+  // batch: every matrix a GEMM of that many rows, attention each row over
+  // its own user's cache. 1 = each user's token on its own, pipelined behind
+  // the others' through the layer stages. Users are batched in order
+  // (0..b-1, b..2b-1, ...); a batch waits for its last member's token.
+  int decode_batch = 1;
   // Positions already in every user's KV cache when its prompt arrives
   // (timing only): the prompt starts at this position, so decode is timed
   // at a long context without simulating that context's prefill. The KV

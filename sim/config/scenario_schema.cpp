@@ -119,6 +119,10 @@ constexpr Key<Scenario> kScenario[] = {
     {"speculative_decoding", O, "{draft_model, draft_tokens, acceptance_rate}",
      "speculative decoding on the wafer and the GPUs",
      [](auto& v, auto& s, auto& ctx) {
+       if (s.workload.decode_batch > 1)
+         fail(v.key_loc(), v.path,
+              "cannot run with workload.decode_batch > 1 (a speculative round verifies one "
+              "user's tokens); remove one of them");
        s.speculative = read_speculative(v, ctx.preset_dir, s.model);
      },
      [](auto& s) { return block(write_keys(speculative_keys(), *s.speculative, "  ")); },

@@ -193,7 +193,7 @@ std::string write_prompt_ids(const Workload& w) {
   return ids.substr(key.size()) + "]";
 }
 
-// Read by rank: seed, users, prefill_block and cached_tokens, then generate_tokens, then the
+// Read by rank: seed, users, decode_batch (after users), prefill_block and cached_tokens, then generate_tokens, then the
 // prompt (its length is checked against generate_tokens, its draw uses the seed).
 constexpr Key<Workload> kWorkload[] = {
     {"prompt", O, "text (needs a tokenizer)",
@@ -221,6 +221,18 @@ constexpr Key<Workload> kWorkload[] = {
          fail(v.loc(), v.path, "must be between 1 and 100000 (sequences decoded at once)");
      },
      [](auto& w) { return fmt::format("{}", w.users); }},
+    {"decode_batch", O, "count 1..users, default 1",
+     "users whose decode tokens go through each stage together as one batch (a GEMM of that many "
+     "rows per matrix); 1 = each user's token on its own, pipelined behind the others'",
+     [](auto& v, auto& w, auto&) {
+       w.decode_batch = read_count(v, "4");
+       if (w.decode_batch < 1 || w.decode_batch > w.users)
+         fail(v.loc(), v.path,
+              fmt::format("must be between 1 and workload.users ({}): users per decode batch",
+                          w.users));
+     },
+     [](auto& w) { return fmt::format("{}", w.decode_batch); },
+     [](auto& w) { return w.decode_batch > 1; }},
     {"prefill_block", O, "count 1..1000000, default 1",
      "prompt tokens that go through each stage together as one block",
      [](auto& v, auto& w, auto&) {

@@ -100,6 +100,7 @@ struct Pipeline {
     if (!m.values) return;
     lane->wait(m.lane_ticket);
     m.next_token = m.values->next_token;
+    m.next_tokens = std::move(m.values->next_tokens);
     m.logits = std::move(m.values->logits);
     m.values.reset();
   }
@@ -369,6 +370,36 @@ SC_MODULE(HostModule) {
     return m;
   }
 
+  // A decode batch (workload.decode_batch > 1): the next token of each of
+  // `rows`' users, every embedding row moved onto layer 0's input and the
+  // rows stacked into one message (as make_block does a prompt's), sent once
+  // the batch's last token is known (`ready`).
+  TokenMessage* make_batch(const Pipeline& p, const std::vector<RowTag>& rows, const Timed& ready) {
+    messages.push_back(std::make_unique<TokenMessage>());
+    TokenMessage* m = messages.back().get();
+    m->user = rows.front().user;
+    m->position = rows.front().position;
+    m->tokens = static_cast<int>(rows.size());
+    m->token = rows.front().token;
+    m->batch = rows;
+    m->needs_logits = true;
+    m->start_cycle = ready.at;
+    const StageProgram& entry = p.program->stages.front();
+    const auto embed_batch = [&entry, rows](Executor& ex, const Timed& ready) {
+      std::vector<Vec> parts;
+      for (const RowTag& r : rows)
+        parts.push_back(
+            ex.move(ex.embed(r.token, r.position, ready, false), entry.input, entry.input_spread));
+      return Executor::stack(parts);
+    };
+    slot(*m, Slot::x) = embed_batch(*p.ex, ready);
+    p.post(*m, [embed_batch](Executor& ex, TokenMessage& v) {
+      slot(v, Slot::x) = embed_batch(ex, Timed{});
+    });
+    if (p.recycler) p.recycler->track(*m);
+    return m;
+  }
+
   // Into the target's (to_wafer) or the draft's (to_draft) pipeline.
   template <class Port>
   void send(Port & port, TokenMessage * m) {
@@ -376,6 +407,7 @@ SC_MODULE(HostModule) {
     port->write(m);
   }
 
+  // One record per message; a decode batch's, one per row.
   void record(const TokenMessage& m) {
     analysis::TokenRecord r;
     r.user = m.user;
@@ -385,7 +417,16 @@ SC_MODULE(HostModule) {
     r.end_cycle = m.done.at;
     r.token_in = m.token;
     r.critical_path = m.done.path;
-    result_.token_records.push_back(r);
+    if (!m.is_batch()) {
+      result_.token_records.push_back(std::move(r));
+      return;
+    }
+    for (std::size_t t = 0; t < m.batch.size(); ++t) {
+      r.user = m.batch[t].user;
+      r.position = m.batch[t].position;
+      r.token_in = m.batch[t].token;
+      result_.token_records.push_back(r);
+    }
   }
 
   // Token ids leaving one system for another over the wafers' edge I/O
@@ -403,10 +444,38 @@ SC_MODULE(HostModule) {
     if (functional()) user.logits.push_back(std::move(logits));
     return static_cast<int>(user.tokens.size()) == sc_.workload.generate_tokens;
   }
-  // Timing-only runs have no logits: decode goes on with a stand-in id (the
-  // last prompt id), which only changes which embedding row is read.
-  std::int32_t chosen(const TokenMessage& m) const {
-    return functional() ? m.next_token : log_[static_cast<std::size_t>(m.user)].prompt.back();
+  // The token row `t` of `m` chose. Timing-only runs have no logits: decode
+  // goes on with a stand-in id (the user's last prompt id), which only
+  // changes which embedding row is read.
+  std::int32_t chosen(const TokenMessage& m, std::size_t t = 0) const {
+    if (functional()) return m.is_batch() ? m.next_tokens[t] : m.next_token;
+    const int u = m.is_batch() ? m.batch[t].user : m.user;
+    return log_[static_cast<std::size_t>(u)].prompt.back();
+  }
+
+  // User `u` chose `token` for `position` at `done`: emits it and, unless
+  // the user is done (then 1 is returned), sends its next decode token, on
+  // its own or (workload.decode_batch > 1) with its batch once the batch's
+  // last member has its token.
+  int decode_next(int u, int position, std::int32_t token, const Timed& done,
+                  std::vector<float>& logits) {
+    const int b = sc_.workload.decode_batch;
+    auto& waiting = waiting_[static_cast<std::size_t>(u / b)];
+    int& members = members_[static_cast<std::size_t>(u / b)];
+    const bool last = emit(u, token, done.at.value, std::move(logits));
+    if (last) --members;
+    else waiting.push_back({u, position, token});
+    if (waiting.empty() || static_cast<int>(waiting.size()) < members) return last ? 1 : 0;
+    if (b == 1) {
+      TokenMessage* nm = make(target_, u, position, token, false, Timed{done.at, {}}, false);
+      nm->needs_logits = true;
+      send(to_wafer, nm);
+    } else {
+      // Its last member's token is the latest: the batch leaves now.
+      send(to_wafer, make_batch(target_, waiting, Timed{done.at, {}}));
+    }
+    waiting.clear();
+    return last ? 1 : 0;
   }
 
   void process() {
@@ -419,6 +488,10 @@ SC_MODULE(HostModule) {
     // stream through the pipeline one user after another, in blocks of
     // prefill_block tokens (1: token by token). The draft reads the prompt
     // too, into its own cache, at the same time.
+    const int batch = sc_.workload.decode_batch;
+    for (int first = 0; first < users; first += batch)
+      members_.push_back(std::min(batch, users - first));
+    waiting_.resize(members_.size());
     const Timed arrived = Timed{}.plus(Resource::io, io_);
     for (int u = 0; u < users; ++u)
       for (int i = 0; i < n_prompt; i += block) {
@@ -438,28 +511,37 @@ SC_MODULE(HostModule) {
       if (target_.recycler) target_.recycler->untrack(*m);
       if (m->needs_logits) target_.settle(*m);
       record(*m);
-      ++processed;
+      processed += m->is_batch() ? m->tokens : 1;
       if (options_.progress) options_.progress(processed, total);
       if (!m->needs_logits) continue;
       if (m->verifies) {
         if (verified(*m)) ++finished;
         continue;
       }
-      const std::int32_t next = chosen(*m);
-      if (emit(m->user, next, m->done.at.value, std::move(m->logits))) {
-        ++finished;
+      if (m->is_batch()) {
+        const std::size_t vocab = m->logits.size() / m->batch.size();
+        for (std::size_t t = 0; t < m->batch.size(); ++t) {
+          const RowTag& r = m->batch[t];
+          std::vector<float> logits;
+          if (functional())
+            logits.assign(m->logits.begin() + static_cast<std::ptrdiff_t>(t * vocab),
+                          m->logits.begin() + static_cast<std::ptrdiff_t>((t + 1) * vocab));
+          finished += decode_next(r.user, r.position + 1, chosen(*m, t), m->done, logits);
+        }
         continue;
       }
+      const std::int32_t next = chosen(*m, 0);
       const int position = m->position + m->tokens;
       if (spec_) {
+        if (emit(m->user, next, m->done.at.value, std::move(m->logits))) {
+          ++finished;
+          continue;
+        }
         // The prompt's first token: the first speculative round.
         start_round(m->user, position, next, {next}, m->done);
         continue;
       }
-      TokenMessage* nm =
-          make(target_, m->user, position, next, false, Timed{m->done.at, {}}, false);
-      nm->needs_logits = true;
-      send(to_wafer, nm);
+      finished += decode_next(m->user, position, next, m->done, m->logits);
     }
     // Nothing is left to do: every stage waits on an empty fifo, so the
     // simulation ends by itself when this thread returns.
@@ -537,6 +619,10 @@ SC_MODULE(HostModule) {
   }
 
   Pipeline target_, draft_;
+  // Decode batches (workload.decode_batch users each, in user order): the
+  // rows waiting for the batch's last member, and the members not yet done.
+  std::vector<std::vector<RowTag>> waiting_;
+  std::vector<int> members_;
   SpeculativeRounds* spec_;  // with speculative decoding: its rounds
   const Scenario& sc_;
   Cycles io_;

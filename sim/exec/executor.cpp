@@ -61,10 +61,10 @@ void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
       qk_norm(slot(m, ph.a), layer);
       break;
     case PhaseKind::rope:
-      rope(slot(m, ph.a), m.position);
+      rope(slot(m, ph.a), m.rows());
       break;
     case PhaseKind::attention:
-      slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.user, m.position);
+      slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.rows());
       break;
     case PhaseKind::silu_mul:
       slot(m, ph.out) = silu_mul(slot(m, ph.a));
@@ -73,8 +73,8 @@ void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
       gelu(slot(m, ph.a));
       break;
     case PhaseKind::moe:
-      slot(m, ph.out) = moe(*ph.stage, layer, slot(m, ph.a), slot(m, ph.b), ph.target, ph.spread,
-                            m.user, m.position);
+      slot(m, ph.out) =
+          moe(*ph.stage, layer, slot(m, ph.a), slot(m, ph.b), ph.target, ph.spread, m.rows());
       break;
     case PhaseKind::add:
       slot(m, ph.out) = add(slot(m, ph.a), slot(m, ph.b));
@@ -392,9 +392,9 @@ void Executor::bias(Vec& v, WeightRef ref, int layer) {
   if (values_) values_->bias(v, ref, layer);
 }
 
-void Executor::rope(Vec& qkv, int position) {
+void Executor::rope(Vec& qkv, std::span<const RowTag> rows) {
   elementwise(qkv, 4);  // ~4 flops per element (two products and a sum, table lookup)
-  if (values_) values_->rope(qkv, position);
+  if (values_) values_->rope(qkv, rows);
 }
 
 Vec Executor::silu_mul(const Vec& gu) {
@@ -427,19 +427,21 @@ Vec Executor::add(const Vec& a, const Vec& b) {
 
 // ---- Attention and the head ------------------------------------------------------
 
-std::uint64_t Executor::visible_positions(const AttentionPlacement& a, int user, int position,
-                                          int tokens, int i) const {
+std::uint64_t Executor::visible_positions(const AttentionPlacement& a,
+                                          std::span<const RowTag> rows, int i) const {
   std::uint64_t n = 0;
-  for (int t = 0; t < tokens; ++t)
+  for (const RowTag& r : rows)
     n += static_cast<std::uint64_t>(
-        a.positions_on_core(user, position + t + 1, i) -
-        a.positions_on_core(user, first_visible_position(model_, position + t), i));
+        a.positions_on_core(r.user, r.position + 1, i) -
+        a.positions_on_core(r.user, first_visible_position(model_, r.position), i));
   return n;
 }
 
-Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
-                        int position) {
-  if (a.columns_per_head > 1) return block_attention(a, layer, qkv, user, position);
+Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
+                        std::span<const RowTag> rows) {
+  if (static_cast<int>(rows.size()) != qkv.tokens)
+    throw std::logic_error("attention: a row tag per row of the message");
+  if (a.columns_per_head > 1) return block_attention(a, layer, qkv, rows);
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim(), kv = model_.kv_dim();
   const int L = a.segment_length;
@@ -458,8 +460,8 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
     const int w = a.wafer;
     const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd, w}});
     for (auto& r : kv_ready) r.clear();
-    for (int t = 0; t < T; ++t) {
-      const int i_owner = a.slot_core(user, position + t);
+    for (const RowTag& r : rows) {
+      const int i_owner = a.slot_core(r.user, r.position);
       const Coord owner = a.segment_core(h, i_owner);
       const Vec k = move(one, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, w}});
       const Vec v =
@@ -470,7 +472,7 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
     multicast(w, Line{top, fabric::Direction::south, L},
               Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0], arrivals);
     for (int i = 0; i < L; ++i) {
-      const std::uint64_t mine = visible_positions(a, user, position, T, i);
+      const std::uint64_t mine = visible_positions(a, rows, i);
       Timed ready = arrivals[static_cast<std::size_t>(i)];
       for (const Timed& r : kv_ready[static_cast<std::size_t>(i)]) ready = later(ready, r);
       done[static_cast<std::size_t>(i)] =
@@ -485,12 +487,13 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv, 
     out.ready.push_back(run_core(
         w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd) * T64, 1)));
   }
-  if (values_) values_->attention(a, layer, qkv, user, position, out);
+  if (values_) values_->attention(a, layer, qkv, rows, out);
   return out;
 }
 
-Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, int user,
-                           int position, std::vector<std::vector<Timed>>& kv_ready) {
+Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h,
+                           std::span<const RowTag> rows,
+                           std::vector<std::vector<Timed>>& kv_ready) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim(), kv = model_.kv_dim();
   const int C = a.columns_per_head, w = a.wafer;
@@ -507,8 +510,8 @@ Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, i
   one.layout = qkv.layout;
   one.ready = qkv.ready;
   kv_ready.assign(static_cast<std::size_t>(a.segment_length) * C, {});
-  for (int t = 0; t < qkv.tokens; ++t) {
-    const int row = a.slot_core(user, position + t);
+  for (const RowTag& r : rows) {
+    const int row = a.slot_core(r.user, r.position);
     Layout ks, vs;
     for (int j = 0; j < C; ++j) {
       const Coord c = a.block_core(h, row, j);
@@ -566,8 +569,8 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
   }
 }
 
-Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
-                              int position) {
+Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv,
+                              std::span<const RowTag> rows) {
   const int L = a.segment_length, C = a.columns_per_head, w = a.wafer;
   const auto T = static_cast<std::uint64_t>(qkv.tokens);
   const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
@@ -578,7 +581,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   std::vector<std::vector<Timed>> partial(static_cast<std::size_t>(C),
                                           std::vector<Timed>(static_cast<std::size_t>(L)));
   for (int h = 0; h < a.num_kv_heads; ++h) {
-    const Vec q = block_inputs(a, qkv, h, user, position, kv_ready);
+    const Vec q = block_inputs(a, qkv, h, rows, kv_ready);
     for (int j = 0; j < C; ++j) {
       const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
       multicast(w, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
@@ -586,8 +589,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                 down[static_cast<std::size_t>(j)]);
     }
     for (int i = 0; i < L; ++i)
-      block_row(a, h, i, visible_positions(a, user, position, qkv.tokens, i), down, kv_ready,
-                partial);
+      block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
     // Each column's partials (g x (dims + max + sum) per token) reduced up
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {
@@ -600,17 +602,19 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
           run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims * T, 1)));
     }
   }
-  if (values_) values_->attention(a, layer, qkv, user, position, out);
+  if (values_) values_->attention(a, layer, qkv, rows, out);
   return out;
 }
 
 void Executor::argmax(const Vec& logits, TokenMessage& m) {
+  const auto T = static_cast<std::uint64_t>(logits.tokens);
   std::vector<Timed> local(logits.layout.size());
   for (std::size_t i = 0; i < logits.layout.size(); ++i)
-    local[i] = run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
-                        fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size(), 1));
+    local[i] =
+        run_core(logits.layout[i].wafer, logits.layout[i].core, logits.ready[i],
+                 fab(logits.layout[i].wafer).cost().vector_op(logits.layout[i].size() * T, 1));
   m.done = reduce(logits.layout.front().wafer, ReductionScheme::chain, layout_line(logits.layout),
-                  Bytes{8}, local);
+                  Bytes{8 * T}, local);
   if (values_) values_->argmax(logits, m);
 }
 
@@ -636,29 +640,29 @@ std::vector<models::ExpertChoice> Executor::timing_route(int layer, int user, in
 
 std::vector<std::vector<models::ExpertChoice>> Executor::choose_experts(int layer,
                                                                         const Vec& logits,
-                                                                        int tokens, int user,
-                                                                        int position) {
+                                                                        std::span<const RowTag> rows) {
   std::vector<std::vector<models::ExpertChoice>> chosen;
-  for (int t = 0; t < tokens; ++t) {
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    const RowTag& r = rows[t];
     if (values_) {
-      chosen.push_back(values_->route(logits, t));
-      if (experts_) experts_->publish(layer, user, position + t, chosen.back());
+      chosen.push_back(values_->route(logits, static_cast<int>(t)));
+      if (experts_) experts_->publish(layer, r.user, r.position, chosen.back());
     } else {
-      chosen.push_back(experts_ ? experts_->take(layer, user, position + t)
-                                : timing_route(layer, user, position + t));
+      chosen.push_back(experts_ ? experts_->take(layer, r.user, r.position)
+                                : timing_route(layer, r.user, r.position));
     }
   }
   return chosen;
 }
 
 Vec Executor::moe(const LayerStage& st, int layer, const Vec& normed, const Vec& logits,
-                  const Layout& home, int spread, int user, int position) {
+                  const Layout& home, int spread, std::span<const RowTag> rows) {
   const int k = model_.experts_per_token;
   const int T = normed.tokens;
   const auto T64 = static_cast<std::uint64_t>(T);
-  // The choice of every token of the block.
+  // The choice of every row of the message.
   const std::vector<std::vector<models::ExpertChoice>> chosen =
-      choose_experts(layer, logits, T, user, position);
+      choose_experts(layer, logits, rows);
   const MatrixPlacement& r = st.router;
   const int w = r.wafer;
   std::vector<Timed> local(logits.layout.size());

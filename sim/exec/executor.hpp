@@ -143,7 +143,8 @@ class Executor {
   // to its first root and multicast back; then every root scales its
   // elements (2 ops per element).
   void qk_norm(Vec& qkv, int layer);
-  void rope(Vec& qkv, int position);
+  // Row t of `qkv` at rows[t].position.
+  void rope(Vec& qkv, std::span<const RowTag> rows);
   Vec silu_mul(const Vec& gu);
   // GELU (tanh) in place on the up matrix's roots (gpt2): about 8 operations
   // per element (cube, tanh, products).
@@ -158,12 +159,14 @@ class Executor {
   // position; every core computes a partial over its positions; partials are
   // reduced up the segment and normalised at its first core.
   //
-  // A block of T prompt tokens (positions position .. position + T - 1): the
-  // T query groups travel as one message, each token's k and v go to the
-  // core caching its position, and every core computes, for each token, its
-  // partial over its cached positions up to that token's (causal) inside
-  // its window; the T partials are reduced together.
-  Vec attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user, int position);
+  // A message of T rows (a block of prompt tokens, or a decode batch of T
+  // users; row t is rows[t]: its user and position): the T query groups
+  // travel as one message, each row's k and v go to the core caching that
+  // row's position of that row's user, and every core computes, for each
+  // row, its partial over that user's positions it caches up to the row's
+  // (causal) inside its window; the T partials are reduced together.
+  Vec attention(const AttentionPlacement& a, int layer, const Vec& qkv,
+                std::span<const RowTag> rows);
   // The same over a KV cache spread over blocks of c > 1 columns
   // (AttentionPlacement::columns_per_head): for kv head h, the query
   // group's slices go to the block's top row (column j: dims
@@ -177,11 +180,12 @@ class Executor {
   // (dims + 2) floats per token) are reduced up to the top row and
   // normalised there. The output is on the top row, column j holding
   // g x its dims (the pieces name them as one range of that size).
-  Vec block_attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
-                      int position);
+  Vec block_attention(const AttentionPlacement& a, int layer, const Vec& qkv,
+                      std::span<const RowTag> rows);
 
   // Local argmax on every root, then the (value, index) pairs are reduced up
-  // the root column; ties keep the lower index, as the reference does.
+  // the root column; ties keep the lower index, as the reference does. A
+  // decode batch's rows each have theirs (8 B per row reduced together).
   void argmax(const Vec& logits, TokenMessage& m);
 
   // Mixture of experts (Mixtral) for one token. `normed` sits on the
@@ -203,7 +207,7 @@ class Executor {
   // Functional runs use the real top k of the router logits; timing-only
   // runs timing_route()'s seeded uniform choice.
   Vec moe(const LayerStage& st, int layer, const Vec& normed, const Vec& logits, const Layout& home,
-          int spread, int user, int position);
+          int spread, std::span<const RowTag> rows);
 
   // Timing-only runs compute no router logits; the experts a token uses are
   // then drawn uniformly without replacement (k of num_experts, every subset
@@ -254,28 +258,27 @@ class Executor {
   // every root scales its piece (`ops_per_element`); the timing of `x`'s
   // normalised copy, without values.
   Vec normalised(const Vec& x, const std::vector<Timed>& ready, std::uint64_t ops_per_element);
-  // Cached positions row (segment core) i of `a` attends to for a block of
-  // `tokens` tokens of `user` from `position` on (each token's own window,
-  // causal), summed over the tokens.
-  std::uint64_t visible_positions(const AttentionPlacement& a, int user, int position, int tokens,
+  // Cached positions row (segment core) i of `a` attends to for the rows
+  // `rows` (each row its own user's positions, its own window, causal),
+  // summed over the rows.
+  std::uint64_t visible_positions(const AttentionPlacement& a, std::span<const RowTag> rows,
                                   int i) const;
   // block_attention's parts: kv head h's query slices on its block's top
   // row (returned) and its new keys and values on the row caching them
   // (their arrivals per row and column, in `kv_ready`); and row i's scores,
   // their all-reduce along the row and its weighted values (`n` visible
   // positions), into `partial` [column][row].
-  Vec block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, int user, int position,
+  Vec block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, std::span<const RowTag> rows,
                    std::vector<std::vector<Timed>>& kv_ready);
   void block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
                  const std::vector<std::vector<Timed>>& down,
                  const std::vector<std::vector<Timed>>& kv_ready,
                  std::vector<std::vector<Timed>>& partial);
-  // The experts each of the `tokens` tokens of a block at `position` uses:
-  // the top k of its router logits (functional, published to the exchange),
-  // else the functional lane's choice (taken from the exchange) or
-  // timing_route()'s.
+  // The experts each row of a message uses: the top k of its router logits
+  // (functional, published to the exchange), else the functional lane's
+  // choice (taken from the exchange) or timing_route()'s.
   std::vector<std::vector<models::ExpertChoice>> choose_experts(int layer, const Vec& logits,
-                                                                int tokens, int user, int position);
+                                                                std::span<const RowTag> rows);
 
   std::vector<fabric::Fabric*> fabs_;
   fabric::WaferIo* io_ = nullptr;
@@ -304,8 +307,9 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
     m.done = x.latest();
     return;
   }
-  // Of a block of prompt tokens the head needs the last one only.
-  if (head && x.tokens > 1) x = Executor::last_token(x);
+  // Of a block of prompt tokens the head needs the last one only (a decode
+  // batch: every row).
+  if (head && x.tokens > 1 && !m.is_batch()) x = Executor::last_token(x);
   if (!sp.continues_layer) {
     x = ex.move(x, sp.input, sp.input_spread);
     after("enter " + sp.name, x.latest());

@@ -190,13 +190,13 @@ void PhaseValues::qk_norm(Vec& qkv, int layer) const {
   }
 }
 
-void PhaseValues::rope(Vec& qkv, int position) const {
+void PhaseValues::rope(Vec& qkv, std::span<const RowTag> rows) const {
   const int hd = model_.head_dim;
-  for (int t = 0; t < qkv.tokens; ++t)  // token t of a block is at position + t
+  for (int t = 0; t < qkv.tokens; ++t)
     for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
       models::rope_apply(
           qkv.row(t).subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
-          position + t, model_.rope_theta, model_.rope_scaling);
+          rows[static_cast<std::size_t>(t)].position, model_.rope_theta, model_.rope_scaling);
 }
 
 void PhaseValues::gelu(Vec& v) const {
@@ -239,8 +239,8 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
 // Per query head of kv head h: a partial over every segment core's cached
 // positions inside the token's window (causal), combined in the reduction's
 // order, then normalised.
-void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user,
-                            int position, Vec& out) {
+void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
+                            std::span<const RowTag> rows, Vec& out) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim(), kv = model_.kv_dim();
   const int L = a.segment_length;
@@ -249,16 +249,18 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
   out.values.assign(static_cast<std::size_t>(q_dim) * static_cast<std::size_t>(T), 0.0f);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int h = 0; h < a.num_kv_heads; ++h) {
-    // Append the block's k and v, token by token, to the owning cores'
-    // cache slices.
+    // Append every row's k and v, row by row, to the owning cores' cache
+    // slices of its user.
     for (int t = 0; t < T; ++t) {
       const auto row = qkv.row(t);
-      kv_.append(user, layer, h, a.slot_core(user, position + t),
+      const RowTag& r = rows[static_cast<std::size_t>(t)];
+      kv_.append(r.user, layer, h, a.slot_core(r.user, r.position),
                  row.subspan(static_cast<std::size_t>(q_dim + h * hd), hd_sz),
                  row.subspan(static_cast<std::size_t>(q_dim + kv + h * hd), hd_sz));
     }
     for (int t = 0; t < T; ++t) {
-      const int p = position + t;
+      const int user = rows[static_cast<std::size_t>(t)].user;
+      const int p = rows[static_cast<std::size_t>(t)].position;
       for (int j = 0; j < g; ++j) {
         const int head = h * g + j;
         const auto qs = qkv.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz);
@@ -293,7 +295,9 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
 }
 
 void PhaseValues::argmax(const Vec& logits, TokenMessage& m) const {
-  m.next_token = models::argmax(logits.values);
+  m.next_tokens.clear();
+  for (int t = 0; t < logits.tokens; ++t) m.next_tokens.push_back(models::argmax(logits.row(t)));
+  m.next_token = m.next_tokens.front();
   m.logits = logits.values;
 }
 

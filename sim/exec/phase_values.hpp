@@ -61,16 +61,18 @@ class PhaseValues {
   // In place.
   void bias(Vec& v, WeightRef ref, int layer) const;
   void qk_norm(Vec& qkv, int layer) const;
-  void rope(Vec& qkv, int position) const;
+  // Row t at rows[t].position.
+  void rope(Vec& qkv, std::span<const RowTag> rows) const;
   void gelu(Vec& v) const;
 
-  // Appends the block's k and v to the cache, then attends (out: q_dim
-  // values per token).
-  void attention(const AttentionPlacement& a, int layer, const Vec& qkv, int user, int position,
-                 Vec& out);
+  // Appends every row's k and v to its user's cache, then attends (out:
+  // q_dim values per row); row t is rows[t].
+  void attention(const AttentionPlacement& a, int layer, const Vec& qkv,
+                 std::span<const RowTag> rows, Vec& out);
   void truncate_kv(int user, int positions) { kv_.truncate(user, positions); }
 
-  // The greedy token of `logits` and the logits themselves, into `m`.
+  // The greedy token of `logits` and the logits themselves, into `m` (of a
+  // decode batch: every row's).
   void argmax(const Vec& logits, TokenMessage& m) const;
 
   // Mixture of experts: the experts token t of a block chose from its

@@ -43,8 +43,25 @@ struct Vec {
   }
 };
 
-// One token on its way through the pipeline, or a block of `tokens` prompt
-// tokens at positions [position, position + tokens).
+// Which sequence and position one row of a message is, and (a decode
+// batch's rows) the token id it carries in.
+struct RowTag {
+  int user = 0;
+  int position = 0;
+  std::int32_t token = 0;
+};
+
+// The rows of a block of `tokens` consecutive positions of one user.
+inline std::vector<RowTag> block_rows(int user, int position, int tokens) {
+  std::vector<RowTag> rows(static_cast<std::size_t>(tokens));
+  for (int t = 0; t < tokens; ++t) rows[static_cast<std::size_t>(t)] = {user, position + t, 0};
+  return rows;
+}
+
+// One token on its way through the pipeline, a block of `tokens` prompt
+// tokens at positions [position, position + tokens), or (workload.
+// decode_batch > 1) a decode batch: the next token of each of `tokens`
+// users, one row each (`batch`), through every matrix as one GEMM.
 struct TokenMessage {
   int user = 0;
   int position = 0;
@@ -55,10 +72,16 @@ struct TokenMessage {
   // A token of a speculative round on the target: its greedy choice is
   // compared with the draft's proposal, not fed back.
   bool verifies = false;
+  // A decode batch's rows (user, position), row after row; empty for one
+  // user's token or block (its rows are block_rows(user, position, tokens)).
+  std::vector<RowTag> batch;
   Cycles start_cycle;  // when it left the host (or the draft's last proposal)
   Cycles handed_at;    // when it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
   std::int32_t next_token = 0;
+  // A decode batch: each row's greedy token (next_token is row 0's), and
+  // `logits` holds every row's, row after row.
+  std::vector<std::int32_t> next_tokens;
   Timed done;
   std::vector<float> logits;
   // The functional lane (sim/exec/value_lane.hpp): the token as the values-only
@@ -66,10 +89,17 @@ struct TokenMessage {
   std::shared_ptr<TokenMessage> values;
   std::uint64_t lane_ticket = 0;
 
+  bool is_batch() const { return !batch.empty(); }
+  // Every row's (user, position).
+  std::vector<RowTag> rows() const {
+    return is_batch() ? batch : block_rows(user, position, tokens);
+  }
+
   // What the values mirror needs of this token besides its vectors.
   void copy_header_to(TokenMessage& o) const {
     o.user = user, o.position = position, o.tokens = tokens, o.token = token;
     o.prefill = prefill, o.needs_logits = needs_logits, o.verifies = verifies;
+    o.batch = batch;
   }
 };
 

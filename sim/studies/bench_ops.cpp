@@ -139,7 +139,7 @@ std::vector<Step> attention_steps(const BenchOpOptions& o, const fabric::WaferSp
   Vec qkv;
   qkv.layout = output_layout(st.qkv);
   qkv.ready.assign(qkv.layout.size(), Timed{});
-  return {{"attention", b.ex.attention(st.attention, 0, qkv, 0, o.context).latest()}};
+  return {{"attention", b.ex.attention(st.attention, 0, qkv, block_rows(0, o.context, qkv.tokens)).latest()}};
 }
 
 // One decode token through one whole-region layer: the layer's stages,

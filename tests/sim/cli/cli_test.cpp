@@ -222,6 +222,24 @@ TEST(Cli, UsersInFlightRaiseAggregateThroughput) {
   EXPECT_GT(four, 3.0 * one) << "one user " << one << " tok/s, four users " << four << " tok/s";
 }
 
+// A decode batch of four users (workload.decode_batch: 4) takes each step as
+// one pass of a 4-row GEMM through the pipeline: its step is longer than one
+// user's alone (each core still multiplies every row: a wafer core's MACs are
+// its bound, not its weight reads) but well under four of them (the
+// multicasts, reductions and hops are paid once for the four rows).
+TEST(Cli, ADecodeBatchSharesTheHopsNotTheMacs) {
+  auto step = [](const std::string& extra) {
+    const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") +
+                               " --timing-only --json " + extra);
+    EXPECT_EQ(o.code, 0) << o.err;
+    const auto j = nlohmann::json::parse(o.out);
+    return j["cycles_per_token"].get<double>();
+  };
+  const double one = step("--users 1"), batch = step("--users 4 --set workload.decode_batch=4");
+  EXPECT_GT(batch, 1.5 * one) << "one user " << one << " cycles, a batch of 4 " << batch;
+  EXPECT_LT(batch, 3.5 * one) << "one user " << one << " cycles, a batch of 4 " << batch;
+}
+
 // The functional arithmetic on one host thread (beside the timing, in the
 // same executor) or several (the functional lane, sim/exec/value_lane.hpp: the
 // numbers on a thread of their own, with WorkTeam helpers from three on)
@@ -238,6 +256,7 @@ TEST(Cli, HostThreadCountDoesNotChangeAResult) {
       {"tiny-llama", ""},
       {"tiny-mixtral", ""},
       {"tiny-gpt2", "  prefill_block: 4\n"},
+      {"tiny-mixtral", "  decode_batch: 2\n"},
       {"tiny-llama",
        "speculative_decoding:\n  draft_model: tiny-mistral\n  draft_tokens: 3\n"
        "  acceptance_rate: 0.5\n"},
@@ -281,6 +300,7 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
       {"tiny-llama", "4", "", true},
       {"tiny-mixtral", "2", "", false},
       {"tiny-gpt2", "2", "  prefill_block: 4\n", true},
+      {"tiny-llama", "2", "  decode_batch: 2\n", false},
       {"tiny-llama", "2",
        "speculative_decoding:\n  draft_model: tiny-mistral\n  draft_tokens: 3\n"
        "  acceptance_rate: 0.5\n",

@@ -1182,6 +1182,49 @@ workload:
   EXPECT_TRUE(contains(e.what(), "prompt tokens per block")) << e.what();
 }
 
+// workload.decode_batch: at most the users (read after them whatever the
+// order in the file), written back only when above 1, and not with
+// speculative decoding (whose rounds verify one user's tokens).
+TEST_F(ScenarioFiles, DecodeBatchIsAtMostTheUsersAndNotSpeculative) {
+  const Scenario ok = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {decode_batch: 3, prompt_tokens: 4, generate_tokens: 4, users: 3}
+)"));
+  EXPECT_EQ(ok.workload.decode_batch, 3);
+  EXPECT_TRUE(contains(ok.resolved_yaml, "decode_batch: 3")) << ok.resolved_yaml;
+  const Scenario one = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4, users: 3}
+)"));
+  EXPECT_EQ(one.workload.decode_batch, 1);
+  EXPECT_FALSE(contains(one.resolved_yaml, "decode_batch")) << one.resolved_yaml;
+
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: 4
+  users: 2
+  decode_batch: 3
+)"));
+  EXPECT_EQ(e.key_path(), "workload.decode_batch");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_TRUE(contains(e.what(), "between 1 and workload.users (2)")) << e.what();
+
+  const ScenarioError s = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4, users: 2, decode_batch: 2}
+speculative_decoding: {draft_model: tiny-llama, draft_tokens: 2}
+)"));
+  EXPECT_EQ(s.key_path(), "speculative_decoding");
+  EXPECT_EQ(s.line(), 5);
+  EXPECT_TRUE(contains(s.what(), "decode_batch")) << s.what();
+}
+
 TEST_F(ScenarioFiles, BooleansAreStrict) {
   const ScenarioError e = load_error(scenario(R"(name: x
 hardware: small

@@ -68,6 +68,12 @@ Scenario on_wafers(Scenario sc, int wafers) {
   return sc;
 }
 
+// Decode in batches of `batch` users (workload.decode_batch).
+Scenario with_decode_batch(Scenario sc, int batch) {
+  sc.workload.decode_batch = batch;
+  return sc;
+}
+
 // Prefill in blocks (workload.prefill_block): the prompt goes through each
 // stage as GEMMs over blocks of tokens; the tokens must not change.
 Scenario with_prefill_blocks(const char* preset, int block) {
@@ -243,6 +249,32 @@ const FunctionalCase kFunctionalCases[] = {
        sc.workload.prefill_block = 5;
        return on_wafers(with_users(sc, 2, 6), 2);
      }},
+    // Decode batches (workload.decode_batch): the users' next tokens through
+    // every matrix as one GEMM, attention per row over its own user's cache;
+    // a batch of every user, batches of two (the last of one user), with
+    // experts chosen per row, a sliding window, learned positions, the
+    // whole-region dataflow and two wafers.
+    {"DecodeBatchOfThreeLlama",
+     [] { return with_decode_batch(with_users(quickstart(31), 3, 6), 3); }},
+    {"DecodeBatchesOfTwoForThreeUsersLlama",
+     [] { return with_decode_batch(with_users(quickstart(32), 3, 6), 2); }},
+    {"DecodeBatchMixtral",
+     [] { return with_decode_batch(with_users(with_model("tiny-mixtral", 33), 3, 5), 3); }},
+    {"DecodeBatchMistralWindow",
+     [] {
+       Scenario sc = with_users(with_model("tiny-mistral", 34), 2, 8);  // crosses the window
+       return with_decode_batch(sc, 2);
+     }},
+    {"DecodeBatchGpt2",
+     [] { return with_decode_batch(with_users(with_model("tiny-gpt2", 35), 2, 5), 2); }},
+    {"DecodeBatchWholeRegionPrefillBlocks",
+     [] {
+       Scenario sc = whole_region(with_users(quickstart(36), 4, 5), 1);
+       sc.workload.prefill_block = 4;
+       return with_decode_batch(sc, 4);
+     }},
+    {"DecodeBatchOnTwoWafers",
+     [] { return on_wafers(with_decode_batch(with_users(quickstart(37), 2, 6), 2), 2); }},
 };
 
 class Tokens : public ::testing::TestWithParam<FunctionalCase> {};
@@ -331,6 +363,40 @@ TEST(Timing, UsersInFlightShareThePipeline) {
   for (const auto& t : r.token_records)
     if (!t.prefill) fastest_pass = std::min(fastest_pass, t.end_cycle - t.start_cycle);
   for (Cycles c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
+}
+
+// A decode batch of every user (workload.decode_batch = users): the users'
+// tokens leave the pipeline together, step after step. Each decode step is
+// one record per row (its own user and position), the rows of a step
+// sharing its start, end and critical path, and each step starts when the
+// previous one ended. The prompts go one after another, so the batch waits
+// for the last user's first token: an earlier user's mean step (first token
+// to last) is the longer.
+TEST(Timing, ADecodeBatchMovesItsUsersInLockstep) {
+  Scenario sc = with_decode_batch(with_users(quickstart(8), 4, 5), 4);
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  ASSERT_EQ(r.user_decode_cycles_per_token.size(), 4u);
+  for (std::size_t u = 1; u < 4; ++u)
+    EXPECT_GT(r.user_decode_cycles_per_token[u - 1], r.user_decode_cycles_per_token[u]);
+  const std::size_t prompt = sc.workload.prompt_ids.size();
+  std::vector<const analysis::TokenRecord*> decode;
+  for (const analysis::TokenRecord& t : r.token_records) {
+    EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle) << "position " << t.position;
+    if (!t.prefill) decode.push_back(&t);
+  }
+  EXPECT_EQ(r.token_records.size() - decode.size(), 4u * prompt);
+  ASSERT_EQ(decode.size(), 4u * 4u);  // 4 steps after each user's first token
+  for (std::size_t step = 0; step < 4; ++step)
+    for (std::size_t row = 0; row < 4; ++row) {
+      const analysis::TokenRecord& t = *decode[4 * step + row];
+      EXPECT_EQ(t.user, static_cast<int>(row));
+      EXPECT_EQ(t.position, static_cast<int>(prompt + step));
+      EXPECT_EQ(t.start_cycle, decode[4 * step]->start_cycle);
+      EXPECT_EQ(t.end_cycle, decode[4 * step]->end_cycle);
+      if (step > 0) EXPECT_EQ(t.start_cycle, decode[4 * step - 1]->end_cycle);
+    }
 }
 
 // One record per block; every record's latency is explained by its critical

@@ -225,6 +225,56 @@ TEST(MeshGemv, TreeAndChainAgreeForTwoColumnsButDifferForMany) {
   EXPECT_LT(time_of(fabric::ReductionScheme::tree, 8), time_of(fabric::ReductionScheme::chain, 8));
 }
 
+// ---- Attention over a decode batch of two users, timed by hand -------------
+
+// One kv head (head_dim 4, one query head, bf16 cache) on a segment of 4
+// cores at column 1, 6 slots per user: user u's position p is cached on core
+// (6u + p) mod 4. A decode batch of two rows, user 0 at position 2 and user 1
+// at position 4: each core attends, for each row, to that row's user's
+// positions up to the row's own.
+//   user 0, positions 0..2 -> cores 0, 1, 2;
+//   user 1, positions 0..4 -> cores 2, 3, 0, 1, 2;
+// so cores 0..3 attend to 2, 2, 3 and 1 positions. Per position: 12 MACs
+// (2 x head_dim + 4) at 8 lanes and 16 B of k and v at 16 B per cycle, plus
+// the 10-cycle task: 1 position 12 cycles, 2 -> 13, 3 -> 15. The top core
+// also normalises the two rows' 8 outputs (8 fp32 ops at 4 lanes, 32 B: 2
+// cycles + 10). Read as one user's block (positions 2 and 3 of user 0), the
+// cores would attend to 2, 2, 2 and 1 positions instead.
+TEST(Attention, ADecodeBatchAttendsEachRowToItsOwnUsersCache) {
+  fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+  models::ModelConfig model;
+  model.head_dim = 4;
+  model.num_heads = 1;
+  model.num_kv_heads = 1;
+  Placement pl;
+  Program prog;
+  Executor ex(fab, model, pl, prog, nullptr, 16);
+  AttentionPlacement a;
+  a.rect = fabric::Rect{1, 0, 1, 4};
+  a.num_kv_heads = 1;
+  a.segment_length = 4;
+  a.segments_per_column = 1;
+  a.head_dim = 4;
+  a.max_positions_per_core = 3;
+  a.context = 6;
+  a.users = 2;
+  Vec qkv;  // q, k, v of both rows on core (0, 0)
+  qkv.layout = {Piece{Coord{0, 0}, 0, 12, 0}};
+  qkv.ready.assign(1, Timed{});
+  qkv.tokens = 2;
+  const std::vector<RowTag> rows = {{0, 2, 0}, {1, 4, 0}};
+  const Vec out = ex.attention(a, 0, qkv, rows);
+  ASSERT_EQ(out.layout.size(), 1u);
+  EXPECT_EQ(out.tokens, 2);
+  EXPECT_EQ(out.layout[0].core, (Coord{1, 0}));
+  EXPECT_EQ(fab.cores().busy_cycles(Coord{1, 0}), 13u + 12u);
+  EXPECT_EQ(fab.cores().busy_cycles(Coord{1, 1}), 13u);
+  EXPECT_EQ(fab.cores().busy_cycles(Coord{1, 2}), 15u);
+  EXPECT_EQ(fab.cores().busy_cycles(Coord{1, 3}), 12u);
+  // A row tag per row of the message, or the message is malformed.
+  EXPECT_THROW(ex.attention(a, 0, qkv, std::span(rows).first(1)), std::logic_error);
+}
+
 // A values-only executor (Executor::set_values_only) computes the numbers
 // of a functional one and the same layout, but its times are the ready
 // times it was given and the fabric stays idle.
