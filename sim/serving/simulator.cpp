@@ -459,9 +459,8 @@ class Simulation {
     std::vector<PromptChunk> chunks;
     for (const auto& [id, chunk] : rep.in_flight)
       if (chunk > 0)
-        chunks.push_back(
-            {static_cast<double>(chunk),
-             static_cast<double>(requests_[static_cast<std::size_t>(id)].prefilled)});
+        chunks.push_back({static_cast<double>(chunk),
+                          static_cast<double>(requests_[static_cast<std::size_t>(id)].prefilled)});
     rep.chunk_ends = model_.chunk_ends_s(it, chunks);
     rep.started_s = now_;
     rep.busy = true;

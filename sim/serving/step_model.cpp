@@ -133,9 +133,8 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
       const double occupancy = prefill_occupancy_s(n, 0.0);
       shares[i].step_s =
           occupancy > 0.0 ? std::max(0.0, (p.step_s - alone) / (occupancy * (p.users - 1))) : 1.0;
-      heads[i].step_s = occupancy > 0.0 && p.first_s > 0.0
-                            ? std::max(0.0, (p.first_s - alone) / occupancy)
-                            : 0.0;
+      heads[i].step_s =
+          occupancy > 0.0 && p.first_s > 0.0 ? std::max(0.0, (p.first_s - alone) / occupancy) : 0.0;
     }
     // A length measured only up to some number of prompts (the
     // calibration's token budget): beyond it, the share with the most.
@@ -240,9 +239,9 @@ double WaferSteps::stream_prefill_s(double prompts, double tokens, int k) const 
   const int n = std::max(1, static_cast<int>(std::lround(prompts)));
   const double one = prefill_occupancy_s(tokens, 0.0);
   const double r = stream_share(n, tokens);
-  const std::vector<double> passes = chunk_passes(one * (1.0 + r * (n - 1)), r,
-                                                  head_share(n, tokens), std::vector<double>(
-                                                      static_cast<std::size_t>(n), one));
+  const std::vector<double> passes =
+      chunk_passes(one * (1.0 + r * (n - 1)), r, head_share(n, tokens),
+                   std::vector<double>(static_cast<std::size_t>(n), one));
   return fill_latency_s(0.0) + passes[static_cast<std::size_t>(std::clamp(k, 0, n - 1))];
 }
 
@@ -283,8 +282,7 @@ std::vector<double> WaferSteps::chunk_ends_s(const Iteration& it,
   const double r = stream_share(n, chunk);
   std::vector<double> occupancy;
   for (const PromptChunk& c : chunks) occupancy.push_back(prefill_occupancy_s(c.tokens, c.cached));
-  const std::vector<double> passes =
-      chunk_passes(end - decode, r, head_share(n, chunk), occupancy);
+  const std::vector<double> passes = chunk_passes(end - decode, r, head_share(n, chunk), occupancy);
   for (std::size_t k = 0; k + 1 < chunks.size(); ++k) out[k] = std::min(end, decode + passes[k]);
   return out;
 }

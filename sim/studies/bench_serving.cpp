@@ -146,10 +146,7 @@ int bench_steps(const BenchServingOptions& o) {
         grid +=
             model->prefill_occupancy_s(n, 0.0) * model->stream_share(pt.users, n) * (pt.users - 1);
     }
-    row(pt.tokens == 0 ? "decode"
-        : pt.users > 1 ? "stream"
-                       : "prefill",
-        pt, grid, direct);
+    row(pt.tokens == 0 ? "decode" : pt.users > 1 ? "stream" : "prefill", pt, grid, direct);
     // The first prompt of those sent together (its first token; the others'
     // come evenly between it and the last's).
     if (pt.tokens > 0 && pt.users > 1)

@@ -131,16 +131,16 @@ compare_with: []
   const nlohmann::json run16 = batch_run(16);
   EXPECT_NEAR(s["end_to_end_s"]["max"].get<double>() / run16["total_time_s"].get<double>(), 1.0,
               0.02);
-  EXPECT_NEAR(s["tbt_s"]["mean"].get<double>() / run16["inter_token_latency_s"].get<double>(),
-              1.0, 0.03);
+  EXPECT_NEAR(s["tbt_s"]["mean"].get<double>() / run16["inter_token_latency_s"].get<double>(), 1.0,
+              0.03);
   EXPECT_NEAR(s["ttft_s"]["mean"].get<double>() / run16["ttft_s"].get<double>(), 1.0, 0.02);
   const std::vector<double> engine = run_ttft_by_user(run16);
   const std::vector<double> ttft = csv_column(d / "r.csv", "ttft_s");
   ASSERT_EQ(ttft.size(), 16u);
   ASSERT_EQ(engine.size(), 16u);
   for (std::size_t u = 0; u < 16; ++u)
-    EXPECT_NEAR(ttft[u] / engine[u], 1.0, 0.03) << "user " << u << ": serve " << ttft[u]
-                                                << " run " << engine[u];
+    EXPECT_NEAR(ttft[u] / engine[u], 1.0, 0.03)
+        << "user " << u << ": serve " << ttft[u] << " run " << engine[u];
   // The same grid (the longest prompt and the batch are the same).
   batch_of(12);
   const auto twelve = run_wafersim(serve_args);
@@ -148,9 +148,9 @@ compare_with: []
   const auto t = nlohmann::json::parse(twelve.out);
   EXPECT_NE(t["calibration"].get<std::string>().find("read from"), std::string::npos);
   const nlohmann::json run12 = batch_run(12);
-  EXPECT_NEAR(t["systems"][0]["end_to_end_s"]["max"].get<double>() /
-                  run12["total_time_s"].get<double>(),
-              1.0, 0.03);
+  EXPECT_NEAR(
+      t["systems"][0]["end_to_end_s"]["max"].get<double>() / run12["total_time_s"].get<double>(),
+      1.0, 0.03);
   EXPECT_NEAR(t["systems"][0]["ttft_s"]["mean"].get<double>() / run12["ttft_s"].get<double>(), 1.0,
               0.02);
   // The grid against the engine off its points (decode, prefill, prompts in
