@@ -107,6 +107,10 @@ struct Replica {
   double load = 0.0;  // tokens left to prefill and generate of its requests
   // The iteration in flight: what each request does in it.
   std::vector<std::pair<int, long long>> in_flight;  // (request, prefill chunk; 0 = decode)
+  // Seconds from the iteration's start until each of its prefill chunks has
+  // passed, in in_flight's order (StepModel::chunk_ends_s).
+  std::vector<double> chunk_ends;
+  double started_s = 0.0;
   double busy_s = 0.0;
   std::uint64_t iterations = 0;
   double batch_sum = 0.0;
@@ -452,6 +456,13 @@ class Simulation {
     }
     if (rep.in_flight.empty()) return;
     const double dt = model_.iteration_s(it);
+    std::vector<PromptChunk> chunks;
+    for (const auto& [id, chunk] : rep.in_flight)
+      if (chunk > 0)
+        chunks.push_back({static_cast<double>(chunk),
+                          static_cast<double>(requests_[static_cast<std::size_t>(id)].prefilled)});
+    rep.chunk_ends = model_.chunk_ends_s(it, chunks);
+    rep.started_s = now_;
     rep.busy = true;
     rep.busy_s += dt;
     rep.iterations += 1;
@@ -459,12 +470,13 @@ class Simulation {
     push(now_ + dt, EventKind::iteration_end, ri, 0);
   }
 
-  void token(Request& r) {
+  // r's next token, at `at` (now, or a first token that came earlier).
+  void token(Request& r, double at) {
     if (r.generated > 0)
-      r.gaps.push_back(static_cast<float>(now_ - r.last_token_s));
+      r.gaps.push_back(static_cast<float>(at - r.last_token_s));
     else
-      r.first_token_s = now_;
-    r.last_token_s = now_;
+      r.first_token_s = at;
+    r.last_token_s = at;
     r.generated += 1;
   }
 
@@ -481,14 +493,21 @@ class Simulation {
     rep.busy = false;
     std::vector<std::pair<int, long long>> done = std::move(rep.in_flight);
     rep.in_flight.clear();
+    std::size_t k = 0;  // the prefill chunk's index in the iteration
     for (const auto& [id, chunk] : done) {
       Request& r = requests_[static_cast<std::size_t>(id)];
       if (chunk > 0) {
+        const double passed = rep.started_s + rep.chunk_ends[k++];
         r.prefilled += chunk;
         rep.load -= static_cast<double>(chunk);
         if (r.prefilled < r.prompt) continue;
-        // The prompt's last pass gives the first token, a pipeline fill later.
+        // The prompt's last chunk gives the first token a pipeline fill after
+        // it passed (its own place in the iteration). It decodes only from
+        // the iteration's end plus that fill, as before: a decode token sent
+        // behind the iteration's later prompt blocks passes no sooner than
+        // they do (the engine's pipeline is first in, first out).
         const double fill = model_.fill_latency_s(static_cast<double>(r.prompt - chunk));
+        r.first_token_s = passed + fill;
         if (fill > 0.0) {
           r.phase = Phase::filling;
           push(now_ + fill, EventKind::first_token, id, ri);
@@ -497,18 +516,19 @@ class Simulation {
         }
         continue;
       }
-      token(r);
+      token(r, now_);
       rep.load -= 1.0;
       if (r.generated >= r.output) complete(ri, r);
     }
     schedule(ri);
   }
 
-  // r's first token: it decodes from here on (or, on a prefill replica,
-  // moves to a decode replica; or, asked for one token, is done).
+  // r's first token, at r.first_token_s (at most now): it decodes from here
+  // on (or, on a prefill replica, moves to a decode replica; or, asked for
+  // one token, is done).
   void first_token(int ri, Request& r) {
     Replica& rep = replicas_[static_cast<std::size_t>(ri)];
-    token(r);
+    token(r, r.first_token_s);
     rep.load -= 1.0;
     r.phase = Phase::decoding;
     if (rep.role == Role::prefill && r.generated < r.output) {

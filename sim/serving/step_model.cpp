@@ -120,34 +120,45 @@ WaferSteps::WaferSteps(std::vector<GridPoint> decode, std::vector<GridPoint> pre
     for (std::size_t j = ny; j-- > 0;) prefill_table_[i * ny + j] -= prefill_table_[i * ny];
   // At each measured (u, n): u prompts of n tokens sent together have the
   // last first token at prefill(n) + occupancy(n) x r x (u - 1), r the share
-  // each prompt beyond the first adds.
+  // each prompt beyond the first adds, and the first (the first sent) at
+  // prefill(n) + occupancy(n) x h, h what the others' arrival delays it.
   if (!streams_.empty()) {
     stream_users_axis_ = axis(streams_, [](const GridPoint& p) { return double(p.users); });
     stream_tokens_axis_ = axis(streams_, [](const GridPoint& p) { return double(p.tokens); });
-    std::vector<GridPoint> shares = streams_;
-    for (GridPoint& p : shares) {
+    std::vector<GridPoint> shares = streams_, heads = streams_;
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      const GridPoint& p = streams_[i];
       const double n = static_cast<double>(p.tokens);
+      const double alone = prefill_s(n, 0.0);
       const double occupancy = prefill_occupancy_s(n, 0.0);
-      p.step_s = occupancy > 0.0
-                     ? std::max(0.0, (p.step_s - prefill_s(n, 0.0)) / (occupancy * (p.users - 1)))
-                     : 1.0;
+      shares[i].step_s =
+          occupancy > 0.0 ? std::max(0.0, (p.step_s - alone) / (occupancy * (p.users - 1))) : 1.0;
+      heads[i].step_s =
+          occupancy > 0.0 && p.first_s > 0.0 ? std::max(0.0, (p.first_s - alone) / occupancy) : 0.0;
     }
     // A length measured only up to some number of prompts (the
     // calibration's token budget): beyond it, the share with the most.
-    for (const double n : stream_tokens_axis_) {
-      double last = std::nan("");
-      for (const double u : stream_users_axis_) {
-        const auto at = std::find_if(shares.begin(), shares.end(), [&](const GridPoint& p) {
-          return double(p.users) == u && double(p.tokens) == n;
-        });
-        if (at != shares.end())
-          last = at->step_s;
-        else if (!std::isnan(last))
-          shares.push_back({static_cast<int>(u), 0, static_cast<long long>(n), last});
+    const auto extend = [&](std::vector<GridPoint>& measured) {
+      for (const double n : stream_tokens_axis_) {
+        double last = std::nan("");
+        for (const double u : stream_users_axis_) {
+          const auto at = std::find_if(measured.begin(), measured.end(), [&](const GridPoint& p) {
+            return double(p.users) == u && double(p.tokens) == n;
+          });
+          if (at != measured.end())
+            last = at->step_s;
+          else if (!std::isnan(last))
+            measured.push_back({static_cast<int>(u), 0, static_cast<long long>(n), last});
+        }
       }
-    }
+    };
+    extend(shares);
+    extend(heads);
     stream_share_table_ = table(
         shares, stream_users_axis_, [](const GridPoint& p) { return double(p.users); },
+        stream_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); }, "prompt stream");
+    head_share_table_ = table(
+        heads, stream_users_axis_, [](const GridPoint& p) { return double(p.users); },
         stream_tokens_axis_, [](const GridPoint& p) { return double(p.tokens); }, "prompt stream");
   }
 }
@@ -192,6 +203,48 @@ double WaferSteps::stream_share(double prompts, double tokens) const {
                   [&](std::size_t i, std::size_t j) { return stream_share_table_[i * ny + j]; });
 }
 
+double WaferSteps::head_share(double prompts, double tokens) const {
+  if (streams_.empty() || prompts <= 1.0) return 0.0;
+  const std::size_t ny = stream_tokens_axis_.size();
+  const double h =
+      bilinear(stream_users_axis_, prompts, false, stream_tokens_axis_, tokens, false,
+               [&](std::size_t i, std::size_t j) { return head_share_table_[i * ny + j]; });
+  return std::clamp(h, 0.0, stream_share(prompts, tokens) * (prompts - 1.0));
+}
+
+namespace {
+
+// Where each of n prompt chunks has passed within the prefill part
+// `prefill` of an iteration (= one x (1 + r x (n - 1)), one the occupancy
+// of its mean chunk): the first after its own occupancy times (1 + h), each
+// later one after its own times the rest of the share, (r x (n - 1) - h) /
+// (n - 1), the last at `prefill` exactly. Equal chunks: one x (1 + h + s x k).
+std::vector<double> chunk_passes(double prefill, double r, double h,
+                                 const std::vector<double>& occupancy) {
+  const std::size_t n = occupancy.size();
+  std::vector<double> out(n, prefill);
+  if (n < 2) return out;
+  const double later = (r * static_cast<double>(n - 1) - h) / static_cast<double>(n - 1);
+  std::vector<double> w(n);
+  w[0] = occupancy[0] * (1.0 + h);
+  for (std::size_t k = 1; k < n; ++k) w[k] = w[k - 1] + occupancy[k] * later;
+  if (w[n - 1] <= 0.0) return out;
+  for (std::size_t k = 0; k + 1 < n; ++k) out[k] = prefill * (w[k] / w[n - 1]);
+  return out;
+}
+
+}  // namespace
+
+double WaferSteps::stream_prefill_s(double prompts, double tokens, int k) const {
+  const int n = std::max(1, static_cast<int>(std::lround(prompts)));
+  const double one = prefill_occupancy_s(tokens, 0.0);
+  const double r = stream_share(n, tokens);
+  const std::vector<double> passes =
+      chunk_passes(one * (1.0 + r * (n - 1)), r, head_share(n, tokens),
+                   std::vector<double>(static_cast<std::size_t>(n), one));
+  return fill_latency_s(0.0) + passes[static_cast<std::size_t>(std::clamp(k, 0, n - 1))];
+}
+
 double WaferSteps::iteration_s(const Iteration& it) const {
   double s = 0.0;
   if (it.decode_sequences > 0)
@@ -211,6 +264,27 @@ double WaferSteps::iteration_s(const Iteration& it) const {
       s += one;
   }
   return s;
+}
+
+std::vector<double> WaferSteps::chunk_ends_s(const Iteration& it,
+                                             const std::vector<PromptChunk>& chunks) const {
+  const double end = iteration_s(it);
+  std::vector<double> out(chunks.size(), end);
+  if (chunks.size() < 2) return out;
+  // The decode tokens go first (the simulator sends them first); then the
+  // chunks, as iteration_s times them.
+  const double decode =
+      it.decode_sequences > 0
+          ? decode_step_s(it.decode_sequences, it.decode_context / it.decode_sequences)
+          : 0.0;
+  const int n = static_cast<int>(chunks.size());
+  const double chunk = it.prefill_tokens / n;
+  const double r = stream_share(n, chunk);
+  std::vector<double> occupancy;
+  for (const PromptChunk& c : chunks) occupancy.push_back(prefill_occupancy_s(c.tokens, c.cached));
+  const std::vector<double> passes = chunk_passes(end - decode, r, head_share(n, chunk), occupancy);
+  for (std::size_t k = 0; k + 1 < chunks.size(); ++k) out[k] = std::min(end, decode + passes[k]);
+  return out;
 }
 
 double WaferSteps::kv_transfer_s(long long tokens) const {

@@ -17,6 +17,13 @@ namespace wafersim::sim::serving {
 // each decoding sequence, and prompt chunks of sequences being prefilled.
 using Iteration = models::gpu::Iteration;
 
+// One prompt chunk of an iteration, in the order the iteration sends them:
+// its tokens and the positions already cached before it.
+struct PromptChunk {
+  double tokens = 0.0;
+  double cached = 0.0;
+};
+
 // The KV cache one replica holds. `slots` sequences at most, each of at most
 // `slot_tokens` positions (a wafer placement reserves a fixed slice of SRAM
 // per sequence), and `pool_tokens` positions over all sequences (a GPU's free
@@ -40,6 +47,15 @@ class StepModel {
   // token, on top of the iteration: a pipeline's fill latency (the wafer's
   // layers in a row), 0 where an iteration is one pass of the whole model.
   virtual double fill_latency_s(double /*cached_context*/) const { return 0.0; }
+  // Seconds from the iteration's start until each of its prompt chunks
+  // (`chunks`, in the order sent) has passed, before any fill latency: where
+  // a prompt's first token comes from. The last is iteration_s(it) exactly.
+  // Here every chunk passes at the iteration's end (one pass of the whole
+  // model, as a GPU runs it).
+  virtual std::vector<double> chunk_ends_s(const Iteration& it,
+                                           const std::vector<PromptChunk>& chunks) const {
+    return std::vector<double>(chunks.size(), iteration_s(it));
+  }
 };
 
 // One engine run of the calibration grid: `users` sequences decoding at
@@ -47,12 +63,14 @@ class StepModel {
 // tokens; or one sequence prefilling `tokens` prompt tokens after `context`
 // cached positions gave `step_s` of prefill; or `users` > 1 sequences sent
 // their prompts of `tokens` at once (nothing cached) and the last of them
-// had its first token `step_s` after they arrived.
+// had its first token `step_s` after they arrived, the first (the first
+// sent) `first_s` after.
 struct GridPoint {
   int users = 1;
   long long context = 0;
   long long tokens = 0;  // prefill points only
   double step_s = 0.0;
+  double first_s = 0.0;  // prefill points of several sequences only; 0 = not measured
 };
 
 // The wafer pipeline's step times, interpolated on the calibration grid:
@@ -71,7 +89,12 @@ struct GridPoint {
 // lone request's TTFT is the engine's prefill whatever the chunking. With k
 // prompts in one iteration, each beyond the first adds its occupancy times
 // the share measured with k prompts in flight (stream_share), interpolated
-// in k and the prompt length on the grid of prompts sent together.
+// in k and the prompt length on the grid of prompts sent together. Within
+// the iteration the prompts pass one after another, as the engine streams
+// them: the first after its occupancy times (1 + head_share(k, n)), the
+// delay the others' arrival costs it, measured on the same runs; the later
+// ones evenly up to the last at the iteration's end (chunk_ends_s), each
+// prompt's first token then a fill latency later.
 class WaferSteps final : public StepModel {
  public:
   // Throws std::invalid_argument unless the decode points form a full grid
@@ -82,6 +105,8 @@ class WaferSteps final : public StepModel {
   KvCapacity kv_capacity() const override { return kv_; }
   double kv_transfer_s(long long tokens) const override;
   double fill_latency_s(double cached_context) const override;
+  std::vector<double> chunk_ends_s(const Iteration& it,
+                                   const std::vector<PromptChunk>& chunks) const override;
 
   double decode_step_s(double users, double context) const;
   double prefill_s(double tokens, double context) const;
@@ -94,6 +119,16 @@ class WaferSteps final : public StepModel {
   // many prompts in flight contend for the same links. A length measured up
   // to fewer prompts: the share with the most measured.
   double stream_share(double prompts, double tokens) const;
+  // With `prompts` prompts of `tokens` each in flight together, how much
+  // later than alone the first of them passes, as a share of one prompt's
+  // occupancy alone (0 without such points): the others' blocks arriving at
+  // once delay it (tiny-llama on a 64x64 mesh, 16 prompts of 96 tokens: 3.1,
+  // their embedding rows' moves onto layer 0's input). Interpolated and
+  // clamped as stream_share, and at most stream_share x (prompts - 1).
+  double head_share(double prompts, double tokens) const;
+  // The prefill of the `k`-th (0-based) of `prompts` prompts of `tokens`
+  // each sent together, nothing cached: fill latency plus where it passes.
+  double stream_prefill_s(double prompts, double tokens, int k) const;
   const std::vector<GridPoint>& decode_points() const { return decode_; }
   const std::vector<GridPoint>& prefill_points() const { return prefill_; }
 
@@ -103,6 +138,7 @@ class WaferSteps final : public StepModel {
   std::vector<GridPoint> streams_;  // prefill points of several sequences
   std::vector<double> stream_users_axis_, stream_tokens_axis_;
   std::vector<double> stream_share_table_;                // [users][tokens] the share each measured
+  std::vector<double> head_share_table_;                  // [users][tokens] the first's delay
   std::vector<double> users_axis_, context_axis_;         // decode grid
   std::vector<double> prefill_row_tokens_, prefill_row_;  // at the first context: every length
   std::vector<double> prefill_tokens_axis_, prefill_context_axis_;  // prefill grid

@@ -76,7 +76,8 @@ std::string binary_digest(const fs::path& binary) {
 
 nlohmann::json points_json(const std::vector<serving::GridPoint>& points) {
   nlohmann::json a = nlohmann::json::array();
-  for (const serving::GridPoint& p : points) a.push_back({p.users, p.context, p.tokens, p.step_s});
+  for (const serving::GridPoint& p : points)
+    a.push_back({p.users, p.context, p.tokens, p.step_s, p.first_s});
   return a;
 }
 
@@ -84,7 +85,7 @@ std::vector<serving::GridPoint> points_from(const nlohmann::json& a) {
   std::vector<serving::GridPoint> out;
   for (const auto& row : a)
     out.push_back({row.at(0).get<int>(), row.at(1).get<long long>(), row.at(2).get<long long>(),
-                   row.at(3).get<double>()});
+                   row.at(3).get<double>(), row.at(4).get<double>()});
   return out;
 }
 
@@ -208,12 +209,14 @@ std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan
   return out;
 }
 
-double measured_prefill_s(const nlohmann::json& run, int users) {
+namespace {
+
+// Each sequence's prefill in a run (by user): prefill_s is the mean over
+// sequences of the cycle their prompt's last block ended less the prompts'
+// input I/O, so a sequence's is the mean plus how much later than the mean
+// its prompt ended.
+std::vector<double> prefill_by_user(const nlohmann::json& run) {
   const double mean = run.at("prefill_s").get<double>();
-  if (users <= 1) return mean;
-  // Each sequence's prompt ends with its last prefill block; prefill_s is the
-  // mean over sequences of that end less the prompts' input I/O, so the last
-  // sequence's prefill is the mean plus how much later its prompt ended.
   std::vector<double> ends;
   for (const auto& t : run.at("token_records")) {
     if (!t.at("prefill").get<bool>()) continue;
@@ -221,11 +224,26 @@ double measured_prefill_s(const nlohmann::json& run, int users) {
     if (u >= ends.size()) ends.resize(u + 1, 0.0);
     ends[u] = std::max(ends[u], t.at("end_cycle").get<double>());
   }
-  if (ends.empty()) return mean;
+  if (ends.empty()) return {mean};
   double sum = 0.0;
   for (const double e : ends) sum += e;
-  const double last = *std::max_element(ends.begin(), ends.end());
-  return mean + (last - sum / static_cast<double>(ends.size())) / run.at("clock_hz").get<double>();
+  const double mean_end = sum / static_cast<double>(ends.size());
+  const double clock = run.at("clock_hz").get<double>();
+  std::vector<double> out;
+  for (const double e : ends) out.push_back(mean + (e - mean_end) / clock);
+  return out;
+}
+
+}  // namespace
+
+double measured_prefill_s(const nlohmann::json& run, int users) {
+  if (users <= 1) return run.at("prefill_s").get<double>();
+  const std::vector<double> each = prefill_by_user(run);
+  return *std::max_element(each.begin(), each.end());
+}
+
+double measured_first_prefill_s(const nlohmann::json& run) {
+  return prefill_by_user(run).front();
 }
 
 std::vector<std::string> calibration_run_arguments(const CalibrationOptions& o,
@@ -286,7 +304,8 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
     if (in) {
       try {
         const nlohmann::json j = nlohmann::json::parse(in);
-        if (j.at("key").get<std::string>() == key) {
+        if (j.at("key").get<std::string>() == key &&
+            j.at("format_version").get<int>() == kStepGridFormatVersion) {
           cal.decode = points_from(j.at("decode"));
           cal.prefill = points_from(j.at("prefill"));
           cal.from_cache = true;
@@ -298,7 +317,7 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
     }
   }
 
-  std::vector<double> step(jobs.size(), 0.0);
+  std::vector<double> step(jobs.size(), 0.0), first(jobs.size(), 0.0);
   std::vector<std::string> errors(jobs.size());
   std::atomic<std::size_t> next{0};
   std::atomic<int> done{0};
@@ -316,6 +335,7 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
           const nlohmann::json r = nlohmann::json::parse(out.out);
           step[i] = j.tokens == 0 ? r.at("inter_token_latency_s").get<double>()
                                   : measured_prefill_s(r, j.users);
+          if (j.tokens > 0 && j.users > 1) first[i] = measured_first_prefill_s(r);
         } catch (const std::exception& e) {
           errors[i] = std::string("unreadable result: ") + e.what();
         }
@@ -344,20 +364,20 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
       const long long mean = j.context + 1 + (plan.generate_tokens - 1) / 2;
       cal.decode.push_back({j.users, mean, 0, step[i]});
     } else {
-      cal.prefill.push_back({j.users, j.context, j.tokens, step[i]});
+      cal.prefill.push_back({j.users, j.context, j.tokens, step[i], first[i]});
     }
   }
   if (!cal.cache_file.empty()) {
     nlohmann::ordered_json j;
     j["format"] = "wafersim-step-grid";
-    j["format_version"] = 2;
+    j["format_version"] = kStepGridFormatVersion;
     j["key"] = key;
     j["scenario"] = sc.name;
     j["max_batch"] = plan.max_batch;
     j["max_context"] = plan.max_context;
     j["slot_tokens"] = plan.slot_tokens;
     j["wafers"] = plan.wafers;
-    j["decode_columns"] = {"users", "context", "tokens", "step_s"};
+    j["decode_columns"] = {"users", "context", "tokens", "step_s", "first_s"};
     j["decode"] = points_json(cal.decode);
     j["prefill"] = points_json(cal.prefill);
     std::error_code ec;

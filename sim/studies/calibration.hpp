@@ -99,6 +99,13 @@ struct Calibration {
 // prefill over its sequences (`users` 1: the prompt's prefill), or with
 // several sequences the last one's (the time until every prompt has passed).
 double measured_prefill_s(const nlohmann::json& run, int users);
+// With several sequences: the first one's prefill (the first prompt sent).
+double measured_first_prefill_s(const nlohmann::json& run);
+
+// The step grid's cache file format ("wafersim-step-grid"): 3 added each
+// prefill point's first_s (the first prompt's first token with several sent
+// together); a file of another version is measured again.
+inline constexpr int kStepGridFormatVersion = 3;
 
 // The child command line that measures one point (a decode point when
 // `tokens` is 0, else a prefill point).

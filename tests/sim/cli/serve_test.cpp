@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
 
 #include "support/wafersim_cli.hpp"
 
@@ -21,6 +25,49 @@ fs::path write(const fs::path& dir, const std::string& name, const std::string& 
   return dir / name;
 }
 
+// One column of serve's --csv, by request id (one system).
+std::vector<double> csv_column(const fs::path& file, const std::string& name) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  const auto cells = [](const std::string& l) {
+    std::vector<std::string> out;
+    std::stringstream ss(l);
+    for (std::string c; std::getline(ss, c, ',');) out.push_back(c);
+    return out;
+  };
+  const std::vector<std::string> header = cells(line);
+  const auto index = [&](const std::string& key) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), key) - header.begin());
+  };
+  std::map<int, double> by_id;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> c = cells(line);
+    by_id[std::stoi(c.at(index("id")))] = std::stod(c.at(index(name)));
+  }
+  std::vector<double> out;
+  for (const auto& [id, v] : by_id) out.push_back(v);
+  return out;
+}
+
+// Each user's TTFT in a `run --json` of several users: the run's mean TTFT
+// plus how much later than the users' mean that user's prompt ended.
+std::vector<double> run_ttft_by_user(const nlohmann::json& run) {
+  std::vector<double> ends;
+  for (const auto& t : run["token_records"]) {
+    if (!t["prefill"].get<bool>()) continue;
+    const auto u = t["user"].get<std::size_t>();
+    if (u >= ends.size()) ends.resize(u + 1, 0.0);
+    ends[u] = std::max(ends[u], t["end_cycle"].get<double>());
+  }
+  double mean = 0.0;
+  for (const double e : ends) mean += e / static_cast<double>(ends.size());
+  std::vector<double> out;
+  for (const double e : ends)
+    out.push_back(run["ttft_s"].get<double>() + (e - mean) / run["clock_hz"].get<double>());
+  return out;
+}
+
 // 16 requests at t = 0, 96 prompt + 12 output tokens each, prefill first: a
 // static batch. Its decode steps come from the calibration grid, interpolated
 // at contexts between its points; `run` of the same 16 users decoding from
@@ -30,6 +77,15 @@ fs::path write(const fs::path& dir, const std::string& name, const std::string& 
 // links the 16 prompts share on this 64x64 mesh are in it (-24% when it sent
 // 4 prompts of at most 32 tokens). A batch of 12, between the grid's numbers
 // of prompts in flight, measures +1.7%; held to 3%.
+// Each prompt's first token comes at its own place in the prefill-first
+// iteration, as the engine's come one after another: mean TTFT 290.9 us
+// against the engine's 292.9 (-0.7%; 453.4 when every prompt's came with the
+// last one's), each user within -0.4% to -1.5% (the 2.0 us of wafer I/O that
+// `run`'s TTFT adds, 1.5% of user 0's 130 us; batch of 12: -1.0% mean, -1.9%
+// at worst). Held to 2% on the mean and 3% per user. The mean time between
+// tokens then carries the first token's wait for the rest of the prompts, as
+// in the engine: 21.65 us against `run`'s 21.35 (+1.4%), held to 3%; its
+// median is the decode step (+0.1%).
 TEST(ServeCli, StaticBatchDecodesAsRunDoes) {
   const fs::path d = cli_scratch_dir("serve_static");
   const auto batch_of = [&](int n) {
@@ -48,7 +104,7 @@ deployment:
 compare_with: []
 )");
   const std::string serve_args = "serve " + sc.string() + " --json --cache " + (d / "c").string();
-  const auto serve = run_wafersim(serve_args);
+  const auto serve = run_wafersim(serve_args + " --csv " + (d / "r.csv").string());
   ASSERT_EQ(serve.code, 0) << serve.err;
   const auto s = nlohmann::json::parse(serve.out)["systems"][0];
   EXPECT_EQ(s["served"], 16);
@@ -62,24 +118,41 @@ compare_with: []
                                    "generate_tokens: 12, users: 16}'");
   ASSERT_EQ(decode.code, 0) << decode.err;
   const double direct = nlohmann::json::parse(decode.out)["inter_token_latency_s"].get<double>();
-  const double served = s["tbt_s"]["mean"].get<double>();
+  const double served = s["tbt_s"]["p50"].get<double>();
   EXPECT_NEAR(served / direct, 1.0, 0.02) << "serve " << served << " run " << direct;
-  const auto whole_run = [&](int users) {
+  const auto batch_run = [&](int users) {
     const auto batch = run_wafersim("run " + sc.string() + same +
                                     "--set 'workload={prompt_tokens: 96, generate_tokens: 12, "
                                     "users: " +
                                     std::to_string(users) + ", prefill_block: 8}'");
     EXPECT_EQ(batch.code, 0) << batch.err;
-    return nlohmann::json::parse(batch.out)["total_time_s"].get<double>();
+    return nlohmann::json::parse(batch.out);
   };
-  EXPECT_NEAR(s["end_to_end_s"]["max"].get<double>() / whole_run(16), 1.0, 0.02);
+  const nlohmann::json run16 = batch_run(16);
+  EXPECT_NEAR(s["end_to_end_s"]["max"].get<double>() / run16["total_time_s"].get<double>(), 1.0,
+              0.02);
+  EXPECT_NEAR(s["tbt_s"]["mean"].get<double>() / run16["inter_token_latency_s"].get<double>(), 1.0,
+              0.03);
+  EXPECT_NEAR(s["ttft_s"]["mean"].get<double>() / run16["ttft_s"].get<double>(), 1.0, 0.02);
+  const std::vector<double> engine = run_ttft_by_user(run16);
+  const std::vector<double> ttft = csv_column(d / "r.csv", "ttft_s");
+  ASSERT_EQ(ttft.size(), 16u);
+  ASSERT_EQ(engine.size(), 16u);
+  for (std::size_t u = 0; u < 16; ++u)
+    EXPECT_NEAR(ttft[u] / engine[u], 1.0, 0.03)
+        << "user " << u << ": serve " << ttft[u] << " run " << engine[u];
   // The same grid (the longest prompt and the batch are the same).
   batch_of(12);
   const auto twelve = run_wafersim(serve_args);
   ASSERT_EQ(twelve.code, 0) << twelve.err;
   const auto t = nlohmann::json::parse(twelve.out);
   EXPECT_NE(t["calibration"].get<std::string>().find("read from"), std::string::npos);
-  EXPECT_NEAR(t["systems"][0]["end_to_end_s"]["max"].get<double>() / whole_run(12), 1.0, 0.03);
+  const nlohmann::json run12 = batch_run(12);
+  EXPECT_NEAR(
+      t["systems"][0]["end_to_end_s"]["max"].get<double>() / run12["total_time_s"].get<double>(),
+      1.0, 0.03);
+  EXPECT_NEAR(t["systems"][0]["ttft_s"]["mean"].get<double>() / run12["ttft_s"].get<double>(), 1.0,
+              0.02);
   // The grid against the engine off its points (decode, prefill, prompts in
   // flight): within the issue's 5%.
   const auto bench =

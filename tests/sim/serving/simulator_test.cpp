@@ -290,5 +290,39 @@ TEST(ServingSimulation, PipelinedPrefillGivesALoneRequestTheEnginesPrefill) {
   }
 }
 
+// Four prompts of one prefill-first iteration on a pipeline: each has its
+// first token a fill after its own pass (the first after 1.5 occupancies,
+// the others 2.5 / 3 later each, the last at the iteration's end), as the
+// engine's come one after another; all decode from the last one's first
+// token on (a decode token cannot pass the prompt blocks ahead of it), so
+// the batch ends where it did when every first token came with the last.
+// A GPU-style step model (one pass) gives them all at the iteration's end.
+TEST(ServingSimulation, PromptsOfAPrefillIterationHaveTheirFirstTokensInTurn) {
+  std::vector<GridPoint> decode = {
+      {1, 0, 0, 1e-3}, {1, 4096, 0, 1e-3}, {8, 0, 0, 1e-3}, {8, 4096, 0, 1e-3}};
+  const double fill = 20e-3, occupancy = 1024 * 10e-6;
+  std::vector<GridPoint> prefill = {{1, 0, 64, fill + 64 * 10e-6},
+                                    {1, 0, 1024, fill + occupancy},
+                                    {4, 0, 64, fill + 64 * 10e-6 * 4, fill + 64 * 10e-6 * 1.5},
+                                    {4, 0, 1024, fill + occupancy * 4, fill + occupancy * 1.5}};
+  const WaferSteps model(decode, prefill, KvCapacity{8, 4096, 0}, 1000.0, 1e9);
+  std::vector<Session> batch;
+  for (int i = 0; i < 4; ++i) batch.push_back(one_request(i, 0.0, 1024, 3));
+  const auto r = simulate(batch, model, options(PrefillPolicy::prefill_first));
+  ASSERT_EQ(r.requests.size(), 4u);
+  const double last = fill + occupancy * 4;
+  for (int k = 0; k < 4; ++k) {
+    const auto& q = r.requests[static_cast<std::size_t>(k)];
+    const double ttft = fill + occupancy * (1.5 + 2.5 / 3.0 * k);
+    EXPECT_NEAR(q.ttft_s, ttft, 1e-12) << k;
+    EXPECT_NEAR(q.end_to_end_s, last + 2e-3, 1e-12) << k;
+    EXPECT_NEAR(q.tbt_mean_s, (last + 2e-3 - ttft) / 2.0, 1e-9) << k;
+  }
+  EXPECT_NEAR(r.ttft_s.max, last, 1e-12);
+  const LinearSteps gpu(KvCapacity{8, 0, 0});
+  const auto g = simulate(batch, gpu, options(PrefillPolicy::prefill_first));
+  for (const auto& q : g.requests) EXPECT_NEAR(q.ttft_s, LinearSteps::prefill(4 * 1024), 1e-12);
+}
+
 }  // namespace
 }  // namespace wafersim::sim::serving

@@ -111,5 +111,68 @@ TEST(WaferSteps, PromptsInFlightCostTheShareMeasuredWithAsMany) {
   EXPECT_NEAR(b.stream_share(8, 128), 1.5, 1e-12);
 }
 
+// The first of several prompts sent together passes after its occupancy
+// times (1 + h), h measured on the same runs (the others' arrival delays
+// it); the later ones share the rest of the iteration evenly, the last at
+// its end exactly. Measured h: 0.25 with 2 prompts, 2.0 with 8; r as above.
+TEST(WaferSteps, PromptsOfAnIterationPassOneAfterAnother) {
+  std::vector<GridPoint> decode = {{1, 0, 0, 1e-3}, {1, 100, 0, 1e-3}};
+  const double fill = 0.2e-3, per_token = 3e-6;
+  std::vector<GridPoint> prefill;
+  for (long long n : {128LL, 1024LL}) {
+    const double occupancy = per_token * n;
+    prefill.push_back({1, 0, n, fill + occupancy});
+    prefill.push_back({1, 4096, n, fill + occupancy});
+    prefill.push_back(
+        {2, 0, n, fill + occupancy * (1.0 + 0.5 * 1.0), fill + occupancy * (1.0 + 0.25)});
+    prefill.push_back(
+        {8, 0, n, fill + occupancy * (1.0 + 1.5 * 7.0), fill + occupancy * (1.0 + 2.0)});
+  }
+  const WaferSteps m(decode, prefill, KvCapacity{8, 8192, 0}, 1000.0, 1e9);
+  EXPECT_NEAR(m.head_share(2, 500), 0.25, 1e-12);
+  EXPECT_NEAR(m.head_share(8, 500), 2.0, 1e-12);
+  EXPECT_NEAR(m.head_share(5, 500), 1.125, 1e-12);
+  EXPECT_DOUBLE_EQ(m.head_share(1, 500), 0.0);
+  // 5 equal chunks of 500: one = 1.5 ms; r = 1, h = 1.125, each later one
+  // (1 x 4 - 1.125) / 4 = 0.71875 of one.
+  const double one = per_token * 500;
+  Iteration it;
+  it.prefill_sequences = 5;
+  it.prefill_tokens = 5 * 500;
+  it.prefill_context = 5 * 500;
+  const std::vector<PromptChunk> five(5, PromptChunk{500, 0});
+  std::vector<double> ends = m.chunk_ends_s(it, five);
+  ASSERT_EQ(ends.size(), 5u);
+  for (int k = 0; k < 4; ++k)
+    EXPECT_NEAR(ends[static_cast<std::size_t>(k)], one * (2.125 + 0.71875 * k), 1e-12) << k;
+  EXPECT_EQ(ends[4], m.iteration_s(it));
+  EXPECT_NEAR(m.stream_prefill_s(5, 500, 0), fill + one * 2.125, 1e-12);
+  EXPECT_NEAR(m.stream_prefill_s(5, 500, 4), fill + one * 5.0, 1e-12);
+  // Decode tokens in the iteration go first: every chunk passes a step later.
+  it.decode_sequences = 1;
+  it.decode_context = 50;
+  ends = m.chunk_ends_s(it, five);
+  EXPECT_NEAR(ends[0], 1e-3 + one * 2.125, 1e-12);
+  EXPECT_EQ(ends[4], m.iteration_s(it));
+  // Unequal chunks share the iteration by their own occupancies: 200 and 800
+  // tokens (mean 500, r = 0.5, h = 0.25): weights 0.6 ms x 1.25 and 2.4 ms x
+  // 0.25 of the iteration's 2.25 ms.
+  Iteration two;
+  two.prefill_sequences = 2;
+  two.prefill_tokens = 1000;
+  two.prefill_context = 1000;
+  ends = m.chunk_ends_s(two, {PromptChunk{200, 0}, PromptChunk{800, 0}});
+  EXPECT_NEAR(ends[0], 2.25e-3 * 0.75 / 1.35, 1e-12);
+  EXPECT_EQ(ends[1], m.iteration_s(two));
+  // Without first-prompt measurements (h = 0): the brief's even sharing, the
+  // first after its occupancy alone.
+  for (GridPoint& p : prefill) p.first_s = 0.0;
+  const WaferSteps plain(decode, prefill, KvCapacity{8, 8192, 0}, 1000.0, 1e9);
+  it.decode_sequences = 0;
+  it.decode_context = 0;
+  EXPECT_NEAR(plain.chunk_ends_s(it, five)[0], one, 1e-12);
+  EXPECT_NEAR(plain.chunk_ends_s(it, five)[2], one * 3.0, 1e-12);
+}
+
 }  // namespace
 }  // namespace wafersim::sim::serving
