@@ -395,7 +395,9 @@ TEST(Timing, ADecodeBatchMovesItsUsersInLockstep) {
       EXPECT_EQ(t.position, static_cast<int>(prompt + step));
       EXPECT_EQ(t.start_cycle, decode[4 * step]->start_cycle);
       EXPECT_EQ(t.end_cycle, decode[4 * step]->end_cycle);
-      if (step > 0) EXPECT_EQ(t.start_cycle, decode[4 * step - 1]->end_cycle);
+      if (step > 0) {
+        EXPECT_EQ(t.start_cycle, decode[4 * step - 1]->end_cycle);
+      }
     }
 }
 
