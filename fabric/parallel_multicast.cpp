@@ -87,8 +87,8 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
     l.from_hops += hop + (l.cross - hop);
   }
   flow_.count_bytes(link, l.bytes);
-  flow_.max_end_ = std::max(flow_.max_end_, flow_.links_[link.value].pass(*runs_on, 0, 0, next_on,
-                                                                          l.now, &flow_.wide_));
+  flow_.max_end_ = std::max(
+      flow_.max_end_, flow_.links_[link.value].pass(*runs_on, 0, 0, next_on, l.now, &flow_.wide_));
   l.on = 1 - l.on;
   runs_on = next_on;
   const auto ramp = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(l.ramp0) +
@@ -137,7 +137,8 @@ void ParallelLineMulticast::next_hop(int first, int n, std::span<Timed> out) {
         prefetch_line(&flow_.links_[link]);
         prefetch_line(&flow_.bytes_low_[link]);
         prefetch_line(&flow_.eject_[static_cast<std::size_t>(
-            static_cast<std::ptrdiff_t>(l.ramp0) + ramp_step_ * static_cast<std::ptrdiff_t>(ahead))]);
+            static_cast<std::ptrdiff_t>(l.ramp0) +
+            ramp_step_ * static_cast<std::ptrdiff_t>(ahead))]);
       }
       hop(l, ready_[i], out[static_cast<std::size_t>(j)]);
     } else {

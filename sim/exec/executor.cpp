@@ -316,8 +316,8 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
         const int n = std::min(kTileColumns, Q - q0);
         for (int pi = p0; pi < p0 + band; ++pi) {
           // The arrivals go where the tiles' results go, each tile run in place.
-          const std::span<Timed> done(
-              done_.data() + static_cast<std::size_t>(pi - p0) * Q + q0, static_cast<std::size_t>(n));
+          const std::span<Timed> done(done_.data() + static_cast<std::size_t>(pi - p0) * Q + q0,
+                                      static_cast<std::size_t>(n));
           lines.next_hop(q0, n, done);
           const std::uint64_t rows = rows_of(pi);
           // A balanced split has two tile widths: cost each once per tile row.

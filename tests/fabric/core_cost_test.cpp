@@ -88,9 +88,9 @@ TEST(CoreTimeline, ExplainsEachTaskAsTheTimedRulesDo) {
                            .plus(bound, cost.cycles - cost.overhead);
     const Timed got = cores.run(Coord{1, 1}, ready, cost);
     EXPECT_EQ(got.at, want.at);
-    for (const Resource r : {Resource::compute, Resource::sram, Resource::hops,
-                             Resource::serialization, Resource::contention, Resource::io,
-                             Resource::queueing})
+    for (const Resource r :
+         {Resource::compute, Resource::sram, Resource::hops, Resource::serialization,
+          Resource::contention, Resource::io, Resource::queueing})
       EXPECT_EQ(got.path[r], want.path[r]) << static_cast<int>(r);
     EXPECT_EQ(got.path.total(), got.at);
     free = got.at.value;

@@ -15,9 +15,9 @@ namespace {
 
 void expect_same(const Timed& a, const Timed& b, const std::string& where) {
   EXPECT_EQ(a.at.value, b.at.value) << where;
-  for (const Resource r : {Resource::compute, Resource::sram, Resource::hops,
-                           Resource::serialization, Resource::contention, Resource::io,
-                           Resource::queueing})
+  for (const Resource r :
+       {Resource::compute, Resource::sram, Resource::hops, Resource::serialization,
+        Resource::contention, Resource::io, Resource::queueing})
     EXPECT_EQ(a.path[r].value, b.path[r].value) << where << " resource " << static_cast<int>(r);
 }
 
@@ -92,17 +92,16 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
       {Direction::west, Direction::north, Coord{38, 34}, 36, 20},
   };
   const std::vector<ReductionScheme> schemes = {ReductionScheme::chain, ReductionScheme::tree,
-                                                ReductionScheme::two_level,
-                                                ReductionScheme::k_tree, ReductionScheme::ring};
+                                                ReductionScheme::two_level, ReductionScheme::k_tree,
+                                                ReductionScheme::ring};
   int case_number = 0;
   for (const GemvShape& g : shapes)
     for (const ReductionScheme scheme : schemes)
       for (const int tile_lines : {1, 4, 64})
         for (const int tile_hops : {1, 5, 64}) {
-          const std::string where = "case " + std::to_string(case_number) + " (" +
-                                    reduction_name(scheme) + ", tile " +
-                                    std::to_string(tile_lines) + "x" + std::to_string(tile_hops) +
-                                    ")";
+          const std::string where =
+              "case " + std::to_string(case_number) + " (" + reduction_name(scheme) + ", tile " +
+              std::to_string(tile_lines) + "x" + std::to_string(tile_hops) + ")";
           const auto seed = static_cast<std::uint64_t>(++case_number);
           FlowModel a{mesh, spec}, b{mesh, spec};
           std::vector<Timed> seen_a, seen_b;
@@ -125,8 +124,8 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
           std::vector<std::vector<Timed>> arr_a(static_cast<std::size_t>(g.lines));
           for (int i = 0; i < g.lines; ++i) {
             const Coord s = Mesh::step(Coord{0, 0}, g.across);
-            multicast_line(mesh, a, Line{Coord{g.first.x + s.x * i, g.first.y + s.y * i}, g.along,
-                                         g.length},
+            multicast_line(mesh, a,
+                           Line{Coord{g.first.x + s.x * i, g.first.y + s.y * i}, g.along, g.length},
                            bytes[static_cast<std::size_t>(i)], ready[static_cast<std::size_t>(i)],
                            arr_a[static_cast<std::size_t>(i)]);
           }
@@ -158,10 +157,10 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
                 expect_same(band[static_cast<std::size_t>(k - k0) * g.lines + i],
                             arr_a[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)],
                             where + " line " + std::to_string(i) + " core " + std::to_string(k));
-              sums_b.push_back(reduce_line(
-                  mesh, b, scheme, row_line(g, k), row_bytes,
-                  std::span<const Timed>(band).subspan(static_cast<std::size_t>(k - k0) * g.lines,
-                                                       g.lines)));
+              sums_b.push_back(
+                  reduce_line(mesh, b, scheme, row_line(g, k), row_bytes,
+                              std::span<const Timed>(band).subspan(
+                                  static_cast<std::size_t>(k - k0) * g.lines, g.lines)));
             }
           }
           EXPECT_THROW(lines.next_hop(0, 1, std::span<Timed>(band).first(1)), std::logic_error);
@@ -219,14 +218,14 @@ TEST(ParallelLineMulticast, RejectsLinesThatOverlapOrLeaveTheMesh) {
   FlowModel flow{mesh, spec};
   std::vector<Timed> ready(3);
   std::vector<Bytes> bytes(3, Bytes{4});
-  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{0, 0}, Direction::south, 4,
-                                     Direction::north, bytes, ready),
+  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{0, 0}, Direction::south, 4, Direction::north,
+                                     bytes, ready),
                std::invalid_argument);
-  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{6, 0}, Direction::south, 4,
-                                     Direction::east, bytes, ready),
+  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{6, 0}, Direction::south, 4, Direction::east,
+                                     bytes, ready),
                std::out_of_range);
-  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{0, 5}, Direction::south, 4,
-                                     Direction::east, bytes, ready),
+  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{0, 5}, Direction::south, 4, Direction::east,
+                                     bytes, ready),
                std::out_of_range);
 }
 
