@@ -43,8 +43,31 @@ CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_di
 
 Timed CoreTimeline::run(Coord core, const Timed& ready, const CoreCost& cost) {
   const std::size_t i = slot(core);
-  Timed t = ready.not_before(Cycles{free_at_[i]}, Resource::queueing);
-  t = t.plus(Resource::compute, cost.overhead).plus(cost.bound, cost.cycles - cost.overhead);
+  // ready.not_before(free, queueing).plus(compute, overhead).plus(bound,
+  // cycles - overhead), the same sums written out: adding to a field chosen
+  // at run time through a copy of the Timed cost a store-forwarding stall on
+  // every task (a whole-region GEMV runs one on each of ~780K cores).
+  Timed t = ready;
+  const std::uint64_t free = free_at_[i];
+  if (free > t.at.value) {
+    t.path.queueing += Cycles{free - t.at.value};
+    t.at = Cycles{free};
+  }
+  const Cycles rest = cost.cycles - cost.overhead;
+  t.at += cost.overhead;
+  t.path.compute += cost.overhead;
+  t.at += rest;
+  switch (cost.bound) {
+    case Resource::compute:
+      t.path.compute += rest;
+      break;
+    case Resource::sram:
+      t.path.sram += rest;
+      break;
+    default:
+      t.path[cost.bound] += rest;
+      break;
+  }
   free_at_[i] = t.at.value;
   busy_[i] += cost.cycles.value;
   return t;

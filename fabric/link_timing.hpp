@@ -444,6 +444,9 @@ class FlowModel {
   const WideRecords& wide_records() const { return wide_; }
 
  private:
+  // Times many parallel line multicasts hop by hop with this model's records
+  // (fabric/parallel_multicast.hpp), exactly as send() would one by one.
+  friend class ParallelLineMulticast;
   // The message whose tail reached the core at the end of link `in` at
   // `tail` takes `ser` cycles of that core's ejection ramp from its head's
   // arrival on; returns when the core has all of it.

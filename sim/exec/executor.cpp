@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "fabric/parallel_multicast.hpp"
 #include "models/rng.hpp"
 
 namespace wafersim::sim {
@@ -273,25 +274,73 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
   std::optional<PhaseValues::Gemv> values;
   if (values_) values.emplace(*values_, m, ref, layer, x, y, expert);
   const auto T = static_cast<std::uint64_t>(x.tokens);
-  done_.resize(static_cast<std::size_t>(P) * Q);
-  std::vector<Timed> arrivals;
-  for (int qi = 0; qi < Q; ++qi) {
-    const auto cols = static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
-    multicast(m.wafer, Line{m.core(0, qi), m.multicast_direction(), P}, Bytes{cols * 4 * T},
-              x.ready[static_cast<std::size_t>(qi)], arrivals);
-    for (int pi = 0; pi < P; ++pi) {
-      const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-      done_[static_cast<std::size_t>(pi) * Q + qi] =
-          run_core(m.wafer, m.core(pi, qi), arrivals[static_cast<std::size_t>(pi)],
-                   fab(m.wafer).cost().gemm_tile(rows, cols, T, bits_));
-    }
-  }
+  auto cols_of = [&](int qi) {
+    return static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
+  };
+  auto rows_of = [&](int pi) {
+    return static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
+  };
   y.layout = output_layout(m);
-  for (int pi = 0; pi < P; ++pi) {
-    const auto rows = static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-    y.ready.push_back(reduce(
-        m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q}, Bytes{rows * 4 * T},
-        std::span(done_).subspan(static_cast<std::size_t>(pi) * Q, Q), m.reduction_groups));
+  if (!timing_) {
+    // Timing skipped: every tile and sum as soon as its input.
+    y.ready.assign(static_cast<std::size_t>(P), x.ready.front());
+  } else {
+    // Every column's multicast at once (fabric/parallel_multicast.hpp: the
+    // same arrivals and records as one multicast after another), walked in
+    // tiles of kTileColumns columns by kTileRows rows of cores, each core's
+    // tile of the matrix run as its copy arrives; once a band of kTileRows
+    // rows has its copies, the band's rows are reduced. All exact: core
+    // timelines are independent of one another, and a row's reduction uses
+    // the links along its row (the multicasts only those across it) and the
+    // ramps of its own cores, which no later hop of a multicast reaches; the
+    // model's `now` has been raised by every multicast already, as when the
+    // rows were reduced after the last one.
+    constexpr int kTileColumns = 16, kTileRows = 16;
+    fabric::Fabric& f = fab(m.wafer);
+    std::vector<std::uint64_t> line_cols;
+    std::vector<Bytes> line_bytes;
+    line_cols.reserve(static_cast<std::size_t>(Q));
+    line_bytes.reserve(static_cast<std::size_t>(Q));
+    for (int qi = 0; qi < Q; ++qi) {
+      line_cols.push_back(cols_of(qi));
+      line_bytes.push_back(Bytes{line_cols.back() * 4 * T});
+    }
+    fabric::ParallelLineMulticast lines(
+        f.mesh(), f.flow(), m.core(0, 0), m.multicast_direction(), P,
+        m.transposed ? fabric::Direction::south : fabric::Direction::east, line_bytes,
+        std::span<const Timed>(x.ready).first(static_cast<std::size_t>(Q)));
+    done_.resize(static_cast<std::size_t>(kTileRows) * Q);
+    for (int p0 = 0; p0 < P; p0 += kTileRows) {
+      const int band = std::min(kTileRows, P - p0);
+      for (int q0 = 0; q0 < Q; q0 += kTileColumns) {
+        const int n = std::min(kTileColumns, Q - q0);
+        for (int pi = p0; pi < p0 + band; ++pi) {
+          // The arrivals go where the tiles' results go, each tile run in place.
+          const std::span<Timed> done(done_.data() + static_cast<std::size_t>(pi - p0) * Q + q0,
+                                      static_cast<std::size_t>(n));
+          lines.next_hop(q0, n, done);
+          const std::uint64_t rows = rows_of(pi);
+          // A balanced split has two tile widths: cost each once per tile row.
+          fabric::CoreCost cost[2];
+          std::uint64_t cost_cols[2] = {~std::uint64_t{0}, ~std::uint64_t{0}};
+          for (int j = 0; j < n; ++j) {
+            const std::uint64_t cols = line_cols[static_cast<std::size_t>(q0 + j)];
+            int c = cols == cost_cols[0] ? 0 : cols == cost_cols[1] ? 1 : -1;
+            if (c < 0) {
+              c = cost_cols[0] == ~std::uint64_t{0} ? 0 : 1;
+              cost[c] = f.cost().gemm_tile(rows, cols, T, bits_), cost_cols[c] = cols;
+            }
+            done[static_cast<std::size_t>(j)] =
+                f.cores().run(m.core(pi, q0 + j), done[static_cast<std::size_t>(j)], cost[c]);
+          }
+        }
+      }
+      for (int pi = p0; pi < p0 + band; ++pi)
+        y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q},
+                                 Bytes{rows_of(pi) * 4 * T},
+                                 std::span(done_).subspan(static_cast<std::size_t>(pi - p0) * Q, Q),
+                                 m.reduction_groups));
+    }
   }
   if (values) values->finish();
   return y;

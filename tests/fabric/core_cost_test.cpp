@@ -68,5 +68,35 @@ TEST(CoreTimeline, ACoreRunsOneTaskAtATime) {
   EXPECT_EQ(cores.busy_cycles(Coord{2, 1}), 18u);
 }
 
+// A task's explanation is ready.not_before(free, queueing), then the
+// start-up as compute, then the rest as the cost's bound, whatever the bound
+// (run() writes these sums out field by field).
+TEST(CoreTimeline, ExplainsEachTaskAsTheTimedRulesDo) {
+  const Mesh mesh(2, 2);
+  CoreTimeline cores(mesh);
+  Timed ready{Cycles{7}, {}};
+  ready.path.hops = Cycles{3};
+  ready.path.compute = Cycles{2};
+  ready.path.sram = Cycles{1};
+  ready.path.contention = Cycles{1};
+  std::uint64_t free = 0;
+  for (const Resource bound : {Resource::compute, Resource::sram, Resource::io, Resource::compute,
+                               Resource::contention, Resource::sram}) {
+    const CoreCost cost{Cycles{40}, Cycles{6}, bound};
+    const Timed want = ready.not_before(Cycles{free}, Resource::queueing)
+                           .plus(Resource::compute, cost.overhead)
+                           .plus(bound, cost.cycles - cost.overhead);
+    const Timed got = cores.run(Coord{1, 1}, ready, cost);
+    EXPECT_EQ(got.at, want.at);
+    for (const Resource r :
+         {Resource::compute, Resource::sram, Resource::hops, Resource::serialization,
+          Resource::contention, Resource::io, Resource::queueing})
+      EXPECT_EQ(got.path[r], want.path[r]) << static_cast<int>(r);
+    EXPECT_EQ(got.path.total(), got.at);
+    free = got.at.value;
+    ready = ready.plus(Resource::hops, Cycles{11});  // before the core is free or not
+  }
+}
+
 }  // namespace
 }  // namespace wafersim::fabric

@@ -1,0 +1,233 @@
+#include "fabric/parallel_multicast.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fabric/collectives.hpp"
+#include "support/test_spec.hpp"
+
+namespace wafersim::fabric {
+namespace {
+
+void expect_same(const Timed& a, const Timed& b, const std::string& where) {
+  EXPECT_EQ(a.at.value, b.at.value) << where;
+  for (const Resource r :
+       {Resource::compute, Resource::sram, Resource::hops, Resource::serialization,
+        Resource::contention, Resource::io, Resource::queueing})
+    EXPECT_EQ(a.path[r].value, b.path[r].value) << where << " resource " << static_cast<int>(r);
+}
+
+// A deterministic stream of numbers (the same on both models).
+struct Draws {
+  std::uint64_t state;
+  std::uint64_t operator()(std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 17) % n;
+  }
+};
+
+// Unicasts and line multicasts of 1-6 wavelets from `from` on: reservations
+// ahead of and behind the GEMV's messages, some links past their compact
+// records' four intervals.
+void background(const Mesh& mesh, FlowModel& flow, std::uint64_t seed, std::uint64_t from,
+                int messages, std::vector<Timed>& seen) {
+  Draws next{seed};
+  std::vector<LinkId> route;
+  std::vector<Timed> arrivals;
+  std::uint64_t now = from;
+  for (int m = 0; m < messages; ++m) {
+    if (next(8) == 0) now += 1 + next(3);
+    const Coord src{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
+                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
+    const Coord dst{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
+                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
+    const Bytes bytes{4 * (1 + next(6))};
+    route.clear();
+    if (next(4) == 0 && src.x != dst.x) {
+      mesh.straight_route(src, dst.x > src.x ? Direction::east : Direction::west,
+                          std::abs(dst.x - src.x), route);
+      flow.send(route, bytes, Timed{Cycles{now}, {}}, &arrivals);
+      seen.insert(seen.end(), arrivals.begin(), arrivals.end());
+    } else if (src.x != dst.x || src.y != dst.y) {
+      mesh.xy_route(src, dst, route);
+      seen.push_back(flow.send(route, bytes, Timed{Cycles{now}, {}}));
+    }
+  }
+}
+
+struct GemvShape {
+  Direction along;   // the multicasts' direction
+  Direction across;  // from one line to the next
+  Coord first;
+  int length;  // cores per multicast line (P)
+  int lines;   // Q
+};
+
+// The line a row of cores (core k of every multicast line) is reduced along,
+// as a GEMV reduces its tile row: from line 0's core k across the lines.
+Line row_line(const GemvShape& g, int k) {
+  const Coord s = Mesh::step(Coord{0, 0}, g.along);
+  return Line{Coord{g.first.x + s.x * k, g.first.y + s.y * k}, g.across, g.lines};
+}
+
+// ParallelLineMulticast, walked in tiles of `tile_lines` x `tile_hops` in an
+// order of its own with each band of rows reduced once every line has
+// reached it, leaves the model exactly as one multicast_line after another
+// and then the rows' reductions do: the same arrivals, the same reduced
+// sums, the same link records (busy intervals, floors, byte counters) and
+// ramp records (probed by the traffic after), over records crowded by
+// traffic before and after, for every direction and reduction scheme. This
+// is what Executor::gemv's whole-region speed rests on.
+TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
+  const WaferSpec spec = testing::small_spec(40, 36);
+  const Mesh mesh{spec.mesh_width, spec.mesh_height};
+  const std::vector<GemvShape> shapes = {
+      {Direction::south, Direction::east, Coord{3, 2}, 30, 33},   // a plain matrix
+      {Direction::east, Direction::south, Coord{2, 1}, 35, 31},   // a transposed one
+      {Direction::north, Direction::east, Coord{5, 33}, 29, 30},  // an upward one
+      {Direction::west, Direction::north, Coord{38, 34}, 36, 20},
+  };
+  const std::vector<ReductionScheme> schemes = {ReductionScheme::chain, ReductionScheme::tree,
+                                                ReductionScheme::two_level, ReductionScheme::k_tree,
+                                                ReductionScheme::ring};
+  int case_number = 0;
+  for (const GemvShape& g : shapes)
+    for (const ReductionScheme scheme : schemes)
+      for (const int tile_lines : {1, 4, 64})
+        for (const int tile_hops : {1, 5, 64}) {
+          const std::string where =
+              "case " + std::to_string(case_number) + " (" + reduction_name(scheme) + ", tile " +
+              std::to_string(tile_lines) + "x" + std::to_string(tile_hops) + ")";
+          const auto seed = static_cast<std::uint64_t>(++case_number);
+          FlowModel a{mesh, spec}, b{mesh, spec};
+          std::vector<Timed> seen_a, seen_b;
+          background(mesh, a, seed, 0, 3000, seen_a);
+          background(mesh, b, seed, 0, 3000, seen_b);
+          // Ready times out of order, some behind the traffic's time (~750
+          // cycles when the GEMV starts), some ahead of it.
+          Draws next{seed * 977};
+          std::vector<Timed> ready;
+          std::vector<Bytes> bytes;
+          for (int i = 0; i < g.lines; ++i) {
+            Timed t{Cycles{400 + next(800)}, {}};
+            t.path.compute = Cycles{next(50)};
+            t.path.queueing = Cycles{next(7)};
+            ready.push_back(t);
+            bytes.push_back(Bytes{4 * (1 + next(5))});
+          }
+          const Bytes row_bytes{4 * (1 + next(4))};
+          // A: line after line, then the rows' reductions.
+          std::vector<std::vector<Timed>> arr_a(static_cast<std::size_t>(g.lines));
+          for (int i = 0; i < g.lines; ++i) {
+            const Coord s = Mesh::step(Coord{0, 0}, g.across);
+            multicast_line(mesh, a,
+                           Line{Coord{g.first.x + s.x * i, g.first.y + s.y * i}, g.along, g.length},
+                           bytes[static_cast<std::size_t>(i)], ready[static_cast<std::size_t>(i)],
+                           arr_a[static_cast<std::size_t>(i)]);
+          }
+          std::vector<Timed> sums_a;
+          std::vector<Timed> row(static_cast<std::size_t>(g.lines));
+          for (int k = 0; k < g.length; ++k) {
+            for (int i = 0; i < g.lines; ++i)
+              row[static_cast<std::size_t>(i)] =
+                  arr_a[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
+            sums_a.push_back(reduce_line(mesh, a, scheme, row_line(g, k), row_bytes, row));
+          }
+          // B: all at once, in tiles, each band of rows reduced once complete.
+          ParallelLineMulticast lines(mesh, b, g.first, g.along, g.length, g.across, bytes, ready);
+          std::vector<Timed> band(static_cast<std::size_t>(tile_hops) *
+                                  static_cast<std::size_t>(g.lines));
+          std::vector<Timed> sums_b;
+          for (int k0 = 0; k0 < g.length; k0 += tile_hops) {
+            const int h = std::min(tile_hops, g.length - k0);
+            // Tiles from the last lines to the first: any order is allowed.
+            for (int q0 = (g.lines - 1) / tile_lines * tile_lines; q0 >= 0; q0 -= tile_lines) {
+              const int n = std::min(tile_lines, g.lines - q0);
+              for (int k = k0; k < k0 + h; ++k)
+                lines.next_hop(q0, n,
+                               std::span<Timed>(band).subspan(
+                                   static_cast<std::size_t>(k - k0) * g.lines + q0, n));
+            }
+            for (int k = k0; k < k0 + h; ++k) {
+              for (int i = 0; i < g.lines; ++i)
+                expect_same(band[static_cast<std::size_t>(k - k0) * g.lines + i],
+                            arr_a[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)],
+                            where + " line " + std::to_string(i) + " core " + std::to_string(k));
+              sums_b.push_back(
+                  reduce_line(mesh, b, scheme, row_line(g, k), row_bytes,
+                              std::span<const Timed>(band).subspan(
+                                  static_cast<std::size_t>(k - k0) * g.lines, g.lines)));
+            }
+          }
+          EXPECT_THROW(lines.next_hop(0, 1, std::span<Timed>(band).first(1)), std::logic_error);
+          ASSERT_EQ(sums_a.size(), sums_b.size());
+          for (std::size_t k = 0; k < sums_a.size(); ++k)
+            expect_same(sums_b[k], sums_a[k], where + " row sum " + std::to_string(k));
+          // The traffic after sees the same records (links and ramps).
+          background(mesh, a, seed + 1000, 900, 3000, seen_a);
+          background(mesh, b, seed + 1000, 900, 3000, seen_b);
+          ASSERT_EQ(seen_a.size(), seen_b.size()) << where;
+          for (std::size_t m = 0; m < seen_a.size(); ++m)
+            expect_same(seen_b[m], seen_a[m], where + " traffic " + std::to_string(m));
+          for (std::uint32_t l = 0; l < mesh.link_count(); ++l) {
+            ASSERT_EQ(b.link_bytes(LinkId{l}), a.link_bytes(LinkId{l})) << where << " link " << l;
+            ASSERT_EQ(b.link_floor(LinkId{l}), a.link_floor(LinkId{l})) << where << " link " << l;
+            ASSERT_EQ(b.link_busy_intervals(LinkId{l}), a.link_busy_intervals(LinkId{l}))
+                << where << " link " << l;
+          }
+          EXPECT_EQ(b.reserved_until(), a.reserved_until()) << where;
+          EXPECT_EQ(b.carried_bytes(), a.carried_bytes()) << where;
+          if (::testing::Test::HasFailure()) return;
+        }
+}
+
+// Under the exclusive rule the lines are sent one by one, and next_hop hands
+// their arrivals out in any order.
+TEST(ParallelLineMulticast, ExclusiveSharingSendsLineByLine) {
+  const WaferSpec spec = testing::small_spec(12, 10);
+  const Mesh mesh{spec.mesh_width, spec.mesh_height};
+  FlowModel a{mesh, spec}, b{mesh, spec};
+  a.set_sharing(LinkSharing::exclusive);
+  b.set_sharing(LinkSharing::exclusive);
+  std::vector<Timed> ready{Timed{Cycles{5}, {}}, Timed{Cycles{2}, {}}, Timed{Cycles{9}, {}}};
+  std::vector<Bytes> bytes{Bytes{8}, Bytes{4}, Bytes{12}};
+  std::vector<std::vector<Timed>> arr(3);
+  for (int i = 0; i < 3; ++i)
+    multicast_line(mesh, a, Line{Coord{1 + i, 0}, Direction::south, 10},
+                   bytes[static_cast<std::size_t>(i)], ready[static_cast<std::size_t>(i)],
+                   arr[static_cast<std::size_t>(i)]);
+  ParallelLineMulticast lines(mesh, b, Coord{1, 0}, Direction::south, 10, Direction::east, bytes,
+                              ready);
+  Timed out[3];
+  for (int k = 0; k < 10; ++k) {
+    lines.next_hop(2, 1, std::span<Timed>(out + 2, 1));
+    lines.next_hop(0, 2, std::span<Timed>(out, 2));
+    for (std::size_t i = 0; i < 3; ++i)
+      expect_same(out[i], arr[i][static_cast<std::size_t>(k)], "core " + std::to_string(k));
+  }
+  EXPECT_THROW(lines.next_hop(0, 1, std::span<Timed>(out, 1)), std::logic_error);
+}
+
+TEST(ParallelLineMulticast, RejectsLinesThatOverlapOrLeaveTheMesh) {
+  const WaferSpec spec = testing::small_spec(8, 8);
+  const Mesh mesh{spec.mesh_width, spec.mesh_height};
+  FlowModel flow{mesh, spec};
+  std::vector<Timed> ready(3);
+  std::vector<Bytes> bytes(3, Bytes{4});
+  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{0, 0}, Direction::south, 4, Direction::north,
+                                     bytes, ready),
+               std::invalid_argument);
+  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{6, 0}, Direction::south, 4, Direction::east,
+                                     bytes, ready),
+               std::out_of_range);
+  EXPECT_THROW(ParallelLineMulticast(mesh, flow, Coord{0, 5}, Direction::south, 4, Direction::east,
+                                     bytes, ready),
+               std::out_of_range);
+}
+
+}  // namespace
+}  // namespace wafersim::fabric
