@@ -13,6 +13,7 @@ using serving::DeploymentSpec;
 using serving::PrefillPolicy;
 using serving::Router;
 using serving::Slo;
+using serving::StageOrder;
 
 constexpr Need O = Need::optional;
 
@@ -58,6 +59,18 @@ constexpr Key<DeploymentSpec> kDeployment[] = {
          fail(v.loc(), v.path, "must be between 1 and 4096 tokens");
      },
      [](auto& d) { return fmt::format("{}", d.wafer_prefill_block); }, nullptr, 0, true},
+    {"wafer.stage_order", O, "decode-first | fifo (default decode-first)",
+     "whether a decode token passes the prompt blocks sent before it in the wafer's pipeline "
+     "(decode-first: an assumed scheduler) or trails them through every stage (fifo: the "
+     "engine's stages)",
+     [](auto& v, auto& d, auto&) {
+       d.wafer_stage_order =
+           read_choice(v, "stage order", {"decode-first", "fifo"}) == "fifo"
+               ? StageOrder::fifo
+               : StageOrder::decode_first;
+     },
+     [](auto& d) { return std::string(serving::stage_order_name(d.wafer_stage_order)); }, nullptr,
+     0, true},
     {"gpu.replicas", O, "count (default 1)", "model copies of every GPU system (each its split)",
      [](auto& v, auto& d, auto&) { d.gpu.replicas = read_replicas(v); },
      [](auto& d) { return fmt::format("{}", d.gpu.replicas); }, nullptr, 0, true},

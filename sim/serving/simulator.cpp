@@ -21,6 +21,10 @@ const char* router_name(Router r) {
   return "?";
 }
 
+const char* stage_order_name(StageOrder o) {
+  return o == StageOrder::fifo ? "fifo" : "decode-first";
+}
+
 const char* prefill_policy_name(PrefillPolicy p) {
   switch (p) {
     case PrefillPolicy::prefill_first:
@@ -111,6 +115,10 @@ struct Replica {
   // passed, in in_flight's order (StepModel::chunk_ends_s).
   std::vector<double> chunk_ends;
   double started_s = 0.0;
+  // When the last prompt block sent so far leaves the pipeline (its pass plus
+  // the fill latency): with first-in-first-out stages, no decode token sent
+  // after it leaves sooner.
+  double blocks_leave_s = 0.0;
   double busy_s = 0.0;
   std::uint64_t iterations = 0;
   double batch_sum = 0.0;
@@ -463,11 +471,18 @@ class Simulation {
                           static_cast<double>(requests_[static_cast<std::size_t>(id)].prefilled)});
     rep.chunk_ends = model_.chunk_ends_s(it, chunks);
     rep.started_s = now_;
+    // The iteration's decode tokens go first; with first-in-first-out stages
+    // they trail the blocks of earlier iterations still in the pipeline.
+    double end = now_ + dt;
+    if (o_.fifo_stages && it.decode_sequences > 0) end = std::max(end, rep.blocks_leave_s);
+    for (std::size_t k = 0; k < chunks.size(); ++k)
+      rep.blocks_leave_s = std::max(
+          rep.blocks_leave_s, now_ + rep.chunk_ends[k] + model_.fill_latency_s(chunks[k].cached));
     rep.busy = true;
-    rep.busy_s += dt;
+    rep.busy_s += end - now_;
     rep.iterations += 1;
     rep.batch_sum += static_cast<double>(rep.in_flight.size());
-    push(now_ + dt, EventKind::iteration_end, ri, 0);
+    push(end, EventKind::iteration_end, ri, 0);
   }
 
   // r's next token, at `at` (now, or a first token that came earlier).

@@ -38,6 +38,10 @@ struct SimulationOptions {
   int prefill_replicas = 1;  // disaggregated only, beside `replicas` decode replicas
   Router router = Router::least_loaded;
   bool keep_kv_between_turns = true;
+  // Stages first in, first out (StageOrder::fifo): an iteration that decodes
+  // ends no sooner than every prompt block sent in an earlier iteration has
+  // left the pipeline (its pass plus the step model's fill latency).
+  bool fifo_stages = false;
   StackOptions stack;
   Slo slo;
   int timeline_bins = 200;

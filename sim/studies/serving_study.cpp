@@ -121,14 +121,16 @@ std::vector<SystemModel> system_models(const Scenario& sc,
     m.steps = wafer_steps(sc, *calibration);
     m.options = base_options(sc);
     m.options.system = "wafer";
+    m.options.fifo_stages = sc.deployment.wafer_stage_order == serving::StageOrder::fifo;
     m.options.replicas = sc.deployment.wafer.replicas;
     m.options.max_batch = calibration->plan.max_batch;
     m.options.chips_per_replica = calibration->plan.wafers;
     m.options.power_w_per_replica = sc.hardware.system_power_w * calibration->plan.wafers;
-    m.options.description = fmt::format("{} x {} {} ({}, batch {}, {} positions per sequence)",
-                                        sc.deployment.wafer.replicas, calibration->plan.wafers,
-                                        sc.hardware.name, strategy_name(sc.placement.strategy),
-                                        calibration->plan.max_batch, calibration->plan.slot_tokens);
+    m.options.description = fmt::format(
+        "{} x {} {} ({}, batch {}, {} positions per sequence{})", sc.deployment.wafer.replicas,
+        calibration->plan.wafers, sc.hardware.name, strategy_name(sc.placement.strategy),
+        calibration->plan.max_batch, calibration->plan.slot_tokens,
+        m.options.fifo_stages ? ", fifo stages" : "");
     out.push_back(std::move(m));
   }
   for (const models::gpu::ClusterSpec& c : sc.gpu.systems) {

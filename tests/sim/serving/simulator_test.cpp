@@ -324,5 +324,40 @@ TEST(ServingSimulation, PromptsOfAPrefillIterationHaveTheirFirstTokensInTurn) {
   for (const auto& q : g.requests) EXPECT_NEAR(q.ttft_s, LinearSteps::prefill(4 * 1024), 1e-12);
 }
 
+// First-in-first-out stages (deployment.wafer.stage_order: fifo): a decode
+// token sent behind another request's prompt block leaves no sooner than the
+// block does. Chunked prefill on a pipeline (20 ms fill, 10 us per prompt
+// token, 1 ms per decode step). A (64-token prompt, 4 tokens) at 0: its
+// block passes in 0.64 ms, its first token 20 ms later (20.64), its second
+// at 21.64. B (400 tokens) arrives at 21 ms; the iteration from 21.64 holds
+// A's decode (first) and B's block: 1 + 4 ms, A's third token at 26.64, B's
+// block leaves 20 ms after that iteration (B's first token at 46.64).
+// Decode-first: A's fourth token one step later, 27.64. FIFO: A's fourth
+// token was sent behind B's block, so it comes when B's first token does.
+TEST(ServingSimulation, FifoStagesHoldDecodeTokensBehindEarlierPromptBlocks) {
+  std::vector<GridPoint> decode = {
+      {1, 0, 0, 1e-3}, {1, 4096, 0, 1e-3}, {8, 0, 0, 1e-3}, {8, 4096, 0, 1e-3}};
+  std::vector<GridPoint> prefill = {{1, 0, 64, 20e-3 + 64 * 10e-6},
+                                    {1, 0, 1024, 20e-3 + 1024 * 10e-6}};
+  const WaferSteps model(decode, prefill, KvCapacity{8, 4096, 0}, 1000.0, 1e9);
+  const std::vector<Session> two = {one_request(0, 0.0, 64, 4), one_request(1, 21e-3, 400, 2)};
+  SimulationOptions o = options(PrefillPolicy::chunked);
+  const auto first = simulate(two, model, o);
+  o.fifo_stages = true;
+  const auto fifo = simulate(two, model, o);
+  ASSERT_EQ(first.requests.size(), 2u);
+  ASSERT_EQ(fifo.requests.size(), 2u);
+  const double b_first_token = 21.64e-3 + 5e-3 + 20e-3;
+  for (const auto* r : {&first, &fifo}) {
+    EXPECT_NEAR(r->requests[0].ttft_s, 20.64e-3, 1e-12);
+    EXPECT_NEAR(r->requests[1].arrival_s + r->requests[1].ttft_s, b_first_token, 1e-12);
+  }
+  EXPECT_NEAR(first.requests[0].end_to_end_s, 27.64e-3, 1e-12);
+  EXPECT_NEAR(fifo.requests[0].end_to_end_s, b_first_token, 1e-12);
+  // Without another request's block in the way, both orders are the same.
+  const std::vector<Session> lone = {one_request(0, 0.0, 64, 4)};
+  EXPECT_NEAR(simulate(lone, model, o).requests[0].end_to_end_s, 20.64e-3 + 3e-3, 1e-12);
+}
+
 }  // namespace
 }  // namespace wafersim::sim::serving
