@@ -272,16 +272,21 @@ TEST(Percentile, InterpolatesBetweenClosestRanks) {
 namespace wafersim::sim::serving {
 namespace {
 
-// A pipeline (the wafer's grid model): a lone request's TTFT is the engine's
-// prefill of its whole prompt whatever the chunking, and the chunks cost the
-// iterations only their occupancy.
-TEST(ServingSimulation, PipelinedPrefillGivesALoneRequestTheEnginesPrefill) {
+// A pipeline (the wafer's grid model): 1 ms per decode step, 20 ms to fill
+// the pipeline, 10 us per prompt token.
+WaferSteps pipeline_steps() {
   std::vector<GridPoint> decode = {
       {1, 0, 0, 1e-3}, {1, 4096, 0, 1e-3}, {8, 0, 0, 1e-3}, {8, 4096, 0, 1e-3}};
-  // 20 ms to fill the pipeline, 10 us per prompt token.
   std::vector<GridPoint> prefill = {{1, 0, 64, 20e-3 + 64 * 10e-6},
                                     {1, 0, 1024, 20e-3 + 1024 * 10e-6}};
-  const WaferSteps model(decode, prefill, KvCapacity{8, 4096, 0}, 1000.0, 1e9);
+  return WaferSteps(decode, prefill, KvCapacity{8, 4096, 0}, 1000.0, 1e9);
+}
+
+// On a pipeline a lone request's TTFT is the engine's prefill of its whole
+// prompt whatever the chunking, and the chunks cost the iterations only their
+// occupancy.
+TEST(ServingSimulation, PipelinedPrefillGivesALoneRequestTheEnginesPrefill) {
+  const WaferSteps model = pipeline_steps();
   EXPECT_NEAR(model.fill_latency_s(0), 20e-3, 1e-12);
   for (const PrefillPolicy p : {PrefillPolicy::prefill_first, PrefillPolicy::chunked}) {
     const auto r = simulate({one_request(0, 0.0, 1200, 3)}, model, options(p));
@@ -335,11 +340,7 @@ TEST(ServingSimulation, PromptsOfAPrefillIterationHaveTheirFirstTokensInTurn) {
 // Decode-first: A's fourth token one step later, 27.64. FIFO: A's fourth
 // token was sent behind B's block, so it comes when B's first token does.
 TEST(ServingSimulation, FifoStagesHoldDecodeTokensBehindEarlierPromptBlocks) {
-  std::vector<GridPoint> decode = {
-      {1, 0, 0, 1e-3}, {1, 4096, 0, 1e-3}, {8, 0, 0, 1e-3}, {8, 4096, 0, 1e-3}};
-  std::vector<GridPoint> prefill = {{1, 0, 64, 20e-3 + 64 * 10e-6},
-                                    {1, 0, 1024, 20e-3 + 1024 * 10e-6}};
-  const WaferSteps model(decode, prefill, KvCapacity{8, 4096, 0}, 1000.0, 1e9);
+  const WaferSteps model = pipeline_steps();
   const std::vector<Session> two = {one_request(0, 0.0, 64, 4), one_request(1, 21e-3, 400, 2)};
   SimulationOptions o = options(PrefillPolicy::chunked);
   const auto first = simulate(two, model, o);
