@@ -338,10 +338,28 @@ SC_MODULE(HostModule) {
     return m;
   }
 
+  // Rows of several tokens in one message: every row's embedding (its token
+  // at its position, the ids ready at `ready`, from the host or on-wafer)
+  // moves onto layer 0's input, where the rows travel on as one block
+  // (Executor::stack); the values mirror does the same.
+  void embed_rows(const Pipeline& p, TokenMessage& m, std::vector<RowTag> rows, const Timed& ready,
+                  bool from_host) {
+    const StageProgram& entry = p.program->stages.front();
+    const auto embed = [&entry, rows = std::move(rows), from_host](Executor& ex,
+                                                                   const Timed& ready) {
+      std::vector<Vec> parts;
+      for (const RowTag& r : rows)
+        parts.push_back(ex.move(ex.embed(r.token, r.position, ready, from_host), entry.input,
+                                entry.input_spread));
+      return Executor::stack(parts);
+    };
+    slot(m, Slot::x) = embed(*p.ex, ready);
+    p.post(m, [embed](Executor& ex, TokenMessage& v) { slot(v, Slot::x) = embed(ex, Timed{}); });
+    if (p.recycler) p.recycler->track(m);
+  }
+
   // A block of tokens from the host (prompt blocks, workload.prefill_block
-  // > 1, and speculative verification): every token's embedding row moves
-  // onto layer 0's input, where they travel on as one block
-  // (Executor::stack).
+  // > 1, and speculative verification).
   TokenMessage* make_block(const Pipeline& p, int user, int first,
                            std::span<const std::int32_t> ids, const Timed& arrived) {
     if (ids.size() == 1) return make(p, user, first, ids[0], true, arrived, true);
@@ -352,28 +370,15 @@ SC_MODULE(HostModule) {
     m->tokens = static_cast<int>(ids.size());
     m->token = ids[0];
     m->prefill = true;
-    const StageProgram& entry = p.program->stages.front();
-    const auto embed_block = [&entry, first](Executor& ex, std::span<const std::int32_t> ids,
-                                             const Timed& arrived) {
-      std::vector<Vec> parts;
-      for (std::size_t t = 0; t < ids.size(); ++t)
-        parts.push_back(ex.move(ex.embed(ids[t], first + static_cast<int>(t), arrived, true),
-                                entry.input, entry.input_spread));
-      return Executor::stack(parts);
-    };
-    slot(*m, Slot::x) = embed_block(*p.ex, ids, arrived);
-    p.post(*m, [embed_block, ids = std::vector<std::int32_t>(ids.begin(), ids.end())](
-                   Executor& ex, TokenMessage& v) {
-      slot(v, Slot::x) = embed_block(ex, ids, Timed{});
-    });
-    if (p.recycler) p.recycler->track(*m);
+    std::vector<RowTag> rows = block_rows(user, first, m->tokens);
+    for (std::size_t t = 0; t < ids.size(); ++t) rows[t].token = ids[t];
+    embed_rows(p, *m, std::move(rows), arrived, true);
     return m;
   }
 
   // A decode batch (workload.decode_batch > 1): the next token of each of
-  // `rows`' users, every embedding row moved onto layer 0's input and the
-  // rows stacked into one message (as make_block does a prompt's), sent once
-  // the batch's last token is known (`ready`).
+  // `rows`' users in one message, sent once the batch's last token is known
+  // (`ready`).
   TokenMessage* make_batch(const Pipeline& p, const std::vector<RowTag>& rows, const Timed& ready) {
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
@@ -384,19 +389,7 @@ SC_MODULE(HostModule) {
     m->batch = rows;
     m->needs_logits = true;
     m->start_cycle = ready.at;
-    const StageProgram& entry = p.program->stages.front();
-    const auto embed_batch = [&entry, rows](Executor& ex, const Timed& ready) {
-      std::vector<Vec> parts;
-      for (const RowTag& r : rows)
-        parts.push_back(
-            ex.move(ex.embed(r.token, r.position, ready, false), entry.input, entry.input_spread));
-      return Executor::stack(parts);
-    };
-    slot(*m, Slot::x) = embed_batch(*p.ex, ready);
-    p.post(*m, [embed_batch](Executor& ex, TokenMessage& v) {
-      slot(v, Slot::x) = embed_batch(ex, Timed{});
-    });
-    if (p.recycler) p.recycler->track(*m);
+    embed_rows(p, *m, rows, ready, false);
     return m;
   }
 
