@@ -115,9 +115,9 @@ struct Replica {
   // passed, in in_flight's order (StepModel::chunk_ends_s).
   std::vector<double> chunk_ends;
   double started_s = 0.0;
-  // When the last prompt block sent so far leaves the pipeline (its pass plus
-  // the fill latency): with first-in-first-out stages, no decode token sent
-  // after it leaves sooner.
+  // With first-in-first-out stages (SimulationOptions::fifo_stages): when the
+  // last prompt block sent so far leaves the pipeline (its pass plus the fill
+  // latency); no decode token sent after it leaves sooner.
   double blocks_leave_s = 0.0;
   double busy_s = 0.0;
   std::uint64_t iterations = 0;
@@ -474,10 +474,13 @@ class Simulation {
     // The iteration's decode tokens go first; with first-in-first-out stages
     // they trail the blocks of earlier iterations still in the pipeline.
     double end = now_ + dt;
-    if (o_.fifo_stages && it.decode_sequences > 0) end = std::max(end, rep.blocks_leave_s);
-    for (std::size_t k = 0; k < chunks.size(); ++k)
-      rep.blocks_leave_s = std::max(
-          rep.blocks_leave_s, now_ + rep.chunk_ends[k] + model_.fill_latency_s(chunks[k].cached));
+    if (o_.fifo_stages) {
+      if (it.decode_sequences > 0) end = std::max(end, rep.blocks_leave_s);
+      for (std::size_t k = 0; k < chunks.size(); ++k)
+        rep.blocks_leave_s =
+            std::max(rep.blocks_leave_s,
+                     now_ + rep.chunk_ends[k] + model_.fill_latency_s(chunks[k].cached));
+    }
     rep.busy = true;
     rep.busy_s += end - now_;
     rep.iterations += 1;
