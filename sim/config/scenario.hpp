@@ -76,6 +76,12 @@ struct Workload {
   // the others' through the layer stages. Users are batched in order
   // (0..b-1, b..2b-1, ...); a batch waits for its last member's token.
   int decode_batch = 1;
+  // When each user's prompt reaches the host, in seconds of simulated time
+  // (one per user, in user order); empty = every prompt at 0. A later user's
+  // prompt blocks enter the pipeline at its arrival, behind whatever the host
+  // sent before (other users' decode tokens included), and its time to first
+  // token counts from its arrival.
+  std::vector<double> arrivals_s;
   // Positions already in every user's KV cache when its prompt arrives
   // (timing only): the prompt starts at this position, so decode is timed
   // at a long context without simulating that context's prefill. The KV

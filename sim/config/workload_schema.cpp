@@ -193,6 +193,36 @@ std::string write_prompt_ids(const Workload& w) {
   return ids.substr(key.size()) + "]";
 }
 
+// workload.arrivals_s: one finite time >= 0 per user (read after users).
+void read_arrivals(const Value& v, Workload& w, const ReadContext&) {
+  if (!v.node.IsSequence())
+    fail(v.loc(), v.path,
+         fmt::format("expected a list of arrival times in seconds, one per user, such as [0, "
+                     "0.002], got {}",
+                     describe(v.node)));
+  if (static_cast<int>(v.node.size()) != w.users)
+    fail(v.loc(), v.path,
+         fmt::format("has {} arrival time{} but workload.users is {}: give one time per user",
+                     v.node.size(), v.node.size() == 1 ? "" : "s", w.users));
+  w.arrivals_s.clear();
+  for (std::size_t i = 0; i < v.node.size(); ++i) {
+    const Value item = v.item(i);
+    const double t = read_real(item, "0.002");
+    if (t < 0.0 || t > 1.0e6)
+      fail(item.loc(), item.path,
+           fmt::format("must be between 0 and 1e6 seconds (when user {}'s prompt arrives), got {}",
+                       i, t));
+    w.arrivals_s.push_back(t);
+  }
+}
+
+std::string write_arrivals(const Workload& w) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < w.arrivals_s.size(); ++i)
+    out += fmt::format("{}{}", i > 0 ? ", " : "", w.arrivals_s[i]);
+  return out + "]";
+}
+
 // Read by rank: seed, users, decode_batch (after users), prefill_block and cached_tokens, then generate_tokens, then the
 // prompt (its length is checked against generate_tokens, its draw uses the seed).
 constexpr Key<Workload> kWorkload[] = {
@@ -233,6 +263,10 @@ constexpr Key<Workload> kWorkload[] = {
      },
      [](auto& w) { return fmt::format("{}", w.decode_batch); },
      [](auto& w) { return w.decode_batch > 1; }},
+    {"arrivals_s", O, "list of seconds >= 0, one per user, default all 0",
+     "when each user's prompt reaches the host (simulated time): later users' prompts enter "
+     "the pipeline while earlier users decode",
+     read_arrivals, write_arrivals, [](auto& w) { return !w.arrivals_s.empty(); }},
     {"prefill_block", O, "count 1..1000000, default 1",
      "prompt tokens that go through each stage together as one block",
      [](auto& v, auto& w, auto&) {

@@ -62,6 +62,7 @@ using MessageFifo = sc_core::sc_fifo<TokenMessage*>;
 // its logits (functional mode).
 struct UserLog {
   std::vector<std::int32_t> prompt;
+  Cycles arrival;  // when its prompt reached the host (workload.arrivals_s)
   std::vector<std::int32_t> tokens;
   std::vector<std::uint64_t> ready_cycles;
   std::vector<std::vector<float>> logits;
@@ -359,12 +360,18 @@ SC_MODULE(HostModule) {
   }
 
   // A block of tokens from the host (prompt blocks, workload.prefill_block
-  // > 1, and speculative verification).
+  // > 1, and speculative verification), its ids on the wafer at `arrived`;
+  // its record starts at `start`.
   TokenMessage* make_block(const Pipeline& p, int user, int first,
-                           std::span<const std::int32_t> ids, const Timed& arrived) {
-    if (ids.size() == 1) return make(p, user, first, ids[0], true, arrived, true);
+                           std::span<const std::int32_t> ids, const Timed& arrived, Cycles start) {
+    if (ids.size() == 1) {
+      TokenMessage* m = make(p, user, first, ids[0], true, arrived, true);
+      m->start_cycle = start;
+      return m;
+    }
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
+    m->start_cycle = start;
     m->user = user;
     m->position = first;
     m->tokens = static_cast<int>(ids.size());
@@ -471,36 +478,67 @@ SC_MODULE(HostModule) {
     return last ? 1 : 0;
   }
 
+  // User u's prompt, sent now (its arrival) over the wafer I/O: it streams
+  // through the pipeline in blocks of prefill_block tokens (1: token by
+  // token), behind whatever the host sent before. The draft reads the
+  // prompt too, into its own cache, at the same time.
+  void send_prompt(int u) {
+    const UserLog& user = log_[static_cast<std::size_t>(u)];
+    const int n_prompt = static_cast<int>(user.prompt.size());
+    const int block = sc_.workload.prefill_block;
+    const Timed arrived = Timed{user.arrival, {}}.plus(Resource::io, io_);
+    for (int i = 0; i < n_prompt; i += block) {
+      const int n = std::min(block, n_prompt - i);
+      const auto ids = std::span<const std::int32_t>(user.prompt)
+                           .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n));
+      // After workload.cached_tokens positions already in the cache.
+      const int first = sc_.workload.cached_tokens + i;
+      TokenMessage* m = make_block(target_, u, first, ids, arrived, user.arrival);
+      m->needs_logits = (i + n == n_prompt);
+      send(to_wafer, m);
+      if (spec_) send(to_draft, make_block(draft_, u, first, ids, arrived, user.arrival));
+    }
+  }
+
+  // The next message back from the wafer; meanwhile every prompt due
+  // before it arrives is sent at its arrival (`pending`: users by arrival,
+  // the ones not yet sent from `next`).
+  TokenMessage* next_from_wafer(const std::vector<int>& pending, std::size_t& next) {
+    while (next < pending.size() && from_wafer->num_available() == 0) {
+      const Cycles due = log_[static_cast<std::size_t>(pending[next])].arrival;
+      const Cycles now = now_cycles();
+      if (due > now) {
+        wait(to_sc(due - now), from_wafer->data_written_event());
+        continue;
+      }
+      send_prompt(pending[next++]);
+    }
+    return from_wafer->read();
+  }
+
   void process() {
     const int users = static_cast<int>(log_.size());
     const int n_prompt = static_cast<int>(sc_.workload.prompt_ids.size());
     const int block = sc_.workload.prefill_block;
     const int blocks = (n_prompt + block - 1) / block;
     const int total = users * (blocks + sc_.workload.generate_tokens - 1);
-    // Every user's prompt arrives over the wafer I/O at once; the prompts
-    // stream through the pipeline one user after another, in blocks of
-    // prefill_block tokens (1: token by token). The draft reads the prompt
-    // too, into its own cache, at the same time.
     const int batch = sc_.workload.decode_batch;
     for (int first = 0; first < users; first += batch)
       members_.push_back(std::min(batch, users - first));
     waiting_.resize(members_.size());
-    const Timed arrived = Timed{}.plus(Resource::io, io_);
-    for (int u = 0; u < users; ++u)
-      for (int i = 0; i < n_prompt; i += block) {
-        const int n = std::min(block, n_prompt - i);
-        const auto ids = std::span<const std::int32_t>(log_[static_cast<std::size_t>(u)].prompt)
-                             .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n));
-        // After workload.cached_tokens positions already in the cache.
-        const int first = sc_.workload.cached_tokens + i;
-        TokenMessage* m = make_block(target_, u, first, ids, arrived);
-        m->needs_logits = (i + n == n_prompt);
-        send(to_wafer, m);
-        if (spec_) send(to_draft, make_block(draft_, u, first, ids, arrived));
-      }
+    // Prompts by arrival (ties in user order); those at 0 go at once, one
+    // user after another, the others when their time comes.
+    std::vector<int> pending(static_cast<std::size_t>(users));
+    for (int u = 0; u < users; ++u) pending[static_cast<std::size_t>(u)] = u;
+    std::stable_sort(pending.begin(), pending.end(), [this](int a, int b) {
+      return log_[static_cast<std::size_t>(a)].arrival < log_[static_cast<std::size_t>(b)].arrival;
+    });
+    std::size_t next = 0;
+    while (next < pending.size() && log_[static_cast<std::size_t>(pending[next])].arrival == Cycles{0})
+      send_prompt(pending[next++]);
     int processed = 0, finished = 0;
     while (finished < users) {
-      TokenMessage* m = from_wafer->read();
+      TokenMessage* m = next_from_wafer(pending, next);
       if (target_.recycler) target_.recycler->untrack(*m);
       if (m->needs_logits) target_.settle(*m);
       record(*m);
@@ -557,7 +595,7 @@ SC_MODULE(HostModule) {
     send(to_wafer, t);
     if (proposals == 0) return;
     const int first = position + 1 - static_cast<int>(feed.size());
-    TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()));
+    TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()), at.at);
     m->prefill = false;
     m->needs_logits = true;
     m->start_cycle = at.at;
@@ -854,8 +892,13 @@ class Simulation {
     if (options.trace) tap_.emplace(*options.trace);
     chain_ = std::make_unique<StageChain>("", target, depth, chain_trace(*placed.target, ""));
     log_.resize(static_cast<std::size_t>(users));
-    for (int u = 0; u < users; ++u)
-      log_[static_cast<std::size_t>(u)].prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
+    for (int u = 0; u < users; ++u) {
+      UserLog& user = log_[static_cast<std::size_t>(u)];
+      user.prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
+      if (!sc.workload.arrivals_s.empty())
+        user.arrival = Cycles{static_cast<std::uint64_t>(
+            std::llround(sc.workload.arrivals_s[static_cast<std::size_t>(u)] * sc.hardware.clock_hz))};
+    }
     Pipeline draft;
     if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
     host_ = std::make_unique<HostModule>("host", target, sc, io_cycles(), r, log_, options, draft,
@@ -994,8 +1037,8 @@ void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
   r.users = users;
   std::uint64_t ttft_sum = 0, prefill_sum = 0;
   for (const UserLog& u : log) {
-    ttft_sum += u.ready_cycles.front() + io_out.value;
-    prefill_sum += u.ready_cycles.front() - io_cycles.value;
+    ttft_sum += u.ready_cycles.front() + io_out.value - u.arrival.value;
+    prefill_sum += u.ready_cycles.front() - io_cycles.value - u.arrival.value;
     const std::uint64_t step =
         u.ready_cycles.size() > 1
             ? (u.ready_cycles.back() - u.ready_cycles.front()) / (u.ready_cycles.size() - 1)

@@ -240,6 +240,45 @@ TEST(Cli, ADecodeBatchSharesTheHopsNotTheMacs) {
   EXPECT_LT(batch, 3.5 * one) << "one user " << one << " cycles, a batch of 4 " << batch;
 }
 
+// A user whose prompt arrives after the first user has finished
+// (workload.arrivals_s) finds the fabric idle: whether it arrives at 10 or
+// at 20 ms, each of its records lasts exactly as long, its prompt's records
+// start at its arrival, and its time to first token counts from there, so
+// the run's TTFT (the mean over both users) is the same.
+TEST(Cli, AUserArrivingOnAnIdleFabricDecodesTheSameWheneverItArrives) {
+  const auto run = [](double late_s) {
+    const Outcome o =
+        wafersim("run " + src("scenarios/quickstart.yaml") +
+                 " --timing-only --json --users 2 --set workload.generate_tokens=5 --set "
+                 "'workload.arrivals_s=[0, " +
+                 std::to_string(late_s) + "]'");
+    EXPECT_EQ(o.code, 0) << o.err;
+    return nlohmann::json::parse(o.out);
+  };
+  const nlohmann::json a = run(0.01), b = run(0.02);
+  const double clock = a["clock_hz"].get<double>();
+  const auto user1 = [](const nlohmann::json& j) {
+    std::vector<nlohmann::json> out;
+    for (const auto& t : j["token_records"])
+      if (t["user"] == 1) out.push_back(t);
+    return out;
+  };
+  const auto ra = user1(a), rb = user1(b);
+  ASSERT_EQ(ra.size(), 8u + 4u);  // 8 prompt tokens, then 4 decode steps
+  ASSERT_EQ(ra.size(), rb.size());
+  EXPECT_EQ(ra.front()["start_cycle"].get<double>(), std::round(0.01 * clock));
+  EXPECT_EQ(rb.front()["start_cycle"].get<double>(), std::round(0.02 * clock));
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    EXPECT_EQ(ra[i]["position"], rb[i]["position"]);
+    EXPECT_EQ(ra[i]["end_cycle"].get<double>() - ra[i]["start_cycle"].get<double>(),
+              rb[i]["end_cycle"].get<double>() - rb[i]["start_cycle"].get<double>())
+        << "record " << i;
+  }
+  EXPECT_EQ(a["ttft_s"], b["ttft_s"]);
+  EXPECT_LT(a["ttft_s"].get<double>(), 0.001);  // counted from each user's arrival
+  EXPECT_GT(b["total_time_s"].get<double>(), 0.02);
+}
+
 // The functional arithmetic on one host thread (beside the timing, in the
 // same executor) or several (the functional lane, sim/exec/value_lane.hpp: the
 // numbers on a thread of their own, with WorkTeam helpers from three on)

@@ -1225,6 +1225,62 @@ speculative_decoding: {draft_model: tiny-llama, draft_tokens: 2}
   EXPECT_TRUE(contains(s.what(), "decode_batch")) << s.what();
 }
 
+// workload.arrivals_s: one time >= 0 per user (read after the users whatever
+// the order in the file), written back as given; a wrong count or a
+// negative time names the key, its line and what would be valid.
+TEST_F(ScenarioFiles, ArrivalsAreOneTimePerUser) {
+  const Scenario ok = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {arrivals_s: [0, 0.0025], prompt_tokens: 4, generate_tokens: 4, users: 2}
+)"));
+  EXPECT_EQ(ok.workload.arrivals_s, (std::vector<double>{0.0, 0.0025}));
+  EXPECT_TRUE(contains(ok.resolved_yaml, "arrivals_s: [0, 0.0025]")) << ok.resolved_yaml;
+  const Scenario none = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4, users: 2}
+)"));
+  EXPECT_TRUE(none.workload.arrivals_s.empty());
+  EXPECT_FALSE(contains(none.resolved_yaml, "arrivals_s")) << none.resolved_yaml;
+
+  const ScenarioError count = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: 4
+  users: 3
+  arrivals_s: [0, 0.001]
+)"));
+  EXPECT_EQ(count.key_path(), "workload.arrivals_s");
+  EXPECT_EQ(count.line(), 8);
+  EXPECT_TRUE(contains(count.what(), "2 arrival times but workload.users is 3")) << count.what();
+
+  const ScenarioError negative = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: 4
+  users: 2
+  arrivals_s:
+    - 0
+    - -0.5
+)"));
+  EXPECT_EQ(negative.key_path(), "workload.arrivals_s[1]");
+  EXPECT_EQ(negative.line(), 10);
+  EXPECT_TRUE(contains(negative.what(), "between 0 and 1e6 seconds")) << negative.what();
+
+  const ScenarioError scalar = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4, arrivals_s: 0.5}
+)"));
+  EXPECT_EQ(scalar.key_path(), "workload.arrivals_s");
+  EXPECT_TRUE(contains(scalar.what(), "one per user")) << scalar.what();
+}
+
 TEST_F(ScenarioFiles, BooleansAreStrict) {
   const ScenarioError e = load_error(scenario(R"(name: x
 hardware: small

@@ -401,6 +401,67 @@ TEST(Timing, ADecodeBatchMovesItsUsersInLockstep) {
     }
 }
 
+// Users whose prompts arrive at different times (workload.arrivals_s).
+Scenario with_arrivals(Scenario sc, std::vector<double> arrivals_s) {
+  sc.workload.users = static_cast<int>(arrivals_s.size());
+  sc.workload.arrivals_s = std::move(arrivals_s);
+  return sc;
+}
+
+// Each user's records in the order they were made.
+std::vector<std::vector<analysis::TokenRecord>> records_by_user(const analysis::RunResult& r) {
+  std::vector<std::vector<analysis::TokenRecord>> out(static_cast<std::size_t>(r.users));
+  for (const analysis::TokenRecord& t : r.token_records)
+    out[static_cast<std::size_t>(t.user)].push_back(t);
+  return out;
+}
+
+// A later user's prompt enters the pipeline at its arrival, behind nothing
+// but ahead of the decode tokens the host sends after it: the first user's
+// next token waits behind every block of it at every stage, so it leaves
+// only after the later prompt's last block, and that step takes several
+// free steps (the stages are first in, first out).
+TEST(Timing, ADecodeTokenSentAfterALaterPromptWaitsBehindItsBlocks) {
+  // User 0's 8-token prompt (4 blocks) is through by ~10K cycles and its
+  // steps take ~5K; user 1 arrives at 33,000 cycles, inside user 0's decode.
+  const double clock = quickstart(8).hardware.clock_hz;
+  Scenario sc = with_arrivals(quickstart(8), {0.0, 33000.0 / clock});
+  sc.workload.generate_tokens = 12;
+  sc.workload.prefill_block = 2;
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  const auto users = records_by_user(r);
+  const Cycles arrival{33000};
+  ASSERT_EQ(users[1].front().start_cycle, arrival);
+  Cycles last_block{0};
+  for (const analysis::TokenRecord& t : users[1])
+    if (t.prefill) last_block = std::max(last_block, t.end_cycle);
+  Cycles free_step{0};
+  const analysis::TokenRecord* behind = nullptr;
+  for (const analysis::TokenRecord& t : users[0]) {
+    if (t.prefill) continue;
+    if (t.end_cycle < arrival) free_step = std::max(free_step, t.end_cycle - t.start_cycle);
+    if (t.start_cycle >= arrival && !behind) behind = &t;
+  }
+  ASSERT_NE(behind, nullptr) << "user 0 finished before user 1 arrived";
+  ASSERT_GT(free_step, Cycles{0}) << "user 1 arrived before user 0 decoded";
+  EXPECT_LT(behind->start_cycle, last_block);  // sent while the prompt was in flight
+  EXPECT_GT(behind->end_cycle, last_block);
+  EXPECT_GT((behind->end_cycle - behind->start_cycle).value, free_step.value * 13 / 10);
+  EXPECT_EQ(behind->critical_path.total(), behind->end_cycle - behind->start_cycle);
+}
+
+// Staggered prompts change no number: every user's tokens are the
+// reference's.
+TEST(Functional, UsersArrivingAtDifferentTimesGetTheReferenceTokens) {
+  const double clock = quickstart(8).hardware.clock_hz;
+  Scenario sc = with_arrivals(quickstart(8), {0.0, 20000.0 / clock, 1000.0 / clock});
+  sc.workload.generate_tokens = 6;
+  sc.workload.prefill_block = 3;
+  expect_tokens_match_reference(sc);
+}
+
 // One record per block; every record's latency is explained by its critical
 // path; a prompt of 8 in blocks of 3 is 3 prefill records.
 TEST(Timing, PrefillBlocksAreOneRecordEachAndExplained) {
