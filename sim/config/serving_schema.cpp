@@ -59,10 +59,10 @@ constexpr Key<DeploymentSpec> kDeployment[] = {
          fail(v.loc(), v.path, "must be between 1 and 4096 tokens");
      },
      [](auto& d) { return fmt::format("{}", d.wafer_prefill_block); }, nullptr, 0, true},
-    {"wafer.stage_order", O, "decode-first | fifo (default decode-first)",
-     "whether a decode token passes the prompt blocks sent before it in the wafer's pipeline "
-     "(decode-first: an assumed scheduler) or trails them through every stage (fifo: the "
-     "engine's stages)",
+    {"wafer.stage_order", O, "fifo | decode-first (default fifo)",
+     "whether a decode token trails the prompt blocks sent before it through every stage of the "
+     "wafer's pipeline (fifo: the engine's stages) or passes them (decode-first: a what-if "
+     "scheduler the engine does not model)",
      [](auto& v, auto& d, auto&) {
        d.wafer_stage_order =
            read_choice(v, "stage order", {"decode-first", "fifo"}) == "fifo"

@@ -19,11 +19,11 @@ enum class PrefillPolicy {
 };
 const char* prefill_policy_name(PrefillPolicy p);
 
-// The order a wafer pipeline's stages take their messages in, as a serving
-// study assumes it: whether a decode token can pass the prompt blocks sent
-// before it (a scheduler with priorities per stage; the engine does not model
-// one), or trails them through every stage and leaves no sooner than the last
-// of them (first in, first out, as the engine's stages are).
+// The order a wafer pipeline's stages take their messages in: a decode token
+// trails the prompt blocks sent before it through every stage and leaves no
+// sooner than the last of them (fifo: the engine's stages, checked against
+// `run` with staggered arrivals), or passes them (decode-first: a what-if
+// scheduler with priorities per stage, which the engine does not model).
 enum class StageOrder {
   decode_first,
   fifo,
@@ -46,7 +46,7 @@ struct DeploymentSpec {
   // The wafer's prompt tokens per block in its prefill calibration runs
   // (workload.prefill_block): blocks pipeline through the layers.
   int wafer_prefill_block = 64;
-  StageOrder wafer_stage_order = StageOrder::decode_first;
+  StageOrder wafer_stage_order = StageOrder::fifo;
   Router router = Router::least_loaded;
   PrefillPolicy prefill = PrefillPolicy::chunked;
   int chunk_tokens = 512;    // chunked: tokens (decode + prefill) per iteration

@@ -520,15 +520,19 @@ class Simulation {
         rep.load -= static_cast<double>(chunk);
         if (r.prefilled < r.prompt) continue;
         // The prompt's last chunk gives the first token a pipeline fill after
-        // it passed (its own place in the iteration). It decodes only from
-        // the iteration's end plus that fill, as before: a decode token sent
-        // behind the iteration's later prompt blocks passes no sooner than
-        // they do (the engine's pipeline is first in, first out).
+        // it passed (its own place in the iteration). With first-in-first-out
+        // stages it decodes from that first token on: its decode tokens are
+        // held behind every prompt block still in the pipeline by the
+        // replica's blocks_leave_s, however long this iteration was held.
+        // Otherwise from the iteration's end plus that fill: a decode token
+        // sent behind the iteration's later prompt blocks passes no sooner
+        // than they do.
         const double fill = model_.fill_latency_s(static_cast<double>(r.prompt - chunk));
         r.first_token_s = passed + fill;
-        if (fill > 0.0) {
+        const double decodes_from = o_.fifo_stages ? r.first_token_s : now_ + fill;
+        if (decodes_from > now_) {
           r.phase = Phase::filling;
-          push(now_ + fill, EventKind::first_token, id, ri);
+          push(decodes_from, EventKind::first_token, id, ri);
         } else {
           first_token(ri, r);
         }

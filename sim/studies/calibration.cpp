@@ -1,12 +1,14 @@
 #include "sim/studies/calibration.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -160,9 +162,21 @@ namespace {
 std::vector<std::pair<std::string, std::string>> point_sets(const CalibrationOptions& o,
                                                             const CalibrationPlan& plan, int users,
                                                             long long context, long long tokens) {
-  std::vector<std::pair<std::string, std::string>> sets = o.extra_sets;
-  for (const char* key : {"traffic", "deployment", "slo", "serving", "speculative_decoding"})
-    sets.emplace_back(key, "null");
+  // The study's own --set keys, but none under a section the run removes:
+  // they change nothing the run simulates, so they neither reach it nor the
+  // cache key (a serve-time choice such as deployment.wafer.stage_order
+  // keeps the grid).
+  static constexpr std::array<std::string_view, 5> kRemoved = {
+      "traffic", "deployment", "slo", "serving", "speculative_decoding"};
+  std::vector<std::pair<std::string, std::string>> sets;
+  for (const auto& set : o.extra_sets) {
+    const std::string_view key = set.first;
+    const bool removed = std::any_of(kRemoved.begin(), kRemoved.end(), [key](std::string_view r) {
+      return key == r || (key.starts_with(r) && key.size() > r.size() && key[r.size()] == '.');
+    });
+    if (!removed) sets.push_back(set);
+  }
+  for (const std::string_view key : kRemoved) sets.emplace_back(std::string(key), "null");
   sets.emplace_back("compare_with", "[]");
   sets.emplace_back("wafers", std::to_string(plan.wafers));
   sets.emplace_back("placement.reserve", fmt::format("{{users: {}, context_tokens: {}}}",

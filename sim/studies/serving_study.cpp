@@ -130,7 +130,7 @@ std::vector<SystemModel> system_models(const Scenario& sc,
         "{} x {} {} ({}, batch {}, {} positions per sequence{})", sc.deployment.wafer.replicas,
         calibration->plan.wafers, sc.hardware.name, strategy_name(sc.placement.strategy),
         calibration->plan.max_batch, calibration->plan.slot_tokens,
-        m.options.fifo_stages ? ", fifo stages" : "");
+        m.options.fifo_stages ? "" : ", decode tokens pass prompt blocks");
     out.push_back(std::move(m));
   }
   for (const models::gpu::ClusterSpec& c : sc.gpu.systems) {

@@ -184,15 +184,21 @@ deployment:
   prefill: {policy: prefill-first}
 compare_with: []
 )");
+  std::vector<std::string> calibrations;
   const auto served = [&](const std::string& order) {
     const fs::path csv = d / ("r-" + order + ".csv");
     const auto o = run_wafersim("serve " + sc.string() + " --json --cache " + (d / "c").string() +
                                 " --set deployment.wafer.stage_order=" + order + " --csv " +
                                 csv.string());
     EXPECT_EQ(o.code, 0) << o.err;
+    calibrations.push_back(nlohmann::json::parse(o.out)["calibration"].get<std::string>());
     return csv_column(csv, "last_token_s");
   };
   const std::vector<double> fifo = served("fifo"), decode_first = served("decode-first");
+  // The stage order is the serving simulation's, not the calibration runs':
+  // the second study reads the grid the first measured.
+  EXPECT_EQ(calibrations[0].find("read from"), std::string::npos) << calibrations[0];
+  EXPECT_NE(calibrations[1].find("read from"), std::string::npos) << calibrations[1];
   const auto run = run_wafersim(
       "run " + sc.string() +
       " --json --timing-only --set traffic=null --set deployment=null --set "

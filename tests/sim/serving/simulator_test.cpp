@@ -360,5 +360,30 @@ TEST(ServingSimulation, FifoStagesHoldDecodeTokensBehindEarlierPromptBlocks) {
   EXPECT_NEAR(simulate(lone, model, o).requests[0].end_to_end_s, 20.64e-3 + 3e-3, 1e-12);
 }
 
+// With fifo stages a prompt split over two iterations by the chunk budget
+// decodes from its first token on, however long its last iteration was held
+// behind its own first chunk. Budget 300 tokens; A (64 tokens, 40 out) at 0,
+// its second token at 21.64 ms; B (400 tokens, 3 out) at 21 ms. From 21.64:
+// A's decode and 299 of B's tokens, 1 + 2.99 ms (to 25.63; that chunk leaves
+// at 45.63). From 25.63: A's decode and B's last 101 tokens, 1 + 1.01 ms,
+// held to 45.63 (A's token trails the first chunk); B's last chunk passed at
+// 27.64, so its first token is at 47.64. A decodes alone from 45.63, held to
+// 47.64 by B's last chunk; then A and B together, a step each: B's second
+// and third tokens at 48.64 and 49.64. (Decoding from the held iteration's
+// end plus the fill put B's second token after 66 ms.)
+TEST(ServingSimulation, FifoStagesLetASplitPromptDecodeFromItsFirstToken) {
+  const WaferSteps model = pipeline_steps();
+  const std::vector<Session> two = {one_request(0, 0.0, 64, 40), one_request(1, 21e-3, 400, 3)};
+  SimulationOptions o = options(PrefillPolicy::chunked);
+  o.chunk_tokens = 300;
+  o.fifo_stages = true;
+  const auto r = simulate(two, model, o);
+  ASSERT_EQ(r.requests.size(), 2u);
+  const auto& b = r.requests[1];
+  EXPECT_NEAR(b.arrival_s + b.ttft_s, 47.64e-3, 1e-9);
+  EXPECT_NEAR(b.arrival_s + b.end_to_end_s, 49.64e-3, 1e-9);
+  EXPECT_NEAR(b.tbt_mean_s, 1e-3, 1e-9);
+}
+
 }  // namespace
 }  // namespace wafersim::sim::serving
