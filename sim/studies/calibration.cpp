@@ -166,8 +166,8 @@ std::vector<std::pair<std::string, std::string>> point_sets(const CalibrationOpt
   // they change nothing the run simulates, so they neither reach it nor the
   // cache key (a serve-time choice such as deployment.wafer.stage_order
   // keeps the grid).
-  static constexpr std::array<std::string_view, 5> kRemoved = {
-      "traffic", "deployment", "slo", "serving", "speculative_decoding"};
+  static constexpr std::array<std::string_view, 6> kRemoved = {
+      "traffic", "deployment", "slo", "serving", "speculative_decoding", "compare_with"};
   std::vector<std::pair<std::string, std::string>> sets;
   for (const auto& set : o.extra_sets) {
     const std::string_view key = set.first;
@@ -176,8 +176,8 @@ std::vector<std::pair<std::string, std::string>> point_sets(const CalibrationOpt
     });
     if (!removed) sets.push_back(set);
   }
-  for (const std::string_view key : kRemoved) sets.emplace_back(std::string(key), "null");
-  sets.emplace_back("compare_with", "[]");
+  for (const std::string_view key : kRemoved)
+    sets.emplace_back(std::string(key), key == "compare_with" ? "[]" : "null");
   sets.emplace_back("wafers", std::to_string(plan.wafers));
   sets.emplace_back("placement.reserve", fmt::format("{{users: {}, context_tokens: {}}}",
                                                      plan.max_batch, plan.max_context));
