@@ -187,10 +187,9 @@ LayerGroupCandidate time_layer_groups(const Scenario& sc, const PlacementRequest
   const int in_group = first_group_layers(pl);
   const int next_group = in_group < layers ? in_group : -1;
 
+  // Timed without allocating (the timing does not read SRAM addresses; the
+  // chosen count is allocated before it is taken: choose_layer_groups).
   fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
-  // The allocator has the last word on SRAM (a FitError: it does not fit).
-  fabric::Fabric* const wafers[] = {&fab};
-  allocate_placement(model, pl, wafers, req);
   const Program prog = lower(model, pl);
   Executor ex(fab, model, pl, prog, nullptr, req.weight_bits);
   const int position = std::max(0, req.context_tokens - 1);
@@ -249,8 +248,6 @@ void time_layer_groups_loaded(const Scenario& sc, const PlacementRequest& req, c
   c.loaded_spacing_cycles =
       std::max<std::uint64_t>(1, c.token_cycles / static_cast<std::uint64_t>(users * in_group));
   fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
-  fabric::Fabric* const wafers[] = {&fab};
-  allocate_placement(sc.model, pl, wafers, req);  // as for the token alone
   const Program prog = lower(sc.model, pl);
   Executor ex(fab, sc.model, pl, prog, nullptr, req.weight_bits);
   std::vector<int> which;
@@ -328,7 +325,27 @@ LayerGroupChoice choose_layer_groups(
       best_timed = std::max(best_timed, c.aggregate_tokens_per_s);
     }
   }
-  const int best = best_layer_groups(choice.candidates, choice.users);
+  // The allocator has the last word on SRAM: the best count is allocated
+  // (on a fabric of its own) before it is taken; one that does not fit drops
+  // out with the allocator's reason and the next best is tried.
+  int best = best_layer_groups(choice.candidates, choice.users);
+  while (best >= 0) {
+    LayerGroupCandidate& c = choice.candidates[static_cast<std::size_t>(best)];
+    try {
+      PlacementRequest r = req;
+      r.layer_groups = c.groups;
+      fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
+      fabric::Fabric* const wafers[] = {&fab};
+      allocate_placement(sc.model, plans[static_cast<std::size_t>(best)], wafers, r);
+      break;
+    } catch (const fabric::FitError& e) {
+      const int groups = c.groups;
+      c = LayerGroupCandidate{};
+      c.groups = groups;
+      c.why_not = e.what();
+      best = best_layer_groups(choice.candidates, choice.users);
+    }
+  }
   if (best < 0) {
     std::string why;
     for (const LayerGroupCandidate& c : choice.candidates)

@@ -1,8 +1,8 @@
 // placement.layer_groups: auto. The whole-region strategy's layer-group
 // count chosen for the scenario's workload from the simulated fabric, not a
-// formula: every candidate count that fits (SRAM for the weights and the
-// workload's KV cache, routing colors, whatever the strategy checks) is
-// planned and lowered, and on an idle fabric model (the executor's flow
+// formula: every candidate count that plans (the strategy's checks, SRAM for
+// the weights and the workload's KV cache among them) and whose routes fit
+// the routers' colors is lowered, and on an idle fabric model (the executor's flow
 // level, as `wafersim bench op layer`) one decode token at the workload's
 // context is timed through the first layer, the first layer of the next
 // group (the hand-over) and the head; then, for more than one user, a
@@ -15,7 +15,9 @@
 //                users x the layer's longest stage)             (users pipelined)
 // A candidate whose one-user bound (users / max(token, users x longest
 // stage)) is already below the best timed figure is not timed loaded.
-// and the objective: one user, the shortest token; more users, the highest
+// The best count is then allocated (the allocator has the last word on
+// SRAM; one that fails drops out and the next best is tried).
+// The objective: one user, the shortest token; more users, the highest
 // aggregate tokens/s (users / step), a tie (within kThroughputTie) going to
 // the shorter token, then to fewer groups. Plain C++ (no SystemC).
 #pragma once
