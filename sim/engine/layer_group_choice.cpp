@@ -110,13 +110,13 @@ struct StreamToken {
 };
 
 // A stream of tokens through one group's region, as its users' tokens pass
-// it in steady state: token i (user i) arrives at start + i x spacing and
+// it in steady state: token i (user i mod users) arrives at start + i x spacing and
 // runs the stages of layer layers[i] (each stage one token at a time, as the
 // engine's stage modules take them), all run phase by phase in the order of
 // their ready times, sharing the fabric's links and cores. Returns each
 // token's cycles from its arrival to the end of its layer.
 std::vector<std::uint64_t> run_stream(Executor& ex, const Program& prog,
-                                      const std::vector<int>& layers, int position,
+                                      const std::vector<int>& layers, int users, int position,
                                       std::uint64_t start, std::uint64_t spacing) {
   constexpr std::uint64_t kBusy = UINT64_MAX;
   std::map<const StageProgram*, std::uint64_t> stage_free;
@@ -125,7 +125,10 @@ std::vector<std::uint64_t> run_stream(Executor& ex, const Program& prog,
     StreamToken& t = ts[i];
     t.stages = layer_stages(prog, layers[i]);
     t.arrived = t.now = start + i * spacing;
-    t.m = decode_token(static_cast<int>(i), position, t.stages.front()->input, Cycles{t.now});
+    // The placement's KV cache has `users` sequences (a user's tokens take
+    // turns through them; the timing does not depend on which).
+    t.m =
+        decode_token(static_cast<int>(i) % users, position, t.stages.front()->input, Cycles{t.now});
     for (const StageProgram* sp : t.stages) stage_free.emplace(sp, start);
   }
   std::size_t left = ts.size();
@@ -252,8 +255,8 @@ void time_layer_groups_loaded(const Scenario& sc, const PlacementRequest& req, c
   Executor ex(fab, sc.model, pl, prog, nullptr, req.weight_bits);
   std::vector<int> which;
   for (int i = 0; i < c.loaded_tokens; ++i) which.push_back(i % in_group);
-  const std::vector<std::uint64_t> took =
-      run_stream(ex, prog, which, std::max(0, req.context_tokens - 1), 0, c.loaded_spacing_cycles);
+  const std::vector<std::uint64_t> took = run_stream(
+      ex, prog, which, users, std::max(0, req.context_tokens - 1), 0, c.loaded_spacing_cycles);
   // The later half: the region has filled by then.
   std::uint64_t sum = 0;
   const std::size_t from = took.size() / 2;
