@@ -187,6 +187,9 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
                      r.hardware_name, r.model_name, r.precision, r.placement_strategy, r.seed,
                      r.functional ? "functional" : "timing only");
   out << "  weights " << weights_line(r.weights) << "\n";
+  if (r.layer_group_choice)
+    for (const std::string& l : layer_group_choice_lines(*r.layer_group_choice))
+      out << "  " << l << "\n";
   if (r.draft_weights) out << "  draft weights " << weights_line(*r.draft_weights) << "\n";
 
   out << "\nFit\n";

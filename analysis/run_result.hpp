@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/baselines.hpp"
+#include "analysis/layer_group_choice.hpp"
 #include "fabric/critical_path.hpp"
 #include "fabric/units.hpp"
 
@@ -80,6 +81,8 @@ struct RunResult {
   std::string model_name;
   std::string precision;
   std::string placement_strategy;
+  // placement.layer_groups: auto: the candidates and the count chosen.
+  std::optional<LayerGroupChoice> layer_group_choice;
   std::uint64_t seed = 0;
   bool functional = false;
 

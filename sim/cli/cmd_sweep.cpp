@@ -298,9 +298,9 @@ RegisteredCommand add_sweep_command(CLI::App& app) {
   c->add_option("--precision", args->axes.precisions, "Precisions")->delimiter(',');
   c->add_option("--wafers", args->axes.wafers, "Wafer counts: N or auto")->delimiter(',');
   c->add_option("--layer-groups", args->axes.layer_groups,
-                "whole-region: groups of layers, each sharing one region")
+                "whole-region: groups of layers, each sharing one region: N or auto")
       ->delimiter(',')
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, 100000) | CLI::IsMember({"auto"}));
   c->add_option("--users", args->axes.users, "Concurrent users")
       ->delimiter(',')
       ->check(CLI::Range(1, 1000000));

@@ -85,8 +85,7 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrideOptions::as_set
   if (named.precision) out.emplace_back("precision", *named.precision);
   if (named.wafers) out.emplace_back("wafers", *named.wafers);
   if (named.users) out.emplace_back("workload.users", std::to_string(*named.users));
-  if (named.layer_groups)
-    out.emplace_back("placement.layer_groups", std::to_string(*named.layer_groups));
+  if (named.layer_groups) out.emplace_back("placement.layer_groups", *named.layer_groups);
   if (named.placement_file)
     out.emplace_back("placement.file",
                      std::filesystem::absolute(*named.placement_file).lexically_normal().string());
@@ -114,7 +113,8 @@ void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& o
     command->add_option("--users", o.named.users, "Sequences decoded at once (workload.users)");
   if (wanted("--layer-groups"))
     command->add_option("--layer-groups", o.named.layer_groups,
-                        "whole-region: groups of layers, each sharing one region "
+                        "whole-region: groups of layers, each sharing one region: N, or auto "
+                        "(the count whose simulated layer is best for the workload) "
                         "(placement.layer_groups)");
   if (wanted("--strategy"))
     command->add_option("--strategy", o.strategy,
@@ -150,7 +150,7 @@ std::vector<GivenOverride> given_overrides(const ScenarioOverrideOptions& o) {
   if (n.wafers) out.push_back({"wafers", "--wafers " + *n.wafers});
   if (n.users) out.push_back({"workload.users", fmt::format("--users {}", *n.users)});
   if (n.layer_groups)
-    out.push_back({"placement.layer_groups", fmt::format("--layer-groups {}", *n.layer_groups)});
+    out.push_back({"placement.layer_groups", "--layer-groups " + *n.layer_groups});
   if (n.placement_file) out.push_back({"placement.file", "--placement " + *n.placement_file});
   if (!o.strategy.empty()) out.push_back({"placement.strategy", "--strategy " + o.strategy});
   for (const std::string& kv : o.set) {

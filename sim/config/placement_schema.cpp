@@ -134,20 +134,36 @@ constexpr Key<PlacementOptions> kPlacement[] = {
               "must be between 1 and 64 (rows of layer blocks, serpentine and sram-balanced)");
      },
      [](auto& p) { return fmt::format("{}", p.block_rows); }},
-    {"layer_groups", O, "count 1..layers (default 1)",
-     "whole-region: groups of layers, each sharing one region",
+    {"layer_groups", O, "count 1..layers or auto (default 1)",
+     "whole-region: groups of layers, each sharing one region; auto: the count whose "
+     "simulated layer gives the workload's best figure",
      [](auto& v, auto& p, auto&) {
        if (p.strategy != StrategyKind::whole_region)
          fail(v.key_loc(), v.path,
               fmt::format("layer_groups given but strategy is '{}'; set strategy: whole-region",
                           strategy_name(p.strategy)));
+       p.layer_groups_auto = false;
+       if (v.node.IsScalar() && v.node.Scalar() == "auto") {
+         p.layer_groups_auto = true;
+         return;
+       }
+       const std::string text = v.node.IsScalar() ? v.node.Scalar() : std::string();
+       if (text.empty() ||
+           !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+         fail(v.loc(), v.path,
+              fmt::format("expected a count of layer groups (1 to the model's layers) or auto "
+                          "(the count whose simulated layer gives the workload's best figure), "
+                          "got {}",
+                          describe(v.node)));
        p.layer_groups = read_count(v, "1");
        if (p.layer_groups < 1 || p.layer_groups > 100000)
          fail(v.loc(), v.path,
               "must be between 1 and the model's layers (1: every layer on the whole wafer; "
-              "the number of layers: one layer per region)");
+              "the number of layers: one layer per region), or auto");
      },
-     [](auto& p) { return fmt::format("{}", p.layer_groups); },
+     [](auto& p) {
+       return p.layer_groups_auto ? std::string("auto") : fmt::format("{}", p.layer_groups);
+     },
      [](auto& p) { return p.strategy == StrategyKind::whole_region; }, 1},
     {"seed", O, "whole number (default 1)", "anneal: seed of the search",
      [](auto& v, auto& p, auto&) { p.seed = read_unsigned(v, UINT64_MAX, "1"); },

@@ -101,7 +101,7 @@ void apply_overrides(YAML::Node& root, const ScenarioOverrides& overrides) {
     root["workload"]["users"] = as_yaml(std::to_string(*overrides.users));
   if (overrides.layer_groups) {
     if (!root["placement"].IsMap()) root["placement"] = YAML::Node(YAML::NodeType::Map);
-    root["placement"]["layer_groups"] = as_yaml(std::to_string(*overrides.layer_groups));
+    root["placement"]["layer_groups"] = as_yaml(*overrides.layer_groups);
   }
   if (overrides.placement_file) {
     // Given relative to the current directory: made absolute here, as the

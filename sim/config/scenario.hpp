@@ -54,6 +54,10 @@ struct PlacementOptions : PlacementChoices {
   // A placement file (wafersim place --write-placement) to use instead of a
   // strategy; resolved against the scenario's folder.
   std::string file;
+  // placement.layer_groups: auto (whole-region): the count is chosen when the
+  // scenario is placed, from one layer of each candidate timed on the fabric
+  // model (sim/engine/layer_group_choice.hpp); layer_groups is then ignored.
+  bool layer_groups_auto = false;
 };
 
 struct Workload {
@@ -210,7 +214,7 @@ struct ScenarioOverrides {
   std::optional<std::string> precision;       // fp32 | fp16 | bf16 | ...
   std::optional<std::string> wafers;          // N | auto
   std::optional<int> users;                   // workload.users
-  std::optional<int> layer_groups;            // placement.layer_groups (whole-region)
+  std::optional<std::string> layer_groups;    // placement.layer_groups: N | auto (whole-region)
   std::optional<std::string> placement_file;  // placement.file (relative to the current directory)
   // Any key by its dotted path ("workload.cached_tokens") and its value as
   // YAML text ("2048", "{users: 16}"); null (or ~) removes the key. Applied after the

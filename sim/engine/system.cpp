@@ -27,8 +27,10 @@ PlacementRequest placement_request(const Scenario& sc,
   return req;
 }
 
-Placement plan_system(const Scenario& sc, const PlacementRequest& req) {
-  check_wafer_supports(sc.model);
+namespace {
+
+// The placement for a fixed count of layer groups (or none: another strategy).
+Placement plan_counted(const Scenario& sc, const PlacementRequest& req) {
   // A placement file fixes the wafers and every rectangle; it is checked on
   // reading, and the allocator has the final word on SRAM.
   if (!sc.placement.file.empty())
@@ -67,12 +69,29 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req) {
   }
 }
 
+}  // namespace
+
+Placement plan_system(const Scenario& sc, const PlacementRequest& req,
+                      std::optional<LayerGroupChoice>* choice) {
+  check_wafer_supports(sc.model);
+  if (!sc.placement.layer_groups_auto || !sc.placement.file.empty() ||
+      sc.placement.strategy != StrategyKind::whole_region)
+    return plan_counted(sc, req);
+  Placement pl;
+  LayerGroupChoice made = choose_layer_groups(
+      sc, req, pl, [&](const PlacementRequest& r) { return plan_counted(sc, r); });
+  pl.planner_note += fmt::format("; layer_groups: auto chose {} ({})", made.chosen, made.objective);
+  if (choice) *choice = std::move(made);
+  return pl;
+}
+
 std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
                                            const std::function<void(int, int)>& progress,
                                            const std::function<void(int, int)>& search_progress) {
   auto sys = std::make_unique<PlacedSystem>();
-  const PlacementRequest req = placement_request(sc, progress, search_progress);
-  sys->placement = plan_system(sc, req);
+  PlacementRequest req = placement_request(sc, progress, search_progress);
+  sys->placement = plan_system(sc, req, &sys->layer_group_choice);
+  if (sys->layer_group_choice) req.layer_groups = sys->layer_group_choice->chosen;
   // The plan is final: its collectives' routes must fit the routers' colors.
   sys->routes = check_route_colors(sys->placement, sc.hardware);
   for (int w = 0; w < sys->placement.wafers; ++w) {

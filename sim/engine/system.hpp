@@ -4,10 +4,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "fabric/fabric.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/engine/layer_group_choice.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/route_budget.hpp"
 #include "sim/program/program.hpp"
@@ -20,6 +22,8 @@ struct PlacedSystem {
   Placement placement;
   Program program;
   RouteBudget routes;  // the colors its collectives need per router (checked)
+  // placement.layer_groups: auto: the candidates and the count chosen.
+  std::optional<LayerGroupChoice> layer_group_choice;
 };
 
 // What the scenario asks of placement: its placement keys, and the context,
@@ -31,8 +35,12 @@ PlacementRequest placement_request(const Scenario& scenario,
 // Plans the scenario's placement without allocating: its placement file, or
 // its strategy on scenario.wafers wafers, or with wafers_auto on the fewest
 // that fit (a FitError saying why when none does, up to one layer per
-// wafer). `validate` checks a scenario's fit with it.
-Placement plan_system(const Scenario& scenario, const PlacementRequest& request);
+// wafer). `validate` checks a scenario's fit with it. With
+// placement.layer_groups: auto the count is chosen first
+// (choose_layer_groups: every candidate planned and timed on the fabric
+// model); `choice`, when given, receives the candidates and the choice.
+Placement plan_system(const Scenario& scenario, const PlacementRequest& request,
+                      std::optional<LayerGroupChoice>* choice = nullptr);
 
 // Places the scenario's model on scenario.wafers wafers, or, with
 // wafers_auto, on the fewest that fit (starting from the fewest whose SRAM

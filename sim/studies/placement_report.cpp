@@ -46,6 +46,7 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.scenario = sc.name;
   r.strategy = pl.strategy;
   r.planner_note = pl.planner_note;
+  r.layer_group_choice = sys->layer_group_choice;
   r.estimated_hop_bytes = pl.estimated_hop_bytes;
   r.estimated_latency_cycles = estimate_latency_cycles(
       LatencyModel{sc.hardware, models::dtype_bits(sc.precision), std::max(1, pl.context_tokens)},
@@ -123,6 +124,9 @@ void write_placement_summary(std::ostream& out, const PlacementReport& r) {
   out << fmt::format("  closed-form est.  {} hop-bytes/token (what the strategies search with)\n",
                      human(r.estimated_hop_bytes));
   if (!r.planner_note.empty()) out << fmt::format("  planner           {}\n", r.planner_note);
+  if (r.layer_group_choice)
+    for (const std::string& l : analysis::layer_group_choice_lines(*r.layer_group_choice))
+      out << "  " << l << "\n";
   out << fmt::format("  worst link/token  {}\n",
                      human(static_cast<double>(r.worst_link_bytes_per_token)));
   out << fmt::format("  decode step alone {} cycles ({:.2f} us)\n", r.token_cycles,
@@ -155,6 +159,8 @@ nlohmann::ordered_json placement_json(const PlacementReport& r) {
   j["hop_bytes_per_token"] = r.hop_bytes_per_token;
   j["estimated_hop_bytes_per_token"] = r.estimated_hop_bytes;
   j["planner"] = r.planner_note;
+  if (r.layer_group_choice)
+    j["layer_groups_auto"] = analysis::layer_group_choice_json(*r.layer_group_choice);
   j["worst_link_bytes_per_token"] = r.worst_link_bytes_per_token;
   j["sram_bytes_per_core_min"] = r.sram_min;
   j["sram_bytes_per_core_mean"] = r.sram_mean;

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct PlacementReport {
   // The placement as a placement file (sim/config/placement_file.hpp); empty
   // for a whole-region placement, which placement files cannot describe yet.
   std::string placement_file;
+  // placement.layer_groups: auto: the candidates and the count chosen.
+  std::optional<analysis::LayerGroupChoice> layer_group_choice;
 };
 
 PlacementReport evaluate_placement(const Scenario& scenario,

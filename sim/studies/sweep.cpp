@@ -58,13 +58,25 @@ constexpr std::array<Figure, 15> kFigures = {{{"model", true, false},
 const std::array<const char*, 6> kAxes = {"model",  "hardware",     "precision",
                                           "wafers", "layer_groups", "users"};
 
+}  // namespace
+
+Json layer_groups_json(const std::string& value) {
+  if (!value.empty() &&
+      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      value.size() < 10)
+    return std::stoi(value);
+  return value;
+}
+
+namespace {
+
 Json point_overrides(const SweepPoint& p) {
   Json j = Json::object();
   if (p.model) j["model"] = *p.model;
   if (p.hardware) j["hardware"] = *p.hardware;
   if (p.precision) j["precision"] = *p.precision;
   if (p.wafers) j["wafers"] = *p.wafers;
-  if (p.layer_groups) j["layer_groups"] = *p.layer_groups;
+  if (p.layer_groups) j["layer_groups"] = layer_groups_json(*p.layer_groups);
   if (p.users) j["users"] = *p.users;
   return j;
 }
@@ -154,7 +166,7 @@ std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& sh
     for (const auto& h : axis(axes.hardware))
       for (const auto& p : axis(axes.precisions))
         for (const auto& w : axis(axes.wafers))
-          for (const auto& g : counts(axes.layer_groups))
+          for (const auto& g : axis(axes.layer_groups))
             for (const auto& u : counts(axes.users)) {
               SweepPoint pt{index, m, h, p, w, g, u};
               if (index % shard.count == shard.rank) points.push_back(pt);
@@ -175,7 +187,7 @@ std::vector<std::string> sweep_run_arguments(
   if (p.hardware) a.insert(a.end(), {"--hardware", *p.hardware});
   if (p.precision) a.insert(a.end(), {"--precision", *p.precision});
   if (p.wafers) a.insert(a.end(), {"--wafers", *p.wafers});
-  if (p.layer_groups) a.insert(a.end(), {"--layer-groups", std::to_string(*p.layer_groups)});
+  if (p.layer_groups) a.insert(a.end(), {"--layer-groups", *p.layer_groups});
   if (p.users) a.insert(a.end(), {"--users", std::to_string(*p.users)});
   for (const auto& [key, value] : sets) a.insert(a.end(), {"--set", key + "=" + value});
   return a;

@@ -24,8 +24,8 @@ struct SweepAxes {
   std::vector<std::string> models;
   std::vector<std::string> hardware;
   std::vector<std::string> precisions;
-  std::vector<std::string> wafers;  // N or auto
-  std::vector<int> layer_groups;    // placement.layer_groups (whole-region)
+  std::vector<std::string> wafers;        // N or auto
+  std::vector<std::string> layer_groups;  // placement.layer_groups: N or auto (whole-region)
   std::vector<int> users;
 };
 
@@ -33,9 +33,14 @@ struct SweepAxes {
 struct SweepPoint {
   int index = 0;  // position in the whole grid (row-major, models outermost)
   std::optional<std::string> model, hardware, precision, wafers;
-  std::optional<int> layer_groups;
+  std::optional<std::string> layer_groups;  // N or auto
   std::optional<int> users;
 };
+
+// A layer_groups value as the sweep's JSON writes it: a number for a count
+// (as before auto existed, so journals of numeric axes keep their digest),
+// the string "auto" otherwise.
+nlohmann::ordered_json layer_groups_json(const std::string& value);
 
 // Which points this process runs: those with index % count == rank.
 struct SweepShard {

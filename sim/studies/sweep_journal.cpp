@@ -146,7 +146,8 @@ Json sweep_identity(const std::string& scenario, const SweepAxes& axes,
   a["hardware"] = axes.hardware;
   a["precision"] = axes.precisions;
   a["wafers"] = axes.wafers;
-  a["layer_groups"] = axes.layer_groups;
+  a["layer_groups"] = Json::array();
+  for (const std::string& g : axes.layer_groups) a["layer_groups"].push_back(layer_groups_json(g));
   a["users"] = axes.users;
   Json s = Json::object();
   s["scenario"] = scenario;

@@ -1403,5 +1403,70 @@ TEST_F(CheckpointScenario, ATextPromptIsEncodedWithTheTokenizer) {
   EXPECT_EQ(e.key_path(), "workload.tokenizer");
 }
 
+// placement.layer_groups: a count or auto; anything else names the key, its
+// line and the valid values (auto among them).
+TEST_F(ScenarioFiles, LayerGroupsTakeACountOrAuto) {
+  const std::string head =
+      "name: x\nhardware: small\nmodel: tiny-llama\nplacement:\n"
+      "  strategy: whole-region\n";
+  const std::string tail = "workload: {prompt_tokens: 4, generate_tokens: 4}\n";
+  const Scenario a = load_scenario(scenario(head + "  layer_groups: auto\n" + tail), kPresets);
+  EXPECT_TRUE(a.placement.layer_groups_auto);
+  EXPECT_TRUE(contains(a.resolved_yaml, "layer_groups: auto")) << a.resolved_yaml;
+  // The resolved scenario reads back as auto.
+  const Scenario again = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  EXPECT_TRUE(again.placement.layer_groups_auto);
+  const Scenario n = load_scenario(scenario(head + "  layer_groups: 2\n" + tail), kPresets);
+  EXPECT_FALSE(n.placement.layer_groups_auto);
+  EXPECT_EQ(n.placement.layer_groups, 2);
+  EXPECT_TRUE(contains(n.resolved_yaml, "layer_groups: 2")) << n.resolved_yaml;
+
+  for (const std::string bad : {"foo", "-1", "2.5", "[2]"}) {
+    const ScenarioError e = load_error(scenario(head + "  layer_groups: " + bad + "\n" + tail));
+    EXPECT_EQ(e.key_path(), "placement.layer_groups") << bad;
+    EXPECT_EQ(e.line(), 6) << bad;
+    EXPECT_TRUE(contains(e.what(), "or auto")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "1 to the model's layers")) << e.what();
+  }
+  const ScenarioError zero = load_error(scenario(head + "  layer_groups: 0\n" + tail));
+  EXPECT_EQ(zero.key_path(), "placement.layer_groups");
+  EXPECT_TRUE(contains(zero.what(), "or auto")) << zero.what();
+}
+
+// auto, like a count, belongs to whole-region alone.
+TEST_F(ScenarioFiles, LayerGroupsAutoNeedsWholeRegion) {
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement:
+  strategy: serpentine
+  layer_groups: auto
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.key_path(), "placement.layer_groups");
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_TRUE(contains(e.what(), "strategy is 'serpentine'; set strategy: whole-region"))
+      << e.what();
+}
+
+// --layer-groups auto (a command-line override) is the key's auto.
+TEST_F(ScenarioFiles, LayerGroupsOverrideTakesAuto) {
+  const fs::path f = scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {strategy: whole-region, layer_groups: 2}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)");
+  ScenarioOverrides o;
+  o.layer_groups = "auto";
+  EXPECT_TRUE(load_scenario(f, kPresets, o).placement.layer_groups_auto);
+  o.layer_groups = "3";
+  const Scenario three = load_scenario(f, kPresets, o);
+  EXPECT_FALSE(three.placement.layer_groups_auto);
+  EXPECT_EQ(three.placement.layer_groups, 3);
+  o.layer_groups = "many";
+  EXPECT_THROW(load_scenario(f, kPresets, o), ScenarioError);
+}
+
 }  // namespace
 }  // namespace wafersim::sim

@@ -37,21 +37,38 @@ TEST(SweepPoints, TheGridIsTheProductOfItsAxesModelsOutermost) {
 TEST(SweepPoints, LayerGroupsVaryInsideWafersAndOutsideUsers) {
   SweepAxes a;
   a.wafers = {"1", "2"};
-  a.layer_groups = {1, 8};
+  a.layer_groups = {"1", "8"};
   a.users = {1, 16};
   const auto p = sweep_points(a);
   ASSERT_EQ(p.size(), 8u);
-  EXPECT_EQ(p[0].layer_groups, 1);
-  EXPECT_EQ(p[1].layer_groups, 1);
+  EXPECT_EQ(p[0].layer_groups, "1");
+  EXPECT_EQ(p[1].layer_groups, "1");
   EXPECT_EQ(p[1].users, 16);
-  EXPECT_EQ(p[2].layer_groups, 8);
+  EXPECT_EQ(p[2].layer_groups, "8");
   EXPECT_EQ(p[2].users, 1);
   EXPECT_EQ(p[4].wafers, "2");
-  EXPECT_EQ(p[4].layer_groups, 1);
+  EXPECT_EQ(p[4].layer_groups, "1");
   const auto args = sweep_run_arguments("wafersim", "s.yaml", "", std::nullopt, p[3]);
   const auto g = std::find(args.begin(), args.end(), "--layer-groups");
   ASSERT_NE(g, args.end());
   EXPECT_EQ(*(g + 1), "8");
+}
+
+// auto is a value of the axis like a count; the sweep's JSON keeps counts as
+// numbers (as before auto, so a journal's digest of a numeric axis is the
+// same) and auto as a string.
+TEST(SweepPoints, LayerGroupsTakeAuto) {
+  SweepAxes a;
+  a.layer_groups = {"8", "auto"};
+  const auto p = sweep_points(a);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].layer_groups, "auto");
+  const auto args = sweep_run_arguments("wafersim", "s.yaml", "", std::nullopt, p[1]);
+  const auto g = std::find(args.begin(), args.end(), "--layer-groups");
+  ASSERT_NE(g, args.end());
+  EXPECT_EQ(*(g + 1), "auto");
+  EXPECT_EQ(layer_groups_json("8"), nlohmann::ordered_json(8));
+  EXPECT_EQ(layer_groups_json("auto"), nlohmann::ordered_json("auto"));
 }
 
 TEST(SweepPoints, NoAxesIsThePlainScenario) {
@@ -98,9 +115,9 @@ TEST(SweepShard, MpiIsNoLongerAShardAndSaysWhatToDo) {
 TEST(SweepPoints, AGridTooLargeToEnumerateIsRefused) {
   SweepAxes a;
   a.users.resize(1001, 1);
-  a.layer_groups.resize(1001, 1);
+  a.layer_groups.resize(1001, "1");
   EXPECT_THROW((void)sweep_points(a), std::invalid_argument);
-  a.layer_groups.resize(999, 1);
+  a.layer_groups.resize(999, "1");
   EXPECT_EQ(sweep_size(a), 1001 * 999);
 }
 
