@@ -128,7 +128,8 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
             chain(line, first + len - 1, first, bytes, ready);
     }
   for (const CombineStep& s : steps_) {
-    const Timed arrival = send(line, s.from, s.into, bytes, partial_[static_cast<std::size_t>(s.from)]);
+    const Timed arrival =
+        send(line, s.from, s.into, bytes, partial_[static_cast<std::size_t>(s.from)]);
     Timed& into = partial_[static_cast<std::size_t>(s.into)];
     into = later(into, arrival).plus(Resource::hops, flow_.reduce_hop_overhead_);
   }

@@ -63,8 +63,7 @@ struct Family {
 // explanations), the same link records (busy intervals, floors, byte
 // counters) and ramp records (probed by the traffic after), on records
 // crowded before and after; `setup` prepares both models alike.
-void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup,
-                           const std::string& label) {
+void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const std::string& label) {
   const WaferSpec spec = testing::small_spec(34, 30);
   const Mesh mesh{spec.mesh_width, spec.mesh_height};
   const std::vector<Family> families = {

@@ -278,8 +278,8 @@ TEST(LinkState, AppendFastPathReservesAsReserveDoes) {
     for (int i = 0; i < n; ++i) {
       const std::uint64_t kind = next(16);
       std::uint64_t t = last_end + next(30), len = 1 + next(20);
-      if (kind == 0) t = last_end;                                   // touches
-      if (kind == 1) t = last_end > 40 ? last_end - next(40) : 0;    // behind the last
+      if (kind == 0) t = last_end;                                       // touches
+      if (kind == 1) t = last_end > 40 ? last_end - next(40) : 0;        // behind the last
       if (kind == 2) t = last_end + (std::uint64_t{1} << 32) + next(9);  // past the span
       if (kind == 3) len = 0;
       const std::string where = "trial " + std::to_string(trial) + " step " + std::to_string(i);

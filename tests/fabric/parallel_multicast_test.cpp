@@ -160,10 +160,10 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
                 expect_same(band[static_cast<std::size_t>(k - k0) * g.lines + i],
                             arr_a[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)],
                             where + " line " + std::to_string(i) + " core " + std::to_string(k));
-              sums_b.push_back(rows.reduce(row_line(g, k).first, row_bytes,
-                                           std::span<const Timed>(band).subspan(
-                                               static_cast<std::size_t>(k - k0) * g.lines,
-                                               g.lines)));
+              sums_b.push_back(
+                  rows.reduce(row_line(g, k).first, row_bytes,
+                              std::span<const Timed>(band).subspan(
+                                  static_cast<std::size_t>(k - k0) * g.lines, g.lines)));
             }
           }
           EXPECT_THROW(lines.next_hop(0, 1, std::span<Timed>(band).first(1)), std::logic_error);
