@@ -63,7 +63,11 @@ struct Family {
 // explanations), the same link records (busy intervals, floors, byte
 // counters) and ramp records (probed by the traffic after), on records
 // crowded before and after; `setup` prepares both models alike.
-void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const std::string& label) {
+// Partials ready from `ready_from` on, over `ready_span` cycles, after
+// traffic from `traffic_from` on (~600 cycles of it).
+void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const std::string& label,
+                           std::uint64_t traffic_from = 0, std::uint64_t ready_from = 300,
+                           std::uint64_t ready_span = 700) {
   const WaferSpec spec = testing::small_spec(34, 30);
   const Mesh mesh{spec.mesh_width, spec.mesh_height};
   const std::vector<Family> families = {
@@ -87,8 +91,8 @@ void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const s
         setup(a);
         setup(b);
         std::vector<Timed> seen_a, seen_b;
-        traffic(mesh, a, seed, 0, 2500, seen_a);
-        traffic(mesh, b, seed, 0, 2500, seen_b);
+        traffic(mesh, a, seed, traffic_from, 2500, seen_a);
+        traffic(mesh, b, seed, traffic_from, 2500, seen_b);
         Draws next{seed * 7919};
         LineReductions rows(mesh, b, scheme, groups, fam.along, fam.length);
         const Coord step = Mesh::step(Coord{0, 0}, fam.across);
@@ -97,7 +101,7 @@ void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const s
           // Partials out of order, some behind the traffic's time (~600
           // cycles), some ahead of it.
           for (Timed& t : ready) {
-            t = Timed{Cycles{300 + next(700)}, {}};
+            t = Timed{Cycles{ready_from + next(ready_span)}, {}};
             t.path.compute = Cycles{next(40)};
             t.path.sram = Cycles{next(5)};
           }
@@ -108,8 +112,8 @@ void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const s
           const Timed sum_b = rows.reduce(root, bytes, ready);
           expect_same(sum_b, sum_a, where + " line " + std::to_string(i));
         }
-        traffic(mesh, a, seed + 1000, 700, 2500, seen_a);
-        traffic(mesh, b, seed + 1000, 700, 2500, seen_b);
+        traffic(mesh, a, seed + 1000, ready_from + 400, 2500, seen_a);
+        traffic(mesh, b, seed + 1000, ready_from + 400, 2500, seen_b);
         ASSERT_EQ(seen_a.size(), seen_b.size()) << where;
         for (std::size_t m = 0; m < seen_a.size(); ++m)
           expect_same(seen_b[m], seen_a[m], where + " traffic " + std::to_string(m));
@@ -127,6 +131,15 @@ void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const s
 
 TEST(LineReductions, EveryLineAsReduceLine) {
   expect_as_reduce_line([](FlowModel&) {}, "plain");
+}
+
+TEST(LineReductions, EveryLineAsReduceLineAroundNow) {
+  // Partials ready just after the traffic's time, so that each message's
+  // `now` (the latest ready time before it, which decides what a full record
+  // gives up) moves within a line and full records still hold intervals
+  // ahead of it: a two-level's group chains, timed side by side, must each
+  // reserve with the `now` of its own turn.
+  expect_as_reduce_line([](FlowModel&) {}, "around now", 300, 880, 200);
 }
 
 TEST(LineReductions, EveryLineAsReduceLineOverRepairDetours) {
@@ -165,6 +178,45 @@ TEST(LineReductions, BorrowedLinksAndExclusiveSharingGoThroughReduceLine) {
       "borrowed");
   expect_as_reduce_line([](FlowModel& flow) { flow.set_sharing(LinkSharing::exclusive); },
                         "exclusive");
+}
+
+TEST(LineReductions, EachGroupChainReservesWithItsOwnNow) {
+  // A two-level reduction over 8 cores east from (0, 0): groups {0, 1, 2},
+  // {3, 4, 5}, {6, 7}, their chains sent in that order, the model's `now`
+  // raised by each first partial (31, then 100). Four earlier one-wavelet
+  // messages (ready 0, 10, 20, 30) cross the link from (1, 0) west at
+  // 38, 48, 58 and 68, all after 31: when the first chain reaches that link
+  // (not before core 1's partial at 90) its full record keeps every gap
+  // (they all have free cycles at or after 31), as reduce_line leaves it.
+  // (A `now` of 100 there would fold the first interval into the floor
+  // instead, but the roots' send over the same link folds it in either
+  // case, so the records after the whole reduction cannot tell the two
+  // apart: that the chains, timed side by side, each reserve with the
+  // `now` of their own turn is checked by reading the code, not by this test.)
+  const WaferSpec spec = testing::small_spec(40, 4);
+  const Mesh mesh{spec.mesh_width, spec.mesh_height};
+  FlowModel a{mesh, spec}, b{mesh, spec};
+  std::vector<LinkId> route;
+  mesh.straight_route(Coord{39, 0}, Direction::west, 39, route);
+  for (FlowModel* f : {&a, &b})
+    for (const std::uint64_t t : {0, 10, 20, 30}) f->send(route, Bytes{4}, Timed{Cycles{t}, {}});
+  const LinkId watched = mesh.link(Coord{1, 0}, Direction::west);
+  ASSERT_EQ(a.link_busy_intervals(watched).size(), 4u);
+  ASSERT_EQ(a.link_busy_intervals(watched).front().first.value, 38u);
+  std::vector<Timed> ready(8, Timed{Cycles{0}, {}});
+  ready[1].at = Cycles{90};
+  ready[2].at = Cycles{31};
+  ready[5].at = Cycles{100};
+  ready[7].at = Cycles{100};
+  const Line line{Coord{0, 0}, Direction::east, 8};
+  const Timed sum_a = reduce_line(mesh, a, ReductionScheme::two_level, line, Bytes{4}, ready);
+  LineReductions rows(mesh, b, ReductionScheme::two_level, 0, Direction::east, 8);
+  const Timed sum_b = rows.reduce(line.first, Bytes{4}, ready);
+  expect_same(sum_b, sum_a, "sum");
+  for (std::uint32_t l = 0; l < mesh.link_count(); ++l) {
+    ASSERT_EQ(b.link_floor(LinkId{l}), a.link_floor(LinkId{l})) << "link " << l;
+    ASSERT_EQ(b.link_busy_intervals(LinkId{l}), a.link_busy_intervals(LinkId{l})) << "link " << l;
+  }
 }
 
 TEST(LineReductions, RejectsLinesOffTheMeshAndWrongReadyCounts) {
