@@ -108,87 +108,6 @@ Timed LineReductions::send(const Line& line, int from, int into, Bytes bytes, co
                   flow_.serialization(bytes).value, bytes.value, ready, nullptr);
 }
 
-void LineReductions::group_chains(const Line& line, Bytes bytes, std::span<const Timed> ready) {
-  FlowModel& f = flow_;
-  const int n = length_;
-  const std::uint64_t hop = f.hop_latency_.value;
-  const std::uint64_t step = hop + f.reduce_hop_overhead_.value;
-  const std::uint64_t ser = f.serialization(bytes).value;
-  const Direction toward = opposite(line.along);
-  const auto h = static_cast<std::size_t>(mesh_.height());
-  // As chain() begins each, in group order: its records in hand and the
-  // model's `now` raised by its first partial, the `now` its reservations
-  // see (every group's first partial is known before any chain runs).
-  chains_.clear();
-  int most = 0;
-  for (int first = 0; first < n; first += group_) {
-    const int len = std::min(n, first + group_) - first;
-    if (len < 2) continue;
-    GroupChain& c = chains_.emplace_back();
-    c.far = &ready[static_cast<std::size_t>(first + len - 1)];
-    c.root = first;
-    c.hops = len - 1;
-    most = std::max(most, c.hops);
-    f.hold_records(c.far->at.value);
-    f.now_ = std::max(f.now_, c.far->at.value);
-    c.now = f.now_;
-    c.link0 = mesh_.link(line.at(first + len - 1), toward).value;
-    const Coord end = line.at(first);
-    c.ramp = static_cast<std::size_t>(end.x) * h + static_cast<std::size_t>(end.y);
-    c.from = c.far;
-    c.cross = hop + f.extra_of(LinkId{c.link0});
-    c.from_hops = c.cross;
-    c.runs[0] = WaveletRuns::from(c.far->at.value, ser);
-  }
-  // Hop k of every chain, then hop k + 1 (traverse()'s loop body, each
-  // chain with its own `now`): the chains' links and ramps are disjoint.
-  constexpr int kAhead = 4;  // hops ahead that each chain's records are asked for
-  for (int k = 0; k < most; ++k)
-    for (GroupChain& c : chains_) {
-      if (k >= c.hops) continue;
-      if (k + kAhead < c.hops) {
-        // Hints for the caches, which change no result.
-        const std::uint32_t a = c.link0 + static_cast<std::uint32_t>(k + kAhead) * toward_step_;
-        prefetch_line(&f.links_[a]);
-        prefetch_line(&f.bytes_low_[a]);
-      }
-      const LinkId link{c.link0 + static_cast<std::uint32_t>(k) * toward_step_};
-      WaveletRuns* runs_on = &c.runs[c.on];
-      WaveletRuns* next_on = &c.runs[1 - c.on];
-      std::uint64_t not_before = 0;
-      if (k > 0) {
-        runs_on->shift(step + (c.cross - hop));
-        c.cross = hop + f.extra_of(link);
-        c.from_hops += step + (c.cross - hop);
-        const Timed& own = *(c.far - k);
-        not_before = own.at.value;
-        if (not_before + c.cross > c.from->at.value + c.from_hops) {
-          c.from = &own;
-          c.from_hops = c.cross;
-        }
-      }
-      f.count_bytes(link, bytes.value);
-      f.max_end_ = std::max(
-          f.max_end_, f.links_[link.value].pass(*runs_on, 0, not_before, next_on, c.now, &f.wide_));
-      c.on = 1 - c.on;
-    }
-  // Every root takes its chain's stream through its ramp; chain()'s sum.
-  for (GroupChain& c : chains_) {
-    const std::uint64_t end =
-        f.eject_[c.ramp].pass(c.runs[c.on], c.cross, 0, nullptr, c.now, &f.wide_);
-    f.max_end_ = std::max(f.max_end_, end);
-    const std::uint64_t bound = c.from->at.value + c.from_hops + ser;
-    const std::uint64_t wait = end > bound ? end - bound : 0;
-    Timed done = *c.from;
-    done.at = Cycles{bound + wait};
-    done.path.hops += Cycles{c.from_hops};
-    done.path.serialization += Cycles{ser};
-    done.path.contention += Cycles{wait};
-    partial_[static_cast<std::size_t>(c.root)] = later(
-        done.plus(Resource::hops, f.reduce_hop_overhead_), ready[static_cast<std::size_t>(c.root)]);
-  }
-}
-
 Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> ready) {
   const Line line{root, along_, length_};
   const int n = length_;
@@ -201,7 +120,13 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
     throw std::out_of_range("route leaves the mesh");
   if (scheme_ == ReductionScheme::chain) return chain(line, n - 1, 0, bytes, ready);
   partial_.assign(ready.begin(), ready.end());
-  if (scheme_ == ReductionScheme::two_level) group_chains(line, bytes, ready);
+  if (scheme_ == ReductionScheme::two_level)
+    for (int first = 0; first < n; first += group_) {
+      const int len = std::min(n, first + group_) - first;
+      if (len > 1)
+        partial_[static_cast<std::size_t>(first)] =
+            chain(line, first + len - 1, first, bytes, ready);
+    }
   for (const CombineStep& s : steps_) {
     const Timed arrival =
         send(line, s.from, s.into, bytes, partial_[static_cast<std::size_t>(s.from)]);

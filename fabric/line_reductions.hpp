@@ -9,9 +9,7 @@
 // route, ready-time or partial-sum vector is built per message; and the
 // chains and sends of chain, tree and two-level reductions run a hop loop
 // of their own (FlowModel::traverse_interleaved's rules for a straight run,
-// link indices by arithmetic) instead of the general one; a two-level
-// reduction's group chains, whose messages are all ready up front, are
-// timed side by side (group_chains). The lines are
+// link indices by arithmetic) instead of the general one. The lines are
 // still reduced one after another, in the caller's order: a message's
 // reservations depend on the model's `now` (the latest ready time of every
 // message before it, which decides the gaps a full record gives up), and
@@ -59,28 +57,6 @@ class LineReductions {
   Timed chain(const Line& line, int far, int root, Bytes bytes, std::span<const Timed> ready);
   // FlowModel::send of a partial from line index `from` to `into` (into < from).
   Timed send(const Line& line, int from, int into, Bytes bytes, const Timed& ready);
-  // A two-level reduction's first level: every group's chain into its first
-  // core (partial_), as chain() one group after another would, but timed
-  // side by side, hop k of every chain before hop k + 1 of any. Exact: the
-  // chains' links and ramps are disjoint, and the `now` each chain's
-  // reservations see (the latest first partial of the chains up to it) is
-  // known before any of them runs.
-  void group_chains(const Line& line, Bytes bytes, std::span<const Timed> ready);
-
-  // One chain's hop-loop state in group_chains (traverse()'s, for a chain).
-  struct GroupChain {
-    WaveletRuns runs[2];
-    int on = 0;  // runs[on]: the wavelets on the current link
-    int hops = 0;
-    int root = 0;                 // the line index the chain ends on
-    const Timed* far = nullptr;   // its first partial; node k's at far - k
-    const Timed* from = nullptr;  // the explanation's moment (traverse's `from`)
-    std::uint64_t now = 0;        // the model's `now` as chain() would have it
-    std::uint64_t cross = 0;
-    std::uint64_t from_hops = 0;
-    std::uint32_t link0 = 0;
-    std::size_t ramp = 0;
-  };
 
   const Mesh& mesh_;
   FlowModel& flow_;
@@ -98,7 +74,6 @@ class LineReductions {
   std::vector<CombineStep> steps_;
   int group_ = 1;
   std::vector<Timed> partial_;
-  std::vector<GroupChain> chains_;
 };
 
 }  // namespace wafersim::fabric
