@@ -137,8 +137,7 @@ TEST(LineReductions, EveryLineAsReduceLineAroundNow) {
   // Partials ready just after the traffic's time, so that each message's
   // `now` (the latest ready time before it, which decides what a full record
   // gives up) moves within a line and full records still hold intervals
-  // ahead of it: a two-level's group chains, timed side by side, must each
-  // reserve with the `now` of its own turn.
+  // ahead of it.
   expect_as_reduce_line([](FlowModel&) {}, "around now", 300, 880, 200);
 }
 
@@ -180,7 +179,7 @@ TEST(LineReductions, BorrowedLinksAndExclusiveSharingGoThroughReduceLine) {
                         "exclusive");
 }
 
-TEST(LineReductions, EachGroupChainReservesWithItsOwnNow) {
+TEST(LineReductions, AGroupChainMeetsAFullRecordAheadOfItsNow) {
   // A two-level reduction over 8 cores east from (0, 0): groups {0, 1, 2},
   // {3, 4, 5}, {6, 7}, their chains sent in that order, the model's `now`
   // raised by each first partial (31, then 100). Four earlier one-wavelet
@@ -189,10 +188,9 @@ TEST(LineReductions, EachGroupChainReservesWithItsOwnNow) {
   // (not before core 1's partial at 90) its full record keeps every gap
   // (they all have free cycles at or after 31), as reduce_line leaves it.
   // (A `now` of 100 there would fold the first interval into the floor
-  // instead, but the roots' send over the same link folds it in either
-  // case, so the records after the whole reduction cannot tell the two
-  // apart: that the chains, timed side by side, each reserve with the
-  // `now` of their own turn is checked by reading the code, not by this test.)
+  // instead; the roots' send over the same link folds it in either case, so
+  // the records after the whole reduction do not show which `now` the chain
+  // had: its sum and every record must match all the same.)
   const WaferSpec spec = testing::small_spec(40, 4);
   const Mesh mesh{spec.mesh_width, spec.mesh_height};
   FlowModel a{mesh, spec}, b{mesh, spec};
