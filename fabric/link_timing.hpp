@@ -323,13 +323,55 @@ class FlowModel {
         // Fast path (inline: once per hop): one run that finds the link free
         // all along keeps its shape.
         const std::uint64_t s = std::max(at.start[0] + delay, not_before);
-        if (earliest_fit(s, at.count[0], wide) == s) {
-          reserve(s, at.count[0], now, wide);
-          if (out) out->n = 1, out->start[0] = s, out->count[0] = at.count[0];
-          return s + at.count[0];
+        const std::uint64_t len = at.count[0];
+        bool free = reserve_after_last(s, len, now);
+        if (!free && earliest_fit(s, len, wide) == s) reserve(s, len, now, wide), free = true;
+        if (free) {
+          if (out) out->n = 1, out->start[0] = s, out->count[0] = len;
+          return s + len;
         }
       }
       return pass_pieces(at, delay, not_before, out, now, wide);
+    }
+
+    // reserve() of the commonest case, inline (once per hop): [s, s + len)
+    // in a compact record, at or after the end of its last interval (or, in
+    // an empty record, at or after its floor), so free, and ending less than
+    // 2^32 cycles after the floor. It extends the last interval (the floor),
+    // appends one, or,
+    // when the record is full and its first interval starts by `now`, folds
+    // that one into the floor and appends, exactly as reserve() does; true
+    // when done so. False, changing nothing, for every other reservation.
+    bool reserve_after_last(std::uint64_t s, std::uint64_t len, std::uint64_t now) {
+      const int count = this->count();
+      const std::uint64_t floor = this->floor();
+      if (count == kWide || len == 0) return false;
+      const std::uint64_t last = floor + (count > 0 ? end[count - 1] : 0);
+      const std::uint64_t e = s + len;
+      if (s < last || e > kFloorMask || e - floor > std::uint64_t{0xffffffff}) return false;
+      const auto eo = static_cast<std::uint32_t>(e - floor);
+      if (s == last) {
+        // Touches the last interval (or the floor): one longer interval.
+        if (count > 0)
+          end[count - 1] = eo;
+        else
+          set(e, 0);
+        return true;
+      }
+      const auto so = static_cast<std::uint32_t>(s - floor);
+      if (count < kLinkIntervals) {
+        start[count] = so;
+        end[count] = eo;
+        set(floor, count + 1);
+        return true;
+      }
+      if (floor + start[0] > now) return false;
+      const std::uint32_t shift = end[0];
+      for (int i = 1; i < count; ++i) start[i - 1] = start[i] - shift, end[i - 1] = end[i] - shift;
+      start[count - 1] = so - shift;
+      end[count - 1] = eo - shift;
+      set(floor + shift, count);
+      return true;
     }
 
    private:
@@ -447,6 +489,9 @@ class FlowModel {
   // Times many parallel line multicasts hop by hop with this model's records
   // (fabric/parallel_multicast.hpp), exactly as send() would one by one.
   friend class ParallelLineMulticast;
+  // Times a family of parallel lines' reductions with this model's records
+  // (fabric/line_reductions.hpp), exactly as reduce_line() would one by one.
+  friend class LineReductions;
   // The message whose tail reached the core at the end of link `in` at
   // `tail` takes `ser` cycles of that core's ejection ramp from its head's
   // arrival on; returns when the core has all of it.

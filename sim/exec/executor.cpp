@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "fabric/line_reductions.hpp"
 #include "fabric/parallel_multicast.hpp"
 #include "models/rng.hpp"
 
@@ -309,6 +310,9 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
         f.mesh(), f.flow(), m.core(0, 0), m.multicast_direction(), P,
         m.transposed ? fabric::Direction::south : fabric::Direction::east, line_bytes,
         std::span<const Timed>(x.ready).first(static_cast<std::size_t>(Q)));
+    // The rows' reductions with one plan (fabric/line_reductions.hpp: exactly reduce_line's).
+    fabric::LineReductions rows(f.mesh(), f.flow(), m.reduction, m.reduction_groups,
+                                m.reduction_direction(), Q);
     done_.resize(static_cast<std::size_t>(kTileRows) * Q);
     for (int p0 = 0; p0 < P; p0 += kTileRows) {
       const int band = std::min(kTileRows, P - p0);
@@ -336,10 +340,9 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
         }
       }
       for (int pi = p0; pi < p0 + band; ++pi)
-        y.ready.push_back(reduce(m.wafer, m.reduction, Line{m.root(pi), m.reduction_direction(), Q},
-                                 Bytes{rows_of(pi) * 4 * T},
-                                 std::span(done_).subspan(static_cast<std::size_t>(pi - p0) * Q, Q),
-                                 m.reduction_groups));
+        y.ready.push_back(
+            rows.reduce(m.root(pi), Bytes{rows_of(pi) * 4 * T},
+                        std::span(done_).subspan(static_cast<std::size_t>(pi - p0) * Q, Q)));
     }
   }
   if (values) values->finish();

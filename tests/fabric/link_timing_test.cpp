@@ -257,6 +257,60 @@ TEST(LinkState, CompactRecordDecidesAsTheReference) {
   EXPECT_GT(multi_piece_fills, 100);  // fills that went around reservations
 }
 
+TEST(LinkState, AppendFastPathReservesAsReserveDoes) {
+  // reserve_after_last (pass()'s inline path) against earliest_fit and
+  // reserve on a twin record: where it takes a reservation, earliest_fit
+  // must have found the same start and reserve must leave the very same
+  // 40 bytes; where it refuses, it must leave the record untouched.
+  // Reservations mostly in time order, some touching the last interval,
+  // some behind it, some far ahead, with `now` sometimes behind the first
+  // interval (a full record then keeps its gaps: the general path).
+  std::uint64_t state = 1234567;
+  auto next = [&state](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 17) % n;
+  };
+  int taken = 0, refused = 0, folded = 0, touching = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    FlowModel::LinkState fast, twin;
+    std::uint64_t now = next(50), last_end = 0;
+    const int n = 1 + static_cast<int>(next(40));
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t kind = next(16);
+      std::uint64_t t = last_end + next(30), len = 1 + next(20);
+      if (kind == 0) t = last_end;                                       // touches
+      if (kind == 1) t = last_end > 40 ? last_end - next(40) : 0;        // behind the last
+      if (kind == 2) t = last_end + (std::uint64_t{1} << 32) + next(9);  // past the span
+      if (kind == 3) len = 0;
+      const std::string where = "trial " + std::to_string(trial) + " step " + std::to_string(i);
+      const std::uint64_t s = twin.earliest_fit(t, len);
+      const int count_before = fast.count();
+      const std::uint64_t floor_before = fast.floor();
+      unsigned char before[sizeof fast];
+      std::memcpy(before, &fast, sizeof fast);
+      if (fast.reserve_after_last(t, len, now)) {
+        ASSERT_EQ(s, t) << where;
+        twin.reserve(s, len, now);
+        ++taken;
+        folded += count_before == kLinkIntervals && fast.floor() != floor_before;
+        touching += t == last_end;
+      } else {
+        ASSERT_EQ(std::memcmp(before, &fast, sizeof fast), 0) << where;
+        fast.reserve(s, len, now);
+        twin.reserve(s, len, now);
+        ++refused;
+      }
+      ASSERT_EQ(std::memcmp(&fast, &twin, sizeof fast), 0) << where;
+      last_end = std::max(last_end, s + len);
+      if (next(3) == 0) now = std::max(now, t > 30 ? t - next(30) : t);
+    }
+  }
+  EXPECT_GT(taken, 10000);
+  EXPECT_GT(refused, 3000);
+  EXPECT_GT(folded, 1000);
+  EXPECT_GT(touching, 500);
+}
+
 TEST(LinkState, RefusesReservationsPastItsTimeLimit) {
   FlowModel::LinkState link;
   const std::uint64_t limit = FlowModel::LinkState::kFloorMask;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "fabric/collectives.hpp"
+#include "fabric/line_reductions.hpp"
 #include "support/test_spec.hpp"
 
 namespace wafersim::fabric {
@@ -76,12 +77,13 @@ Line row_line(const GemvShape& g, int k) {
 
 // ParallelLineMulticast, walked in tiles of `tile_lines` x `tile_hops` in an
 // order of its own with each band of rows reduced once every line has
-// reached it, leaves the model exactly as one multicast_line after another
-// and then the rows' reductions do: the same arrivals, the same reduced
-// sums, the same link records (busy intervals, floors, byte counters) and
-// ramp records (probed by the traffic after), over records crowded by
-// traffic before and after, for every direction and reduction scheme. This
-// is what Executor::gemv's whole-region speed rests on.
+// reached it (by LineReductions), leaves the model exactly as one
+// multicast_line after another and then the rows' reduce_line calls do: the
+// same arrivals, the same reduced sums, the same link records (busy
+// intervals, floors, byte counters) and ramp records (probed by the traffic
+// after), over records crowded by traffic before and after, for every
+// direction and reduction scheme. This is what Executor::gemv's
+// whole-region speed rests on.
 TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
   const WaferSpec spec = testing::small_spec(40, 36);
   const Mesh mesh{spec.mesh_width, spec.mesh_height};
@@ -139,6 +141,7 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
           }
           // B: all at once, in tiles, each band of rows reduced once complete.
           ParallelLineMulticast lines(mesh, b, g.first, g.along, g.length, g.across, bytes, ready);
+          LineReductions rows(mesh, b, scheme, 0, g.across, g.lines);
           std::vector<Timed> band(static_cast<std::size_t>(tile_hops) *
                                   static_cast<std::size_t>(g.lines));
           std::vector<Timed> sums_b;
@@ -158,7 +161,7 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
                             arr_a[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)],
                             where + " line " + std::to_string(i) + " core " + std::to_string(k));
               sums_b.push_back(
-                  reduce_line(mesh, b, scheme, row_line(g, k), row_bytes,
+                  rows.reduce(row_line(g, k).first, row_bytes,
                               std::span<const Timed>(band).subspan(
                                   static_cast<std::size_t>(k - k0) * g.lines, g.lines)));
             }

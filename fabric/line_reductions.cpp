@@ -1,0 +1,139 @@
+#include "fabric/line_reductions.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace wafersim::fabric {
+
+LineReductions::LineReductions(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme,
+                               int groups, Direction along, int length)
+    : mesh_(mesh), flow_(flow), scheme_(scheme), groups_(groups), along_(along), length_(length) {
+  if (length < 1) throw std::invalid_argument("line reductions: lines of at least one core");
+  own_loop_ = flow.sharing() == LinkSharing::interleave && flow.borrow_first_.empty() &&
+              (scheme == ReductionScheme::chain || scheme == ReductionScheme::tree ||
+               scheme == ReductionScheme::two_level);
+  // Toward the root is opposite(along): link indices step down for east and
+  // south runs, up for west and north (Mesh::straight_route).
+  const Direction toward = opposite(along);
+  toward_step_ = toward == Direction::east || toward == Direction::south ? 1u : ~0u;
+  if (scheme == ReductionScheme::tree) steps_ = reduction_order(scheme, length);
+  if (scheme == ReductionScheme::two_level) {
+    group_ = two_level_group(length);
+    steps_ = reduction_order(scheme, length);
+    // Without the in-group steps (as reduce_line drops them).
+    steps_.erase(steps_.begin(), steps_.begin() + (length - (length + group_ - 1) / group_));
+  }
+}
+
+Timed LineReductions::traverse(std::uint32_t link0, int hops, std::size_t ramp, std::uint64_t ser,
+                               std::uint64_t bytes, const Timed& ready, const Timed* node_ready) {
+  FlowModel& f = flow_;
+  const std::uint64_t hop = f.hop_latency_.value;
+  const std::uint64_t step = hop + (node_ready ? f.reduce_hop_overhead_.value : 0);
+  const Timed* from = &ready;
+  std::uint64_t cross = hop + f.extra_of(LinkId{link0});
+  std::uint64_t from_hops = cross;  // hop cycles from `from` to the node after the link
+  WaveletRuns buffer_a = WaveletRuns::from(ready.at.value, ser), buffer_b;
+  WaveletRuns* runs_on = &buffer_a;
+  WaveletRuns* next_on = &buffer_b;
+  // Hints for the caches, which change no result: the records of the first
+  // kAhead links and the last core's ramp at once (so that their misses
+  // overlap), then each hop the link kAhead on.
+  constexpr int kAhead = 8;
+  auto ask = [&](int k) {
+    const std::uint32_t l = link0 + static_cast<std::uint32_t>(k) * toward_step_;
+    prefetch_line(&f.links_[l]);
+    prefetch_line(&f.bytes_low_[l]);
+  };
+  prefetch_line(&f.eject_[ramp]);
+  for (int k = 0; k < std::min(hops, kAhead); ++k) ask(k);
+  for (int k = 0; k < hops; ++k) {
+    if (k + kAhead < hops) ask(k + kAhead);
+    const LinkId link{link0 + static_cast<std::uint32_t>(k) * toward_step_};
+    std::uint64_t not_before = 0;
+    if (k > 0) {
+      runs_on->shift(step + (cross - hop));
+      cross = hop + f.extra_of(link);
+      from_hops += step + (cross - hop);
+      if (node_ready) {
+        const Timed& own = *(node_ready - k);
+        not_before = own.at.value;
+        if (not_before + cross > from->at.value + from_hops) {
+          from = &own;
+          from_hops = cross;
+        }
+      }
+    }
+    f.count_bytes(link, bytes);
+    f.max_end_ = std::max(
+        f.max_end_, f.links_[link.value].pass(*runs_on, 0, not_before, next_on, f.now_, &f.wide_));
+    std::swap(runs_on, next_on);
+  }
+  // The last core takes the message through its ramp.
+  const std::uint64_t end = f.eject_[ramp].pass(*runs_on, cross, 0, nullptr, f.now_, &f.wide_);
+  f.max_end_ = std::max(f.max_end_, end);
+  // traverse_interleaved's explanation, field by field.
+  const std::uint64_t bound = from->at.value + from_hops + ser;
+  const std::uint64_t wait = end > bound ? end - bound : 0;
+  Timed t = *from;
+  t.at = Cycles{bound + wait};
+  t.path.hops += Cycles{from_hops};
+  t.path.serialization += Cycles{ser};
+  t.path.contention += Cycles{wait};
+  return t;
+}
+
+Timed LineReductions::chain(const Line& line, int far, int root, Bytes bytes,
+                            std::span<const Timed> ready) {
+  const Timed& first = ready[static_cast<std::size_t>(far)];
+  flow_.hold_records(first.at.value);
+  flow_.now_ = std::max(flow_.now_, first.at.value);
+  const Coord start = line.at(far), end = line.at(root);
+  const Timed done =
+      traverse(mesh_.link(start, opposite(line.along)).value, far - root,
+               static_cast<std::size_t>(end.x) * static_cast<std::size_t>(mesh_.height()) +
+                   static_cast<std::size_t>(end.y),
+               flow_.serialization(bytes).value, bytes.value, first, &first);
+  return later(done.plus(Resource::hops, flow_.reduce_hop_overhead_),
+               ready[static_cast<std::size_t>(root)]);
+}
+
+Timed LineReductions::send(const Line& line, int from, int into, Bytes bytes, const Timed& ready) {
+  flow_.hold_records(ready.at.value);
+  flow_.now_ = std::max(flow_.now_, ready.at.value);
+  const Coord start = line.at(from), end = line.at(into);
+  return traverse(mesh_.link(start, opposite(line.along)).value, from - into,
+                  static_cast<std::size_t>(end.x) * static_cast<std::size_t>(mesh_.height()) +
+                      static_cast<std::size_t>(end.y),
+                  flow_.serialization(bytes).value, bytes.value, ready, nullptr);
+}
+
+Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> ready) {
+  const Line line{root, along_, length_};
+  const int n = length_;
+  if (!own_loop_) return reduce_line(mesh_, flow_, scheme_, line, bytes, ready, groups_);
+  if (static_cast<int>(ready.size()) != n)
+    throw std::invalid_argument("reduce_line: one ready time per core");
+  if (n == 1) return ready[0];
+  // The whole line on the mesh, as reduce_line's routes require.
+  if (!mesh_.contains(root) || !mesh_.contains(line.at(n - 1)))
+    throw std::out_of_range("route leaves the mesh");
+  if (scheme_ == ReductionScheme::chain) return chain(line, n - 1, 0, bytes, ready);
+  partial_.assign(ready.begin(), ready.end());
+  if (scheme_ == ReductionScheme::two_level)
+    for (int first = 0; first < n; first += group_) {
+      const int len = std::min(n, first + group_) - first;
+      if (len > 1)
+        partial_[static_cast<std::size_t>(first)] =
+            chain(line, first + len - 1, first, bytes, ready);
+    }
+  for (const CombineStep& s : steps_) {
+    const Timed arrival =
+        send(line, s.from, s.into, bytes, partial_[static_cast<std::size_t>(s.from)]);
+    Timed& into = partial_[static_cast<std::size_t>(s.into)];
+    into = later(into, arrival).plus(Resource::hops, flow_.reduce_hop_overhead_);
+  }
+  return partial_[0];
+}
+
+}  // namespace wafersim::fabric

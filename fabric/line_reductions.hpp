@@ -1,0 +1,79 @@
+// The reductions of many lines of one length and direction with one combine
+// plan, as a mesh GEMV reduces its tile rows: reduce(root, ...) is exactly
+// reduce_line(mesh, flow, scheme, Line{root, along, length}, ...), called as
+// often as there are lines, and leaves every link record, ramp record, byte
+// counter and the model's `now` as reduce_line leaves them.
+//
+// What it saves is reduce_line's work around the hops: the combine order
+// (reduction_order) and the groups are worked out once, not per line; no
+// route, ready-time or partial-sum vector is built per message; and the
+// chains and sends of chain, tree and two-level reductions run a hop loop
+// of their own (FlowModel::traverse_interleaved's rules for a straight run,
+// link indices by arithmetic) instead of the general one. The lines are
+// still reduced one after another, in the caller's order: a message's
+// reservations depend on the model's `now` (the latest ready time of every
+// message before it, which decides the gaps a full record gives up), and
+// a two-level or tree reduction's later messages are ready only when its
+// earlier ones have arrived, so interleaving the lines' hops would change
+// which `now` a record sees. (The lines' records need no interleaving to be
+// walked in memory order: along a row or a column the link indices step by
+// one.)
+//
+// k-tree and ring reductions, a model whose detours borrow links (a
+// repaired wafer) and LinkSharing::exclusive go through reduce_line itself.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "fabric/collectives.hpp"
+#include "fabric/link_timing.hpp"
+
+namespace wafersim::fabric {
+
+class LineReductions {
+ public:
+  LineReductions(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, int groups,
+                 Direction along, int length);
+
+  // reduce_line over Line{root, along, length}: when the sum of the
+  // partials, ready at ready[i] on core i of the line, is complete at the
+  // root. Throws as reduce_line does (a line off the mesh, ready.size() !=
+  // length).
+  Timed reduce(Coord root, Bytes bytes, std::span<const Timed> ready);
+
+ private:
+  // FlowModel::traverse_interleaved of a message along `hops` links of a
+  // straight run from `start` toward the root (link indices from link0 in
+  // steps of toward_step_), its wavelets injected as one run from ready,
+  // taken at the end by the ramp of the core `ramp`: a unicast (node_ready
+  // null) or a chain whose node k adds its partial ready at
+  // node_ready[-k]. The same calls with the same arguments in the same order.
+  Timed traverse(std::uint32_t link0, int hops, std::size_t ramp, std::uint64_t ser,
+                 std::uint64_t bytes, const Timed& ready, const Timed* node_ready);
+  // FlowModel::reduce_chain of line indices from `far` into `root` (root <
+  // far), node far - k's partial ready at ready[far - k].
+  Timed chain(const Line& line, int far, int root, Bytes bytes, std::span<const Timed> ready);
+  // FlowModel::send of a partial from line index `from` to `into` (into < from).
+  Timed send(const Line& line, int from, int into, Bytes bytes, const Timed& ready);
+
+  const Mesh& mesh_;
+  FlowModel& flow_;
+  ReductionScheme scheme_;
+  int groups_;
+  Direction along_;
+  int length_;
+  // Hop by hop here (chain, tree, two-level under interleave, no borrowed
+  // links), or reduce_line.
+  bool own_loop_ = false;
+  // Link index step toward the root (mod 2^32, as Mesh::straight_route).
+  std::uint32_t toward_step_ = 0;
+  // Tree: every combine; two-level: the roots' combines (the groups'
+  // chains come first, one per group of two_level_group(length) cores).
+  std::vector<CombineStep> steps_;
+  int group_ = 1;
+  std::vector<Timed> partial_;
+};
+
+}  // namespace wafersim::fabric
