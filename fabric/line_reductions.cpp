@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fabric/crossing.hpp"
+
 namespace wafersim::fabric {
 
 LineReductions::LineReductions(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme,
@@ -72,15 +74,7 @@ Timed LineReductions::traverse(std::uint32_t link0, int hops, std::size_t ramp, 
   // The last core takes the message through its ramp.
   const std::uint64_t end = f.eject_[ramp].pass(*runs_on, cross, 0, nullptr, f.now_, &f.wide_);
   f.max_end_ = std::max(f.max_end_, end);
-  // traverse_interleaved's explanation, field by field.
-  const std::uint64_t bound = from->at.value + from_hops + ser;
-  const std::uint64_t wait = end > bound ? end - bound : 0;
-  Timed t = *from;
-  t.at = Cycles{bound + wait};
-  t.path.hops += Cycles{from_hops};
-  t.path.serialization += Cycles{ser};
-  t.path.contention += Cycles{wait};
-  return t;
+  return crossed(*from, from_hops, ser, end);
 }
 
 Timed LineReductions::chain(const Line& line, int far, int root, Bytes bytes,

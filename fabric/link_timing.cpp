@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "fabric/crossing.hpp"
+
 namespace wafersim::fabric {
 
 std::uint64_t FlowModel::LinkState::earliest_fit(std::uint64_t t, std::uint64_t len,
@@ -799,17 +801,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   buffer_a.assign(inject);
   WaveletRuns* runs_on = &buffer_a;  // the wavelets on the current link
   WaveletRuns* next_on = &buffer_b;
-  auto explain = [&](std::uint64_t tail) {
-    // from + hops + serialization + contention, summed in place.
-    const std::uint64_t bound = from->at.value + from_hops + ser;
-    const std::uint64_t wait = tail > bound ? tail - bound : 0;
-    Timed t = *from;
-    t.at = Cycles{bound + wait};
-    t.path.hops += Cycles{from_hops};
-    t.path.serialization += Cycles{ser};
-    t.path.contention += Cycles{wait};
-    return t;
-  };
+  auto explain = [&](std::uint64_t tail) { return crossed(*from, from_hops, ser, tail); };
   // The core at the end of link k takes `runs` (on link k) through its ramp.
   auto receive = [&](std::size_t k, WaveletRuns* out) {
     const std::uint64_t end =

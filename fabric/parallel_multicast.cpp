@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fabric/crossing.hpp"
+
 namespace wafersim::fabric {
 
 ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, Coord first,
@@ -96,19 +98,7 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
   const std::uint64_t end =
       flow_.eject_[ramp].pass(*runs_on, l.cross, 0, nullptr, l.now, &flow_.wide_);
   flow_.max_end_ = std::max(flow_.max_end_, end);
-  // FlowModel::traverse_interleaved's explanation from `ready`, field by
-  // field (a copy of the Timed added to in place cost a store-forwarding
-  // stall per core).
-  const std::uint64_t bound = from.at.value + l.from_hops + l.ser;
-  const std::uint64_t wait = end > bound ? end - bound : 0;
-  out.at = Cycles{bound + wait};
-  out.path.compute = from.path.compute;
-  out.path.sram = from.path.sram;
-  out.path.hops = from.path.hops + Cycles{l.from_hops};
-  out.path.serialization = from.path.serialization + Cycles{l.ser};
-  out.path.contention = from.path.contention + Cycles{wait};
-  out.path.io = from.path.io;
-  out.path.queueing = from.path.queueing;
+  crossed(from, l.from_hops, l.ser, end, out);
 }
 
 void ParallelLineMulticast::next_hop(int first, int n, std::span<Timed> out) {

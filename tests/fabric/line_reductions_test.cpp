@@ -10,25 +10,13 @@
 
 #include "fabric/collectives.hpp"
 #include "support/test_spec.hpp"
+#include "support/timed_checks.hpp"
 
 namespace wafersim::fabric {
 namespace {
 
-void expect_same(const Timed& a, const Timed& b, const std::string& where) {
-  EXPECT_EQ(a.at.value, b.at.value) << where;
-  for (const Resource r :
-       {Resource::compute, Resource::sram, Resource::hops, Resource::serialization,
-        Resource::contention, Resource::io, Resource::queueing})
-    EXPECT_EQ(a.path[r].value, b.path[r].value) << where << " resource " << static_cast<int>(r);
-}
-
-struct Draws {
-  std::uint64_t state;
-  std::uint64_t operator()(std::uint64_t n) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return (state >> 17) % n;
-  }
-};
+using testing::Draws;
+using testing::expect_same;
 
 // Unicasts of 1-6 wavelets from `from` on, some along straight runs: records
 // crowded ahead of and behind the reductions, some past four intervals.
