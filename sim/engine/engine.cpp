@@ -526,16 +526,14 @@ SC_MODULE(HostModule) {
     for (int first = 0; first < users; first += batch)
       members_.push_back(std::min(batch, users - first));
     waiting_.resize(members_.size());
-    // Prompts by arrival (ties in user order); those at 0 go at once, one
-    // user after another, the others when their time comes.
+    // Prompts by arrival (ties in user order), each sent when its time
+    // comes (those at 0 before the first read, one user after another).
     std::vector<int> pending(static_cast<std::size_t>(users));
     for (int u = 0; u < users; ++u) pending[static_cast<std::size_t>(u)] = u;
     std::stable_sort(pending.begin(), pending.end(), [this](int a, int b) {
       return log_[static_cast<std::size_t>(a)].arrival < log_[static_cast<std::size_t>(b)].arrival;
     });
     std::size_t next = 0;
-    while (next < pending.size() && log_[static_cast<std::size_t>(pending[next])].arrival == Cycles{0})
-      send_prompt(pending[next++]);
     int processed = 0, finished = 0;
     while (finished < users) {
       TokenMessage* m = next_from_wafer(pending, next);

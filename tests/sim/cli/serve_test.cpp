@@ -68,6 +68,23 @@ std::vector<double> run_ttft_by_user(const nlohmann::json& run) {
   return out;
 }
 
+// tiny-llama on the small mesh serving the trace in `d`/trace.csv, prefill
+// first, up to 16 sequences, calibrated with prompt blocks of 8 (as `run`
+// with prefill_block: 8 and the same reservation): the scenario the
+// serve-against-run checks share.
+fs::path tiny_trace_scenario(const fs::path& d, const std::string& trace) {
+  write(d, "trace.csv", trace);
+  return write(d, "s.yaml", R"(name: tiny-trace
+hardware: small
+model: tiny-llama
+traffic: {trace: trace.csv}
+deployment:
+  wafer: {max_batch: 16, prefill_block: 8}
+  prefill: {policy: prefill-first}
+compare_with: []
+)");
+}
+
 // 16 requests at t = 0, 96 prompt + 12 output tokens each, prefill first: a
 // static batch. Its decode steps come from the calibration grid, interpolated
 // at contexts between its points; `run` of the same 16 users decoding from
@@ -91,18 +108,9 @@ TEST(ServeCli, StaticBatchDecodesAsRunDoes) {
   const auto batch_of = [&](int n) {
     std::string trace = "arrival_s,prompt_tokens,output_tokens\n";
     for (int i = 0; i < n; ++i) trace += "0,96,12\n";
-    write(d, "batch.csv", trace);
+    return tiny_trace_scenario(d, trace);
   };
-  batch_of(16);
-  const fs::path sc = write(d, "s.yaml", R"(name: static
-hardware: small
-model: tiny-llama
-traffic: {trace: batch.csv}
-deployment:
-  wafer: {max_batch: 16, prefill_block: 8}
-  prefill: {policy: prefill-first}
-compare_with: []
-)");
+  const fs::path sc = batch_of(16);
   const std::string serve_args = "serve " + sc.string() + " --json --cache " + (d / "c").string();
   const auto serve = run_wafersim(serve_args + " --csv " + (d / "r.csv").string());
   ASSERT_EQ(serve.code, 0) << serve.err;
@@ -174,16 +182,8 @@ compare_with: []
 // -0.2%); with decode-first A's tokens pass B's blocks and A ends 7% early.
 TEST(ServeCli, ADecodeTokenTrailsALaterPromptAsInTheEngine) {
   const fs::path d = cli_scratch_dir("serve_staggered");
-  write(d, "t.csv", "arrival_s,prompt_tokens,output_tokens\n0,96,24\n0.0001,96,24\n");
-  const fs::path sc = write(d, "s.yaml", R"(name: staggered
-hardware: small
-model: tiny-llama
-traffic: {trace: t.csv}
-deployment:
-  wafer: {max_batch: 16, prefill_block: 8}
-  prefill: {policy: prefill-first}
-compare_with: []
-)");
+  const fs::path sc =
+      tiny_trace_scenario(d, "arrival_s,prompt_tokens,output_tokens\n0,96,24\n0.0001,96,24\n");
   std::vector<std::string> calibrations;
   const auto served = [&](const std::string& order) {
     const fs::path csv = d / ("r-" + order + ".csv");
