@@ -103,7 +103,6 @@ struct Pipeline {
   void settle(TokenMessage& m) const {
     if (!m.values) return;
     lane->wait(m.lane_ticket);
-    m.next_token = m.values->next_token;
     m.next_tokens = std::move(m.values->next_tokens);
     m.logits = std::move(m.values->logits);
     m.values.reset();
@@ -332,7 +331,7 @@ SC_MODULE(HostModule) {
     m->position = position;
     m->token = token;
     m->prefill = prefill;
-    m->start_cycle = from_host ? Cycles{0} : id_ready.at;
+    m->start_cycle = id_ready.at;  // a host message's caller sets when it left the host
     slot(*m, Slot::x) = p.ex->embed(token, position, id_ready, from_host);
     p.post(*m, [=](Executor& ex, TokenMessage& v) {
       slot(v, Slot::x) = ex.embed(token, position, Timed{}, from_host);
@@ -450,7 +449,7 @@ SC_MODULE(HostModule) {
   // goes on with a stand-in id (the user's last prompt id), which only
   // changes which embedding row is read.
   std::int32_t chosen(const TokenMessage& m, std::size_t t = 0) const {
-    if (functional()) return m.is_batch() ? m.next_tokens[t] : m.next_token;
+    if (functional()) return m.next_tokens.at(t);
     const int u = m.is_batch() ? m.batch[t].user : m.user;
     return log_[static_cast<std::size_t>(u)].prompt.back();
   }
