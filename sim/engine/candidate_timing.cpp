@@ -256,10 +256,41 @@ std::string objective_name(int users) {
   return users <= 1 ? "lowest token latency (1 user)" : "highest aggregate tokens/s";
 }
 
+namespace {
+
+// What a request chooses of a whole-region plan within one plan_system call.
+std::string memo_key(const PlacementRequest& r) {
+  std::string k = fmt::format("{}/{}/{}", r.layer_groups, static_cast<int>(r.reduction),
+                              r.reduction_groups);
+  for (const auto& [kind, ov] : r.matrices)
+    k += fmt::format("/{}:{}:{}:{}:{}", static_cast<int>(kind), ov.rows, ov.columns,
+                     ov.reduction ? static_cast<int>(*ov.reduction) : -1, ov.reduction_groups);
+  return k;
+}
+
+}  // namespace
+
+const std::pair<TimedCandidate, Placement>* CandidateMemo::find(const PlacementRequest& r) const {
+  const auto it = entries_.find(memo_key(r));
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void CandidateMemo::store(const PlacementRequest& r, const TimedCandidate& figures,
+                          const Placement& plan) {
+  entries_[memo_key(r)] = {figures, plan};
+}
+
 void plan_and_time(const Scenario& sc, CandidatePlan& cand, const std::string& key,
                    const std::string& what,
-                   const std::function<Placement(const PlacementRequest&)>& plan) {
+                   const std::function<Placement(const PlacementRequest&)>& plan,
+                   CandidateMemo* memo) {
   TimedCandidate& c = *cand.figures;
+  if (memo)
+    if (const auto* hit = memo->find(cand.request)) {
+      c = hit->first;
+      cand.plan = hit->second;
+      return;
+    }
   Placement pl;
   try {
     pl = plan(cand.request);
@@ -274,12 +305,15 @@ void plan_and_time(const Scenario& sc, CandidatePlan& cand, const std::string& k
     if (pl.wafers > 1) throw;
     c.fits = false;
     c.why_not = e.what();
+    if (memo) memo->store(cand.request, c, Placement{});
     return;
   }
+  if (memo) memo->store(cand.request, c, pl);
   cand.plan = std::move(pl);
 }
 
-int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>& cs) {
+int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>& cs,
+                      CandidateMemo* memo) {
   std::vector<const TimedCandidate*> figures;
   for (const CandidatePlan& c : cs) figures.push_back(c.figures);
   // More users: the stream timed for the candidates whose one-user bound
@@ -297,7 +331,10 @@ int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>&
     for (const std::size_t i : order) {
       TimedCandidate& c = *cs[i].figures;
       if (c.aggregate_tokens_per_s < best_timed * (1.0 - kThroughputTie)) continue;
-      time_candidate_loaded(sc, cs[i].request, cs[i].plan, cs[i].request.layer_groups, c);
+      if (c.loaded_tokens == 0) {  // not timed loaded before (a memo's entry may be)
+        time_candidate_loaded(sc, cs[i].request, cs[i].plan, cs[i].request.layer_groups, c);
+        if (memo) memo->store(cs[i].request, c, cs[i].plan);
+      }
       best_timed = std::max(best_timed, c.aggregate_tokens_per_s);
     }
   }

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,19 @@ struct CandidatePlan {
   TimedCandidate* figures = nullptr;
 };
 
+// Candidates already planned and timed, by what their requests choose (the
+// layer groups and the schemes): when both layer_groups and reduction are
+// auto, the second round meets candidates the first one timed.
+class CandidateMemo {
+ public:
+  // The entry for a request, or nullptr.
+  const std::pair<TimedCandidate, Placement>* find(const PlacementRequest& r) const;
+  void store(const PlacementRequest& r, const TimedCandidate& figures, const Placement& plan);
+
+ private:
+  std::map<std::string, std::pair<TimedCandidate, Placement>> entries_;
+};
+
 // The index of the best of `candidates` (those that fit) for `users` users,
 // by the objective above (ties: the earlier); -1 when none fits.
 int best_candidate(const std::vector<const TimedCandidate*>& candidates, int users);
@@ -66,14 +80,17 @@ std::string objective_name(int users);
 // on the way marks it as not fitting, with the reason. A plan on more than
 // one wafer is a FitError thrown out (the timing covers one wafer), naming
 // placement.`key` and `what` the candidate is.
+// With a memo, a request it holds is not planned or timed again.
 void plan_and_time(const Scenario& sc, CandidatePlan& candidate, const std::string& key,
                    const std::string& what,
-                   const std::function<Placement(const PlacementRequest&)>& plan);
+                   const std::function<Placement(const PlacementRequest&)>& plan,
+                   CandidateMemo* memo = nullptr);
 
 // Times the fitting candidates loaded (more than one user, those whose bound
 // could still win), allocates the best (the next best where the allocator
 // refuses it) and returns its index; -1 when none fits.
-int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>& candidates);
+int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>& candidates,
+                      CandidateMemo* memo = nullptr);
 
 // One candidate's timing on its plan: one token alone; then (more than one
 // user) the users' tokens as a stream through one group's region, which

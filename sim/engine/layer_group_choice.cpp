@@ -32,7 +32,7 @@ LayerGroupCandidate time_layer_groups(const Scenario& sc, const PlacementRequest
 
 LayerGroupChoice choose_layer_groups(
     const Scenario& sc, const PlacementRequest& req, Placement& placement,
-    const std::function<Placement(const PlacementRequest&)>& plan) {
+    const std::function<Placement(const PlacementRequest&)>& plan, CandidateMemo* memo) {
   const auto t0 = std::chrono::steady_clock::now();
   LayerGroupChoice choice;
   choice.users = std::max(1, req.users);
@@ -48,9 +48,9 @@ LayerGroupChoice choose_layer_groups(
     plans[i].request.layer_groups = g;
     plans[i].figures = &choice.candidates[i];
     plan_and_time(sc, plans[i], "layer_groups",
-                  fmt::format("{} layer group{}", g, g == 1 ? "" : "s"), plan);
+                  fmt::format("{} layer group{}", g, g == 1 ? "" : "s"), plan, memo);
   }
-  const int best = settle_candidates(sc, choice.users, plans);
+  const int best = settle_candidates(sc, choice.users, plans, memo);
   if (best < 0) {
     std::string why;
     for (const LayerGroupCandidate& c : choice.candidates)

@@ -33,10 +33,12 @@ int best_layer_groups(const std::vector<LayerGroupCandidate>& candidates, int us
 // `plan` plans the scenario with the request it is given (plan_system);
 // `placement` receives the chosen count's plan. Throws fabric::FitError
 // when no candidate fits (with each count's reason), or when the scenario
-// needs more than one wafer (the timing covers one wafer).
+// needs more than one wafer (the timing covers one wafer). `memo`: the
+// candidates timed before (plan_system's rounds).
 LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest& req,
                                      Placement& placement,
-                                     const std::function<Placement(const PlacementRequest&)>& plan);
+                                     const std::function<Placement(const PlacementRequest&)>& plan,
+                                     CandidateMemo* memo = nullptr);
 
 // One candidate's timing on its plan, one token alone (time_candidate).
 LayerGroupCandidate time_layer_groups(const Scenario& sc, const PlacementRequest& req,

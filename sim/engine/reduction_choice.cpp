@@ -61,7 +61,7 @@ std::vector<ReductionCandidate> reduction_candidates(const fabric::Rect& region,
 
 std::vector<ReductionChoice> choose_reductions(
     const Scenario& sc, PlacementRequest& req, Placement& placement,
-    const std::function<Placement(const PlacementRequest&)>& plan) {
+    const std::function<Placement(const PlacementRequest&)>& plan, CandidateMemo* memo) {
   std::vector<std::optional<MatrixKind>> keys;
   if (sc.placement.reduction_auto) keys.emplace_back(std::nullopt);
   for (const MatrixKind k : sc.placement.matrix_reduction_auto) keys.emplace_back(k);
@@ -106,9 +106,10 @@ std::vector<ReductionChoice> choose_reductions(
       }
       plan_and_time(sc, plans[i], kind ? ch.key.substr(std::string("placement.").size())
                                        : std::string("reduction"),
-                    fmt::format("reduction {}", analysis::reduction_candidate_name(c)), plan);
+                    fmt::format("reduction {}", analysis::reduction_candidate_name(c)), plan,
+                    memo);
     }
-    ch.chosen = settle_candidates(sc, ch.users, plans);
+    ch.chosen = settle_candidates(sc, ch.users, plans, memo);
     if (ch.chosen < 0) {
       std::string why;
       for (const ReductionCandidate& c : ch.candidates)

@@ -54,9 +54,11 @@ std::vector<ReductionCandidate> reduction_candidates(const fabric::Rect& region,
 // layer-wide one, then each matrix's. `req` is the request planned so far
 // (layer groups chosen); it receives the chosen schemes. `placement` is its
 // plan, and receives the chosen one's. Throws fabric::FitError when no
-// candidate of a choice fits, with each candidate's reason.
+// candidate of a choice fits, with each candidate's reason. `memo`: the
+// candidates timed before (plan_system's rounds).
 std::vector<ReductionChoice> choose_reductions(
     const Scenario& sc, PlacementRequest& req, Placement& placement,
-    const std::function<Placement(const PlacementRequest&)>& plan);
+    const std::function<Placement(const PlacementRequest&)>& plan,
+    CandidateMemo* memo = nullptr);
 
 }  // namespace wafersim::sim

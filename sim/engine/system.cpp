@@ -85,6 +85,7 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req,
   Placement pl;
   std::optional<LayerGroupChoice> groups;
   std::vector<ReductionChoice> schemes;
+  CandidateMemo memo;
   if (!groups_auto) pl = plan(r);
   // Both auto: the count first, with the schemes provisional (chain, the
   // default: the fewest colors); the schemes at that count; where they
@@ -92,7 +93,7 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req,
   // again at the new count (two rounds at most: docs/scenario-schema.md).
   for (int round = 0; round < 2; ++round) {
     if (groups_auto) {
-      LayerGroupChoice g = choose_layer_groups(sc, r, pl, plan);
+      LayerGroupChoice g = choose_layer_groups(sc, r, pl, plan, &memo);
       const bool same = groups && groups->chosen == g.chosen;
       r.layer_groups = g.chosen;
       groups = std::move(g);
@@ -100,7 +101,7 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req,
     }
     if (!schemes_auto) break;
     const PlacementChoices before = r;
-    schemes = choose_reductions(sc, r, pl, plan);
+    schemes = choose_reductions(sc, r, pl, plan, &memo);
     if (!groups_auto || static_cast<const PlacementChoices&>(r) == before) break;
   }
   if (groups)
