@@ -12,16 +12,16 @@ std::string timed_candidate_header() {
 
 std::string timed_candidate_columns(const TimedCandidate& c, int users) {
   const bool bound = users > 1 && c.loaded_tokens == 0;
-  return fmt::format(
-      "{:>11} {:>9} {:>9} {:>8} {:>11} {:>11} {:>9} {:>11} {:>10} {:>11}",
-      fmt::format("{} x {}", c.region_width, c.region_height), c.layer_cycles, c.handover_cycles,
-      c.head_cycles, c.token_cycles,
-      c.loaded_tokens > 0 ? fmt::format("{}/{}", c.loaded_tokens, c.loaded_spacing_cycles)
-                          : std::string("-"),
-      c.loaded_tokens > 0 ? std::to_string(c.loaded_layer_cycles) : std::string("-"),
-      fmt::format("{}{}", bound ? ">=" : "", c.step_cycles),
-      fmt::format("{}{:.0f}", bound ? "<=" : "", c.tokens_per_s_per_user),
-      fmt::format("{}{:.0f}", bound ? "<=" : "", c.aggregate_tokens_per_s));
+  return fmt::format("{:>11} {:>9} {:>9} {:>8} {:>11} {:>11} {:>9} {:>11} {:>10} {:>11}",
+                     fmt::format("{} x {}", c.region_width, c.region_height), c.layer_cycles,
+                     c.handover_cycles, c.head_cycles, c.token_cycles,
+                     c.loaded_tokens > 0
+                         ? fmt::format("{}/{}", c.loaded_tokens, c.loaded_spacing_cycles)
+                         : std::string("-"),
+                     c.loaded_tokens > 0 ? std::to_string(c.loaded_layer_cycles) : std::string("-"),
+                     fmt::format("{}{}", bound ? ">=" : "", c.step_cycles),
+                     fmt::format("{}{:.0f}", bound ? "<=" : "", c.tokens_per_s_per_user),
+                     fmt::format("{}{:.0f}", bound ? "<=" : "", c.aggregate_tokens_per_s));
 }
 
 std::string timed_candidate_note() {

@@ -47,8 +47,8 @@ nlohmann::ordered_json reduction_choices_json(const std::vector<ReductionChoice>
   for (const ReductionChoice& ch : choices) {
     nlohmann::ordered_json j;
     j["key"] = ch.key;
-    j["chosen"] = ch.chosen >= 0 ? ch.candidates[static_cast<std::size_t>(ch.chosen)].scheme
-                                 : std::string();
+    j["chosen"] =
+        ch.chosen >= 0 ? ch.candidates[static_cast<std::size_t>(ch.chosen)].scheme : std::string();
     j["chosen_reduction_groups"] =
         ch.chosen >= 0 ? ch.candidates[static_cast<std::size_t>(ch.chosen)].reduction_groups : 0;
     j["objective"] = ch.objective;

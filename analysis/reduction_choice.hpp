@@ -25,13 +25,13 @@ struct ReductionCandidate : TimedCandidate {
 std::string reduction_candidate_name(const ReductionCandidate& c);
 
 struct ReductionChoice {
-  std::string key;         // the scenario key chosen: "placement.reduction" or
-                           // "placement.matrices.<kind>.reduction"
-  int chosen = -1;         // index into candidates (-1 before a choice)
-  int layer_groups = 1;    // the whole-region layer groups the candidates were planned with
-  int users = 1;           // the workload's users the prediction is for
-  int position = 0;        // the decode token's position (its context) in the timing
-  std::string objective;   // as LayerGroupChoice's
+  std::string key;        // the scenario key chosen: "placement.reduction" or
+                          // "placement.matrices.<kind>.reduction"
+  int chosen = -1;        // index into candidates (-1 before a choice)
+  int layer_groups = 1;   // the whole-region layer groups the candidates were planned with
+  int users = 1;          // the workload's users the prediction is for
+  int position = 0;       // the decode token's position (its context) in the timing
+  std::string objective;  // as LayerGroupChoice's
   std::vector<ReductionCandidate> candidates;  // in order of simplicity (ties go to the first)
   double host_s = 0.0;  // host time of the whole choice (not a result: varies run to run)
 };

@@ -260,8 +260,8 @@ namespace {
 
 // What a request chooses of a whole-region plan within one plan_system call.
 std::string memo_key(const PlacementRequest& r) {
-  std::string k = fmt::format("{}/{}/{}", r.layer_groups, static_cast<int>(r.reduction),
-                              r.reduction_groups);
+  std::string k =
+      fmt::format("{}/{}/{}", r.layer_groups, static_cast<int>(r.reduction), r.reduction_groups);
   for (const auto& [kind, ov] : r.matrices)
     k += fmt::format("/{}:{}:{}:{}:{}", static_cast<int>(kind), ov.rows, ov.columns,
                      ov.reduction ? static_cast<int>(*ov.reduction) : -1, ov.reduction_groups);

@@ -30,9 +30,10 @@ LayerGroupCandidate time_layer_groups(const Scenario& sc, const PlacementRequest
   return c;
 }
 
-LayerGroupChoice choose_layer_groups(
-    const Scenario& sc, const PlacementRequest& req, Placement& placement,
-    const std::function<Placement(const PlacementRequest&)>& plan, CandidateMemo* memo) {
+LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest& req,
+                                     Placement& placement,
+                                     const std::function<Placement(const PlacementRequest&)>& plan,
+                                     CandidateMemo* memo) {
   const auto t0 = std::chrono::steady_clock::now();
   LayerGroupChoice choice;
   choice.users = std::max(1, req.users);

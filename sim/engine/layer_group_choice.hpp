@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analysis/layer_group_choice.hpp"
-#include "sim/engine/candidate_timing.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/engine/candidate_timing.hpp"
 #include "sim/placement/placement.hpp"
 
 namespace wafersim::sim {

@@ -87,7 +87,8 @@ std::vector<ReductionChoice> choose_reductions(
     // A matrix's K = 0 falls back to the layer-wide reduction_groups.
     if (kind && req.reduction_groups > 0)
       for (ReductionCandidate& c : ch.candidates)
-        if (c.scheme == "k-tree" && c.reduction_groups == 0) c.reduction_groups = req.reduction_groups;
+        if (c.scheme == "k-tree" && c.reduction_groups == 0)
+          c.reduction_groups = req.reduction_groups;
     std::vector<CandidatePlan> plans(ch.candidates.size());
     const int longest = std::max(region.width, region.height);
     for (std::size_t i = 0; i < ch.candidates.size(); ++i) {
@@ -95,8 +96,9 @@ std::vector<ReductionChoice> choose_reductions(
       const ReductionScheme scheme = *parse_reduction(c.scheme);
       plans[i].figures = &c;
       plans[i].request = req;
-      apply(plans[i].request, kind, scheme, scheme == ReductionScheme::k_tree ? c.reduction_groups
-                                                      : (kind ? 0 : req.reduction_groups));
+      apply(plans[i].request, kind, scheme,
+            scheme == ReductionScheme::k_tree ? c.reduction_groups
+                                              : (kind ? 0 : req.reduction_groups));
       if (scheme == ReductionScheme::ring && longest > kRingTimedCores) {
         c.not_timed = fmt::format(
             "its lines of up to {} cores are longer than {} (ring passes each of a line's n "
@@ -104,10 +106,10 @@ std::vector<ReductionChoice> choose_reductions(
             longest, kRingTimedCores);
         continue;
       }
-      plan_and_time(sc, plans[i], kind ? ch.key.substr(std::string("placement.").size())
-                                       : std::string("reduction"),
-                    fmt::format("reduction {}", analysis::reduction_candidate_name(c)), plan,
-                    memo);
+      plan_and_time(
+          sc, plans[i],
+          kind ? ch.key.substr(std::string("placement.").size()) : std::string("reduction"),
+          fmt::format("reduction {}", analysis::reduction_candidate_name(c)), plan, memo);
     }
     ch.chosen = settle_candidates(sc, ch.users, plans, memo);
     if (ch.chosen < 0) {
@@ -115,8 +117,7 @@ std::vector<ReductionChoice> choose_reductions(
       for (const ReductionCandidate& c : ch.candidates)
         why += fmt::format("; {}: {}", analysis::reduction_candidate_name(c),
                            c.not_timed.empty() ? c.why_not : "not timed: " + c.not_timed);
-      throw fabric::FitError(
-          fmt::format("{}: auto: no candidate scheme fits{}", ch.key, why));
+      throw fabric::FitError(fmt::format("{}: auto: no candidate scheme fits{}", ch.key, why));
     }
     CandidatePlan& best = plans[static_cast<std::size_t>(ch.chosen)];
     req = best.request;

@@ -58,7 +58,6 @@ std::vector<ReductionCandidate> reduction_candidates(const fabric::Rect& region,
 // candidates timed before (plan_system's rounds).
 std::vector<ReductionChoice> choose_reductions(
     const Scenario& sc, PlacementRequest& req, Placement& placement,
-    const std::function<Placement(const PlacementRequest&)>& plan,
-    CandidateMemo* memo = nullptr);
+    const std::function<Placement(const PlacementRequest&)>& plan, CandidateMemo* memo = nullptr);
 
 }  // namespace wafersim::sim

@@ -75,7 +75,8 @@ Placement plan_system(const Scenario& sc, const PlacementRequest& req,
                       std::optional<LayerGroupChoice>* choice,
                       std::vector<ReductionChoice>* reductions, PlacementRequest* planned) {
   check_wafer_supports(sc.model);
-  const bool chooses = sc.placement.file.empty() && sc.placement.strategy == StrategyKind::whole_region;
+  const bool chooses =
+      sc.placement.file.empty() && sc.placement.strategy == StrategyKind::whole_region;
   const bool groups_auto = chooses && sc.placement.layer_groups_auto;
   const bool schemes_auto = chooses && reduction_auto(sc);
   if (planned) *planned = req;
@@ -123,8 +124,7 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
                                            const std::function<void(int, int)>& search_progress) {
   auto sys = std::make_unique<PlacedSystem>();
   PlacementRequest req = placement_request(sc, progress, search_progress);
-  sys->placement =
-      plan_system(sc, req, &sys->layer_group_choice, &sys->reduction_choices, &req);
+  sys->placement = plan_system(sc, req, &sys->layer_group_choice, &sys->reduction_choices, &req);
   // The plan is final: its collectives' routes must fit the routers' colors.
   sys->routes = check_route_colors(sys->placement, sc.hardware);
   for (int w = 0; w < sys->placement.wafers; ++w) {

@@ -1457,11 +1457,12 @@ TEST_F(ScenarioFiles, ReductionTakesASchemeOrAuto) {
       "name: x\nhardware: small\nmodel: tiny-llama\nplacement:\n"
       "  strategy: whole-region\n";
   const std::string tail = "workload: {prompt_tokens: 4, generate_tokens: 4}\n";
-  const Scenario a = load_scenario(
-      scenario(head + "  reduction: auto\n  reduction_groups: 4\n"
-                      "  matrices: {o: {reduction: auto}, qkv: {reduction: chain}}\n" +
-               tail),
-      kPresets);
+  const Scenario a =
+      load_scenario(scenario(head +
+                             "  reduction: auto\n  reduction_groups: 4\n"
+                             "  matrices: {o: {reduction: auto}, qkv: {reduction: chain}}\n" +
+                             tail),
+                    kPresets);
   EXPECT_TRUE(a.placement.reduction_auto);
   EXPECT_EQ(a.placement.reduction_groups, 4);  // the k-tree candidate's K
   ASSERT_EQ(a.placement.matrix_reduction_auto.size(), 1u);
@@ -1484,8 +1485,8 @@ TEST_F(ScenarioFiles, ReductionTakesASchemeOrAuto) {
     EXPECT_EQ(e.line(), 6) << bad;
     EXPECT_TRUE(contains(e.what(), "chain, tree, two-level, k-tree, ring, auto")) << e.what();
   }
-  const ScenarioError m = load_error(
-      scenario(head + "  matrices:\n    attention: {reduction: autom}\n" + tail));
+  const ScenarioError m =
+      load_error(scenario(head + "  matrices:\n    attention: {reduction: autom}\n" + tail));
   EXPECT_EQ(m.key_path(), "placement.matrices.attention.reduction");
   EXPECT_EQ(m.line(), 7);
   EXPECT_TRUE(contains(m.what(), "auto")) << m.what();

@@ -117,16 +117,17 @@ TEST(ReductionChoice, ChoiceIsTheFastestExplicitEngineRun) {
     ASSERT_TRUE(c["fits"].get<bool>()) << c.dump();
     const std::string scheme = c["scheme"];
     const int k = c["reduction_groups"];
-    const std::string sets = " --set placement.reduction=" + scheme +
-                             (k > 0 ? " --set placement.reduction_groups=" + std::to_string(k) : "");
+    const std::string sets =
+        " --set placement.reduction=" + scheme +
+        (k > 0 ? " --set placement.reduction_groups=" + std::to_string(k) : "");
     const std::uint64_t cpt = cycles(sets)["cycles_per_token"];
     const std::string name = scheme + "/" + std::to_string(k);
     engine[name] = cpt;
     if (cpt < fastest_cycles) fastest = name, fastest_cycles = cpt;
   }
   EXPECT_EQ(engine.size(), 7u);
-  const std::string chosen =
-      ch["chosen"].get<std::string>() + "/" + std::to_string(ch["chosen_reduction_groups"].get<int>());
+  const std::string chosen = ch["chosen"].get<std::string>() + "/" +
+                             std::to_string(ch["chosen_reduction_groups"].get<int>());
   EXPECT_EQ(chosen, fastest);
   // The auto run is the chosen scheme's run.
   EXPECT_EQ(a["cycles_per_token"].get<std::uint64_t>(), engine[chosen]);
@@ -178,7 +179,8 @@ TEST(ReductionChoice, NoSchemeFitsNamesEachReason) {
     const std::string what = e.what();
     EXPECT_NE(what.find("placement.reduction: auto: no candidate scheme fits"), std::string::npos)
         << what;
-    for (const char* name : {"; chain: ", "; tree: ", "; two-level: ", "; k-tree K=sqrt: ", "; ring: "})
+    for (const char* name :
+         {"; chain: ", "; tree: ", "; two-level: ", "; k-tree K=sqrt: ", "; ring: "})
       EXPECT_NE(what.find(name), std::string::npos) << name << " in " << what;
     EXPECT_NE(what.find("virtual_channels"), std::string::npos) << what;
   }
