@@ -260,12 +260,14 @@ Timed k_tree_into_root(const Mesh& mesh, FlowModel& flow, const Line& line, Byte
       const std::uint64_t first = inject.n > 0 ? inject.start[0] : head.at.value;
       inject.shift(std::max(first + flow.reduce_hop_overhead().value, head.at.value) - first);
     }
-    return arrival.plus(Resource::hops, flow.reduce_hop_overhead());
+    return arrival;
   };
   Timed& sum = partial[static_cast<std::size_t>(roots[static_cast<std::size_t>(m)])];
-  // The far side's stream first, then the near side's (comm_pe.csl).
-  if (m < k - 1) sum = later(side(k - 1, -1), sum);
-  if (m > 0) sum = later(side(0, 1), sum);
+  // The far side's stream first, then the near side's (comm_pe.csl): the
+  // root's core adds one side's partial, then the other's, so the second add
+  // starts no sooner than the first has ended.
+  if (m < k - 1) sum = later(side(k - 1, -1), sum).plus(Resource::hops, flow.reduce_hop_overhead());
+  if (m > 0) sum = later(side(0, 1), sum).plus(Resource::hops, flow.reduce_hop_overhead());
   return partial[static_cast<std::size_t>(roots[static_cast<std::size_t>(m)])];
 }
 

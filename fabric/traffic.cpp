@@ -4,6 +4,7 @@
 #include <queue>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace wafersim::fabric {
 
@@ -41,9 +42,9 @@ std::uint32_t Traffic::multicast(const Line& line, Bytes bytes, Cycles ready, st
   return add(m, after);
 }
 
-std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes bytes,
-                                 Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
-                                 std::uint8_t color, int groups) {
+std::vector<std::vector<After>> Traffic::describe_reduction(
+    ReductionScheme scheme, const Line& line, Bytes bytes, Cycles reduce_hop_overhead,
+    std::span<const NodeReady> ready, std::uint8_t color, int groups, bool in_place) {
   const int n = line.length;
   if (static_cast<int>(ready.size()) != n)
     throw std::invalid_argument("Traffic::reduction: one ready time per core");
@@ -118,7 +119,7 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
           {MessageRef{prev, 0}, reduce_hop_overhead});
     }
     const int root = k_tree_root(n, groups);
-    if (root != 0) {
+    if (root != 0 && !in_place) {
       const std::uint32_t m = send(root, 0, kNoMessage);
       afters[0] = {After{MessageRef{m, 0}, Cycles{0}}};
     }
@@ -149,45 +150,102 @@ std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes
           deps.push_back({MessageRef{last[static_cast<std::size_t>(c)], 0}, reduce_hop_overhead});
         last[static_cast<std::size_t>(c)] = hop(from, at(c + 2 + s), std::move(deps));
       }
-    std::vector<After> done_after;
+    // Per core: when it has each chunk's sum.
+    std::vector<std::vector<After>> has(static_cast<std::size_t>(n));
     for (int c = 0; c < k; ++c) {
       // Position c adds the last partial, then passes the sum on around.
       std::vector<After> deps = afters[static_cast<std::size_t>(at(c))];
       deps.push_back({MessageRef{last[static_cast<std::size_t>(c)], 0}, reduce_hop_overhead});
-      if (at(c) == 0) done_after.push_back(deps.back());
+      has[static_cast<std::size_t>(at(c))].push_back(deps.back());
       std::uint32_t prev = kNoMessage;
       for (int s = 0; s + 1 < n; ++s) {
         const int from = at(c + s), into = at(c + 1 + s);
         if (s > 0) deps = {After{MessageRef{prev, 0}, Cycles{0}}};
         prev = hop(from, into, deps);
-        if (into == 0) done_after.push_back({MessageRef{prev, 0}, Cycles{0}});
+        has[static_cast<std::size_t>(into)].push_back({MessageRef{prev, 0}, Cycles{0}});
       }
     }
-    afters[0] = std::move(done_after);
+    if (in_place) return has;
+    afters[0] = std::move(has[0]);
   } else {
     for (const CombineStep& step : reduction_order(scheme, n)) {
       const std::uint32_t m = send(step.from, step.into, kNoMessage);
       afters[step.into].push_back({MessageRef{m, 0}, reduce_hop_overhead});
     }
   }
-  Message done;
-  done.src = done.dst = line.at(0);
-  done.ready = ready[0].at;
-  done.color = color;
-  return add(done, afters[0]);
+  return afters;
 }
 
-std::uint32_t Traffic::all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
-                                  Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
-                                  std::uint8_t color) {
-  if (scheme == ReductionScheme::k_tree || scheme == ReductionScheme::ring)
-    throw std::invalid_argument(
-        "Traffic::all_reduce: k-tree and ring all-reduces are not "
-        "described at the wavelet level (their reductions are)");
-  const std::uint32_t sum = reduction(scheme, line, bytes, reduce_hop_overhead, ready, color);
-  if (line.length == 1) return sum;
+std::uint32_t Traffic::marker(Coord at, Cycles ready, std::uint8_t color,
+                              std::span<const After> after) {
+  Message done;
+  done.src = done.dst = at;
+  done.ready = ready;
+  done.color = color;
+  return add(done, after);
+}
+
+std::uint32_t Traffic::multicast_both_ways(const Line& line, int root, Bytes bytes, Cycles ready,
+                                           std::uint8_t color, std::span<const After> after) {
+  const int n = line.length;
+  if (root < 0 || root >= n)
+    throw std::invalid_argument("Traffic::multicast_both_ways: the root is not on the line");
+  if (root == 0) return multicast(line, bytes, ready, color, after);
+  if (root == n - 1)
+    return multicast(Line{line.at(root), opposite(line.along), n}, bytes, ready, color, after);
+  Message m;
+  m.src = line.at(root);
+  m.dst = line.at(n - 1);
+  m.back_hops = static_cast<std::uint32_t>(root);
+  m.bytes = bytes;
+  m.ready = ready;
+  m.multicast = true;
+  m.color = color;
+  return add(m, after);
+}
+
+std::uint32_t Traffic::reduction(ReductionScheme scheme, const Line& line, Bytes bytes,
+                                 Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
+                                 std::uint8_t color, int groups) {
+  const std::vector<std::vector<After>> afters =
+      describe_reduction(scheme, line, bytes, reduce_hop_overhead, ready, color, groups, false);
+  return marker(line.at(0), ready[0].at, color, afters[0]);
+}
+
+std::vector<MessageRef> Traffic::all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
+                                            Cycles reduce_hop_overhead,
+                                            std::span<const NodeReady> ready, std::uint8_t color,
+                                            int groups) {
+  const int n = line.length;
+  std::vector<MessageRef> has(static_cast<std::size_t>(n));
+  if (n == 1) {
+    has[0] = {reduction(scheme, line, bytes, reduce_hop_overhead, ready, color, groups), 0};
+    return has;
+  }
+  const std::vector<std::vector<After>> afters =
+      describe_reduction(scheme, line, bytes, reduce_hop_overhead, ready, color, groups, true);
+  if (scheme == ReductionScheme::ring) {
+    // Every core has the sum once it has every chunk's.
+    for (int i = 0; i < n; ++i)
+      has[static_cast<std::size_t>(i)] = {
+          marker(line.at(i), ready[static_cast<std::size_t>(i)].at, color,
+                 afters[static_cast<std::size_t>(i)]),
+          0};
+    return has;
+  }
+  // The sum at the root (line.at(0); a k-tree's own root), multicast from
+  // there to both ends.
+  const int root = scheme == ReductionScheme::k_tree ? k_tree_root(n, groups) : 0;
+  const auto r = static_cast<std::size_t>(root);
+  const std::uint32_t sum = marker(line.at(root), ready[r].at, color, afters[r]);
+  has[r] = {sum, 0};
   const After after{MessageRef{sum, 0}, Cycles{0}};
-  return multicast(line, bytes, ready[0].at, color, std::span(&after, 1));
+  const std::uint32_t back =
+      multicast_both_ways(line, root, bytes, ready[r].at, color, std::span(&after, 1));
+  for (int i = 0; i < n; ++i)
+    if (i != root)
+      has[static_cast<std::size_t>(i)] = {back, Traffic::receiver_at(messages_[back], line.at(i))};
+  return has;
 }
 
 std::vector<std::uint32_t> add_gemv_phase(Traffic& traffic, const GemvPhase& phase,
@@ -252,6 +310,13 @@ void validate_traffic(const Mesh& mesh, const WaferSpec& spec, const Traffic& tr
       throw std::invalid_argument(what + "endpoint outside the mesh");
     if (m.multicast && m.src.x != m.dst.x && m.src.y != m.dst.y)
       throw std::invalid_argument(what + "a multicast runs along one row or column");
+    if (m.back_hops > 0) {
+      Coord back_end = m.src;
+      for (std::uint32_t k = 0; m.multicast && k < m.back_hops; ++k)
+        back_end = Mesh::step(back_end, opposite(Traffic::heading(m)));
+      if (!m.multicast || !mesh.contains(back_end))
+        throw std::invalid_argument(what + "a multicast both ways must end inside the mesh");
+    }
     if (m.bytes.value == 0 && !(m.src == m.dst))
       throw std::invalid_argument(what + "an empty message cannot travel");
     for (const After& a : traffic.after(m))
@@ -381,15 +446,19 @@ TrafficResult run_flow(const Mesh& mesh, const WaferSpec& spec, FlowModel& flow,
     if (m.src == m.dst) {
       tracker.arrive({i, 0}, ready, now_ready);
     } else if (m.multicast) {
-      route.clear();
-      const Direction d = m.dst.x > m.src.x   ? Direction::east
-                          : m.dst.x < m.src.x ? Direction::west
-                          : m.dst.y > m.src.y ? Direction::south
-                                              : Direction::north;
-      mesh.straight_route(m.src, d, manhattan(m.src, m.dst), route);
-      flow.send(route, m.bytes, start, &arrivals);
-      for (std::uint32_t j = 0; j + 1 < arrivals.size(); ++j)
-        tracker.arrive({i, j}, arrivals[j + 1].at.value, now_ready);
+      // Ahead, then (both ways) behind: the two branches leave the source's
+      // router together.
+      const Direction d = Traffic::heading(m);
+      const auto ahead = static_cast<std::uint32_t>(manhattan(m.src, m.dst));
+      for (const auto& [dir, hops, first] :
+           {std::tuple{d, ahead, 0u}, std::tuple{opposite(d), m.back_hops, ahead}}) {
+        if (hops == 0) continue;
+        route.clear();
+        mesh.straight_route(m.src, dir, static_cast<int>(hops), route);
+        flow.send(route, m.bytes, start, &arrivals);
+        for (std::uint32_t j = 0; j + 1 < arrivals.size(); ++j)
+          tracker.arrive({i, first + j}, arrivals[j + 1].at.value, now_ready);
+      }
     } else {
       route.clear();
       mesh.xy_route(m.src, m.dst, route);

@@ -58,6 +58,10 @@ struct Message {
   // (src and dst share a row or a column), forwarding and delivering in the
   // same cycle as the router does.
   bool multicast = false;
+  // A multicast that also goes the other way from `src`, to the `back_hops`
+  // cores behind it: one injection, the source's router fanning each wavelet
+  // out to both directions (a color routed from the ramp to two ports).
+  std::uint32_t back_hops = 0;
   std::uint8_t color = 0;         // virtual channel
   std::uint32_t after_first = 0;  // into Traffic::after()
   std::uint32_t after_count = 0;
@@ -83,6 +87,12 @@ class Traffic {
   // `after` (as add()).
   std::uint32_t multicast(const Line& line, Bytes bytes, Cycles ready, std::uint8_t color = 0,
                           std::span<const After> after = {});
+  // From line.at(root) to both ends of `line` at once (fanned out by the
+  // root's router): receivers 0 .. length-root-2 are line.at(root+1 ..), the
+  // rest line.at(root-1), line.at(root-2), ... (a root at an end: a plain
+  // multicast).
+  std::uint32_t multicast_both_ways(const Line& line, int root, Bytes bytes, Cycles ready,
+                                    std::uint8_t color = 0, std::span<const After> after = {});
   // reduce_line: one partial per core of `line` summed into line.at(0), with
   // `reduce_hop_overhead` cycles per add (WaferSpec::reduce_hop_overhead).
   // Returns a zero-byte marker message at line.at(0) whose arrival is when the
@@ -94,28 +104,57 @@ class Traffic {
                           Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
                           std::uint8_t color = 0, int groups = 0);
 
-  // all_reduce_line: reduction() into line.at(0), then the sum multicast back
-  // along the line once the reduction is complete there. Returns the
-  // multicast (receiver j: line.at(j + 1)); a line of one core returns the
-  // reduction's marker. Chain, tree and two-level only (a k-tree's
-  // broadcast goes both ways from its root, a ring has none): others throw.
-  std::uint32_t all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
-                           Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
-                           std::uint8_t color = 0);
+  // all_reduce_line, every scheme: chain, tree and two-level reduce into
+  // line.at(0) and multicast the sum back along the line; the k-tree reduces
+  // into its root and multicasts from there to both ends; the ring's
+  // reduce-scatter and all-gather leave every chunk's sum on every core.
+  // Returns, per core of the line, the arrival at which it has the sum (a
+  // multicast's receiver, or a zero-byte marker at the core).
+  std::vector<MessageRef> all_reduce(ReductionScheme scheme, const Line& line, Bytes bytes,
+                                     Cycles reduce_hop_overhead, std::span<const NodeReady> ready,
+                                     std::uint8_t color = 0, int groups = 0);
 
   const std::vector<Message>& messages() const { return messages_; }
   std::span<const After> after(const Message& m) const {
     return {after_.data() + m.after_first, m.after_count};
   }
   std::size_t size() const { return messages_.size(); }
-  // Destinations of message m (1 for a unicast, hops for a multicast).
+  // Destinations of message m (1 for a unicast, hops for a multicast, both
+  // ways for one that goes both ways).
   static std::uint32_t receivers(const Message& m) {
-    return m.multicast ? static_cast<std::uint32_t>(manhattan(m.src, m.dst)) : 1u;
+    return m.multicast ? static_cast<std::uint32_t>(manhattan(m.src, m.dst)) + m.back_hops : 1u;
+  }
+  // The direction of a multicast (from src toward dst).
+  static Direction heading(const Message& m) {
+    return m.dst.x > m.src.x   ? Direction::east
+           : m.dst.x < m.src.x ? Direction::west
+           : m.dst.y > m.src.y ? Direction::south
+                               : Direction::north;
+  }
+  // Which receiver of multicast m the core `at` (on its line, not its
+  // source) is.
+  static std::uint32_t receiver_at(const Message& m, Coord at) {
+    const auto hops = static_cast<std::uint32_t>(manhattan(m.src, at));
+    const bool ahead = manhattan(at, m.dst) < manhattan(m.src, m.dst) || at == m.dst;
+    return ahead ? hops - 1
+                 : static_cast<std::uint32_t>(manhattan(m.src, m.dst)) + hops - 1;
   }
   // The highest color used plus one.
   int colors() const { return colors_; }
 
  private:
+  // The messages of a reduction along `line`, and per core what its sum
+  // waits for: into line.at(0) (reduction()), or `in_place` as the
+  // all-reduce needs it (a k-tree's sum left at its root; a ring's, per core,
+  // every chunk's arrival there).
+  std::vector<std::vector<After>> describe_reduction(ReductionScheme scheme, const Line& line,
+                                                     Bytes bytes, Cycles reduce_hop_overhead,
+                                                     std::span<const NodeReady> ready,
+                                                     std::uint8_t color, int groups,
+                                                     bool in_place);
+  // A zero-byte message from `at` to itself, arriving once `after` has.
+  std::uint32_t marker(Coord at, Cycles ready, std::uint8_t color, std::span<const After> after);
+
   std::vector<Message> messages_;
   std::vector<After> after_;
   int colors_ = 1;

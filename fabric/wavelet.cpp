@@ -158,11 +158,16 @@ std::uint8_t WaveletRun::route(std::size_t router, std::uint32_t message) const 
   const Coord c = mesh_.coord(CoreId{static_cast<std::uint32_t>(router)});
   auto bit = [](int port) { return static_cast<std::uint8_t>(1u << port); };
   if (m.multicast) {
-    const Direction d = m.dst.x > m.src.x   ? Direction::east
-                        : m.dst.x < m.src.x ? Direction::west
-                        : m.dst.y > m.src.y ? Direction::south
-                                            : Direction::north;
-    if (c == m.src) return bit(static_cast<int>(d));
+    const Direction d = Traffic::heading(m);
+    const Direction back = opposite(d);
+    if (c == m.src)
+      return static_cast<std::uint8_t>(bit(static_cast<int>(d)) |
+                                       (m.back_hops > 0 ? bit(static_cast<int>(back)) : 0));
+    if (Traffic::receiver_at(m, c) >= static_cast<std::uint32_t>(manhattan(m.src, m.dst))) {
+      // Behind the source (a multicast both ways): on to the far end.
+      if (static_cast<std::uint32_t>(manhattan(m.src, c)) == m.back_hops) return bit(kRamp);
+      return bit(kRamp) | bit(static_cast<int>(back));
+    }
     if (c == m.dst) return bit(kRamp);
     return bit(kRamp) | bit(static_cast<int>(d));
   }
@@ -281,8 +286,7 @@ void WaveletRun::eject(std::size_t n, Wavelet w) {
   if (w.seq + 1 == wavelets_[m]) {
     const Message& msg = traffic_.messages()[m];
     const Coord c = mesh_.coord(CoreId{static_cast<std::uint32_t>(n)});
-    const std::uint32_t receiver =
-        msg.multicast ? static_cast<std::uint32_t>(manhattan(msg.src, c) - 1) : 0u;
+    const std::uint32_t receiver = msg.multicast ? Traffic::receiver_at(msg, c) : 0u;
     now_ready_.clear();
     tracker_.arrive({m, receiver}, now_ + 1, now_ready_);
     for (std::uint32_t d : now_ready_) later_.push({result_.ready[d], d});

@@ -18,6 +18,15 @@ namespace wafersim::sim {
 
 namespace {
 
+// A count for every user, or (per-user lengths) the users' counts as a list.
+std::string user_lengths(const std::vector<int>& by_user, std::size_t single) {
+  if (by_user.empty()) return std::to_string(single);
+  std::string out = "[";
+  for (std::size_t i = 0; i < by_user.size(); ++i)
+    out += (i > 0 ? ", " : "") + std::to_string(by_user[i]);
+  return out + "]";
+}
+
 // A serving study: its traffic drawn, the wafer deployment planned (batch and
 // KV slot at the traffic's longest context) and each GPU system's fit.
 ExitCode validate_serving(const std::string& file, const Scenario& sc) {
@@ -83,13 +92,20 @@ RegisteredCommand add_validate_command(CLI::App& app) {
             const std::unique_ptr<PlacedSystem> sys = place_system(sc);
             const Placement& pl = sys->placement;
             fmt::print(
-                "{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens, seed {}\n"
+                "{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens{}, seed {}\n"
                 "  fits on {} wafer{} ({}), up to {} tokens of context per user for {} user{}\n"
                 "  weights {}\n"
                 "  routes: at most {} of the {} colors per router (wafer {} router ({}, {}))\n",
                 *file, sc.model.name, sc.hardware.name, sc.hardware.mesh_width,
                 sc.hardware.mesh_height, models::dtype_name(sc.precision),
-                sc.workload.prompt_ids.size(), sc.workload.generate_tokens, sc.workload.seed,
+                user_lengths(sc.workload.prompt_tokens_by_user, sc.workload.prompt_ids.size()),
+                user_lengths(sc.workload.generate_tokens_by_user, sc.workload.generate_tokens),
+                sc.workload.users > 1 &&
+                        !(sc.workload.prompt_tokens_by_user.empty() &&
+                          sc.workload.generate_tokens_by_user.empty())
+                    ? " (per user)"
+                    : "",
+                sc.workload.seed,
                 pl.wafers, pl.wafers == 1 ? "" : "s", pl.strategy, pl.max_context_tokens, pl.users,
                 pl.users == 1 ? "" : "s", weights, sys->routes.max_colors, sys->routes.available,
                 sys->routes.wafer, sys->routes.router.x, sys->routes.router.y);

@@ -266,9 +266,38 @@ void check_single_batch(const Scenario& sc, const std::string& what) {
 
 std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size) {
   std::vector<std::int32_t> ids = w.prompt_ids;
+  ids.resize(static_cast<std::size_t>(user_prompt_tokens(w, u)));
   const auto shift = static_cast<std::int64_t>(u) * 7919;
   for (std::int32_t& id : ids) id = static_cast<std::int32_t>((id + shift) % vocab_size);
   return ids;
+}
+
+namespace {
+
+int per_user(const std::vector<int>& by_user, int u, int single) {
+  return by_user.empty() ? single : by_user.at(static_cast<std::size_t>(u));
+}
+
+}  // namespace
+
+int user_prompt_tokens(const Workload& w, int u) {
+  return per_user(w.prompt_tokens_by_user, u, static_cast<int>(w.prompt_ids.size()));
+}
+int user_generate_tokens(const Workload& w, int u) {
+  return per_user(w.generate_tokens_by_user, u, w.generate_tokens);
+}
+int user_cached_tokens(const Workload& w, int u) {
+  return per_user(w.cached_tokens_by_user, u, w.cached_tokens);
+}
+int user_context_tokens(const Workload& w, int u) {
+  return user_cached_tokens(w, u) + user_prompt_tokens(w, u) + user_generate_tokens(w, u);
+}
+
+long long workload_token_passes(const Workload& w) {
+  long long passes = 0;
+  for (int u = 0; u < w.users; ++u)
+    passes += user_prompt_tokens(w, u) + user_generate_tokens(w, u) - 1;
+  return passes;
 }
 
 }  // namespace wafersim::sim

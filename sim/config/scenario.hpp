@@ -99,6 +99,15 @@ struct Workload {
   // at a long context without simulating that context's prefill. The KV
   // cache is reserved for cached + prompt + generated tokens.
   int cached_tokens = 0;
+  // Per-user lengths: workload.prompt_tokens, generate_tokens and
+  // cached_tokens given as lists, one per user (a mix of requests at
+  // different phases). Empty: every user has the single value. Given, the
+  // single value is the users' largest (generate_tokens, cached_tokens) and
+  // prompt_ids is drawn at the longest prompt; read them per user with
+  // user_prompt_tokens() and the others below.
+  std::vector<int> prompt_tokens_by_user;
+  std::vector<int> generate_tokens_by_user;
+  std::vector<int> cached_tokens_by_user;
   // The prompt as text (workload.prompt), encoded into prompt_ids with the
   // tokenizer; empty when the prompt was given as ids or a count.
   std::string prompt_text;
@@ -110,7 +119,18 @@ struct Workload {
 
 // The prompt of user `u`: user 0 gets the workload's prompt_ids; user u > 0
 // gets each id shifted by u * 7919 modulo the vocabulary, so users differ.
+// With per-user prompt lengths, the first user_prompt_tokens(w, u) of them.
 std::vector<std::int32_t> user_prompt(const Workload& w, int u, int vocab_size);
+// User u's prompt length, tokens to generate and positions cached before its
+// prompt (the per-user lists where given, else the single values).
+int user_prompt_tokens(const Workload& w, int u);
+int user_generate_tokens(const Workload& w, int u);
+int user_cached_tokens(const Workload& w, int u);
+// Positions user u's KV cache holds at the end: cached + prompt + generated.
+int user_context_tokens(const Workload& w, int u);
+// Token passes of the whole workload: every user's prompt tokens and its
+// generated tokens but the last (which no pass follows).
+long long workload_token_passes(const Workload& w);
 
 // Where a functional run's weights come from (`weights:`).
 struct WeightsOptions {

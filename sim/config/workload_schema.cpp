@@ -44,29 +44,73 @@ std::vector<std::int32_t> draw_prompt(int count, int vocab, std::uint64_t seed) 
   return ids;
 }
 
-// cached_tokens, the prompt and generate_tokens must fit the model's
-// context: reported at the prompt when it (after the cached positions)
-// alone reaches max_position, else at generate_tokens.
-void check_context(const Value& prompt, long long prompt_length, const Workload& w,
+// A count in [lo, hi], or (`per_user`) a list of such counts with one per
+// user (workload.users, read before): the list into `by_user` (cleared for a
+// single count); returns the single count or the list's largest.
+int read_user_counts(const Value& v, const Workload& w, int lo, int hi, const std::string& example,
+                     const std::string& meaning, std::vector<int>& by_user) {
+  by_user.clear();
+  if (!v.node.IsSequence()) return read_count_in(v, lo, hi, example);
+  if (static_cast<int>(v.node.size()) != w.users)
+    fail(v.loc(), v.path,
+         fmt::format("has {} value{} but workload.users is {}: give one count per user ({}), "
+                     "or a single count for every user",
+                     v.node.size(), v.node.size() == 1 ? "" : "s", w.users, meaning));
+  int most = lo;
+  for (std::size_t i = 0; i < v.node.size(); ++i) {
+    by_user.push_back(read_count_in(v.item(i), lo, hi, example));
+    most = std::max(most, by_user.back());
+  }
+  return most;
+}
+
+std::string write_user_counts(const std::vector<int>& by_user, int single) {
+  if (by_user.empty()) return fmt::format("{}", single);
+  std::string out = "[";
+  for (std::size_t i = 0; i < by_user.size(); ++i)
+    out += fmt::format("{}{}", i > 0 ? ", " : "", by_user[i]);
+  return out + "]";
+}
+
+// The value of a key given per user, or its item for user `u` (a list).
+Value user_item(const Value& v, int u) {
+  return v.node.IsSequence() ? v.item(static_cast<std::size_t>(u)) : v;
+}
+
+// Every user's cached_tokens, prompt and generate_tokens must fit the
+// model's context: reported at the prompt (its item for that user) when it
+// alone (after the cached positions) reaches max_position, else at
+// generate_tokens. `prompt_length(u)`: user u's prompt.
+template <class PromptLength>
+void check_context(const Value& prompt, PromptLength prompt_length, const Workload& w,
                    const ReadContext& ctx) {
   const models::ModelConfig& model = *ctx.model;
-  const long long before = w.cached_tokens + prompt_length;
-  const long long total = before + w.generate_tokens;
-  if (total <= model.max_position) return;
-  const std::string sum = fmt::format(
-      "{}the prompt ({} tokens) + generate_tokens ({}) = {} tokens, more than "
-      "max_position {} of model {}",
-      w.cached_tokens > 0 ? fmt::format("cached_tokens ({}) + ", w.cached_tokens) : "",
-      prompt_length, w.generate_tokens, total, model.max_position, model.name);
-  if (before >= model.max_position) {
-    fail(prompt.loc(), prompt.path,
-         fmt::format("{}; the prompt must be shorter than {} tokens", sum,
-                     model.max_position - w.cached_tokens));
+  for (int u = 0; u < w.users; ++u) {
+    const long long cached = user_cached_tokens(w, u);
+    const long long length = prompt_length(u);
+    const long long generate = user_generate_tokens(w, u);
+    const long long before = cached + length;
+    const long long total = before + generate;
+    if (total <= model.max_position) continue;
+    const bool per_user = !w.prompt_tokens_by_user.empty() ||
+                          !w.generate_tokens_by_user.empty() || !w.cached_tokens_by_user.empty();
+    const std::string sum = fmt::format(
+        "{}{}the prompt ({} tokens) + generate_tokens ({}) = {} tokens, more than "
+        "max_position {} of model {}",
+        per_user ? fmt::format("user {}: ", u) : "",
+        cached > 0 ? fmt::format("cached_tokens ({}) + ", cached) : "", length, generate, total,
+        model.max_position, model.name);
+    if (before >= model.max_position) {
+      const Value at = user_item(prompt, u);
+      fail(at.loc(), at.path,
+           fmt::format("{}; the prompt must be shorter than {} tokens", sum,
+                       model.max_position - cached));
+    }
+    const Value at = user_item(ctx.mapping->get("generate_tokens"), u);
+    fail(at.loc(), at.path,
+         fmt::format("{}; with this prompt generate_tokens can be at most {}", sum,
+                     model.max_position - before));
   }
-  const Value& generate = ctx.mapping->get("generate_tokens");
-  fail(generate.loc(), generate.path,
-       fmt::format("{}; with this prompt generate_tokens can be at most {}", sum,
-                   model.max_position - before));
 }
 
 // prompt_ids: the length first (an absurd prompt fails before its ids are read).
@@ -80,7 +124,7 @@ void read_prompt_ids(const Value& prompt, Workload& w, const ReadContext& ctx) {
   for (std::size_t i = 0; i < prompt.node.size(); ++i) id_values.push_back(prompt.item(i));
   const auto length = static_cast<long long>(id_values.size());
   if (length == 0) fail(prompt.loc(), prompt.path, "needs at least one token id, e.g. [1, 2, 3]");
-  check_context(prompt, length, w, ctx);
+  check_context(prompt, [&](int) { return length; }, w, ctx);
   const models::ModelConfig& model = *ctx.model;
   w.prompt_ids.clear();
   for (const Value& id_value : id_values) {
@@ -95,11 +139,28 @@ void read_prompt_ids(const Value& prompt, Workload& w, const ReadContext& ctx) {
   }
 }
 
+// prompt_tokens: a count, or one per user (drawn at the longest; user u
+// takes the first of its ids, see user_prompt()).
 void read_prompt_tokens(const Value& prompt, Workload& w, const ReadContext& ctx) {
-  const long long length = read_count(prompt, "8");
-  if (length < 1) fail(prompt.loc(), prompt.path, "must be at least 1 token");
-  check_context(prompt, length, w, ctx);
-  w.prompt_ids = draw_prompt(static_cast<int>(length), ctx.model->vocab_size, w.seed);
+  if (prompt.node.IsScalar() && read_count(prompt, "8") < 1)
+    fail(prompt.loc(), prompt.path, "must be at least 1 token");
+  // Lengths beyond the model's are check_context's to explain.
+  const int longest =
+      read_user_counts(prompt, w, 1, INT_MAX, "8", "its prompt's tokens", w.prompt_tokens_by_user);
+  check_context(
+      prompt,
+      [&](int u) {
+        return w.prompt_tokens_by_user.empty() ? longest
+                                               : w.prompt_tokens_by_user[static_cast<std::size_t>(u)];
+      },
+      w, ctx);
+  w.prompt_ids = draw_prompt(longest, ctx.model->vocab_size, w.seed);
+}
+
+// Written back where the prompt has per-user lengths (prompt_ids then is
+// not: the lengths and the seed give every user's ids).
+std::string write_prompt_tokens(const Workload& w) {
+  return write_user_counts(w.prompt_tokens_by_user, static_cast<int>(w.prompt_ids.size()));
 }
 
 // prompt: text, encoded with the workload's tokenizer (read before it).
@@ -121,7 +182,7 @@ void read_prompt_text(const Value& prompt, Workload& w, const ReadContext& ctx) 
     fail(prompt.loc(), prompt.path, e.what());
   }
   if (ids.empty()) fail(prompt.loc(), prompt.path, "encodes to no tokens; give some text");
-  check_context(prompt, static_cast<long long>(ids.size()), w, ctx);
+  check_context(prompt, [n = static_cast<long long>(ids.size())](int) { return n; }, w, ctx);
   const models::ModelConfig& model = *ctx.model;
   for (const std::int32_t id : ids) {
     if (id < 0 || id >= model.vocab_size) {
@@ -234,12 +295,20 @@ constexpr Key<Workload> kWorkload[] = {
      [](auto& w) { return yaml_string(w.tokenizer); }, [](auto& w) { return !w.tokenizer.empty(); },
      0, false, default_tokenizer},
     {"prompt_ids", O, "list of token ids, each in [0, vocab_size), at least one",
-     "the prompt, explicitly", read_prompt_ids, write_prompt_ids, nullptr, 2},
-    {"prompt_tokens", O, "count >= 1", "the prompt: this many ids drawn from seed",
-     read_prompt_tokens, nullptr, nullptr, 2},
-    {"generate_tokens", R, "count 1..10^8", "tokens to decode",
-     [](auto& v, auto& w, auto&) { w.generate_tokens = read_count_in(v, 1, 100'000'000, "16"); },
-     [](auto& w) { return fmt::format("{}", w.generate_tokens); }, nullptr, 1},
+     "the prompt, explicitly", read_prompt_ids, write_prompt_ids,
+     [](auto& w) { return w.prompt_tokens_by_user.empty(); }, 2},
+    {"prompt_tokens", O, "count >= 1, or a list of counts, one per user",
+     "the prompt: this many ids drawn from seed (per user: each user's prompt length)",
+     read_prompt_tokens, write_prompt_tokens,
+     [](auto& w) { return !w.prompt_tokens_by_user.empty(); }, 2},
+    {"generate_tokens", R, "count 1..10^8, or a list of counts, one per user",
+     "tokens to decode (per user: each user's)",
+     [](auto& v, auto& w, auto&) {
+       w.generate_tokens = read_user_counts(v, w, 1, 100'000'000, "16", "the tokens it decodes",
+                                            w.generate_tokens_by_user);
+     },
+     [](auto& w) { return write_user_counts(w.generate_tokens_by_user, w.generate_tokens); },
+     nullptr, 1},
     {"seed", O, "whole number in [0, 2^64), default 0",
      "seeds the prompt and the synthetic weights",
      [](auto& v, auto& w, auto&) { w.seed = read_unsigned(v, UINT64_MAX, "42"); },
@@ -276,17 +345,15 @@ constexpr Key<Workload> kWorkload[] = {
               "must be between 1 and 1000000 (prompt tokens per block; 1 = token by token)");
      },
      [](auto& w) { return fmt::format("{}", w.prefill_block); }},
-    {"cached_tokens", O, "count 0..max_position - 1, default 0",
+    {"cached_tokens", O, "count 0..max_position - 1, or a list of counts, one per user; default 0",
      "positions already in every user's KV cache (timing only: decode at a long context "
-     "without simulating its prefill)",
+     "without simulating its prefill; per user: each user's)",
      [](auto& v, auto& w, auto& ctx) {
-       w.cached_tokens = read_count(v, "32000");
        const int most = ctx.model ? ctx.model->max_position - 1 : 100000000;
-       if (w.cached_tokens < 0 || w.cached_tokens > most)
-         fail(v.loc(), v.path,
-              fmt::format("must be between 0 and {} (the model's positions less one)", most));
+       w.cached_tokens = read_user_counts(v, w, 0, most, "32000", "the positions it has cached",
+                                          w.cached_tokens_by_user);
      },
-     [](auto& w) { return fmt::format("{}", w.cached_tokens); },
+     [](auto& w) { return write_user_counts(w.cached_tokens_by_user, w.cached_tokens); },
      [](auto& w) { return w.cached_tokens > 0; }},
 };
 

@@ -63,6 +63,9 @@ using MessageFifo = sc_core::sc_fifo<TokenMessage*>;
 struct UserLog {
   std::vector<std::int32_t> prompt;
   Cycles arrival;  // when its prompt reached the host (workload.arrivals_s)
+  Cycles io;       // its prompt's ids over the wafer I/O
+  int generate = 0;  // tokens it asks for (workload.generate_tokens)
+  int cached = 0;    // positions cached before its prompt (workload.cached_tokens)
   std::vector<std::int32_t> tokens;
   std::vector<std::uint64_t> ready_cycles;
   std::vector<std::vector<float>> logits;
@@ -100,7 +103,6 @@ struct Pipeline {
   void settle(TokenMessage& m) const {
     if (!m.values) return;
     lane->wait(m.lane_ticket);
-    m.next_token = m.values->next_token;
     m.next_tokens = std::move(m.values->next_tokens);
     m.logits = std::move(m.values->logits);
     m.values.reset();
@@ -298,7 +300,7 @@ SC_MODULE(HostModule) {
   OptionalOut to_draft;  // bound with speculative decoding only
   OptionalIn from_draft;
 
-  HostModule(sc_core::sc_module_name name, Pipeline target, const Scenario& sc, Cycles io_cycles,
+  HostModule(sc_core::sc_module_name name, Pipeline target, const Scenario& sc,
              analysis::RunResult& result, HostLog& log, const RunOptions& options,
              Pipeline draft = {}, SpeculativeRounds* speculation = nullptr)
       : sc_module(name),
@@ -306,7 +308,6 @@ SC_MODULE(HostModule) {
         draft_(draft),
         spec_(speculation),
         sc_(sc),
-        io_(io_cycles),
         result_(result),
         log_(log),
         options_(options) {
@@ -330,7 +331,7 @@ SC_MODULE(HostModule) {
     m->position = position;
     m->token = token;
     m->prefill = prefill;
-    m->start_cycle = from_host ? Cycles{0} : id_ready.at;
+    m->start_cycle = id_ready.at;  // a host message's caller sets when it left the host
     slot(*m, Slot::x) = p.ex->embed(token, position, id_ready, from_host);
     p.post(*m, [=](Executor& ex, TokenMessage& v) {
       slot(v, Slot::x) = ex.embed(token, position, Timed{}, from_host);
@@ -442,13 +443,13 @@ SC_MODULE(HostModule) {
     user.tokens.push_back(token);
     user.ready_cycles.push_back(cycle);
     if (functional()) user.logits.push_back(std::move(logits));
-    return static_cast<int>(user.tokens.size()) == sc_.workload.generate_tokens;
+    return static_cast<int>(user.tokens.size()) == user.generate;
   }
   // The token row `t` of `m` chose. Timing-only runs have no logits: decode
   // goes on with a stand-in id (the user's last prompt id), which only
   // changes which embedding row is read.
   std::int32_t chosen(const TokenMessage& m, std::size_t t = 0) const {
-    if (functional()) return m.is_batch() ? m.next_tokens[t] : m.next_token;
+    if (functional()) return m.next_tokens.at(t);
     const int u = m.is_batch() ? m.batch[t].user : m.user;
     return log_[static_cast<std::size_t>(u)].prompt.back();
   }
@@ -486,13 +487,13 @@ SC_MODULE(HostModule) {
     const UserLog& user = log_[static_cast<std::size_t>(u)];
     const int n_prompt = static_cast<int>(user.prompt.size());
     const int block = sc_.workload.prefill_block;
-    const Timed arrived = Timed{user.arrival, {}}.plus(Resource::io, io_);
+    const Timed arrived = Timed{user.arrival, {}}.plus(Resource::io, user.io);
     for (int i = 0; i < n_prompt; i += block) {
       const int n = std::min(block, n_prompt - i);
       const auto ids = std::span<const std::int32_t>(user.prompt)
                            .subspan(static_cast<std::size_t>(i), static_cast<std::size_t>(n));
-      // After workload.cached_tokens positions already in the cache.
-      const int first = sc_.workload.cached_tokens + i;
+      // After the user's cached positions (workload.cached_tokens).
+      const int first = user.cached + i;
       TokenMessage* m = make_block(target_, u, first, ids, arrived, user.arrival);
       m->needs_logits = (i + n == n_prompt);
       send(to_wafer, m);
@@ -518,10 +519,10 @@ SC_MODULE(HostModule) {
 
   void process() {
     const int users = static_cast<int>(log_.size());
-    const int n_prompt = static_cast<int>(sc_.workload.prompt_ids.size());
     const int block = sc_.workload.prefill_block;
-    const int blocks = (n_prompt + block - 1) / block;
-    const int total = users * (blocks + sc_.workload.generate_tokens - 1);
+    int total = 0;  // messages back from the wafer (decode batches count their rows)
+    for (const UserLog& user : log_)
+      total += (static_cast<int>(user.prompt.size()) + block - 1) / block + user.generate - 1;
     const int batch = sc_.workload.decode_batch;
     for (int first = 0; first < users; first += batch)
       members_.push_back(std::min(batch, users - first));
@@ -584,8 +585,8 @@ SC_MODULE(HostModule) {
   // proposes.
   void start_round(int u, int position, std::int32_t last, std::vector<std::int32_t> feed,
                    const Timed& at) {
-    const int remaining = sc_.workload.generate_tokens -
-                          static_cast<int>(log_[static_cast<std::size_t>(u)].tokens.size());
+    const UserLog& user = log_[static_cast<std::size_t>(u)];
+    const int remaining = user.generate - static_cast<int>(user.tokens.size());
     const int proposals = spec_->start(u, position, last, remaining, at.at);
     TokenMessage* t = make(target_, u, position, last, false, Timed{at.at, {}}, false);
     t->needs_logits = true;
@@ -654,7 +655,6 @@ SC_MODULE(HostModule) {
   std::vector<int> members_;
   SpeculativeRounds* spec_;  // with speculative decoding: its rounds
   const Scenario& sc_;
-  Cycles io_;
   analysis::RunResult& result_;
   HostLog& log_;
   const RunOptions& options_;
@@ -765,7 +765,7 @@ analysis::RunResult describe_run(const Scenario& sc, const RunOptions& options) 
   r.clock_hz = sc.hardware.clock_hz;
   r.link_bytes_per_cycle = sc.hardware.link_bytes_per_cycle;
   r.parameter_count = sc.model.parameter_count();
-  r.prompt_ids = sc.workload.prompt_ids;
+  r.prompt_ids = user_prompt(sc.workload, 0, sc.model.vocab_size);
   r.resolved_scenario_yaml = sc.resolved_yaml;
   return r;
 }
@@ -884,8 +884,7 @@ class Simulation {
                                                   weights_ ? &*weights_ : nullptr, bits,
                                                   sc.workload.seed, threads, lane_.get());
     const int users = sc.workload.users;
-    const int depth =
-        users * (static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens) + 2;
+    const int depth = static_cast<int>(workload_token_passes(sc.workload)) + users + 2;
     const Pipeline target = target_->pipeline(placed.target->program, recycling);
     if (options.trace) tap_.emplace(*options.trace);
     chain_ = std::make_unique<StageChain>("", target, depth, chain_trace(*placed.target, ""));
@@ -893,13 +892,16 @@ class Simulation {
     for (int u = 0; u < users; ++u) {
       UserLog& user = log_[static_cast<std::size_t>(u)];
       user.prompt = user_prompt(sc.workload, u, sc.model.vocab_size);
+      user.io = id_transfer_cycles(sc.hardware, user.prompt.size());
+      user.generate = user_generate_tokens(sc.workload, u);
+      user.cached = user_cached_tokens(sc.workload, u);
       if (!sc.workload.arrivals_s.empty())
         user.arrival = Cycles{static_cast<std::uint64_t>(
             std::llround(sc.workload.arrivals_s[static_cast<std::size_t>(u)] * sc.hardware.clock_hz))};
     }
     Pipeline draft;
     if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
-    host_ = std::make_unique<HostModule>("host", target, sc, io_cycles(), r, log_, options, draft,
+    host_ = std::make_unique<HostModule>("host", target, sc, r, log_, options, draft,
                                          rounds_ ? &*rounds_ : nullptr);
     host_->to_wafer(chain_->in());
     host_->from_wafer(chain_->out());
@@ -921,10 +923,6 @@ class Simulation {
     if (lane_) lane_->drain();
   }
 
-  // The prompt's token ids reach the wafer over its edge I/O.
-  Cycles io_cycles() const {
-    return id_transfer_cycles(sc_.hardware, sc_.workload.prompt_ids.size());
-  }
   const HostLog& log() const { return log_; }
   const std::optional<models::Weights>& weights() const { return weights_; }
   const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
@@ -1027,8 +1025,7 @@ void read_wafer_counters(const Scenario& sc, PlacedModels& placed, analysis::Run
 // Latencies, per user: the first token is ready when the last prompt
 // token's logits have been reduced, and reaches the user over the I/O link;
 // every later token costs one decode step. TTFT is the mean over users.
-void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
-                    analysis::RunResult& r) {
+void read_latencies(const Scenario& sc, const HostLog& log, analysis::RunResult& r) {
   const Cycles io_out{
       static_cast<std::uint64_t>(std::ceil(sc.hardware.io_latency_s * sc.hardware.clock_hz))};
   const int users = sc.workload.users;
@@ -1036,7 +1033,7 @@ void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
   std::uint64_t ttft_sum = 0, prefill_sum = 0;
   for (const UserLog& u : log) {
     ttft_sum += u.ready_cycles.front() + io_out.value - u.arrival.value;
-    prefill_sum += u.ready_cycles.front() - io_cycles.value - u.arrival.value;
+    prefill_sum += u.ready_cycles.front() - u.io.value - u.arrival.value;
     const std::uint64_t step =
         u.ready_cycles.size() > 1
             ? (u.ready_cycles.back() - u.ready_cycles.front()) / (u.ready_cycles.size() - 1)
@@ -1045,9 +1042,15 @@ void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
   }
   r.ttft_cycles = Cycles{ttft_sum / static_cast<std::uint64_t>(users)};
   r.prefill_cycles = Cycles{prefill_sum / static_cast<std::uint64_t>(users)};
-  std::uint64_t step_sum = 0;
-  for (Cycles c : r.user_decode_cycles_per_token) step_sum += c.value;
-  r.decode_cycles_per_token = Cycles{step_sum / static_cast<std::uint64_t>(users)};
+  // The mean over the users that decoded more than one token (with per-user
+  // generate_tokens, a user of one token has no step).
+  std::uint64_t step_sum = 0, stepping = 0;
+  for (std::size_t u = 0; u < log.size(); ++u) {
+    if (log[u].ready_cycles.size() < 2) continue;
+    step_sum += r.user_decode_cycles_per_token[u].value;
+    ++stepping;
+  }
+  r.decode_cycles_per_token = Cycles{stepping > 0 ? step_sum / stepping : 0};
   if (r.decode_cycles_per_token == Cycles{0})  // one generated token: its prefill pass is all
     r.decode_cycles_per_token =
         r.token_records.back().end_cycle - r.token_records.back().start_cycle;
@@ -1055,13 +1058,13 @@ void read_latencies(const Scenario& sc, const HostLog& log, Cycles io_cycles,
 
 // Tokens of all users, user after user; each user's against its own
 // reference generation (functional runs).
-void compare_with_reference(const Scenario& sc, const HostLog& log, const models::Weights& weights,
+void compare_with_reference(const HostLog& log, const models::Weights& weights,
                             analysis::RunResult& r) {
   double err = 0.0;
   for (const UserLog& u : log) {
     r.tokens.insert(r.tokens.end(), u.tokens.begin(), u.tokens.end());
     const models::Generation ref =
-        models::greedy_generate(weights, u.prompt, sc.workload.generate_tokens);
+        models::greedy_generate(weights, u.prompt, u.generate);
     r.reference_tokens.insert(r.reference_tokens.end(), ref.tokens.begin(), ref.tokens.end());
     for (std::size_t t = 0; t < std::min(ref.logits.size(), u.logits.size()); ++t)
       for (std::size_t i = 0; i < ref.logits[t].size(); ++i)
@@ -1107,9 +1110,9 @@ std::string ids_text(const models::Tokenizer& tok, std::span<const std::int32_t>
 void describe_text(const Scenario& sc, analysis::RunResult& r) {
   if (sc.workload.tokenizer.empty()) return;
   const models::Tokenizer tok = models::Tokenizer::from_file(sc.workload.tokenizer);
-  r.prompt_text = ids_text(tok, sc.workload.prompt_ids);
+  r.prompt_text = ids_text(tok, user_prompt(sc.workload, 0, sc.model.vocab_size));
   if (!r.functional) return;
-  const auto n = static_cast<std::size_t>(sc.workload.generate_tokens);
+  const auto n = static_cast<std::size_t>(user_generate_tokens(sc.workload, 0));
   r.generated_text = ids_text(tok, std::span(r.tokens).first(std::min(n, r.tokens.size())));
 }
 
@@ -1138,9 +1141,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   simulation.run();
   prefaulter.reset();  // before any wafer is released below
   host_times.simulate_s = host_since(t_host);
-  const int users = sc.workload.users;
-  host_times.token_passes =
-      users * (static_cast<int>(sc.workload.prompt_ids.size()) + sc.workload.generate_tokens - 1);
+  host_times.token_passes = static_cast<int>(workload_token_passes(sc.workload));
   host_times.record_releases = recycler.releases();
   host_times.record_blocks_made = record_pool.blocks_made();
   host_times.record_blocks_reused = record_pool.blocks_reused();
@@ -1148,12 +1149,12 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   read_wafer_counters(sc, placed, r);
   r.total_cycles = now_cycles();
   r.max_context_tokens = static_cast<std::uint64_t>(placed.target->placement.max_context_tokens);
-  read_latencies(sc, simulation.log(), simulation.io_cycles(), r);
+  read_latencies(sc, simulation.log(), r);
   r.speculative = simulation.speculation();
 
   t_host = HostClock::now();
   if (options.functional) {
-    compare_with_reference(sc, simulation.log(), *simulation.weights(), r);
+    compare_with_reference(simulation.log(), *simulation.weights(), r);
     r.weights = provenance(simulation.weights()->origin);
     if (simulation.draft_weights())
       r.draft_weights = provenance(simulation.draft_weights()->origin);

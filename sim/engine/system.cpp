@@ -16,10 +16,10 @@ PlacementRequest placement_request(const Scenario& sc,
                                    const std::function<void(int, int)>& search_progress) {
   PlacementRequest req;
   static_cast<PlacementChoices&>(req) = sc.placement;
-  req.context_tokens =
-      std::max(sc.placement.reserve_context_tokens,
-               sc.workload.cached_tokens + static_cast<int>(sc.workload.prompt_ids.size()) +
-                   sc.workload.generate_tokens);
+  // Every user's cache is reserved for the longest user's context.
+  req.context_tokens = sc.placement.reserve_context_tokens;
+  for (int u = 0; u < sc.workload.users; ++u)
+    req.context_tokens = std::max(req.context_tokens, user_context_tokens(sc.workload, u));
   req.users = std::max(sc.placement.reserve_users, sc.workload.users);
   req.weight_bits = models::dtype_bits(sc.precision);
   req.progress = progress;

@@ -297,7 +297,6 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
 void PhaseValues::argmax(const Vec& logits, TokenMessage& m) const {
   m.next_tokens.clear();
   for (int t = 0; t < logits.tokens; ++t) m.next_tokens.push_back(models::argmax(logits.row(t)));
-  m.next_token = m.next_tokens.front();
   m.logits = logits.values;
 }
 

@@ -78,9 +78,9 @@ struct TokenMessage {
   Cycles start_cycle;  // when it left the host (or the draft's last proposal)
   Cycles handed_at;    // when it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
-  std::int32_t next_token = 0;
-  // A decode batch: each row's greedy token (next_token is row 0's), and
-  // `logits` holds every row's, row after row.
+  // The greedy token of each row the head computed (functional runs): one
+  // for a token or a block, one per row for a decode batch, whose `logits`
+  // hold every row's, row after row.
   std::vector<std::int32_t> next_tokens;
   Timed done;
   std::vector<float> logits;

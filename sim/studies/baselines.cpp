@@ -33,15 +33,23 @@ std::optional<analysis::Baselines> compare_with_gpus(const Scenario& sc,
   w.aggregate_tokens_per_s = m.aggregate_tokens_per_s;
   w.ttft_s = m.ttft_s;
   w.bottleneck = m.bottleneck;
-  const int prompt = static_cast<int>(sc.workload.prompt_ids.size());
   w.power_kw = sc.hardware.system_power_w * r.wafers / 1000.0;
   if (w.power_kw > 0.0) w.tokens_per_s_per_kw = w.aggregate_tokens_per_s / w.power_kw;
   apply_serving(w, sc.serving);
 
   // The GPU clusters, analytical.
   models::gpu::InferenceWorkload load;
-  load.prompt_tokens = prompt;
-  load.generate_tokens = sc.workload.generate_tokens;
+  // The GPU model's batch is uniform: with per-user lengths, the users' means.
+  long long prompt_sum = 0, generate_sum = 0;
+  for (int u = 0; u < sc.workload.users; ++u) {
+    prompt_sum += user_prompt_tokens(sc.workload, u);
+    generate_sum += user_generate_tokens(sc.workload, u);
+  }
+  const auto mean = [users = sc.workload.users](long long sum) {
+    return static_cast<int>(std::max<long long>(1, (sum + users / 2) / users));
+  };
+  load.prompt_tokens = mean(prompt_sum);
+  load.generate_tokens = mean(generate_sum);
   load.users = sc.workload.users;
   load.weight_bits = models::dtype_bits(sc.precision);
   load.tp = sc.gpu.tp;

@@ -170,19 +170,54 @@ TEST_F(Wavelet, KTreeAndRingReductionsMatchTheFlowPrimitive) {
       const std::string what =
           std::string(c.scheme == ReductionScheme::ring ? "ring " : "k-tree ") +
           std::to_string(c.groups) + ", " + std::to_string(bytes) + " B";
-      // The wavelet level and its flow-level replay agree exactly. The ring
-      // and the 64 B k-trees are exactly reduce_line too. The 4 B k-trees
-      // have the sum at the k-tree root at the same cycle in both (15 for
-      // K = 3), but the move from there to core 0 arrives one cycle later in
-      // the replay (23 vs 22); why is not yet pinned down, so they are held
-      // to 5%.
+      // The wavelet level, its flow-level replay and reduce_line agree
+      // exactly. (A 4 B k-tree once had reduce_line one cycle early: its root
+      // added the two sides' single wavelets at once, where the core adds
+      // one side, then the other; K = 3: 16, not 15, at the root.)
       EXPECT_EQ(wave, flow) << what;
-      if (c.scheme == ReductionScheme::k_tree && bytes == 4)
-        EXPECT_LE(rel_error(static_cast<double>(flow), static_cast<double>(expected.at.value)),
-                  0.05)
-            << what;
-      else
-        EXPECT_EQ(flow, expected.at.value) << what;
+      EXPECT_EQ(flow, expected.at.value) << what;
+    }
+}
+
+TEST_F(Wavelet, KTreeAndRingAllReducesMatchTheFlowPrimitive) {
+  // The k-tree's sum multicast from its root to both ends (one injection,
+  // the root's router fanning it out), and the ring's all-gather: every
+  // core's arrival of the sum at the wavelet level equals its flow-level
+  // replay. The k-tree equals all_reduce_line too; the ring's primitive
+  // issues its chunks' sends step by step and the replay in ready order, so
+  // one core has its last chunk 2 cycles earlier in the primitive (64 B: 107
+  // vs 109, 1.8%; 400 B: 261 vs 263), held to 2%.
+  struct Case {
+    ReductionScheme scheme;
+    int groups;
+  };
+  for (const Case c : {Case{ReductionScheme::k_tree, 3}, Case{ReductionScheme::k_tree, 0},
+                       Case{ReductionScheme::ring, 0}})
+    for (const std::uint64_t bytes : {4ull, 64ull, 400ull}) {
+      const Line line{{1, 2}, Direction::east, 12};
+      std::vector<NodeReady> ready(12);
+      std::vector<Timed> timed(12), expected;
+      Traffic t;
+      const std::vector<MessageRef> has =
+          t.all_reduce(c.scheme, line, Bytes{bytes}, spec.reduce_hop_overhead, ready, 0, c.groups);
+      FlowModel fm(mesh, spec);
+      all_reduce_line(mesh, fm, c.scheme, line, Bytes{bytes}, timed, expected, c.groups);
+      const TrafficResult flow = run_flow(mesh, spec, t);
+      const TrafficResult wave = run_wavelet(mesh, spec, t);
+      ASSERT_EQ(has.size(), 12u);
+      for (std::size_t i = 0; i < 12; ++i) {
+        const std::string what = std::string(c.scheme == ReductionScheme::ring ? "ring " : "k-tree ") +
+                                 std::to_string(c.groups) + ", " + std::to_string(bytes) +
+                                 " B, core " + std::to_string(i);
+        EXPECT_EQ(wave.arrival_at(has[i]), flow.arrival_at(has[i])) << what;
+        if (c.scheme == ReductionScheme::k_tree)
+          EXPECT_EQ(flow.arrival_at(has[i]), expected[i].at.value) << what;
+        else
+          EXPECT_LE(rel_error(static_cast<double>(expected[i].at.value),
+                              static_cast<double>(flow.arrival_at(has[i]))),
+                    0.02)
+              << what;
+      }
     }
 }
 
@@ -200,23 +235,24 @@ TEST_F(Wavelet, AllReduceAgreesWithTheFlowPrimitive) {
       const Line line{{2, 3}, Direction::east, 10};
       std::vector<NodeReady> ready(10);
       Traffic t;
-      const std::uint32_t back =
+      const std::vector<MessageRef> has =
           t.all_reduce(scheme, line, Bytes{bytes}, spec.reduce_hop_overhead, ready);
       FlowModel fm(mesh, spec);
       std::vector<Timed> timed(10), expected;
       all_reduce_line(mesh, fm, scheme, line, Bytes{bytes}, timed, expected);
       const TrafficResult flow = run_flow(mesh, spec, t);
       const TrafficResult wave = run_wavelet(mesh, spec, t);
-      for (std::uint32_t j = 0; j + 1 < 10; ++j) {
-        const MessageRef r{back, j};
+      ASSERT_EQ(has.size(), 10u);
+      for (std::uint32_t j = 1; j < 10; ++j) {
+        const MessageRef r = has[j];
         const auto w = static_cast<double>(wave.arrival_at(r));
-        const std::string what = std::to_string(bytes) + " B, core " + std::to_string(j + 1);
+        const std::string what = std::to_string(bytes) + " B, core " + std::to_string(j);
         if (scheme == ReductionScheme::chain) {
           EXPECT_EQ(flow.arrival_at(r), wave.arrival_at(r)) << what;
-          EXPECT_EQ(expected[j + 1].at.value, wave.arrival_at(r)) << what;
+          EXPECT_EQ(expected[j].at.value, wave.arrival_at(r)) << what;
         } else {
           EXPECT_LE(rel_error(static_cast<double>(flow.arrival_at(r)), w), 0.03) << what;
-          EXPECT_LE(rel_error(static_cast<double>(expected[j + 1].at.value), w), 0.03) << what;
+          EXPECT_LE(rel_error(static_cast<double>(expected[j].at.value), w), 0.03) << what;
         }
       }
     }

@@ -279,6 +279,26 @@ TEST(Cli, AUserArrivingOnAnIdleFabricDecodesTheSameWheneverItArrives) {
   EXPECT_GT(b["total_time_s"].get<double>(), 0.02);
 }
 
+// Per-user lengths that are all the same are the single count: a run with
+// prompt_tokens, generate_tokens and cached_tokens as lists of equal values
+// gives, byte for byte, the results of the run with the single counts.
+TEST(Cli, PerUserLengthsThatAgreeAreTheSingleCount) {
+  const auto run = [](const std::string& extra) {
+    const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") +
+                               " --timing-only --json --users 3 " + extra);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return o.out;
+  };
+  const std::string single = run(
+      "--set workload.prompt_tokens=6 --set workload.generate_tokens=5 --set "
+      "workload.cached_tokens=30");
+  const std::string lists = run(
+      "--set 'workload.prompt_tokens=[6, 6, 6]' --set 'workload.generate_tokens=[5, 5, 5]' "
+      "--set 'workload.cached_tokens=[30, 30, 30]'");
+  EXPECT_FALSE(single.empty());
+  EXPECT_EQ(single, lists);
+}
+
 // The functional arithmetic on one host thread (beside the timing, in the
 // same executor) or several (the functional lane, sim/exec/value_lane.hpp: the
 // numbers on a thread of their own, with WorkTeam helpers from three on)

@@ -1281,6 +1281,105 @@ workload: {prompt_tokens: 4, generate_tokens: 4, arrivals_s: 0.5}
   EXPECT_TRUE(contains(scalar.what(), "one per user")) << scalar.what();
 }
 
+// workload.prompt_tokens, generate_tokens and cached_tokens as lists, one per
+// user: each user's prompt is the first of its ids drawn at the longest
+// length; the resolved scenario writes the lists back (and no prompt_ids),
+// and reading it gives the same ids; a wrong count, an item out of range or
+// one user's context beyond the model's names the key (the item), its line
+// and what would be valid.
+TEST_F(ScenarioFiles, PromptOutputAndCachedLengthsMayBeGivenPerUser) {
+  const Scenario ok = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: [3, 8, 5]
+  generate_tokens: [4, 1, 6]
+  cached_tokens: [0, 20, 100]
+  users: 3
+outputs: {functional: false}
+)"));
+  const Workload& w = ok.workload;
+  EXPECT_EQ(w.prompt_ids.size(), 8u);
+  EXPECT_EQ(w.generate_tokens, 6);
+  EXPECT_EQ(w.cached_tokens, 100);
+  const int lengths[] = {3, 8, 5}, generate[] = {4, 1, 6}, cached[] = {0, 20, 100};
+  for (int u = 0; u < 3; ++u) {
+    EXPECT_EQ(user_prompt_tokens(w, u), lengths[u]);
+    EXPECT_EQ(user_generate_tokens(w, u), generate[u]);
+    EXPECT_EQ(user_cached_tokens(w, u), cached[u]);
+    EXPECT_EQ(user_context_tokens(w, u), lengths[u] + generate[u] + cached[u]);
+    const std::vector<std::int32_t> ids = user_prompt(w, u, ok.model.vocab_size);
+    ASSERT_EQ(ids.size(), static_cast<std::size_t>(lengths[u]));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      EXPECT_EQ(ids[i], (w.prompt_ids[i] + u * 7919) % ok.model.vocab_size) << u << " " << i;
+  }
+  EXPECT_EQ(workload_token_passes(w), (3 + 4 - 1) + (8 + 1 - 1) + (5 + 6 - 1));
+  EXPECT_TRUE(contains(ok.resolved_yaml, "prompt_tokens: [3, 8, 5]")) << ok.resolved_yaml;
+  EXPECT_TRUE(contains(ok.resolved_yaml, "generate_tokens: [4, 1, 6]")) << ok.resolved_yaml;
+  EXPECT_TRUE(contains(ok.resolved_yaml, "cached_tokens: [0, 20, 100]")) << ok.resolved_yaml;
+  EXPECT_FALSE(contains(ok.resolved_yaml, "prompt_ids")) << ok.resolved_yaml;
+  const Scenario again = load_scenario(scenario(ok.resolved_yaml));
+  EXPECT_EQ(again.workload.prompt_ids, w.prompt_ids);
+  EXPECT_EQ(again.workload.prompt_tokens_by_user, w.prompt_tokens_by_user);
+  EXPECT_EQ(again.workload.generate_tokens_by_user, w.generate_tokens_by_user);
+  EXPECT_EQ(again.workload.cached_tokens_by_user, w.cached_tokens_by_user);
+
+  // A single count is every user's, and writes back as before.
+  const Scenario single = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4, users: 2}
+)"));
+  EXPECT_TRUE(single.workload.prompt_tokens_by_user.empty());
+  EXPECT_EQ(user_prompt_tokens(single.workload, 1), 4);
+  EXPECT_TRUE(contains(single.resolved_yaml, "prompt_ids:")) << single.resolved_yaml;
+
+  const ScenarioError count = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: [4, 2, 1]
+  users: 2
+)"));
+  EXPECT_EQ(count.key_path(), "workload.generate_tokens");
+  EXPECT_EQ(count.line(), 6);
+  EXPECT_TRUE(contains(count.what(), "3 values but workload.users is 2")) << count.what();
+
+  const ScenarioError zero = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens:
+    - 4
+    - 0
+  generate_tokens: 4
+  users: 2
+)"));
+  EXPECT_EQ(zero.key_path(), "workload.prompt_tokens[1]");
+  EXPECT_EQ(zero.line(), 7);
+  EXPECT_TRUE(contains(zero.what(), "valid: 1 to")) << zero.what();
+
+  // User 1's context: 100 cached + 20 prompt + 10 generated > 128.
+  const ScenarioError context = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 20
+  generate_tokens:
+    - 10
+    - 10
+  cached_tokens: [0, 100]
+  users: 2
+outputs: {functional: false}
+)"));
+  EXPECT_EQ(context.key_path(), "workload.generate_tokens[1]");
+  EXPECT_EQ(context.line(), 8);
+  EXPECT_TRUE(contains(context.what(), "user 1: cached_tokens (100) + the prompt (20 tokens)"))
+      << context.what();
+  EXPECT_TRUE(contains(context.what(), "generate_tokens can be at most 8")) << context.what();
+}
+
 TEST_F(ScenarioFiles, BooleansAreStrict) {
   const ScenarioError e = load_error(scenario(R"(name: x
 hardware: small

@@ -31,8 +31,10 @@ void expect_tokens_match_reference(const Scenario& sc) {
   RunOptions opt;
   opt.functional = true;
   const analysis::RunResult r = run_scenario(sc, opt);
-  ASSERT_EQ(r.tokens.size(),
-            static_cast<std::size_t>(sc.workload.generate_tokens * sc.workload.users));
+  std::size_t generated = 0;
+  for (int u = 0; u < sc.workload.users; ++u)
+    generated += static_cast<std::size_t>(user_generate_tokens(sc.workload, u));
+  ASSERT_EQ(r.tokens.size(), generated);
   EXPECT_EQ(r.tokens, r.reference_tokens);
   EXPECT_LT(r.max_logit_abs_error, 1e-3);
 }
@@ -460,6 +462,49 @@ TEST(Functional, UsersArrivingAtDifferentTimesGetTheReferenceTokens) {
   sc.workload.generate_tokens = 6;
   sc.workload.prefill_block = 3;
   expect_tokens_match_reference(sc);
+}
+
+// Users with prompts and outputs of their own lengths (workload.prompt_tokens
+// and generate_tokens per user), arriving at different times, in prompt
+// blocks: each user's tokens are the reference's for its own prompt.
+TEST(Functional, UsersWithTheirOwnPromptAndOutputLengthsGetTheReferenceTokens) {
+  const double clock = quickstart(8).hardware.clock_hz;
+  Scenario sc = with_arrivals(quickstart(8), {0.0, 15000.0 / clock, 0.0});
+  sc.workload.prompt_tokens_by_user = {3, 8, 5};
+  sc.workload.generate_tokens_by_user = {6, 1, 4};
+  sc.workload.generate_tokens = 6;
+  sc.workload.prefill_block = 2;
+  expect_tokens_match_reference(sc);
+}
+
+// Per-user lengths in timing: each user's prompt records start at its own
+// cached position, and its records count its own prompt tokens and decode
+// steps; every record is explained by its critical path.
+TEST(Timing, EachUserDecodesFromItsOwnCachedPositionForItsOwnLengths) {
+  Scenario sc = with_users(quickstart(8), 2, 12);
+  sc.workload.prompt_ids.resize(4);
+  sc.workload.prompt_tokens_by_user = {4, 2};
+  sc.workload.generate_tokens_by_user = {10, 12};  // user 0 decodes beside user 1 throughout
+  sc.workload.cached_tokens_by_user = {0, 100};
+  sc.workload.cached_tokens = 100;
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  const auto users = records_by_user(r);
+  ASSERT_EQ(users[0].size(), 4u + 9u);
+  ASSERT_EQ(users[1].size(), 2u + 11u);
+  EXPECT_EQ(users[0].front().position, 0);
+  EXPECT_EQ(users[1].front().position, 100);
+  EXPECT_EQ(users[1].back().position, 100 + 2 + 12 - 2);
+  for (const auto& records : users)
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      EXPECT_EQ(records[i].position, records.front().position + static_cast<int>(i));
+      EXPECT_EQ(records[i].prefill, i < (&records == &users[0] ? 4u : 2u));
+      EXPECT_EQ(records[i].critical_path.total(), records[i].end_cycle - records[i].start_cycle);
+    }
+  // The user at context 100 takes longer steps than the one near 0.
+  ASSERT_EQ(r.user_decode_cycles_per_token.size(), 2u);
+  EXPECT_GT(r.user_decode_cycles_per_token[1], r.user_decode_cycles_per_token[0]);
 }
 
 // One record per block; every record's latency is explained by its critical
