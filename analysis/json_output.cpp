@@ -117,6 +117,8 @@ nlohmann::ordered_json to_json(const RunResult& r, const Metrics& m) {
   j["precision"] = r.precision;
   j["placement_strategy"] = r.placement_strategy;
   if (r.layer_group_choice) j["layer_groups_auto"] = layer_group_choice_json(*r.layer_group_choice);
+  if (!r.reduction_choices.empty())
+    j["reduction_auto"] = reduction_choices_json(r.reduction_choices);
   j["seed"] = r.seed;
   j["functional"] = r.functional;
   j["weights"] = weights_json(r.weights);

@@ -190,6 +190,8 @@ void write_report(std::ostream& out, const RunResult& r, const Metrics& m) {
   if (r.layer_group_choice)
     for (const std::string& l : layer_group_choice_lines(*r.layer_group_choice))
       out << "  " << l << "\n";
+  for (const ReductionChoice& ch : r.reduction_choices)
+    for (const std::string& l : reduction_choice_lines(ch)) out << "  " << l << "\n";
   if (r.draft_weights) out << "  draft weights " << weights_line(*r.draft_weights) << "\n";
 
   out << "\nFit\n";

@@ -10,6 +10,7 @@
 
 #include "analysis/baselines.hpp"
 #include "analysis/layer_group_choice.hpp"
+#include "analysis/reduction_choice.hpp"
 #include "fabric/critical_path.hpp"
 #include "fabric/units.hpp"
 
@@ -83,6 +84,9 @@ struct RunResult {
   std::string placement_strategy;
   // placement.layer_groups: auto: the candidates and the count chosen.
   std::optional<LayerGroupChoice> layer_group_choice;
+  // placement.reduction: auto (and matrices.<m>.reduction: auto): each key's
+  // candidates and the scheme chosen, in the order they were chosen.
+  std::vector<ReductionChoice> reduction_choices;
   std::uint64_t seed = 0;
   bool functional = false;
 

@@ -109,6 +109,11 @@ RegisteredCommand add_validate_command(CLI::App& app) {
                 pl.wafers, pl.wafers == 1 ? "" : "s", pl.strategy, pl.max_context_tokens, pl.users,
                 pl.users == 1 ? "" : "s", weights, sys->routes.max_colors, sys->routes.available,
                 sys->routes.wafer, sys->routes.router.x, sys->routes.router.y);
+            // The automatic choices, in place's words (their first lines).
+            if (sys->layer_group_choice)
+              fmt::print("  {}\n", analysis::layer_group_choice_lines(*sys->layer_group_choice)[0]);
+            for (const analysis::ReductionChoice& ch : sys->reduction_choices)
+              fmt::print("  {}\n", analysis::reduction_choice_lines(ch)[0]);
             return kExitSuccess;
           },
           [file] { return *file; }};

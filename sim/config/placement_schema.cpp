@@ -4,6 +4,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "sim/config/sections.hpp"
 
@@ -17,13 +19,25 @@ using namespace yaml;
 
 constexpr Need O = Need::optional;
 
-ReductionScheme read_reduction(const Value& v) {
-  return *parse_reduction(read_choice(v, "reduction scheme", reduction_names()));
+// A reduction scheme, or auto (nullopt): whole-region's scheme chosen from
+// candidates timed on the fabric model (sim/engine/reduction_choice.hpp).
+std::optional<ReductionScheme> read_reduction(const Value& v, StrategyKind strategy) {
+  std::vector<std::string> valid = reduction_names();
+  valid.emplace_back("auto");
+  const std::string s = read_choice(v, "reduction scheme", valid);
+  if (s != "auto") return *parse_reduction(s);
+  if (strategy != StrategyKind::whole_region)
+    fail(v.loc(), v.path,
+         fmt::format("reduction: auto is for strategy: whole-region (its candidates are timed "
+                     "through its regions), and strategy is '{}'; valid here: {}",
+                     strategy_name(strategy), join_list(reduction_names())));
+  return std::nullopt;
 }
 
-// reduction_groups: K of a k-tree, only where the reduction it applies to is one.
-int read_reduction_groups(const Value& v, ReductionScheme applies_to) {
-  if (applies_to != ReductionScheme::k_tree)
+// reduction_groups: K of a k-tree, only where the reduction it applies to is
+// one, or is auto (the K of its k-tree candidate).
+int read_reduction_groups(const Value& v, ReductionScheme applies_to, bool is_auto) {
+  if (applies_to != ReductionScheme::k_tree && !is_auto)
     fail(v.key_loc(), v.path,
          fmt::format("reduction_groups given but the reduction is '{}'; it is the K of "
                      "reduction: k-tree",
@@ -50,26 +64,36 @@ void read_matrices(const Value& v, PlacementOptions& placement) {
       const int value = read_count_in(n, 1, 4'000'000, "8");  // cores
       (std::string(key) == "rows" ? ov.rows : ov.columns) = value;
     }
-    if (one.has("reduction")) ov.reduction = read_reduction(one.get("reduction"));
+    bool own_auto = false;
+    if (one.has("reduction")) {
+      ov.reduction = read_reduction(one.get("reduction"), placement.strategy);
+      own_auto = !ov.reduction.has_value();
+      if (own_auto) placement.matrix_reduction_auto.push_back(kind);
+    }
     if (one.has("reduction_groups"))
-      ov.reduction_groups = read_reduction_groups(one.get("reduction_groups"),
-                                                  ov.reduction.value_or(placement.reduction));
+      ov.reduction_groups = read_reduction_groups(
+          one.get("reduction_groups"), ov.reduction.value_or(placement.reduction),
+          own_auto || (!one.has("reduction") && placement.reduction_auto));
     placement.matrices[kind] = ov;
   }
 }
 
 // In the order of the kinds' names (as the resolved scenario always wrote them).
 std::string write_matrices(const PlacementOptions& p) {
-  std::vector<std::pair<std::string, MatrixOverride>> by_name;
-  for (const auto& [kind, ov] : p.matrices) by_name.emplace_back(matrix_kind_name(kind), ov);
-  std::sort(by_name.begin(), by_name.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<MatrixKind, MatrixOverride>> by_name(p.matrices.begin(), p.matrices.end());
+  std::sort(by_name.begin(), by_name.end(), [](const auto& a, const auto& b) {
+    return std::string_view(matrix_kind_name(a.first)) < matrix_kind_name(b.first);
+  });
   std::string o;
-  for (const auto& [kind, ov] : by_name) {
+  for (const auto& [id, ov] : by_name) {
+    const char* kind = matrix_kind_name(id);
     std::vector<std::string> parts;
     if (ov.rows > 0) parts.push_back(fmt::format("rows: {}", ov.rows));
     if (ov.columns > 0) parts.push_back(fmt::format("columns: {}", ov.columns));
     if (ov.reduction) parts.push_back(fmt::format("reduction: {}", reduction_name(*ov.reduction)));
+    const std::vector<MatrixKind>& autos = p.matrix_reduction_auto;
+    if (std::find(autos.begin(), autos.end(), id) != autos.end())
+      parts.emplace_back("reduction: auto");
     if (ov.reduction_groups > 0)
       parts.push_back(fmt::format("reduction_groups: {}", ov.reduction_groups));
     o += fmt::format("\n    {}: {{{}}}", kind, join_list(parts));
@@ -117,13 +141,23 @@ constexpr Key<PlacementOptions> kPlacement[] = {
        p.strategy = *parse_strategy(read_choice(v, "placement strategy", placement_strategies()));
      },
      [](auto& p) { return yaml_string(strategy_name(p.strategy)); }},
-    {"reduction", O, "chain | tree | two-level | k-tree | ring (default chain)",
-     "how partial sums are reduced along a row of cores",
-     [](auto& v, auto& p, auto&) { p.reduction = read_reduction(v); },
-     [](auto& p) { return std::string(reduction_name(p.reduction)); }, nullptr, 1},
+    {"reduction", O, "chain | tree | two-level | k-tree | ring | auto (default chain)",
+     "how partial sums are reduced along a row of cores; auto (whole-region): the scheme "
+     "whose simulated layer gives the workload's best figure",
+     [](auto& v, auto& p, auto&) {
+       const std::optional<ReductionScheme> r = read_reduction(v, p.strategy);
+       p.reduction_auto = !r.has_value();
+       p.reduction = r.value_or(ReductionScheme::chain);
+     },
+     [](auto& p) {
+       return p.reduction_auto ? std::string("auto") : std::string(reduction_name(p.reduction));
+     },
+     nullptr, 1},
     {"reduction_groups", O, "count 1..4000000 (default round(sqrt n) per line of n cores)",
      "k-tree: groups K along each reduced line",
-     [](auto& v, auto& p, auto&) { p.reduction_groups = read_reduction_groups(v, p.reduction); },
+     [](auto& v, auto& p, auto&) {
+       p.reduction_groups = read_reduction_groups(v, p.reduction, p.reduction_auto);
+     },
      [](auto& p) { return fmt::format("{}", p.reduction_groups); },
      [](auto& p) { return p.reduction_groups > 0; }, 1},
     {"block_rows", O, "count 1..64 (default 2)", "serpentine, sram-balanced: rows of layer blocks",

@@ -58,6 +58,14 @@ struct PlacementOptions : PlacementChoices {
   // scenario is placed, from one layer of each candidate timed on the fabric
   // model (sim/engine/layer_group_choice.hpp); layer_groups is then ignored.
   bool layer_groups_auto = false;
+  // placement.reduction: auto (whole-region): the scheme of every matrix
+  // without its own is chosen when the scenario is placed, from candidates
+  // timed on the fabric model (sim/engine/reduction_choice.hpp); reduction
+  // is chain until then.
+  bool reduction_auto = false;
+  // placement.matrices.<kind>.reduction: auto: the kinds whose own scheme is
+  // chosen so, in MatrixKind order (their override's reduction is unset).
+  std::vector<MatrixKind> matrix_reduction_auto;
 };
 
 struct Workload {

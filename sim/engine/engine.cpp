@@ -1126,6 +1126,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   HostTimes host_times;
   PlacedModels placed = place_models(sc, options, host_times);
   r.layer_group_choice = placed.target->layer_group_choice;
+  r.reduction_choices = placed.target->reduction_choices;
   fabric::WaferIo io(sc.hardware, static_cast<int>(placed.target->wafers.size()));
   fabric::PagePool record_pool;
   RecordRecycler recycler;

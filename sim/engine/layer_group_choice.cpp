@@ -2,53 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "fabric/defects.hpp"
-#include "fabric/fabric.hpp"
-#include "sim/exec/executor.hpp"
-#include "sim/placement/route_budget.hpp"
-#include "sim/program/program.hpp"
-
 namespace wafersim::sim {
-
-namespace {
-
-// The program's stages of one layer, in order.
-std::vector<const StageProgram*> layer_stages(const Program& prog, int layer) {
-  std::vector<const StageProgram*> out;
-  for (const StageProgram& sp : prog.stages)
-    if (sp.layer == layer) out.push_back(&sp);
-  return out;
-}
-
-const StageProgram* head_stage(const Program& prog) {
-  for (const StageProgram& sp : prog.stages)
-    if (sp.layer < 0) return &sp;
-  return nullptr;
-}
-
-// A decode token of `user` at `position` whose x is ready on `input` at `at`.
-TokenMessage decode_token(int user, int position, const Layout& input, Cycles at) {
-  TokenMessage m;
-  m.user = user;
-  m.position = position;
-  m.needs_logits = true;
-  Vec& x = slot(m, Slot::x);
-  x.layout = input;
-  x.ready.assign(input.size(), Timed{at, {}});
-  return m;
-}
-
-std::uint64_t minus(std::uint64_t a, std::uint64_t b) {
-  return a > b ? a - b : 0;
-}
-
-}  // namespace
 
 std::vector<int> layer_group_counts(int layers) {
   std::set<int> counts;
@@ -59,296 +17,41 @@ std::vector<int> layer_group_counts(int layers) {
 }
 
 int best_layer_groups(const std::vector<LayerGroupCandidate>& cs, int users) {
-  int best = -1;
-  for (int i = 0; i < static_cast<int>(cs.size()); ++i) {
-    const LayerGroupCandidate& c = cs[static_cast<std::size_t>(i)];
-    if (!c.fits) continue;
-    if (best < 0) {
-      best = i;
-      continue;
-    }
-    const LayerGroupCandidate& b = cs[static_cast<std::size_t>(best)];
-    bool better = false;
-    if (users <= 1) {
-      better = c.token_cycles < b.token_cycles ||
-               (c.token_cycles == b.token_cycles && c.groups < b.groups);
-    } else {
-      const double hi = std::max(c.aggregate_tokens_per_s, b.aggregate_tokens_per_s);
-      const bool tie = hi <= 0.0 || std::abs(c.aggregate_tokens_per_s - b.aggregate_tokens_per_s) <=
-                                        kThroughputTie * hi;
-      if (!tie)
-        better = c.aggregate_tokens_per_s > b.aggregate_tokens_per_s;
-      else
-        better = c.token_cycles < b.token_cycles ||
-                 (c.token_cycles == b.token_cycles && c.groups < b.groups);
-    }
-    if (better) best = i;
-  }
-  return best;
+  std::vector<const TimedCandidate*> figures;
+  for (const LayerGroupCandidate& c : cs) figures.push_back(&c);
+  return best_candidate(figures, users);  // ties: the earlier, fewer groups
 }
-
-namespace {
-
-// Group 0's layers: those on the first layer's region.
-int first_group_layers(const Placement& pl) {
-  int n = 0;
-  while (n < static_cast<int>(pl.layers.size()) &&
-         pl.layers[static_cast<std::size_t>(n)].strip == pl.layers.front().strip)
-    ++n;
-  return n;
-}
-
-// A token of the stream: its layer's stages, where it is in them and when.
-struct StreamToken {
-  TokenMessage m;
-  std::vector<const StageProgram*> stages;
-  std::size_t stage = 0;
-  std::size_t phase = 0;
-  bool in_stage = false;
-  std::uint64_t arrived = 0;  // when it was ready before its first stage
-  std::uint64_t now = 0;      // when its latest output was complete
-};
-
-// A stream of tokens through one group's region, as its users' tokens pass
-// it in steady state: token i (user i mod users) arrives at start + i x spacing and
-// runs the stages of layer layers[i] (each stage one token at a time, as the
-// engine's stage modules take them), all run phase by phase in the order of
-// their ready times, sharing the fabric's links and cores. Returns each
-// token's cycles from its arrival to the end of its layer.
-std::vector<std::uint64_t> run_stream(Executor& ex, const Program& prog,
-                                      const std::vector<int>& layers, int users, int position,
-                                      std::uint64_t start, std::uint64_t spacing) {
-  constexpr std::uint64_t kBusy = UINT64_MAX;
-  std::map<const StageProgram*, std::uint64_t> stage_free;
-  std::vector<StreamToken> ts(layers.size());
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    StreamToken& t = ts[i];
-    t.stages = layer_stages(prog, layers[i]);
-    t.arrived = t.now = start + i * spacing;
-    // The placement's KV cache has `users` sequences (a user's tokens take
-    // turns through them; the timing does not depend on which).
-    t.m =
-        decode_token(static_cast<int>(i) % users, position, t.stages.front()->input, Cycles{t.now});
-    for (const StageProgram* sp : t.stages) stage_free.emplace(sp, start);
-  }
-  std::size_t left = ts.size();
-  while (left > 0) {
-    // The token whose next step is earliest (ties: the lower user).
-    StreamToken* next = nullptr;
-    std::uint64_t next_at = kBusy;
-    for (StreamToken& t : ts) {
-      if (t.stage == t.stages.size()) continue;
-      const std::uint64_t at = t.in_stage ? t.now : std::max(t.now, stage_free[t.stages[t.stage]]);
-      if (at < next_at) next = &t, next_at = at;
-    }
-    StreamToken& t = *next;
-    const StageProgram& sp = *t.stages[t.stage];
-    Vec& x = slot(t.m, Slot::x);
-    if (!t.in_stage) {
-      // Taken from the stage's queue: nothing of it is usable before.
-      if (next_at > t.now)
-        for (Vec& v : t.m.slots)
-          for (Timed& r : v.ready) r = r.not_before(Cycles{next_at}, Resource::queueing);
-      t.now = next_at;
-      t.in_stage = true;
-      stage_free[&sp] = kBusy;
-      if (!sp.continues_layer) {
-        x = ex.move(x, sp.input, sp.input_spread);
-        t.now = std::max(t.now, x.latest().at.value);
-      }
-      t.phase = 0;
-    } else {
-      const Phase& ph = sp.phases[t.phase];
-      ex.run(ph, t.m, sp.layer);
-      t.now = std::max(t.now, slot(t.m, ph.out).latest().at.value);
-      ++t.phase;
-    }
-    if (t.in_stage && t.phase == sp.phases.size()) {
-      if (sp.ends_layer) x = slot(t.m, Slot::out);
-      stage_free[&sp] = t.now;
-      t.in_stage = false;
-      if (++t.stage == t.stages.size()) --left;
-    }
-  }
-  std::vector<std::uint64_t> took;
-  for (const StreamToken& t : ts) took.push_back(t.now - t.arrived);
-  return took;
-}
-
-}  // namespace
 
 LayerGroupCandidate time_layer_groups(const Scenario& sc, const PlacementRequest& req,
                                       const Placement& pl, int groups) {
   LayerGroupCandidate c;
   c.groups = groups;
-  c.fits = true;
-  c.grid = pl.planner_note;
-  const models::ModelConfig& model = sc.model;
-  const int layers = static_cast<int>(pl.layers.size());
-  c.region_width = pl.layers.front().strip.width;
-  c.region_height = pl.layers.front().strip.height;
-  const int in_group = first_group_layers(pl);
-  const int next_group = in_group < layers ? in_group : -1;
-
-  // Timed without allocating (the timing does not read SRAM addresses; the
-  // chosen count is allocated before it is taken: choose_layer_groups).
-  fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
-  const Program prog = lower(model, pl);
-  Executor ex(fab, model, pl, prog, nullptr, req.weight_bits);
-  const int position = std::max(0, req.context_tokens - 1);
-
-  // One token alone: layer 0 (its stages' spans), the next group's first
-  // layer (entered from group 0's region), the head.
-  const std::vector<const StageProgram*> first_stages = layer_stages(prog, 0);
-  TokenMessage m = decode_token(0, position, first_stages.front()->input, Cycles{0});
-  std::uint64_t from = 0;
-  for (const StageProgram* sp : first_stages) {
-    std::uint64_t end = from;
-    run_stage(ex, *sp, m,
-              [&](const std::string&, const Timed& t) { end = std::max(end, t.at.value); });
-    c.longest_stage_cycles = std::max(c.longest_stage_cycles, end - from);
-    from = end;
-  }
-  c.layer_cycles = slot(m, Slot::x).latest().at.value;
-  std::uint64_t after_next = c.layer_cycles;
-  if (next_group >= 0) {
-    for (const StageProgram* sp : layer_stages(prog, next_group))
-      run_stage(ex, *sp, m, [](const std::string&, const Timed&) {});
-    after_next = slot(m, Slot::x).latest().at.value;
-    c.handover_cycles = minus(after_next - c.layer_cycles, c.layer_cycles);
-  }
-  if (const StageProgram* head = head_stage(prog)) {
-    run_stage(ex, *head, m, [](const std::string&, const Timed&) {});
-    c.head_cycles = minus(m.done.at.value, after_next);
-  }
-  c.token_cycles = static_cast<std::uint64_t>(layers) * c.layer_cycles +
-                   static_cast<std::uint64_t>(groups - 1) * c.handover_cycles + c.head_cycles;
-  // Until the users' tokens are timed together: the bound that one user's
-  // token and the stages' turns put on the step.
-  const int users = std::max(1, req.users);
-  c.step_cycles =
-      std::max(c.token_cycles, static_cast<std::uint64_t>(users) * c.longest_stage_cycles);
-  const double clock = sc.hardware.clock_hz;
-  c.tokens_per_s_per_user = clock / static_cast<double>(std::max<std::uint64_t>(1, c.step_cycles));
-  c.aggregate_tokens_per_s = c.tokens_per_s_per_user * users;
+  time_candidate(sc, req, pl, groups, c);
   return c;
 }
 
-void time_layer_groups_loaded(const Scenario& sc, const PlacementRequest& req, const Placement& pl,
-                              LayerGroupCandidate& c) {
-  const int users = std::max(1, req.users);
-  const int layers = static_cast<int>(pl.layers.size());
-  const int in_group = first_group_layers(pl);
-  // In steady state every user's token passes every group once a step, the
-  // users spread over the step (each a step / users after the one before):
-  // a group's region takes in_group layers of work every step / users. One
-  // layer per token, entering every step / (users x in_group), puts as many
-  // tokens on the region at once (its layers share every core and route).
-  // The step is not known yet: the one-user token stands for it (the densest
-  // the stream can be; at least a longest stage apart on one layer).
-  c.loaded_layers = in_group;
-  c.loaded_tokens = std::min(kMaxStreamTokens, users * in_group);
-  c.loaded_spacing_cycles =
-      std::max<std::uint64_t>(1, c.token_cycles / static_cast<std::uint64_t>(users * in_group));
-  fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
-  const Program prog = lower(sc.model, pl);
-  Executor ex(fab, sc.model, pl, prog, nullptr, req.weight_bits);
-  std::vector<int> which;
-  for (int i = 0; i < c.loaded_tokens; ++i) which.push_back(i % in_group);
-  const std::vector<std::uint64_t> took = run_stream(
-      ex, prog, which, users, std::max(0, req.context_tokens - 1), 0, c.loaded_spacing_cycles);
-  // The later half: the region has filled by then.
-  std::uint64_t sum = 0;
-  const std::size_t from = took.size() / 2;
-  for (std::size_t i = from; i < took.size(); ++i) sum += took[i];
-  c.loaded_layer_cycles = sum / (took.size() - from);
-  const std::uint64_t loaded_token = static_cast<std::uint64_t>(layers) * c.loaded_layer_cycles +
-                                     static_cast<std::uint64_t>(c.groups - 1) * c.handover_cycles +
-                                     c.head_cycles;
-  c.step_cycles =
-      std::max(loaded_token, static_cast<std::uint64_t>(users) * c.longest_stage_cycles);
-  const double clock = sc.hardware.clock_hz;
-  c.tokens_per_s_per_user = clock / static_cast<double>(std::max<std::uint64_t>(1, c.step_cycles));
-  c.aggregate_tokens_per_s = c.tokens_per_s_per_user * users;
-}
-
-LayerGroupChoice choose_layer_groups(
-    const Scenario& sc, const PlacementRequest& req, Placement& placement,
-    const std::function<Placement(const PlacementRequest&)>& plan) {
+LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest& req,
+                                     Placement& placement,
+                                     const std::function<Placement(const PlacementRequest&)>& plan,
+                                     CandidateMemo* memo) {
   const auto t0 = std::chrono::steady_clock::now();
   LayerGroupChoice choice;
   choice.users = std::max(1, req.users);
   choice.position = std::max(0, req.context_tokens - 1);
-  choice.objective =
-      choice.users <= 1 ? "lowest token latency (1 user)" : "highest aggregate tokens/s";
-  std::vector<Placement> plans;
-  for (const int g : layer_group_counts(sc.model.num_layers)) {
-    PlacementRequest r = req;
-    r.layer_groups = g;
-    Placement pl;
-    try {
-      pl = plan(r);
-      if (pl.wafers > 1)
-        throw fabric::FitError(fmt::format(
-            "placement.layer_groups: auto times its candidates on one wafer, and {} layer "
-            "group{} of {} need {} wafers; give layer_groups a count",
-            g, g == 1 ? "" : "s", sc.model.name, pl.wafers));
-      (void)check_route_colors(pl, sc.hardware);
-      choice.candidates.push_back(time_layer_groups(sc, r, pl, g));
-    } catch (const fabric::FitError& e) {
-      if (pl.wafers > 1) throw;
-      LayerGroupCandidate c;
-      c.groups = g;
-      c.why_not = e.what();
-      choice.candidates.push_back(std::move(c));
-      plans.emplace_back();
-      continue;
-    }
-    plans.push_back(std::move(pl));
+  choice.objective = objective_name(choice.users);
+  const std::vector<int> counts = layer_group_counts(sc.model.num_layers);
+  choice.candidates.resize(counts.size());
+  std::vector<CandidatePlan> plans(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const int g = counts[i];
+    choice.candidates[i].groups = g;
+    plans[i].request = req;
+    plans[i].request.layer_groups = g;
+    plans[i].figures = &choice.candidates[i];
+    plan_and_time(sc, plans[i], "layer_groups",
+                  fmt::format("{} layer group{}", g, g == 1 ? "" : "s"), plan, memo);
   }
-  // More users: the stream timed for the candidates whose one-user bound
-  // could still win, the highest bound first; a candidate whose bound is
-  // below the best timed figure (by more than a tie) cannot win, and keeps
-  // its bound.
-  if (choice.users > 1) {
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < choice.candidates.size(); ++i)
-      if (choice.candidates[i].fits) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return choice.candidates[a].aggregate_tokens_per_s >
-             choice.candidates[b].aggregate_tokens_per_s;
-    });
-    double best_timed = 0.0;
-    for (const std::size_t i : order) {
-      LayerGroupCandidate& c = choice.candidates[i];
-      if (c.aggregate_tokens_per_s < best_timed * (1.0 - kThroughputTie)) continue;
-      PlacementRequest r = req;
-      r.layer_groups = c.groups;
-      time_layer_groups_loaded(sc, r, plans[i], c);
-      best_timed = std::max(best_timed, c.aggregate_tokens_per_s);
-    }
-  }
-  // The allocator has the last word on SRAM: the best count is allocated
-  // (on a fabric of its own) before it is taken; one that does not fit drops
-  // out with the allocator's reason and the next best is tried.
-  int best = best_layer_groups(choice.candidates, choice.users);
-  while (best >= 0) {
-    LayerGroupCandidate& c = choice.candidates[static_cast<std::size_t>(best)];
-    try {
-      PlacementRequest r = req;
-      r.layer_groups = c.groups;
-      fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
-      fabric::Fabric* const wafers[] = {&fab};
-      allocate_placement(sc.model, plans[static_cast<std::size_t>(best)], wafers, r);
-      break;
-    } catch (const fabric::FitError& e) {
-      const int groups = c.groups;
-      c = LayerGroupCandidate{};
-      c.groups = groups;
-      c.why_not = e.what();
-      best = best_layer_groups(choice.candidates, choice.users);
-    }
-  }
+  const int best = settle_candidates(sc, choice.users, plans, memo);
   if (best < 0) {
     std::string why;
     for (const LayerGroupCandidate& c : choice.candidates)
@@ -357,7 +60,7 @@ LayerGroupChoice choose_layer_groups(
         "placement.layer_groups: auto: no candidate count of layer groups fits{}", why));
   }
   choice.chosen = choice.candidates[static_cast<std::size_t>(best)].groups;
-  placement = std::move(plans[static_cast<std::size_t>(best)]);
+  placement = std::move(plans[static_cast<std::size_t>(best)].plan);
   choice.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return choice;
 }

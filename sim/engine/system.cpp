@@ -72,16 +72,50 @@ Placement plan_counted(const Scenario& sc, const PlacementRequest& req) {
 }  // namespace
 
 Placement plan_system(const Scenario& sc, const PlacementRequest& req,
-                      std::optional<LayerGroupChoice>* choice) {
+                      std::optional<LayerGroupChoice>* choice,
+                      std::vector<ReductionChoice>* reductions, PlacementRequest* planned) {
   check_wafer_supports(sc.model);
-  if (!sc.placement.layer_groups_auto || !sc.placement.file.empty() ||
-      sc.placement.strategy != StrategyKind::whole_region)
-    return plan_counted(sc, req);
+  const bool chooses =
+      sc.placement.file.empty() && sc.placement.strategy == StrategyKind::whole_region;
+  const bool groups_auto = chooses && sc.placement.layer_groups_auto;
+  const bool schemes_auto = chooses && reduction_auto(sc);
+  if (planned) *planned = req;
+  if (!groups_auto && !schemes_auto) return plan_counted(sc, req);
+  const auto plan = [&](const PlacementRequest& r) { return plan_counted(sc, r); };
+  PlacementRequest r = req;
   Placement pl;
-  LayerGroupChoice made = choose_layer_groups(
-      sc, req, pl, [&](const PlacementRequest& r) { return plan_counted(sc, r); });
-  pl.planner_note += fmt::format("; layer_groups: auto chose {} ({})", made.chosen, made.objective);
-  if (choice) *choice = std::move(made);
+  std::optional<LayerGroupChoice> groups;
+  std::vector<ReductionChoice> schemes;
+  CandidateMemo memo;
+  if (!groups_auto) pl = plan(r);
+  // Both auto: the count first, with the schemes provisional (chain, the
+  // default: the fewest colors); the schemes at that count; where they
+  // changed, the count again with them, and where that changed, the schemes
+  // again at the new count (two rounds at most: docs/scenario-schema.md).
+  for (int round = 0; round < 2; ++round) {
+    if (groups_auto) {
+      LayerGroupChoice g = choose_layer_groups(sc, r, pl, plan, &memo);
+      const bool same = groups && groups->chosen == g.chosen;
+      r.layer_groups = g.chosen;
+      groups = std::move(g);
+      if (same) break;
+    }
+    if (!schemes_auto) break;
+    const PlacementChoices before = r;
+    schemes = choose_reductions(sc, r, pl, plan, &memo);
+    if (!groups_auto || static_cast<const PlacementChoices&>(r) == before) break;
+  }
+  if (groups)
+    pl.planner_note +=
+        fmt::format("; layer_groups: auto chose {} ({})", groups->chosen, groups->objective);
+  for (const ReductionChoice& ch : schemes)
+    pl.planner_note += fmt::format(
+        "; {}: auto chose {} ({})", analysis::reduction_choice_key(ch),
+        analysis::reduction_candidate_name(ch.candidates[static_cast<std::size_t>(ch.chosen)]),
+        ch.objective);
+  if (choice) *choice = std::move(groups);
+  if (reductions) *reductions = std::move(schemes);
+  if (planned) *planned = r;
   return pl;
 }
 
@@ -90,8 +124,7 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
                                            const std::function<void(int, int)>& search_progress) {
   auto sys = std::make_unique<PlacedSystem>();
   PlacementRequest req = placement_request(sc, progress, search_progress);
-  sys->placement = plan_system(sc, req, &sys->layer_group_choice);
-  if (sys->layer_group_choice) req.layer_groups = sys->layer_group_choice->chosen;
+  sys->placement = plan_system(sc, req, &sys->layer_group_choice, &sys->reduction_choices, &req);
   // The plan is final: its collectives' routes must fit the routers' colors.
   sys->routes = check_route_colors(sys->placement, sc.hardware);
   for (int w = 0; w < sys->placement.wafers; ++w) {

@@ -10,6 +10,7 @@
 #include "fabric/fabric.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/engine/layer_group_choice.hpp"
+#include "sim/engine/reduction_choice.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/route_budget.hpp"
 #include "sim/program/program.hpp"
@@ -24,6 +25,9 @@ struct PlacedSystem {
   RouteBudget routes;  // the colors its collectives need per router (checked)
   // placement.layer_groups: auto: the candidates and the count chosen.
   std::optional<LayerGroupChoice> layer_group_choice;
+  // placement.reduction: auto (and matrices.<m>.reduction: auto): each
+  // key's candidates and the scheme chosen.
+  std::vector<ReductionChoice> reduction_choices;
 };
 
 // What the scenario asks of placement: its placement keys, and the context,
@@ -39,8 +43,13 @@ PlacementRequest placement_request(const Scenario& scenario,
 // placement.layer_groups: auto the count is chosen first
 // (choose_layer_groups: every candidate planned and timed on the fabric
 // model); `choice`, when given, receives the candidates and the choice.
+// With placement.reduction: auto (or a matrix's) the schemes are chosen too
+// (choose_reductions), after the count; `reductions` receives them, and
+// `planned` the request with every choice made (what was planned).
 Placement plan_system(const Scenario& scenario, const PlacementRequest& request,
-                      std::optional<LayerGroupChoice>* choice = nullptr);
+                      std::optional<LayerGroupChoice>* choice = nullptr,
+                      std::vector<ReductionChoice>* reductions = nullptr,
+                      PlacementRequest* planned = nullptr);
 
 // Places the scenario's model on scenario.wafers wafers, or, with
 // wafers_auto, on the fewest that fit (starting from the fewest whose SRAM

@@ -47,6 +47,7 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.strategy = pl.strategy;
   r.planner_note = pl.planner_note;
   r.layer_group_choice = sys->layer_group_choice;
+  r.reduction_choices = sys->reduction_choices;
   r.estimated_hop_bytes = pl.estimated_hop_bytes;
   r.estimated_latency_cycles = estimate_latency_cycles(
       LatencyModel{sc.hardware, models::dtype_bits(sc.precision), std::max(1, pl.context_tokens)},
@@ -127,6 +128,8 @@ void write_placement_summary(std::ostream& out, const PlacementReport& r) {
   if (r.layer_group_choice)
     for (const std::string& l : analysis::layer_group_choice_lines(*r.layer_group_choice))
       out << "  " << l << "\n";
+  for (const analysis::ReductionChoice& ch : r.reduction_choices)
+    for (const std::string& l : analysis::reduction_choice_lines(ch)) out << "  " << l << "\n";
   out << fmt::format("  worst link/token  {}\n",
                      human(static_cast<double>(r.worst_link_bytes_per_token)));
   out << fmt::format("  decode step alone {} cycles ({:.2f} us)\n", r.token_cycles,
@@ -161,6 +164,8 @@ nlohmann::ordered_json placement_json(const PlacementReport& r) {
   j["planner"] = r.planner_note;
   if (r.layer_group_choice)
     j["layer_groups_auto"] = analysis::layer_group_choice_json(*r.layer_group_choice);
+  if (!r.reduction_choices.empty())
+    j["reduction_auto"] = analysis::reduction_choices_json(r.reduction_choices);
   j["worst_link_bytes_per_token"] = r.worst_link_bytes_per_token;
   j["sram_bytes_per_core_min"] = r.sram_min;
   j["sram_bytes_per_core_mean"] = r.sram_mean;

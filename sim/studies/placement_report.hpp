@@ -51,6 +51,9 @@ struct PlacementReport {
   std::string placement_file;
   // placement.layer_groups: auto: the candidates and the count chosen.
   std::optional<analysis::LayerGroupChoice> layer_group_choice;
+  // placement.reduction: auto (and matrices.<m>.reduction: auto): the
+  // schemes tried and chosen.
+  std::vector<analysis::ReductionChoice> reduction_choices;
 };
 
 PlacementReport evaluate_placement(const Scenario& scenario,

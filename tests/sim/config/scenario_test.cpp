@@ -1548,6 +1548,65 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
       << e.what();
 }
 
+// placement.reduction: a scheme or auto (whole-region); anything else names
+// the key, its line and the valid values, auto among them. The resolved
+// scenario writes auto back, and the matrices' own auto too.
+TEST_F(ScenarioFiles, ReductionTakesASchemeOrAuto) {
+  const std::string head =
+      "name: x\nhardware: small\nmodel: tiny-llama\nplacement:\n"
+      "  strategy: whole-region\n";
+  const std::string tail = "workload: {prompt_tokens: 4, generate_tokens: 4}\n";
+  const Scenario a =
+      load_scenario(scenario(head +
+                             "  reduction: auto\n  reduction_groups: 4\n"
+                             "  matrices: {o: {reduction: auto}, qkv: {reduction: chain}}\n" +
+                             tail),
+                    kPresets);
+  EXPECT_TRUE(a.placement.reduction_auto);
+  EXPECT_EQ(a.placement.reduction_groups, 4);  // the k-tree candidate's K
+  ASSERT_EQ(a.placement.matrix_reduction_auto.size(), 1u);
+  EXPECT_EQ(a.placement.matrix_reduction_auto[0], MatrixKind::o);
+  EXPECT_FALSE(a.placement.matrices.at(MatrixKind::o).reduction.has_value());
+  EXPECT_EQ(a.placement.matrices.at(MatrixKind::qkv).reduction, ReductionScheme::chain);
+  EXPECT_TRUE(contains(a.resolved_yaml, "reduction: auto\n")) << a.resolved_yaml;
+  EXPECT_TRUE(contains(a.resolved_yaml, "o: {reduction: auto}")) << a.resolved_yaml;
+  const Scenario again = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
+  EXPECT_TRUE(again.placement.reduction_auto);
+  EXPECT_EQ(again.placement.matrix_reduction_auto, a.placement.matrix_reduction_auto);
+  const Scenario n = load_scenario(scenario(head + "  reduction: ring\n" + tail), kPresets);
+  EXPECT_FALSE(n.placement.reduction_auto);
+  EXPECT_TRUE(n.placement.matrix_reduction_auto.empty());
+  EXPECT_EQ(n.placement.reduction, ReductionScheme::ring);
+
+  for (const std::string bad : {"fastest", "Auto", "[chain]"}) {
+    const ScenarioError e = load_error(scenario(head + "  reduction: " + bad + "\n" + tail));
+    EXPECT_EQ(e.key_path(), "placement.reduction") << bad;
+    EXPECT_EQ(e.line(), 6) << bad;
+    EXPECT_TRUE(contains(e.what(), "chain, tree, two-level, k-tree, ring, auto")) << e.what();
+  }
+  const ScenarioError m =
+      load_error(scenario(head + "  matrices:\n    attention: {reduction: autom}\n" + tail));
+  EXPECT_EQ(m.key_path(), "placement.matrices.attention.reduction");
+  EXPECT_EQ(m.line(), 7);
+  EXPECT_TRUE(contains(m.what(), "auto")) << m.what();
+}
+
+// reduction: auto belongs to whole-region alone: elsewhere the error names
+// the key, its line and the schemes valid there.
+TEST_F(ScenarioFiles, ReductionAutoNeedsWholeRegion) {
+  for (const std::string where : {"  reduction: auto\n", "  matrices: {o: {reduction: auto}}\n"}) {
+    const ScenarioError e = load_error(scenario(
+        "name: x\nhardware: small\nmodel: tiny-llama\nplacement:\n  strategy: serpentine\n" +
+        where + "workload: {prompt_tokens: 4, generate_tokens: 4}\n"));
+    EXPECT_TRUE(e.key_path() == "placement.reduction" ||
+                e.key_path() == "placement.matrices.o.reduction")
+        << e.key_path();
+    EXPECT_EQ(e.line(), 6);
+    EXPECT_TRUE(contains(e.what(), "strategy is 'serpentine'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "valid here: chain, tree, two-level, k-tree, ring")) << e.what();
+  }
+}
+
 // --layer-groups auto (a command-line override) is the key's auto.
 TEST_F(ScenarioFiles, LayerGroupsOverrideTakesAuto) {
   const fs::path f = scenario(R"(name: x
