@@ -473,7 +473,8 @@ Cycles FlowModel::link_floor(LinkId l) const {
 std::uint64_t FlowModel::link_bytes(LinkId l) const {
   std::uint64_t pending = 0;
   if (lines_active_ != 0)
-    if (const LineRecord& r = line_records_[line_slot(l)]; line_covers(r, l)) pending = r.bytes;
+    if (const LineRecord& r = line_records_[line_slot(l)]; line_position(r, l) >= 0)
+      pending = r.bytes;
   std::uint64_t high = 0;
   if (!carries_.empty())
     if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second;
@@ -511,16 +512,26 @@ std::size_t FlowModel::line_slot(LinkId l) const {
   }
 }
 
-bool FlowModel::line_covers(const LineRecord& r, LinkId l) const {
-  if (!r.active) return false;
-  const std::uint32_t last = r.link0 + static_cast<std::uint32_t>(r.links - 1) * r.step;
-  return r.step == 1 ? l.value >= r.link0 && l.value <= last
-                     : l.value <= r.link0 && l.value >= last;
+int FlowModel::line_position(const LineRecord& r, LinkId l) const {
+  if (!r.active) return -1;
+  const std::uint32_t k = r.step == 1 ? l.value - r.link0 : r.link0 - l.value;  // mod 2^32
+  if (k >= static_cast<std::uint32_t>(r.links)) return -1;
+  const int pos = static_cast<int>(k);
+  for (const int w : r.written)
+    if (w == pos) return -1;
+  return pos;
 }
 
 void FlowModel::settle_slow(LinkId l) {
   LineRecord& r = line_records_[line_slot(l)];
-  if (line_covers(r, l)) settle_line(r);
+  const int k = line_position(r, l);
+  if (k < 0) return;
+  if (r.written.size() >= std::min(kLineExceptions, static_cast<std::size_t>(r.links) / 4 + 1)) {
+    settle_line(r);
+    return;
+  }
+  write_line_link(r, k);
+  r.written.push_back(k);
 }
 
 void FlowModel::settle_lines() {
@@ -532,32 +543,43 @@ void FlowModel::settle_lines() {
 std::size_t FlowModel::links_in_line_records() const {
   std::size_t n = 0;
   for (const LineRecord& r : line_records_)
-    if (r.active) n += static_cast<std::size_t>(r.links);
+    if (r.active) n += static_cast<std::size_t>(r.links) - r.written.size();
   return n;
 }
 
-void FlowModel::settle_line(LineRecord& r) {
-  const std::uint64_t hop = hop_latency_.value;
-  for (int k = 0; k < r.links; ++k) {
-    const LinkId l{r.link0 + static_cast<std::uint32_t>(k) * r.step};
-    LinkState& st = links_[l.value];
-    const auto kk = static_cast<std::uint64_t>(k);
-    if (r.folded) {
-      // Whatever the link held before, the hops would have left these.
-      const std::uint64_t floor = r.floor0 + kk * hop;
-      for (int i = 0; i < kLinkIntervals; ++i) {
-        st.start[i] = static_cast<std::uint32_t>(r.start[i] - r.floor0);
-        st.end[i] = static_cast<std::uint32_t>(r.start[i] + r.ser[i] - r.floor0);
-      }
-      st.set(floor, r.kept);
-    } else {
-      for (int i = 0; i < r.kept; ++i)
-        if (!st.reserve_after_last(r.start[i] + kk * hop, r.ser[i], r.now[i]))
-          throw std::logic_error("flow model: a line record's message does not append to link " +
-                                 std::to_string(l.value));
+void FlowModel::write_line_link(const LineRecord& r, int k) {
+  const LinkId l{r.link0 + static_cast<std::uint32_t>(k) * r.step};
+  LinkState& st = links_[l.value];
+  const auto kk = static_cast<std::uint64_t>(k);
+  if (r.folded) {
+    // Whatever the link held before, the hops would have left these.
+    const std::uint64_t floor = r.floor0 + kk * hop_latency_.value;
+    for (int i = 0; i < kLinkIntervals; ++i) {
+      st.start[i] = static_cast<std::uint32_t>(r.start[i] - r.floor0);
+      st.end[i] = static_cast<std::uint32_t>(r.start[i] + r.ser[i] - r.floor0);
     }
-    if (r.bytes != 0) add_link_bytes(l, r.bytes);
+    st.set(floor, r.kept);
+  } else {
+    for (int i = 0; i < r.kept; ++i)
+      if (!st.reserve_after_last(r.start[i] + kk * hop_latency_.value, r.ser[i], r.now[i]))
+        throw std::logic_error("flow model: a line record's message does not append to link " +
+                               std::to_string(l.value));
   }
+  if (r.bytes != 0) add_link_bytes(l, r.bytes);
+}
+
+void FlowModel::settle_line(LineRecord& r) {
+  std::vector<int>& written = r.written;
+  std::sort(written.begin(), written.end());
+  std::size_t next = 0;
+  for (int k = 0; k < r.links; ++k) {
+    if (next < written.size() && written[next] == k) {
+      ++next;
+      continue;
+    }
+    write_line_link(r, k);
+  }
+  written.clear();
   r.active = false;
   --lines_active_;
   --lines_in_plane_[r.link0 / plane_size_];
@@ -590,7 +612,9 @@ bool FlowModel::take_line_message(std::uint32_t link0, std::uint32_t step, int l
     }
     // Strictly after: a message touching the last interval would extend it.
     if (base_last >= ready || last_end - base_floor > std::uint64_t{0xffffffff}) return false;
+    std::vector<int> written = std::move(r.written);  // empty; its memory kept
     r = LineRecord{};
+    r.written = std::move(written);
     r.active = true;
     r.link0 = link0;
     r.step = step;
@@ -611,9 +635,23 @@ bool FlowModel::take_line_message(std::uint32_t link0, std::uint32_t step, int l
                           : r.start[p] + r.ser[p] < ready &&
                                 (r.kept < kLinkIntervals || r.start[0] + last_k * hop <= now);
     const std::uint64_t span = r.folded ? ready + ser - r.floor0 : last_end - r.base_floor;
-    if (!ok || span > std::uint64_t{0xffffffff}) {
+    // The links written out: each free from the wavelets' arrival on.
+    bool free = true;
+    for (std::size_t i = 0; free && i < r.written.size(); ++i) {
+      const auto kk = static_cast<std::uint64_t>(r.written[i]);
+      const std::uint32_t l = link0 + static_cast<std::uint32_t>(r.written[i]) * step;
+      free = links_[l].earliest_fit(ready + kk * hop, ser, &wide_) == ready + kk * hop;
+    }
+    if (!ok || !free || span > std::uint64_t{0xffffffff}) {
       settle_line(r);
       return false;
+    }
+    // They take the message at once, as its hops would.
+    for (const int k : r.written) {
+      const LinkId l{link0 + static_cast<std::uint32_t>(k) * step};
+      links_[l.value].pass(WaveletRuns::from(ready + static_cast<std::uint64_t>(k) * hop, ser), 0,
+                           0, nullptr, now, &wide_);
+      add_link_bytes(l, bytes);
     }
   }
   if (r.kept == kLinkIntervals) {

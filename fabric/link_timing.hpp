@@ -611,8 +611,15 @@ class FlowModel {
   // such messages a link's record is the same whatever it held before:
   // floor at the end of the fifth-latest, the four latest as its intervals
   // (`folded`). Any other message, query or counter read of one of the run's
-  // links first writes the record into every link of the run (settle_line):
-  // each link then holds exactly what the hops would have left in it.
+  // links first writes the record into that link (settle_slow): it then
+  // holds exactly what the hops would have left in it, and is the record's
+  // exception from then on (`written`): a later message the record takes
+  // must find it free from its wavelets' arrival on (earliest_fit) and
+  // reserves it at once, through LinkState::pass as its hop would. Beyond
+  // kLineExceptions such links (or a quarter of the run's), a change of run on the line, a message
+  // the record cannot take, or a query of every link, the whole record is written out (settle_line)
+  // and the line starts afresh.
+  static constexpr std::size_t kLineExceptions = 64;
   struct LineRecord {
     bool active = false;
     bool folded = false;  // the links' floors are floor0 + k * hop_latency
@@ -629,6 +636,9 @@ class FlowModel {
     std::uint64_t base_last = 0;
     std::uint64_t base_floor = 0;
     std::uint64_t bytes = 0;  // each link's bytes not yet in its counter
+    // Links (by position along the run) written out one by one since the
+    // record started: their own records are current.
+    std::vector<int> written;
   };
   // One line record per row or column of each direction's plane.
   std::vector<LineRecord> line_records_;
@@ -646,7 +656,6 @@ class FlowModel {
                          std::uint64_t ser, std::uint64_t bytes, std::uint64_t now);
   // The line record that link l belongs to (its plane, row or column).
   std::size_t line_slot(LinkId l) const;
-  bool line_covers(const LineRecord& r, LinkId l) const;
   // Before a link's record is read or reserved: its line record written out.
   void settle(LinkId l) {
     if (lines_active_ == 0) return;
@@ -656,6 +665,11 @@ class FlowModel {
   }
   void settle_slow(LinkId l);
   void settle_line(LineRecord& r);
+  // Writes the record into the link at position k of its run.
+  void write_line_link(const LineRecord& r, int k);
+  // The position of link l along r's run, or -1 when r does not keep it
+  // (inactive, another run, or written out).
+  int line_position(const LineRecord& r, LinkId l) const;
 };
 
 }  // namespace wafersim::fabric
