@@ -473,8 +473,7 @@ Cycles FlowModel::link_floor(LinkId l) const {
 std::uint64_t FlowModel::link_bytes(LinkId l) const {
   std::uint64_t pending = 0;
   if (lines_active_ != 0)
-    if (const LineRecord& r = line_records_[line_slot(l)]; line_position(r, l) >= 0)
-      pending = r.bytes;
+    if (in_line_record(l.value)) pending = line_records_[line_slot(l)].bytes;
   std::uint64_t high = 0;
   if (!carries_.empty())
     if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second;
@@ -490,6 +489,7 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       bytes_low_(mesh.link_count()),
       eject_(mesh.core_count()) {
   plane_size_ = mesh.core_count();
+  line_bits_.assign((mesh.link_count() + 63) / 64, 0);
   line_records_.resize(2 * static_cast<std::size_t>(mesh.width()) +
                        2 * static_cast<std::size_t>(mesh.height()));
 }
@@ -512,25 +512,16 @@ std::size_t FlowModel::line_slot(LinkId l) const {
   }
 }
 
-int FlowModel::line_position(const LineRecord& r, LinkId l) const {
-  if (!r.active) return -1;
-  const std::uint32_t k = r.step == 1 ? l.value - r.link0 : r.link0 - l.value;  // mod 2^32
-  if (k >= static_cast<std::uint32_t>(r.links)) return -1;
-  const int pos = static_cast<int>(k);
-  for (const int w : r.written)
-    if (w == pos) return -1;
-  return pos;
-}
-
 void FlowModel::settle_slow(LinkId l) {
+  // l is in an active record, not written out.
   LineRecord& r = line_records_[line_slot(l)];
-  const int k = line_position(r, l);
-  if (k < 0) return;
+  const auto k = static_cast<int>(r.step == 1 ? l.value - r.link0 : r.link0 - l.value);
   if (r.written.size() >= std::min(kLineExceptions, static_cast<std::size_t>(r.links) / 4 + 1)) {
     settle_line(r);
     return;
   }
   write_line_link(r, k);
+  mark_line_link(l.value, false);
   r.written.push_back(k);
 }
 
@@ -569,20 +560,19 @@ void FlowModel::write_line_link(const LineRecord& r, int k) {
 }
 
 void FlowModel::settle_line(LineRecord& r) {
-  std::vector<int>& written = r.written;
-  std::sort(written.begin(), written.end());
-  std::size_t next = 0;
   for (int k = 0; k < r.links; ++k) {
-    if (next < written.size() && written[next] == k) {
-      ++next;
-      continue;
-    }
+    const std::uint32_t l = r.link0 + static_cast<std::uint32_t>(k) * r.step;
+    if (!in_line_record(l)) continue;  // written out already
     write_line_link(r, k);
+    mark_line_link(l, false);
   }
-  written.clear();
+  r.written.clear();
+  if (r.folded)
+    r.backoff = 0;
+  else if (r.kept <= 1)
+    back_off(r);
   r.active = false;
   --lines_active_;
-  --lines_in_plane_[r.link0 / plane_size_];
 }
 
 bool FlowModel::take_line_message(std::uint32_t link0, std::uint32_t step, int links,
@@ -601,20 +591,32 @@ bool FlowModel::take_line_message(std::uint32_t link0, std::uint32_t step, int l
     return false;
   }
   if (!r.active) {
+    if (r.skip > 0) {
+      --r.skip;
+      return false;
+    }
     // A new line record: every link compact, free after base_last.
     std::uint64_t base_last = 0, base_floor = LinkState::kFloorMask;
     for (int k = 0; k < links; ++k) {
       const LinkState& st = links_[link0 + static_cast<std::uint32_t>(k) * step];
-      if (st.wide()) return false;
+      if (st.wide()) {
+        back_off(r);
+        return false;
+      }
       const int c = st.count();
       base_last = std::max(base_last, c == 0 ? st.floor() : st.floor() + st.end[c - 1]);
       base_floor = std::min(base_floor, st.floor());
     }
     // Strictly after: a message touching the last interval would extend it.
-    if (base_last >= ready || last_end - base_floor > std::uint64_t{0xffffffff}) return false;
+    if (base_last >= ready || last_end - base_floor > std::uint64_t{0xffffffff}) {
+      back_off(r);
+      return false;
+    }
     std::vector<int> written = std::move(r.written);  // empty; its memory kept
+    const std::uint8_t backoff = r.backoff;
     r = LineRecord{};
     r.written = std::move(written);
+    r.backoff = backoff;
     r.active = true;
     r.link0 = link0;
     r.step = step;
@@ -622,7 +624,8 @@ bool FlowModel::take_line_message(std::uint32_t link0, std::uint32_t step, int l
     r.base_last = base_last;
     r.base_floor = base_floor;
     ++lines_active_;
-    ++lines_in_plane_[link0 / plane_size_];
+    for (int k = 0; k < links; ++k)
+      mark_line_link(link0 + static_cast<std::uint32_t>(k) * step, true);
   } else {
     const int p = r.kept - 1;
     // After the last message, not touching it; where a link's record is

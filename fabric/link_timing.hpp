@@ -639,13 +639,32 @@ class FlowModel {
     // Links (by position along the run) written out one by one since the
     // record started: their own records are current.
     std::vector<int> written;
+    // A run whose records keep being written out after one message, or
+    // that a message cannot start a record on, is not tried again for the
+    // next `skip` messages (doubling each time, up to 63): the scan a new
+    // record takes would cost more than it saves. Changes no answer.
+    std::uint8_t backoff = 0;
+    std::uint8_t skip = 0;
   };
   // One line record per row or column of each direction's plane.
   std::vector<LineRecord> line_records_;
   int lines_active_ = 0;
-  int lines_in_plane_[kDirections] = {};
   bool line_records_on_ = true;
   std::uint64_t plane_size_ = 0;  // links per plane (one per core)
+  // One bit per link: kept in an active line record (and not written out).
+  std::vector<std::uint64_t> line_bits_;
+  bool in_line_record(std::uint32_t l) const { return (line_bits_[l >> 6] >> (l & 63)) & 1u; }
+  void mark_line_link(std::uint32_t l, bool kept) {
+    if (kept)
+      line_bits_[l >> 6] |= std::uint64_t{1} << (l & 63);
+    else
+      line_bits_[l >> 6] &= ~(std::uint64_t{1} << (l & 63));
+  }
+  // A record that did not pay (see LineRecord::skip).
+  static void back_off(LineRecord& r) {
+    r.backoff = static_cast<std::uint8_t>(std::min(2 * r.backoff + 1, 63));
+    r.skip = r.backoff;
+  }
   // Takes a line multicast along `links` links from link0 (indices in steps
   // of `step`), its single run of wavelets entering at `ready`, with the
   // model's `now` at `now`: true when it is kept in its line record (its
@@ -658,18 +677,12 @@ class FlowModel {
   std::size_t line_slot(LinkId l) const;
   // Before a link's record is read or reserved: its line record written out.
   void settle(LinkId l) {
-    if (lines_active_ == 0) return;
-    const std::uint64_t v = l.value;
-    const int plane = (v >= plane_size_) + (v >= 2 * plane_size_) + (v >= 3 * plane_size_);
-    if (lines_in_plane_[plane] != 0) settle_slow(l);
+    if (lines_active_ != 0 && in_line_record(l.value)) settle_slow(l);
   }
   void settle_slow(LinkId l);
   void settle_line(LineRecord& r);
   // Writes the record into the link at position k of its run.
   void write_line_link(const LineRecord& r, int k);
-  // The position of link l along r's run, or -1 when r does not keep it
-  // (inactive, another run, or written out).
-  int line_position(const LineRecord& r, LinkId l) const;
 };
 
 }  // namespace wafersim::fabric
