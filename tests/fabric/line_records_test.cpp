@@ -339,7 +339,9 @@ TEST(LineRecords, CloseMessagesMeetFullRecordsAheadOfNow) {
         expect_same(got_b[static_cast<std::size_t>(i)], got_a[static_cast<std::size_t>(i)],
                     "round " + std::to_string(round) + " line " + std::to_string(i));
     }
-    if (round == 4) EXPECT_GT(b.links_in_line_records(), 0u);
+    if (round == 4) {
+      EXPECT_GT(b.links_in_line_records(), 0u);
+    }
   }
   EXPECT_GT(a.wide_records().peak(), 0u);  // the case this checks happened
   expect_same_records(mesh, a, b, "close");
