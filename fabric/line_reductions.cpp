@@ -67,6 +67,7 @@ Timed LineReductions::traverse(std::uint32_t link0, int hops, std::size_t ramp, 
       }
     }
     f.count_bytes(link, bytes);
+    f.settle(link);
     f.max_end_ = std::max(
         f.max_end_, f.links_[link.value].pass(*runs_on, 0, not_before, next_on, f.now_, &f.wide_));
     std::swap(runs_on, next_on);

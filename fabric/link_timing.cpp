@@ -465,11 +465,19 @@ std::uint64_t WaveletRuns::wavelets() const {
   return w;
 }
 
+Cycles FlowModel::link_floor(LinkId l) const {
+  const_cast<FlowModel*>(this)->settle(l);  // changes no answer
+  return Cycles{links_[l.value].floor()};
+}
+
 std::uint64_t FlowModel::link_bytes(LinkId l) const {
+  std::uint64_t pending = 0;
+  if (lines_active_ != 0)
+    if (in_line_record(l.value)) pending = line_records_[line_slot(l)].bytes;
   std::uint64_t high = 0;
   if (!carries_.empty())
     if (const auto it = carries_.find(l.value); it != carries_.end()) high = it->second;
-  return (high << 32) + bytes_low_[l.value];
+  return (high << 32) + bytes_low_[l.value] + pending;
 }
 
 FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
@@ -479,11 +487,197 @@ FlowModel::FlowModel(const Mesh& mesh, const WaferSpec& spec)
       mesh_(mesh),
       links_(mesh.link_count()),
       bytes_low_(mesh.link_count()),
-      eject_(mesh.core_count()) {}
+      eject_(mesh.core_count()) {
+  plane_size_ = mesh.core_count();
+  line_bits_.assign((mesh.link_count() + 63) / 64, 0);
+  line_records_.resize(2 * static_cast<std::size_t>(mesh.width()) +
+                       2 * static_cast<std::size_t>(mesh.height()));
+}
+
+std::size_t FlowModel::line_slot(LinkId l) const {
+  const auto plane = static_cast<std::size_t>(l.value / plane_size_);
+  const std::size_t offset = l.value % plane_size_;
+  const auto w = static_cast<std::size_t>(mesh_.width()),
+             h = static_cast<std::size_t>(mesh_.height());
+  // East and west planes: one line per row; south and north: one per column.
+  switch (static_cast<Direction>(plane)) {
+    case Direction::east:
+      return offset / w;
+    case Direction::west:
+      return h + offset / w;
+    case Direction::south:
+      return 2 * h + offset / h;
+    default:  // north
+      return 2 * h + w + offset / h;
+  }
+}
+
+void FlowModel::settle_slow(LinkId l) {
+  // l is in an active record, not written out.
+  LineRecord& r = line_records_[line_slot(l)];
+  const auto k = static_cast<int>(r.step == 1 ? l.value - r.link0 : r.link0 - l.value);
+  if (r.written.size() >= std::min(kLineExceptions, static_cast<std::size_t>(r.links) / 4 + 1)) {
+    settle_line(r);
+    return;
+  }
+  write_line_link(r, k);
+  mark_line_link(l.value, false);
+  r.written.push_back(k);
+}
+
+void FlowModel::settle_lines() {
+  if (lines_active_ == 0) return;
+  for (LineRecord& r : line_records_)
+    if (r.active) settle_line(r);
+}
+
+std::size_t FlowModel::links_in_line_records() const {
+  std::size_t n = 0;
+  for (const LineRecord& r : line_records_)
+    if (r.active) n += static_cast<std::size_t>(r.links) - r.written.size();
+  return n;
+}
+
+void FlowModel::write_line_link(const LineRecord& r, int k) {
+  const LinkId l{r.link0 + static_cast<std::uint32_t>(k) * r.step};
+  LinkState& st = links_[l.value];
+  const auto kk = static_cast<std::uint64_t>(k);
+  if (r.folded) {
+    // Whatever the link held before, the hops would have left these.
+    const std::uint64_t floor = r.floor0 + kk * hop_latency_.value;
+    for (int i = 0; i < kLinkIntervals; ++i) {
+      st.start[i] = static_cast<std::uint32_t>(r.start[i] - r.floor0);
+      st.end[i] = static_cast<std::uint32_t>(r.start[i] + r.ser[i] - r.floor0);
+    }
+    st.set(floor, r.kept);
+  } else {
+    for (int i = 0; i < r.kept; ++i)
+      if (!st.reserve_after_last(r.start[i] + kk * hop_latency_.value, r.ser[i], r.now[i]))
+        throw std::logic_error("flow model: a line record's message does not append to link " +
+                               std::to_string(l.value));
+  }
+  if (r.bytes != 0) add_link_bytes(l, r.bytes);
+}
+
+void FlowModel::settle_line(LineRecord& r) {
+  for (int k = 0; k < r.links; ++k) {
+    const std::uint32_t l = r.link0 + static_cast<std::uint32_t>(k) * r.step;
+    if (!in_line_record(l)) continue;  // written out already
+    write_line_link(r, k);
+    mark_line_link(l, false);
+  }
+  r.written.clear();
+  if (r.folded)
+    r.backoff = 0;
+  else if (r.kept <= 1)
+    back_off(r);
+  r.active = false;
+  --lines_active_;
+}
+
+bool FlowModel::take_line_message(std::uint32_t link0, std::uint32_t step, int links,
+                                  std::uint64_t ready, std::uint64_t ser, std::uint64_t bytes,
+                                  std::uint64_t now) {
+  if (!line_records_on_ || links < 1 || ser == 0 || !link_extra_.empty() ||
+      !borrow_first_.empty() || sharing_ != LinkSharing::interleave)
+    return false;
+  LineRecord& r = line_records_[line_slot(LinkId{link0})];
+  if (r.active && (r.link0 != link0 || r.step != step || r.links != links)) settle_line(r);
+  const std::uint64_t hop = hop_latency_.value;
+  const auto last_k = static_cast<std::uint64_t>(links - 1);
+  const std::uint64_t last_end = ready + last_k * hop + ser;
+  if (last_end > LinkState::kFloorMask) {
+    if (r.active) settle_line(r);
+    return false;
+  }
+  if (!r.active) {
+    if (r.skip > 0) {
+      --r.skip;
+      return false;
+    }
+    // A new line record: every link compact, free after base_last.
+    std::uint64_t base_last = 0, base_floor = LinkState::kFloorMask;
+    for (int k = 0; k < links; ++k) {
+      const LinkState& st = links_[link0 + static_cast<std::uint32_t>(k) * step];
+      if (st.wide()) {
+        back_off(r);
+        return false;
+      }
+      const int c = st.count();
+      base_last = std::max(base_last, c == 0 ? st.floor() : st.floor() + st.end[c - 1]);
+      base_floor = std::min(base_floor, st.floor());
+    }
+    // Strictly after: a message touching the last interval would extend it.
+    if (base_last >= ready || last_end - base_floor > std::uint64_t{0xffffffff}) {
+      back_off(r);
+      return false;
+    }
+    std::vector<int> written = std::move(r.written);  // empty; its memory kept
+    const std::uint8_t backoff = r.backoff;
+    r = LineRecord{};
+    r.written = std::move(written);
+    r.backoff = backoff;
+    r.active = true;
+    r.link0 = link0;
+    r.step = step;
+    r.links = links;
+    r.base_last = base_last;
+    r.base_floor = base_floor;
+    ++lines_active_;
+    for (int k = 0; k < links; ++k)
+      mark_line_link(link0 + static_cast<std::uint32_t>(k) * step, true);
+  } else {
+    const int p = r.kept - 1;
+    // After the last message, not touching it; where a link's record is
+    // full its oldest interval starts by `now`, so appending folds it: with
+    // fewer than four messages kept that interval is the link's own (it
+    // ended by base_last, before the first message's start, so by `now`),
+    // with four the oldest message's (on the last link, the latest of its
+    // starts); and the interval's bounds stay within 2^32 cycles of the floor.
+    const bool ok = p < 0 ? r.base_last < ready
+                          : r.start[p] + r.ser[p] < ready &&
+                                (r.kept < kLinkIntervals || r.start[0] + last_k * hop <= now);
+    const std::uint64_t span = r.folded ? ready + ser - r.floor0 : last_end - r.base_floor;
+    // The links written out: each free from the wavelets' arrival on.
+    bool free = true;
+    for (std::size_t i = 0; free && i < r.written.size(); ++i) {
+      const auto kk = static_cast<std::uint64_t>(r.written[i]);
+      const std::uint32_t l = link0 + static_cast<std::uint32_t>(r.written[i]) * step;
+      free = links_[l].earliest_fit(ready + kk * hop, ser, &wide_) == ready + kk * hop;
+    }
+    if (!ok || !free || span > std::uint64_t{0xffffffff}) {
+      settle_line(r);
+      return false;
+    }
+    // They take the message at once, as its hops would.
+    for (const int k : r.written) {
+      const LinkId l{link0 + static_cast<std::uint32_t>(k) * step};
+      links_[l.value].pass(WaveletRuns::from(ready + static_cast<std::uint64_t>(k) * hop, ser), 0,
+                           0, nullptr, now, &wide_);
+      add_link_bytes(l, bytes);
+    }
+  }
+  if (r.kept == kLinkIntervals) {
+    // The oldest folds into every link's floor.
+    r.floor0 = r.start[0] + r.ser[0];
+    r.folded = true;
+    for (int i = 1; i < kLinkIntervals; ++i)
+      r.start[i - 1] = r.start[i], r.ser[i - 1] = r.ser[i], r.now[i - 1] = r.now[i];
+    --r.kept;
+  }
+  r.start[r.kept] = ready;
+  r.ser[r.kept] = ser;
+  r.now[r.kept] = now;
+  ++r.kept;
+  r.bytes += bytes;
+  carried_bytes_ += bytes * static_cast<std::uint64_t>(links);
+  return true;
+}
 
 void FlowModel::set_link_extra_cycles(std::vector<std::uint16_t> extra) {
   if (!extra.empty() && extra.size() != mesh_.link_count())
     throw std::invalid_argument("set_link_extra_cycles: one value per link");
+  settle_lines();
   link_extra_ = std::move(extra);
 }
 
@@ -493,6 +687,7 @@ void FlowModel::set_link_borrowed(std::vector<std::uint32_t> first, std::vector<
   if (first.empty() != links.empty())
     throw std::invalid_argument(
         "set_link_borrowed: offsets without links or links without offsets");
+  settle_lines();
   borrow_first_ = std::move(first);
   borrow_links_ = std::move(links);
 }
@@ -501,6 +696,7 @@ std::uint64_t FlowModel::pass_borrowed(LinkId l, WaveletRuns& runs) {
   std::uint64_t end = 0;
   WaveletRuns out;
   for (const LinkId b : link_borrowed(l)) {
+    settle(b);
     end = std::max(end, links_[b.value].pass(runs, 0, 0, &out, now_, &wide_));
     runs.assign(out);
   }
@@ -509,6 +705,7 @@ std::uint64_t FlowModel::pass_borrowed(LinkId l, WaveletRuns& runs) {
 
 std::uint64_t FlowModel::fit_with_borrowed(LinkId l, std::uint64_t start, std::uint64_t ser) const {
   const std::span<const LinkId> borrowed = link_borrowed(l);
+  // (traverse settled l and what it borrows)
   for (;;) {
     std::uint64_t s = links_[l.value].earliest_fit(start, ser, &wide_);
     for (const LinkId b : borrowed) s = links_[b.value].earliest_fit(s, ser, &wide_);
@@ -545,6 +742,7 @@ std::vector<PageRange> FlowModel::stock_records(PagePool& pool, const Mesh& mesh
 
 bool FlowModel::release_records(Cycles all_ready_from) {
   if (!pool_ || !links_.held() || max_end_ > all_ready_from.value) return false;
+  settle_lines();
   // Every reservation is in the past: the wide records' links go back to
   // compact records (a pool's next owner reads only those).
   wide_.retire_all();
@@ -576,6 +774,7 @@ void FlowModel::message_before_release(std::uint64_t ready) const {
 
 Cycles FlowModel::link_reserved_until(LinkId l) const {
   if (!links_.held()) return Cycles{0};
+  const_cast<FlowModel*>(this)->settle(l);  // changes no answer
   const LinkState& s = links_[l.value];
   if (s.wide()) {
     const auto busy = wide_.busy(s);
@@ -588,6 +787,7 @@ Cycles FlowModel::link_reserved_until(LinkId l) const {
 std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) const {
   std::vector<std::pair<Cycles, Cycles>> out;
   if (!links_.held()) return out;
+  const_cast<FlowModel*>(this)->settle(l);  // changes no answer
   const LinkState& s = links_[l.value];
   if (s.wide()) {
     for (const auto& [a, b] : wide_.busy(s)) out.emplace_back(Cycles{a}, Cycles{b});
@@ -734,6 +934,9 @@ Timed FlowModel::traverse(std::span<const LinkId> links, Bytes bytes, const Time
       }
     }
     cross = hop + extra_of(links[k]);
+    settle(links[k]);
+    if (!borrow_first_.empty())
+      for (const LinkId b : link_borrowed(links[k])) settle(b);
     LinkState& link = links_[links[k].value];
     // Waiting for a gap the whole message fits in is contention (on the
     // links a detour borrows too).
@@ -845,6 +1048,7 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
       }
     }
     count_bytes(links[k], bytes.value);
+    settle(links[k]);
     max_end_ = std::max(
         max_end_, links_[links[k].value].pass(*runs_on, 0, not_before, next_on, now_, &wide_));
     // A detour's wavelets also take their cycles on the links it borrows.

@@ -167,7 +167,10 @@ class FlowModel {
  public:
   FlowModel(const Mesh& mesh, const WaferSpec& spec);
 
-  void set_sharing(LinkSharing s) { sharing_ = s; }
+  void set_sharing(LinkSharing s) {
+    settle_lines();
+    sharing_ = s;
+  }
   LinkSharing sharing() const { return sharing_; }
 
   Cycles serialization(Bytes bytes) const {
@@ -265,7 +268,7 @@ class FlowModel {
   // The link's busy intervals [first, second) after its floor, in time order,
   // and the floor (every cycle before it counts as busy).
   std::vector<std::pair<Cycles, Cycles>> link_busy_intervals(LinkId l) const;
-  Cycles link_floor(LinkId l) const { return Cycles{links_[l.value].floor()}; }
+  Cycles link_floor(LinkId l) const;
   // Bytes carried by all links together (each link's bytes summed: a
   // message of b bytes over h links adds b * h), counted as messages are
   // sent; read cheaply at any time (the run's --trace samples it).
@@ -376,6 +379,7 @@ class FlowModel {
 
    private:
     friend class WideRecords;
+    friend class FlowModel;  // writes a line record's links (FlowModel::settle_line)
     // pass() when the wavelets meet reservations: run by run, through fill().
     std::uint64_t pass_pieces(const WaveletRuns& at, std::uint64_t delay, std::uint64_t not_before,
                               WaveletRuns* out, std::uint64_t now, WideRecords* wide);
@@ -485,6 +489,18 @@ class FlowModel {
 
   const WideRecords& wide_records() const { return wide_; }
 
+  // Line records (see LineRecord below): on by default; off, every multicast
+  // reserves link by link as it goes (the same results, for comparison).
+  void set_line_records(bool on) {
+    if (!on) settle_lines();
+    line_records_on_ = on;
+  }
+  bool line_records() const { return line_records_on_; }
+  // Links whose reservations wait in a line record now (for tests).
+  std::size_t links_in_line_records() const;
+  // Writes every line record into its links' own records.
+  void settle_lines();
+
  private:
   // Times many parallel line multicasts hop by hop with this model's records
   // (fabric/parallel_multicast.hpp), exactly as send() would one by one.
@@ -524,6 +540,13 @@ class FlowModel {
   static std::size_t ramp_block_bytes(const Mesh& mesh);
   [[noreturn]] void message_before_release(std::uint64_t ready) const;
   // Adds one message's bytes to link l's counter.
+  // A link's counter without the total (a line record's bytes, counted in
+  // the total when its messages were taken).
+  void add_link_bytes(LinkId l, std::uint64_t bytes) {
+    const std::uint64_t b = bytes_low_[l.value] + bytes;
+    bytes_low_[l.value] = static_cast<std::uint32_t>(b);
+    if ((b >> 32) != 0) carries_[l.value] += b >> 32;
+  }
   void count_bytes(LinkId l, std::uint64_t bytes) {
     const std::uint64_t b = bytes_low_[l.value] + bytes;
     bytes_low_[l.value] = static_cast<std::uint32_t>(b);
@@ -574,6 +597,92 @@ class FlowModel {
   PagePool* pool_ = nullptr;
   std::uint64_t max_end_ = 0;
   std::uint64_t released_until_ = 0;
+
+  // A line record: the reservations of line multicasts along one straight
+  // run of links (one per row or column of the mesh and direction) that
+  // nothing else has touched since, kept as the messages' start on the first
+  // link and serialization instead of in the links' own records. Link k of
+  // the run holds message j in [start[j] + k * hop_latency, ... + ser[j]):
+  // a multicast is taken only where every link of the run is free from its
+  // wavelets' arrival on, so each hop would have appended that interval to
+  // the link's compact record (LinkState::reserve_after_last, folding its
+  // oldest interval into the floor once the record is full, which the
+  // conditions in take_line_message make sure of on every link). After five
+  // such messages a link's record is the same whatever it held before:
+  // floor at the end of the fifth-latest, the four latest as its intervals
+  // (`folded`). Any other message, query or counter read of one of the run's
+  // links first writes the record into that link (settle_slow): it then
+  // holds exactly what the hops would have left in it, and is the record's
+  // exception from then on (`written`): a later message the record takes
+  // must find it free from its wavelets' arrival on (earliest_fit) and
+  // reserves it at once, through LinkState::pass as its hop would. Beyond
+  // kLineExceptions such links (or a quarter of the run's), a change of run on the line, a message
+  // the record cannot take, or a query of every link, the whole record is written out (settle_line)
+  // and the line starts afresh.
+  static constexpr std::size_t kLineExceptions = 64;
+  struct LineRecord {
+    bool active = false;
+    bool folded = false;  // the links' floors are floor0 + k * hop_latency
+    std::uint32_t link0 = 0;
+    std::uint32_t step = 0;  // link index step along the run (1 or ~0u)
+    int links = 0;
+    int kept = 0;
+    std::uint64_t start[kLinkIntervals] = {};
+    std::uint64_t ser[kLinkIntervals] = {};
+    std::uint64_t now[kLinkIntervals] = {};  // the model's `now` each message was taken with
+    std::uint64_t floor0 = 0;
+    // Before the first message: the latest end (or floor) of any link's
+    // record, and the lowest floor.
+    std::uint64_t base_last = 0;
+    std::uint64_t base_floor = 0;
+    std::uint64_t bytes = 0;  // each link's bytes not yet in its counter
+    // Links (by position along the run) written out one by one since the
+    // record started: their own records are current.
+    std::vector<int> written;
+    // A run whose records keep being written out after one message, or
+    // that a message cannot start a record on, is not tried again for the
+    // next `skip` messages (doubling each time, up to 63): the scan a new
+    // record takes would cost more than it saves. Changes no answer.
+    std::uint8_t backoff = 0;
+    std::uint8_t skip = 0;
+  };
+  // One line record per row or column of each direction's plane.
+  std::vector<LineRecord> line_records_;
+  int lines_active_ = 0;
+  bool line_records_on_ = true;
+  std::uint64_t plane_size_ = 0;  // links per plane (one per core)
+  // One bit per link: kept in an active line record (and not written out).
+  std::vector<std::uint64_t> line_bits_;
+  bool in_line_record(std::uint32_t l) const { return (line_bits_[l >> 6] >> (l & 63)) & 1u; }
+  void mark_line_link(std::uint32_t l, bool kept) {
+    if (kept)
+      line_bits_[l >> 6] |= std::uint64_t{1} << (l & 63);
+    else
+      line_bits_[l >> 6] &= ~(std::uint64_t{1} << (l & 63));
+  }
+  // A record that did not pay (see LineRecord::skip).
+  static void back_off(LineRecord& r) {
+    r.backoff = static_cast<std::uint8_t>(std::min(2 * r.backoff + 1, 63));
+    r.skip = r.backoff;
+  }
+  // Takes a line multicast along `links` links from link0 (indices in steps
+  // of `step`), its single run of wavelets entering at `ready`, with the
+  // model's `now` at `now`: true when it is kept in its line record (its
+  // links' reservations and byte counts are then made there, not hop by hop).
+  // False when it must go link by link; the run's links then hold all that
+  // was kept for them.
+  bool take_line_message(std::uint32_t link0, std::uint32_t step, int links, std::uint64_t ready,
+                         std::uint64_t ser, std::uint64_t bytes, std::uint64_t now);
+  // The line record that link l belongs to (its plane, row or column).
+  std::size_t line_slot(LinkId l) const;
+  // Before a link's record is read or reserved: its line record written out.
+  void settle(LinkId l) {
+    if (lines_active_ != 0 && in_line_record(l.value)) settle_slow(l);
+  }
+  void settle_slow(LinkId l);
+  void settle_line(LineRecord& r);
+  // Writes the record into the link at position k of its run.
+  void write_line_link(const LineRecord& r, int k);
 };
 
 }  // namespace wafersim::fabric

@@ -69,6 +69,8 @@ ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, 
       l.runs[0] = WaveletRuns::from(ready[i].at.value, l.ser);
       l.cross = hop + flow.extra_of(LinkId{l.link0});
       l.from_hops = l.cross;
+      l.in_line_record = flow.take_line_message(l.link0, link_step_, length - 1, ready[i].at.value,
+                                                l.ser, l.bytes, l.now);
     }
   }
 }
@@ -82,6 +84,22 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
   const std::uint64_t hop = flow_.hop_latency_.value;
   const LinkId link{l.link0 + kk * link_step_};
   WaveletRuns* runs_on = &l.runs[l.on];
+  if (l.in_line_record) {
+    // The link is free from the wavelets' arrival on (the line record's
+    // condition), so they leave it as they entered; no repair detour.
+    if (kk > 0) {
+      runs_on->shift(hop);
+      l.from_hops += hop;
+    }
+    if (l.k == length_ - 1) flow_.max_end_ = std::max(flow_.max_end_, runs_on->end());
+    const auto ramp = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(l.ramp0) +
+                                               ramp_step_ * static_cast<std::ptrdiff_t>(kk));
+    const std::uint64_t end =
+        flow_.eject_[ramp].pass(*runs_on, l.cross, 0, nullptr, l.now, &flow_.wide_);
+    flow_.max_end_ = std::max(flow_.max_end_, end);
+    crossed(from, l.from_hops, l.ser, end, out);
+    return;
+  }
   WaveletRuns* next_on = &l.runs[1 - l.on];
   if (kk > 0) {
     runs_on->shift(hop + (l.cross - hop));
@@ -124,8 +142,10 @@ void ParallelLineMulticast::next_hop(int first, int n, std::span<Timed> out) {
         // Hints for the caches, which change no result.
         const auto ahead = static_cast<std::uint32_t>(l.k + kAhead - 1);
         const std::uint32_t link = l.link0 + ahead * link_step_;
-        prefetch_line(&flow_.links_[link]);
-        prefetch_line(&flow_.bytes_low_[link]);
+        if (!l.in_line_record) {
+          prefetch_line(&flow_.links_[link]);
+          prefetch_line(&flow_.bytes_low_[link]);
+        }
         prefetch_line(&flow_.eject_[static_cast<std::size_t>(
             static_cast<std::ptrdiff_t>(l.ramp0) +
             ramp_step_ * static_cast<std::ptrdiff_t>(ahead))]);

@@ -18,6 +18,12 @@
 // the records' memory order (ramps and core timelines are column-major, so a
 // row multicast visits them one page apart when sent line by line), and
 // finish a row of cores before the later hops of any line are timed.
+// Where a line's links are free from its wavelets' arrival on and nothing
+// else has used them since the line multicasts before it, its links'
+// reservations go to the model's line record for that run of links when
+// this object is made (FlowModel::LineRecord: the same records once anything
+// reads them), and its hops reserve only the receiving cores' ramps; so
+// every line must be walked to its end, as Executor::gemv does.
 // On a model whose detours borrow links (a repaired wafer: a detour may share
 // another line's links) and under LinkSharing::exclusive every line is sent
 // with send() when this object is made, and next_hop() hands out its
@@ -60,6 +66,9 @@ class ParallelLineMulticast {
     std::uint64_t from_hops = 0;
     std::uint32_t link0 = 0;  // its first link
     std::size_t ramp0 = 0;    // the ramp record of its second core
+    // Its links' reservations kept in the model's line record (taken when
+    // this object is made), so the hops reserve only the ramps.
+    bool in_line_record = false;
   };
   void hop(LineState& s, const Timed& ready, Timed& out);
 
