@@ -20,34 +20,7 @@ namespace {
 
 using testing::Draws;
 using testing::expect_same;
-
-// `messages` unicasts and line multicasts (any direction, so across the
-// GEMVs' lines too) of 1-6 wavelets from `from` on.
-void traffic(const Mesh& mesh, FlowModel& flow, std::uint64_t seed, std::uint64_t from,
-             int messages, std::vector<Timed>& seen) {
-  Draws next{seed};
-  std::vector<LinkId> route;
-  std::vector<Timed> arrivals;
-  std::uint64_t now = from;
-  for (int m = 0; m < messages; ++m) {
-    if (next(8) == 0) now += 1 + next(3);
-    const Coord src{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
-                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
-    const Coord dst{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
-                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
-    const Bytes bytes{4 * (1 + next(6))};
-    route.clear();
-    if (next(3) == 0 && src.y != dst.y) {
-      mesh.straight_route(src, dst.y > src.y ? Direction::south : Direction::north,
-                          std::abs(dst.y - src.y), route);
-      flow.send(route, bytes, Timed{Cycles{now}, {}}, &arrivals);
-      seen.insert(seen.end(), arrivals.begin(), arrivals.end());
-    } else if (src.x != dst.x || src.y != dst.y) {
-      mesh.xy_route(src, dst, route);
-      seen.push_back(flow.send(route, bytes, Timed{Cycles{now}, {}}));
-    }
-  }
-}
+using testing::random_traffic;
 
 struct Shape {
   Direction along;   // the multicasts' direction
@@ -106,9 +79,9 @@ void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra
         c.set_link_extra_cycles(extra);
       }
       std::vector<Timed> seen_a, seen_b, seen_c;
-      traffic(mesh, a, seed, 0, 1500, seen_a);
-      traffic(mesh, b, seed, 0, 1500, seen_b);
-      traffic(mesh, c, seed, 0, 1500, seen_c);
+      random_traffic(mesh, a, seed, 0, 1500, seen_a, {3, true});
+      random_traffic(mesh, b, seed, 0, 1500, seen_b, {3, true});
+      random_traffic(mesh, c, seed, 0, 1500, seen_c, {3, true});
       Draws next{seed + 5};
       std::uint64_t base = 1000;
       bool ahead = false;  // other traffic sent ahead of this round
@@ -208,16 +181,16 @@ void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra
         const std::uint64_t after = next(8);
         if (after == 0) {
           const std::uint64_t ts = seed * 31 + static_cast<std::uint64_t>(round);
-          traffic(mesh, a, ts, base + 200, 60, seen_a);
-          traffic(mesh, b, ts, base + 200, 60, seen_b);
-          traffic(mesh, c, ts, base + 200, 60, seen_c);
+          random_traffic(mesh, a, ts, base + 200, 60, seen_a, {3, true});
+          random_traffic(mesh, b, ts, base + 200, 60, seen_b, {3, true});
+          random_traffic(mesh, c, ts, base + 200, 60, seen_c, {3, true});
         } else if (after == 2) {
           // Traffic ready in the next round's time, sent before it (the
           // links written out must then be checked, not assumed free).
           const std::uint64_t ts = seed * 37 + static_cast<std::uint64_t>(round);
-          traffic(mesh, a, ts, base + 310, 80, seen_a);
-          traffic(mesh, b, ts, base + 310, 80, seen_b);
-          traffic(mesh, c, ts, base + 310, 80, seen_c);
+          random_traffic(mesh, a, ts, base + 310, 80, seen_a, {3, true});
+          random_traffic(mesh, b, ts, base + 310, 80, seen_b, {3, true});
+          random_traffic(mesh, c, ts, base + 310, 80, seen_c, {3, true});
           ahead = true;
         } else if (after == 1) {
           // One link of one of the lines, read first in b (its line record written out).
@@ -239,9 +212,9 @@ void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra
       // traffic after could not tell apart), then again after that traffic.
       expect_same_records(mesh, a, b, where + " b, before the traffic after");
       // The traffic after sees the same records; then every record.
-      traffic(mesh, a, seed + 99, base + 100, 3000, seen_a);
-      traffic(mesh, b, seed + 99, base + 100, 3000, seen_b);
-      traffic(mesh, c, seed + 99, base + 100, 3000, seen_c);
+      random_traffic(mesh, a, seed + 99, base + 100, 3000, seen_a, {3, true});
+      random_traffic(mesh, b, seed + 99, base + 100, 3000, seen_b, {3, true});
+      random_traffic(mesh, c, seed + 99, base + 100, 3000, seen_c, {3, true});
       ASSERT_EQ(seen_a.size(), seen_b.size()) << where;
       ASSERT_EQ(seen_a.size(), seen_c.size()) << where;
       for (std::size_t m = 0; m < seen_a.size(); ++m) {
@@ -285,8 +258,8 @@ TEST(LineRecords, FoldedRecordIsTheHopsRecord) {
   FlowModel a{mesh, spec}, b{mesh, spec};
   a.set_line_records(false);
   std::vector<Timed> seen_a, seen_b;
-  traffic(mesh, a, 3, 0, 100, seen_a);
-  traffic(mesh, b, 3, 0, 100, seen_b);
+  random_traffic(mesh, a, 3, 0, 100, seen_a, {3, true});
+  random_traffic(mesh, b, 3, 0, 100, seen_b, {3, true});
   const std::vector<Bytes> bytes(12, Bytes{12});
   for (int round = 0; round < 7; ++round) {
     const std::vector<Timed> ready(

@@ -17,26 +17,7 @@ namespace {
 
 using testing::Draws;
 using testing::expect_same;
-
-// Unicasts of 1-6 wavelets from `from` on, some along straight runs: records
-// crowded ahead of and behind the reductions, some past four intervals.
-void traffic(const Mesh& mesh, FlowModel& flow, std::uint64_t seed, std::uint64_t from,
-             int messages, std::vector<Timed>& seen) {
-  Draws next{seed};
-  std::vector<LinkId> route;
-  std::uint64_t now = from;
-  for (int m = 0; m < messages; ++m) {
-    if (next(8) == 0) now += 1 + next(3);
-    const Coord src{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
-                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
-    const Coord dst{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
-                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
-    if (src.x == dst.x && src.y == dst.y) continue;
-    route.clear();
-    mesh.xy_route(src, dst, route);
-    seen.push_back(flow.send(route, Bytes{4 * (1 + next(6))}, Timed{Cycles{now}, {}}));
-  }
-}
+using testing::random_traffic;
 
 struct Family {
   Direction along;   // from each line's root
@@ -79,8 +60,8 @@ void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const s
         setup(a);
         setup(b);
         std::vector<Timed> seen_a, seen_b;
-        traffic(mesh, a, seed, traffic_from, 2500, seen_a);
-        traffic(mesh, b, seed, traffic_from, 2500, seen_b);
+        random_traffic(mesh, a, seed, traffic_from, 2500, seen_a);
+        random_traffic(mesh, b, seed, traffic_from, 2500, seen_b);
         Draws next{seed * 7919};
         LineReductions rows(mesh, b, scheme, groups, fam.along, fam.length);
         const Coord step = Mesh::step(Coord{0, 0}, fam.across);
@@ -100,8 +81,8 @@ void expect_as_reduce_line(const std::function<void(FlowModel&)>& setup, const s
           const Timed sum_b = rows.reduce(root, bytes, ready);
           expect_same(sum_b, sum_a, where + " line " + std::to_string(i));
         }
-        traffic(mesh, a, seed + 1000, ready_from + 400, 2500, seen_a);
-        traffic(mesh, b, seed + 1000, ready_from + 400, 2500, seen_b);
+        random_traffic(mesh, a, seed + 1000, ready_from + 400, 2500, seen_a);
+        random_traffic(mesh, b, seed + 1000, ready_from + 400, 2500, seen_b);
         ASSERT_EQ(seen_a.size(), seen_b.size()) << where;
         for (std::size_t m = 0; m < seen_a.size(); ++m)
           expect_same(seen_b[m], seen_a[m], where + " traffic " + std::to_string(m));

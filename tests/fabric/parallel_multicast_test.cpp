@@ -17,35 +17,7 @@ namespace {
 
 using testing::Draws;
 using testing::expect_same;
-
-// Unicasts and line multicasts of 1-6 wavelets from `from` on: reservations
-// ahead of and behind the GEMV's messages, some links past their compact
-// records' four intervals.
-void background(const Mesh& mesh, FlowModel& flow, std::uint64_t seed, std::uint64_t from,
-                int messages, std::vector<Timed>& seen) {
-  Draws next{seed};
-  std::vector<LinkId> route;
-  std::vector<Timed> arrivals;
-  std::uint64_t now = from;
-  for (int m = 0; m < messages; ++m) {
-    if (next(8) == 0) now += 1 + next(3);
-    const Coord src{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
-                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
-    const Coord dst{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
-                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
-    const Bytes bytes{4 * (1 + next(6))};
-    route.clear();
-    if (next(4) == 0 && src.x != dst.x) {
-      mesh.straight_route(src, dst.x > src.x ? Direction::east : Direction::west,
-                          std::abs(dst.x - src.x), route);
-      flow.send(route, bytes, Timed{Cycles{now}, {}}, &arrivals);
-      seen.insert(seen.end(), arrivals.begin(), arrivals.end());
-    } else if (src.x != dst.x || src.y != dst.y) {
-      mesh.xy_route(src, dst, route);
-      seen.push_back(flow.send(route, bytes, Timed{Cycles{now}, {}}));
-    }
-  }
-}
+using testing::random_traffic;
 
 struct GemvShape {
   Direction along;   // the multicasts' direction
@@ -94,8 +66,8 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
           const auto seed = static_cast<std::uint64_t>(++case_number);
           FlowModel a{mesh, spec}, b{mesh, spec};
           std::vector<Timed> seen_a, seen_b;
-          background(mesh, a, seed, 0, 3000, seen_a);
-          background(mesh, b, seed, 0, 3000, seen_b);
+          random_traffic(mesh, a, seed, 0, 3000, seen_a, {4, false});
+          random_traffic(mesh, b, seed, 0, 3000, seen_b, {4, false});
           // Ready times out of order, some behind the traffic's time (~750
           // cycles when the GEMV starts), some ahead of it.
           Draws next{seed * 977};
@@ -158,8 +130,8 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
           for (std::size_t k = 0; k < sums_a.size(); ++k)
             expect_same(sums_b[k], sums_a[k], where + " row sum " + std::to_string(k));
           // The traffic after sees the same records (links and ramps).
-          background(mesh, a, seed + 1000, 900, 3000, seen_a);
-          background(mesh, b, seed + 1000, 900, 3000, seen_b);
+          random_traffic(mesh, a, seed + 1000, 900, 3000, seen_a, {4, false});
+          random_traffic(mesh, b, seed + 1000, 900, 3000, seen_b, {4, false});
           ASSERT_EQ(seen_a.size(), seen_b.size()) << where;
           for (std::size_t m = 0; m < seen_a.size(); ++m)
             expect_same(seen_b[m], seen_a[m], where + " traffic " + std::to_string(m));

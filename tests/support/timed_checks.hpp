@@ -1,14 +1,19 @@
 // What the exactness tests of the fabric's fast paths share: a comparison of
-// two arrivals field by field (time and every resource of the critical path)
-// and a deterministic stream of draws that both models replay identically.
+// two arrivals field by field (time and every resource of the critical path),
+// a deterministic stream of draws that both models replay identically, and
+// the random traffic drawn from it that crosses the fast paths' lines.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "fabric/critical_path.hpp"
+#include "fabric/link_timing.hpp"
+#include "fabric/mesh.hpp"
 
 namespace wafersim::fabric::testing {
 
@@ -29,5 +34,48 @@ struct Draws {
     return (state >> 17) % n;
   }
 };
+
+// Which of random_traffic's messages are line multicasts (every core's
+// arrival seen): none (one_in 0), or about one in `one_in`, along a column
+// (vertical) or a row.
+struct Multicasts {
+  int one_in = 0;
+  bool vertical = true;
+};
+
+// `messages` messages of 1-6 wavelets from cycle `from` on, now and then a few
+// cycles later, between random cores: unicasts along XY routes and, per
+// `multicasts`, line multicasts; every arrival is appended to `seen`. Sent on
+// two models with the same seed, they crowd the links' records ahead of and
+// behind a fast path's messages, some past their four compact intervals.
+inline void random_traffic(const Mesh& mesh, FlowModel& flow, std::uint64_t seed,
+                           std::uint64_t from, int messages, std::vector<Timed>& seen,
+                           Multicasts multicasts = {}) {
+  Draws next{seed};
+  std::vector<LinkId> route;
+  std::vector<Timed> arrivals;
+  std::uint64_t now = from;
+  for (int m = 0; m < messages; ++m) {
+    if (next(8) == 0) now += 1 + next(3);
+    const Coord src{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
+                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
+    const Coord dst{static_cast<int>(next(static_cast<std::uint64_t>(mesh.width()))),
+                    static_cast<int>(next(static_cast<std::uint64_t>(mesh.height())))};
+    const Bytes bytes{4 * (1 + next(6))};
+    const int along = multicasts.vertical ? dst.y - src.y : dst.x - src.x;
+    route.clear();
+    if (multicasts.one_in > 0 && next(static_cast<std::uint64_t>(multicasts.one_in)) == 0 &&
+        along != 0) {
+      const Direction d = multicasts.vertical ? (along > 0 ? Direction::south : Direction::north)
+                                              : (along > 0 ? Direction::east : Direction::west);
+      mesh.straight_route(src, d, std::abs(along), route);
+      flow.send(route, bytes, Timed{Cycles{now}, {}}, &arrivals);
+      seen.insert(seen.end(), arrivals.begin(), arrivals.end());
+    } else if (src.x != dst.x || src.y != dst.y) {
+      mesh.xy_route(src, dst, route);
+      seen.push_back(flow.send(route, bytes, Timed{Cycles{now}, {}}));
+    }
+  }
+}
 
 }  // namespace wafersim::fabric::testing
