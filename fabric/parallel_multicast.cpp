@@ -92,25 +92,20 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
       l.from_hops += hop;
     }
     if (l.k == length_ - 1) flow_.max_end_ = std::max(flow_.max_end_, runs_on->end());
-    const auto ramp = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(l.ramp0) +
-                                               ramp_step_ * static_cast<std::ptrdiff_t>(kk));
-    const std::uint64_t end =
-        flow_.eject_[ramp].pass(*runs_on, l.cross, 0, nullptr, l.now, &flow_.wide_);
-    flow_.max_end_ = std::max(flow_.max_end_, end);
-    crossed(from, l.from_hops, l.ser, end, out);
-    return;
+  } else {
+    WaveletRuns* next_on = &l.runs[1 - l.on];
+    if (kk > 0) {
+      runs_on->shift(hop + (l.cross - hop));
+      l.cross = hop + flow_.extra_of(link);
+      l.from_hops += hop + (l.cross - hop);
+    }
+    flow_.count_bytes(link, l.bytes);
+    flow_.max_end_ = std::max(flow_.max_end_, flow_.links_[link.value].pass(
+                                                  *runs_on, 0, 0, next_on, l.now, &flow_.wide_));
+    l.on = 1 - l.on;
+    runs_on = next_on;
   }
-  WaveletRuns* next_on = &l.runs[1 - l.on];
-  if (kk > 0) {
-    runs_on->shift(hop + (l.cross - hop));
-    l.cross = hop + flow_.extra_of(link);
-    l.from_hops += hop + (l.cross - hop);
-  }
-  flow_.count_bytes(link, l.bytes);
-  flow_.max_end_ = std::max(
-      flow_.max_end_, flow_.links_[link.value].pass(*runs_on, 0, 0, next_on, l.now, &flow_.wide_));
-  l.on = 1 - l.on;
-  runs_on = next_on;
+  // The receiving core's ramp takes the wavelets as they arrive.
   const auto ramp = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(l.ramp0) +
                                              ramp_step_ * static_cast<std::ptrdiff_t>(kk));
   const std::uint64_t end =
