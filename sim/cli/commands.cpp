@@ -74,6 +74,7 @@ std::vector<std::pair<std::string, std::string>> parse_set_options(
 ScenarioOverrides ScenarioOverrideOptions::resolve() const {
   ScenarioOverrides o = named;
   if (!strategy.empty()) o.set.emplace_back("placement.strategy", strategy);
+  if (!reduction.empty()) o.set.emplace_back("placement.reduction", reduction);
   for (auto& kv : parse_set_options(set)) o.set.push_back(std::move(kv));
   return o;
 }
@@ -89,7 +90,7 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrideOptions::as_set
   if (named.placement_file)
     out.emplace_back("placement.file",
                      std::filesystem::absolute(*named.placement_file).lexically_normal().string());
-  const ScenarioOverrides rest = resolve();  // --strategy, then the --set ones
+  const ScenarioOverrides rest = resolve();  // --strategy, --reduction, then the --set ones
   out.insert(out.end(), rest.set.begin(), rest.set.end());
   return out;
 }
@@ -120,6 +121,11 @@ void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& o
     command->add_option("--strategy", o.strategy,
                         fmt::format("Override the placement strategy (placement.strategy: {})",
                                     fmt::join(placement_strategies(), ", ")));
+  if (wanted("--reduction"))
+    command->add_option("--reduction", o.reduction,
+                        "How partial sums are reduced along a line: chain, tree, two-level, "
+                        "k-tree, ring, or auto (whole-region: the scheme whose simulated layer "
+                        "is best for the workload) (placement.reduction)");
   if (wanted("--placement"))
     command->add_option(
         "--placement", o.named.placement_file,
@@ -153,6 +159,8 @@ std::vector<GivenOverride> given_overrides(const ScenarioOverrideOptions& o) {
     out.push_back({"placement.layer_groups", "--layer-groups " + *n.layer_groups});
   if (n.placement_file) out.push_back({"placement.file", "--placement " + *n.placement_file});
   if (!o.strategy.empty()) out.push_back({"placement.strategy", "--strategy " + o.strategy});
+  if (!o.reduction.empty())
+    out.push_back({"placement.reduction", "--reduction " + o.reduction});
   for (const std::string& kv : o.set) {
     const std::size_t eq = kv.find('=');
     out.push_back({kv.substr(0, eq), "--set " + kv});

@@ -105,12 +105,13 @@ RegisteredCommand add_capacity_command(CLI::App& app);
 // the command line: --hardware --model --precision --wafers --users
 // --layer-groups --strategy --placement --set KEY=VALUE.
 struct ScenarioOverrideOptions {
-  ScenarioOverrides named;       // all but --strategy and --set
+  ScenarioOverrides named;       // all but --strategy, --reduction and --set
   std::string strategy;          // --strategy NAME: placement.strategy
+  std::string reduction;         // --reduction NAME|auto: placement.reduction
   std::vector<std::string> set;  // --set KEY=VALUE, in order
-  // The overrides to load a scenario with (--strategy becomes a set of
-  // placement.strategy before the --set ones); CommandError (usage) for a
-  // --set without '='.
+  // The overrides to load a scenario with (--strategy and --reduction become
+  // sets of placement.strategy and placement.reduction before the --set
+  // ones); CommandError (usage) for a --set without '='.
   ScenarioOverrides resolve() const;
   // All of them as KEY=VALUE pairs (what --set would be given for each), for
   // child processes that take only --set (a serving study's calibration runs).

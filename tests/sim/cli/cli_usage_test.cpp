@@ -82,7 +82,7 @@ TEST(CliUsage, EveryScenarioCommandTakesTheSameOverrides) {
     const Outcome help = wafersim(std::string(command) + " --help");
     EXPECT_EQ(help.code, 0) << command;
     for (const char* option : {"--hardware", "--model", "--precision", "--users", "--strategy",
-                               "--layer-groups", "--placement", "--set"})
+                               "--reduction", "--layer-groups", "--placement", "--set"})
       EXPECT_TRUE(has(help.out, option)) << command << " lacks " << option;
   }
 }
@@ -101,6 +101,28 @@ TEST(CliUsage, AnOverrideErrorNamesTheOptionNotTheFile) {
   EXPECT_EQ(strategy.code, 1);
   EXPECT_TRUE(has(strategy.err, "command line --strategy nope")) << strategy.err;
   EXPECT_TRUE(has(strategy.err, "serpentine")) << strategy.err;  // the valid ones
+  const Outcome reduction = wafersim("validate " + q + " --reduction spiral");
+  EXPECT_EQ(reduction.code, 1);
+  EXPECT_TRUE(has(reduction.err, "command line --reduction spiral")) << reduction.err;
+  EXPECT_TRUE(has(reduction.err, "k-tree")) << reduction.err;  // the valid ones
+}
+
+// --reduction is placement.reduction: the same run as the key, and auto
+// (whole-region) chooses as the key does.
+TEST(CliUsage, ReductionOptionSetsThePlacementKey) {
+  const std::string q = src("scenarios/quickstart.yaml");
+  const Outcome option = wafersim("run " + q + " --timing-only --json --reduction tree");
+  const Outcome key = wafersim("run " + q + " --timing-only --json --set placement.reduction=tree");
+  const Outcome chain = wafersim("run " + q + " --timing-only --json --reduction chain");
+  ASSERT_EQ(option.code, 0) << option.err;
+  ASSERT_EQ(key.code, 0) << key.err;
+  ASSERT_EQ(chain.code, 0) << chain.err;
+  EXPECT_EQ(option.out, key.out);
+  EXPECT_NE(option.out, chain.out);  // the option took effect
+  const std::string tiny = src("scenarios/regression/tiny-small-whole-region.yaml");
+  const Outcome validate = wafersim("validate " + tiny + " --reduction auto");
+  ASSERT_EQ(validate.code, 0) << validate.err;
+  EXPECT_TRUE(has(validate.out, "reduction: auto chose")) << validate.out;
 }
 
 TEST(CliUsage, EveryWrittenFileIsReported) {
