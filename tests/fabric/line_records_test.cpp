@@ -20,6 +20,7 @@ namespace {
 
 using testing::Draws;
 using testing::expect_same;
+using testing::expect_same_records;
 using testing::random_traffic;
 
 struct Shape {
@@ -33,18 +34,6 @@ struct Shape {
 Line row_of(const Shape& g, int k) {
   const Coord s = Mesh::step(Coord{0, 0}, g.along);
   return Line{Coord{g.first.x + s.x * k, g.first.y + s.y * k}, g.across, g.lines};
-}
-
-void expect_same_records(const Mesh& mesh, const FlowModel& a, const FlowModel& b,
-                         const std::string& where) {
-  for (std::uint32_t l = 0; l < mesh.link_count(); ++l) {
-    ASSERT_EQ(b.link_bytes(LinkId{l}), a.link_bytes(LinkId{l})) << where << " link " << l;
-    ASSERT_EQ(b.link_floor(LinkId{l}), a.link_floor(LinkId{l})) << where << " link " << l;
-    ASSERT_EQ(b.link_busy_intervals(LinkId{l}), a.link_busy_intervals(LinkId{l}))
-        << where << " link " << l;
-  }
-  EXPECT_EQ(b.reserved_until(), a.reserved_until()) << where;
-  EXPECT_EQ(b.carried_bytes(), a.carried_bytes()) << where;
 }
 
 // Rounds of GEMV-like multicasts (every line of a shape, one row reduction

@@ -1,5 +1,6 @@
 // What the exactness tests of the fabric's fast paths share: a comparison of
-// two arrivals field by field (time and every resource of the critical path),
+// two arrivals field by field (time and every resource of the critical path)
+// and of two models' link records,
 // a deterministic stream of draws that both models replay identically, and
 // the random traffic drawn from it that crosses the fast paths' lines.
 #pragma once
@@ -23,6 +24,20 @@ inline void expect_same(const Timed& a, const Timed& b, const std::string& where
        {Resource::compute, Resource::sram, Resource::hops, Resource::serialization,
         Resource::contention, Resource::io, Resource::queueing})
     EXPECT_EQ(a.path[r].value, b.path[r].value) << where << " resource " << static_cast<int>(r);
+}
+
+// Every link's record of two models (bytes, floor, busy intervals) and their
+// totals are the same.
+inline void expect_same_records(const Mesh& mesh, const FlowModel& a, const FlowModel& b,
+                                const std::string& where) {
+  for (std::uint32_t l = 0; l < mesh.link_count(); ++l) {
+    ASSERT_EQ(b.link_bytes(LinkId{l}), a.link_bytes(LinkId{l})) << where << " link " << l;
+    ASSERT_EQ(b.link_floor(LinkId{l}), a.link_floor(LinkId{l})) << where << " link " << l;
+    ASSERT_EQ(b.link_busy_intervals(LinkId{l}), a.link_busy_intervals(LinkId{l}))
+        << where << " link " << l;
+  }
+  EXPECT_EQ(b.reserved_until(), a.reserved_until()) << where;
+  EXPECT_EQ(b.carried_bytes(), a.carried_bytes()) << where;
 }
 
 // A deterministic stream of numbers in [0, n) (a linear congruential
