@@ -249,10 +249,13 @@ void check_run_mode(const Scenario& sc, bool functional) {
   if (functional && sc.workload.cached_tokens > 0)
     throw ScenarioError(
         sc.source_file, 0, 0, "workload.cached_tokens",
-        fmt::format("is {}, which needs a timing-only run (outputs: {{functional: false}}, or "
+        fmt::format("{}, which needs a timing-only run (outputs: {{functional: false}}, or "
                     "run --timing-only): a functional run has no keys and values for positions "
                     "it did not compute",
-                    sc.workload.cached_tokens));
+                    sc.workload.cached_tokens_by_user.empty()
+                        ? fmt::format("is {}", sc.workload.cached_tokens)
+                        : fmt::format("gives a user {} cached positions",
+                                      sc.workload.cached_tokens)));
 }
 
 void check_single_batch(const Scenario& sc, const std::string& what) {

@@ -1318,6 +1318,14 @@ outputs: {functional: false}
   EXPECT_TRUE(contains(ok.resolved_yaml, "generate_tokens: [4, 1, 6]")) << ok.resolved_yaml;
   EXPECT_TRUE(contains(ok.resolved_yaml, "cached_tokens: [0, 20, 100]")) << ok.resolved_yaml;
   EXPECT_FALSE(contains(ok.resolved_yaml, "prompt_ids")) << ok.resolved_yaml;
+  // Cached positions need a timing-only run, whichever user has them.
+  try {
+    check_run_mode(ok, /*functional=*/true);
+    ADD_FAILURE() << "a functional run with cached positions was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key_path(), "workload.cached_tokens");
+    EXPECT_TRUE(contains(e.what(), "gives a user 100 cached positions")) << e.what();
+  }
   const Scenario again = load_scenario(scenario(ok.resolved_yaml));
   EXPECT_EQ(again.workload.prompt_ids, w.prompt_ids);
   EXPECT_EQ(again.workload.prompt_tokens_by_user, w.prompt_tokens_by_user);
