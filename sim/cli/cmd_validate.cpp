@@ -3,6 +3,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/output_file.hpp"
 #include "models/model_config.hpp"
@@ -21,10 +22,7 @@ namespace {
 // A count for every user, or (per-user lengths) the users' counts as a list.
 std::string user_lengths(const std::vector<int>& by_user, std::size_t single) {
   if (by_user.empty()) return std::to_string(single);
-  std::string out = "[";
-  for (std::size_t i = 0; i < by_user.size(); ++i)
-    out += (i > 0 ? ", " : "") + std::to_string(by_user[i]);
-  return out + "]";
+  return fmt::format("[{}]", fmt::join(by_user, ", "));
 }
 
 // A serving study: its traffic drawn, the wafer deployment planned (batch and

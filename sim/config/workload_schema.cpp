@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include <fmt/ranges.h>
+
 #include "models/tokenizer.hpp"
 #include "sim/config/preset_resolver.hpp"
 #include "sim/config/sections.hpp"
@@ -66,10 +68,7 @@ int read_user_counts(const Value& v, const Workload& w, int lo, int hi, const st
 
 std::string write_user_counts(const std::vector<int>& by_user, int single) {
   if (by_user.empty()) return fmt::format("{}", single);
-  std::string out = "[";
-  for (std::size_t i = 0; i < by_user.size(); ++i)
-    out += fmt::format("{}{}", i > 0 ? ", " : "", by_user[i]);
-  return out + "]";
+  return fmt::format("[{}]", fmt::join(by_user, ", "));
 }
 
 // The value of a key given per user, or its item for user `u` (a list).
@@ -278,10 +277,7 @@ void read_arrivals(const Value& v, Workload& w, const ReadContext&) {
 }
 
 std::string write_arrivals(const Workload& w) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < w.arrivals_s.size(); ++i)
-    out += fmt::format("{}{}", i > 0 ? ", " : "", w.arrivals_s[i]);
-  return out + "]";
+  return fmt::format("[{}]", fmt::join(w.arrivals_s, ", "));
 }
 
 // Read by rank: seed, users, decode_batch (after users), prefill_block and cached_tokens, then generate_tokens, then the

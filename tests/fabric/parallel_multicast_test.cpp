@@ -135,14 +135,7 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
           ASSERT_EQ(seen_a.size(), seen_b.size()) << where;
           for (std::size_t m = 0; m < seen_a.size(); ++m)
             expect_same(seen_b[m], seen_a[m], where + " traffic " + std::to_string(m));
-          for (std::uint32_t l = 0; l < mesh.link_count(); ++l) {
-            ASSERT_EQ(b.link_bytes(LinkId{l}), a.link_bytes(LinkId{l})) << where << " link " << l;
-            ASSERT_EQ(b.link_floor(LinkId{l}), a.link_floor(LinkId{l})) << where << " link " << l;
-            ASSERT_EQ(b.link_busy_intervals(LinkId{l}), a.link_busy_intervals(LinkId{l}))
-                << where << " link " << l;
-          }
-          EXPECT_EQ(b.reserved_until(), a.reserved_until()) << where;
-          EXPECT_EQ(b.carried_bytes(), a.carried_bytes()) << where;
+          testing::expect_same_records(mesh, a, b, where);
           if (::testing::Test::HasFailure()) return;
         }
 }
