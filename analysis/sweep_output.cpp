@@ -56,8 +56,6 @@ const Column kGpuColumns[] = {
     {"bottleneck", Kind::text, "", "the resource that limits a step"},
 };
 
-const char* const kAxes[] = {"model", "hardware", "precision", "wafers", "layer_groups", "users"};
-
 std::string text_of(const Json& row, const char* key) {
   const auto it = row.find(key);
   if (it == row.end() || it->is_null()) return "";
@@ -117,11 +115,13 @@ void write_sweep_hdf5(const std::filesystem::path& path, const Json& sweep) {
     }
     H5::Group pg = make_group(f, "points");
     write_columns(pg, points, std::begin(kPointColumns), std::end(kPointColumns));
-    for (const char* axis : kAxes) {
+    // A dataset per axis the sweep could vary (its `axes`), set or not.
+    for (const Json& name : sweep.value("axes", Json::array())) {
+      const std::string axis = name.get<std::string>();
       std::vector<std::string> v;
       for (const Json* p : points)
-        v.push_back(p->contains("overrides") ? text_of(p->at("overrides"), axis) : "");
-      write_strings(pg, (std::string("override_") + axis).c_str(), v, "",
+        v.push_back(p->contains("overrides") ? text_of(p->at("overrides"), axis.c_str()) : "");
+      write_strings(pg, ("override_" + axis).c_str(), v, "",
                     "the point's value of this axis (empty: the scenario's own)");
     }
     H5::Group gg = make_group(f, "gpu_baselines");

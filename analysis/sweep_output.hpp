@@ -13,7 +13,8 @@ namespace wafersim::analysis {
 // Writes `path` whole or not at all (OutputError naming it on failure):
 //   attributes format "wafersim-sweep", format_version, scenario, points_total,
 //   complete, interrupted;
-//   /points/<column>[P]: index, exit_code, override_<axis>, the figures (NaN
+//   /points/<column>[P]: index, exit_code, override_<axis> for each name in
+//   the sweep's `axes`, the figures (NaN
 //   where a point has none), error;
 //   /gpu_baselines/<column>[G]: point_index, system, gpus, tp, pp, the figures;
 //   /missing[M]: indices of the points without a result.

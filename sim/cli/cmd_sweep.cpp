@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 struct SweepArgs {
   std::string scenario, presets, csv, h5, report, out, shard;
   SweepAxes axes;
-  ScenarioOverrideOptions base;  // --strategy, --placement, --set: every point
+  ScenarioOverrideOptions base;  // --placement, --set: every point
   int jobs = 1;
   bool json = false, functional = false, timing_only = false;
 };
@@ -77,16 +77,25 @@ void check_output_path(const std::string& path) {
   if (!path.empty()) analysis::check_writable(path);
 }
 
-// The sweep's own overrides with the point's axes.
+// The point's axes, then the sweep's own overrides: what its run is given
+// (sweep_run_arguments: the axes as --set KEY=VALUE before the sweep's).
 ScenarioOverrideOptions point_overrides(const ScenarioOverrideOptions& base, const SweepPoint& p) {
-  ScenarioOverrideOptions o = base;
-  o.named.model = p.model;
-  o.named.hardware = p.hardware;
-  o.named.precision = p.precision;
-  o.named.wafers = p.wafers;
-  o.named.users = p.users;
-  o.named.layer_groups = p.layer_groups;
+  ScenarioOverrideOptions o;
+  o.named.placement_file = base.named.placement_file;
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
+    if (p.values[i])
+      o.set.push_back(fmt::format("{}={}", kSweepAxes[i].scenario_key, *p.values[i]));
+  o.set.insert(o.set.end(), base.set.begin(), base.set.end());
   return o;
+}
+
+// "--users 4 --reduction tree": the axes a point sets, as they were given.
+std::string describe(const SweepPoint& p) {
+  std::string d;
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
+    if (p.values[i])
+      d += fmt::format("{}{} {}", d.empty() ? "" : " ", kSweepAxes[i].option, *p.values[i]);
+  return d.empty() ? "the scenario as it is" : d;
 }
 
 // Loads every point's scenario, so a broken file or an unknown preset is one
@@ -97,7 +106,13 @@ std::string check_points(const SweepArgs& a, const std::vector<SweepPoint>& grid
   const fs::path presets = a.presets.empty() ? default_preset_dir() : fs::path(a.presets);
   std::string all;
   for (const SweepPoint& p : grid) {
-    const Scenario sc = load_scenario_with(a.scenario, presets, point_overrides(a.base, p));
+    Scenario sc;
+    try {
+      sc = load_scenario_with(a.scenario, presets, point_overrides(a.base, p));
+    } catch (const std::exception& e) {
+      throw CommandError(kExitBadInput,
+                         fmt::format("sweep point {} ({}): {}", p.index, describe(p), e.what()));
+    }
     all += sc.resolved_yaml;
     all += "\n---\n";
   }
@@ -293,21 +308,31 @@ RegisteredCommand add_sweep_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "sweep", "Run a scenario at every point of a grid of overrides (capacity planning)");
   c->add_option("scenario", args->scenario, "Scenario YAML file")->required();
-  c->add_option("--model", args->axes.models, "Model presets (comma-separated)")->delimiter(',');
-  c->add_option("--hardware", args->axes.hardware, "Hardware presets")->delimiter(',');
-  c->add_option("--precision", args->axes.precisions, "Precisions")->delimiter(',');
-  c->add_option("--wafers", args->axes.wafers, "Wafer counts: N or auto")->delimiter(',');
-  c->add_option("--layer-groups", args->axes.layer_groups,
-                "whole-region: groups of layers, each sharing one region: N or auto")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 100000) | CLI::IsMember({"auto"}));
-  c->add_option("--users", args->axes.users, "Concurrent users")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 1000000));
-  // --strategy, --placement and --set apply to every point; the axes above
-  // take the other overrides' names.
-  add_scenario_override_options(
-      c, args->base, {"--model", "--hardware", "--precision", "--wafers", "--users", "--layer-groups"});
+  // An option per axis (a comma-separated list of its values); the other
+  // scenario overrides (--placement, --set) apply to every point.
+  static const std::vector<std::string_view> kAxisOptions = [] {
+    std::vector<std::string_view> v;
+    for (const SweepAxis& axis : kSweepAxes) v.push_back(axis.option);
+    return v;
+  }();
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i) {
+    const SweepAxis& axis = kSweepAxes[i];
+    c->add_option(std::string(axis.option), args->axes.values[i], std::string(axis.help))
+        ->delimiter(',')
+        ->transform(CLI::Validator(
+            [&axis](std::string& value) {
+              // A count is checked and kept in its plain form; text is
+              // checked when the points' scenarios are loaded.
+              try {
+                value = checked_axis_value(axis, value);
+                return std::string();
+              } catch (const std::invalid_argument& e) {
+                return std::string(e.what());
+              }
+            },
+            axis.values == AxisValues::text ? "" : "COUNT"));
+  }
+  add_scenario_override_options(c, args->base, kAxisOptions);
   c->add_option("-j,--jobs", args->jobs, "Points run at once on each machine or rank (default 1)")
       ->check(CLI::Range(1, 1024));
   c->add_option("--shard", args->shard,

@@ -1,5 +1,6 @@
 // wafersim yield: the fraction of drawn wafers that repair fully, per defect
 // rate (sim/studies/yield.hpp). No simulation: a repair check per wafer.
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -234,7 +235,8 @@ RegisteredCommand add_yield_command(CLI::App& app) {
                   "Host threads, and runs at once (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
-  add_scenario_override_options(cmd, o->overrides, {"--wafers"});
+  static constexpr std::array<std::string_view, 1> kNotOverridden = {"--wafers"};
+  add_scenario_override_options(cmd, o->overrides, kNotOverridden);
   const CLI::App* root = &app;
   return {cmd, [o, root] { return run_yield(*o, *root); }, [o] { return o->scenario; }};
 }

@@ -96,7 +96,7 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrideOptions::as_set
 }
 
 void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& o,
-                                   std::initializer_list<std::string_view> skip) {
+                                   std::span<const std::string_view> skip) {
   auto wanted = [&](std::string_view name) {
     return std::find(skip.begin(), skip.end(), name) == skip.end();
   };
@@ -159,8 +159,7 @@ std::vector<GivenOverride> given_overrides(const ScenarioOverrideOptions& o) {
     out.push_back({"placement.layer_groups", "--layer-groups " + *n.layer_groups});
   if (n.placement_file) out.push_back({"placement.file", "--placement " + *n.placement_file});
   if (!o.strategy.empty()) out.push_back({"placement.strategy", "--strategy " + o.strategy});
-  if (!o.reduction.empty())
-    out.push_back({"placement.reduction", "--reduction " + o.reduction});
+  if (!o.reduction.empty()) out.push_back({"placement.reduction", "--reduction " + o.reduction});
   for (const std::string& kv : o.set) {
     const std::size_t eq = kv.find('=');
     out.push_back({kv.substr(0, eq), "--set " + kv});

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 #include <functional>
-#include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -122,7 +122,7 @@ struct ScenarioOverrideOptions {
 // `skip` (e.g. {"--model", "--users"} for a command that gives them another
 // meaning, as sweep's axes do). Every command that takes a scenario uses it.
 void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& options,
-                                   std::initializer_list<std::string_view> skip = {});
+                                   std::span<const std::string_view> skip = {});
 
 // load_scenario with the overrides. An error in a value given on the command
 // line names the option ("command line --wafers 2x: ...") instead of a place

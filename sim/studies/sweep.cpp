@@ -55,29 +55,15 @@ constexpr std::array<Figure, 15> kFigures = {{{"model", true, false},
                                               {"max_context_tokens", true, false},
                                               {"bottleneck", true, true},
                                               {"power_kw", true, true}}};
-const std::array<const char*, 6> kAxes = {"model",  "hardware",     "precision",
-                                          "wafers", "layer_groups", "users"};
-
 }  // namespace
-
-Json layer_groups_json(const std::string& value) {
-  if (!value.empty() &&
-      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-      value.size() < 10)
-    return std::stoi(value);
-  return value;
-}
 
 namespace {
 
 Json point_overrides(const SweepPoint& p) {
   Json j = Json::object();
-  if (p.model) j["model"] = *p.model;
-  if (p.hardware) j["hardware"] = *p.hardware;
-  if (p.precision) j["precision"] = *p.precision;
-  if (p.wafers) j["wafers"] = *p.wafers;
-  if (p.layer_groups) j["layer_groups"] = layer_groups_json(*p.layer_groups);
-  if (p.users) j["users"] = *p.users;
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
+    if (p.values[i])
+      j[std::string(kSweepAxes[i].name)] = axis_value_json(kSweepAxes[i], *p.values[i]);
   return j;
 }
 
@@ -137,9 +123,8 @@ SweepShard parse_shard(const std::string& text) {
 
 int sweep_size(const SweepAxes& axes) {
   long long n = 1;
-  for (std::size_t k : {axes.models.size(), axes.hardware.size(), axes.precisions.size(),
-                        axes.wafers.size(), axes.layer_groups.size(), axes.users.size()}) {
-    n *= static_cast<long long>(std::max<std::size_t>(k, 1));
+  for (const std::vector<std::string>& values : axes.values) {
+    n *= static_cast<long long>(std::max<std::size_t>(values.size(), 1));
     if (n > 1000000)
       throw std::invalid_argument(
           "the sweep's grid has over 1,000,000 points: split it into several sweeps");
@@ -148,30 +133,22 @@ int sweep_size(const SweepAxes& axes) {
 }
 
 std::vector<SweepPoint> sweep_points(const SweepAxes& axes, const SweepShard& shard) {
-  (void)sweep_size(axes);  // refuses a grid too large to enumerate
-  // An empty axis contributes one "unset" value.
-  auto axis = [](const std::vector<std::string>& v) {
-    std::vector<std::optional<std::string>> out(v.begin(), v.end());
-    if (out.empty()) out.emplace_back();
-    return out;
-  };
-  auto counts = [](const std::vector<int>& v) {
-    std::vector<std::optional<int>> out(v.begin(), v.end());
-    if (out.empty()) out.emplace_back();
-    return out;
-  };
+  // Row-major over the axes, the first outermost; an empty axis contributes
+  // one "unset" value. sweep_size refuses a grid too large to enumerate.
+  const long long total = sweep_size(axes);
   std::vector<SweepPoint> points;
-  int index = 0;
-  for (const auto& m : axis(axes.models))
-    for (const auto& h : axis(axes.hardware))
-      for (const auto& p : axis(axes.precisions))
-        for (const auto& w : axis(axes.wafers))
-          for (const auto& g : axis(axes.layer_groups))
-            for (const auto& u : counts(axes.users)) {
-              SweepPoint pt{index, m, h, p, w, g, u};
-              if (index % shard.count == shard.rank) points.push_back(pt);
-              ++index;
-            }
+  for (long long index = shard.rank; index < total; index += shard.count) {
+    SweepPoint pt;
+    pt.index = static_cast<int>(index);
+    long long rest = index;
+    for (std::size_t i = kSweepAxisCount; i-- > 0;) {
+      const std::vector<std::string>& values = axes.values[i];
+      if (values.empty()) continue;
+      pt.values[i] = values[static_cast<std::size_t>(rest % static_cast<long long>(values.size()))];
+      rest /= static_cast<long long>(values.size());
+    }
+    points.push_back(std::move(pt));
+  }
   return points;
 }
 
@@ -183,12 +160,9 @@ std::vector<std::string> sweep_run_arguments(
   if (!presets.empty()) a.insert(a.end(), {"--presets", presets});
   a.insert(a.end(), {"run", scenario, "--json"});
   if (functional) a.push_back(*functional ? "--functional" : "--timing-only");
-  if (p.model) a.insert(a.end(), {"--model", *p.model});
-  if (p.hardware) a.insert(a.end(), {"--hardware", *p.hardware});
-  if (p.precision) a.insert(a.end(), {"--precision", *p.precision});
-  if (p.wafers) a.insert(a.end(), {"--wafers", *p.wafers});
-  if (p.layer_groups) a.insert(a.end(), {"--layer-groups", *p.layer_groups});
-  if (p.users) a.insert(a.end(), {"--users", std::to_string(*p.users)});
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
+    if (p.values[i])
+      a.insert(a.end(), {"--set", fmt::format("{}={}", kSweepAxes[i].scenario_key, *p.values[i])});
   for (const auto& [key, value] : sets) a.insert(a.end(), {"--set", key + "=" + value});
   return a;
 }
@@ -296,32 +270,61 @@ Json sweep_json(const SweepSummary& s, std::vector<SweepRecord> records) {
   j["complete"] = missing.empty();
   j["interrupted"] = s.interrupted;
   j["missing"] = missing;
+  j["axes"] = sweep_axis_names();
   j["points"] = std::move(records);
   return j;
 }
 
 std::string sweep_table(std::vector<SweepRecord> records) {
   sort_by_index(records);
+  // The table always has a column for each of the first six axes (model to
+  // users, most of them as the run reports them); a later axis gets one
+  // after users when some point sets it.
+  constexpr std::size_t kFixedAxes = 6;
+  struct Column {
+    std::string name;
+    std::string_view heading;
+    std::size_t width;
+  };
+  std::vector<Column> extra;
+  for (std::size_t i = kFixedAxes; i < kSweepAxisCount; ++i) {
+    Column c{std::string(kSweepAxes[i].name), kSweepAxes[i].heading, kSweepAxes[i].heading.size()};
+    bool set = false;
+    for (const SweepRecord& r : records)
+      if (const Json& o = r.at("overrides"); o.contains(c.name)) {
+        set = true;
+        c.width = std::max(c.width, cell(o.at(c.name)).size());
+      }
+    if (set) extra.push_back(std::move(c));
+  }
+  auto extra_cells = [&](const Json* o) {
+    std::string cells;
+    for (const Column& c : extra)
+      cells += fmt::format(" {:>{}}", o ? text_or(*o, c.name.c_str(), "-") : std::string(c.heading),
+                           c.width);
+    return cells;
+  };
   std::string s = fmt::format(
-      "{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n",
-      "point", "model", "hardware", "precision", "wafers", "groups", "users", "tok/s/user",
-      "aggregate", "TTFT", "max ctx", "kW", "bottleneck");
+      "{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5}{} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n",
+      "point", "model", "hardware", "precision", "wafers", "groups", "users", extra_cells(nullptr),
+      "tok/s/user", "aggregate", "TTFT", "max ctx", "kW", "bottleneck");
   for (const SweepRecord& r : records) {
     const Json& o = r.at("overrides");
     const std::string groups = text_or(o, "layer_groups", "-");
     if (r.at("exit_code").get<int>() != 0) {
-      s += fmt::format("{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5}  {}\n",
+      s += fmt::format("{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5}{}  {}\n",
                        r.at("index").get<int>(), text_or(o, "model", "-"),
                        text_or(o, "hardware", "-"), text_or(o, "precision", "-"),
-                       text_or(o, "wafers", "-"), groups, text_or(o, "users", "-"),
+                       text_or(o, "wafers", "-"), groups, text_or(o, "users", "-"), extra_cells(&o),
                        r.value("error", std::string()));
       continue;
     }
     s += fmt::format(
-        "{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n",
+        "{:>5}  {:<18} {:<14} {:<9} {:>6} {:>6} {:>5}{} {:>12} {:>12} {:>10} {:>10} {:>8}  {}\n",
         r.at("index").get<int>(), text_or(r, "model", "-"), text_or(r, "hardware", "-"),
         text_or(r, "precision", "-"), text_or(r, "wafers_used", "-"), groups,
-        text_or(r, "users", "-"), number_or(r, "decode_tokens_per_s_per_user", "{:.1f}"),
+        text_or(r, "users", "-"), extra_cells(&o),
+        number_or(r, "decode_tokens_per_s_per_user", "{:.1f}"),
         number_or(r, "aggregate_tokens_per_s", "{:.1f}"), number_or(r, "ttft_s", "{:.3f}ms", 1e3),
         text_or(r, "max_context_tokens", "-"), number_or(r, "power_kw", "{:.1f}"),
         text_or(r, "bottleneck", ""));
@@ -346,14 +349,17 @@ std::string sweep_csv(std::vector<SweepRecord> records) {
   for (const Figure& f : kFigures) columns.push_back(f.name);
   columns.push_back("error");
   std::string s = "index,exit_code,system";
-  for (const char* a : kAxes) s += std::string(",override_") + a;
+  for (const SweepAxis& a : kSweepAxes) s += fmt::format(",override_{}", a.name);
   for (const char* k : columns) s += std::string(",") + k;
   s += '\n';
   auto row = [&](const SweepRecord& r, const std::string& system, const Json& figures) {
     s += fmt::format("{},{},{}", r.at("index").get<int>(), r.at("exit_code").get<int>(),
                      csv_field(system));
     const Json& o = r.at("overrides");
-    for (const char* a : kAxes) s += ',' + csv_field(o.contains(a) ? cell(o.at(a)) : "");
+    for (const SweepAxis& a : kSweepAxes) {
+      const std::string name(a.name);
+      s += ',' + csv_field(o.contains(name) ? cell(o.at(name)) : "");
+    }
     for (const char* k : columns) {
       std::string v;
       if (figures.contains(k))

@@ -1,5 +1,6 @@
 // Capacity-planning sweeps: one scenario run at every point of a grid of
-// overrides (models x hardware x precisions x wafers x layer groups x users).
+// overrides (the axes of sweep_axes.hpp: models x hardware x ... x users x
+// strategies x reductions x decode batches).
 // A SystemC simulation runs once per process, so every point is its own
 // `wafersim run --json` process; up to `jobs` run at once on a machine, the
 // points can be spread over MPI ranks (sweep_mpi.hpp) or split into shards
@@ -17,30 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/studies/sweep_axes.hpp"
+
 namespace wafersim::sim {
-
-// The values each axis takes; an empty axis keeps the scenario's own value.
-struct SweepAxes {
-  std::vector<std::string> models;
-  std::vector<std::string> hardware;
-  std::vector<std::string> precisions;
-  std::vector<std::string> wafers;        // N or auto
-  std::vector<std::string> layer_groups;  // placement.layer_groups: N or auto (whole-region)
-  std::vector<int> users;
-};
-
-// One point of the grid: the overrides it applies (unset = the scenario's).
-struct SweepPoint {
-  int index = 0;  // position in the whole grid (row-major, models outermost)
-  std::optional<std::string> model, hardware, precision, wafers;
-  std::optional<std::string> layer_groups;  // N or auto
-  std::optional<int> users;
-};
-
-// A layer_groups value as the sweep's JSON writes it: a number for a count
-// (as before auto existed, so journals of numeric axes keep their digest),
-// the string "auto" otherwise.
-nlohmann::ordered_json layer_groups_json(const std::string& value);
 
 // Which points this process runs: those with index % count == rank.
 struct SweepShard {

@@ -142,13 +142,10 @@ Json sweep_identity(const std::string& scenario, const SweepAxes& axes,
                     std::optional<bool> functional, const std::string& grid_sha256,
                     int points_total) {
   Json a = Json::object();
-  a["model"] = axes.models;
-  a["hardware"] = axes.hardware;
-  a["precision"] = axes.precisions;
-  a["wafers"] = axes.wafers;
-  a["layer_groups"] = Json::array();
-  for (const std::string& g : axes.layer_groups) a["layer_groups"].push_back(layer_groups_json(g));
-  a["users"] = axes.users;
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i) {
+    Json& values = a[std::string(kSweepAxes[i].name)] = Json::array();
+    for (const std::string& v : axes.values[i]) values.push_back(axis_value_json(kSweepAxes[i], v));
+  }
   Json s = Json::object();
   s["scenario"] = scenario;
   s["grid_sha256"] = grid_sha256;

@@ -24,6 +24,7 @@ Json two_points() {
   return Json::parse(R"({
     "format": "wafersim-sweep", "scenario": "s.yaml", "shard": {"rank": 0, "count": 1},
     "points_total": 3, "complete": false, "interrupted": true, "missing": [2],
+    "axes": ["model", "users", "reduction"],
     "points": [
       {"index": 0, "overrides": {"users": 1}, "exit_code": 0, "model": "tiny-llama",
        "hardware": "tiny-64", "precision": "fp32", "wafers_used": 1, "users": 1,
@@ -82,6 +83,9 @@ TEST(SweepHdf5, PointsAndGpuRowsAreColumnsWithUnits) {
   EXPECT_EQ(read_strings(p, "error"), (std::vector<std::string>{"", "the model does not fit"}));
   EXPECT_EQ(read_strings(p, "override_model"), (std::vector<std::string>{"", "llama-3.1-8b"}));
   EXPECT_EQ(read_strings(p, "override_users"), (std::vector<std::string>{"1", "2"}));
+  // A dataset per axis the sweep lists, set by no point or not.
+  EXPECT_EQ(read_strings(p, "override_reduction"), (std::vector<std::string>{"", ""}));
+  EXPECT_FALSE(p.nameExists("override_hardware"));
   const H5::Group g = h.openGroup("gpu_baselines");
   EXPECT_EQ(read_vector<int>(g, "point_index", H5::PredType::NATIVE_INT), (std::vector<int>{0, 0}));
   EXPECT_EQ(read_strings(g, "system"), (std::vector<std::string>{"dgx-h100", "dgx-b200"}));

@@ -229,8 +229,8 @@ TEST(Cli, UsersInFlightRaiseAggregateThroughput) {
 // multicasts, reductions and hops are paid once for the four rows).
 TEST(Cli, ADecodeBatchSharesTheHopsNotTheMacs) {
   auto step = [](const std::string& extra) {
-    const Outcome o = wafersim("run " + src("scenarios/quickstart.yaml") +
-                               " --timing-only --json " + extra);
+    const Outcome o =
+        wafersim("run " + src("scenarios/quickstart.yaml") + " --timing-only --json " + extra);
     EXPECT_EQ(o.code, 0) << o.err;
     const auto j = nlohmann::json::parse(o.out);
     return j["cycles_per_token"].get<double>();
@@ -289,12 +289,12 @@ TEST(Cli, PerUserLengthsThatAgreeAreTheSingleCount) {
     EXPECT_EQ(o.code, 0) << o.err;
     return o.out;
   };
-  const std::string single = run(
-      "--set workload.prompt_tokens=6 --set workload.generate_tokens=5 --set "
-      "workload.cached_tokens=30");
-  const std::string lists = run(
-      "--set 'workload.prompt_tokens=[6, 6, 6]' --set 'workload.generate_tokens=[5, 5, 5]' "
-      "--set 'workload.cached_tokens=[30, 30, 30]'");
+  const std::string single =
+      run("--set workload.prompt_tokens=6 --set workload.generate_tokens=5 --set "
+          "workload.cached_tokens=30");
+  const std::string lists =
+      run("--set 'workload.prompt_tokens=[6, 6, 6]' --set 'workload.generate_tokens=[5, 5, 5]' "
+          "--set 'workload.cached_tokens=[30, 30, 30]'");
   EXPECT_FALSE(single.empty());
   EXPECT_EQ(single, lists);
 }
@@ -747,6 +747,57 @@ TEST(Cli, SweepShardsSplitThePoints) {
   EXPECT_EQ(s0["points"][0], all["points"][0]);
   EXPECT_EQ(s1["points"][0], all["points"][1]);
   EXPECT_EQ(s0["points"][1], all["points"][2]);
+}
+
+// The placement's knobs are sweep axes: each point is the run with those
+// options, and the table gains a column for each knob swept.
+TEST(Cli, SweepOverReductionSchemesGivesEachSchemesRun) {
+  const auto j = sweep("--strategy whole-region --reduction chain,tree --timing-only");
+  ASSERT_EQ(j["points"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const auto& p = j["points"][i];
+    const std::string scheme = i == 0 ? "chain" : "tree";
+    EXPECT_EQ(p["overrides"]["strategy"], "whole-region");
+    EXPECT_EQ(p["overrides"]["reduction"], scheme);
+    const Outcome run =
+        wafersim("run " + src("scenarios/quickstart.yaml") +
+                 " --json --timing-only --strategy whole-region --reduction " + scheme);
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_EQ(p["decode_tokens_per_s_per_user"],
+              nlohmann::json::parse(run.out)["decode_tokens_per_s_per_user"])
+        << scheme;
+  }
+  // A tree's log2 levels against a chain's n - 1 hops: not the same token.
+  EXPECT_NE(j["points"][0]["decode_tokens_per_s_per_user"],
+            j["points"][1]["decode_tokens_per_s_per_user"]);
+  const Outcome table = wafersim("sweep " + src("scenarios/quickstart.yaml") +
+                                 " --strategy whole-region --reduction chain --decode-batch 1");
+  ASSERT_EQ(table.code, 0) << table.err;
+  const std::string header = table.out.substr(0, table.out.find('\n'));
+  const std::size_t users = header.find(" users "), strategy = header.find(" strategy "),
+                    reduction = header.find(" reduction "), batch = header.find(" batch "),
+                    rate = header.find(" tok/s/user ");
+  EXPECT_TRUE(users < strategy && strategy < reduction && reduction < batch && batch < rate &&
+              rate != std::string::npos)
+      << header;
+  const std::string row = table.out.substr(header.size() + 1);
+  // Each column as wide as its heading or its longest value, right-aligned.
+  EXPECT_NE(row.find(" whole-region     chain     1 "), std::string::npos) << row;
+}
+
+TEST(Cli, SweepRefusesABadAxisValueNamingThePointAndTheKey) {
+  const Outcome count = wafersim("sweep " + src("scenarios/quickstart.yaml") + " --users 2,0");
+  EXPECT_EQ(count.code, 2);  // a usage error: nothing loaded or run
+  EXPECT_NE(count.err.find("'0' is not a whole number from 1 to 1000000"), std::string::npos)
+      << count.err;
+  const Outcome scheme =
+      wafersim("sweep " + src("scenarios/quickstart.yaml") + " --reduction tree,nope");
+  EXPECT_EQ(scheme.code, 1);
+  EXPECT_NE(scheme.err.find("sweep point 1 (--reduction nope)"), std::string::npos) << scheme.err;
+  EXPECT_NE(scheme.err.find("placement.reduction: unknown reduction scheme 'nope'; valid: chain"),
+            std::string::npos)
+      << scheme.err;
+  EXPECT_TRUE(scheme.out.empty());
 }
 
 TEST(Cli, SweepWithAnUnknownPresetFailsBeforeRunningAnything) {

@@ -24,7 +24,7 @@ using Json = nlohmann::ordered_json;
 SweepPoint point(int index, int users) {
   SweepPoint p;
   p.index = index;
-  p.users = users;
+  p["users"] = std::to_string(users);
   return p;
 }
 
@@ -63,7 +63,7 @@ SweepRecord ran(int index, int users, double rate) {
 
 Json identity(int total, const std::string& digest = "abc") {
   SweepAxes a;
-  a.users = {1, 2, 3, 4};
+  a["users"] = {"1", "2", "3", "4"};
   return sweep_identity("s.yaml", a, false, digest, total);
 }
 
