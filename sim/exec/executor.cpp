@@ -479,8 +479,8 @@ Vec Executor::add(const Vec& a, const Vec& b) {
 
 // ---- Attention and the head ------------------------------------------------------
 
-std::uint64_t Executor::visible_positions(const AttentionPlacement& a,
-                                          std::span<const RowTag> rows, int i) const {
+std::uint64_t Executor::visible_positions(const AttentionPlacement& a, std::span<const RowTag> rows,
+                                          int i) const {
   std::uint64_t n = 0;
   for (const RowTag& r : rows)
     n += static_cast<std::uint64_t>(
@@ -690,9 +690,8 @@ std::vector<models::ExpertChoice> Executor::timing_route(int layer, int user, in
   return chosen;
 }
 
-std::vector<std::vector<models::ExpertChoice>> Executor::choose_experts(int layer,
-                                                                        const Vec& logits,
-                                                                        std::span<const RowTag> rows) {
+std::vector<std::vector<models::ExpertChoice>> Executor::choose_experts(
+    int layer, const Vec& logits, std::span<const RowTag> rows) {
   std::vector<std::vector<models::ExpertChoice>> chosen;
   for (std::size_t t = 0; t < rows.size(); ++t) {
     const RowTag& r = rows[t];
@@ -713,8 +712,7 @@ Vec Executor::moe(const LayerStage& st, int layer, const Vec& normed, const Vec&
   const int T = normed.tokens;
   const auto T64 = static_cast<std::uint64_t>(T);
   // The choice of every row of the message.
-  const std::vector<std::vector<models::ExpertChoice>> chosen =
-      choose_experts(layer, logits, rows);
+  const std::vector<std::vector<models::ExpertChoice>> chosen = choose_experts(layer, logits, rows);
   const MatrixPlacement& r = st.router;
   const int w = r.wafer;
   std::vector<Timed> local(logits.layout.size());
@@ -725,8 +723,11 @@ Vec Executor::moe(const LayerStage& st, int layer, const Vec& normed, const Vec&
   Timed choice = reduce(w, ReductionScheme::chain, layout_line(logits.layout), pair_bytes, local);
   choice = run_core(w, r.root(0), choice,
                     fab(w).cost().vector_op(static_cast<std::uint64_t>(k) * T64, 4));
+  // Told to every core holding a piece of the router's input: its tile row
+  // 0, which lies the way its rows' partial sums do (east; south when the
+  // router is transposed, as on a whole region).
   std::vector<Timed> told;
-  multicast(w, Line{r.core(0, 0), fabric::Direction::east, r.q()}, pair_bytes, choice, told);
+  multicast(w, Line{r.core(0, 0), r.reduction_direction(), r.q()}, pair_bytes, choice, told);
   Vec x = normed;
   if (x.layout.size() != told.size())
     throw std::logic_error(r.name + ": the normed vector is not on the router's columns");

@@ -397,14 +397,15 @@ double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& m
   if (st.experts.empty())
     return t + ffn(st.gate_up, st.down) + move_latency_cycles(lm, residual, output_layout(st.down));
   // Mixture of experts: the router, then the chosen experts side by side
-  // (the slowest expert bounds the step).
+  // (the slowest expert bounds the step); on a whole region they share its
+  // cores, so the chosen ones run one after another.
   t += move_latency_cycles(lm, residual, input_layout(st.router)) +
        gemv_latency_cycles(lm, st.router);
   double slowest = 0.0;
   for (const ExpertPlacement& e : st.experts)
     slowest = std::max(
         slowest, ffn(e.gate_up, e.down) + move_latency_cycles(lm, output_layout(e.down), residual));
-  return t + slowest;
+  return t + (st.whole_region ? model.experts_per_token : 1) * slowest;
 }
 
 double head_latency_cycles(const LatencyModel& lm, const models::ModelConfig& model,

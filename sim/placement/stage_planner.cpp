@@ -375,7 +375,7 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
                                     const std::string& strategy) {
   const AttentionPlacement& a = st.attention;
   std::uint64_t matrices = 0;
-  for (const MatrixPlacement* m : {&st.qkv, &st.o, &st.gate_up, &st.down})
+  for (const MatrixPlacement* m : st.matrices())
     matrices += ceil_div(m->max_tile_elements() * static_cast<std::uint64_t>(bits_), 8);
   matrices += ceil_div(static_cast<std::uint64_t>(model_.hidden_size),
                        static_cast<std::uint64_t>(st.o.p())) *
@@ -406,11 +406,6 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
 
 LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing, Bytes budget,
                                       const std::string& strategy) {
-  if (model_.is_moe())
-    throw FitError(fmt::format(
-        "{} places dense layers only; {} is a mixture of experts: use layer-rectangles, "
-        "serpentine, short-path, sram-balanced or anneal",
-        strategy, model_.name));
   if (!defects_.clear(region))
     throw FitError(fmt::format(
         "{} spans every GEMV over its whole region, but layer {}'s region ({} x {} at ({}, {})) "
@@ -424,8 +419,23 @@ LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int shar
   st.whole_region = true;
   st.qkv = region_matrix(kQkv, l, w, region, true);
   st.o = region_matrix(kO, l, w, region, false);
-  st.gate_up = region_matrix(kFirstMlp, l, w, region, true);
-  st.down = region_matrix(kFirstMlp + 1, l, w, region, false);
+  if (model_.is_moe()) {
+    // The router and every expert over the whole region too (their tiles
+    // share its cores' SRAM): the router and each expert's gate_up
+    // transposed, reading the residual's column as qkv does; each down plain,
+    // writing its output down that column, where the outputs are combined.
+    st.router = region_matrix(kFirstMlp, l, w, region, true);
+    for (int e = 0; e < model_.num_experts; ++e) {
+      ExpertPlacement ep;
+      ep.gate_up =
+          region_matrix(kFirstMlp + 1 + 2 * static_cast<std::size_t>(e), l, w, region, true);
+      ep.down = region_matrix(kFirstMlp + 2 + 2 * static_cast<std::size_t>(e), l, w, region, false);
+      st.experts.push_back(std::move(ep));
+    }
+  } else {
+    st.gate_up = region_matrix(kFirstMlp, l, w, region, true);
+    st.down = region_matrix(kFirstMlp + 1, l, w, region, false);
+  }
   st.attention = region_attention(l, w, region, strategy);
   check_region_fit(st, sharing, budget, strategy);
   return st;

@@ -195,6 +195,19 @@ const FunctionalCase kFunctionalCases[] = {
        sc.hardware.defect_cores = {{20, 5}, {9, 30}};
        return sc;
      }},
+    // Mixtures of experts on the whole region: the router and every expert
+    // span it, the chosen experts' GEMVs one after another on its cores.
+    {"WholeRegionMixtral", [] { return whole_region(with_model("tiny-mixtral", 3), 1); }},
+    {"WholeRegionQwen3MoeTwoGroupsTree",
+     [] {
+       return whole_region(with_model("tiny-qwen3-moe", 8), 2, fabric::ReductionScheme::tree);
+     }},
+    {"WholeRegionMixtralDecodeBatchPrefillBlocks",
+     [] {
+       Scenario sc = whole_region(with_users(with_model("tiny-mixtral", 38), 3, 5), 1);
+       sc.workload.prefill_block = 3;
+       return with_decode_batch(sc, 3);
+     }},
     // Other architectures. Mixtral: router GEMV, real top-2 of 4 experts per
     // token and layer, each expert on its own rectangle, outputs combined in
     // chosen order.

@@ -146,6 +146,64 @@ TEST(WholeRegion, ARegionWithDeadCoresShrinksToItsLargestClearRectangle) {
   EXPECT_NE(pl.planner_note.find("shrunk"), std::string::npos) << pl.planner_note;
 }
 
+// A mixture of experts on the whole region: the router and every expert's
+// two matrices span it too (tiles of all of them on its cores), the router
+// and each gate_up reading the residual's column as qkv does, each down
+// writing where o writes (so the chosen experts' outputs combine with no
+// move), and the bytes of all experts counted against each core's SRAM.
+TEST(WholeRegion, EveryExpertSpansTheRegionAndReadsAndWritesTheResidualsColumn) {
+  const models::ModelConfig m = testing::preset_model("tiny-mixtral");
+  ASSERT_TRUE(m.is_moe());
+  fabric::Fabric fab(fabric::testing::small_spec(48, 48));
+  const Placement pl = place(m, fab, groups(1));
+  for (const LayerStage& st : pl.layers) {
+    ASSERT_EQ(st.experts.size(), static_cast<std::size_t>(m.num_experts));
+    EXPECT_TRUE(st.router.transposed);
+    EXPECT_EQ(st.router.p(), m.num_experts);  // one router output per column
+    EXPECT_TRUE(same(input_layout(st.router), output_layout(st.o)));
+    for (const ExpertPlacement& e : st.experts) {
+      EXPECT_TRUE(e.gate_up.transposed);
+      EXPECT_FALSE(e.down.transposed);
+      EXPECT_EQ(e.gate_up.rect.x0, st.strip.x0);
+      EXPECT_EQ(e.gate_up.rect.y0, st.strip.y0);
+      EXPECT_TRUE(same(input_layout(e.gate_up), output_layout(st.o))) << e.gate_up.name;
+      EXPECT_TRUE(same(swiglu_output_layout(output_layout(e.gate_up)), input_layout(e.down)))
+          << e.down.name;
+      EXPECT_TRUE(same(output_layout(e.down), output_layout(st.o))) << e.down.name;
+    }
+  }
+  // The region's corner holds a tile of qkv, o, the router and 2 per expert
+  // in each of the 2 layers; every weight once.
+  std::map<std::tuple<int, int>, int> tiles;
+  const fabric::Rect region = pl.layers.front().strip;
+  for_each_allocation(m, pl, groups(1), [&](const CoreAllocation& a) {
+    if (a.use == fabric::SramUse::weights && a.what.ends_with("weight tile"))
+      ++tiles[{a.core.x, a.core.y}];
+  });
+  EXPECT_EQ((tiles[{region.x0, region.y0}]), (3 + 2 * m.num_experts) * m.num_layers);
+  EXPECT_EQ(fab.sram().used_for(fabric::SramUse::weights).value, m.parameter_count() * 2);
+}
+
+// All of a layer's experts must fit its region's cores, not just the ones
+// a token chooses: the fit error counts every expert's tile.
+TEST(WholeRegion, ARegionThatCannotHoldEveryExpertSaysSo) {
+  models::ModelConfig m = testing::preset_model("tiny-mixtral");
+  m.num_layers = 8;
+  // 8 layers x 4 experts x 3 x 64 x 4000 x 2 B = 47 MiB of experts: within the
+  // wafer's 48 MiB, beyond what the 31 x 32 region beside the head strip holds
+  // (50.2 KiB on its fullest core).
+  m.intermediate_size = 4000;
+  try {
+    plan_placement(m, fabric::testing::small_spec(32, 32), 1, groups(1));
+    FAIL() << "expected a FitError";
+  } catch (const fabric::FitError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("shares its 31 x 32 region"), std::string::npos) << what;
+    EXPECT_NE(what.find("50.2 KiB in all, but has 48.0 KiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("use more wafers"), std::string::npos) << what;
+  }
+}
+
 TEST(WholeRegion, AGroupThatCannotHoldItsLayersSaysWhatEachCoreWouldHold) {
   // 8 layers on a 16 x 16 mesh: the weights alone fit (a tiny model), a
   // 10,000-token KV cache (10 MiB) fits the wafer (12 MiB) but not the
