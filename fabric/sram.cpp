@@ -31,7 +31,8 @@ std::size_t SramMap::cores_used() const {
 
 void SramMap::allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what) {
   std::uint64_t& u = used_[core.value];
-  if (bytes.value > 0 && defects_ && defects_->dead(mesh_.coord(core))) {
+  if (bytes.value > 0 && defects_ && defects_->dead_count() > 0 &&
+      defects_->dead(mesh_.coord(core))) {
     const Coord c = mesh_.coord(core);
     throw FitError("core (" + std::to_string(c.x) + "," + std::to_string(c.y) + ") cannot hold " +
                    std::to_string(bytes.value) + " B of " + what +

@@ -65,18 +65,35 @@ void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
                   const std::function<void(const CoreAllocation&)>& visit,
                   bool buffers_too = true) {
   const std::string tile = mp.name + " weight tile", buffers = mp.name + " buffers";
+  // Each tile row's height and column's width once (a whole-region matrix
+  // has ~10^5 cores, and a layer group hundreds of matrices: no divisions
+  // per core).
+  std::vector<std::uint64_t> heights(static_cast<std::size_t>(mp.p()));
   for (int pi = 0; pi < mp.p(); ++pi)
-    for (int qi = 0; qi < mp.q(); ++qi) {
-      const std::uint64_t rows =
-          static_cast<std::uint64_t>(mp.row_begin(pi + 1) - mp.row_begin(pi));
-      const std::uint64_t cols =
-          static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
-      const Coord core = mp.core(pi, qi);
-      visit({wafer, core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
-             SramUse::weights, tile});
-      if (buffers_too)
-        visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
-    }
+    heights[static_cast<std::size_t>(pi)] =
+        static_cast<std::uint64_t>(mp.row_begin(pi + 1) - mp.row_begin(pi));
+  std::vector<std::uint64_t> widths(static_cast<std::size_t>(mp.q()));
+  for (int qi = 0; qi < mp.q(); ++qi)
+    widths[static_cast<std::size_t>(qi)] =
+        static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
+  auto one = [&](int pi, int qi) {
+    const std::uint64_t rows = heights[static_cast<std::size_t>(pi)];
+    const std::uint64_t cols = widths[static_cast<std::size_t>(qi)];
+    const Coord core = mp.core(pi, qi);
+    visit({wafer, core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
+           SramUse::weights, tile});
+    if (buffers_too) visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
+  };
+  // Row by row of the mesh (x fastest), as the cores lie in memory: tile
+  // columns inside tile rows, or for a transposed matrix (tile row pi on
+  // mesh column x0 + pi) tile rows inside tile columns.
+  if (mp.transposed) {
+    for (int qi = 0; qi < mp.q(); ++qi)
+      for (int pi = 0; pi < mp.p(); ++pi) one(pi, qi);
+  } else {
+    for (int pi = 0; pi < mp.p(); ++pi)
+      for (int qi = 0; qi < mp.q(); ++qi) one(pi, qi);
+  }
 }
 
 }  // namespace
