@@ -34,13 +34,26 @@ std::string timed_candidate_note() {
          "one-user bound below the best)";
 }
 
+std::string timed_wafers_note(int wafers) {
+  if (wafers <= 1) return "";
+  return fmt::format(
+      "\n  (on {} wafers: timed on the last, which holds the head; token and step add groups-1 "
+      "hand-overs on every wafer, a crossing between each two (onto the last from the wafer "
+      "before) and the next token's embedding back to the first wafer: crossing_cycles and "
+      "return_cycles in the JSON)",
+      wafers);
+}
+
 void add_timed_candidate_json(const TimedCandidate& c, nlohmann::ordered_json& o) {
   o["grid"] = c.grid;
+  o["wafers"] = c.wafers;
   o["region_width"] = c.region_width;
   o["region_height"] = c.region_height;
   o["layer_cycles"] = c.layer_cycles;
   o["handover_cycles"] = c.handover_cycles;
   o["head_cycles"] = c.head_cycles;
+  o["crossing_cycles"] = c.crossing_cycles;
+  o["return_cycles"] = c.return_cycles;
   o["longest_stage_cycles"] = c.longest_stage_cycles;
   o["token_cycles"] = c.token_cycles;
   o["loaded_tokens"] = c.loaded_tokens;

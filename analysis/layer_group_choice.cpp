@@ -19,7 +19,7 @@ std::vector<std::string> layer_group_choice_lines(const LayerGroupChoice& ch) {
     out.push_back(fmt::format("  {:>6} {}{}", c.groups, timed_candidate_columns(c, ch.users),
                               c.groups == ch.chosen ? "  <- chosen" : ""));
   }
-  out.push_back(timed_candidate_note());
+  out.push_back(timed_candidate_note() + timed_wafers_note(candidates_wafers(ch.candidates)));
   return out;
 }
 

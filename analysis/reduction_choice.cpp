@@ -38,7 +38,8 @@ std::vector<std::string> reduction_choice_lines(const ReductionChoice& ch) {
                                 static_cast<int>(i) == ch.chosen ? "  <- chosen" : ""));
   }
   out.push_back(timed_candidate_note() +
-                " K=sqrt: WaferLLM's round(sqrt n) groups per line of n cores.");
+                " K=sqrt: WaferLLM's round(sqrt n) groups per line of n cores." +
+                timed_wafers_note(candidates_wafers(ch.candidates)));
   return out;
 }
 

@@ -28,6 +28,7 @@ class SramMap {
   // With `defects`, a dead core has no SRAM: any allocation there is refused.
   SramMap(const Mesh& mesh, Bytes capacity_per_core, const DefectMap* defects = nullptr);
 
+  const Mesh& mesh() const { return mesh_; }
   Bytes capacity_per_core() const { return capacity_; }
   // What `core` can hold: capacity_per_core, or 0 on a dead core.
   Bytes capacity(CoreId core) const {

@@ -4,6 +4,8 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -47,13 +49,44 @@ std::uint64_t minus(std::uint64_t a, std::uint64_t b) {
   return a > b ? a - b : 0;
 }
 
-// Group 0's layers: those on the first layer's region.
-int first_group_layers(const Placement& pl) {
-  int n = 0;
-  while (n < static_cast<int>(pl.layers.size()) &&
-         pl.layers[static_cast<std::size_t>(n)].strip == pl.layers.front().strip)
-    ++n;
-  return n;
+// Where a candidate is timed: the wafer that holds the head (a one-wafer
+// plan's only wafer), the first layer on it, how many layers its first group
+// has (those on that layer's region), the first layer of its next group (-1:
+// none), and the hand-overs between groups on all the plan's wafers (each
+// wafer's regions less one). The wafers of a plan hold balanced runs of
+// layers in the same grid of groups, so one wafer's layer, hand-over and
+// crossing from the wafer before, and the head, stand for all.
+struct TimedWafer {
+  int wafer = 0;
+  int first = 0;
+  int in_group = 0;
+  int next_group = -1;
+  int handovers = 0;
+};
+
+TimedWafer timed_wafer(const Placement& pl) {
+  TimedWafer t;
+  t.wafer = pl.head.wafer;
+  const int layers = static_cast<int>(pl.layers.size());
+  auto at = [&](int i) -> const LayerStage& { return pl.layers[static_cast<std::size_t>(i)]; };
+  while (t.first < layers && at(t.first).wafer != t.wafer) ++t.first;
+  if (t.first == layers)
+    throw std::logic_error("a whole-region plan without layers on its head's wafer");
+  int i = t.first;
+  while (i < layers && at(i).wafer == t.wafer && at(i).strip == at(t.first).strip) ++i;
+  t.in_group = i - t.first;
+  if (i < layers && at(i).wafer == t.wafer) t.next_group = i;
+  for (int l = 1; l < layers; ++l)
+    if (at(l).wafer == at(l - 1).wafer && !(at(l).strip == at(l - 1).strip)) ++t.handovers;
+  return t;
+}
+
+// An executor for the stages of wafer `t.wafer` only, on `fab`: every wafer
+// slot of the plan is that fabric, and nothing runs on the others.
+Executor timed_wafer_executor(fabric::Fabric& fab, const models::ModelConfig& model,
+                              const Placement& pl, const Program& prog, int weight_bits) {
+  return Executor(std::vector<fabric::Fabric*>(static_cast<std::size_t>(pl.wafers), &fab), nullptr,
+                  model, pl, prog, nullptr, weight_bits);
 }
 
 // A token of the stream: its layer's stages, where it is in them and when.
@@ -136,26 +169,28 @@ std::vector<std::uint64_t> run_stream(Executor& ex, const Program& prog,
 }  // namespace
 
 void time_candidate(const Scenario& sc, const PlacementRequest& req, const Placement& pl,
-                    int groups, TimedCandidate& c) {
+                    TimedCandidate& c) {
   c.fits = true;
   c.grid = pl.planner_note;
+  c.wafers = pl.wafers;
   const models::ModelConfig& model = sc.model;
   const int layers = static_cast<int>(pl.layers.size());
-  c.region_width = pl.layers.front().strip.width;
-  c.region_height = pl.layers.front().strip.height;
-  const int in_group = first_group_layers(pl);
-  const int next_group = in_group < layers ? in_group : -1;
+  const TimedWafer tw = timed_wafer(pl);
+  const LayerStage& first = pl.layers[static_cast<std::size_t>(tw.first)];
+  c.region_width = first.strip.width;
+  c.region_height = first.strip.height;
 
   // Timed without allocating (the timing does not read SRAM addresses; the
   // chosen count is allocated before it is taken: choose_layer_groups).
-  fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
+  fabric::Fabric fab(fabric::wafer_instance(sc.hardware, tw.wafer));
   const Program prog = lower(model, pl);
-  Executor ex(fab, model, pl, prog, nullptr, req.weight_bits);
+  Executor ex = timed_wafer_executor(fab, model, pl, prog, req.weight_bits);
   const int position = std::max(0, req.context_tokens - 1);
 
-  // One token alone: layer 0 (its stages' spans), the next group's first
-  // layer (entered from group 0's region), the head.
-  const std::vector<const StageProgram*> first_stages = layer_stages(prog, 0);
+  // One token alone: the timed wafer's first layer (its stages' spans), its
+  // next group's first layer (entered from the first group's region), the
+  // head.
+  const std::vector<const StageProgram*> first_stages = layer_stages(prog, tw.first);
   TokenMessage m = decode_token(0, position, first_stages.front()->input, Cycles{0});
   std::uint64_t from = 0;
   for (const StageProgram* sp : first_stages) {
@@ -167,8 +202,8 @@ void time_candidate(const Scenario& sc, const PlacementRequest& req, const Place
   }
   c.layer_cycles = slot(m, Slot::x).latest().at.value;
   std::uint64_t after_next = c.layer_cycles;
-  if (next_group >= 0) {
-    for (const StageProgram* sp : layer_stages(prog, next_group))
+  if (tw.next_group >= 0) {
+    for (const StageProgram* sp : layer_stages(prog, tw.next_group))
       run_stage(ex, *sp, m, [](const std::string&, const Timed&) {});
     after_next = slot(m, Slot::x).latest().at.value;
     c.handover_cycles = minus(after_next - c.layer_cycles, c.layer_cycles);
@@ -177,8 +212,49 @@ void time_candidate(const Scenario& sc, const PlacementRequest& req, const Place
     run_stage(ex, *head, m, [](const std::string&, const Timed&) {});
     c.head_cycles = minus(m.done.at.value, after_next);
   }
+  // On several wafers, each on the two wafers' own fabrics: the crossing
+  // onto this wafer, what its first layer takes beyond its own time when it
+  // follows the previous wafer's last layer (to that wafer's east edge, over
+  // the wafers' I/O, from this one's west edge: as the hand-over, measured
+  // with the layer before, so the move overlaps that layer's tail as it does
+  // in a run), counted once per crossing; and, after it, the next token's
+  // embedding row, read on this wafer (the head's), back onto the first
+  // wafer's layer 0.
+  if (pl.wafers > 1) {
+    const int before = tw.first - 1;
+    const int prev = pl.layers[static_cast<std::size_t>(before)].wafer;
+    const int w0 = pl.layers.front().wafer;
+    std::vector<std::unique_ptr<fabric::Fabric>> others;
+    std::vector<fabric::Fabric*> slots(static_cast<std::size_t>(pl.wafers), &fab);
+    for (const int w : {prev, w0})
+      if (slots[static_cast<std::size_t>(w)] == &fab && w != tw.wafer) {
+        others.push_back(std::make_unique<fabric::Fabric>(fabric::wafer_instance(sc.hardware, w)));
+        slots[static_cast<std::size_t>(w)] = others.back().get();
+      }
+    Executor cross(slots, nullptr, model, pl, prog, nullptr, req.weight_bits);
+    const std::vector<const StageProgram*> before_stages = layer_stages(prog, before);
+    // After everything timed above (this wafer's fabric holds it).
+    const std::uint64_t start = std::max(after_next, m.done.at.value);
+    TokenMessage t = decode_token(0, position, before_stages.front()->input, Cycles{start});
+    for (const StageProgram* sp : before_stages)
+      run_stage(cross, *sp, t, [](const std::string&, const Timed&) {});
+    const std::uint64_t before_done = slot(t, Slot::x).latest().at.value;
+    for (const StageProgram* sp : first_stages)
+      run_stage(cross, *sp, t, [](const std::string&, const Timed&) {});
+    const std::uint64_t crossed = slot(t, Slot::x).latest().at.value;
+    c.crossing_cycles = minus(crossed - before_done, c.layer_cycles);
+    const StageProgram& entry = *layer_stages(prog, 0).front();
+    const Timed at{Cycles{crossed}, {}};
+    c.return_cycles =
+        minus(cross.move(cross.embed(0, position, at, false), entry.input, entry.input_spread)
+                  .latest()
+                  .at.value,
+              crossed);
+  }
   c.token_cycles = static_cast<std::uint64_t>(layers) * c.layer_cycles +
-                   static_cast<std::uint64_t>(groups - 1) * c.handover_cycles + c.head_cycles;
+                   static_cast<std::uint64_t>(tw.handovers) * c.handover_cycles +
+                   static_cast<std::uint64_t>(pl.wafers - 1) * c.crossing_cycles + c.return_cycles +
+                   c.head_cycles;
   // Until the users' tokens are timed together: the bound that one user's
   // token and the stages' turns put on the step.
   const int users = std::max(1, req.users);
@@ -190,10 +266,11 @@ void time_candidate(const Scenario& sc, const PlacementRequest& req, const Place
 }
 
 void time_candidate_loaded(const Scenario& sc, const PlacementRequest& req, const Placement& pl,
-                           int groups, TimedCandidate& c) {
+                           TimedCandidate& c) {
   const int users = std::max(1, req.users);
   const int layers = static_cast<int>(pl.layers.size());
-  const int in_group = first_group_layers(pl);
+  const TimedWafer tw = timed_wafer(pl);
+  const int in_group = tw.in_group;
   // In steady state every user's token passes every group once a step, the
   // users spread over the step (each a step / users after the one before):
   // a group's region takes in_group layers of work every step / users. One
@@ -205,11 +282,11 @@ void time_candidate_loaded(const Scenario& sc, const PlacementRequest& req, cons
   c.loaded_tokens = std::min(kMaxStreamTokens, users * in_group);
   c.loaded_spacing_cycles =
       std::max<std::uint64_t>(1, c.token_cycles / static_cast<std::uint64_t>(users * in_group));
-  fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
+  fabric::Fabric fab(fabric::wafer_instance(sc.hardware, tw.wafer));
   const Program prog = lower(sc.model, pl);
-  Executor ex(fab, sc.model, pl, prog, nullptr, req.weight_bits);
+  Executor ex = timed_wafer_executor(fab, sc.model, pl, prog, req.weight_bits);
   std::vector<int> which;
-  for (int i = 0; i < c.loaded_tokens; ++i) which.push_back(i % in_group);
+  for (int i = 0; i < c.loaded_tokens; ++i) which.push_back(tw.first + i % in_group);
   const std::vector<std::uint64_t> took = run_stream(
       ex, prog, which, users, std::max(0, req.context_tokens - 1), 0, c.loaded_spacing_cycles);
   // The later half: the region has filled by then.
@@ -218,8 +295,9 @@ void time_candidate_loaded(const Scenario& sc, const PlacementRequest& req, cons
   for (std::size_t i = from; i < took.size(); ++i) sum += took[i];
   c.loaded_layer_cycles = sum / (took.size() - from);
   const std::uint64_t loaded_token = static_cast<std::uint64_t>(layers) * c.loaded_layer_cycles +
-                                     static_cast<std::uint64_t>(groups - 1) * c.handover_cycles +
-                                     c.head_cycles;
+                                     static_cast<std::uint64_t>(tw.handovers) * c.handover_cycles +
+                                     static_cast<std::uint64_t>(pl.wafers - 1) * c.crossing_cycles +
+                                     c.return_cycles + c.head_cycles;
   c.step_cycles =
       std::max(loaded_token, static_cast<std::uint64_t>(users) * c.longest_stage_cycles);
   const double clock = sc.hardware.clock_hz;
@@ -294,15 +372,9 @@ void plan_and_time(const Scenario& sc, CandidatePlan& cand, const std::string& k
   Placement pl;
   try {
     pl = plan(cand.request);
-    if (pl.wafers > 1)
-      throw fabric::FitError(fmt::format(
-          "placement.{}: auto times its candidates on one wafer, and {} of {} need {} wafers; "
-          "give {} a value",
-          key, what, sc.model.name, pl.wafers, key));
     (void)check_route_colors(pl, sc.hardware);
-    time_candidate(sc, cand.request, pl, cand.request.layer_groups, c);
+    time_candidate(sc, cand.request, pl, c);
   } catch (const fabric::FitError& e) {
-    if (pl.wafers > 1) throw;
     c.fits = false;
     c.why_not = e.what();
     if (memo) memo->store(cand.request, c, Placement{});
@@ -316,6 +388,20 @@ int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>&
                       CandidateMemo* memo) {
   std::vector<const TimedCandidate*> figures;
   for (const CandidatePlan& c : cs) figures.push_back(c.figures);
+  // Candidates on the same wafers: a plan that needs more wafers than the
+  // fewest any candidate fits on (wafers: auto plans each on the fewest it
+  // fits) is not compared with the others.
+  int fewest = INT_MAX;
+  for (const CandidatePlan& c : cs)
+    if (c.figures->fits) fewest = std::min(fewest, c.plan.wafers);
+  for (CandidatePlan& c : cs)
+    if (c.figures->fits && c.plan.wafers > fewest) {
+      *c.figures = TimedCandidate{};
+      c.figures->why_not = fmt::format(
+          "needs {} wafers where other candidates fit on {}: candidates are compared on the "
+          "same wafers (give wafers a number to compare them on that many)",
+          c.plan.wafers, fewest);
+    }
   // More users: the stream timed for the candidates whose one-user bound
   // could still win, the highest bound first; a candidate whose bound is
   // below the best timed figure (by more than a tie) cannot win, and keeps
@@ -332,7 +418,7 @@ int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>&
       TimedCandidate& c = *cs[i].figures;
       if (c.aggregate_tokens_per_s < best_timed * (1.0 - kThroughputTie)) continue;
       if (c.loaded_tokens == 0) {  // not timed loaded before (a memo's entry may be)
-        time_candidate_loaded(sc, cs[i].request, cs[i].plan, cs[i].request.layer_groups, c);
+        time_candidate_loaded(sc, cs[i].request, cs[i].plan, c);
         if (memo) memo->store(cs[i].request, c, cs[i].plan);
       }
       best_timed = std::max(best_timed, c.aggregate_tokens_per_s);
@@ -345,9 +431,20 @@ int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>&
   while (best >= 0) {
     CandidatePlan& cand = cs[static_cast<std::size_t>(best)];
     try {
-      fabric::Fabric fab(fabric::wafer_instance(sc.hardware, 0));
-      fabric::Fabric* const wafers[] = {&fab};
-      allocate_placement(sc.model, cand.plan, wafers, cand.request);
+      // Each wafer's SRAM map (and dead cores), without the rest of a fabric.
+      std::vector<std::unique_ptr<fabric::Mesh>> meshes;
+      std::vector<std::unique_ptr<fabric::DefectMap>> defects;
+      std::vector<std::unique_ptr<fabric::SramMap>> srams;
+      std::vector<fabric::SramMap*> maps;
+      for (int w = 0; w < cand.plan.wafers; ++w) {
+        const fabric::WaferSpec spec = fabric::wafer_instance(sc.hardware, w);
+        meshes.push_back(std::make_unique<fabric::Mesh>(spec.mesh_width, spec.mesh_height));
+        defects.push_back(std::make_unique<fabric::DefectMap>(spec));
+        srams.push_back(std::make_unique<fabric::SramMap>(*meshes.back(), spec.sram_per_core,
+                                                          defects.back().get()));
+        maps.push_back(srams.back().get());
+      }
+      allocate_placement(sc.model, cand.plan, maps, cand.request);
       break;
     } catch (const fabric::FitError& e) {
       *cand.figures = TimedCandidate{};

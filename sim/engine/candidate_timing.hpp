@@ -15,6 +15,8 @@
 //   token  = layers x layer + (groups - 1) x hand-over + head   (one user)
 //   step   = max(layers x loaded layer + (groups - 1) x hand-over + head,
 //                users x the layer's longest stage)             (users pipelined)
+// (on W wafers: groups - 1 hand-overs on each, and W - 1 crossings between
+// them, each the timed wafer's crossing).
 // A candidate whose one-user bound (users / max(token, users x longest
 // stage)) is already below the best timed figure is not timed loaded.
 // The best is then allocated (the allocator has the last word on SRAM; one
@@ -94,10 +96,13 @@ int settle_candidates(const Scenario& sc, int users, std::vector<CandidatePlan>&
 
 // One candidate's timing on its plan: one token alone; then (more than one
 // user) the users' tokens as a stream through one group's region, which
-// sets its step and figures. `groups`: the plan's layer groups.
+// sets its step and figures. A plan on several wafers is timed on the wafer
+// that holds the head (its first layer, its next group's, the head, and the
+// crossing onto it from the wafer before), with every wafer's hand-overs
+// between groups and every crossing counted.
 void time_candidate(const Scenario& sc, const PlacementRequest& req, const Placement& pl,
-                    int groups, TimedCandidate& candidate);
+                    TimedCandidate& candidate);
 void time_candidate_loaded(const Scenario& sc, const PlacementRequest& req, const Placement& pl,
-                           int groups, TimedCandidate& candidate);
+                           TimedCandidate& candidate);
 
 }  // namespace wafersim::sim

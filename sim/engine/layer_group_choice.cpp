@@ -26,7 +26,7 @@ LayerGroupCandidate time_layer_groups(const Scenario& sc, const PlacementRequest
                                       const Placement& pl, int groups) {
   LayerGroupCandidate c;
   c.groups = groups;
-  time_candidate(sc, req, pl, groups, c);
+  time_candidate(sc, req, pl, c);
   return c;
 }
 
@@ -39,17 +39,31 @@ LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest&
   choice.users = std::max(1, req.users);
   choice.position = std::max(0, req.context_tokens - 1);
   choice.objective = objective_name(choice.users);
-  const std::vector<int> counts = layer_group_counts(sc.model.num_layers);
-  choice.candidates.resize(counts.size());
-  std::vector<CandidatePlan> plans(counts.size());
+  // The counts for the model's layers; a plan on several wafers groups each
+  // wafer's layers (at most as many groups as it has layers), so once one
+  // group's plan shows the most layers a wafer holds, the counts are those
+  // for that many (1 group is a count of both).
+  std::vector<int> counts = layer_group_counts(sc.model.num_layers);
+  choice.candidates.reserve(counts.size());
+  std::vector<CandidatePlan> plans;
+  plans.reserve(counts.size());
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const int g = counts[i];
-    choice.candidates[i].groups = g;
-    plans[i].request = req;
-    plans[i].request.layer_groups = g;
-    plans[i].figures = &choice.candidates[i];
-    plan_and_time(sc, plans[i], "layer_groups",
-                  fmt::format("{} layer group{}", g, g == 1 ? "" : "s"), plan, memo);
+    choice.candidates.emplace_back().groups = g;
+    CandidatePlan& cand = plans.emplace_back();
+    cand.request = req;
+    cand.request.layer_groups = g;
+    cand.figures = &choice.candidates.back();
+    plan_and_time(sc, cand, "layer_groups", fmt::format("{} layer group{}", g, g == 1 ? "" : "s"),
+                  plan, memo);
+    if (i == 0 && cand.figures->fits && cand.plan.wafers > 1) {
+      std::vector<int> on(static_cast<std::size_t>(cand.plan.wafers), 0);
+      for (const LayerStage& st : cand.plan.layers) ++on[static_cast<std::size_t>(st.wafer)];
+      counts = layer_group_counts(*std::max_element(on.begin(), on.end()));
+      choice.candidates.reserve(counts.size());
+      plans.reserve(counts.size());
+      plans.front().figures = &choice.candidates.front();  // the reserve may have moved it
+    }
   }
   const int best = settle_candidates(sc, choice.users, plans, memo);
   if (best < 0) {

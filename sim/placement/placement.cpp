@@ -324,14 +324,21 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
 }
 
 void allocate_placement(const models::ModelConfig& model, const Placement& pl,
-                        std::span<fabric::Fabric* const> wafers, const PlacementRequest& req) {
-  if (static_cast<int>(wafers.size()) != pl.wafers)
-    throw std::invalid_argument("allocate_placement: one fabric per wafer of the placement");
+                        std::span<fabric::SramMap* const> srams, const PlacementRequest& req) {
+  if (static_cast<int>(srams.size()) != pl.wafers)
+    throw std::invalid_argument("allocate_placement: one SRAM map per wafer of the placement");
   // The allocator is the final word on fit.
   for_each_allocation(model, pl, req, [&](const CoreAllocation& a) {
-    fabric::Fabric& fab = *wafers[static_cast<std::size_t>(a.wafer)];
-    fab.sram().allocate(fab.mesh().id(a.core), a.bytes, a.use, a.what);
+    fabric::SramMap& sram = *srams[static_cast<std::size_t>(a.wafer)];
+    sram.allocate(sram.mesh().id(a.core), a.bytes, a.use, a.what);
   });
+}
+
+void allocate_placement(const models::ModelConfig& model, const Placement& pl,
+                        std::span<fabric::Fabric* const> wafers, const PlacementRequest& req) {
+  std::vector<fabric::SramMap*> srams;
+  for (fabric::Fabric* f : wafers) srams.push_back(&f->sram());
+  allocate_placement(model, pl, srams, req);
 }
 
 Placement place(const models::ModelConfig& model, std::span<fabric::Fabric* const> wafers,

@@ -245,7 +245,11 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& plac
 // strategies report the longest a re-plan of the same shape could reach.)
 int layout_max_context(const models::ModelConfig& model, const Placement& placement,
                        const PlacementRequest& req, const fabric::WaferSpec& spec);
-// Allocates a planned placement's bytes in the wafers' SRAM maps.
+// Allocates a planned placement's bytes in the wafers' SRAM maps (one per
+// wafer of the placement; FitError where a core cannot hold them).
+void allocate_placement(const models::ModelConfig& model, const Placement& placement,
+                        std::span<fabric::SramMap* const> srams, const PlacementRequest& request);
+// The same on the wafers' fabrics.
 void allocate_placement(const models::ModelConfig& model, const Placement& placement,
                         std::span<fabric::Fabric* const> wafers, const PlacementRequest& request);
 // plan_placement + allocate_placement. Wafer w holds a contiguous run of
