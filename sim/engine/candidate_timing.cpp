@@ -358,8 +358,7 @@ void CandidateMemo::store(const PlacementRequest& r, const TimedCandidate& figur
   entries_[memo_key(r)] = {figures, plan};
 }
 
-void plan_and_time(const Scenario& sc, CandidatePlan& cand, const std::string& key,
-                   const std::string& what,
+void plan_and_time(const Scenario& sc, CandidatePlan& cand,
                    const std::function<Placement(const PlacementRequest&)>& plan,
                    CandidateMemo* memo) {
   TimedCandidate& c = *cand.figures;

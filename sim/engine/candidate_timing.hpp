@@ -79,12 +79,9 @@ std::string objective_name(int users);
 
 // Plans the candidate's request with `plan` (plan_system's planning), checks
 // its routes' colors and times one token alone (time_candidate); a FitError
-// on the way marks it as not fitting, with the reason. A plan on more than
-// one wafer is a FitError thrown out (the timing covers one wafer), naming
-// placement.`key` and `what` the candidate is.
+// on the way marks it as not fitting, with the reason.
 // With a memo, a request it holds is not planned or timed again.
-void plan_and_time(const Scenario& sc, CandidatePlan& candidate, const std::string& key,
-                   const std::string& what,
+void plan_and_time(const Scenario& sc, CandidatePlan& candidate,
                    const std::function<Placement(const PlacementRequest&)>& plan,
                    CandidateMemo* memo = nullptr);
 

@@ -54,8 +54,7 @@ LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest&
     cand.request = req;
     cand.request.layer_groups = g;
     cand.figures = &choice.candidates.back();
-    plan_and_time(sc, cand, "layer_groups", fmt::format("{} layer group{}", g, g == 1 ? "" : "s"),
-                  plan, memo);
+    plan_and_time(sc, cand, plan, memo);
     if (i == 0 && cand.figures->fits && cand.plan.wafers > 1) {
       std::vector<int> on(static_cast<std::size_t>(cand.plan.wafers), 0);
       for (const LayerStage& st : cand.plan.layers) ++on[static_cast<std::size_t>(st.wafer)];

@@ -106,10 +106,7 @@ std::vector<ReductionChoice> choose_reductions(
             longest, kRingTimedCores);
         continue;
       }
-      plan_and_time(
-          sc, plans[i],
-          kind ? ch.key.substr(std::string("placement.").size()) : std::string("reduction"),
-          fmt::format("reduction {}", analysis::reduction_candidate_name(c)), plan, memo);
+      plan_and_time(sc, plans[i], plan, memo);
     }
     ch.chosen = settle_candidates(sc, ch.users, plans, memo);
     if (ch.chosen < 0) {
