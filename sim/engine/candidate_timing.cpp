@@ -220,7 +220,7 @@ void time_candidate(const Scenario& sc, const PlacementRequest& req, const Place
   // in a run), counted once per crossing; and, after it, the next token's
   // embedding row, read on this wafer (the head's), back onto the first
   // wafer's layer 0.
-  if (pl.wafers > 1) {
+  if (pl.wafers > 1 && tw.first > 0) {
     const int before = tw.first - 1;
     const int prev = pl.layers[static_cast<std::size_t>(before)].wafer;
     const int w0 = pl.layers.front().wafer;
