@@ -18,7 +18,11 @@ const char* sram_use_name(SramUse u) {
 }
 
 SramMap::SramMap(const Mesh& mesh, Bytes capacity_per_core, const DefectMap* defects)
-    : mesh_(mesh), defects_(defects), capacity_(capacity_per_core), used_(mesh.core_count(), 0) {}
+    : mesh_(mesh),
+      defects_(defects),
+      has_dead_(defects && defects->dead_count() > 0),
+      capacity_(capacity_per_core),
+      used_(mesh.core_count(), 0) {}
 
 Bytes SramMap::total_used() const {
   return Bytes{std::accumulate(used_.begin(), used_.end(), std::uint64_t{0})};
@@ -29,10 +33,9 @@ std::size_t SramMap::cores_used() const {
       std::count_if(used_.begin(), used_.end(), [](std::uint64_t b) { return b > 0; }));
 }
 
-void SramMap::allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what) {
+void SramMap::allocate_checked(CoreId core, Bytes bytes, SramUse use, const std::string& what) {
   std::uint64_t& u = used_[core.value];
-  if (bytes.value > 0 && defects_ && defects_->dead_count() > 0 &&
-      defects_->dead(mesh_.coord(core))) {
+  if (bytes.value > 0 && has_dead_ && defects_->dead(mesh_.coord(core))) {
     const Coord c = mesh_.coord(core);
     throw FitError("core (" + std::to_string(c.x) + "," + std::to_string(c.y) + ") cannot hold " +
                    std::to_string(bytes.value) + " B of " + what +

@@ -42,11 +42,43 @@ class SramMap {
   const std::vector<std::uint64_t>& all_used() const { return used_; }
 
   // Allocates `bytes` on `core` for `use`; throws FitError naming `what`.
-  void allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what);
+  // (Inline where the core is alive and has room: placements make one
+  // allocation per tile, billions for a large whole-region model.)
+  void allocate(CoreId core, Bytes bytes, SramUse use, const std::string& what) {
+    std::uint64_t& u = used_[core.value];
+    if (!has_dead_ && u + bytes.value <= capacity_.value) {
+      u += bytes.value;
+      by_use_[static_cast<int>(use)] += bytes.value;
+      return;
+    }
+    allocate_checked(core, bytes, use, what);
+  }
+  // The same for `n` cores in a row of the mesh from `first` (ids first,
+  // first + 1, ...), core i taking bytes_of(i): one pass over their counts.
+  template <class BytesOf>
+  void allocate_run(CoreId first, int n, BytesOf&& bytes_of, SramUse use, const std::string& what) {
+    std::uint64_t* u = used_.data() + first.value;
+    const std::uint64_t cap = capacity_.value;
+    std::uint64_t total = 0;
+    int i = 0;
+    if (!has_dead_)
+      for (; i < n; ++i) {
+        const std::uint64_t b = bytes_of(i);
+        if (u[i] + b > cap) break;
+        u[i] += b;
+        total += b;
+      }
+    by_use_[static_cast<int>(use)] += total;
+    for (; i < n; ++i)  // a dead core or one without room: the checked path (throws)
+      allocate(CoreId{first.value + static_cast<std::uint32_t>(i)}, Bytes{bytes_of(i)}, use, what);
+  }
 
  private:
+  void allocate_checked(CoreId core, Bytes bytes, SramUse use, const std::string& what);
+
   const Mesh& mesh_;
   const DefectMap* defects_;
+  bool has_dead_ = false;  // defects_ lists a dead core
   Bytes capacity_;
   std::vector<std::uint64_t> used_;
   std::uint64_t by_use_[kSramUses] = {0, 0, 0};

@@ -60,9 +60,11 @@ std::vector<const MatrixPlacement*> LayerStage::matrices() const {
 namespace {
 
 // Every core of a matrix: its weight tile and its buffers (the input chunk
-// and the partial sums, fp32).
+// and the partial sums, fp32), to `matrices` at once when given, else core
+// by core to `visit`.
 void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
                   const std::function<void(const CoreAllocation&)>& visit,
+                  const std::function<void(const MatrixAllocation&)>& matrices,
                   bool buffers_too = true) {
   const std::string tile = mp.name + " weight tile", buffers = mp.name + " buffers";
   // Each tile row's height and column's width once (a whole-region matrix
@@ -76,27 +78,24 @@ void visit_matrix(int wafer, const MatrixPlacement& mp, int weight_bits,
   for (int qi = 0; qi < mp.q(); ++qi)
     widths[static_cast<std::size_t>(qi)] =
         static_cast<std::uint64_t>(mp.col_begin(qi + 1) - mp.col_begin(qi));
-  auto one = [&](int pi, int qi) {
-    const std::uint64_t rows = heights[static_cast<std::size_t>(pi)];
-    const std::uint64_t cols = widths[static_cast<std::size_t>(qi)];
-    const Coord core = mp.core(pi, qi);
-    visit({wafer, core, Bytes{ceil_div(rows * cols * static_cast<std::uint64_t>(weight_bits), 8)},
-           SramUse::weights, tile});
-    if (buffers_too) visit({wafer, core, Bytes{(rows + cols) * 4}, SramUse::activations, buffers});
-  };
-  // Row by row of the mesh (x fastest), as the cores lie in memory: tile
-  // columns inside tile rows, or for a transposed matrix (tile row pi on
-  // mesh column x0 + pi) tile rows inside tile columns.
-  if (mp.transposed) {
-    for (int qi = 0; qi < mp.q(); ++qi)
-      for (int pi = 0; pi < mp.p(); ++pi) one(pi, qi);
-  } else {
-    for (int pi = 0; pi < mp.p(); ++pi)
-      for (int qi = 0; qi < mp.q(); ++qi) one(pi, qi);
-  }
+  const MatrixAllocation m{wafer, mp, heights, widths, weight_bits, buffers_too, tile, buffers};
+  if (matrices)
+    matrices(m);
+  else
+    m.for_each_core(visit);
 }
 
 }  // namespace
+
+void MatrixAllocation::for_each_core(
+    const std::function<void(const CoreAllocation&)>& visit) const {
+  for_each_tile([&](int pi, int qi) {
+    const Coord core = matrix.core(pi, qi);
+    visit({wafer, core, Bytes{weight_bytes(pi, qi)}, fabric::SramUse::weights, weights_what});
+    if (buffers)
+      visit({wafer, core, Bytes{buffer_bytes(pi, qi)}, fabric::SramUse::activations, buffers_what});
+  });
+}
 
 Placement place(const models::ModelConfig& model, fabric::Fabric& fab,
                 const PlacementRequest& req) {
@@ -205,9 +204,17 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
            static_cast<std::size_t>(c.x);
   };
   std::vector<std::uint64_t> other(static_cast<std::size_t>(pl.wafers) * cores, 0);
-  for_each_allocation(model, pl, req, [&](const CoreAllocation& a) {
-    if (a.use != SramUse::kv_cache) other[index(a.wafer, a.core)] += a.bytes.value;
-  });
+  for_each_allocation(
+      model, pl, req,
+      [&](const CoreAllocation& a) {
+        if (a.use != SramUse::kv_cache) other[index(a.wafer, a.core)] += a.bytes.value;
+      },
+      [&](const MatrixAllocation& m) {
+        m.for_each_tile([&](int pi, int qi) {
+          other[index(m.wafer, m.matrix.core(pi, qi))] +=
+              m.weight_bytes(pi, qi) + (m.buffers ? m.buffer_bytes(pi, qi) : 0);
+        });
+      });
   const std::uint64_t capacity = spec.sram_per_core.value;
   const auto users = static_cast<std::uint64_t>(std::max(1, req.users));
   std::uint64_t context = static_cast<std::uint64_t>(model.max_position);
@@ -233,7 +240,8 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
 
 void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
                          const PlacementRequest& req,
-                         const std::function<void(const CoreAllocation&)>& visit) {
+                         const std::function<void(const CoreAllocation&)>& visit,
+                         const std::function<void(const MatrixAllocation&)>& matrices) {
   const int bits = req.weight_bits;
   const int kv_bits = req.weight_bits;
   const bool tied = model.tie_embeddings;
@@ -242,7 +250,7 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
     // A whole-region layer's input chunks, partial sums and attention
     // buffers are scratch its region's cores share (below).
     for (const MatrixPlacement* mp : st.matrices())
-      visit_matrix(st.wafer, *mp, bits, visit, !st.whole_region);
+      visit_matrix(st.wafer, *mp, bits, visit, matrices, !st.whole_region);
     const AttentionPlacement& a = st.attention;
     const std::string kv = fmt::format("layer {} KV cache", st.layer);
     const std::string buffers = fmt::format("layer {} attention buffers", st.layer);
@@ -280,10 +288,10 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
         visit({st.wafer, Coord{x, y}, scratch, SramUse::activations, what});
   }
   const HeadStage& head = pl.head;
-  visit_matrix(head.wafer, head.lm_head, bits, visit);
-  if (!tied) visit_matrix(head.wafer, head.embedding, bits, visit);
+  visit_matrix(head.wafer, head.lm_head, bits, visit, matrices);
+  if (!tied) visit_matrix(head.wafer, head.embedding, bits, visit, matrices);
   if (head.position_embedding.p() > 0)
-    visit_matrix(head.wafer, head.position_embedding, bits, visit);
+    visit_matrix(head.wafer, head.position_embedding, bits, visit, matrices);
   // RMSNorm gains sit where their vectors are normalised: both of a layer's
   // on its residual cores (the o roots), the final one on the head's first
   // roots (the layout lower() uses for the final hidden state).
@@ -328,10 +336,40 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
   if (static_cast<int>(srams.size()) != pl.wafers)
     throw std::invalid_argument("allocate_placement: one SRAM map per wafer of the placement");
   // The allocator is the final word on fit.
-  for_each_allocation(model, pl, req, [&](const CoreAllocation& a) {
-    fabric::SramMap& sram = *srams[static_cast<std::size_t>(a.wafer)];
-    sram.allocate(sram.mesh().id(a.core), a.bytes, a.use, a.what);
-  });
+  for_each_allocation(
+      model, pl, req,
+      [&](const CoreAllocation& a) {
+        fabric::SramMap& sram = *srams[static_cast<std::size_t>(a.wafer)];
+        sram.allocate(sram.mesh().id(a.core), a.bytes, a.use, a.what);
+      },
+      [&](const MatrixAllocation& m) {
+        // Run by run along the mesh's rows: a plain matrix's tile rows, a
+        // transposed one's tile columns (weights, then buffers, per run).
+        fabric::SramMap& sram = *srams[static_cast<std::size_t>(m.wafer)];
+        const MatrixPlacement& mp = m.matrix;
+        const bool t = mp.transposed;
+        const int runs = t ? mp.q() : mp.p(), along = t ? mp.p() : mp.q();
+        for (int r = 0; r < runs; ++r) {
+          const int pi0 = t ? 0 : r, qi0 = t ? r : 0;
+          const CoreId first = sram.mesh().id(mp.core(pi0, qi0));
+          if (along > 1 && (t ? mp.core(1, r) : mp.core(r, 1)).x != mp.core(pi0, qi0).x + 1)
+            throw std::logic_error("a matrix's tiles do not run along the mesh's rows");
+          auto tile = [&](int i, auto&& bytes) { return t ? bytes(i, r) : bytes(r, i); };
+          sram.allocate_run(
+              first, along,
+              [&](int i) {
+                return tile(i, [&](int pi, int qi) { return m.weight_bytes(pi, qi); });
+              },
+              SramUse::weights, m.weights_what);
+          if (m.buffers)
+            sram.allocate_run(
+                first, along,
+                [&](int i) {
+                  return tile(i, [&](int pi, int qi) { return m.buffer_bytes(pi, qi); });
+                },
+                SramUse::activations, m.buffers_what);
+        }
+      });
 }
 
 void allocate_placement(const models::ModelConfig& model, const Placement& pl,

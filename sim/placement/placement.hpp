@@ -229,13 +229,54 @@ struct CoreAllocation {
   fabric::SramUse use = fabric::SramUse::weights;
   const std::string& what;
 };
+// A matrix's allocations at once: tile (pi, qi) on matrix.core(pi, qi)
+// holds weight_bytes(pi, qi) of weights and, with buffers (its input chunk
+// and partial sums), buffer_bytes(pi, qi) of activations. for_each_core
+// visits them as for_each_allocation does core by core: the mesh's rows in
+// turn, x fastest (the order the cores lie in memory), a core's weights
+// before its buffers.
+struct MatrixAllocation {
+  int wafer = 0;
+  const MatrixPlacement& matrix;
+  std::span<const std::uint64_t> heights;  // rows of each tile row
+  std::span<const std::uint64_t> widths;   // columns of each tile column
+  int weight_bits = 16;
+  bool buffers = true;
+  const std::string& weights_what;
+  const std::string& buffers_what;
+  std::uint64_t weight_bytes(int pi, int qi) const {
+    return (heights[static_cast<std::size_t>(pi)] * widths[static_cast<std::size_t>(qi)] *
+                static_cast<std::uint64_t>(weight_bits) +
+            7) /
+           8;
+  }
+  std::uint64_t buffer_bytes(int pi, int qi) const {
+    return (heights[static_cast<std::size_t>(pi)] + widths[static_cast<std::size_t>(qi)]) * 4;
+  }
+  // Calls f(pi, qi) for every tile in that order.
+  template <class F>
+  void for_each_tile(F&& f) const {
+    if (matrix.transposed) {  // tile row pi on mesh column x0 + pi
+      for (int qi = 0; qi < matrix.q(); ++qi)
+        for (int pi = 0; pi < matrix.p(); ++pi) f(pi, qi);
+    } else {
+      for (int pi = 0; pi < matrix.p(); ++pi)
+        for (int qi = 0; qi < matrix.q(); ++qi) f(pi, qi);
+    }
+  }
+  void for_each_core(const std::function<void(const CoreAllocation&)>& visit) const;
+};
 // Every allocation of a planned placement (weight tiles and buffers, KV
 // slots, norm gains and biases on their roots), in the order
 // allocate_placement makes them: the one account of a placement's bytes,
-// which placement files check their SRAM with too.
+// which placement files check their SRAM with too. With `matrices`, each
+// matrix's tiles go to it as one MatrixAllocation instead of core by core
+// to `visit` (for callers that add up billions of tiles: a large
+// whole-region model).
 void for_each_allocation(const models::ModelConfig& model, const Placement& placement,
                          const PlacementRequest& request,
-                         const std::function<void(const CoreAllocation&)>& visit);
+                         const std::function<void(const CoreAllocation&)>& visit,
+                         const std::function<void(const MatrixAllocation&)>& matrices = nullptr);
 
 // The longest context per user a fixed layout can cache: on every attention
 // core, the SRAM left by everything but the KV cache holds whole KV slots;

@@ -5,6 +5,7 @@
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/visitors.hpp>
 
+#include "fabric/defects.hpp"
 #include "fabric/sram.hpp"
 
 namespace wafersim::fabric {
@@ -96,6 +97,39 @@ TEST(SramMap, RefusesOverflowAndNamesTheCore) {
   EXPECT_EQ(sram.free(CoreId{3}).value, 0u);
   EXPECT_EQ(sram.cores_used(), 1u);
   EXPECT_EQ(sram.used_for(SramUse::kv_cache).value, 400u);
+}
+
+// A run along a mesh row leaves the same counts as core-by-core
+// allocations, and stops at the core without room (or a dead one) with the
+// checked path's error, the cores before it allocated.
+TEST(SramMap, ARunAllocatesAsItsCoresOneByOne) {
+  Mesh m(8, 2);
+  SramMap run(m, Bytes{1000}), one(m, Bytes{1000});
+  auto bytes = [](int i) { return std::uint64_t{100} + static_cast<std::uint64_t>(i) * 10; };
+  run.allocate_run(CoreId{9}, 6, bytes, SramUse::weights, "tiles");
+  for (int i = 0; i < 6; ++i)
+    one.allocate(CoreId{9u + static_cast<std::uint32_t>(i)}, Bytes{bytes(i)}, SramUse::weights,
+                 "tiles");
+  EXPECT_EQ(run.all_used(), one.all_used());
+  EXPECT_EQ(run.used_for(SramUse::weights), one.used_for(SramUse::weights));
+  EXPECT_EQ(run.used_for(SramUse::weights).value, 6u * 100 + 150);
+
+  run.allocate(CoreId{12}, Bytes{800}, SramUse::kv_cache, "KV");  // (4,1): 930 of 1000
+  try {
+    run.allocate_run(CoreId{9}, 6, bytes, SramUse::activations, "buffers");
+    FAIL() << "overflow accepted";
+  } catch (const FitError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("core (4,1) cannot hold 130 B of buffers"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(run.used(CoreId{11}).value, 2u * 120);  // before the full core: allocated
+  EXPECT_EQ(run.used(CoreId{13}).value, 140u);      // after it: not
+  EXPECT_EQ(run.used_for(SramUse::activations).value, 100u + 110 + 120);
+
+  const DefectMap dead(8, 2, 0.0, 1, {Coord{2, 0}});
+  SramMap holes(m, Bytes{1000}, &dead);
+  EXPECT_THROW(holes.allocate_run(CoreId{0}, 4, bytes, SramUse::weights, "tiles"), FitError);
+  EXPECT_EQ(holes.used(CoreId{1}).value, 110u);
 }
 
 }  // namespace
