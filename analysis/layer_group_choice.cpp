@@ -16,8 +16,10 @@ std::vector<std::string> layer_group_choice_lines(const LayerGroupChoice& ch) {
       out.push_back(fmt::format("  {:>6} does not fit: {}", c.groups, c.why_not));
       continue;
     }
-    out.push_back(fmt::format("  {:>6} {}{}", c.groups, timed_candidate_columns(c, ch.users),
-                              c.groups == ch.chosen ? "  <- chosen" : ""));
+    out.push_back(fmt::format(
+        "  {:>6} {}{}{}", c.groups, timed_candidate_columns(c, ch.users),
+        c.same_plan_as > 0 ? fmt::format("  (the plan of {})", c.same_plan_as) : std::string(),
+        c.groups == ch.chosen ? "  <- chosen" : ""));
   }
   out.push_back(timed_candidate_note() + timed_wafers_note(candidates_wafers(ch.candidates)));
   return out;
@@ -39,6 +41,7 @@ nlohmann::ordered_json layer_group_choice_json(const LayerGroupChoice& ch) {
       j["candidates"].push_back(o);
       continue;
     }
+    if (c.same_plan_as > 0) o["same_plan_as"] = c.same_plan_as;
     add_timed_candidate_json(c, o);
     j["candidates"].push_back(o);
   }

@@ -15,6 +15,9 @@ namespace wafersim::analysis {
 // One candidate count and what the fabric model predicts for it.
 struct LayerGroupCandidate : TimedCandidate {
   int groups = 0;
+  // On several wafers, more groups than a wafer has layers can give an
+  // earlier count's plan: that count (its figures copied), else 0.
+  int same_plan_as = 0;
 };
 
 struct LayerGroupChoice {

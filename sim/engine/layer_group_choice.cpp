@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -39,32 +41,56 @@ LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest&
   choice.users = std::max(1, req.users);
   choice.position = std::max(0, req.context_tokens - 1);
   choice.objective = objective_name(choice.users);
-  // The counts for the model's layers; a plan on several wafers groups each
-  // wafer's layers (at most as many groups as it has layers), so once one
-  // group's plan shows the most layers a wafer holds, the counts are those
-  // for that many (1 group is a count of both).
-  std::vector<int> counts = layer_group_counts(sc.model.num_layers);
-  choice.candidates.reserve(counts.size());
+  // The counts for the model's layers and, on several wafers (where each
+  // wafer's layers are grouped, at most as many groups as it has layers),
+  // those for the most layers a wafer holds in each plan that fits: tried
+  // in increasing order as they appear. A count whose plan an earlier count
+  // already gave (more groups than a wafer's layers) shares its figures.
+  std::set<int> pending;
+  for (const int g : layer_group_counts(sc.model.num_layers)) pending.insert(g);
+  std::deque<LayerGroupCandidate> candidates;  // stable: plans point at them
   std::vector<CandidatePlan> plans;
-  plans.reserve(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    const int g = counts[i];
-    choice.candidates.emplace_back().groups = g;
+  int last = 0;
+  for (auto next = pending.begin(); next != pending.end(); next = pending.upper_bound(last)) {
+    const int g = last = *next;
+    LayerGroupCandidate& figures = candidates.emplace_back();
+    figures.groups = g;
     CandidatePlan& cand = plans.emplace_back();
     cand.request = req;
     cand.request.layer_groups = g;
-    cand.figures = &choice.candidates.back();
-    plan_and_time(sc, cand, plan, memo);
-    if (i == 0 && cand.figures->fits && cand.plan.wafers > 1) {
+    cand.figures = &figures;
+    std::optional<Placement> planned;
+    try {
+      planned = plan(cand.request);
+    } catch (const fabric::FitError&) {
+      // plan_and_time below records why.
+    }
+    const CandidatePlan* same = nullptr;
+    std::size_t same_index = 0;
+    if (planned)
+      for (std::size_t k = 0; k + 1 < plans.size() && !same; ++k)
+        if (plans[k].figures->fits && plans[k].plan.wafers == planned->wafers &&
+            plans[k].plan.layers == planned->layers && plans[k].plan.head == planned->head)
+          same = &plans[k], same_index = k;
+    if (same) {
+      *cand.figures = *same->figures;
+      figures.same_plan_as = candidates[same_index].groups;
+      cand.plan = std::move(*planned);
+    } else if (planned) {
+      plan_and_time(
+          sc, cand, [&](const PlacementRequest&) { return *planned; }, memo);
+    } else {
+      plan_and_time(sc, cand, plan, memo);
+    }
+    if (cand.figures->fits && cand.plan.wafers > 1) {
       std::vector<int> on(static_cast<std::size_t>(cand.plan.wafers), 0);
       for (const LayerStage& st : cand.plan.layers) ++on[static_cast<std::size_t>(st.wafer)];
-      counts = layer_group_counts(*std::max_element(on.begin(), on.end()));
-      choice.candidates.reserve(counts.size());
-      plans.reserve(counts.size());
-      plans.front().figures = &choice.candidates.front();  // the reserve may have moved it
+      for (const int c : layer_group_counts(*std::max_element(on.begin(), on.end())))
+        pending.insert(c);
     }
   }
   const int best = settle_candidates(sc, choice.users, plans, memo);
+  choice.candidates.assign(candidates.begin(), candidates.end());
   if (best < 0) {
     std::string why;
     for (const LayerGroupCandidate& c : choice.candidates)

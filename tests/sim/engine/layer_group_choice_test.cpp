@@ -167,8 +167,9 @@ TEST(LayerGroupChoice, RunCarriesTheChoice) {
 }
 
 // On several wafers each wafer's layers are grouped (tiny-llama's 4 layers,
-// 2 a wafer: counts 1 and 2), every candidate is timed on the wafer with the
-// head, and its token adds a hand-over per extra group on every wafer, the
+// 2 a wafer: 4 groups are 2 a wafer again, the same plan, which shares the
+// 2 groups' figures), every candidate is timed on the wafer with the head,
+// and its token adds a hand-over per extra group on every wafer, the
 // crossing between the wafers and the next token's embedding back to the
 // first wafer; the run's decode step is the chosen count's prediction within
 // 3%.
@@ -177,18 +178,23 @@ TEST(LayerGroupChoice, OnTwoWafersTheWafersLayersAreGroupedAndTheRunIsPredicted)
   sc.wafers = 2;
   const std::optional<LayerGroupChoice> ch = choose(sc);
   ASSERT_TRUE(ch.has_value());
-  ASSERT_EQ(ch->candidates.size(), 2u);
+  ASSERT_EQ(ch->candidates.size(), 3u);
   for (const LayerGroupCandidate& c : ch->candidates) {
     ASSERT_TRUE(c.fits) << c.groups << ": " << c.why_not;
     EXPECT_EQ(c.wafers, 2);
     EXPECT_GT(c.crossing_cycles, 0u);
     EXPECT_GT(c.return_cycles, 0u);
-    EXPECT_EQ(c.token_cycles, 4 * c.layer_cycles + 2 * (c.groups - 1) * c.handover_cycles +
+    const int per_wafer = std::min(c.groups, 2);
+    EXPECT_EQ(c.token_cycles, 4 * c.layer_cycles + 2 * (per_wafer - 1) * c.handover_cycles +
                                   c.crossing_cycles + c.return_cycles + c.head_cycles)
         << c.groups;
   }
   EXPECT_EQ(ch->candidates[0].groups, 1);
   EXPECT_EQ(ch->candidates[1].groups, 2);
+  EXPECT_EQ(ch->candidates[2].groups, 4);
+  EXPECT_EQ(ch->candidates[2].token_cycles, ch->candidates[1].token_cycles);  // the same plan
+  EXPECT_EQ(ch->candidates[2].same_plan_as, 2);
+  EXPECT_EQ(ch->candidates[1].same_plan_as, 0);
   const LayerGroupCandidate& best = ch->candidates[0].token_cycles < ch->candidates[1].token_cycles
                                         ? ch->candidates[0]
                                         : ch->candidates[1];
