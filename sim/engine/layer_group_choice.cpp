@@ -89,7 +89,23 @@ LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest&
         pending.insert(c);
     }
   }
-  const int best = settle_candidates(sc, choice.users, plans, memo);
+  // The counts with plans of their own are timed loaded and allocated; one
+  // that shares another's plan then takes that one's final figures.
+  std::vector<std::size_t> own_index;
+  std::vector<CandidatePlan> own;
+  for (std::size_t k = 0; k < plans.size(); ++k)
+    if (candidates[k].same_plan_as == 0) {
+      own_index.push_back(k);
+      own.push_back(std::move(plans[k]));
+    }
+  const int settled = settle_candidates(sc, choice.users, own, memo);
+  for (std::size_t i = 0; i < own.size(); ++i) plans[own_index[i]] = std::move(own[i]);
+  const int best =
+      settled < 0 ? -1 : static_cast<int>(own_index[static_cast<std::size_t>(settled)]);
+  for (LayerGroupCandidate& c : candidates)
+    if (c.same_plan_as > 0)
+      for (const LayerGroupCandidate& o : candidates)
+        if (o.groups == c.same_plan_as) static_cast<TimedCandidate&>(c) = o;
   choice.candidates.assign(candidates.begin(), candidates.end());
   if (best < 0) {
     std::string why;
