@@ -21,20 +21,9 @@ namespace {
 using testing::Draws;
 using testing::expect_same;
 using testing::expect_same_records;
+using testing::GemvShape;
 using testing::random_traffic;
-
-struct Shape {
-  Direction along;   // the multicasts' direction
-  Direction across;  // from one line to the next
-  Coord first;
-  int length;  // cores per multicast line
-  int lines;
-};
-
-Line row_of(const Shape& g, int k) {
-  const Coord s = Mesh::step(Coord{0, 0}, g.along);
-  return Line{Coord{g.first.x + s.x * k, g.first.y + s.y * k}, g.across, g.lines};
-}
+using testing::row_line;
 
 // Rounds of GEMV-like multicasts (every line of a shape, one row reduction
 // per core row) on three models: `a` multicasts line after line
@@ -49,14 +38,14 @@ Line row_of(const Shape& g, int k) {
 void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra,
                   const std::string& name, bool expect_line_records) {
   const Mesh mesh{spec.mesh_width, spec.mesh_height};
-  const std::vector<Shape> shapes = {
+  const std::vector<GemvShape> shapes = {
       {Direction::south, Direction::east, Coord{3, 2}, 30, 33},
       {Direction::east, Direction::south, Coord{2, 1}, 35, 31},
       {Direction::north, Direction::east, Coord{5, 33}, 29, 30},
       {Direction::west, Direction::north, Coord{38, 34}, 36, 20},
   };
   int case_number = 0;
-  for (const Shape& shape : shapes)
+  for (const GemvShape& shape : shapes)
     for (const ReductionScheme scheme : {ReductionScheme::chain, ReductionScheme::two_level}) {
       const auto seed = static_cast<std::uint64_t>(++case_number) * 7919;
       const std::string where = name + " case " + std::to_string(case_number);
@@ -84,7 +73,7 @@ void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra
         // Mostly well after the last round; sometimes right behind it.
         base += kind == 0 ? next(30) : ahead ? 300 : 300 + next(400);
         ahead = false;
-        Shape g = shape;
+        GemvShape g = shape;
         if (next(6) == 0) g.length -= 1 + static_cast<int>(next(5));
         std::vector<Timed> ready;
         std::vector<Bytes> bytes;
@@ -129,7 +118,7 @@ void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra
             row[static_cast<std::size_t>(i)] =
                 arr[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
           if (reduce_rows)
-            sums_a.push_back(reduce_line(mesh, a, scheme, row_of(g, k), row_bytes, row));
+            sums_a.push_back(reduce_line(mesh, a, scheme, row_line(g, k), row_bytes, row));
         }
         // b and c: all lines at once, row by row, each row reduced when reached.
         for (FlowModel* m : {&b, &c}) {
@@ -145,7 +134,7 @@ void check_rounds(const WaferSpec& spec, const std::vector<std::uint16_t>& extra
                           at + (m == &b ? " b" : " c") + " line " + std::to_string(i) + " core " +
                               std::to_string(k));
             if (reduce_rows)
-              expect_same(rows.reduce(row_of(g, k).first, row_bytes, got),
+              expect_same(rows.reduce(row_line(g, k).first, row_bytes, got),
                           sums_a[static_cast<std::size_t>(k)],
                           at + (m == &b ? " b" : " c") + " row sum " + std::to_string(k));
           }

@@ -17,22 +17,9 @@ namespace {
 
 using testing::Draws;
 using testing::expect_same;
+using testing::GemvShape;
 using testing::random_traffic;
-
-struct GemvShape {
-  Direction along;   // the multicasts' direction
-  Direction across;  // from one line to the next
-  Coord first;
-  int length;  // cores per multicast line (P)
-  int lines;   // Q
-};
-
-// The line a row of cores (core k of every multicast line) is reduced along,
-// as a GEMV reduces its tile row: from line 0's core k across the lines.
-Line row_line(const GemvShape& g, int k) {
-  const Coord s = Mesh::step(Coord{0, 0}, g.along);
-  return Line{Coord{g.first.x + s.x * k, g.first.y + s.y * k}, g.across, g.lines};
-}
+using testing::row_line;
 
 // ParallelLineMulticast, walked in tiles of `tile_lines` x `tile_hops` in an
 // order of its own with each band of rows reduced once every line has

@@ -2,7 +2,8 @@
 // two arrivals field by field (time and every resource of the critical path)
 // and of two models' link records,
 // a deterministic stream of draws that both models replay identically, and
-// the random traffic drawn from it that crosses the fast paths' lines.
+// the random traffic drawn from it that crosses the fast paths' lines, and
+// the shape of a GEMV's multicast lines and tile rows.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,11 +13,30 @@
 #include <string>
 #include <vector>
 
+#include "fabric/collectives.hpp"
 #include "fabric/critical_path.hpp"
 #include "fabric/link_timing.hpp"
 #include "fabric/mesh.hpp"
 
 namespace wafersim::fabric::testing {
+
+// A GEMV's multicast lines: `lines` parallel lines of `length` cores each
+// (the tile rows P), the first from `first` along `along`, each next one a
+// core further `across`.
+struct GemvShape {
+  Direction along;   // the multicasts' direction
+  Direction across;  // from one line to the next
+  Coord first;
+  int length;  // cores per multicast line (P)
+  int lines;   // Q
+};
+
+// The line a row of cores (core k of every multicast line) is reduced along,
+// as a GEMV reduces its tile row: from line 0's core k across the lines.
+inline Line row_line(const GemvShape& g, int k) {
+  const Coord s = Mesh::step(Coord{0, 0}, g.along);
+  return Line{Coord{g.first.x + s.x * k, g.first.y + s.y * k}, g.across, g.lines};
+}
 
 inline void expect_same(const Timed& a, const Timed& b, const std::string& where) {
   EXPECT_EQ(a.at.value, b.at.value) << where;
