@@ -89,6 +89,28 @@ Executor timed_wafer_executor(fabric::Fabric& fab, const models::ModelConfig& mo
                   model, pl, prog, nullptr, weight_bits);
 }
 
+// A token through every layer of the plan, each taking `layer` cycles: the
+// layers, each wafer's hand-overs between groups, the crossings between
+// wafers, the next token's embedding back to the first wafer, the head.
+std::uint64_t token_with(std::uint64_t layer, const TimedCandidate& c, const TimedWafer& tw,
+                         const Placement& pl) {
+  return static_cast<std::uint64_t>(pl.layers.size()) * layer +
+         static_cast<std::uint64_t>(tw.handovers) * c.handover_cycles +
+         static_cast<std::uint64_t>(pl.wafers - 1) * c.crossing_cycles + c.return_cycles +
+         c.head_cycles;
+}
+
+// The step between a user's tokens: the token, or the users' turns at the
+// longest stage; and the rates it gives.
+void set_step(const Scenario& sc, const PlacementRequest& req, std::uint64_t token,
+              TimedCandidate& c) {
+  const int users = std::max(1, req.users);
+  c.step_cycles = std::max(token, static_cast<std::uint64_t>(users) * c.longest_stage_cycles);
+  c.tokens_per_s_per_user =
+      sc.hardware.clock_hz / static_cast<double>(std::max<std::uint64_t>(1, c.step_cycles));
+  c.aggregate_tokens_per_s = c.tokens_per_s_per_user * users;
+}
+
 // A token of the stream: its layer's stages, where it is in them and when.
 struct StreamToken {
   TokenMessage m;
@@ -174,7 +196,6 @@ void time_candidate(const Scenario& sc, const PlacementRequest& req, const Place
   c.grid = pl.planner_note;
   c.wafers = pl.wafers;
   const models::ModelConfig& model = sc.model;
-  const int layers = static_cast<int>(pl.layers.size());
   const TimedWafer tw = timed_wafer(pl);
   const LayerStage& first = pl.layers[static_cast<std::size_t>(tw.first)];
   c.region_width = first.strip.width;
@@ -251,24 +272,15 @@ void time_candidate(const Scenario& sc, const PlacementRequest& req, const Place
                   .at.value,
               crossed);
   }
-  c.token_cycles = static_cast<std::uint64_t>(layers) * c.layer_cycles +
-                   static_cast<std::uint64_t>(tw.handovers) * c.handover_cycles +
-                   static_cast<std::uint64_t>(pl.wafers - 1) * c.crossing_cycles + c.return_cycles +
-                   c.head_cycles;
+  c.token_cycles = token_with(c.layer_cycles, c, tw, pl);
   // Until the users' tokens are timed together: the bound that one user's
   // token and the stages' turns put on the step.
-  const int users = std::max(1, req.users);
-  c.step_cycles =
-      std::max(c.token_cycles, static_cast<std::uint64_t>(users) * c.longest_stage_cycles);
-  const double clock = sc.hardware.clock_hz;
-  c.tokens_per_s_per_user = clock / static_cast<double>(std::max<std::uint64_t>(1, c.step_cycles));
-  c.aggregate_tokens_per_s = c.tokens_per_s_per_user * users;
+  set_step(sc, req, c.token_cycles, c);
 }
 
 void time_candidate_loaded(const Scenario& sc, const PlacementRequest& req, const Placement& pl,
                            TimedCandidate& c) {
   const int users = std::max(1, req.users);
-  const int layers = static_cast<int>(pl.layers.size());
   const TimedWafer tw = timed_wafer(pl);
   const int in_group = tw.in_group;
   // In steady state every user's token passes every group once a step, the
@@ -294,15 +306,7 @@ void time_candidate_loaded(const Scenario& sc, const PlacementRequest& req, cons
   const std::size_t from = took.size() / 2;
   for (std::size_t i = from; i < took.size(); ++i) sum += took[i];
   c.loaded_layer_cycles = sum / (took.size() - from);
-  const std::uint64_t loaded_token = static_cast<std::uint64_t>(layers) * c.loaded_layer_cycles +
-                                     static_cast<std::uint64_t>(tw.handovers) * c.handover_cycles +
-                                     static_cast<std::uint64_t>(pl.wafers - 1) * c.crossing_cycles +
-                                     c.return_cycles + c.head_cycles;
-  c.step_cycles =
-      std::max(loaded_token, static_cast<std::uint64_t>(users) * c.longest_stage_cycles);
-  const double clock = sc.hardware.clock_hz;
-  c.tokens_per_s_per_user = clock / static_cast<double>(std::max<std::uint64_t>(1, c.step_cycles));
-  c.aggregate_tokens_per_s = c.tokens_per_s_per_user * users;
+  set_step(sc, req, token_with(c.loaded_layer_cycles, c, tw, pl), c);
 }
 
 int best_candidate(const std::vector<const TimedCandidate*>& cs, int users) {
