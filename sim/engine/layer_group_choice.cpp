@@ -59,11 +59,19 @@ LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest&
     cand.request = req;
     cand.request.layer_groups = g;
     cand.figures = &figures;
+    // Its plan: the memo's (a second round of the choices), or planned once
+    // here, where a FitError is its answer.
+    const auto* hit = memo ? memo->find(cand.request) : nullptr;
     std::optional<Placement> planned;
-    try {
-      planned = plan(cand.request);
-    } catch (const fabric::FitError&) {
-      // plan_and_time below records why.
+    std::string why_not;
+    if (hit) {
+      if (hit->first.fits) planned = hit->second;
+    } else {
+      try {
+        planned = plan(cand.request);
+      } catch (const fabric::FitError& e) {
+        why_not = e.what();
+      }
     }
     const CandidatePlan* same = nullptr;
     std::size_t same_index = 0;
@@ -79,8 +87,12 @@ LayerGroupChoice choose_layer_groups(const Scenario& sc, const PlacementRequest&
     } else if (planned) {
       plan_and_time(
           sc, cand, [&](const PlacementRequest&) { return *planned; }, memo);
+    } else if (hit) {
+      plan_and_time(sc, cand, plan, memo);  // the memo's answer: it does not fit
     } else {
-      plan_and_time(sc, cand, plan, memo);
+      figures.fits = false;
+      figures.why_not = why_not;
+      if (memo) memo->store(cand.request, figures, Placement{});
     }
     if (cand.figures->fits && cand.plan.wafers > 1) {
       std::vector<int> on(static_cast<std::size_t>(cand.plan.wafers), 0);
