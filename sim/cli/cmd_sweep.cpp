@@ -82,9 +82,7 @@ void check_output_path(const std::string& path) {
 ScenarioOverrideOptions point_overrides(const ScenarioOverrideOptions& base, const SweepPoint& p) {
   ScenarioOverrideOptions o;
   o.named.placement_file = base.named.placement_file;
-  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
-    if (p.values[i])
-      o.set.push_back(fmt::format("{}={}", kSweepAxes[i].scenario_key, *p.values[i]));
+  o.set = point_sets(p);
   o.set.insert(o.set.end(), base.set.begin(), base.set.end());
   return o;
 }

@@ -160,9 +160,7 @@ std::vector<std::string> sweep_run_arguments(
   if (!presets.empty()) a.insert(a.end(), {"--presets", presets});
   a.insert(a.end(), {"run", scenario, "--json"});
   if (functional) a.push_back(*functional ? "--functional" : "--timing-only");
-  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
-    if (p.values[i])
-      a.insert(a.end(), {"--set", fmt::format("{}={}", kSweepAxes[i].scenario_key, *p.values[i])});
+  for (const std::string& set : point_sets(p)) a.insert(a.end(), {"--set", set});
   for (const auto& [key, value] : sets) a.insert(a.end(), {"--set", key + "=" + value});
   return a;
 }

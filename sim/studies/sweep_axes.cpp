@@ -45,6 +45,14 @@ std::string checked_axis_value(const SweepAxis& axis, const std::string& value) 
                   axis.values == AxisValues::count_or_auto ? " or auto" : ""));
 }
 
+std::vector<std::string> point_sets(const SweepPoint& point) {
+  std::vector<std::string> sets;
+  for (std::size_t i = 0; i < kSweepAxisCount; ++i)
+    if (point.values[i])
+      sets.push_back(fmt::format("{}={}", kSweepAxes[i].scenario_key, *point.values[i]));
+  return sets;
+}
+
 std::vector<std::string> sweep_axis_names() {
   std::vector<std::string> names;
   for (const SweepAxis& a : kSweepAxes) names.emplace_back(a.name);

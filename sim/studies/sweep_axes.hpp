@@ -89,6 +89,10 @@ nlohmann::ordered_json axis_value_json(const SweepAxis& axis, const std::string&
 // 1 to 1,000,000 (or auto, where the axis takes it).
 std::string checked_axis_value(const SweepAxis& axis, const std::string& value);
 
+// What a point sets, as `--set` takes it: "KEY=VALUE" for each axis it
+// gives, in table order.
+std::vector<std::string> point_sets(const SweepPoint& point);
+
 // The axes' names, in table order (what a sweep's JSON lists as `axes`).
 std::vector<std::string> sweep_axis_names();
 
