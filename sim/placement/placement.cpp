@@ -343,32 +343,32 @@ void allocate_placement(const models::ModelConfig& model, const Placement& pl,
         sram.allocate(sram.mesh().id(a.core), a.bytes, a.use, a.what);
       },
       [&](const MatrixAllocation& m) {
-        // Run by run along the mesh's rows: a plain matrix's tile rows, a
-        // transposed one's tile columns (weights, then buffers, per run).
+        // Run by run along the mesh's rows (weights, then buffers, per run).
         fabric::SramMap& sram = *srams[static_cast<std::size_t>(m.wafer)];
         const MatrixPlacement& mp = m.matrix;
-        const bool t = mp.transposed;
-        const int runs = t ? mp.q() : mp.p(), along = t ? mp.p() : mp.q();
-        for (int r = 0; r < runs; ++r) {
-          const int pi0 = t ? 0 : r, qi0 = t ? r : 0;
-          const CoreId first = sram.mesh().id(mp.core(pi0, qi0));
-          if (along > 1 && (t ? mp.core(1, r) : mp.core(r, 1)).x != mp.core(pi0, qi0).x + 1)
-            throw std::logic_error("a matrix's tiles do not run along the mesh's rows");
-          auto tile = [&](int i, auto&& bytes) { return t ? bytes(i, r) : bytes(r, i); };
+        m.for_each_run([&](int r, Coord first, int n) {
+          if (n > 1) {
+            const MatrixAllocation::Tile t1 = m.tile_of_run(r, 1);
+            if (mp.core(t1.pi, t1.qi) != Coord{first.x + 1, first.y})
+              throw std::logic_error("a matrix's tiles do not run along the mesh's rows");
+          }
+          const CoreId at = sram.mesh().id(first);
           sram.allocate_run(
-              first, along,
+              at, n,
               [&](int i) {
-                return tile(i, [&](int pi, int qi) { return m.weight_bytes(pi, qi); });
+                const MatrixAllocation::Tile t = m.tile_of_run(r, i);
+                return m.weight_bytes(t.pi, t.qi);
               },
               SramUse::weights, m.weights_what);
           if (m.buffers)
             sram.allocate_run(
-                first, along,
+                at, n,
                 [&](int i) {
-                  return tile(i, [&](int pi, int qi) { return m.buffer_bytes(pi, qi); });
+                  const MatrixAllocation::Tile t = m.tile_of_run(r, i);
+                  return m.buffer_bytes(t.pi, t.qi);
                 },
                 SramUse::activations, m.buffers_what);
-        }
+        });
       });
 }
 

@@ -253,16 +253,33 @@ struct MatrixAllocation {
   std::uint64_t buffer_bytes(int pi, int qi) const {
     return (heights[static_cast<std::size_t>(pi)] + widths[static_cast<std::size_t>(qi)]) * 4;
   }
+  // The tile row and column of tile i of run r (below).
+  struct Tile {
+    int pi, qi;
+  };
+  Tile tile_of_run(int r, int i) const { return matrix.transposed ? Tile{i, r} : Tile{r, i}; }
+  // Calls f(r, first, n) for every run of tiles along a row of the mesh, in
+  // that order: tile i of run r (tile_of_run) on the core i to the east of
+  // `first`. A plain matrix's runs are its tile rows, a transposed one's its
+  // tile columns (tile row pi on mesh column x0 + pi).
+  template <class F>
+  void for_each_run(F&& f) const {
+    const int runs = matrix.transposed ? matrix.q() : matrix.p();
+    const int n = matrix.transposed ? matrix.p() : matrix.q();
+    for (int r = 0; r < runs; ++r) {
+      const Tile t0 = tile_of_run(r, 0);
+      f(r, matrix.core(t0.pi, t0.qi), n);
+    }
+  }
   // Calls f(pi, qi) for every tile in that order.
   template <class F>
   void for_each_tile(F&& f) const {
-    if (matrix.transposed) {  // tile row pi on mesh column x0 + pi
-      for (int qi = 0; qi < matrix.q(); ++qi)
-        for (int pi = 0; pi < matrix.p(); ++pi) f(pi, qi);
-    } else {
-      for (int pi = 0; pi < matrix.p(); ++pi)
-        for (int qi = 0; qi < matrix.q(); ++qi) f(pi, qi);
-    }
+    for_each_run([&](int r, Coord, int n) {
+      for (int i = 0; i < n; ++i) {
+        const Tile t = tile_of_run(r, i);
+        f(t.pi, t.qi);
+      }
+    });
   }
   void for_each_core(const std::function<void(const CoreAllocation&)>& visit) const;
 };
