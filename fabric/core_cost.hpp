@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "fabric/critical_path.hpp"
 #include "fabric/mesh.hpp"
+#include "fabric/state_hash.hpp"
 #include "fabric/wafer_spec.hpp"
 
 namespace wafersim::fabric {
@@ -57,6 +59,15 @@ class CoreTimeline {
   std::uint64_t busy_cycles(CoreId core) const { return busy_cycles(mesh_.coord(core)); }
   // Busy cycles of every core, by core id (row-major).
   std::vector<std::uint64_t> busy_cycles_by_core() const;
+  // The timing state relative to `from` (fabric::FlowModel::add_state_after):
+  // every core still busy after it, and how long for; and that state moved
+  // `by` cycles later.
+  void add_state_after(std::uint64_t from, StateHash& h) const;
+  void shift_state_after(std::uint64_t from, std::uint64_t by);
+  // Busy cycles by slot (an order of this timeline's own), and `times` times
+  // `per_slot` added to them.
+  const std::vector<std::uint64_t>& busy_by_slot() const { return busy_; }
+  void add_busy(std::span<const std::uint64_t> per_slot, std::uint64_t times);
 
  private:
   // Column-major (x * height + y), as the ramp records: a GEMV runs its

@@ -1065,3 +1065,105 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
 }
 
 }  // namespace wafersim::fabric
+
+namespace wafersim::fabric {
+
+namespace {
+
+// The end of a record's latest reservation (its floor when it holds none).
+std::uint64_t last_end(const FlowModel::LinkState& s, const FlowModel::WideRecords& wide) {
+  if (s.wide()) {
+    const auto busy = wide.busy(s);
+    return busy.empty() ? s.floor() : std::max(s.floor(), busy.back().second);
+  }
+  const int count = s.count();
+  return count == 0 ? s.floor() : s.floor() + s.end[count - 1];
+}
+
+}  // namespace
+
+void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h) {
+  settle_lines();
+  h.add(now_ - origin);  // wraps when now is earlier: still one value per state
+  h.add(static_cast<std::uint64_t>(sharing_));
+  if (!links_.held()) {
+    h.add(~std::uint64_t{0});  // released: every record ends by the release
+    return;
+  }
+  // A record's busy cycles after the cutoff, relative to the origin: what
+  // it answers every message to come by. Its intervals are sorted, disjoint
+  // and not touching (nor the first its floor), so clipped at the cutoff
+  // they are the busy cycles' one description. A piece whose start is
+  // within 2^31 cycles of the origin and whose length is below 2^32 takes
+  // one word, any other two after a marker word (the record's index word
+  // says which form follows, so the words stay one description).
+  const auto add_records = [&](const ZeroedArray<LinkState>& records) {
+    std::uint64_t pieces[kWideLinkIntervals + 2][2];
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const LinkState& s = records[i];
+      if (s.floor_and_count == 0 || last_end(s, wide_) <= cutoff) continue;
+      int n = 0;
+      bool packed = true;
+      const auto piece = [&](std::uint64_t a, std::uint64_t b) {
+        a = std::max(a, cutoff);
+        if (b <= a) return;
+        const std::uint64_t rel = a - origin + (std::uint64_t{1} << 31);
+        packed = packed && rel < (std::uint64_t{1} << 32) && b - a < (std::uint64_t{1} << 32);
+        pieces[n][0] = a - origin, pieces[n][1] = b - a;
+        ++n;
+      };
+      piece(0, s.floor());
+      if (s.wide()) {
+        for (const auto& [a, b] : wide_.busy(s)) piece(a, b);
+      } else {
+        for (int k = 0; k < s.count(); ++k) piece(s.floor() + s.start[k], s.floor() + s.end[k]);
+      }
+      h.add(i << 12 | static_cast<std::uint64_t>(n) << 1 | (packed ? 1 : 0));
+      for (int k = 0; k < n; ++k) {
+        if (packed) {
+          h.add((pieces[k][0] + (std::uint64_t{1} << 31)) << 32 | pieces[k][1]);
+        } else {
+          h.add(pieces[k][0]);
+          h.add(pieces[k][1]);
+        }
+      }
+    }
+    h.add(records.size());
+  };
+  add_records(links_);
+  add_records(eject_);
+}
+
+void FlowModel::shift_state_after(std::uint64_t cutoff, std::uint64_t by) {
+  settle_lines();
+  now_ += by;
+  if (max_end_ > cutoff) max_end_ += by;
+  if (!links_.held()) return;
+  const auto shift = [&](ZeroedArray<LinkState>& records) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      LinkState& s = records[i];
+      if (s.floor_and_count == 0 || last_end(s, wide_) <= cutoff) continue;
+      if (s.floor() + by > LinkState::kFloorMask)
+        throw std::overflow_error("FlowModel: a shifted link record passes 2^56 cycles");
+      s.floor_and_count += by;  // the intervals are offsets cutoff the floor
+    }
+  };
+  shift(links_);
+  shift(eject_);
+}
+
+std::vector<std::uint64_t> FlowModel::link_byte_counts() {
+  settle_lines();
+  std::vector<std::uint64_t> out(mesh_.link_count());
+  for (std::size_t l = 0; l < out.size(); ++l) out[l] = bytes_low_[l];
+  for (const auto& [l, high] : carries_) out[l] += high << 32;
+  return out;
+}
+
+void FlowModel::add_link_byte_counts(std::span<const std::uint64_t> per_link,
+                                     std::uint64_t times) {
+  for (std::size_t l = 0; l < per_link.size(); ++l)
+    if (per_link[l] != 0) count_bytes(LinkId{static_cast<std::uint32_t>(l)}, per_link[l] * times);
+}
+
+}  // namespace wafersim::fabric

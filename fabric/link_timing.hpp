@@ -79,6 +79,7 @@
 
 #include "fabric/critical_path.hpp"
 #include "fabric/mesh.hpp"
+#include "fabric/state_hash.hpp"
 #include "fabric/wafer_spec.hpp"
 #include "fabric/zeroed_array.hpp"
 
@@ -273,6 +274,28 @@ class FlowModel {
   // message of b bytes over h links adds b * h), counted as messages are
   // sent; read cheaply at any time (the run's --trace samples it).
   std::uint64_t carried_bytes() const { return carried_bytes_; }
+  // The timing state as the messages still to come see it
+  // (sim/exec/layer_replay.hpp): `cutoff` is a moment no such message is
+  // ready before, nor the model's `now`; the fingerprint takes every
+  // record's busy cycles after it (those before answer nothing: see the
+  // header), as intervals relative to `origin`, and now - origin. Two states
+  // with equal fingerprints at their own origin (and cutoffs the same
+  // offset from it) answer every message the same, shifted by the
+  // difference of the two. Line records are written out first (changes no
+  // answer).
+  void add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h);
+  // Moves that state `by` cycles later: every record busy after `cutoff`
+  // (whole), the model's `now` and the latest reservation's end.
+  void shift_state_after(std::uint64_t cutoff, std::uint64_t by);
+  std::uint64_t model_now() const { return now_; }
+  // Every link's byte counter, by link index (line records written out
+  // first), and `times` times the counts `per_link` added to them (and to
+  // carried_bytes()).
+  std::vector<std::uint64_t> link_byte_counts();
+  void add_link_byte_counts(std::span<const std::uint64_t> per_link, std::uint64_t times);
+  bool repaired() const { return !link_extra_.empty() || !borrow_first_.empty(); }
+  bool pooled() const { return pool_ != nullptr; }
+
   // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
   std::vector<std::uint64_t> link_bytes_by_core() const;
   // The same into `out` (link_count() elements).

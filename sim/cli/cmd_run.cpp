@@ -28,6 +28,7 @@ struct RunArgs {
   ScenarioOverrideOptions overrides;
   int threads = 0;
   bool keep_link_records = false;
+  std::string layer_replay = "auto";
   std::string trace;  // --trace FILE: Chrome trace-event JSON of the run
 };
 
@@ -64,12 +65,21 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   options.search_progress = show_search_progress;
   options.threads = a.threads;
   options.recycle_link_records = !a.keep_link_records;
+  options.layer_replay = a.layer_replay == "off"      ? LayerReplayMode::off
+                         : a.layer_replay == "always" ? LayerReplayMode::always
+                                                      : LayerReplayMode::when_it_pays;
+  HostTimes host;
+  options.host_times = &host;
   analysis::RunTrace trace;
   if (!a.trace.empty()) {
     analysis::check_trace_path(a.trace);  // before simulating, not after
     options.trace = &trace;
   }
   analysis::RunResult result = run_scenario(sc, options);
+  if (host.replayed_layer_passes > 0)
+    std::cerr << "replayed " << host.replayed_layer_passes
+              << " layer passes as shifted copies of the layer simulated before them "
+                 "(exact; --layer-replay off simulates each)\n";
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
   if (!results.empty()) {
@@ -126,6 +136,13 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--keep-link-records", a->keep_link_records,
                     "Keep every wafer's link records for the whole run instead of reusing those of "
                     "wafers a token has left (more memory; the same results)");
+  run_cmd
+      ->add_option("--layer-replay", a->layer_replay,
+                   "Layers that repeat the one just simulated, shifted in time, are replayed "
+                   "instead of simulated (exact: the same results): auto, where it saves host "
+                   "time; always, wherever it can; off, every layer simulated")
+      ->check(CLI::IsMember({"auto", "always", "off"}))
+      ->default_str("auto");
   run_cmd
       ->add_option("--trace", a->trace,
                    "Write a Chrome trace-event JSON of the run to this file (open it in "

@@ -48,7 +48,8 @@ struct RegisteredCommand {
 
 // wafersim run SCENARIO [--json] [--out FILE] [--report FILE.html]
 //              [--trace FILE] [--functional|--timing-only]
-//              [OVERRIDES] [--threads N] [--keep-link-records]: simulate and report.
+//              [OVERRIDES] [--threads N] [--keep-link-records]
+//              [--layer-replay auto|always|off]: simulate and report.
 // OVERRIDES, on every command that takes a scenario (add_scenario_override_options):
 //   --hardware --model --precision --wafers --users --layer-groups --strategy
 //   --placement --set KEY=VALUE.

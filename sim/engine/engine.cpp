@@ -23,6 +23,7 @@
 #include "sim/engine/speculative_rounds.hpp"
 #include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
+#include "sim/exec/layer_replay.hpp"
 #include "sim/exec/record_recycler.hpp"
 #include "sim/exec/value_lane.hpp"
 #include "sim/placement/placement.hpp"
@@ -84,6 +85,9 @@ struct Pipeline {
   // Tracks the tokens in flight to give idle wafers' link records back
   // (sim/exec/record_recycler.hpp); shared by the target and the draft.
   RecordRecycler* recycler = nullptr;
+  // Replays layers that repeat one just simulated (sim/exec/layer_replay.hpp);
+  // null: every layer is simulated.
+  LayerReplay* replay = nullptr;
 
   // Posts `work(values executor, mirror)` for token `m` (none without a
   // lane); the mirror gets m's header first.
@@ -197,7 +201,10 @@ SC_MODULE(StageModule) {
       p_.post(*m, [sp = &program_](Executor& ex, TokenMessage& v) {
         run_stage(ex, *sp, v, [](const std::string&, const Timed&) {});
       });
-      if (!chain_trace_.tap) {
+      Cycles until;
+      if (p_.replay && p_.replay->enter(program_, *m, Cycles{now_cycles()}, until)) {
+        wait_until(Timed{until, {}});
+      } else if (!chain_trace_.tap) {
         run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
           trace(*m, label, t);
           wait_until(t);
@@ -206,6 +213,7 @@ SC_MODULE(StageModule) {
         run_traced(*m);
       }
       m->handed_at = now_cycles();
+      if (p_.replay) p_.replay->left(program_, *m, m->handed_at);
       if (chain_trace_.tap) record_pass(*m);
       out->write(m);
     }
@@ -407,6 +415,10 @@ SC_MODULE(HostModule) {
     m->handed_at = now_cycles();
     port->write(m);
   }
+  void send_to_wafer(TokenMessage* m) {
+    if (target_.replay) target_.replay->sent();
+    send(to_wafer, m);
+  }
 
   // One record per message; a decode batch's, one per row.
   void record(const TokenMessage& m) {
@@ -470,10 +482,10 @@ SC_MODULE(HostModule) {
     if (b == 1) {
       TokenMessage* nm = make(target_, u, position, token, false, Timed{done.at, {}}, false);
       nm->needs_logits = true;
-      send(to_wafer, nm);
+      send_to_wafer(nm);
     } else {
       // Its last member's token is the latest: the batch leaves now.
-      send(to_wafer, make_batch(target_, waiting, Timed{done.at, {}}));
+      send_to_wafer(make_batch(target_, waiting, Timed{done.at, {}}));
     }
     waiting.clear();
     return last ? 1 : 0;
@@ -496,7 +508,7 @@ SC_MODULE(HostModule) {
       const int first = user.cached + i;
       TokenMessage* m = make_block(target_, u, first, ids, arrived, user.arrival);
       m->needs_logits = (i + n == n_prompt);
-      send(to_wafer, m);
+      send_to_wafer(m);
       if (spec_) send(to_draft, make_block(draft_, u, first, ids, arrived, user.arrival));
     }
   }
@@ -514,7 +526,9 @@ SC_MODULE(HostModule) {
       }
       send_prompt(pending[next++]);
     }
-    return from_wafer->read();
+    TokenMessage* m = from_wafer->read();
+    if (target_.replay) target_.replay->returned();
+    return m;
   }
 
   void process() {
@@ -591,7 +605,7 @@ SC_MODULE(HostModule) {
     TokenMessage* t = make(target_, u, position, last, false, Timed{at.at, {}}, false);
     t->needs_logits = true;
     t->verifies = true;
-    send(to_wafer, t);
+    send_to_wafer(t);
     if (proposals == 0) return;
     const int first = position + 1 - static_cast<int>(feed.size());
     TokenMessage* m = make_block(draft_, u, first, feed, io_hop(at, feed.size()), at.at);
@@ -619,7 +633,7 @@ SC_MODULE(HostModule) {
       v->start_cycle = m->done.at;
       v->needs_logits = true;
       v->verifies = true;
-      send(to_wafer, v);
+      send_to_wafer(v);
       if (proposal.more) {
         TokenMessage* nm =
             make(draft_, m->user, proposal.position, d, false, Timed{m->done.at, {}}, false);
@@ -885,7 +899,15 @@ class Simulation {
                                                   sc.workload.seed, threads, lane_.get());
     const int users = sc.workload.users;
     const int depth = static_cast<int>(workload_token_passes(sc.workload)) + users + 2;
-    const Pipeline target = target_->pipeline(placed.target->program, recycling);
+    Pipeline target = target_->pipeline(placed.target->program, recycling);
+    if (options.layer_replay != LayerReplayMode::off && !options.trace &&
+        !std::getenv("WAFERSIM_TRACE") && !sc.speculative &&
+        LayerReplay::usable(*target_->timing)) {
+      replay_ = std::make_unique<LayerReplay>(*target_->timing, placed.target->program,
+                                              sc.workload.users,
+                                              options.layer_replay == LayerReplayMode::always);
+      target.replay = replay_.get();
+    }
     if (options.trace) tap_.emplace(*options.trace);
     chain_ = std::make_unique<StageChain>("", target, depth, chain_trace(*placed.target, ""));
     log_.resize(static_cast<std::size_t>(users));
@@ -920,10 +942,12 @@ class Simulation {
   // the lane's last numbers (and any error of the lane's).
   void run() {
     sc_core::sc_start();
+    if (replay_) replay_->settle();
     if (lane_) lane_->drain();
   }
 
   const HostLog& log() const { return log_; }
+  std::uint64_t replayed_layer_passes() const { return replay_ ? replay_->replayed() : 0; }
   const std::optional<models::Weights>& weights() const { return weights_; }
   const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
   const std::optional<models::Weights>& draft_weights() const { return draft_weights_; }
@@ -971,6 +995,7 @@ class Simulation {
   std::unique_ptr<ValueLane> lane_;
   std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
+  std::unique_ptr<LayerReplay> replay_;  // null: every layer simulated
   std::unique_ptr<StageChain> chain_;
   HostLog log_;
   std::optional<models::Weights> draft_weights_;
@@ -1143,6 +1168,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.simulate_s = host_since(t_host);
   host_times.token_passes = static_cast<int>(workload_token_passes(sc.workload));
   host_times.record_releases = recycler.releases();
+  host_times.replayed_layer_passes = simulation.replayed_layer_passes();
   host_times.record_blocks_made = record_pool.blocks_made();
   host_times.record_blocks_reused = record_pool.blocks_reused();
 

@@ -27,7 +27,11 @@ struct HostTimes {
   std::uint64_t record_releases = 0;
   std::uint64_t record_blocks_made = 0;
   std::uint64_t record_blocks_reused = 0;
+  // Layer passes replayed instead of simulated (RunOptions::layer_replay).
+  std::uint64_t replayed_layer_passes = 0;
 };
+
+enum class LayerReplayMode { off, when_it_pays, always };
 
 struct RunOptions {
   bool functional = true;  // compute real numbers and compare with the reference
@@ -58,6 +62,13 @@ struct RunOptions {
   // left back for reuse (sim/exec/record_recycler.hpp). Results are bit-identical
   // either way; off, every wafer keeps its records for the whole run.
   bool recycle_link_records = true;
+  // Replay a layer that repeats the one just simulated, shifted in time,
+  // instead of simulating it again (sim/exec/layer_replay.hpp): whole-region
+  // layer groups crossed by one message at a time. Results are bit-identical
+  // in every mode; `when_it_pays` replays where the host times measured so
+  // far say the checks cost less than the layers they spare, `always`
+  // wherever a replay is possible, `off` never.
+  LayerReplayMode layer_replay = LayerReplayMode::when_it_pays;
   // When set (`run --trace`), filled with every stage pass and its phases
   // as the simulation runs (analysis/run_trace.hpp). Null: nothing is
   // recorded, and the results are the same either way.

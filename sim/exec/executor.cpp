@@ -34,7 +34,13 @@ void Executor::set_threads(int threads, std::function<void()> guest) {
   values_->set_threads(threads, std::move(guest));
 }
 
+void Executor::check_not_frozen() const {
+  if (frozen_)
+    throw std::logic_error("executor: work reached the fabric while replayed layers were pending");
+}
+
 void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
+  check_not_frozen();
   static const std::vector<float> none;  // timing only: no gains
   const auto gamma = [&]() -> const std::vector<float>& {
     return values_ ? values_->gamma(ph.gamma, layer) : none;
@@ -179,6 +185,7 @@ Vec Executor::embedding_row(const MatrixPlacement& e, int row, const Timed& at_r
 }
 
 Vec Executor::embed(std::int32_t token, int position, const Timed& id_ready, bool from_host) {
+  check_not_frozen();
   const MatrixPlacement& e = pl_.head.embedding;
   int p = 0;
   while (p + 1 < e.p() && e.row_begin(p + 1) <= token) ++p;
@@ -208,6 +215,7 @@ Vec Executor::embed(std::int32_t token, int position, const Timed& id_ready, boo
 }
 
 Vec Executor::move(const Vec& v, const Layout& target, int spread) {
+  check_not_frozen();
   Vec out;
   out.layout = target;
   out.values = v.values;

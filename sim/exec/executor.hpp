@@ -52,6 +52,13 @@ class Executor {
   // Needs weights. Its fabrics may be in use by a timing executor on
   // another thread at the same time.
   void set_values_only();
+  // How many wafers it runs on, and whether it computes numbers as well as
+  // times (a functional run without the lane).
+  int wafer_count() const { return static_cast<int>(fabs_.size()); }
+  bool computes_values() const { return values_ != nullptr; }
+  // While frozen (replayed layers not yet written into the fabric, see
+  // sim/exec/layer_replay.hpp) any work is a logic error.
+  void set_frozen(bool frozen) { frozen_ = frozen; }
 
   // Mixture-of-experts choices: a functional executor publishes the experts
   // each token chose to `x`; a timing-only one with an exchange takes them
@@ -291,6 +298,8 @@ class Executor {
   std::vector<Timed> done_;
   std::uint64_t routing_seed_ = 0;
   bool timing_ = true;  // false: values only (set_values_only)
+  bool frozen_ = false;
+  void check_not_frozen() const;
   ExpertExchange* experts_ = nullptr;
   std::unique_ptr<PhaseValues> values_;  // functional runs: the numbers
 };

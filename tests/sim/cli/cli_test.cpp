@@ -395,6 +395,50 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
   }
 }
 
+// Layers replayed as shifted copies of the one simulated before them
+// (sim/exec/layer_replay.hpp) give byte for byte the results of simulating
+// every layer, where the replay takes place (whole-region layer groups,
+// one message in flight) and where it must not (several users' messages,
+// numbers computed beside the timing, layers on rectangles of their own).
+TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
+  struct Case {
+    std::string model, extra, options;
+    bool replays;
+  };
+  const std::string whole = "placement:\n  strategy: whole-region\n  layer_groups: 1\n";
+  const std::string two = "placement:\n  strategy: whole-region\n  layer_groups: 2\n";
+  const std::vector<Case> cases = {
+      {"tiny-llama", whole + "workload:\n  users: 1\n", "", true},
+      {"tiny-llama", whole + "workload:\n  users: 1\n", " --timing-only", true},
+      {"tiny-qwen3", two + "workload:\n  users: 1\n", " --set model.num_layers=8", true},
+      {"tiny-gpt2", whole + "workload:\n  users: 2\n  decode_batch: 2\n",
+       " --set model.num_layers=6", true},
+      {"tiny-mistral", whole + "workload:\n  users: 1\n  prefill_block: 2\n",
+       " --set model.num_layers=5", true},
+      {"tiny-llama", whole + "workload:\n  users: 2\n", "", false},
+      {"tiny-llama", whole + "workload:\n  users: 1\n", " --threads 1", false},
+      {"tiny-llama", "workload:\n  users: 1\n", " --set model.num_layers=8", false},
+  };
+  for (const Case& c : cases) {
+    const fs::path d = scratch_dir("replay");
+    const fs::path scenario = d / "replay.yaml";
+    std::ofstream(scenario) << "name: replay\nhardware: small\nmodel: " << c.model
+                            << "\nprecision: bf16\nwafers: 1\n"
+                            << c.extra << "  prompt_tokens: 3\n  generate_tokens: 5\n";
+    const std::string run = "run " + scenario.string() + " --json" + c.options;
+    // always: the tiny layers cost less host time than their checks.
+    const Outcome replayed = wafersim(run + " --layer-replay always");
+    ASSERT_EQ(replayed.code, 0) << c.model << c.options << ": " << replayed.err;
+    const Outcome simulated = wafersim(run + " --layer-replay off");
+    ASSERT_EQ(simulated.code, 0) << c.model << c.options << ": " << simulated.err;
+    EXPECT_EQ(replayed.out, simulated.out) << c.model << c.options << "\n" << c.extra;
+    EXPECT_EQ(replayed.err.find("replayed ") != std::string::npos, c.replays)
+        << c.model << c.options << "\n" << c.extra << replayed.err;
+    EXPECT_EQ(simulated.err.find("replayed "), std::string::npos);
+    fs::remove_all(d);
+  }
+}
+
 TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
   // Figures only (never checked against a speed): every shape, a positive
   // rate for the scalar kernel, where the host has it AVX2, and row bands.

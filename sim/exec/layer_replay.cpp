@@ -1,0 +1,369 @@
+#include "sim/exec/layer_replay.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+#include "sim/exec/record_recycler.hpp"
+
+namespace wafersim::sim {
+
+namespace {
+
+bool same_layout(const Layout& a, const Layout& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].core != b[i].core || a[i].begin != b[i].begin || a[i].end != b[i].end ||
+        a[i].wafer != b[i].wafer)
+      return false;
+  return true;
+}
+
+// Placed the same way (the name, which says the layer, aside).
+bool same_matrix(const MatrixPlacement* a, const MatrixPlacement* b) {
+  if (!a || !b) return a == b;
+  MatrixPlacement x = *a;
+  x.name = b->name;
+  return x == *b;
+}
+
+bool same_attention(const AttentionPlacement* a, const AttentionPlacement* b) {
+  if (!a || !b) return a == b;
+  return *a == *b;
+}
+
+// Phases whose timing is the same (the layer's weights and labels aside).
+// A mixture of experts is never: its token's experts depend on the layer.
+bool same_timing(const Phase& a, const Phase& b) {
+  return a.kind == b.kind && a.kind != PhaseKind::moe && a.a == b.a && a.b == b.b &&
+         a.out == b.out && same_layout(a.target, b.target) && a.spread == b.spread &&
+         same_matrix(a.matrix, b.matrix) && a.weights == b.weights &&
+         same_attention(a.attention, b.attention) && a.stage == nullptr && b.stage == nullptr &&
+         a.gamma == b.gamma && a.statistic == b.statistic &&
+         a.statistic_groups == b.statistic_groups;
+}
+
+bool same_timing(const StageProgram& a, const StageProgram& b) {
+  if (a.continues_layer != b.continues_layer || a.ends_layer != b.ends_layer ||
+      a.input_spread != b.input_spread || !same_layout(a.input, b.input) ||
+      !same_layout(a.output, b.output) || a.phases.size() != b.phases.size())
+    return false;
+  for (std::size_t i = 0; i < a.phases.size(); ++i)
+    if (!same_timing(a.phases[i], b.phases[i])) return false;
+  return true;
+}
+
+bool same_header(const TokenMessage& a, const TokenMessage& b) {
+  if (a.user != b.user || a.position != b.position || a.tokens != b.tokens ||
+      a.prefill != b.prefill || a.needs_logits != b.needs_logits || a.verifies != b.verifies ||
+      a.batch.size() != b.batch.size())
+    return false;
+  for (std::size_t i = 0; i < a.batch.size(); ++i)
+    if (a.batch[i].user != b.batch[i].user || a.batch[i].position != b.batch[i].position)
+      return false;
+  return true;
+}
+
+// b - a, field by field, modulo 2^64 (a path's parts may shrink from one
+// layer to the next; adding the difference back is exact all the same).
+CycleBreakdown difference(const CycleBreakdown& a, const CycleBreakdown& b) {
+  CycleBreakdown d;
+  d.compute = Cycles{b.compute.value - a.compute.value};
+  d.sram = Cycles{b.sram.value - a.sram.value};
+  d.hops = Cycles{b.hops.value - a.hops.value};
+  d.serialization = Cycles{b.serialization.value - a.serialization.value};
+  d.contention = Cycles{b.contention.value - a.contention.value};
+  d.io = Cycles{b.io.value - a.io.value};
+  d.queueing = Cycles{b.queueing.value - a.queueing.value};
+  return d;
+}
+
+bool same_breakdown(const CycleBreakdown& a, const CycleBreakdown& b) {
+  return a.compute == b.compute && a.sram == b.sram && a.hops == b.hops &&
+         a.serialization == b.serialization && a.contention == b.contention && a.io == b.io &&
+         a.queueing == b.queueing;
+}
+
+std::array<Vec, kSlots> timing_of(const std::array<Vec, kSlots>& slots) {
+  std::array<Vec, kSlots> out;
+  for (int s = 0; s < kSlots; ++s) {
+    out[s].layout = slots[s].layout;
+    out[s].ready = slots[s].ready;
+    out[s].tokens = slots[s].tokens;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool LayerReplay::usable(Executor& ex) {
+  if (ex.wafer_count() != 1 || ex.computes_values()) return false;
+  fabric::Fabric& f = ex.fab(0);
+  return !f.flow().repaired() && !f.flow().pooled() &&
+         f.flow().sharing() == fabric::LinkSharing::interleave;
+}
+
+LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool always)
+    : ex_(ex), fab_(ex.fab(0)), program_(program), users_(users), always_(always) {
+  // Until one is measured: ~10 ns a record (links, ramps, cores).
+  scan_s_ = 10e-9 * static_cast<double>(fab_.mesh().link_count() + 2 * fab_.mesh().core_count());
+  const auto& stages = program.stages;
+  cycle_of_stage_.assign(stages.size(), -1);
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].layer < 0 || stages[i].continues_layer) continue;
+    std::size_t j = i;
+    while (j + 1 < stages.size() && !stages[j].ends_layer && stages[j + 1].continues_layer) ++j;
+    if (!stages[j].ends_layer) continue;
+    Cycle c;
+    c.first = i, c.last = j;
+    c.replayable = true;
+    for (std::size_t k = i; k <= j; ++k)
+      for (const Phase& ph : stages[k].phases)
+        if (ph.kind == PhaseKind::moe) c.replayable = false;
+    for (std::size_t k = i; k <= j; ++k) cycle_of_stage_[k] = static_cast<int>(cycles_.size());
+    cycles_.push_back(c);
+  }
+  // Runs: consecutive cycles whose stages time alike.
+  for (std::size_t c = 0; c < cycles_.size(); ++c) {
+    Cycle& cur = cycles_[c];
+    bool same = c > 0 && cycles_[c - 1].last + 1 == cur.first &&
+                cycles_[c - 1].last - cycles_[c - 1].first == cur.last - cur.first &&
+                cur.replayable && cycles_[c - 1].replayable;
+    for (std::size_t k = 0; same && k <= cur.last - cur.first; ++k)
+      same = same_timing(stages[cycles_[c - 1].first + k], stages[cur.first + k]);
+    cur.run = same ? cycles_[c - 1].run : static_cast<int>(c);
+  }
+  for (std::size_t c = cycles_.size(); c-- > 0;)
+    cycles_[c].run_left = c + 1 < cycles_.size() && cycles_[c + 1].run == cycles_[c].run
+                              ? cycles_[c + 1].run_left + 1
+                              : 1;
+}
+
+int LayerReplay::cycle_at(const StageProgram& sp, bool& first) const {
+  const auto i = static_cast<std::size_t>(&sp - program_.stages.data());
+  if (i >= program_.stages.size()) throw std::logic_error("LayerReplay: a stage of another program");
+  const int c = cycle_of_stage_[i];
+  first = c >= 0 && cycles_[static_cast<std::size_t>(c)].first == i;
+  return c;
+}
+
+bool LayerReplay::eligible(const TokenMessage& m) const {
+  // One user: the host sends nothing while its last message is out. A
+  // decode batch of every user: nothing either until it is back.
+  if (in_flight_ != 1 || m.verifies) return false;
+  return users_ == 1 || (m.is_batch() && m.tokens == users_);
+}
+
+LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state) {
+  Entry e;
+  e.from = RecordRecycler::earliest_ready(m);
+  e.cutoff = std::min(e.from, fab_.flow().model_now());
+  e.now_rel = now.value - e.from;
+  if (with_state) {
+    const auto t0 = Clock::now();
+    fab_.flow().add_state_after(e.from, e.cutoff, e.state);
+    fab_.cores().add_state_after(e.from, e.state);
+    scan_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  e.slots = timing_of(m.slots);
+  m.copy_header_to(e.header);
+  return e;
+}
+
+bool LayerReplay::same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const {
+  bool have_path = false;
+  for (int s = 0; s < kSlots; ++s) {
+    const Vec& a = memo_.entry.slots[s];
+    const Vec& b = e.slots[s];
+    if (a.tokens != b.tokens || a.ready.size() != b.ready.size() ||
+        !same_layout(a.layout, b.layout))
+      return false;
+    for (std::size_t i = 0; i < a.ready.size(); ++i) {
+      if (b.ready[i].at.value - a.ready[i].at.value != shift) return false;
+      const CycleBreakdown d = difference(a.ready[i].path, b.ready[i].path);
+      if (!have_path) {
+        dpath = d;
+        have_path = true;
+      } else if (!same_breakdown(d, dpath)) {
+        return false;
+      }
+    }
+  }
+  return e.now_rel == memo_.entry.now_rel && same_header(e.header, memo_.entry.header);
+}
+
+void LayerReplay::apply(TokenMessage& m, std::size_t stage, Cycles& until) const {
+  const std::array<Vec, kSlots>& exit = memo_.exits[stage];
+  for (int s = 0; s < kSlots; ++s) {
+    Vec& v = m.slots[s];
+    v.layout = exit[s].layout;
+    v.tokens = exit[s].tokens;
+    v.ready = exit[s].ready;
+    for (Timed& t : v.ready) {
+      t.at = Cycles{t.at.value + shift_};
+      t.path += dpath_;  // modulo 2^64, as difference() took it
+    }
+  }
+  until = Cycles{memo_.exit_at[stage] + shift_};
+}
+
+void LayerReplay::forget() {
+  memo_ = Memo{};
+  learning_ = false;
+}
+
+void LayerReplay::begin_learning(int cycle, Entry e) {
+  memo_ = Memo{};
+  memo_.cycle = cycle;
+  memo_.entry = std::move(e);
+  learning_ = true;
+  stage_ = 0;
+  bytes_before_ = fab_.flow().link_byte_counts();
+  busy_before_ = fab_.cores().busy_by_slot();
+}
+
+bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until) {
+  bool first = false;
+  const int c = cycle_at(sp, first);
+  if (replaying_ >= 0) {
+    const Cycle& cy = cycles_[static_cast<std::size_t>(replaying_)];
+    const auto i = static_cast<std::size_t>(&sp - program_.stages.data());
+    if (c != replaying_ || i != cy.first + stage_)
+      throw std::logic_error("LayerReplay: a stage ran in the middle of a replayed layer");
+    apply(m, stage_, until);
+    return true;
+  }
+  if (!first || !eligible(m) || !cycles_[static_cast<std::size_t>(c)].replayable) {
+    settle();
+    if (learning_) {
+      const Cycle& cy = cycles_[static_cast<std::size_t>(memo_.cycle)];
+      const auto i = static_cast<std::size_t>(&sp - program_.stages.data());
+      if (c != memo_.cycle || i != cy.first + stage_) forget();
+    }
+    last_cycle_ = -1;
+    if (first) timed_cycle_ = -1;
+    return false;
+  }
+  const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
+  const bool next_in_run = memo_.complete && last_cycle_ >= 0 && c == last_cycle_ + 1 &&
+                           cycles_[static_cast<std::size_t>(memo_.cycle)].run == cy.run;
+  // Right after a replay of the memo: the records are the memo's last
+  // state, the replayed layers pending_shift_ cycles after it, so the token
+  // alone tells whether this layer is one more.
+  if (next_in_run && last_replayed_) {
+    Entry e = entry_of(m, now, false);
+    const std::uint64_t shift = e.from - memo_.entry.from;
+    if (shift == pending_shift_ + memo_.period && same_start(e, shift, dpath_)) {
+      replaying_ = c, shift_ = shift, stage_ = 0;
+      apply(m, 0, until);
+      return true;
+    }
+  }
+  // Right after the memo's layer ran (the records hold just what it left):
+  // does this layer start from the state it started from, shifted?
+  const bool just_learned = next_in_run && !last_replayed_ && last_cycle_ == memo_.cycle;
+  settle();
+  learning_ = false;
+  last_cycle_ = c, last_replayed_ = false;
+  if (just_learned ? checking_pays(cy) : learning_pays(c)) {
+    Entry e = entry_of(m, now, true);
+    if (just_learned) {
+      const std::uint64_t shift = e.from - memo_.entry.from;
+      if (e.state == memo_.entry.state && same_start(e, shift, dpath_)) {
+        memo_.established = true;
+        memo_.period = shift;
+        settled_from_ = e.cutoff;
+        pending_shift_ = 0;
+        replaying_ = c, shift_ = shift, stage_ = 0;
+        apply(m, 0, until);
+        return true;
+      }
+    }
+    if (learning_pays(c)) {
+      begin_learning(c, std::move(e));
+      timed_cycle_ = c, cycle_began_ = Clock::now();
+      return false;
+    }
+  }
+  forget();
+  timed_cycle_ = c, cycle_began_ = Clock::now();
+  return false;
+}
+
+// The first layer of a run starts from other work (the embedding, another
+// group's layers), the second from a layer like itself: learning starts
+// there, with at least one more layer after the next to replay, and (unless
+// always) where the layers it could spare take longer to simulate than the
+// state's fingerprints and the writing out take.
+bool LayerReplay::learning_pays(int c) const {
+  const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
+  const bool first_of_run = c == 0 || cycles_[static_cast<std::size_t>(c - 1)].run != cy.run;
+  if (first_of_run || cy.run_left < kLearnAhead) return false;
+  if (always_) return true;
+  return layer_run_ == cy.run && (cy.run_left - 2) * layer_s_ > 4 * scan_s_;
+}
+
+bool LayerReplay::checking_pays(const Cycle& cy) const {
+  return always_ || (layer_run_ == cy.run && cy.run_left * layer_s_ > scan_s_);
+}
+
+void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles handed_at) {
+  if (replaying_ >= 0) {
+    const Cycle& cy = cycles_[static_cast<std::size_t>(replaying_)];
+    if (cy.first + ++stage_ <= cy.last) return;
+    ++replayed_;
+    ++pending_;
+    pending_shift_ = shift_;
+    last_cycle_ = replaying_;
+    last_replayed_ = true;
+    replaying_ = -1;
+    ex_.set_frozen(true);
+    return;
+  }
+  if (timed_cycle_ >= 0) {
+    const Cycle& cy = cycles_[static_cast<std::size_t>(timed_cycle_)];
+    if (&sp == &program_.stages[cy.last]) {
+      layer_s_ = std::chrono::duration<double>(Clock::now() - cycle_began_).count();
+      layer_run_ = cy.run;
+      timed_cycle_ = -1;
+    }
+  }
+  if (!learning_) return;
+  const Cycle& cy = cycles_[static_cast<std::size_t>(memo_.cycle)];
+  const auto i = static_cast<std::size_t>(&sp - program_.stages.data());
+  if (i != cy.first + stage_) {
+    forget();
+    return;
+  }
+  memo_.exits.push_back(timing_of(m.slots));
+  memo_.exit_at.push_back(handed_at.value);
+  if (cy.first + ++stage_ <= cy.last) return;
+  learning_ = false;
+  std::vector<std::uint64_t> bytes = fab_.flow().link_byte_counts();
+  for (std::size_t l = 0; l < bytes.size(); ++l) bytes[l] -= bytes_before_[l];
+  memo_.link_bytes = std::move(bytes);
+  const std::vector<std::uint64_t>& busy = fab_.cores().busy_by_slot();
+  memo_.core_busy.resize(busy.size());
+  for (std::size_t k = 0; k < busy.size(); ++k) memo_.core_busy[k] = busy[k] - busy_before_[k];
+  memo_.complete = true;
+  last_cycle_ = memo_.cycle;
+  last_replayed_ = false;
+}
+
+void LayerReplay::settle() {
+  if (pending_ == 0) return;
+  ex_.set_frozen(false);
+  fab_.flow().shift_state_after(settled_from_, pending_shift_);
+  fab_.cores().shift_state_after(settled_from_, pending_shift_);
+  fab_.flow().add_link_byte_counts(memo_.link_bytes, pending_);
+  fab_.cores().add_busy(memo_.core_busy, pending_);
+  pending_ = 0;
+  pending_shift_ = 0;
+  // The records hold the last replayed layer's state now, not the memo's:
+  // a later layer is learned afresh.
+  memo_.established = false;
+  last_replayed_ = false;
+}
+
+}  // namespace wafersim::sim

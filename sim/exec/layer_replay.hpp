@@ -1,0 +1,158 @@
+// Replaying a layer instead of simulating it again, exactly.
+//
+// Layers that share their cores (a whole-region layer group: every layer of
+// the group spans the same region the same way) do the same work on the
+// same cores, one after another. When one token crosses them alone, layer
+// L + 1 often starts from what layer L started from, only later: the same
+// vectors ready at the same offsets from the earliest of them, the fabric's
+// records busy the same way after it, the same cores still at work. Then
+// layer L + 1 *is* layer L moved in time: every reservation, every arrival
+// and every critical path (up to what its input had already gathered) is
+// layer L's shifted by the same cycles, because no timing rule of the
+// fabric reads a moment except against another. The replay simulates layer
+// L, checks that layer L + 1 starts from layer L's state shifted, and then
+// writes layer L's results shifted for L + 1, L + 2, ... without simulating
+// them, as long as the token goes on through equal layers alone.
+//
+// Exact, not an estimate: `run --json` is byte for byte the same with and
+// without (RunOptions::layer_replay; the tests compare both).
+//
+// - What "the same state" means: fabric::FlowModel::add_state_after and
+//   fabric::CoreTimeline::add_state_after fingerprint every link, ramp and
+//   core record that is still busy after the moment the token's earliest
+//   vector is ready (the recycled-records argument: a record whose every
+//   reservation ends by then answers every message to come as a fresh one
+//   does), relative to that moment, and the model's `now`.
+// - The token: every vector's layout and ready times at the same offsets,
+//   and every critical path moved by the same breakdown (later() picks by
+//   time alone, so the outputs' paths move by it too).
+// - While replayed layers are pending, the fabric's records still hold the
+//   state the last simulated layer left; before anything else uses the
+//   fabric (another stage, the host, the results) settle() moves every
+//   record still busy after that moment by the replayed cycles and adds the
+//   replayed layers' link bytes and core busy cycles, layer by layer the
+//   same. Anything that reaches the executor while they are pending is a
+//   logic error.
+// - When: one message in flight (one user's, or a decode batch of every
+//   user: the host sends nothing more until it is back), timing only, one wafer, no repaired links, no mixtures of
+//   experts (a token's experts differ layer by layer), no trace. Otherwise
+//   every layer is simulated, as before.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "fabric/state_hash.hpp"
+#include "sim/exec/executor.hpp"
+#include "sim/exec/token_message.hpp"
+#include "sim/program/program.hpp"
+
+namespace wafersim::sim {
+
+class LayerReplay {
+ public:
+  // For `ex`'s stages in `program`; `users`: the workload's. Call usable()
+  // to know whether the run qualifies at all. `always`: learn and check a
+  // layer wherever a replay could follow, even where the fingerprints cost
+  // more host time than the replay spares (tests); otherwise only where the
+  // host times measured so far say it pays.
+  LayerReplay(Executor& ex, const Program& program, int users, bool always = false);
+
+  static bool usable(Executor& ex);
+
+  // The host sent a token into the pipeline / took one back.
+  void sent() { ++in_flight_; }
+  void returned() { --in_flight_; }
+
+  // A stage is about to run `sp` for `m` at simulated time `now` (after its
+  // queueing wait). True: the stage is replayed, m's vectors are set, and the
+  // stage hands m on at `until`. False: the stage runs it (and calls left()).
+  bool enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until);
+  // The stage handed `m` on at `handed_at` (after a run or a replay).
+  void left(const StageProgram& sp, const TokenMessage& m, Cycles handed_at);
+  // Writes the pending replayed layers into the fabric (see the header).
+  void settle();
+
+  // Layer passes (one layer, one token) replayed and simulated so far.
+  std::uint64_t replayed() const { return replayed_; }
+
+ private:
+  // A layer is learned (simulated with its state kept) only with at least
+  // this many equal layers from it on: it, the next (checked against it) and
+  // one more to replay.
+  static constexpr int kLearnAhead = 3;
+  struct Cycle {  // one layer's stages, [first, last]
+    std::size_t first = 0, last = 0;
+    bool replayable = false;
+    int run = 0;        // cycles in a row with equal stages share a run
+    int run_left = 0;   // this cycle and those after it in its run
+  };
+  struct Entry {  // what a layer started from
+    std::uint64_t from = 0;   // the token's earliest ready time
+    std::uint64_t cutoff = 0;  // min(from, the flow model's now): see add_state_after
+    std::uint64_t now_rel = 0;  // simulated time - from
+    fabric::StateHash state;
+    std::array<Vec, kSlots> slots;
+    TokenMessage header;  // user, position, tokens, flags, batch
+  };
+  struct Memo {  // a simulated layer
+    int cycle = -1;
+    Entry entry;
+    std::vector<std::array<Vec, kSlots>> exits;  // per stage
+    std::vector<std::uint64_t> exit_at;
+    std::vector<std::uint64_t> link_bytes, core_busy;  // what the layer added
+    bool complete = false;
+    bool established = false;  // the next layer started from its state shifted
+    std::uint64_t period = 0;  // by this many cycles
+  };
+
+  using Clock = std::chrono::steady_clock;
+  int cycle_at(const StageProgram& sp, bool& first) const;
+  bool learning_pays(int cycle) const;
+  bool checking_pays(const Cycle& cy) const;
+  bool eligible(const TokenMessage& m) const;
+  Entry entry_of(const TokenMessage& m, Cycles now, bool with_state);
+  // m starts where the memo's layer started, `shift` cycles later: the
+  // paths' common move into `dpath`.
+  bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
+  void apply(TokenMessage& m, std::size_t stage, Cycles& until) const;
+  void begin_learning(int cycle, Entry e);
+  void forget();
+
+  Executor& ex_;
+  fabric::Fabric& fab_;
+  const Program& program_;
+  int users_;
+  int in_flight_ = 0;
+  std::vector<Cycle> cycles_;
+  std::vector<int> cycle_of_stage_;
+  Memo memo_;
+  // Learning: the memo's layer is being simulated, its stage `stage_` next.
+  bool learning_ = false;
+  std::size_t stage_ = 0;
+  std::vector<std::uint64_t> bytes_before_, busy_before_;
+  // Replaying: cycle `replaying_` with `shift_` and `dpath_`, stage `stage_` next.
+  int replaying_ = -1;
+  std::uint64_t shift_ = 0;
+  CycleBreakdown dpath_;
+  // Pending: `pending_` layers replayed since the records were last
+  // written, the last `pending_shift_` cycles after the memo's; the
+  // records hold the state the memo's layer left, busy after `settled_from_`.
+  int last_cycle_ = -1;  // the cycle that ran last (simulated or replayed)
+  bool last_replayed_ = false;
+  std::uint64_t pending_ = 0;
+  std::uint64_t pending_shift_ = 0;
+  std::uint64_t settled_from_ = 0;
+  std::uint64_t replayed_ = 0;
+  // Host time: of the last simulated layer (of run layer_run_) and of the
+  // last state fingerprint; which cycle is being timed, since when.
+  bool always_ = false;
+  double layer_s_ = 0.0, scan_s_ = 0.0;
+  int layer_run_ = -1;
+  int timed_cycle_ = -1;
+  Clock::time_point cycle_began_;
+};
+
+}  // namespace wafersim::sim

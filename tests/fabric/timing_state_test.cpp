@@ -1,0 +1,156 @@
+// The fabric's timing state as later messages see it (FlowModel and
+// CoreTimeline add_state_after / shift_state_after), which the engine's
+// layer replay relies on (sim/exec/layer_replay.hpp): reservations that end
+// before every message still to come leave no mark; states equal up to a
+// shift in time fingerprint alike and answer alike, shifted; and a shifted
+// state answers as the same traffic sent that much later.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fabric/core_cost.hpp"
+#include "fabric/link_timing.hpp"
+#include "support/test_spec.hpp"
+
+namespace wafersim::fabric {
+namespace {
+
+struct Message {
+  Coord from, to;
+  std::uint64_t bytes;
+  std::uint64_t ready;
+  bool multicast;
+};
+
+// `n` messages between random cores of an 8 x 8 mesh, ready in [t0, t0 + span).
+std::vector<Message> traffic(std::uint32_t seed, int n, std::uint64_t t0, std::uint64_t span) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> xy(0, 7);
+  std::uniform_int_distribution<std::uint64_t> bytes(4, 400), at(0, span - 1);
+  std::vector<Message> out;
+  for (int i = 0; i < n; ++i) {
+    Message m{{xy(rng), xy(rng)}, {xy(rng), xy(rng)}, bytes(rng), t0 + at(rng), i % 3 == 0};
+    if (m.from == m.to) m.to.x = (m.to.x + 1) % 8;
+    if (m.multicast) m.to.y = m.from.y;  // along a row
+    out.push_back(m);
+  }
+  return out;
+}
+
+class TimingState : public ::testing::Test {
+ protected:
+  WaferSpec spec = testing::small_spec();
+  Mesh mesh{spec.mesh_width, spec.mesh_height};
+
+  // Sends `ms` in order, each `shift` cycles later; returns every arrival.
+  std::vector<std::uint64_t> send(FlowModel& flow, const std::vector<Message>& ms,
+                                  std::uint64_t shift = 0) {
+    std::vector<std::uint64_t> arrivals;
+    for (const Message& m : ms) {
+      std::vector<LinkId> r;
+      mesh.xy_route(m.from, m.to, r);
+      std::vector<Timed> at;
+      const Timed done = flow.send(r, Bytes{m.bytes}, Timed{Cycles{m.ready + shift}, {}},
+                                   m.multicast ? &at : nullptr);
+      arrivals.push_back(done.at.value - shift);
+      for (const Timed& t : at) arrivals.push_back(t.at.value - shift);
+    }
+    return arrivals;
+  }
+  static StateHash state(FlowModel& flow, std::uint64_t origin) {
+    StateHash h;
+    flow.add_state_after(origin, std::min(origin, flow.model_now()), h);
+    return h;
+  }
+};
+
+TEST_F(TimingState, WhatEndsBeforeTheCutoffLeavesNoMark) {
+  const std::vector<Message> early = traffic(1, 200, 0, 800);
+  const std::vector<Message> live = traffic(2, 150, 20000, 600);
+  const std::vector<Message> after = traffic(3, 150, 20700, 600);
+  FlowModel with_past{mesh, spec}, without{mesh, spec};
+  send(with_past, early);
+  ASSERT_LT(with_past.reserved_until().value, 20000u);  // the early traffic is over by then
+  EXPECT_EQ(send(with_past, live), send(without, live));
+  // From the live traffic's earliest message on, both states are the same...
+  EXPECT_TRUE(state(with_past, 20000) == state(without, 20000));
+  // ... and answer the same.
+  EXPECT_EQ(send(with_past, after), send(without, after));
+}
+
+TEST_F(TimingState, StatesEqualUpToAShiftFingerprintAlikeAndAnswerAlike) {
+  const std::vector<Message> live = traffic(4, 300, 1000, 900);
+  const std::vector<Message> after = traffic(5, 300, 1800, 900);
+  const std::uint64_t d = 123457;
+  FlowModel a{mesh, spec}, b{mesh, spec};
+  send(a, live);
+  send(b, live, d);
+  EXPECT_TRUE(state(a, 1000) == state(b, 1000 + d));
+  EXPECT_FALSE(state(a, 1000) == state(b, 1000));
+  EXPECT_EQ(send(a, after), send(b, after, d));
+  // One more message in one of them is a different state.
+  FlowModel c{mesh, spec};
+  send(c, live);
+  send(c, {Message{{0, 0}, {7, 0}, 64, 1500, false}});
+  EXPECT_FALSE(state(a, 1000) == state(c, 1000));
+}
+
+TEST_F(TimingState, AShiftedStateAnswersAsTheSameTrafficSentLater) {
+  const std::vector<Message> early = traffic(6, 100, 0, 500);
+  const std::vector<Message> live = traffic(7, 300, 10000, 900);
+  const std::vector<Message> after = traffic(8, 300, 10800, 900);
+  const std::uint64_t d = 54321;
+  FlowModel shifted{mesh, spec}, later{mesh, spec};
+  send(shifted, early);
+  send(shifted, live);
+  const std::uint64_t cutoff = std::min<std::uint64_t>(10000, shifted.model_now());
+  shifted.shift_state_after(cutoff, d);
+  send(later, early);
+  send(later, live, d);
+  EXPECT_TRUE(state(shifted, 10000 + d) == state(later, 10000 + d));
+  EXPECT_EQ(shifted.model_now(), later.model_now());
+  EXPECT_EQ(send(shifted, after, d), send(later, after, d));
+}
+
+TEST_F(TimingState, ByteCountersAddWhatALayerAdded) {
+  FlowModel flow{mesh, spec};
+  send(flow, traffic(9, 50, 0, 100));
+  const std::vector<std::uint64_t> before = flow.link_byte_counts();
+  const std::uint64_t carried = flow.carried_bytes();
+  send(flow, traffic(10, 50, 200, 100));
+  std::vector<std::uint64_t> added = flow.link_byte_counts();
+  for (std::size_t l = 0; l < added.size(); ++l) added[l] -= before[l];
+  const std::uint64_t once = flow.carried_bytes() - carried;
+  flow.add_link_byte_counts(added, 3);
+  EXPECT_EQ(flow.carried_bytes(), carried + 4 * once);
+  const std::vector<std::uint64_t> now = flow.link_byte_counts();
+  for (std::size_t l = 0; l < now.size(); ++l) EXPECT_EQ(now[l], before[l] + 4 * added[l]);
+}
+
+TEST_F(TimingState, CoresBusyAfterTheOriginAreTheCoresState) {
+  CoreTimeline a(mesh), b(mesh);
+  CoreCost cost;
+  cost.cycles = Cycles{100};
+  a.run(Coord{1, 1}, Timed{Cycles{0}, {}}, cost);  // done at 100: before the origin
+  a.run(Coord{2, 2}, Timed{Cycles{950}, {}}, cost);
+  b.run(Coord{2, 2}, Timed{Cycles{950 + 7}, {}}, cost);
+  StateHash ha, hb;
+  a.add_state_after(1000, ha);
+  b.add_state_after(1007, hb);
+  EXPECT_TRUE(ha == hb);
+  a.shift_state_after(1000, 7);
+  const Timed ta = a.run(Coord{2, 2}, Timed{Cycles{1010}, {}}, cost);
+  const Timed tb = b.run(Coord{2, 2}, Timed{Cycles{1010}, {}}, cost);
+  EXPECT_EQ(ta.at, tb.at);
+  EXPECT_EQ(ta.path.queueing, tb.path.queueing);
+  std::vector<std::uint64_t> once(a.busy_by_slot().size(), 0);
+  once[0] = 5;
+  const std::uint64_t before = a.busy_by_slot()[0];
+  a.add_busy(once, 4);
+  EXPECT_EQ(a.busy_by_slot()[0], before + 20);
+}
+
+}  // namespace
+}  // namespace wafersim::fabric
