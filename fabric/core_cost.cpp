@@ -81,19 +81,23 @@ std::vector<std::uint64_t> CoreTimeline::busy_cycles_by_core() const {
   return out;
 }
 
-void CoreTimeline::add_state_after(std::uint64_t from, StateHash& h) const {
-  for (std::size_t i = 0; i < free_at_.size(); ++i)
+void CoreTimeline::add_state_after(std::uint64_t from, std::uint64_t cutoff, StateHash& h,
+                                   std::vector<std::uint32_t>* live) const {
+  for (std::size_t i = 0; i < free_at_.size(); ++i) {
+    if (free_at_[i] <= cutoff) continue;
+    if (live) live->push_back(static_cast<std::uint32_t>(i));
     if (free_at_[i] > from) h.add(i), h.add(free_at_[i] - from);
+  }
   h.add(free_at_.size());
 }
 
-void CoreTimeline::shift_state_after(std::uint64_t from, std::uint64_t by) {
-  for (std::uint64_t& f : free_at_)
-    if (f > from) f += by;
+void CoreTimeline::shift_cores(std::span<const std::uint32_t> live, std::uint64_t by) {
+  for (const std::uint32_t i : live) free_at_[i] += by;
 }
 
-void CoreTimeline::add_busy(std::span<const std::uint64_t> per_slot, std::uint64_t times) {
-  for (std::size_t i = 0; i < per_slot.size(); ++i) busy_[i] += per_slot[i] * times;
+void CoreTimeline::add_busy(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_slot,
+                            std::uint64_t times) {
+  for (const auto& [i, cycles] : per_slot) busy_[i] += cycles * times;
 }
 
 }  // namespace wafersim::fabric

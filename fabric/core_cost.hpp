@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "fabric/critical_path.hpp"
@@ -60,14 +61,17 @@ class CoreTimeline {
   // Busy cycles of every core, by core id (row-major).
   std::vector<std::uint64_t> busy_cycles_by_core() const;
   // The timing state relative to `from` (fabric::FlowModel::add_state_after):
-  // every core still busy after it, and how long for; and that state moved
-  // `by` cycles later.
-  void add_state_after(std::uint64_t from, StateHash& h) const;
-  void shift_state_after(std::uint64_t from, std::uint64_t by);
+  // every core still busy after it, and how long for; with `live`, every
+  // core busy after `cutoff` (<= from) is appended to it, and
+  // shift_cores() moves those `by` cycles later.
+  void add_state_after(std::uint64_t from, std::uint64_t cutoff, StateHash& h,
+                       std::vector<std::uint32_t>* live = nullptr) const;
+  void shift_cores(std::span<const std::uint32_t> live, std::uint64_t by);
   // Busy cycles by slot (an order of this timeline's own), and `times` times
   // `per_slot` added to them.
   const std::vector<std::uint64_t>& busy_by_slot() const { return busy_; }
-  void add_busy(std::span<const std::uint64_t> per_slot, std::uint64_t times);
+  void add_busy(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_slot,
+                std::uint64_t times);
 
  private:
   // Column-major (x * height + y), as the ramp records: a GEMV runs its

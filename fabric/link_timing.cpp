@@ -1082,7 +1082,8 @@ std::uint64_t last_end(const FlowModel::LinkState& s, const FlowModel::WideRecor
 
 }  // namespace
 
-void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h) {
+void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
+                                std::vector<std::uint32_t>* live) {
   settle_lines();
   h.add(now_ - origin);  // wraps when now is earlier: still one value per state
   h.add(static_cast<std::uint64_t>(sharing_));
@@ -1095,75 +1096,93 @@ void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, Stat
   // and not touching (nor the first its floor), so clipped at the cutoff
   // they are the busy cycles' one description. A piece whose start is
   // within 2^31 cycles of the origin and whose length is below 2^32 takes
-  // one word, any other two after a marker word (the record's index word
-  // says which form follows, so the words stay one description).
-  const auto add_records = [&](const ZeroedArray<LinkState>& records) {
-    std::uint64_t pieces[kWideLinkIntervals + 2][2];
+  // one word, any other two (the record's first word says which form
+  // follows, so the words stay one description). Records alternate between
+  // two fingerprints, which the host computes side by side.
+  StateHash lanes[2];
+  std::uint64_t pieces[kWideLinkIntervals + 2][2];
+  const auto add_records = [&](const ZeroedArray<LinkState>& records, std::uint32_t first) {
     for (std::size_t i = 0; i < records.size(); ++i) {
       const LinkState& s = records[i];
       if (s.floor_and_count == 0 || last_end(s, wide_) <= cutoff) continue;
+      if (live) live->push_back(first + static_cast<std::uint32_t>(i));
       int n = 0;
       bool packed = true;
       const auto piece = [&](std::uint64_t a, std::uint64_t b) {
         a = std::max(a, cutoff);
         if (b <= a) return;
-        const std::uint64_t rel = a - origin + (std::uint64_t{1} << 31);
-        packed = packed && rel < (std::uint64_t{1} << 32) && b - a < (std::uint64_t{1} << 32);
+        packed = packed && a - origin + (std::uint64_t{1} << 31) < (std::uint64_t{1} << 32) &&
+                 b - a < (std::uint64_t{1} << 32);
         pieces[n][0] = a - origin, pieces[n][1] = b - a;
         ++n;
       };
-      piece(0, s.floor());
+      const std::uint64_t floor = s.floor();
+      piece(0, floor);
       if (s.wide()) {
         for (const auto& [a, b] : wide_.busy(s)) piece(a, b);
       } else {
-        for (int k = 0; k < s.count(); ++k) piece(s.floor() + s.start[k], s.floor() + s.end[k]);
+        for (int k = 0; k < s.count(); ++k) piece(floor + s.start[k], floor + s.end[k]);
       }
-      h.add(i << 12 | static_cast<std::uint64_t>(n) << 1 | (packed ? 1 : 0));
+      StateHash& lane = lanes[i & 1];
+      lane.add((first + i) << 12 | static_cast<std::uint64_t>(n) << 1 | (packed ? 1 : 0));
       for (int k = 0; k < n; ++k) {
         if (packed) {
-          h.add((pieces[k][0] + (std::uint64_t{1} << 31)) << 32 | pieces[k][1]);
+          lane.add((pieces[k][0] + (std::uint64_t{1} << 31)) << 32 | pieces[k][1]);
         } else {
-          h.add(pieces[k][0]);
-          h.add(pieces[k][1]);
+          lane.add(pieces[k][0]);
+          lane.add(pieces[k][1]);
         }
       }
     }
-    h.add(records.size());
   };
-  add_records(links_);
-  add_records(eject_);
+  add_records(links_, 0);
+  add_records(eject_, static_cast<std::uint32_t>(links_.size()));
+  h.add(lanes[0]);
+  h.add(lanes[1]);
 }
 
-void FlowModel::shift_state_after(std::uint64_t cutoff, std::uint64_t by) {
+void FlowModel::shift_records(std::span<const std::uint32_t> live, std::uint64_t cutoff,
+                              std::uint64_t by) {
   settle_lines();
   now_ += by;
   if (max_end_ > cutoff) max_end_ += by;
-  if (!links_.held()) return;
-  const auto shift = [&](ZeroedArray<LinkState>& records) {
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      LinkState& s = records[i];
-      if (s.floor_and_count == 0 || last_end(s, wide_) <= cutoff) continue;
-      if (s.floor() + by > LinkState::kFloorMask)
-        throw std::overflow_error("FlowModel: a shifted link record passes 2^56 cycles");
-      s.floor_and_count += by;  // the intervals are offsets cutoff the floor
-    }
-  };
-  shift(links_);
-  shift(eject_);
+  for (const std::uint32_t r : live) {
+    LinkState& s = r < links_.size() ? links_[r] : eject_[r - links_.size()];
+    if (s.floor() + by > LinkState::kFloorMask)
+      throw std::overflow_error("FlowModel: a shifted link record passes 2^56 cycles");
+    s.floor_and_count += by;  // the intervals are offsets from the floor
+  }
 }
 
-std::vector<std::uint64_t> FlowModel::link_byte_counts() {
+void FlowModel::byte_counts(ByteCounts& c) {
   settle_lines();
-  std::vector<std::uint64_t> out(mesh_.link_count());
-  for (std::size_t l = 0; l < out.size(); ++l) out[l] = bytes_low_[l];
-  for (const auto& [l, high] : carries_) out[l] += high << 32;
-  return out;
+  if (!c.low) c.low = std::make_unique_for_overwrite<std::uint32_t[]>(mesh_.link_count());
+  for (std::size_t l = 0; l < mesh_.link_count(); ++l) c.low[l] = bytes_low_[l];
+  c.carries = carries_;
+  c.carried = carried_bytes_;
 }
 
-void FlowModel::add_link_byte_counts(std::span<const std::uint64_t> per_link,
-                                     std::uint64_t times) {
-  for (std::size_t l = 0; l < per_link.size(); ++l)
-    if (per_link[l] != 0) count_bytes(LinkId{static_cast<std::uint32_t>(l)}, per_link[l] * times);
+void FlowModel::bytes_since(const ByteCounts& b,
+                            std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) {
+  settle_lines();
+  out.clear();
+  const auto high = [](const std::unordered_map<std::uint32_t, std::uint64_t>& m,
+                       std::uint32_t l) -> std::uint64_t {
+    if (m.empty()) return 0;
+    const auto it = m.find(l);
+    return it == m.end() ? 0 : it->second;
+  };
+  for (std::uint32_t l = 0; l < mesh_.link_count(); ++l) {
+    if (bytes_low_[l] == b.low[l] && carries_.empty()) continue;
+    const std::uint64_t now = (high(carries_, l) << 32) + bytes_low_[l];
+    const std::uint64_t then = (high(b.carries, l) << 32) + b.low[l];
+    if (now != then) out.emplace_back(l, now - then);
+  }
+}
+
+void FlowModel::add_bytes(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_link,
+                          std::uint64_t times) {
+  for (const auto& [l, bytes] : per_link) count_bytes(LinkId{l}, bytes * times);
 }
 
 }  // namespace wafersim::fabric

@@ -283,16 +283,30 @@ class FlowModel {
   // offset from it) answer every message the same, shifted by the
   // difference of the two. Line records are written out first (changes no
   // answer).
-  void add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h);
-  // Moves that state `by` cycles later: every record busy after `cutoff`
-  // (whole), the model's `now` and the latest reservation's end.
-  void shift_state_after(std::uint64_t cutoff, std::uint64_t by);
+  // With `live`, the records it takes are appended to it (links by index,
+  // then ramps after every link) for shift_records().
+  void add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
+                       std::vector<std::uint32_t>* live = nullptr);
+  // Moves that state `by` cycles later: the records `live` (as
+  // add_state_after found them busy after `cutoff`; nothing reserved
+  // since), whole, the model's `now` and the latest reservation's end.
+  void shift_records(std::span<const std::uint32_t> live, std::uint64_t cutoff, std::uint64_t by);
   std::uint64_t model_now() const { return now_; }
-  // Every link's byte counter, by link index (line records written out
-  // first), and `times` times the counts `per_link` added to them (and to
-  // carried_bytes()).
-  std::vector<std::uint64_t> link_byte_counts();
-  void add_link_byte_counts(std::span<const std::uint64_t> per_link, std::uint64_t times);
+  // The links' byte counters at one moment; what each link carried since
+  // (links that carried nothing left out); and `times` times such counts
+  // added to the counters and to carried_bytes(). Line records are written
+  // out first.
+  struct ByteCounts {
+    std::unique_ptr<std::uint32_t[]> low;
+    std::unordered_map<std::uint32_t, std::uint64_t> carries;
+    std::uint64_t carried = 0;
+  };
+  // (Into what the caller holds: a full wafer's counters are ~15 MB.)
+  void byte_counts(ByteCounts& into);
+  void bytes_since(const ByteCounts& before,
+                   std::vector<std::pair<std::uint32_t, std::uint64_t>>& into);
+  void add_bytes(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_link,
+                 std::uint64_t times);
   bool repaired() const { return !link_extra_.empty() || !borrow_first_.empty(); }
   bool pooled() const { return pool_ != nullptr; }
 

@@ -18,6 +18,12 @@ class StateHash {
     b_ = rotl((b_ + v) * 0xc2b2ae3d27d4eb4full, 31) ^ 0x5851f42d4c957f2dull;
     ++words_;
   }
+  // Another fingerprint's words, as three words.
+  void add(const StateHash& o) {
+    add(o.a_);
+    add(o.b_);
+    add(o.words_);
+  }
   bool operator==(const StateHash& o) const {
     return a_ == o.a_ && b_ == o.b_ && words_ == o.words_;
   }

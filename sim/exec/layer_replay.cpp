@@ -155,15 +155,19 @@ bool LayerReplay::eligible(const TokenMessage& m) const {
   return users_ == 1 || (m.is_batch() && m.tokens == users_);
 }
 
-LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state) {
+LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state,
+                                         bool with_records) {
   Entry e;
   e.from = RecordRecycler::earliest_ready(m);
   e.cutoff = std::min(e.from, fab_.flow().model_now());
   e.now_rel = now.value - e.from;
   if (with_state) {
     const auto t0 = Clock::now();
-    fab_.flow().add_state_after(e.from, e.cutoff, e.state);
-    fab_.cores().add_state_after(e.from, e.state);
+    scan_records_.clear();
+    scan_cores_.clear();
+    fab_.flow().add_state_after(e.from, e.cutoff, e.state,
+                                with_records ? &scan_records_ : nullptr);
+    fab_.cores().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_cores_ : nullptr);
     scan_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   e.slots = timing_of(m.slots);
@@ -209,18 +213,30 @@ void LayerReplay::apply(TokenMessage& m, std::size_t stage, Cycles& until) const
 }
 
 void LayerReplay::forget() {
-  memo_ = Memo{};
+  memo_.reset();
   learning_ = false;
 }
 
+// Empty, keeping the memory of its vectors (a full wafer's counts are tens of MB).
+void LayerReplay::Memo::reset() {
+  cycle = -1;
+  entry = Entry{};
+  exits.clear();
+  exit_at.clear();
+  link_bytes.clear();
+  core_busy.clear();
+  complete = established = false;
+  period = 0;
+}
+
 void LayerReplay::begin_learning(int cycle, Entry e) {
-  memo_ = Memo{};
+  memo_.reset();
   memo_.cycle = cycle;
   memo_.entry = std::move(e);
   learning_ = true;
   stage_ = 0;
-  bytes_before_ = fab_.flow().link_byte_counts();
-  busy_before_ = fab_.cores().busy_by_slot();
+  fab_.flow().byte_counts(bytes_before_);
+  busy_before_.assign(fab_.cores().busy_by_slot().begin(), fab_.cores().busy_by_slot().end());
 }
 
 bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until) {
@@ -267,13 +283,15 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
   learning_ = false;
   last_cycle_ = c, last_replayed_ = false;
   if (just_learned ? checking_pays(cy) : learning_pays(c)) {
-    Entry e = entry_of(m, now, true);
+    Entry e = entry_of(m, now, true, just_learned);
     if (just_learned) {
       const std::uint64_t shift = e.from - memo_.entry.from;
       if (e.state == memo_.entry.state && same_start(e, shift, dpath_)) {
         memo_.established = true;
         memo_.period = shift;
         settled_from_ = e.cutoff;
+      settle_records_.swap(scan_records_);
+      settle_cores_.swap(scan_cores_);
         pending_shift_ = 0;
         replaying_ = c, shift_ = shift, stage_ = 0;
         apply(m, 0, until);
@@ -340,12 +358,11 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   memo_.exit_at.push_back(handed_at.value);
   if (cy.first + ++stage_ <= cy.last) return;
   learning_ = false;
-  std::vector<std::uint64_t> bytes = fab_.flow().link_byte_counts();
-  for (std::size_t l = 0; l < bytes.size(); ++l) bytes[l] -= bytes_before_[l];
-  memo_.link_bytes = std::move(bytes);
+  fab_.flow().bytes_since(bytes_before_, memo_.link_bytes);
   const std::vector<std::uint64_t>& busy = fab_.cores().busy_by_slot();
-  memo_.core_busy.resize(busy.size());
-  for (std::size_t k = 0; k < busy.size(); ++k) memo_.core_busy[k] = busy[k] - busy_before_[k];
+  for (std::size_t k = 0; k < busy.size(); ++k)
+    if (busy[k] != busy_before_[k])
+      memo_.core_busy.emplace_back(static_cast<std::uint32_t>(k), busy[k] - busy_before_[k]);
   memo_.complete = true;
   last_cycle_ = memo_.cycle;
   last_replayed_ = false;
@@ -354,9 +371,9 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
 void LayerReplay::settle() {
   if (pending_ == 0) return;
   ex_.set_frozen(false);
-  fab_.flow().shift_state_after(settled_from_, pending_shift_);
-  fab_.cores().shift_state_after(settled_from_, pending_shift_);
-  fab_.flow().add_link_byte_counts(memo_.link_bytes, pending_);
+  fab_.flow().shift_records(settle_records_, settled_from_, pending_shift_);
+  fab_.cores().shift_cores(settle_cores_, pending_shift_);
+  fab_.flow().add_bytes(memo_.link_bytes, pending_);
   fab_.cores().add_busy(memo_.core_busy, pending_);
   pending_ = 0;
   pending_shift_ = 0;

@@ -42,6 +42,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "fabric/state_hash.hpp"
@@ -102,10 +103,13 @@ class LayerReplay {
     Entry entry;
     std::vector<std::array<Vec, kSlots>> exits;  // per stage
     std::vector<std::uint64_t> exit_at;
-    std::vector<std::uint64_t> link_bytes, core_busy;  // what the layer added
+    // What the layer added to the links' byte counters and the cores' busy
+    // cycles (those it added to).
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> link_bytes, core_busy;
     bool complete = false;
     bool established = false;  // the next layer started from its state shifted
     std::uint64_t period = 0;  // by this many cycles
+    void reset();
   };
 
   using Clock = std::chrono::steady_clock;
@@ -113,7 +117,9 @@ class LayerReplay {
   bool learning_pays(int cycle) const;
   bool checking_pays(const Cycle& cy) const;
   bool eligible(const TokenMessage& m) const;
-  Entry entry_of(const TokenMessage& m, Cycles now, bool with_state);
+  // with_state: the fabric's fingerprint too; with_records: and the records
+  // and cores it took (scan_records_, scan_cores_).
+  Entry entry_of(const TokenMessage& m, Cycles now, bool with_state, bool with_records = false);
   // m starts where the memo's layer started, `shift` cycles later: the
   // paths' common move into `dpath`.
   bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
@@ -132,7 +138,11 @@ class LayerReplay {
   // Learning: the memo's layer is being simulated, its stage `stage_` next.
   bool learning_ = false;
   std::size_t stage_ = 0;
-  std::vector<std::uint64_t> bytes_before_, busy_before_;
+  fabric::FlowModel::ByteCounts bytes_before_;
+  std::vector<std::uint64_t> busy_before_;
+  // The records and cores the last fingerprint took (busy after its
+  // cutoff), and those of the state the pending layers shift.
+  std::vector<std::uint32_t> scan_records_, scan_cores_, settle_records_, settle_cores_;
   // Replaying: cycle `replaying_` with `shift_` and `dpath_`, stage `stage_` next.
   int replaying_ = -1;
   std::uint64_t shift_ = 0;

@@ -1,5 +1,5 @@
 // The fabric's timing state as later messages see it (FlowModel and
-// CoreTimeline add_state_after / shift_state_after), which the engine's
+// CoreTimeline add_state_after, shift_records / shift_cores), which the engine's
 // layer replay relies on (sim/exec/layer_replay.hpp): reservations that end
 // before every message still to come leave no mark; states equal up to a
 // shift in time fingerprint alike and answer alike, shifted; and a shifted
@@ -106,7 +106,11 @@ TEST_F(TimingState, AShiftedStateAnswersAsTheSameTrafficSentLater) {
   send(shifted, early);
   send(shifted, live);
   const std::uint64_t cutoff = std::min<std::uint64_t>(10000, shifted.model_now());
-  shifted.shift_state_after(cutoff, d);
+  StateHash unused;
+  std::vector<std::uint32_t> records;
+  shifted.add_state_after(10000, cutoff, unused, &records);
+  EXPECT_FALSE(records.empty());
+  shifted.shift_records(records, cutoff, d);
   send(later, early);
   send(later, live, d);
   EXPECT_TRUE(state(shifted, 10000 + d) == state(later, 10000 + d));
@@ -117,16 +121,25 @@ TEST_F(TimingState, AShiftedStateAnswersAsTheSameTrafficSentLater) {
 TEST_F(TimingState, ByteCountersAddWhatALayerAdded) {
   FlowModel flow{mesh, spec};
   send(flow, traffic(9, 50, 0, 100));
-  const std::vector<std::uint64_t> before = flow.link_byte_counts();
-  const std::uint64_t carried = flow.carried_bytes();
+  FlowModel::ByteCounts before;
+  flow.byte_counts(before);
+  std::vector<std::uint64_t> then(mesh.link_count());
+  for (std::size_t l = 0; l < then.size(); ++l) then[l] = flow.link_bytes(LinkId{static_cast<std::uint32_t>(l)});
   send(flow, traffic(10, 50, 200, 100));
-  std::vector<std::uint64_t> added = flow.link_byte_counts();
-  for (std::size_t l = 0; l < added.size(); ++l) added[l] -= before[l];
-  const std::uint64_t once = flow.carried_bytes() - carried;
-  flow.add_link_byte_counts(added, 3);
-  EXPECT_EQ(flow.carried_bytes(), carried + 4 * once);
-  const std::vector<std::uint64_t> now = flow.link_byte_counts();
-  for (std::size_t l = 0; l < now.size(); ++l) EXPECT_EQ(now[l], before[l] + 4 * added[l]);
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> added;
+  flow.bytes_since(before, added);
+  ASSERT_FALSE(added.empty());
+  const std::uint64_t once = flow.carried_bytes() - before.carried;
+  flow.add_bytes(added, 3);
+  EXPECT_EQ(flow.carried_bytes(), before.carried + 4 * once);
+  std::vector<std::uint64_t> per_link(mesh.link_count(), 0);
+  for (const auto& [l, b] : added) per_link[l] = b;
+  std::uint64_t sum = 0;
+  for (std::size_t l = 0; l < per_link.size(); ++l) {
+    sum += per_link[l];
+    EXPECT_EQ(flow.link_bytes(LinkId{static_cast<std::uint32_t>(l)}), then[l] + 4 * per_link[l]);
+  }
+  EXPECT_EQ(sum, once);
 }
 
 TEST_F(TimingState, CoresBusyAfterTheOriginAreTheCoresState) {
@@ -137,16 +150,17 @@ TEST_F(TimingState, CoresBusyAfterTheOriginAreTheCoresState) {
   a.run(Coord{2, 2}, Timed{Cycles{950}, {}}, cost);
   b.run(Coord{2, 2}, Timed{Cycles{950 + 7}, {}}, cost);
   StateHash ha, hb;
-  a.add_state_after(1000, ha);
-  b.add_state_after(1007, hb);
+  std::vector<std::uint32_t> live;
+  a.add_state_after(1000, 1000, ha, &live);
+  b.add_state_after(1007, 1007, hb);
   EXPECT_TRUE(ha == hb);
-  a.shift_state_after(1000, 7);
+  ASSERT_EQ(live.size(), 1u);
+  a.shift_cores(live, 7);
   const Timed ta = a.run(Coord{2, 2}, Timed{Cycles{1010}, {}}, cost);
   const Timed tb = b.run(Coord{2, 2}, Timed{Cycles{1010}, {}}, cost);
   EXPECT_EQ(ta.at, tb.at);
   EXPECT_EQ(ta.path.queueing, tb.path.queueing);
-  std::vector<std::uint64_t> once(a.busy_by_slot().size(), 0);
-  once[0] = 5;
+  const std::pair<std::uint32_t, std::uint64_t> once[] = {{0, 5}};
   const std::uint64_t before = a.busy_by_slot()[0];
   a.add_busy(once, 4);
   EXPECT_EQ(a.busy_by_slot()[0], before + 20);
