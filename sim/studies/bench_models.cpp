@@ -52,6 +52,8 @@ struct BenchCase {
   int generate = 2;
   std::string target;         // what the issue asks, in words
   bool beside_floor = false;  // printed beside the memory-bandwidth floor
+  // The placement section (default: layer-rectangles with tree reductions).
+  std::string placement = "  strategy: layer-rectangles\n  reduction: tree\n";
 };
 
 // Issue 4's targets. Prompts are one token so that every token pass but the
@@ -66,16 +68,22 @@ std::vector<BenchCase> cases() {
       // Not a target: the same scenario without the numbers, i.e. what the
       // timing alone costs (a functional token cannot cost less).
       {"1b-timing", "llama-3.2-1b", "1", false, 3, "(1b-functional's timing alone)", true},
+      // Issue 16: the same per-token host time for the whole-region dataflow
+      // at few layer groups (most layers replayed, sim/exec/layer_replay.hpp).
+      {"8b-region-1g", "llama-3.1-8b", "1", false, 6, "per token as 8b-timing", false,
+       "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n"},
+      {"8b-region-4g", "llama-3.1-8b", "1", false, 6, "per token as 8b-timing", false,
+       "  strategy: whole-region\n  layer_groups: 4\n  reduction: two-level\n"},
   };
 }
 
 std::string scenario_text(const BenchCase& c) {
   return fmt::format(
       "name: bench-{}\nhardware: wse3\nmodel: {}\nprecision: bf16\nwafers: {}\n"
-      "placement:\n  strategy: layer-rectangles\n  reduction: tree\n"
+      "placement:\n{}"
       "workload:\n  prompt_tokens: 1\n  generate_tokens: {}\n  seed: 1\n"
       "outputs:\n  functional: {}\ncompare_with: []\n",
-      c.name, c.model, c.wafers, c.generate, c.functional ? "true" : "false");
+      c.name, c.model, c.wafers, c.placement, c.generate, c.functional ? "true" : "false");
 }
 
 // Parameters a host must stream per token in functional mode: every matrix
@@ -139,6 +147,7 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["record_releases"] = host.record_releases;
   j["record_blocks_made"] = host.record_blocks_made;
   j["record_blocks_reused"] = host.record_blocks_reused;
+  j["replayed_layer_passes"] = host.replayed_layer_passes;
   j["wall_per_token_s"] = host.token_passes > 0 ? host.simulate_s / host.token_passes : 0.0;
   j["total_s"] = total_s;
   j["peak_resident_mib"] = peak_resident_mib();
