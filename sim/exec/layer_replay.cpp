@@ -148,6 +148,15 @@ int LayerReplay::cycle_at(const StageProgram& sp, bool& first) const {
   return c;
 }
 
+void LayerReplay::sent() {
+  ++in_flight_;
+  // A layer being learned must have run alone (the eligibility says no
+  // message can come meanwhile; this keeps the memo honest if one does).
+  if (learning_) forget();
+  if (replaying_ >= 0 || pending_ > 0)
+    throw std::logic_error("LayerReplay: a message was sent while replayed layers were pending");
+}
+
 bool LayerReplay::eligible(const TokenMessage& m) const {
   // One user: the host sends nothing while its last message is out. A
   // decode batch of every user: nothing either until it is back.
@@ -177,6 +186,7 @@ LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool
 
 bool LayerReplay::same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const {
   bool have_path = false;
+  dpath = CycleBreakdown{};
   for (int s = 0; s < kSlots; ++s) {
     const Vec& a = memo_.entry.slots[s];
     const Vec& b = e.slots[s];

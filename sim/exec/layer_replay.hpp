@@ -64,7 +64,7 @@ class LayerReplay {
   static bool usable(Executor& ex);
 
   // The host sent a token into the pipeline / took one back.
-  void sent() { ++in_flight_; }
+  void sent();
   void returned() { --in_flight_; }
 
   // A stage is about to run `sp` for `m` at simulated time `now` (after its
