@@ -282,9 +282,9 @@ int bench_agreement(const std::string& preset_dir) {
             [&](Traffic& t, Cycles s) {
               std::vector<NodeReady> ready(static_cast<std::size_t>(n), NodeReady{s, false, {}});
               std::vector<std::uint32_t> has;
-              for (const fabric::MessageRef& r : t.all_reduce(
-                       ReductionScheme::tree, Line{{0, 7}, Direction::east, n}, Bytes{b}, add,
-                       ready, c2))
+              for (const fabric::MessageRef& r :
+                   t.all_reduce(ReductionScheme::tree, Line{{0, 7}, Direction::east, n}, Bytes{b},
+                                add, ready, c2))
                 if (has.empty() || has.back() != r.message) has.push_back(r.message);
               return has;
             }));
@@ -463,9 +463,9 @@ RegisteredCommand add_bench_command(CLI::App& app) {
                   "(default: the host's cores)");
   cmd->add_option("--points", o->points, "sweep: points of the grid (users 1..N; default 16)")
       ->check(CLI::Range(2, 10000));
-  cmd->add_option(
-         "--cases", o->only,
-         "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, 1b-timing, 8b-region-1g, 8b-region-4g)")
+  cmd->add_option("--cases", o->only,
+                  "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, "
+                  "1b-timing, 8b-region-1g, 8b-region-4g)")
       ->delimiter(',');
   cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")
       ->group("");

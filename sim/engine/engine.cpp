@@ -63,8 +63,8 @@ using MessageFifo = sc_core::sc_fifo<TokenMessage*>;
 // its logits (functional mode).
 struct UserLog {
   std::vector<std::int32_t> prompt;
-  Cycles arrival;  // when its prompt reached the host (workload.arrivals_s)
-  Cycles io;       // its prompt's ids over the wafer I/O
+  Cycles arrival;    // when its prompt reached the host (workload.arrivals_s)
+  Cycles io;         // its prompt's ids over the wafer I/O
   int generate = 0;  // tokens it asks for (workload.generate_tokens)
   int cached = 0;    // positions cached before its prompt (workload.cached_tokens)
   std::vector<std::int32_t> tokens;
@@ -415,7 +415,7 @@ SC_MODULE(HostModule) {
     m->handed_at = now_cycles();
     port->write(m);
   }
-  void send_to_wafer(TokenMessage* m) {
+  void send_to_wafer(TokenMessage * m) {
     if (target_.replay) target_.replay->sent();
     send(to_wafer, m);
   }
@@ -476,8 +476,10 @@ SC_MODULE(HostModule) {
     auto& waiting = waiting_[static_cast<std::size_t>(u / b)];
     int& members = members_[static_cast<std::size_t>(u / b)];
     const bool last = emit(u, token, done.at.value, std::move(logits));
-    if (last) --members;
-    else waiting.push_back({u, position, token});
+    if (last)
+      --members;
+    else
+      waiting.push_back({u, position, token});
     if (waiting.empty() || static_cast<int>(waiting.size()) < members) return last ? 1 : 0;
     if (b == 1) {
       TokenMessage* nm = make(target_, u, position, token, false, Timed{done.at, {}}, false);
@@ -903,9 +905,9 @@ class Simulation {
     if (options.layer_replay != LayerReplayMode::off && !options.trace &&
         !std::getenv("WAFERSIM_TRACE") && !sc.speculative &&
         LayerReplay::usable(*target_->timing)) {
-      replay_ = std::make_unique<LayerReplay>(*target_->timing, placed.target->program,
-                                              sc.workload.users,
-                                              options.layer_replay == LayerReplayMode::always);
+      replay_ =
+          std::make_unique<LayerReplay>(*target_->timing, placed.target->program, sc.workload.users,
+                                        options.layer_replay == LayerReplayMode::always);
       target.replay = replay_.get();
     }
     if (options.trace) tap_.emplace(*options.trace);
@@ -918,8 +920,8 @@ class Simulation {
       user.generate = user_generate_tokens(sc.workload, u);
       user.cached = user_cached_tokens(sc.workload, u);
       if (!sc.workload.arrivals_s.empty())
-        user.arrival = Cycles{static_cast<std::uint64_t>(
-            std::llround(sc.workload.arrivals_s[static_cast<std::size_t>(u)] * sc.hardware.clock_hz))};
+        user.arrival = Cycles{static_cast<std::uint64_t>(std::llround(
+            sc.workload.arrivals_s[static_cast<std::size_t>(u)] * sc.hardware.clock_hz))};
     }
     Pipeline draft;
     if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
@@ -1088,8 +1090,7 @@ void compare_with_reference(const HostLog& log, const models::Weights& weights,
   double err = 0.0;
   for (const UserLog& u : log) {
     r.tokens.insert(r.tokens.end(), u.tokens.begin(), u.tokens.end());
-    const models::Generation ref =
-        models::greedy_generate(weights, u.prompt, u.generate);
+    const models::Generation ref = models::greedy_generate(weights, u.prompt, u.generate);
     r.reference_tokens.insert(r.reference_tokens.end(), ref.tokens.begin(), ref.tokens.end());
     for (std::size_t t = 0; t < std::min(ref.logits.size(), u.logits.size()); ++t)
       for (std::size_t i = 0; i < ref.logits[t].size(); ++i)

@@ -142,7 +142,8 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
 
 int LayerReplay::cycle_at(const StageProgram& sp, bool& first) const {
   const auto i = static_cast<std::size_t>(&sp - program_.stages.data());
-  if (i >= program_.stages.size()) throw std::logic_error("LayerReplay: a stage of another program");
+  if (i >= program_.stages.size())
+    throw std::logic_error("LayerReplay: a stage of another program");
   const int c = cycle_of_stage_[i];
   first = c >= 0 && cycles_[static_cast<std::size_t>(c)].first == i;
   return c;
@@ -174,8 +175,7 @@ LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool
     const auto t0 = Clock::now();
     scan_records_.clear();
     scan_cores_.clear();
-    fab_.flow().add_state_after(e.from, e.cutoff, e.state,
-                                with_records ? &scan_records_ : nullptr);
+    fab_.flow().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_records_ : nullptr);
     fab_.cores().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_cores_ : nullptr);
     scan_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
   }
@@ -300,8 +300,8 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
         memo_.established = true;
         memo_.period = shift;
         settled_from_ = e.cutoff;
-      settle_records_.swap(scan_records_);
-      settle_cores_.swap(scan_cores_);
+        settle_records_.swap(scan_records_);
+        settle_cores_.swap(scan_cores_);
         pending_shift_ = 0;
         replaying_ = c, shift_ = shift, stage_ = 0;
         apply(m, 0, until);

@@ -34,9 +34,9 @@
 //   same. Anything that reaches the executor while they are pending is a
 //   logic error.
 // - When: one message in flight (one user's, or a decode batch of every
-//   user: the host sends nothing more until it is back), timing only, one wafer, no repaired links, no mixtures of
-//   experts (a token's experts differ layer by layer), no trace. Otherwise
-//   every layer is simulated, as before.
+//   user: the host sends nothing more until it is back), timing only, one wafer, no repaired links,
+//   no mixtures of experts (a token's experts differ layer by layer), no trace. Otherwise every
+//   layer is simulated, as before.
 #pragma once
 
 #include <array>
@@ -87,12 +87,12 @@ class LayerReplay {
   struct Cycle {  // one layer's stages, [first, last]
     std::size_t first = 0, last = 0;
     bool replayable = false;
-    int run = 0;        // cycles in a row with equal stages share a run
-    int run_left = 0;   // this cycle and those after it in its run
+    int run = 0;       // cycles in a row with equal stages share a run
+    int run_left = 0;  // this cycle and those after it in its run
   };
-  struct Entry {  // what a layer started from
-    std::uint64_t from = 0;   // the token's earliest ready time
-    std::uint64_t cutoff = 0;  // min(from, the flow model's now): see add_state_after
+  struct Entry {                // what a layer started from
+    std::uint64_t from = 0;     // the token's earliest ready time
+    std::uint64_t cutoff = 0;   // min(from, the flow model's now): see add_state_after
     std::uint64_t now_rel = 0;  // simulated time - from
     fabric::StateHash state;
     std::array<Vec, kSlots> slots;

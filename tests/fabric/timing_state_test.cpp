@@ -124,7 +124,8 @@ TEST_F(TimingState, ByteCountersAddWhatALayerAdded) {
   FlowModel::ByteCounts before;
   flow.byte_counts(before);
   std::vector<std::uint64_t> then(mesh.link_count());
-  for (std::size_t l = 0; l < then.size(); ++l) then[l] = flow.link_bytes(LinkId{static_cast<std::uint32_t>(l)});
+  for (std::size_t l = 0; l < then.size(); ++l)
+    then[l] = flow.link_bytes(LinkId{static_cast<std::uint32_t>(l)});
   send(flow, traffic(10, 50, 200, 100));
   std::vector<std::pair<std::uint32_t, std::uint64_t>> added;
   flow.bytes_since(before, added);

@@ -433,7 +433,8 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
     ASSERT_EQ(simulated.code, 0) << c.model << c.options << ": " << simulated.err;
     EXPECT_EQ(replayed.out, simulated.out) << c.model << c.options << "\n" << c.extra;
     EXPECT_EQ(replayed.err.find("replayed ") != std::string::npos, c.replays)
-        << c.model << c.options << "\n" << c.extra << replayed.err;
+        << c.model << c.options << "\n"
+        << c.extra << replayed.err;
     EXPECT_EQ(simulated.err.find("replayed "), std::string::npos);
     fs::remove_all(d);
   }
