@@ -82,11 +82,16 @@ std::vector<std::uint64_t> CoreTimeline::busy_cycles_by_core() const {
 }
 
 void CoreTimeline::add_state_after(std::uint64_t from, std::uint64_t cutoff, StateHash& h,
-                                   std::vector<std::uint32_t>* live) const {
-  for (std::size_t i = 0; i < free_at_.size(); ++i) {
-    if (free_at_[i] <= cutoff) continue;
-    if (live) live->push_back(static_cast<std::uint32_t>(i));
-    if (free_at_[i] > from) h.add(i), h.add(free_at_[i] - from);
+                                   std::vector<std::uint32_t>* live, const Rect* region) const {
+  const Rect r = region ? *region : Rect{0, 0, mesh_.width(), mesh_.height()};
+  const auto hgt = static_cast<std::size_t>(mesh_.height());
+  for (int x = r.x0; x < r.x0 + r.width; ++x) {
+    const std::size_t b = static_cast<std::size_t>(x) * hgt + static_cast<std::size_t>(r.y0);
+    for (std::size_t i = b; i < b + static_cast<std::size_t>(r.height); ++i) {
+      if (free_at_[i] <= cutoff) continue;
+      if (live) live->push_back(static_cast<std::uint32_t>(i));
+      if (free_at_[i] > from) h.add(i), h.add(free_at_[i] - from);
+    }
   }
   h.add(free_at_.size());
 }

@@ -64,8 +64,10 @@ class CoreTimeline {
   // every core still busy after it, and how long for; with `live`, every
   // core busy after `cutoff` (<= from) is appended to it, and
   // shift_cores() moves those `by` cycles later.
+  // With `region`, its cores only.
   void add_state_after(std::uint64_t from, std::uint64_t cutoff, StateHash& h,
-                       std::vector<std::uint32_t>* live = nullptr) const;
+                       std::vector<std::uint32_t>* live = nullptr,
+                       const Rect* region = nullptr) const;
   void shift_cores(std::span<const std::uint32_t> live, std::uint64_t by);
   // Busy cycles by slot (an order of this timeline's own), and `times` times
   // `per_slot` added to them.

@@ -1083,10 +1083,14 @@ std::uint64_t last_end(const FlowModel::LinkState& s, const FlowModel::WideRecor
 }  // namespace
 
 void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
-                                std::vector<std::uint32_t>* live) {
+                                std::vector<std::uint32_t>* live, const Rect* region) {
   settle_lines();
   h.add(now_ - origin);  // wraps when now is earlier: still one value per state
   h.add(static_cast<std::uint64_t>(sharing_));
+  const Rect all{0, 0, mesh_.width(), mesh_.height()};
+  const Rect r = region ? *region : all;
+  h.add(static_cast<std::uint64_t>(r.x0) << 48 | static_cast<std::uint64_t>(r.y0) << 32 |
+        static_cast<std::uint64_t>(r.width) << 16 | static_cast<std::uint64_t>(r.height));
   if (!links_.held()) {
     h.add(~std::uint64_t{0});  // released: every record ends by the release
     return;
@@ -1101,8 +1105,10 @@ void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, Stat
   // two fingerprints, which the host computes side by side.
   StateHash lanes[2];
   std::uint64_t pieces[kWideLinkIntervals + 2][2];
-  const auto add_records = [&](const ZeroedArray<LinkState>& records, std::uint32_t first) {
-    for (std::size_t i = 0; i < records.size(); ++i) {
+  // Records [begin, end) of `records`, numbered from `first`.
+  const auto add_records = [&](const ZeroedArray<LinkState>& records, std::uint32_t first,
+                               std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
       const LinkState& s = records[i];
       if (s.floor_and_count == 0 || last_end(s, wide_) <= cutoff) continue;
       if (live) live->push_back(first + static_cast<std::uint32_t>(i));
@@ -1135,8 +1141,34 @@ void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, Stat
       }
     }
   };
-  add_records(links_, 0);
-  add_records(eject_, static_cast<std::uint32_t>(links_.size()));
+  // The links leaving the region's cores (each plane: horizontal ones row-
+  // major, vertical ones column-major), then its cores' ramps (column-major).
+  const auto w = static_cast<std::size_t>(mesh_.width());
+  const auto hgt = static_cast<std::size_t>(mesh_.height());
+  const std::size_t cores = mesh_.core_count();
+  for (int d = 0; d < kDirections; ++d) {
+    const std::size_t plane = static_cast<std::size_t>(d) * cores;
+    const bool vertical = static_cast<Direction>(d) == Direction::south ||
+                          static_cast<Direction>(d) == Direction::north;
+    if (vertical) {
+      for (int x = r.x0; x < r.x0 + r.width; ++x) {
+        const std::size_t b =
+            plane + static_cast<std::size_t>(x) * hgt + static_cast<std::size_t>(r.y0);
+        add_records(links_, 0, b, b + static_cast<std::size_t>(r.height));
+      }
+    } else {
+      for (int y = r.y0; y < r.y0 + r.height; ++y) {
+        const std::size_t b =
+            plane + static_cast<std::size_t>(y) * w + static_cast<std::size_t>(r.x0);
+        add_records(links_, 0, b, b + static_cast<std::size_t>(r.width));
+      }
+    }
+  }
+  for (int x = r.x0; x < r.x0 + r.width; ++x) {
+    const std::size_t b = static_cast<std::size_t>(x) * hgt + static_cast<std::size_t>(r.y0);
+    add_records(eject_, static_cast<std::uint32_t>(links_.size()), b,
+                b + static_cast<std::size_t>(r.height));
+  }
   h.add(lanes[0]);
   h.add(lanes[1]);
 }

@@ -284,9 +284,11 @@ class FlowModel {
   // difference of the two. Line records are written out first (changes no
   // answer).
   // With `live`, the records it takes are appended to it (links by index,
-  // then ramps after every link) for shift_records().
+  // then ramps after every link) for shift_records(). With `region`, only
+  // the links leaving its cores and its cores' ramps are taken: what
+  // messages between its cores, along XY routes, can meet.
   void add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
-                       std::vector<std::uint32_t>* live = nullptr);
+                       std::vector<std::uint32_t>* live = nullptr, const Rect* region = nullptr);
   // Moves that state `by` cycles later: the records `live` (as
   // add_state_after found them busy after `cutoff`; nothing reserved
   // since), whole, the model's `now` and the latest reservation's end.

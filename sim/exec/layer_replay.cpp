@@ -106,8 +106,8 @@ bool LayerReplay::usable(Executor& ex) {
 
 LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool always)
     : ex_(ex), fab_(ex.fab(0)), program_(program), users_(users), always_(always) {
-  // Until one is measured: ~10 ns a record (links, ramps, cores).
-  scan_s_ = 10e-9 * static_cast<double>(fab_.mesh().link_count() + 2 * fab_.mesh().core_count());
+  // Until one is measured: ~10 ns a record (4 links, a ramp, a core timeline per core).
+  scan_s_per_core_ = 60e-9;
   const auto& stages = program.stages;
   cycle_of_stage_.assign(stages.size(), -1);
   for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -166,7 +166,7 @@ bool LayerReplay::eligible(const TokenMessage& m) const {
 }
 
 LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state,
-                                         bool with_records) {
+                                         bool with_records, const fabric::Rect& region) {
   Entry e;
   e.from = RecordRecycler::earliest_ready(m);
   e.cutoff = std::min(e.from, fab_.flow().model_now());
@@ -175,9 +175,12 @@ LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool
     const auto t0 = Clock::now();
     scan_records_.clear();
     scan_cores_.clear();
-    fab_.flow().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_records_ : nullptr);
-    fab_.cores().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_cores_ : nullptr);
-    scan_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
+    fab_.flow().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_records_ : nullptr,
+                                &region);
+    fab_.cores().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_cores_ : nullptr,
+                                 &region);
+    scan_s_per_core_ =
+        std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, region.cores());
   }
   e.slots = timing_of(m.slots);
   m.copy_header_to(e.header);
@@ -237,6 +240,7 @@ void LayerReplay::Memo::reset() {
   core_busy.clear();
   complete = established = false;
   period = 0;
+  region = {};
 }
 
 void LayerReplay::begin_learning(int cycle, Entry e) {
@@ -292,8 +296,12 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
   settle();
   learning_ = false;
   last_cycle_ = c, last_replayed_ = false;
-  if (just_learned ? checking_pays(cy) : learning_pays(c)) {
-    Entry e = entry_of(m, now, true, just_learned);
+  // Where the layer's work lies: the learned layer's region for the check;
+  // for learning, the region the previous layer of the run used (its equal:
+  // the same routes), checked again when the learned layer is done.
+  const fabric::Rect region = just_learned ? memo_.region : region_for(cy);
+  if (just_learned ? checking_pays(cy, region) : learning_pays(c, region)) {
+    Entry e = entry_of(m, now, true, just_learned, region);
     if (just_learned) {
       const std::uint64_t shift = e.from - memo_.entry.from;
       if (e.state == memo_.entry.state && same_start(e, shift, dpath_)) {
@@ -308,15 +316,32 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
         return true;
       }
     }
-    if (learning_pays(c)) {
+    if (learning_pays(c, region)) {
       begin_learning(c, std::move(e));
-      timed_cycle_ = c, cycle_began_ = Clock::now();
+      memo_.region = region;
+      start_timing(c);
       return false;
     }
   }
   forget();
-  timed_cycle_ = c, cycle_began_ = Clock::now();
+  start_timing(c);
   return false;
+}
+
+void LayerReplay::start_timing(int c) {
+  timed_cycle_ = c;
+  cycle_began_ = Clock::now();
+  ex_.take_touched();  // from here on: this layer's
+}
+
+fabric::Rect LayerReplay::region_for(const Cycle& cy) const {
+  const fabric::Rect all{0, 0, fab_.mesh().width(), fab_.mesh().height()};
+  if (fab_.defects().dead_count() > 0 || box_run_ != cy.run || last_box_.width == 0) return all;
+  return last_box_;
+}
+
+double LayerReplay::scan_estimate(const fabric::Rect& region) const {
+  return scan_s_per_core_ * region.cores();
 }
 
 // The first layer of a run starts from other work (the embedding, another
@@ -324,16 +349,16 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
 // there, with at least one more layer after the next to replay, and (unless
 // always) where the layers it could spare take longer to simulate than the
 // state's fingerprints and the writing out take.
-bool LayerReplay::learning_pays(int c) const {
+bool LayerReplay::learning_pays(int c, const fabric::Rect& region) const {
   const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
   const bool first_of_run = c == 0 || cycles_[static_cast<std::size_t>(c - 1)].run != cy.run;
   if (first_of_run || cy.run_left < kLearnAhead) return false;
   if (always_) return true;
-  return layer_run_ == cy.run && (cy.run_left - 2) * layer_s_ > 4 * scan_s_;
+  return layer_run_ == cy.run && (cy.run_left - 2) * layer_s_ > 4 * scan_estimate(region);
 }
 
-bool LayerReplay::checking_pays(const Cycle& cy) const {
-  return always_ || (layer_run_ == cy.run && cy.run_left * layer_s_ > scan_s_);
+bool LayerReplay::checking_pays(const Cycle& cy, const fabric::Rect& region) const {
+  return always_ || (layer_run_ == cy.run && cy.run_left * layer_s_ > scan_estimate(region));
 }
 
 void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles handed_at) {
@@ -354,6 +379,8 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     if (&sp == &program_.stages[cy.last]) {
       layer_s_ = std::chrono::duration<double>(Clock::now() - cycle_began_).count();
       layer_run_ = cy.run;
+      last_box_ = ex_.take_touched();
+      box_run_ = cy.run;
       timed_cycle_ = -1;
     }
   }
@@ -368,6 +395,15 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   memo_.exit_at.push_back(handed_at.value);
   if (cy.first + ++stage_ <= cy.last) return;
   learning_ = false;
+  // Its fingerprint took the region the layer before it used: a layer that
+  // went outside it cannot be replayed from it.
+  const fabric::Rect& r = memo_.region;
+  if (last_box_.width == 0 || last_box_.x0 < r.x0 || last_box_.y0 < r.y0 ||
+      last_box_.x0 + last_box_.width > r.x0 + r.width ||
+      last_box_.y0 + last_box_.height > r.y0 + r.height) {
+    forget();
+    return;
+  }
   fab_.flow().bytes_since(bytes_before_, memo_.link_bytes);
   const std::vector<std::uint64_t>& busy = fab_.cores().busy_by_slot();
   for (std::size_t k = 0; k < busy.size(); ++k)

@@ -109,17 +109,28 @@ class LayerReplay {
     bool complete = false;
     bool established = false;  // the next layer started from its state shifted
     std::uint64_t period = 0;  // by this many cycles
+    // Where its work lies (Executor::take_touched): its fingerprints take
+    // this region's records only.
+    fabric::Rect region;
     void reset();
   };
 
   using Clock = std::chrono::steady_clock;
   int cycle_at(const StageProgram& sp, bool& first) const;
-  bool learning_pays(int cycle) const;
-  bool checking_pays(const Cycle& cy) const;
+  bool learning_pays(int cycle, const fabric::Rect& region) const;
+  bool checking_pays(const Cycle& cy, const fabric::Rect& region) const;
+  // The region a layer of cy's run uses (the whole wafer until one was
+  // simulated, or with dead cores: detours leave the rectangle of a route's
+  // ends), and the host time a fingerprint of it is expected to take.
+  fabric::Rect region_for(const Cycle& cy) const;
+  double scan_estimate(const fabric::Rect& region) const;
+  // A simulated layer starts: its host time and region are measured.
+  void start_timing(int cycle);
   bool eligible(const TokenMessage& m) const;
   // with_state: the fabric's fingerprint too; with_records: and the records
   // and cores it took (scan_records_, scan_cores_).
-  Entry entry_of(const TokenMessage& m, Cycles now, bool with_state, bool with_records = false);
+  Entry entry_of(const TokenMessage& m, Cycles now, bool with_state, bool with_records = false,
+                 const fabric::Rect& region = {});
   // m starts where the memo's layer started, `shift` cycles later: the
   // paths' common move into `dpath`.
   bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
@@ -159,8 +170,11 @@ class LayerReplay {
   // Host time: of the last simulated layer (of run layer_run_) and of the
   // last state fingerprint; which cycle is being timed, since when.
   bool always_ = false;
-  double layer_s_ = 0.0, scan_s_ = 0.0;
+  double layer_s_ = 0.0, scan_s_per_core_ = 0.0;
   int layer_run_ = -1;
+  // The region the last simulated layer used (of run box_run_).
+  fabric::Rect last_box_;
+  int box_run_ = -1;
   int timed_cycle_ = -1;
   Clock::time_point cycle_began_;
 };

@@ -118,6 +118,28 @@ TEST_F(TimingState, AShiftedStateAnswersAsTheSameTrafficSentLater) {
   EXPECT_EQ(send(shifted, after, d), send(later, after, d));
 }
 
+TEST_F(TimingState, ARegionsFingerprintTakesItsOwnRecordsOnly) {
+  // Traffic inside the west half (x < 4) alike; one model also has traffic
+  // in the east half, the other a message that leaves the west half.
+  std::vector<Message> west = traffic(11, 100, 1000, 500);
+  for (Message& m : west) m.from.x %= 4, m.to.x %= 4;
+  FlowModel a{mesh, spec}, b{mesh, spec}, c{mesh, spec};
+  send(a, west);
+  send(b, west);
+  send(c, west);
+  send(b, {Message{{5, 1}, {7, 6}, 200, 1200, false}});
+  send(c, {Message{{1, 2}, {6, 2}, 200, 1200, false}});
+  const Rect half{0, 0, 4, 8};
+  const auto region_state = [&](FlowModel& f) {
+    StateHash h;
+    f.add_state_after(1000, std::min<std::uint64_t>(1000, f.model_now()), h, nullptr, &half);
+    return h;
+  };
+  EXPECT_TRUE(region_state(a) == region_state(b));
+  EXPECT_FALSE(region_state(a) == region_state(c));
+  EXPECT_FALSE(state(a, 1000) == state(b, 1000));
+}
+
 TEST_F(TimingState, ByteCountersAddWhatALayerAdded) {
   FlowModel flow{mesh, spec};
   send(flow, traffic(9, 50, 0, 100));

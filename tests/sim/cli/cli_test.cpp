@@ -415,6 +415,18 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
        " --set model.num_layers=6", true},
       {"tiny-mistral", whole + "workload:\n  users: 1\n  prefill_block: 2\n",
        " --set model.num_layers=5", true},
+      // Two groups (each layer's fingerprints over its region only), every
+      // reduction scheme.
+      {"tiny-llama", two + "workload:\n  users: 1\n",
+       " --timing-only --set model.num_layers=8 --reduction chain", true},
+      {"tiny-llama", two + "workload:\n  users: 1\n",
+       " --timing-only --set model.num_layers=8 --reduction tree", true},
+      {"tiny-llama", two + "workload:\n  users: 1\n",
+       " --timing-only --set model.num_layers=8 --reduction ring", true},
+      {"tiny-llama", two + "workload:\n  users: 1\n",
+       " --timing-only --set model.num_layers=8 --reduction k-tree "
+       "--set placement.reduction_groups=1",
+       true},
       {"tiny-llama", whole + "workload:\n  users: 2\n", "", false},
       {"tiny-llama", whole + "workload:\n  users: 1\n", " --threads 1", false},
       {"tiny-llama", "workload:\n  users: 1\n", " --set model.num_layers=8", false},
