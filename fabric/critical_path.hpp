@@ -31,6 +31,15 @@ struct CycleBreakdown {
     contention += o.contention, io += o.io, queueing += o.queueing;
     return *this;
   }
+  // Field by field, modulo 2^64: a part of b may exceed a's, and adding the
+  // difference back to b gives a exactly all the same.
+  friend CycleBreakdown operator-(CycleBreakdown a, const CycleBreakdown& b) {
+    a.compute -= b.compute, a.sram -= b.sram, a.hops -= b.hops;
+    a.serialization -= b.serialization, a.contention -= b.contention, a.io -= b.io;
+    a.queueing -= b.queueing;
+    return a;
+  }
+  bool operator==(const CycleBreakdown&) const = default;
 
  private:
   static constexpr Cycles CycleBreakdown::*field(Resource r) {

@@ -775,13 +775,7 @@ void FlowModel::message_before_release(std::uint64_t ready) const {
 Cycles FlowModel::link_reserved_until(LinkId l) const {
   if (!links_.held()) return Cycles{0};
   const_cast<FlowModel*>(this)->settle(l);  // changes no answer
-  const LinkState& s = links_[l.value];
-  if (s.wide()) {
-    const auto busy = wide_.busy(s);
-    return Cycles{busy.empty() ? s.floor() : busy.back().second};
-  }
-  const int count = s.count();
-  return Cycles{count == 0 ? s.floor() : s.floor() + s.end[count - 1]};
+  return Cycles{record_end(links_[l.value])};
 }
 
 std::vector<std::pair<Cycles, Cycles>> FlowModel::link_busy_intervals(LinkId l) const {
@@ -1064,23 +1058,14 @@ Timed FlowModel::traverse_interleaved(std::span<const LinkId> links, Bytes bytes
   return explain(runs_on->end() + cross);
 }
 
-}  // namespace wafersim::fabric
-
-namespace wafersim::fabric {
-
-namespace {
-
-// The end of a record's latest reservation (its floor when it holds none).
-std::uint64_t last_end(const FlowModel::LinkState& s, const FlowModel::WideRecords& wide) {
+std::uint64_t FlowModel::record_end(const LinkState& s) const {
   if (s.wide()) {
-    const auto busy = wide.busy(s);
-    return busy.empty() ? s.floor() : std::max(s.floor(), busy.back().second);
+    const auto busy = wide_.busy(s);
+    return busy.empty() ? s.floor() : busy.back().second;
   }
   const int count = s.count();
   return count == 0 ? s.floor() : s.floor() + s.end[count - 1];
 }
-
-}  // namespace
 
 void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
                                 std::vector<std::uint32_t>* live, const Rect* region) {
@@ -1110,7 +1095,7 @@ void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, Stat
                                std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       const LinkState& s = records[i];
-      if (s.floor_and_count == 0 || last_end(s, wide_) <= cutoff) continue;
+      if (s.floor_and_count == 0 || record_end(s) <= cutoff) continue;
       if (live) live->push_back(first + static_cast<std::uint32_t>(i));
       int n = 0;
       bool packed = true;
@@ -1141,31 +1126,26 @@ void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, Stat
       }
     }
   };
-  // The links leaving the region's cores (each plane: horizontal ones row-
-  // major, vertical ones column-major), then its cores' ramps (column-major).
-  const auto w = static_cast<std::size_t>(mesh_.width());
-  const auto hgt = static_cast<std::size_t>(mesh_.height());
-  const std::size_t cores = mesh_.core_count();
+  // The links leaving the region's cores, a run of consecutive records per
+  // row (horizontal planes) or column (vertical ones: Mesh::link), then its
+  // cores' ramps (column-major, ramp_slot_after).
   for (int d = 0; d < kDirections; ++d) {
-    const std::size_t plane = static_cast<std::size_t>(d) * cores;
-    const bool vertical = static_cast<Direction>(d) == Direction::south ||
-                          static_cast<Direction>(d) == Direction::north;
-    if (vertical) {
+    const auto dir = static_cast<Direction>(d);
+    if (dir == Direction::south || dir == Direction::north) {
       for (int x = r.x0; x < r.x0 + r.width; ++x) {
-        const std::size_t b =
-            plane + static_cast<std::size_t>(x) * hgt + static_cast<std::size_t>(r.y0);
+        const std::size_t b = mesh_.link(Coord{x, r.y0}, dir).value;
         add_records(links_, 0, b, b + static_cast<std::size_t>(r.height));
       }
     } else {
       for (int y = r.y0; y < r.y0 + r.height; ++y) {
-        const std::size_t b =
-            plane + static_cast<std::size_t>(y) * w + static_cast<std::size_t>(r.x0);
+        const std::size_t b = mesh_.link(Coord{r.x0, y}, dir).value;
         add_records(links_, 0, b, b + static_cast<std::size_t>(r.width));
       }
     }
   }
   for (int x = r.x0; x < r.x0 + r.width; ++x) {
-    const std::size_t b = static_cast<std::size_t>(x) * hgt + static_cast<std::size_t>(r.y0);
+    const std::size_t b = static_cast<std::size_t>(x) * static_cast<std::size_t>(mesh_.height()) +
+                          static_cast<std::size_t>(r.y0);
     add_records(eject_, static_cast<std::uint32_t>(links_.size()), b,
                 b + static_cast<std::size_t>(r.height));
   }

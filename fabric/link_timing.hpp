@@ -714,6 +714,8 @@ class FlowModel {
                          std::uint64_t ser, std::uint64_t bytes, std::uint64_t now);
   // The line record that link l belongs to (its plane, row or column).
   std::size_t line_slot(LinkId l) const;
+  // The end of a record's latest reservation (its floor when it holds none).
+  std::uint64_t record_end(const LinkState& s) const;
   // Before a link's record is read or reserved: its line record written out.
   void settle(LinkId l) {
     if (lines_active_ != 0 && in_line_record(l.value)) settle_slow(l);

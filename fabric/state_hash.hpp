@@ -27,7 +27,6 @@ class StateHash {
   bool operator==(const StateHash& o) const {
     return a_ == o.a_ && b_ == o.b_ && words_ == o.words_;
   }
-  std::uint64_t words() const { return words_; }
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <stdexcept>
 
 #include "sim/exec/record_recycler.hpp"
@@ -10,15 +9,6 @@
 namespace wafersim::sim {
 
 namespace {
-
-bool same_layout(const Layout& a, const Layout& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].core != b[i].core || a[i].begin != b[i].begin || a[i].end != b[i].end ||
-        a[i].wafer != b[i].wafer)
-      return false;
-  return true;
-}
 
 // Placed the same way (the name, which says the layer, aside).
 bool same_matrix(const MatrixPlacement* a, const MatrixPlacement* b) {
@@ -37,7 +27,7 @@ bool same_attention(const AttentionPlacement* a, const AttentionPlacement* b) {
 // A mixture of experts is never: its token's experts depend on the layer.
 bool same_timing(const Phase& a, const Phase& b) {
   return a.kind == b.kind && a.kind != PhaseKind::moe && a.a == b.a && a.b == b.b &&
-         a.out == b.out && same_layout(a.target, b.target) && a.spread == b.spread &&
+         a.out == b.out && a.target == b.target && a.spread == b.spread &&
          same_matrix(a.matrix, b.matrix) && a.weights == b.weights &&
          same_attention(a.attention, b.attention) && a.stage == nullptr && b.stage == nullptr &&
          a.gamma == b.gamma && a.statistic == b.statistic &&
@@ -46,8 +36,8 @@ bool same_timing(const Phase& a, const Phase& b) {
 
 bool same_timing(const StageProgram& a, const StageProgram& b) {
   if (a.continues_layer != b.continues_layer || a.ends_layer != b.ends_layer ||
-      a.input_spread != b.input_spread || !same_layout(a.input, b.input) ||
-      !same_layout(a.output, b.output) || a.phases.size() != b.phases.size())
+      a.input_spread != b.input_spread || a.input != b.input || a.output != b.output ||
+      a.phases.size() != b.phases.size())
     return false;
   for (std::size_t i = 0; i < a.phases.size(); ++i)
     if (!same_timing(a.phases[i], b.phases[i])) return false;
@@ -63,26 +53,6 @@ bool same_header(const TokenMessage& a, const TokenMessage& b) {
     if (a.batch[i].user != b.batch[i].user || a.batch[i].position != b.batch[i].position)
       return false;
   return true;
-}
-
-// b - a, field by field, modulo 2^64 (a path's parts may shrink from one
-// layer to the next; adding the difference back is exact all the same).
-CycleBreakdown difference(const CycleBreakdown& a, const CycleBreakdown& b) {
-  CycleBreakdown d;
-  d.compute = Cycles{b.compute.value - a.compute.value};
-  d.sram = Cycles{b.sram.value - a.sram.value};
-  d.hops = Cycles{b.hops.value - a.hops.value};
-  d.serialization = Cycles{b.serialization.value - a.serialization.value};
-  d.contention = Cycles{b.contention.value - a.contention.value};
-  d.io = Cycles{b.io.value - a.io.value};
-  d.queueing = Cycles{b.queueing.value - a.queueing.value};
-  return d;
-}
-
-bool same_breakdown(const CycleBreakdown& a, const CycleBreakdown& b) {
-  return a.compute == b.compute && a.sram == b.sram && a.hops == b.hops &&
-         a.serialization == b.serialization && a.contention == b.contention && a.io == b.io &&
-         a.queueing == b.queueing;
 }
 
 std::array<Vec, kSlots> timing_of(const std::array<Vec, kSlots>& slots) {
@@ -193,16 +163,15 @@ bool LayerReplay::same_start(const Entry& e, std::uint64_t shift, CycleBreakdown
   for (int s = 0; s < kSlots; ++s) {
     const Vec& a = memo_.entry.slots[s];
     const Vec& b = e.slots[s];
-    if (a.tokens != b.tokens || a.ready.size() != b.ready.size() ||
-        !same_layout(a.layout, b.layout))
+    if (a.tokens != b.tokens || a.ready.size() != b.ready.size() || a.layout != b.layout)
       return false;
     for (std::size_t i = 0; i < a.ready.size(); ++i) {
       if (b.ready[i].at.value - a.ready[i].at.value != shift) return false;
-      const CycleBreakdown d = difference(a.ready[i].path, b.ready[i].path);
+      const CycleBreakdown d = b.ready[i].path - a.ready[i].path;
       if (!have_path) {
         dpath = d;
         have_path = true;
-      } else if (!same_breakdown(d, dpath)) {
+      } else if (d != dpath) {
         return false;
       }
     }
@@ -219,7 +188,7 @@ void LayerReplay::apply(TokenMessage& m, std::size_t stage, Cycles& until) const
     v.ready = exit[s].ready;
     for (Timed& t : v.ready) {
       t.at = Cycles{t.at.value + shift_};
-      t.path += dpath_;  // modulo 2^64, as difference() took it
+      t.path += dpath_;  // modulo 2^64, as operator- took it
     }
   }
   until = Cycles{memo_.exit_at[stage] + shift_};

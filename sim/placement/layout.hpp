@@ -17,6 +17,7 @@ struct Piece {
   int end = 0;
   int wafer = 0;
   int size() const { return end - begin; }
+  bool operator==(const Piece&) const = default;
 };
 using Layout = std::vector<Piece>;
 
