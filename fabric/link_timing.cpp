@@ -1069,17 +1069,23 @@ std::uint64_t FlowModel::record_end(const LinkState& s) const {
 
 void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
                                 std::vector<std::uint32_t>* live, const Rect* region) {
+  const Rect r = region ? *region : Rect{0, 0, mesh_.width(), mesh_.height()};
+  add_state_header(origin, r, h);
+  add_state_part(origin, cutoff, r, 0, 1, h, live);
+}
+
+void FlowModel::add_state_header(std::uint64_t origin, const Rect& r, StateHash& h) {
   settle_lines();
   h.add(now_ - origin);  // wraps when now is earlier: still one value per state
   h.add(static_cast<std::uint64_t>(sharing_));
-  const Rect all{0, 0, mesh_.width(), mesh_.height()};
-  const Rect r = region ? *region : all;
   h.add(static_cast<std::uint64_t>(r.x0) << 48 | static_cast<std::uint64_t>(r.y0) << 32 |
         static_cast<std::uint64_t>(r.width) << 16 | static_cast<std::uint64_t>(r.height));
-  if (!links_.held()) {
-    h.add(~std::uint64_t{0});  // released: every record ends by the release
-    return;
-  }
+  if (!links_.held()) h.add(~std::uint64_t{0});  // released: every record ends by the release
+}
+
+void FlowModel::add_state_part(std::uint64_t origin, std::uint64_t cutoff, const Rect& r, int part,
+                               int parts, StateHash& h, std::vector<std::uint32_t>* live) const {
+  if (!links_.held()) return;
   // A record's busy cycles after the cutoff, relative to the origin: what
   // it answers every message to come by. Its intervals are sorted, disjoint
   // and not touching (nor the first its floor), so clipped at the cutoff
@@ -1128,36 +1134,52 @@ void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, Stat
   };
   // The links leaving the region's cores, a run of consecutive records per
   // row (horizontal planes) or column (vertical ones: Mesh::link), then its
-  // cores' ramps (column-major, ramp_slot_after).
-  for (int d = 0; d < kDirections; ++d) {
+  // cores' ramps (column-major, ramp_slot_after): records [lo, hi) of that
+  // order are this part's.
+  const auto w = static_cast<std::size_t>(r.width), ht = static_cast<std::size_t>(r.height);
+  const std::size_t total = (kDirections + 1) * w * ht;
+  const std::size_t lo = total * static_cast<std::size_t>(part) / static_cast<std::size_t>(parts);
+  const std::size_t hi =
+      total * static_cast<std::size_t>(part + 1) / static_cast<std::size_t>(parts);
+  std::size_t at = 0;  // where the next run starts in that order
+  const auto take = [&](const ZeroedArray<LinkState>& records, std::uint32_t first, std::size_t b,
+                        std::size_t n) {
+    const std::size_t from = std::max(at, lo), to = std::min(at + n, hi);
+    if (from < to) add_records(records, first, b + (from - at), b + (to - at));
+    at += n;
+  };
+  for (int d = 0; d < kDirections && at < hi; ++d) {
     const auto dir = static_cast<Direction>(d);
     if (dir == Direction::south || dir == Direction::north) {
-      for (int x = r.x0; x < r.x0 + r.width; ++x) {
-        const std::size_t b = mesh_.link(Coord{x, r.y0}, dir).value;
-        add_records(links_, 0, b, b + static_cast<std::size_t>(r.height));
-      }
+      for (int x = r.x0; x < r.x0 + r.width && at < hi; ++x)
+        take(links_, 0, mesh_.link(Coord{x, r.y0}, dir).value, ht);
     } else {
-      for (int y = r.y0; y < r.y0 + r.height; ++y) {
-        const std::size_t b = mesh_.link(Coord{r.x0, y}, dir).value;
-        add_records(links_, 0, b, b + static_cast<std::size_t>(r.width));
-      }
+      for (int y = r.y0; y < r.y0 + r.height && at < hi; ++y)
+        take(links_, 0, mesh_.link(Coord{r.x0, y}, dir).value, w);
     }
   }
-  for (int x = r.x0; x < r.x0 + r.width; ++x) {
-    const std::size_t b = static_cast<std::size_t>(x) * static_cast<std::size_t>(mesh_.height()) +
-                          static_cast<std::size_t>(r.y0);
-    add_records(eject_, static_cast<std::uint32_t>(links_.size()), b,
-                b + static_cast<std::size_t>(r.height));
-  }
+  for (int x = r.x0; x < r.x0 + r.width && at < hi; ++x)
+    take(eject_, static_cast<std::uint32_t>(links_.size()),
+         static_cast<std::size_t>(x) * static_cast<std::size_t>(mesh_.height()) +
+             static_cast<std::size_t>(r.y0),
+         ht);
   h.add(lanes[0]);
   h.add(lanes[1]);
 }
 
 void FlowModel::shift_records(std::span<const std::uint32_t> live, std::uint64_t cutoff,
                               std::uint64_t by) {
+  shift_clock(cutoff, by);
+  shift_some_records(live, by);
+}
+
+void FlowModel::shift_clock(std::uint64_t cutoff, std::uint64_t by) {
   settle_lines();
   now_ += by;
   if (max_end_ > cutoff) max_end_ += by;
+}
+
+void FlowModel::shift_some_records(std::span<const std::uint32_t> live, std::uint64_t by) {
   for (const std::uint32_t r : live) {
     LinkState& s = r < links_.size() ? links_[r] : eject_[r - links_.size()];
     if (s.floor() + by > LinkState::kFloorMask)
@@ -1178,13 +1200,18 @@ void FlowModel::bytes_since(const ByteCounts& b,
                             std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) {
   settle_lines();
   out.clear();
+  add_bytes_since(b, 0, static_cast<std::uint32_t>(mesh_.link_count()), out);
+}
+
+void FlowModel::add_bytes_since(const ByteCounts& b, std::uint32_t first, std::uint32_t last,
+                                std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const {
   const auto high = [](const std::unordered_map<std::uint32_t, std::uint64_t>& m,
                        std::uint32_t l) -> std::uint64_t {
     if (m.empty()) return 0;
     const auto it = m.find(l);
     return it == m.end() ? 0 : it->second;
   };
-  for (std::uint32_t l = 0; l < mesh_.link_count(); ++l) {
+  for (std::uint32_t l = first; l < last; ++l) {
     if (bytes_low_[l] == b.low[l] && carries_.empty()) continue;
     const std::uint64_t now = (high(carries_, l) << 32) + bytes_low_[l];
     const std::uint64_t then = (high(b.carries, l) << 32) + b.low[l];

@@ -289,10 +289,26 @@ class FlowModel {
   // messages between its cores, along XY routes, can meet.
   void add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
                        std::vector<std::uint32_t>* live = nullptr, const Rect* region = nullptr);
+  // The same state in pieces that threads can take side by side: the
+  // header (now and the region; line records written out first), then the
+  // records of part 0, 1, ... of `parts` (the region's records cut into
+  // `parts` runs of about equal length, in add_state_after's order; const,
+  // so the parts may run at once). Their fingerprints, each added to the
+  // header's in part order, make one fingerprint of the state, as
+  // add_state_after's does (equal states, equal fingerprints, for the same
+  // `parts`); their `live` lists, joined in part order, are add_state_after's.
+  void add_state_header(std::uint64_t origin, const Rect& region, StateHash& h);
+  void add_state_part(std::uint64_t origin, std::uint64_t cutoff, const Rect& region, int part,
+                      int parts, StateHash& h, std::vector<std::uint32_t>* live) const;
   // Moves that state `by` cycles later: the records `live` (as
   // add_state_after found them busy after `cutoff`; nothing reserved
   // since), whole, the model's `now` and the latest reservation's end.
   void shift_records(std::span<const std::uint32_t> live, std::uint64_t cutoff, std::uint64_t by);
+  // The same in pieces: the model's `now` and latest end (line records
+  // written out first), then the records, in any number of disjoint spans
+  // (threads may take them side by side).
+  void shift_clock(std::uint64_t cutoff, std::uint64_t by);
+  void shift_some_records(std::span<const std::uint32_t> live, std::uint64_t by);
   std::uint64_t model_now() const { return now_; }
   // The links' byte counters at one moment; what each link carried since
   // (links that carried nothing left out); and `times` times such counts
@@ -307,6 +323,11 @@ class FlowModel {
   void byte_counts(ByteCounts& into);
   void bytes_since(const ByteCounts& before,
                    std::vector<std::pair<std::uint32_t, std::uint64_t>>& into);
+  // The same for links [first, last) only, appended to `into`, with no
+  // writing out (call settle_lines() first; const, so threads can take
+  // disjoint ranges side by side).
+  void add_bytes_since(const ByteCounts& before, std::uint32_t first, std::uint32_t last,
+                       std::vector<std::pair<std::uint32_t, std::uint64_t>>& into) const;
   void add_bytes(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_link,
                  std::uint64_t times);
   bool repaired() const { return !link_extra_.empty() || !borrow_first_.empty(); }

@@ -907,7 +907,7 @@ class Simulation {
         LayerReplay::usable(*target_->timing)) {
       replay_ =
           std::make_unique<LayerReplay>(*target_->timing, placed.target->program, sc.workload.users,
-                                        options.layer_replay == LayerReplayMode::always);
+                                        options.layer_replay == LayerReplayMode::always, threads);
       target.replay = replay_.get();
     }
     if (options.trace) tap_.emplace(*options.trace);

@@ -74,8 +74,8 @@ bool LayerReplay::usable(Executor& ex) {
          f.flow().sharing() == fabric::LinkSharing::interleave;
 }
 
-LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool always)
-    : ex_(ex), fab_(ex.fab(0)), program_(program), users_(users), always_(always) {
+LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool always, int threads)
+    : ex_(ex), fab_(ex.fab(0)), program_(program), users_(users), team_(threads), always_(always) {
   // Until one is measured: ~10 ns a record (4 links, a ramp, a core timeline per core).
   scan_s_per_core_ = 60e-9;
   const auto& stages = program.stages;
@@ -143,12 +143,20 @@ LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool
   e.now_rel = now.value - e.from;
   if (with_state) {
     const auto t0 = Clock::now();
-    scan_records_.clear();
-    scan_cores_.clear();
-    fab_.flow().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_records_ : nullptr,
-                                &region);
-    fab_.cores().add_state_after(e.from, e.cutoff, e.state, with_records ? &scan_cores_ : nullptr,
-                                 &region);
+    fabric::FlowModel& flow = fab_.flow();
+    flow.add_state_header(e.from, region, e.state);
+    team_.start(kParts + 1, [&](int k, int) {
+      Part& p = scan_[static_cast<std::size_t>(k)];
+      p.hash = fabric::StateHash{};
+      p.live.clear();
+      std::vector<std::uint32_t>* live = with_records ? &p.live : nullptr;
+      if (k < kParts)
+        flow.add_state_part(e.from, e.cutoff, region, k, kParts, p.hash, live);
+      else
+        fab_.cores().add_state_after(e.from, e.cutoff, p.hash, live, &region);
+    });
+    team_.finish();
+    for (const Part& p : scan_) e.state.add(p.hash);
     scan_s_per_core_ =
         std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, region.cores());
   }
@@ -205,7 +213,7 @@ void LayerReplay::Memo::reset() {
   entry = Entry{};
   exits.clear();
   exit_at.clear();
-  link_bytes.clear();
+  for (auto& part : link_bytes) part.clear();
   core_busy.clear();
   complete = established = false;
   period = 0;
@@ -277,8 +285,7 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
         memo_.established = true;
         memo_.period = shift;
         settled_from_ = e.cutoff;
-        settle_records_.swap(scan_records_);
-        settle_cores_.swap(scan_cores_);
+        scan_.swap(settle_);
         pending_shift_ = 0;
         replaying_ = c, shift_ = shift, stage_ = 0;
         apply(m, 0, until);
@@ -373,11 +380,25 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     forget();
     return;
   }
-  fab_.flow().bytes_since(bytes_before_, memo_.link_bytes);
-  const std::vector<std::uint64_t>& busy = fab_.cores().busy_by_slot();
-  for (std::size_t k = 0; k < busy.size(); ++k)
-    if (busy[k] != busy_before_[k])
-      memo_.core_busy.emplace_back(static_cast<std::uint32_t>(k), busy[k] - busy_before_[k]);
+  fabric::FlowModel& flow = fab_.flow();
+  flow.settle_lines();
+  memo_.link_bytes.resize(kParts);
+  const std::size_t links = fab_.mesh().link_count();
+  team_.start(kParts + 1, [&](int k, int) {
+    if (k == kParts) {
+      const std::vector<std::uint64_t>& busy = fab_.cores().busy_by_slot();
+      for (std::size_t c = 0; c < busy.size(); ++c)
+        if (busy[c] != busy_before_[c])
+          memo_.core_busy.emplace_back(static_cast<std::uint32_t>(c), busy[c] - busy_before_[c]);
+      return;
+    }
+    const auto part = static_cast<std::size_t>(k);
+    memo_.link_bytes[part].clear();
+    flow.add_bytes_since(bytes_before_, static_cast<std::uint32_t>(links * part / kParts),
+                         static_cast<std::uint32_t>(links * (part + 1) / kParts),
+                         memo_.link_bytes[part]);
+  });
+  team_.finish();
   memo_.complete = true;
   last_cycle_ = memo_.cycle;
   last_replayed_ = false;
@@ -386,9 +407,17 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
 void LayerReplay::settle() {
   if (pending_ == 0) return;
   ex_.set_frozen(false);
-  fab_.flow().shift_records(settle_records_, settled_from_, pending_shift_);
-  fab_.cores().shift_cores(settle_cores_, pending_shift_);
-  fab_.flow().add_bytes(memo_.link_bytes, pending_);
+  fabric::FlowModel& flow = fab_.flow();
+  flow.shift_clock(settled_from_, pending_shift_);
+  team_.start(kParts + 1, [&](int k, int) {
+    const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
+    if (k < kParts)
+      flow.shift_some_records(live, pending_shift_);
+    else
+      fab_.cores().shift_cores(live, pending_shift_);
+  });
+  team_.finish();
+  for (const auto& part : memo_.link_bytes) flow.add_bytes(part, pending_);
   fab_.cores().add_busy(memo_.core_busy, pending_);
   pending_ = 0;
   pending_shift_ = 0;

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "fabric/state_hash.hpp"
+#include "models/work_team.hpp"
 #include "sim/exec/executor.hpp"
 #include "sim/exec/token_message.hpp"
 #include "sim/program/program.hpp"
@@ -58,8 +59,11 @@ class LayerReplay {
   // to know whether the run qualifies at all. `always`: learn and check a
   // layer wherever a replay could follow, even where the fingerprints cost
   // more host time than the replay spares (tests); otherwise only where the
-  // host times measured so far say it pays.
-  LayerReplay(Executor& ex, const Program& program, int users, bool always = false);
+  // host times measured so far say it pays. `threads`: host threads for the
+  // fingerprints and the writing out (the records cut into parts; the same
+  // results for any count).
+  LayerReplay(Executor& ex, const Program& program, int users, bool always = false,
+              int threads = 1);
 
   static bool usable(Executor& ex);
 
@@ -103,9 +107,10 @@ class LayerReplay {
     Entry entry;
     std::vector<std::array<Vec, kSlots>> exits;  // per stage
     std::vector<std::uint64_t> exit_at;
-    // What the layer added to the links' byte counters and the cores' busy
-    // cycles (those it added to).
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> link_bytes, core_busy;
+    // What the layer added to the links' byte counters (a list per part of
+    // the links) and the cores' busy cycles (those it added to).
+    std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> link_bytes;
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> core_busy;
     bool complete = false;
     bool established = false;  // the next layer started from its state shifted
     std::uint64_t period = 0;  // by this many cycles
@@ -151,9 +156,18 @@ class LayerReplay {
   std::size_t stage_ = 0;
   fabric::FlowModel::ByteCounts bytes_before_;
   std::vector<std::uint64_t> busy_before_;
-  // The records and cores the last fingerprint took (busy after its
-  // cutoff), and those of the state the pending layers shift.
-  std::vector<std::uint32_t> scan_records_, scan_cores_, settle_records_, settle_cores_;
+  // The fingerprints and the writing out go in kParts parts of the flow
+  // model's records (FlowModel::add_state_part) and one of the cores, on
+  // the team's threads. Per part: its fingerprint, and the records (or
+  // cores) it found busy after its cutoff, of the last fingerprint (scan_)
+  // and of the state the pending layers shift (settle_).
+  static constexpr int kParts = 8;
+  struct Part {
+    fabric::StateHash hash;
+    std::vector<std::uint32_t> live;
+  };
+  std::array<Part, kParts + 1> scan_, settle_;
+  models::WorkTeam team_;
   // Replaying: cycle `replaying_` with `shift_` and `dpath_`, stage `stage_` next.
   int replaying_ = -1;
   std::uint64_t shift_ = 0;

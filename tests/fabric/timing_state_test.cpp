@@ -140,6 +140,55 @@ TEST_F(TimingState, ARegionsFingerprintTakesItsOwnRecordsOnly) {
   EXPECT_FALSE(state(a, 1000) == state(b, 1000));
 }
 
+// The state in parts (what the replay's threads take side by side): the
+// parts' live records, joined, are the whole scan's; states equal up to a
+// shift fingerprint alike in parts, and differing ones do not; the byte
+// counters' ranges add up to bytes_since's list.
+TEST_F(TimingState, ItsPartsMakeTheWholeState) {
+  const std::vector<Message> live = traffic(12, 300, 1000, 900);
+  const std::uint64_t d = 777;
+  FlowModel a{mesh, spec}, b{mesh, spec}, c{mesh, spec};
+  send(a, live);
+  send(b, live, d);
+  send(c, live);
+  send(c, {Message{{0, 3}, {6, 3}, 96, 1700, false}});
+  const Rect all{0, 0, mesh.width(), mesh.height()};
+  const auto in_parts = [&](FlowModel& f, std::uint64_t origin, int parts,
+                            std::vector<std::uint32_t>* joined) {
+    StateHash h;
+    f.add_state_header(origin, all, h);
+    for (int p = 0; p < parts; ++p) {
+      StateHash part;
+      std::vector<std::uint32_t> records;
+      f.add_state_part(origin, origin, all, p, parts, part, &records);
+      h.add(part);
+      if (joined) joined->insert(joined->end(), records.begin(), records.end());
+    }
+    return h;
+  };
+  std::vector<std::uint32_t> whole, joined;
+  StateHash unused;
+  a.add_state_after(1000, 1000, unused, &whole);
+  ASSERT_GT(whole.size(), 10u);
+  for (const int parts : {1, 3, 7, 1000}) {
+    SCOPED_TRACE(parts);
+    joined.clear();
+    EXPECT_TRUE(in_parts(a, 1000, parts, &joined) == in_parts(b, 1000 + d, parts, nullptr));
+    EXPECT_EQ(joined, whole);
+    EXPECT_FALSE(in_parts(a, 1000, parts, nullptr) == in_parts(c, 1000, parts, nullptr));
+  }
+  FlowModel::ByteCounts before;
+  c.byte_counts(before);
+  send(c, traffic(13, 40, 3000, 100));
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> since, ranges;
+  c.bytes_since(before, since);
+  const auto links = static_cast<std::uint32_t>(mesh.link_count());
+  for (std::uint32_t first = 0; first < links; first += 37)
+    c.add_bytes_since(before, first, std::min(links, first + 37), ranges);
+  ASSERT_FALSE(since.empty());
+  EXPECT_EQ(ranges, since);
+}
+
 TEST_F(TimingState, ByteCountersAddWhatALayerAdded) {
   FlowModel flow{mesh, spec};
   send(flow, traffic(9, 50, 0, 100));
