@@ -105,4 +105,23 @@ void CoreTimeline::add_busy(std::span<const std::pair<std::uint32_t, std::uint64
   for (const auto& [i, cycles] : per_slot) busy_[i] += cycles * times;
 }
 
+void CoreTimeline::copy_busy(const Rect& r, std::vector<std::uint64_t>& into) const {
+  into.resize(busy_.size());
+  for (int x = r.x0; x < r.x0 + r.width; ++x) {
+    const std::size_t b = slot(Coord{x, r.y0});
+    std::copy_n(busy_.begin() + static_cast<std::ptrdiff_t>(b), r.height,
+                into.begin() + static_cast<std::ptrdiff_t>(b));
+  }
+}
+
+void CoreTimeline::add_busy_since(std::span<const std::uint64_t> before, const Rect& r,
+                                  std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const {
+  for (int x = r.x0; x < r.x0 + r.width; ++x) {
+    const std::size_t b = slot(Coord{x, r.y0});
+    for (std::size_t i = b; i < b + static_cast<std::size_t>(r.height); ++i)
+      if (busy_[i] != before[i])
+        out.emplace_back(static_cast<std::uint32_t>(i), busy_[i] - before[i]);
+  }
+}
+
 }  // namespace wafersim::fabric

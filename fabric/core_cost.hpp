@@ -74,6 +74,12 @@ class CoreTimeline {
   const std::vector<std::uint64_t>& busy_by_slot() const { return busy_; }
   void add_busy(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_slot,
                 std::uint64_t times);
+  // The busy counters of `region`'s cores, copied into `into` (sized as
+  // busy_by_slot(); the other entries are left as they are), and what each
+  // of them added since such a copy (cores that added nothing left out).
+  void copy_busy(const Rect& region, std::vector<std::uint64_t>& into) const;
+  void add_busy_since(std::span<const std::uint64_t> before, const Rect& region,
+                      std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const;
 
  private:
   // Column-major (x * height + y), as the ramp records: a GEMV runs its

@@ -1067,6 +1067,36 @@ std::uint64_t FlowModel::record_end(const LinkState& s) const {
   return count == 0 ? s.floor() : s.floor() + s.end[count - 1];
 }
 
+template <class F>
+void FlowModel::for_region_records(const Rect& r, bool ramps, int part, int parts, F&& f) const {
+  const auto w = static_cast<std::size_t>(r.width), ht = static_cast<std::size_t>(r.height);
+  const std::size_t total = (kDirections + (ramps ? 1 : 0)) * w * ht;
+  const std::size_t lo = total * static_cast<std::size_t>(part) / static_cast<std::size_t>(parts);
+  const std::size_t hi =
+      total * static_cast<std::size_t>(part + 1) / static_cast<std::size_t>(parts);
+  std::size_t at = 0;  // where the next run starts in that order
+  const auto take = [&](bool ramp, std::size_t b, std::size_t n) {
+    const std::size_t from = std::max(at, lo), to = std::min(at + n, hi);
+    if (from < to) f(ramp, b + (from - at), b + (to - at));
+    at += n;
+  };
+  for (int d = 0; d < kDirections && at < hi; ++d) {
+    const auto dir = static_cast<Direction>(d);
+    if (dir == Direction::south || dir == Direction::north) {
+      for (int x = r.x0; x < r.x0 + r.width && at < hi; ++x)
+        take(false, mesh_.link(Coord{x, r.y0}, dir).value, ht);
+    } else {
+      for (int y = r.y0; y < r.y0 + r.height && at < hi; ++y)
+        take(false, mesh_.link(Coord{r.x0, y}, dir).value, w);
+    }
+  }
+  for (int x = r.x0; ramps && x < r.x0 + r.width && at < hi; ++x)
+    take(true,
+         static_cast<std::size_t>(x) * static_cast<std::size_t>(mesh_.height()) +
+             static_cast<std::size_t>(r.y0),
+         ht);
+}
+
 void FlowModel::add_state_after(std::uint64_t origin, std::uint64_t cutoff, StateHash& h,
                                 std::vector<std::uint32_t>* live, const Rect* region) {
   const Rect r = region ? *region : Rect{0, 0, mesh_.width(), mesh_.height()};
@@ -1132,37 +1162,12 @@ void FlowModel::add_state_part(std::uint64_t origin, std::uint64_t cutoff, const
       }
     }
   };
-  // The links leaving the region's cores, a run of consecutive records per
-  // row (horizontal planes) or column (vertical ones: Mesh::link), then its
-  // cores' ramps (column-major, ramp_slot_after): records [lo, hi) of that
-  // order are this part's.
-  const auto w = static_cast<std::size_t>(r.width), ht = static_cast<std::size_t>(r.height);
-  const std::size_t total = (kDirections + 1) * w * ht;
-  const std::size_t lo = total * static_cast<std::size_t>(part) / static_cast<std::size_t>(parts);
-  const std::size_t hi =
-      total * static_cast<std::size_t>(part + 1) / static_cast<std::size_t>(parts);
-  std::size_t at = 0;  // where the next run starts in that order
-  const auto take = [&](const ZeroedArray<LinkState>& records, std::uint32_t first, std::size_t b,
-                        std::size_t n) {
-    const std::size_t from = std::max(at, lo), to = std::min(at + n, hi);
-    if (from < to) add_records(records, first, b + (from - at), b + (to - at));
-    at += n;
-  };
-  for (int d = 0; d < kDirections && at < hi; ++d) {
-    const auto dir = static_cast<Direction>(d);
-    if (dir == Direction::south || dir == Direction::north) {
-      for (int x = r.x0; x < r.x0 + r.width && at < hi; ++x)
-        take(links_, 0, mesh_.link(Coord{x, r.y0}, dir).value, ht);
-    } else {
-      for (int y = r.y0; y < r.y0 + r.height && at < hi; ++y)
-        take(links_, 0, mesh_.link(Coord{r.x0, y}, dir).value, w);
-    }
-  }
-  for (int x = r.x0; x < r.x0 + r.width && at < hi; ++x)
-    take(eject_, static_cast<std::uint32_t>(links_.size()),
-         static_cast<std::size_t>(x) * static_cast<std::size_t>(mesh_.height()) +
-             static_cast<std::size_t>(r.y0),
-         ht);
+  for_region_records(r, true, part, parts, [&](bool ramp, std::size_t b, std::size_t e) {
+    if (ramp)
+      add_records(eject_, static_cast<std::uint32_t>(links_.size()), b, e);
+    else
+      add_records(links_, 0, b, e);
+  });
   h.add(lanes[0]);
   h.add(lanes[1]);
 }
@@ -1188,10 +1193,16 @@ void FlowModel::shift_some_records(std::span<const std::uint32_t> live, std::uin
   }
 }
 
-void FlowModel::byte_counts(ByteCounts& c) {
+void FlowModel::byte_counts(ByteCounts& c, const Rect* region) {
   settle_lines();
   if (!c.low) c.low = std::make_unique_for_overwrite<std::uint32_t[]>(mesh_.link_count());
-  for (std::size_t l = 0; l < mesh_.link_count(); ++l) c.low[l] = bytes_low_[l];
+  if (region) {
+    for_region_records(*region, false, 0, 1, [&](bool, std::size_t b, std::size_t e) {
+      for (std::size_t l = b; l < e; ++l) c.low[l] = bytes_low_[l];
+    });
+  } else {
+    for (std::size_t l = 0; l < mesh_.link_count(); ++l) c.low[l] = bytes_low_[l];
+  }
   c.carries = carries_;
   c.carried = carried_bytes_;
 }
@@ -1200,10 +1211,11 @@ void FlowModel::bytes_since(const ByteCounts& b,
                             std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) {
   settle_lines();
   out.clear();
-  add_bytes_since(b, 0, static_cast<std::uint32_t>(mesh_.link_count()), out);
+  // The whole mesh's runs are every link, in index order (Mesh::link).
+  add_bytes_since(b, Rect{0, 0, mesh_.width(), mesh_.height()}, 0, 1, out);
 }
 
-void FlowModel::add_bytes_since(const ByteCounts& b, std::uint32_t first, std::uint32_t last,
+void FlowModel::add_bytes_since(const ByteCounts& b, const Rect& region, int part, int parts,
                                 std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const {
   const auto high = [](const std::unordered_map<std::uint32_t, std::uint64_t>& m,
                        std::uint32_t l) -> std::uint64_t {
@@ -1211,12 +1223,14 @@ void FlowModel::add_bytes_since(const ByteCounts& b, std::uint32_t first, std::u
     const auto it = m.find(l);
     return it == m.end() ? 0 : it->second;
   };
-  for (std::uint32_t l = first; l < last; ++l) {
-    if (bytes_low_[l] == b.low[l] && carries_.empty()) continue;
-    const std::uint64_t now = (high(carries_, l) << 32) + bytes_low_[l];
-    const std::uint64_t then = (high(b.carries, l) << 32) + b.low[l];
-    if (now != then) out.emplace_back(l, now - then);
-  }
+  for_region_records(region, false, part, parts, [&](bool, std::size_t first, std::size_t last) {
+    for (auto l = static_cast<std::uint32_t>(first); l < last; ++l) {
+      if (bytes_low_[l] == b.low[l] && carries_.empty()) continue;
+      const std::uint64_t now = (high(carries_, l) << 32) + bytes_low_[l];
+      const std::uint64_t then = (high(b.carries, l) << 32) + b.low[l];
+      if (now != then) out.emplace_back(l, now - then);
+    }
+  });
 }
 
 void FlowModel::add_bytes(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_link,

@@ -320,13 +320,16 @@ class FlowModel {
     std::uint64_t carried = 0;
   };
   // (Into what the caller holds: a full wafer's counters are ~15 MB.)
-  void byte_counts(ByteCounts& into);
+  // With `region`, the links leaving its cores only (the others' counts in
+  // `into` are left as they were).
+  void byte_counts(ByteCounts& into, const Rect* region = nullptr);
   void bytes_since(const ByteCounts& before,
                    std::vector<std::pair<std::uint32_t, std::uint64_t>>& into);
-  // The same for links [first, last) only, appended to `into`, with no
-  // writing out (call settle_lines() first; const, so threads can take
-  // disjoint ranges side by side).
-  void add_bytes_since(const ByteCounts& before, std::uint32_t first, std::uint32_t last,
+  // The same for the links leaving `region`'s cores, part `part` of `parts`
+  // of them (add_state_part's cut), appended to `into`, with no writing out
+  // (call settle_lines() first; const, so threads can take the parts side by
+  // side).
+  void add_bytes_since(const ByteCounts& before, const Rect& region, int part, int parts,
                        std::vector<std::pair<std::uint32_t, std::uint64_t>>& into) const;
   void add_bytes(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_link,
                  std::uint64_t times);
@@ -572,6 +575,13 @@ class FlowModel {
   // `tail` takes `ser` cycles of that core's ejection ramp from its head's
   // arrival on; returns when the core has all of it.
   Timed eject(LinkId in, Cycles ser, const Timed& tail);
+  // The records of `region` in add_state_after's order (the links leaving
+  // its cores, a run per row of the horizontal planes and per column of the
+  // vertical ones; then, with `ramps`, its cores' ramps, a run per column),
+  // cut into `parts` parts of about equal length: f(ramp, begin, end) for
+  // each piece of a run in part `part` (indices into links_ or eject_).
+  template <class F>
+  void for_region_records(const Rect& region, bool ramps, int part, int parts, F&& f) const;
   // The ramp record of the core at the end of link l. Ramp records are kept
   // column-major (x * height + y): a column multicast, the commonest
   // receiver of all, walks them in memory order.

@@ -220,14 +220,15 @@ void LayerReplay::Memo::reset() {
   region = {};
 }
 
-void LayerReplay::begin_learning(int cycle, Entry e) {
+void LayerReplay::begin_learning(int cycle, Entry e, const fabric::Rect& region) {
   memo_.reset();
   memo_.cycle = cycle;
   memo_.entry = std::move(e);
+  memo_.region = region;
   learning_ = true;
   stage_ = 0;
-  fab_.flow().byte_counts(bytes_before_);
-  busy_before_.assign(fab_.cores().busy_by_slot().begin(), fab_.cores().busy_by_slot().end());
+  fab_.flow().byte_counts(bytes_before_, &memo_.region);
+  fab_.cores().copy_busy(memo_.region, busy_before_);
 }
 
 bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until) {
@@ -293,8 +294,7 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
       }
     }
     if (learning_pays(c, region)) {
-      begin_learning(c, std::move(e));
-      memo_.region = region;
+      begin_learning(c, std::move(e), region);
       start_timing(c);
       return false;
     }
@@ -323,14 +323,15 @@ double LayerReplay::scan_estimate(const fabric::Rect& region) const {
 // The first layer of a run starts from other work (the embedding, another
 // group's layers), the second from a layer like itself: learning starts
 // there, with at least one more layer after the next to replay, and (unless
-// always) where the layers it could spare take longer to simulate than the
-// state's fingerprints and the writing out take.
+// always) where the layers it could spare (every one after it in the run)
+// take longer to simulate than the state's two fingerprints and the
+// counting and writing out (about one more fingerprint's time) take.
 bool LayerReplay::learning_pays(int c, const fabric::Rect& region) const {
   const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
   const bool first_of_run = c == 0 || cycles_[static_cast<std::size_t>(c - 1)].run != cy.run;
   if (first_of_run || cy.run_left < kLearnAhead) return false;
   if (always_) return true;
-  return layer_run_ == cy.run && (cy.run_left - 2) * layer_s_ > 4 * scan_estimate(region);
+  return layer_run_ == cy.run && (cy.run_left - 1) * layer_s_ > 3 * scan_estimate(region);
 }
 
 bool LayerReplay::checking_pays(const Cycle& cy, const fabric::Rect& region) const {
@@ -383,20 +384,14 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   fabric::FlowModel& flow = fab_.flow();
   flow.settle_lines();
   memo_.link_bytes.resize(kParts);
-  const std::size_t links = fab_.mesh().link_count();
   team_.start(kParts + 1, [&](int k, int) {
     if (k == kParts) {
-      const std::vector<std::uint64_t>& busy = fab_.cores().busy_by_slot();
-      for (std::size_t c = 0; c < busy.size(); ++c)
-        if (busy[c] != busy_before_[c])
-          memo_.core_busy.emplace_back(static_cast<std::uint32_t>(c), busy[c] - busy_before_[c]);
+      fab_.cores().add_busy_since(busy_before_, memo_.region, memo_.core_busy);
       return;
     }
-    const auto part = static_cast<std::size_t>(k);
-    memo_.link_bytes[part].clear();
-    flow.add_bytes_since(bytes_before_, static_cast<std::uint32_t>(links * part / kParts),
-                         static_cast<std::uint32_t>(links * (part + 1) / kParts),
-                         memo_.link_bytes[part]);
+    auto& part = memo_.link_bytes[static_cast<std::size_t>(k)];
+    part.clear();
+    flow.add_bytes_since(bytes_before_, memo_.region, k, kParts, part);
   });
   team_.finish();
   memo_.complete = true;

@@ -140,7 +140,9 @@ class LayerReplay {
   // paths' common move into `dpath`.
   bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
   void apply(TokenMessage& m, std::size_t stage, Cycles& until) const;
-  void begin_learning(int cycle, Entry e);
+  // The layer's byte and busy counters are taken over `region`, where its
+  // fingerprint is.
+  void begin_learning(int cycle, Entry e, const fabric::Rect& region);
   void forget();
 
   Executor& ex_;

@@ -4,6 +4,7 @@
 // before every message still to come leave no mark; states equal up to a
 // shift in time fingerprint alike and answer alike, shifted; and a shifted
 // state answers as the same traffic sent that much later.
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -182,11 +183,18 @@ TEST_F(TimingState, ItsPartsMakeTheWholeState) {
   send(c, traffic(13, 40, 3000, 100));
   std::vector<std::pair<std::uint32_t, std::uint64_t>> since, ranges;
   c.bytes_since(before, since);
-  const auto links = static_cast<std::uint32_t>(mesh.link_count());
-  for (std::uint32_t first = 0; first < links; first += 37)
-    c.add_bytes_since(before, first, std::min(links, first + 37), ranges);
+  for (int p = 0; p < 5; ++p) c.add_bytes_since(before, all, p, 5, ranges);
   ASSERT_FALSE(since.empty());
   EXPECT_EQ(ranges, since);
+  // A region's: the links leaving its cores.
+  const Rect west{0, 0, 4, mesh.height()};
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> in_west, expected;
+  for (int p = 0; p < 3; ++p) c.add_bytes_since(before, west, p, 3, in_west);
+  for (const auto& [l, b] : since)
+    if (mesh.link_source(LinkId{l}).x < 4) expected.emplace_back(l, b);
+  std::sort(in_west.begin(), in_west.end());
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(in_west, expected);
 }
 
 TEST_F(TimingState, ByteCountersAddWhatALayerAdded) {
