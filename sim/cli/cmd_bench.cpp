@@ -465,7 +465,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
       ->check(CLI::Range(2, 10000));
   cmd->add_option("--cases", o->only,
                   "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, "
-                  "1b-timing, 8b-region-1g, 8b-region-4g)")
+                  "1b-timing, 8b-region-1g, 8b-region-2g, 8b-region-4g, 8b-region-8g)")
       ->delimiter(',');
   cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")
       ->group("");

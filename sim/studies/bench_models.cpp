@@ -72,8 +72,12 @@ std::vector<BenchCase> cases() {
       // at few layer groups (most layers replayed, sim/exec/layer_replay.hpp).
       {"8b-region-1g", "llama-3.1-8b", "1", false, 6, "per token as 8b-timing", false,
        "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n"},
+      {"8b-region-2g", "llama-3.1-8b", "1", false, 6, "per token as 8b-timing", false,
+       "  strategy: whole-region\n  layer_groups: 2\n  reduction: two-level\n"},
       {"8b-region-4g", "llama-3.1-8b", "1", false, 6, "per token as 8b-timing", false,
        "  strategy: whole-region\n  layer_groups: 4\n  reduction: two-level\n"},
+      {"8b-region-8g", "llama-3.1-8b", "1", false, 6, "per token as 8b-timing", false,
+       "  strategy: whole-region\n  layer_groups: 8\n  reduction: two-level\n"},
   };
 }
 
