@@ -741,7 +741,7 @@ std::vector<PageRange> FlowModel::stock_records(PagePool& pool, const Mesh& mesh
 }
 
 bool FlowModel::release_records(Cycles all_ready_from) {
-  if (!pool_ || !links_.held() || max_end_ > all_ready_from.value) return false;
+  if (!pool_ || kept_ || !links_.held() || max_end_ > all_ready_from.value) return false;
   settle_lines();
   // Every reservation is in the past: the wide records' links go back to
   // compact records (a pool's next owner reads only those).
@@ -1179,6 +1179,8 @@ void FlowModel::shift_records(std::span<const std::uint32_t> live, std::uint64_t
 }
 
 void FlowModel::shift_clock(std::uint64_t cutoff, std::uint64_t by) {
+  if (!links_.held())
+    throw std::logic_error("FlowModel: records shifted after they were given back to the pool");
   settle_lines();
   now_ += by;
   if (max_end_ > cutoff) max_end_ += by;

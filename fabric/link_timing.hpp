@@ -259,6 +259,10 @@ class FlowModel {
   static std::vector<PageRange> stock_records(PagePool& pool, const Mesh& mesh, int wafers);
   bool release_records(Cycles all_ready_from);
   bool holds_records() const { return links_.held(); }
+  // While kept, release_records() gives nothing back: the records are still
+  // to be written (the layer replay's pending layers, which the latest
+  // reservation's end does not know of yet: sim/exec/layer_replay.hpp).
+  void keep_records(bool keep) { kept_ = keep; }
   // The end of the latest reservation made so far (links and ramps).
   Cycles reserved_until() const { return Cycles{max_end_}; }
 
@@ -644,6 +648,7 @@ class FlowModel {
   LinkSharing sharing_ = LinkSharing::interleave;
   // The latest ready time of a message sent so far (LinkState::reserve's `now`).
   std::uint64_t now_ = 0;
+  bool kept_ = false;  // keep_records()
   const Mesh& mesh_;
   // Every link starts as LinkState{} (all zero bytes), straight from zeroed
   // pages (fabric/zeroed_array.hpp).

@@ -34,13 +34,17 @@ void Executor::set_threads(int threads, std::function<void()> guest) {
   values_->set_threads(threads, std::move(guest));
 }
 
-fabric::Rect Executor::take_touched() {
-  fabric::Rect r;
-  if (touched_x0_ <= touched_x1_)
-    r = {touched_x0_, touched_y0_, touched_x1_ - touched_x0_ + 1, touched_y1_ - touched_y0_ + 1};
+Executor::Touched Executor::take_touched() {
+  Touched t;
+  if (touched_x0_ <= touched_x1_) {
+    t.wafer = touched_wafer_;
+    t.rect = {touched_x0_, touched_y0_, touched_x1_ - touched_x0_ + 1,
+              touched_y1_ - touched_y0_ + 1};
+  }
   touched_x0_ = touched_y0_ = 1;
   touched_x1_ = touched_y1_ = 0;
-  return r;
+  touched_wafer_ = -1;
+  return t;
 }
 
 void Executor::check_not_frozen() const {
@@ -107,7 +111,7 @@ void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
 Timed Executor::run_core(int wafer, Coord c, const Timed& ready, const fabric::CoreCost& cost) {
   if (!timing_) return ready;
   fabric::Fabric& f = fab(wafer);
-  touch(c);
+  touch(wafer, c);
   return f.cores().run(c, ready, cost);
 }
 
@@ -115,8 +119,8 @@ Timed Executor::transfer(const Piece& src, const Piece& dst, Bytes bytes, const 
                          int waypoint_x) {
   if (!timing_) return ready;
   route_.clear();
-  touch(src.core);
-  touch(dst.core);
+  touch(src.wafer, src.core);
+  touch(dst.wafer, dst.core);
   if (src.wafer == dst.wafer) {
     // Around dead routers when there are any (XY otherwise).
     fabric::Fabric& f = fab(src.wafer);
@@ -125,8 +129,8 @@ Timed Executor::transfer(const Piece& src, const Piece& dst, Bytes bytes, const 
     // (a dead one cannot turn a message; the route then detours as it must).
     if (waypoint_x >= 0 && waypoint_x < f.mesh().width() && src.core.y != dst.core.y &&
         f.defects().alive(a) && f.defects().alive(b)) {
-      touch(a);
-      touch(b);
+      touch(src.wafer, a);
+      touch(src.wafer, b);
       f.route(src.core, a, route_);
       f.route(a, b, route_);
       f.route(b, dst.core, route_);
@@ -148,14 +152,14 @@ Timed Executor::transfer(const Piece& src, const Piece& dst, Bytes bytes, const 
 void Executor::multicast(int wafer, const Line& line, Bytes bytes, const Timed& ready,
                          std::vector<Timed>& arrivals) {
   if (!timing_) return arrivals.assign(static_cast<std::size_t>(line.length), ready);
-  touch(line);
+  touch(wafer, line);
   fabric::multicast_line(fab(wafer).mesh(), fab(wafer).flow(), line, bytes, ready, arrivals);
 }
 
 Timed Executor::reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
                        std::span<const Timed> ready, int groups) {
   if (!timing_) return ready.front();
-  touch(line);
+  touch(wafer, line);
   return fabric::reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready,
                              groups);
 }
@@ -163,7 +167,7 @@ Timed Executor::reduce(int wafer, ReductionScheme scheme, const Line& line, Byte
 void Executor::all_reduce(int wafer, ReductionScheme scheme, const Line& line, Bytes bytes,
                           std::span<const Timed> ready, std::vector<Timed>& arrivals, int groups) {
   if (!timing_) return arrivals.assign(ready.size(), ready.front());
-  touch(line);
+  touch(wafer, line);
   fabric::all_reduce_line(fab(wafer).mesh(), fab(wafer).flow(), scheme, line, bytes, ready,
                           arrivals, groups);
 }
@@ -209,8 +213,8 @@ Vec Executor::embed(std::int32_t token, int position, const Timed& id_ready, boo
   Timed at_row = id_ready;
   if (!from_host && timing_) {
     route_.clear();
-    touch(pl_.head.lm_head.root(0));
-    touch(e.root(p));
+    touch(e.wafer, pl_.head.lm_head.root(0));
+    touch(e.wafer, e.root(p));
     fab(e.wafer).route(pl_.head.lm_head.root(0), e.root(p), route_);
     at_row = fab(e.wafer).flow().send(route_, Bytes{4}, id_ready);
   }
@@ -224,8 +228,8 @@ Vec Executor::embed(std::int32_t token, int position, const Timed& id_ready, boo
   Timed at_pos = from_host ? at_row : id_ready;
   if (timing_) {
     route_.clear();
-    touch(from_host ? e.root(p) : pl_.head.lm_head.root(0));
-    touch(pe.root(pp));
+    touch(pe.wafer, from_host ? e.root(p) : pl_.head.lm_head.root(0));
+    touch(pe.wafer, pe.root(pp));
     fab(pe.wafer).mesh().xy_route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp),
                                   route_);
     at_pos = fab(pe.wafer).flow().send(route_, Bytes{4}, at_pos);
@@ -327,8 +331,8 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     // rows were reduced after the last one.
     constexpr int kTileColumns = 16, kTileRows = 16;
     fabric::Fabric& f = fab(m.wafer);
-    touch(Coord{m.rect.x0, m.rect.y0});
-    touch(Coord{m.rect.x0 + m.rect.width - 1, m.rect.y0 + m.rect.height - 1});
+    touch(m.wafer, Coord{m.rect.x0, m.rect.y0});
+    touch(m.wafer, Coord{m.rect.x0 + m.rect.width - 1, m.rect.y0 + m.rect.height - 1});
     std::vector<std::uint64_t> line_cols;
     std::vector<Bytes> line_bytes;
     line_cols.reserve(static_cast<std::size_t>(Q));

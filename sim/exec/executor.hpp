@@ -61,10 +61,16 @@ class Executor {
   void set_frozen(bool frozen) { frozen_ = frozen; }
   // The smallest rectangle holding every core, and both ends of every line
   // and route, this executor's work has used since the last call (width 0:
-  // none), on wafer 0; then starts afresh. XY routes and straight lines stay
-  // in the rectangle of their ends, so on a wafer without dead cores no
-  // link or ramp outside it was met (sim/exec/layer_replay.hpp).
-  fabric::Rect take_touched();
+  // none), and its wafer (-1: none; kSeveralWafers: work on more than one);
+  // then starts afresh. XY routes and straight lines stay in the rectangle
+  // of their ends, so on a wafer without dead cores no link or ramp outside
+  // it was met (sim/exec/layer_replay.hpp).
+  struct Touched {
+    int wafer = -1;
+    fabric::Rect rect;
+  };
+  static constexpr int kSeveralWafers = -2;
+  Touched take_touched();
 
   // Mixture-of-experts choices: a functional executor publishes the experts
   // each token chose to `x`; a timing-only one with an exchange takes them
@@ -307,17 +313,20 @@ class Executor {
   bool frozen_ = false;
   // What take_touched() returns, as inclusive bounds (x0 > x1: none).
   int touched_x0_ = 1, touched_y0_ = 1, touched_x1_ = 0, touched_y1_ = 0;
-  void touch(Coord c) {
+  int touched_wafer_ = -1;
+  void touch(int wafer, Coord c) {
     if (touched_x0_ > touched_x1_) {
       touched_x0_ = touched_x1_ = c.x, touched_y0_ = touched_y1_ = c.y;
+      touched_wafer_ = wafer;
       return;
     }
+    if (wafer != touched_wafer_) touched_wafer_ = kSeveralWafers;
     touched_x0_ = std::min(touched_x0_, c.x), touched_x1_ = std::max(touched_x1_, c.x);
     touched_y0_ = std::min(touched_y0_, c.y), touched_y1_ = std::max(touched_y1_, c.y);
   }
-  void touch(const Line& line) {
-    touch(line.first);
-    touch(line.at(line.length - 1));
+  void touch(int wafer, const Line& line) {
+    touch(wafer, line.first);
+    touch(wafer, line.at(line.length - 1));
   }
   void check_not_frozen() const;
   ExpertExchange* experts_ = nullptr;

@@ -68,14 +68,16 @@ std::array<Vec, kSlots> timing_of(const std::array<Vec, kSlots>& slots) {
 }  // namespace
 
 bool LayerReplay::usable(Executor& ex) {
-  if (ex.wafer_count() != 1 || ex.computes_values()) return false;
-  fabric::Fabric& f = ex.fab(0);
-  return !f.flow().repaired() && !f.flow().pooled() &&
-         f.flow().sharing() == fabric::LinkSharing::interleave;
+  if (ex.computes_values()) return false;
+  for (int w = 0; w < ex.wafer_count(); ++w) {
+    const fabric::FlowModel& f = ex.fab(w).flow();
+    if (f.repaired() || f.sharing() != fabric::LinkSharing::interleave) return false;
+  }
+  return true;
 }
 
 LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool always, int threads)
-    : ex_(ex), fab_(ex.fab(0)), program_(program), users_(users), team_(threads), always_(always) {
+    : ex_(ex), program_(program), users_(users), team_(threads), always_(always) {
   // Until one is measured: ~10 ns a record (4 links, a ramp, a core timeline per core).
   scan_s_per_core_ = 60e-9;
   const auto& stages = program.stages;
@@ -88,9 +90,15 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
     Cycle c;
     c.first = i, c.last = j;
     c.replayable = true;
+    bool several = false;
     for (std::size_t k = i; k <= j; ++k)
-      for (const Phase& ph : stages[k].phases)
+      for (const Phase& ph : stages[k].phases) {
         if (ph.kind == PhaseKind::moe) c.replayable = false;
+        if (!ph.matrix) continue;
+        if (c.wafer < 0) c.wafer = ph.matrix->wafer;
+        several = several || ph.matrix->wafer != c.wafer;
+      }
+    if (several) c.wafer = -1;
     for (std::size_t k = i; k <= j; ++k) cycle_of_stage_[k] = static_cast<int>(cycles_.size());
     cycles_.push_back(c);
   }
@@ -136,29 +144,30 @@ bool LayerReplay::eligible(const TokenMessage& m) const {
 }
 
 LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state,
-                                         bool with_records, const fabric::Rect& region) {
+                                         bool with_records, const Area& region) {
   Entry e;
   e.from = RecordRecycler::earliest_ready(m);
-  e.cutoff = std::min(e.from, fab_.flow().model_now());
   e.now_rel = now.value - e.from;
   if (with_state) {
     const auto t0 = Clock::now();
-    fabric::FlowModel& flow = fab_.flow();
-    flow.add_state_header(e.from, region, e.state);
+    fabric::FlowModel& flow = fab(region.wafer).flow();
+    fabric::CoreTimeline& cores = fab(region.wafer).cores();
+    e.cutoff = std::min(e.from, flow.model_now());
+    flow.add_state_header(e.from, region.rect, e.state);
     team_.start(kParts + 1, [&](int k, int) {
       Part& p = scan_[static_cast<std::size_t>(k)];
       p.hash = fabric::StateHash{};
       p.live.clear();
       std::vector<std::uint32_t>* live = with_records ? &p.live : nullptr;
       if (k < kParts)
-        flow.add_state_part(e.from, e.cutoff, region, k, kParts, p.hash, live);
+        flow.add_state_part(e.from, e.cutoff, region.rect, k, kParts, p.hash, live);
       else
-        fab_.cores().add_state_after(e.from, e.cutoff, p.hash, live, &region);
+        cores.add_state_after(e.from, e.cutoff, p.hash, live, &region.rect);
     });
     team_.finish();
     for (const Part& p : scan_) e.state.add(p.hash);
     scan_s_per_core_ =
-        std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, region.cores());
+        std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, region.rect.cores());
   }
   e.slots = timing_of(m.slots);
   m.copy_header_to(e.header);
@@ -220,15 +229,15 @@ void LayerReplay::Memo::reset() {
   region = {};
 }
 
-void LayerReplay::begin_learning(int cycle, Entry e, const fabric::Rect& region) {
+void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
   memo_.reset();
   memo_.cycle = cycle;
   memo_.entry = std::move(e);
   memo_.region = region;
   learning_ = true;
   stage_ = 0;
-  fab_.flow().byte_counts(bytes_before_, &memo_.region);
-  fab_.cores().copy_busy(memo_.region, busy_before_);
+  fab(region.wafer).flow().byte_counts(bytes_before_, &region.rect);
+  fab(region.wafer).cores().copy_busy(region.rect, busy_before_);
 }
 
 bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until) {
@@ -277,8 +286,8 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
   // Where the layer's work lies: the learned layer's region for the check;
   // for learning, the region the previous layer of the run used (its equal:
   // the same routes), checked again when the learned layer is done.
-  const fabric::Rect region = just_learned ? memo_.region : region_for(cy);
-  if (just_learned ? checking_pays(cy, region) : learning_pays(c, region)) {
+  const Area region = just_learned ? memo_.region : region_for(cy);
+  if (region.wafer >= 0 && (just_learned ? checking_pays(cy, region) : learning_pays(c, region))) {
     Entry e = entry_of(m, now, true, just_learned, region);
     if (just_learned) {
       const std::uint64_t shift = e.from - memo_.entry.from;
@@ -310,14 +319,18 @@ void LayerReplay::start_timing(int c) {
   ex_.take_touched();  // from here on: this layer's
 }
 
-fabric::Rect LayerReplay::region_for(const Cycle& cy) const {
-  const fabric::Rect all{0, 0, fab_.mesh().width(), fab_.mesh().height()};
-  if (fab_.defects().dead_count() > 0 || box_run_ != cy.run || last_box_.width == 0) return all;
+LayerReplay::Area LayerReplay::region_for(const Cycle& cy) {
+  const bool known = box_run_ == cy.run && last_box_.wafer >= 0;
+  const int wafer = known ? last_box_.wafer : cy.wafer;
+  if (wafer < 0) return {};
+  fabric::Fabric& f = fab(wafer);
+  if (!known || f.defects().dead_count() > 0)
+    return {wafer, fabric::Rect{0, 0, f.mesh().width(), f.mesh().height()}};
   return last_box_;
 }
 
-double LayerReplay::scan_estimate(const fabric::Rect& region) const {
-  return scan_s_per_core_ * region.cores();
+double LayerReplay::scan_estimate(const Area& region) const {
+  return scan_s_per_core_ * region.rect.cores();
 }
 
 // The first layer of a run starts from other work (the embedding, another
@@ -326,7 +339,7 @@ double LayerReplay::scan_estimate(const fabric::Rect& region) const {
 // always) where the layers it could spare (every one after it in the run)
 // take longer to simulate than the state's two fingerprints and the
 // counting and writing out (about one more fingerprint's time) take.
-bool LayerReplay::learning_pays(int c, const fabric::Rect& region) const {
+bool LayerReplay::learning_pays(int c, const Area& region) const {
   const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
   const bool first_of_run = c == 0 || cycles_[static_cast<std::size_t>(c - 1)].run != cy.run;
   if (first_of_run || cy.run_left < kLearnAhead) return false;
@@ -334,7 +347,7 @@ bool LayerReplay::learning_pays(int c, const fabric::Rect& region) const {
   return layer_run_ == cy.run && (cy.run_left - 1) * layer_s_ > 3 * scan_estimate(region);
 }
 
-bool LayerReplay::checking_pays(const Cycle& cy, const fabric::Rect& region) const {
+bool LayerReplay::checking_pays(const Cycle& cy, const Area& region) const {
   return always_ || (layer_run_ == cy.run && cy.run_left * layer_s_ > scan_estimate(region));
 }
 
@@ -349,6 +362,7 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     last_replayed_ = true;
     replaying_ = -1;
     ex_.set_frozen(true);
+    fab(memo_.region.wafer).flow().keep_records(true);
     return;
   }
   if (timed_cycle_ >= 0) {
@@ -374,24 +388,24 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   learning_ = false;
   // Its fingerprint took the region the layer before it used: a layer that
   // went outside it cannot be replayed from it.
-  const fabric::Rect& r = memo_.region;
-  if (last_box_.width == 0 || last_box_.x0 < r.x0 || last_box_.y0 < r.y0 ||
-      last_box_.x0 + last_box_.width > r.x0 + r.width ||
-      last_box_.y0 + last_box_.height > r.y0 + r.height) {
+  const fabric::Rect& r = memo_.region.rect;
+  const fabric::Rect& b = last_box_.rect;
+  if (last_box_.wafer != memo_.region.wafer || b.width == 0 || b.x0 < r.x0 || b.y0 < r.y0 ||
+      b.x0 + b.width > r.x0 + r.width || b.y0 + b.height > r.y0 + r.height) {
     forget();
     return;
   }
-  fabric::FlowModel& flow = fab_.flow();
+  fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
   flow.settle_lines();
   memo_.link_bytes.resize(kParts);
   team_.start(kParts + 1, [&](int k, int) {
     if (k == kParts) {
-      fab_.cores().add_busy_since(busy_before_, memo_.region, memo_.core_busy);
+      fab(memo_.region.wafer).cores().add_busy_since(busy_before_, r, memo_.core_busy);
       return;
     }
     auto& part = memo_.link_bytes[static_cast<std::size_t>(k)];
     part.clear();
-    flow.add_bytes_since(bytes_before_, memo_.region, k, kParts, part);
+    flow.add_bytes_since(bytes_before_, r, k, kParts, part);
   });
   team_.finish();
   memo_.complete = true;
@@ -402,18 +416,20 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
 void LayerReplay::settle() {
   if (pending_ == 0) return;
   ex_.set_frozen(false);
-  fabric::FlowModel& flow = fab_.flow();
+  fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
+  fabric::CoreTimeline& cores = fab(memo_.region.wafer).cores();
+  flow.keep_records(false);
   flow.shift_clock(settled_from_, pending_shift_);
   team_.start(kParts + 1, [&](int k, int) {
     const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
     if (k < kParts)
       flow.shift_some_records(live, pending_shift_);
     else
-      fab_.cores().shift_cores(live, pending_shift_);
+      cores.shift_cores(live, pending_shift_);
   });
   team_.finish();
   for (const auto& part : memo_.link_bytes) flow.add_bytes(part, pending_);
-  fab_.cores().add_busy(memo_.core_busy, pending_);
+  cores.add_busy(memo_.core_busy, pending_);
   pending_ = 0;
   pending_shift_ = 0;
   // The records hold the last replayed layer's state now, not the memo's:

@@ -34,9 +34,15 @@
 //   same. Anything that reaches the executor while they are pending is a
 //   logic error.
 // - When: one message in flight (one user's, or a decode batch of every
-//   user: the host sends nothing more until it is back), timing only, one wafer, no repaired links,
-//   no mixtures of experts (a token's experts differ layer by layer), no trace. Otherwise every
-//   layer is simulated, as before.
+//   user: the host sends nothing more until it is back), timing only, no repaired links, no
+//   mixtures of experts (a token's experts differ layer by layer), no trace, and the layer's work
+//   on one wafer. Otherwise every layer is simulated, as before.
+// - Several wafers: the fingerprints, counts and write-out take the wafer
+//   the layer's work is on (Executor::take_touched). With recycled link
+//   records (sim/exec/record_recycler.hpp) that wafer keeps its records
+//   while replayed layers are pending (FlowModel::keep_records): the
+//   latest reservation's end, by which the recycler judges, does not know
+//   of them until they are written.
 #pragma once
 
 #include <array>
@@ -66,6 +72,9 @@ class LayerReplay {
               int threads = 1);
 
   static bool usable(Executor& ex);
+  // Where a layer's work lies: a wafer and a rectangle of it (wafer < 0:
+  // unknown, or several wafers).
+  using Area = Executor::Touched;
 
   // The host sent a token into the pipeline / took one back.
   void sent();
@@ -93,6 +102,7 @@ class LayerReplay {
     bool replayable = false;
     int run = 0;       // cycles in a row with equal stages share a run
     int run_left = 0;  // this cycle and those after it in its run
+    int wafer = -1;    // the wafer of its matrices (-1: none, or several)
   };
   struct Entry {                // what a layer started from
     std::uint64_t from = 0;     // the token's earliest ready time
@@ -116,37 +126,37 @@ class LayerReplay {
     std::uint64_t period = 0;  // by this many cycles
     // Where its work lies (Executor::take_touched): its fingerprints take
     // this region's records only.
-    fabric::Rect region;
+    Area region;
     void reset();
   };
 
   using Clock = std::chrono::steady_clock;
   int cycle_at(const StageProgram& sp, bool& first) const;
-  bool learning_pays(int cycle, const fabric::Rect& region) const;
-  bool checking_pays(const Cycle& cy, const fabric::Rect& region) const;
+  bool learning_pays(int cycle, const Area& region) const;
+  bool checking_pays(const Cycle& cy, const Area& region) const;
   // The region a layer of cy's run uses (the whole wafer until one was
   // simulated, or with dead cores: detours leave the rectangle of a route's
   // ends), and the host time a fingerprint of it is expected to take.
-  fabric::Rect region_for(const Cycle& cy) const;
-  double scan_estimate(const fabric::Rect& region) const;
+  Area region_for(const Cycle& cy);
+  double scan_estimate(const Area& region) const;
+  fabric::Fabric& fab(int wafer) { return ex_.fab(wafer); }
   // A simulated layer starts: its host time and region are measured.
   void start_timing(int cycle);
   bool eligible(const TokenMessage& m) const;
   // with_state: the fabric's fingerprint too; with_records: and the records
   // and cores it took (scan_records_, scan_cores_).
   Entry entry_of(const TokenMessage& m, Cycles now, bool with_state, bool with_records = false,
-                 const fabric::Rect& region = {});
+                 const Area& region = {});
   // m starts where the memo's layer started, `shift` cycles later: the
   // paths' common move into `dpath`.
   bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
   void apply(TokenMessage& m, std::size_t stage, Cycles& until) const;
   // The layer's byte and busy counters are taken over `region`, where its
   // fingerprint is.
-  void begin_learning(int cycle, Entry e, const fabric::Rect& region);
+  void begin_learning(int cycle, Entry e, const Area& region);
   void forget();
 
   Executor& ex_;
-  fabric::Fabric& fab_;
   const Program& program_;
   int users_;
   int in_flight_ = 0;
@@ -188,8 +198,8 @@ class LayerReplay {
   bool always_ = false;
   double layer_s_ = 0.0, scan_s_per_core_ = 0.0;
   int layer_run_ = -1;
-  // The region the last simulated layer used (of run box_run_).
-  fabric::Rect last_box_;
+  // Where the last simulated layer worked (of run box_run_).
+  Area last_box_;
   int box_run_ = -1;
   int timed_cycle_ = -1;
   Clock::time_point cycle_began_;

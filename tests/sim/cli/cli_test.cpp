@@ -427,6 +427,13 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
        " --timing-only --set model.num_layers=8 --reduction k-tree "
        "--set placement.reduction_groups=1",
        true},
+      // Two wafers (recycled link records, and kept), and two groups on each.
+      {"tiny-llama", whole + "workload:\n  users: 1\n", " --wafers 2 --set model.num_layers=8",
+       true},
+      {"tiny-llama", whole + "workload:\n  users: 1\n",
+       " --wafers 2 --set model.num_layers=8 --keep-link-records --timing-only", true},
+      {"tiny-llama", two + "workload:\n  users: 1\n",
+       " --wafers 2 --set model.num_layers=16 --timing-only", true},
       {"tiny-llama", whole + "workload:\n  users: 2\n", "", false},
       {"tiny-llama", whole + "workload:\n  users: 1\n", " --threads 1", false},
       {"tiny-llama", "workload:\n  users: 1\n", " --set model.num_layers=8", false},
