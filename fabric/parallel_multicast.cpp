@@ -100,8 +100,8 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
       l.from_hops += hop + (l.cross - hop);
     }
     flow_.count_bytes(link, l.bytes);
-    flow_.max_end_ = std::max(flow_.max_end_, flow_.links_[link.value].pass(*runs_on, 0, 0, next_on,
-                                                                            l.now, &flow_.wide_));
+    flow_.max_end_ = std::max(flow_.max_end_, flow_.links_[link.value].pass(
+                                                  *runs_on, 0, 0, next_on, l.now, &flow_.wide_));
     l.on = 1 - l.on;
     runs_on = next_on;
   }

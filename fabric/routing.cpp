@@ -95,8 +95,8 @@ void DetourRouter::search(Coord src, Coord dst, std::vector<LinkId>& out) {
     c = prev;
   }
   std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
-  searched_.emplace(
-      key, std::vector<LinkId>(out.begin() + static_cast<std::ptrdiff_t>(first), out.end()));
+  searched_.emplace(key, std::vector<LinkId>(out.begin() + static_cast<std::ptrdiff_t>(first),
+                                             out.end()));
 }
 
 }  // namespace wafersim::fabric

@@ -227,9 +227,10 @@ std::vector<MessageRef> Traffic::all_reduce(ReductionScheme scheme, const Line& 
   if (scheme == ReductionScheme::ring) {
     // Every core has the sum once it has every chunk's.
     for (int i = 0; i < n; ++i)
-      has[static_cast<std::size_t>(i)] = {marker(line.at(i), ready[static_cast<std::size_t>(i)].at,
-                                                 color, afters[static_cast<std::size_t>(i)]),
-                                          0};
+      has[static_cast<std::size_t>(i)] = {
+          marker(line.at(i), ready[static_cast<std::size_t>(i)].at, color,
+                 afters[static_cast<std::size_t>(i)]),
+          0};
     return has;
   }
   // The sum at the root (line.at(0); a k-tree's own root), multicast from

@@ -136,7 +136,8 @@ class Traffic {
   static std::uint32_t receiver_at(const Message& m, Coord at) {
     const auto hops = static_cast<std::uint32_t>(manhattan(m.src, at));
     const bool ahead = manhattan(at, m.dst) < manhattan(m.src, m.dst) || at == m.dst;
-    return ahead ? hops - 1 : static_cast<std::uint32_t>(manhattan(m.src, m.dst)) + hops - 1;
+    return ahead ? hops - 1
+                 : static_cast<std::uint32_t>(manhattan(m.src, m.dst)) + hops - 1;
   }
   // The highest color used plus one.
   int colors() const { return colors_; }
@@ -149,7 +150,8 @@ class Traffic {
   std::vector<std::vector<After>> describe_reduction(ReductionScheme scheme, const Line& line,
                                                      Bytes bytes, Cycles reduce_hop_overhead,
                                                      std::span<const NodeReady> ready,
-                                                     std::uint8_t color, int groups, bool in_place);
+                                                     std::uint8_t color, int groups,
+                                                     bool in_place);
   // A zero-byte message from `at` to itself, arriving once `after` has.
   std::uint32_t marker(Coord at, Cycles ready, std::uint8_t color, std::span<const After> after);
 
