@@ -707,6 +707,11 @@ void Executor::argmax(const Vec& logits, TokenMessage& m) {
 
 // ---- Mixture of experts ---------------------------------------------------------
 
+void Executor::skip_expert_choices(int layer, const TokenMessage& m) {
+  if (!experts_ || values_) return;
+  for (const RowTag& r : m.rows()) experts_->take(layer, r.user, r.position);
+}
+
 std::vector<models::ExpertChoice> Executor::timing_route(int layer, int user, int position) const {
   const std::uint64_t key = (static_cast<std::uint64_t>(layer) << 48) ^
                             (static_cast<std::uint64_t>(user) << 32) ^

@@ -76,6 +76,10 @@ class Executor {
   // each token chose to `x`; a timing-only one with an exchange takes them
   // from it (waiting) instead of drawing them (timing_route).
   void set_expert_exchange(ExpertExchange* x) { experts_ = x; }
+  // A layer replayed instead of run (sim/exec/layer_replay.hpp): with an
+  // exchange, the choices published for its mixture of experts are taken
+  // and dropped, as run() would take them.
+  void skip_expert_choices(int layer, const TokenMessage& m);
 
   // Seed of the expert choice in timing-only runs (see timing_route()).
   void set_routing_seed(std::uint64_t seed) { routing_seed_ = seed; }

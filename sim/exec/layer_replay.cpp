@@ -23,13 +23,31 @@ bool same_attention(const AttentionPlacement* a, const AttentionPlacement* b) {
   return *a == *b;
 }
 
+// Mixtures of experts placed alike, names aside, with every expert of both
+// placed as the first of `a` (whole regions: each spans the region): the k
+// experts one token chooses then time alike whichever they are, in either
+// layer. (Several tokens are another matter: how many choose each expert
+// changes the time; LayerReplay::enter keeps such messages out.)
+bool same_experts(const LayerStage* a, const LayerStage* b) {
+  if (!a || !b) return a == b;
+  if (!same_matrix(&a->router, &b->router) || a->experts.empty() ||
+      a->experts.size() != b->experts.size())
+    return false;
+  const ExpertPlacement& first = a->experts.front();
+  for (const LayerStage* st : {a, b})
+    for (const ExpertPlacement& e : st->experts)
+      if (!same_matrix(&e.gate_up, &first.gate_up) || !same_matrix(&e.down, &first.down))
+        return false;
+  return true;
+}
+
 // Phases whose timing is the same (the layer's weights and labels aside).
-// A mixture of experts is never: its token's experts depend on the layer.
 bool same_timing(const Phase& a, const Phase& b) {
-  return a.kind == b.kind && a.kind != PhaseKind::moe && a.a == b.a && a.b == b.b &&
-         a.out == b.out && a.target == b.target && a.spread == b.spread &&
-         same_matrix(a.matrix, b.matrix) && a.weights == b.weights &&
-         same_attention(a.attention, b.attention) && a.stage == nullptr && b.stage == nullptr &&
+  return a.kind == b.kind && a.a == b.a && a.b == b.b && a.out == b.out && a.target == b.target &&
+         a.spread == b.spread && same_matrix(a.matrix, b.matrix) && a.weights == b.weights &&
+         same_attention(a.attention, b.attention) &&
+         (a.kind == PhaseKind::moe ? same_experts(a.stage, b.stage)
+                                   : a.stage == nullptr && b.stage == nullptr) &&
          a.gamma == b.gamma && a.statistic == b.statistic &&
          a.statistic_groups == b.statistic_groups;
 }
@@ -93,7 +111,7 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
     bool several = false;
     for (std::size_t k = i; k <= j; ++k)
       for (const Phase& ph : stages[k].phases) {
-        if (ph.kind == PhaseKind::moe) c.replayable = false;
+        if (ph.kind == PhaseKind::moe) c.experts = true;
         if (!ph.matrix) continue;
         if (c.wafer < 0) c.wafer = ph.matrix->wafer;
         several = several || ph.matrix->wafer != c.wafer;
@@ -196,7 +214,12 @@ bool LayerReplay::same_start(const Entry& e, std::uint64_t shift, CycleBreakdown
   return e.now_rel == memo_.entry.now_rel && same_header(e.header, memo_.entry.header);
 }
 
-void LayerReplay::apply(TokenMessage& m, std::size_t stage, Cycles& until) const {
+void LayerReplay::apply(const StageProgram& sp, TokenMessage& m, std::size_t stage,
+                        Cycles& until) const {
+  // A functional run's numbers chose the experts of this layer (sp's) too:
+  // their choice is taken (and dropped) as the simulated layer would take it.
+  for (const Phase& ph : sp.phases)
+    if (ph.kind == PhaseKind::moe) ex_.skip_expert_choices(sp.layer, m);
   const std::array<Vec, kSlots>& exit = memo_.exits[stage];
   for (int s = 0; s < kSlots; ++s) {
     Vec& v = m.slots[s];
@@ -248,10 +271,11 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
     const auto i = static_cast<std::size_t>(&sp - program_.stages.data());
     if (c != replaying_ || i != cy.first + stage_)
       throw std::logic_error("LayerReplay: a stage ran in the middle of a replayed layer");
-    apply(m, stage_, until);
+    apply(sp, m, stage_, until);
     return true;
   }
-  if (!first || !eligible(m) || !cycles_[static_cast<std::size_t>(c)].replayable) {
+  if (!first || !eligible(m) || !cycles_[static_cast<std::size_t>(c)].replayable ||
+      (cycles_[static_cast<std::size_t>(c)].experts && m.tokens != 1)) {
     settle();
     if (learning_) {
       const Cycle& cy = cycles_[static_cast<std::size_t>(memo_.cycle)];
@@ -273,7 +297,7 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
     const std::uint64_t shift = e.from - memo_.entry.from;
     if (shift == pending_shift_ + memo_.period && same_start(e, shift, dpath_)) {
       replaying_ = c, shift_ = shift, stage_ = 0;
-      apply(m, 0, until);
+      apply(sp, m, 0, until);
       return true;
     }
   }
@@ -298,7 +322,7 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
         scan_.swap(settle_);
         pending_shift_ = 0;
         replaying_ = c, shift_ = shift, stage_ = 0;
-        apply(m, 0, until);
+        apply(sp, m, 0, until);
         return true;
       }
     }

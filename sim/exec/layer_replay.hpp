@@ -35,8 +35,9 @@
 //   logic error.
 // - When: one message in flight (one user's, or a decode batch of every
 //   user: the host sends nothing more until it is back), timing only, no repaired links, no
-//   mixtures of experts (a token's experts differ layer by layer), no trace, and the layer's work
-//   on one wafer. Otherwise every layer is simulated, as before.
+//   trace, and the layer's work on one wafer. A mixture of experts only where every expert is
+//   placed alike (whole regions) and the message is one token: its k experts then time alike
+//   whichever they are. Otherwise every layer is simulated, as before.
 // - Several wafers: the fingerprints, counts and write-out take the wafer
 //   the layer's work is on (Executor::take_touched). With recycled link
 //   records (sim/exec/record_recycler.hpp) that wafer keeps its records
@@ -100,9 +101,10 @@ class LayerReplay {
   struct Cycle {  // one layer's stages, [first, last]
     std::size_t first = 0, last = 0;
     bool replayable = false;
-    int run = 0;       // cycles in a row with equal stages share a run
-    int run_left = 0;  // this cycle and those after it in its run
-    int wafer = -1;    // the wafer of its matrices (-1: none, or several)
+    bool experts = false;  // a mixture of experts: one token at a time only
+    int run = 0;           // cycles in a row with equal stages share a run
+    int run_left = 0;      // this cycle and those after it in its run
+    int wafer = -1;        // the wafer of its matrices (-1: none, or several)
   };
   struct Entry {                // what a layer started from
     std::uint64_t from = 0;     // the token's earliest ready time
@@ -150,7 +152,8 @@ class LayerReplay {
   // m starts where the memo's layer started, `shift` cycles later: the
   // paths' common move into `dpath`.
   bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
-  void apply(TokenMessage& m, std::size_t stage, Cycles& until) const;
+  // m leaves the replayed stage `sp`, the memo's stage `stage` shifted.
+  void apply(const StageProgram& sp, TokenMessage& m, std::size_t stage, Cycles& until) const;
   // The layer's byte and busy counters are taken over `region`, where its
   // fingerprint is.
   void begin_learning(int cycle, Entry e, const Area& region);

@@ -434,6 +434,14 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
        " --wafers 2 --set model.num_layers=8 --keep-link-records --timing-only", true},
       {"tiny-llama", two + "workload:\n  users: 1\n",
        " --wafers 2 --set model.num_layers=16 --timing-only", true},
+      // Mixtures of experts: one token's k experts time alike whichever they
+      // are (functional: the numbers' choices are taken and dropped); a
+      // decode batch's do not, and is simulated.
+      {"tiny-mixtral", whole + "workload:\n  users: 1\n", " --set model.num_layers=6", true},
+      {"tiny-qwen3-moe", two + "workload:\n  users: 1\n", " --set model.num_layers=8 --timing-only",
+       true},
+      {"tiny-mixtral", whole + "workload:\n  users: 2\n  decode_batch: 2\n",
+       " --set model.num_layers=6", false},
       {"tiny-llama", whole + "workload:\n  users: 2\n", "", false},
       {"tiny-llama", whole + "workload:\n  users: 1\n", " --threads 1", false},
       {"tiny-llama", "workload:\n  users: 1\n", " --set model.num_layers=8", false},
