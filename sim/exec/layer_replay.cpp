@@ -220,6 +220,9 @@ void LayerReplay::apply(const StageProgram& sp, TokenMessage& m, std::size_t sta
   // their choice is taken (and dropped) as the simulated layer would take it.
   for (const Phase& ph : sp.phases)
     if (ph.kind == PhaseKind::moe) ex_.skip_expert_choices(sp.layer, m);
+  // From the replayed layer's first stage on, the wafer's records are not
+  // the layer's yet: the recycler must not take them (see the header).
+  ex_.fab(memo_.region.wafer).flow().keep_records(true);
   const std::array<Vec, kSlots>& exit = memo_.exits[stage];
   for (int s = 0; s < kSlots; ++s) {
     Vec& v = m.slots[s];
@@ -386,7 +389,6 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     last_replayed_ = true;
     replaying_ = -1;
     ex_.set_frozen(true);
-    fab(memo_.region.wafer).flow().keep_records(true);
     return;
   }
   if (timed_cycle_ >= 0) {
