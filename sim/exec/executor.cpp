@@ -667,26 +667,51 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   std::vector<std::vector<Timed>> kv_ready, down(static_cast<std::size_t>(C));
   std::vector<std::vector<Timed>> partial(static_cast<std::size_t>(C),
                                           std::vector<Timed>(static_cast<std::size_t>(L)));
+  const auto dims = [&](int j) {
+    return static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
+  };
+  // The block's C columns side by side: their multicasts and reductions go
+  // through the families of parallel lines a GEMV uses (exactly the
+  // one-by-one multicast_line and reduce_line, in the same order).
+  fabric::LineReductions columns(f.mesh(), f.flow(), a.reduction, a.reduction_groups,
+                                 fabric::Direction::south, L);
+  std::vector<Bytes> column_bytes(static_cast<std::size_t>(C));
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Vec q = block_inputs(a, qkv, h, rows, kv_ready);
-    for (int j = 0; j < C; ++j) {
-      const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-      multicast(w, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
-                Bytes{g * dims * 4 * T}, q.ready[static_cast<std::size_t>(j)],
-                down[static_cast<std::size_t>(j)]);
+    if (!timing_) {
+      for (int j = 0; j < C; ++j)
+        down[static_cast<std::size_t>(j)].assign(static_cast<std::size_t>(L),
+                                                 q.ready[static_cast<std::size_t>(j)]);
+    } else {
+      touch(w, Line{a.block_core(h, 0, 0), fabric::Direction::south, L});
+      touch(w, Line{a.block_core(h, 0, C - 1), fabric::Direction::south, L});
+      for (int j = 0; j < C; ++j)
+        column_bytes[static_cast<std::size_t>(j)] = Bytes{g * dims(j) * 4 * T};
+      fabric::ParallelLineMulticast lines(
+          f.mesh(), f.flow(), a.block_core(h, 0, 0), fabric::Direction::south, L,
+          fabric::Direction::east, column_bytes,
+          std::span<const Timed>(q.ready).first(static_cast<std::size_t>(C)));
+      // Line by line, each down its column: ramps and core timelines are
+      // column-major, so that is their memory order.
+      for (int j = 0; j < C; ++j) {
+        std::vector<Timed>& arrivals = down[static_cast<std::size_t>(j)];
+        arrivals.resize(static_cast<std::size_t>(L));
+        for (int i = 0; i < L; ++i)
+          lines.next_hop(j, 1, std::span(arrivals).subspan(static_cast<std::size_t>(i), 1));
+      }
     }
     for (int i = 0; i < L; ++i)
       block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
     // Each column's partials (g x (dims + max + sum) per token) reduced up
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {
-      const auto dims = static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-      const Timed reduced = reduce(
-          w, a.reduction, Line{a.block_core(h, 0, j), fabric::Direction::south, L},
-          Bytes{g * (dims + 2) * 4 * T}, partial[static_cast<std::size_t>(j)], a.reduction_groups);
+      const Bytes bytes{g * (dims(j) + 2) * 4 * T};
+      const std::vector<Timed>& ready = partial[static_cast<std::size_t>(j)];
+      const Timed reduced =
+          timing_ ? columns.reduce(a.block_core(h, 0, j), bytes, ready) : ready.front();
       out.layout.push_back(q.layout[static_cast<std::size_t>(j)]);
       out.ready.push_back(
-          run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims * T, 1)));
+          run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims(j) * T, 1)));
     }
   }
   if (values_) values_->attention(a, layer, qkv, rows, out);
