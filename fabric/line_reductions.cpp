@@ -114,14 +114,19 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
   if (!mesh_.contains(root) || !mesh_.contains(line.at(n - 1)))
     throw std::out_of_range("route leaves the mesh");
   if (scheme_ == ReductionScheme::chain) return chain(line, n - 1, 0, bytes, ready);
-  partial_.assign(ready.begin(), ready.end());
-  if (scheme_ == ReductionScheme::two_level)
+  if (scheme_ == ReductionScheme::two_level) {
+    // The roots' combines read and write the groups' roots only (every
+    // group_-th core): each has its group's sum.
+    partial_.resize(static_cast<std::size_t>(n));
     for (int first = 0; first < n; first += group_) {
       const int len = std::min(n, first + group_) - first;
-      if (len > 1)
-        partial_[static_cast<std::size_t>(first)] =
-            chain(line, first + len - 1, first, bytes, ready);
+      partial_[static_cast<std::size_t>(first)] =
+          len > 1 ? chain(line, first + len - 1, first, bytes, ready)
+                  : ready[static_cast<std::size_t>(first)];
     }
+  } else {
+    partial_.assign(ready.begin(), ready.end());
+  }
   for (const CombineStep& s : steps_) {
     const Timed arrival =
         send(line, s.from, s.into, bytes, partial_[static_cast<std::size_t>(s.from)]);
