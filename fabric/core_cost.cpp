@@ -83,16 +83,13 @@ std::vector<std::uint64_t> CoreTimeline::busy_cycles_by_core() const {
 
 void CoreTimeline::add_state_after(std::uint64_t from, std::uint64_t cutoff, StateHash& h,
                                    std::vector<std::uint32_t>* live, const Rect* region) const {
-  const Rect r = region ? *region : Rect{0, 0, mesh_.width(), mesh_.height()};
-  const auto hgt = static_cast<std::size_t>(mesh_.height());
-  for (int x = r.x0; x < r.x0 + r.width; ++x) {
-    const std::size_t b = static_cast<std::size_t>(x) * hgt + static_cast<std::size_t>(r.y0);
-    for (std::size_t i = b; i < b + static_cast<std::size_t>(r.height); ++i) {
+  for_region_slots(region, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) {
       if (free_at_[i] <= cutoff) continue;
       if (live) live->push_back(static_cast<std::uint32_t>(i));
       if (free_at_[i] > from) h.add(i), h.add(free_at_[i] - from);
     }
-  }
+  });
   h.add(free_at_.size());
 }
 
@@ -107,21 +104,20 @@ void CoreTimeline::add_busy(std::span<const std::pair<std::uint32_t, std::uint64
 
 void CoreTimeline::copy_busy(const Rect& r, std::vector<std::uint64_t>& into) const {
   into.resize(busy_.size());
-  for (int x = r.x0; x < r.x0 + r.width; ++x) {
-    const std::size_t b = slot(Coord{x, r.y0});
-    std::copy_n(busy_.begin() + static_cast<std::ptrdiff_t>(b), r.height,
-                into.begin() + static_cast<std::ptrdiff_t>(b));
-  }
+  for_region_slots(&r, [&](std::size_t b, std::size_t e) {
+    std::copy(busy_.begin() + static_cast<std::ptrdiff_t>(b),
+              busy_.begin() + static_cast<std::ptrdiff_t>(e),
+              into.begin() + static_cast<std::ptrdiff_t>(b));
+  });
 }
 
 void CoreTimeline::add_busy_since(std::span<const std::uint64_t> before, const Rect& r,
                                   std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const {
-  for (int x = r.x0; x < r.x0 + r.width; ++x) {
-    const std::size_t b = slot(Coord{x, r.y0});
-    for (std::size_t i = b; i < b + static_cast<std::size_t>(r.height); ++i)
+  for_region_slots(&r, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i)
       if (busy_[i] != before[i])
         out.emplace_back(static_cast<std::uint32_t>(i), busy_[i] - before[i]);
-  }
+  });
 }
 
 }  // namespace wafersim::fabric

@@ -69,14 +69,13 @@ class CoreTimeline {
                        std::vector<std::uint32_t>* live = nullptr,
                        const Rect* region = nullptr) const;
   void shift_cores(std::span<const std::uint32_t> live, std::uint64_t by);
-  // Busy cycles by slot (an order of this timeline's own), and `times` times
-  // `per_slot` added to them.
-  const std::vector<std::uint64_t>& busy_by_slot() const { return busy_; }
+  // `times` times `per_slot` added to the busy cycles by slot (an order of
+  // this timeline's own, as add_busy_since names them).
   void add_busy(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_slot,
                 std::uint64_t times);
-  // The busy counters of `region`'s cores, copied into `into` (sized as
-  // busy_by_slot(); the other entries are left as they are), and what each
-  // of them added since such a copy (cores that added nothing left out).
+  // The busy counters of `region`'s cores, copied into `into` by slot (the
+  // other entries are left as they are), and what each of them added since
+  // such a copy (cores that added nothing left out).
   void copy_busy(const Rect& region, std::vector<std::uint64_t>& into) const;
   void add_busy_since(std::span<const std::uint64_t> before, const Rect& region,
                       std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const;
@@ -89,6 +88,16 @@ class CoreTimeline {
   std::size_t slot(Coord c) const {
     return static_cast<std::size_t>(c.x) * static_cast<std::size_t>(mesh_.height()) +
            static_cast<std::size_t>(c.y);
+  }
+  // f(begin, end) for the slots of each of `region`'s columns (all of the
+  // mesh without one), in slot order.
+  template <class F>
+  void for_region_slots(const Rect* region, F&& f) const {
+    const Rect r = region ? *region : Rect{0, 0, mesh_.width(), mesh_.height()};
+    for (int x = r.x0; x < r.x0 + r.width; ++x) {
+      const std::size_t b = slot(Coord{x, r.y0});
+      f(b, b + static_cast<std::size_t>(r.height));
+    }
   }
   const Mesh& mesh_;
   std::vector<std::uint64_t> free_at_;

@@ -338,7 +338,6 @@ class FlowModel {
   void add_bytes(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_link,
                  std::uint64_t times);
   bool repaired() const { return !link_extra_.empty() || !borrow_first_.empty(); }
-  bool pooled() const { return pool_ != nullptr; }
 
   // Bytes carried by every link, as [y][x][direction] (E, W, S, N).
   std::vector<std::uint64_t> link_bytes_by_core() const;

@@ -52,6 +52,10 @@ struct Rect {
   bool contains(Coord c) const {
     return c.x >= x0 && c.x < x0 + width && c.y >= y0 && c.y < y0 + height;
   }
+  bool encloses(const Rect& inner) const {
+    return inner.x0 >= x0 && inner.y0 >= y0 && inner.x0 + inner.width <= x0 + width &&
+           inner.y0 + inner.height <= y0 + height;
+  }
   constexpr auto operator<=>(const Rect&) const = default;
 };
 

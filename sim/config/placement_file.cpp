@@ -492,7 +492,7 @@ class PlacementFileReader {
     for (const StageRegion& r : regions_) {
       for (std::size_t i = r.first; i < r.last; ++i) {
         const PlacedRect& m = placed_[i];
-        if (!contains(r.rect, m.rect))
+        if (!r.rect.encloses(m.rect))
           fail(m.where,
                fmt::format("rectangle {} is not inside its stage's region {} (line {})",
                            rect_yaml(m.rect), rect_yaml(r.rect), r.where.node.Mark().line + 1));
@@ -510,11 +510,6 @@ class PlacementFileReader {
     }
   }
 
-  static bool contains(const fabric::Rect& outer, const fabric::Rect& inner) {
-    return inner.x0 >= outer.x0 && inner.y0 >= outer.y0 &&
-           inner.x0 + inner.width <= outer.x0 + outer.width &&
-           inner.y0 + inner.height <= outer.y0 + outer.height;
-  }
   static bool overlap(const fabric::Rect& a, const fabric::Rect& b) {
     return a.x0 < b.x0 + b.width && b.x0 < a.x0 + a.width && a.y0 < b.y0 + b.height &&
            b.y0 < a.y0 + a.height;

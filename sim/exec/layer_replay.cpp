@@ -107,7 +107,6 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
     if (!stages[j].ends_layer) continue;
     Cycle c;
     c.first = i, c.last = j;
-    c.replayable = true;
     bool several = false;
     for (std::size_t k = i; k <= j; ++k)
       for (const Phase& ph : stages[k].phases) {
@@ -124,8 +123,7 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
   for (std::size_t c = 0; c < cycles_.size(); ++c) {
     Cycle& cur = cycles_[c];
     bool same = c > 0 && cycles_[c - 1].last + 1 == cur.first &&
-                cycles_[c - 1].last - cycles_[c - 1].first == cur.last - cur.first &&
-                cur.replayable && cycles_[c - 1].replayable;
+                cycles_[c - 1].last - cycles_[c - 1].first == cur.last - cur.first;
     for (std::size_t k = 0; same && k <= cur.last - cur.first; ++k)
       same = same_timing(stages[cycles_[c - 1].first + k], stages[cur.first + k]);
     cur.run = same ? cycles_[c - 1].run : static_cast<int>(c);
@@ -250,7 +248,7 @@ void LayerReplay::Memo::reset() {
   exit_at.clear();
   for (auto& part : link_bytes) part.clear();
   core_busy.clear();
-  complete = established = false;
+  complete = false;
   period = 0;
   region = {};
 }
@@ -277,8 +275,7 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
     apply(sp, m, stage_, until);
     return true;
   }
-  if (!first || !eligible(m) || !cycles_[static_cast<std::size_t>(c)].replayable ||
-      (cycles_[static_cast<std::size_t>(c)].experts && m.tokens != 1)) {
+  if (!first || !eligible(m) || (cycles_[static_cast<std::size_t>(c)].experts && m.tokens != 1)) {
     settle();
     if (learning_) {
       const Cycle& cy = cycles_[static_cast<std::size_t>(memo_.cycle)];
@@ -319,7 +316,6 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
     if (just_learned) {
       const std::uint64_t shift = e.from - memo_.entry.from;
       if (e.state == memo_.entry.state && same_start(e, shift, dpath_)) {
-        memo_.established = true;
         memo_.period = shift;
         settled_from_ = e.cutoff;
         scan_.swap(settle_);
@@ -415,9 +411,8 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   // Its fingerprint took the region the layer before it used: a layer that
   // went outside it cannot be replayed from it.
   const fabric::Rect& r = memo_.region.rect;
-  const fabric::Rect& b = last_box_.rect;
-  if (last_box_.wafer != memo_.region.wafer || b.width == 0 || b.x0 < r.x0 || b.y0 < r.y0 ||
-      b.x0 + b.width > r.x0 + r.width || b.y0 + b.height > r.y0 + r.height) {
+  if (last_box_.wafer != memo_.region.wafer || last_box_.rect.width == 0 ||
+      !r.encloses(last_box_.rect)) {
     forget();
     return;
   }
@@ -460,7 +455,6 @@ void LayerReplay::settle() {
   pending_shift_ = 0;
   // The records hold the last replayed layer's state now, not the memo's:
   // a later layer is learned afresh.
-  memo_.established = false;
   last_replayed_ = false;
 }
 

@@ -100,7 +100,6 @@ class LayerReplay {
   static constexpr int kLearnAhead = 3;
   struct Cycle {  // one layer's stages, [first, last]
     std::size_t first = 0, last = 0;
-    bool replayable = false;
     bool experts = false;  // a mixture of experts: one token at a time only
     int run = 0;           // cycles in a row with equal stages share a run
     int run_left = 0;      // this cycle and those after it in its run
@@ -124,8 +123,8 @@ class LayerReplay {
     std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> link_bytes;
     std::vector<std::pair<std::uint32_t, std::uint64_t>> core_busy;
     bool complete = false;
-    bool established = false;  // the next layer started from its state shifted
-    std::uint64_t period = 0;  // by this many cycles
+    // The next layer started from its state shifted by this many cycles.
+    std::uint64_t period = 0;
     // Where its work lies (Executor::take_touched): its fingerprints take
     // this region's records only.
     Area region;

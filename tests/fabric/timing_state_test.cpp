@@ -241,9 +241,9 @@ TEST_F(TimingState, CoresBusyAfterTheOriginAreTheCoresState) {
   EXPECT_EQ(ta.at, tb.at);
   EXPECT_EQ(ta.path.queueing, tb.path.queueing);
   const std::pair<std::uint32_t, std::uint64_t> once[] = {{0, 5}};
-  const std::uint64_t before = a.busy_by_slot()[0];
+  const std::uint64_t before = a.busy_cycles(Coord{0, 0});  // slot 0
   a.add_busy(once, 4);
-  EXPECT_EQ(a.busy_by_slot()[0], before + 20);
+  EXPECT_EQ(a.busy_cycles(Coord{0, 0}), before + 20);
 }
 
 }  // namespace
