@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "fabric/crossing.hpp"
 
@@ -28,11 +29,13 @@ LineReductions::LineReductions(const Mesh& mesh, FlowModel& flow, ReductionSchem
 }
 
 Timed LineReductions::traverse(std::uint32_t link0, int hops, std::size_t ramp, std::uint64_t ser,
-                               std::uint64_t bytes, const Timed& ready, const Timed* node_ready) {
+                               std::uint64_t bytes, const Timed& ready, const Timed* node_ready,
+                               const std::uint64_t* node_at) {
   FlowModel& f = flow_;
   const std::uint64_t hop = f.hop_latency_.value;
   const std::uint64_t step = hop + (node_ready ? f.reduce_hop_overhead_.value : 0);
   const Timed* from = &ready;
+  std::uint64_t from_at = ready.at.value;
   std::uint64_t cross = hop + f.extra_of(LinkId{link0});
   std::uint64_t from_hops = cross;  // hop cycles from `from` to the node after the link
   WaveletRuns buffer_a = WaveletRuns::from(ready.at.value, ser), buffer_b;
@@ -58,62 +61,93 @@ Timed LineReductions::traverse(std::uint32_t link0, int hops, std::size_t ramp, 
       cross = hop + f.extra_of(link);
       from_hops += step + (cross - hop);
       if (node_ready) {
-        const Timed& own = *(node_ready - k);
-        not_before = own.at.value;
-        if (not_before + cross > from->at.value + from_hops) {
-          from = &own;
+        not_before = *(node_at - k);
+        if (not_before + cross > from_at + from_hops) {
+          from = node_ready - k;
+          from_at = not_before;
           from_hops = cross;
         }
       }
     }
-    f.count_bytes(link, bytes);
+    f.add_link_bytes(link, bytes);
+    carried_ += bytes;
     f.settle(link);
-    f.max_end_ = std::max(
-        f.max_end_, f.links_[link.value].pass(*runs_on, 0, not_before, next_on, f.now_, &f.wide_));
+    max_end_ = std::max(
+        max_end_, f.links_[link.value].pass(*runs_on, 0, not_before, next_on, now(), &f.wide_));
     std::swap(runs_on, next_on);
   }
   // The last core takes the message through its ramp.
-  const std::uint64_t end = f.eject_[ramp].pass(*runs_on, cross, 0, nullptr, f.now_, &f.wide_);
-  f.max_end_ = std::max(f.max_end_, end);
+  const std::uint64_t end = f.eject_[ramp].pass(*runs_on, cross, 0, nullptr, now(), &f.wide_);
+  max_end_ = std::max(max_end_, end);
   return crossed(*from, from_hops, ser, end);
 }
 
 Timed LineReductions::chain(const Line& line, int far, int root, Bytes bytes,
-                            std::span<const Timed> ready) {
+                            std::span<const Timed> ready, const std::uint64_t* at) {
   const Timed& first = ready[static_cast<std::size_t>(far)];
   flow_.hold_records(first.at.value);
-  flow_.now_ = std::max(flow_.now_, first.at.value);
+  raise_now(first.at.value);
   const Coord start = line.at(far), end = line.at(root);
   const Timed done =
       traverse(mesh_.link(start, opposite(line.along)).value, far - root,
                static_cast<std::size_t>(end.x) * static_cast<std::size_t>(mesh_.height()) +
                    static_cast<std::size_t>(end.y),
-               flow_.serialization(bytes).value, bytes.value, first, &first);
+               flow_.serialization(bytes).value, bytes.value, first, &first,
+               at + static_cast<std::size_t>(far));
   return later(done.plus(Resource::hops, flow_.reduce_hop_overhead_),
                ready[static_cast<std::size_t>(root)]);
 }
 
 Timed LineReductions::send(const Line& line, int from, int into, Bytes bytes, const Timed& ready) {
   flow_.hold_records(ready.at.value);
-  flow_.now_ = std::max(flow_.now_, ready.at.value);
+  raise_now(ready.at.value);
   const Coord start = line.at(from), end = line.at(into);
   return traverse(mesh_.link(start, opposite(line.along)).value, from - into,
                   static_cast<std::size_t>(end.x) * static_cast<std::size_t>(mesh_.height()) +
                       static_cast<std::size_t>(end.y),
-                  flow_.serialization(bytes).value, bytes.value, ready, nullptr);
+                  flow_.serialization(bytes).value, bytes.value, ready, nullptr, nullptr);
 }
 
-Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> ready) {
+void LineReductions::hold_counts(bool hold) {
+  if (hold && !held_) now_ = flow_.now_;
+  if (!hold && held_) flow_.now_ = std::max(flow_.now_, now_);
+  held_ = hold;
+}
+
+void LineReductions::publish_counts() {
+  flow_.carried_bytes_ += std::exchange(carried_, 0);
+  flow_.max_end_ = std::max(flow_.max_end_, std::exchange(max_end_, 0));
+}
+
+Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> ready,
+                             std::span<const std::uint64_t> at) {
+  if (!own_loop_) {
+    if (held_) throw std::logic_error("line reductions: counts held on reduce_line's path");
+    return reduce_line(mesh_, flow_, scheme_, Line{root, along_, length_}, bytes, ready, groups_);
+  }
+  if (at.empty()) {
+    at_.resize(ready.size());
+    for (std::size_t i = 0; i < ready.size(); ++i) at_[i] = ready[i].at.value;
+    at = at_;
+  } else if (at.size() != ready.size()) {
+    throw std::invalid_argument("line reductions: one ready cycle per ready time");
+  }
+  const Timed sum = reduce_own(root, bytes, ready, at.data());
+  if (!held_) publish_counts();
+  return sum;
+}
+
+Timed LineReductions::reduce_own(Coord root, Bytes bytes, std::span<const Timed> ready,
+                                 const std::uint64_t* at) {
   const Line line{root, along_, length_};
   const int n = length_;
-  if (!own_loop_) return reduce_line(mesh_, flow_, scheme_, line, bytes, ready, groups_);
   if (static_cast<int>(ready.size()) != n)
     throw std::invalid_argument("reduce_line: one ready time per core");
   if (n == 1) return ready[0];
   // The whole line on the mesh, as reduce_line's routes require.
   if (!mesh_.contains(root) || !mesh_.contains(line.at(n - 1)))
     throw std::out_of_range("route leaves the mesh");
-  if (scheme_ == ReductionScheme::chain) return chain(line, n - 1, 0, bytes, ready);
+  if (scheme_ == ReductionScheme::chain) return chain(line, n - 1, 0, bytes, ready, at);
   if (scheme_ == ReductionScheme::two_level) {
     // The roots' combines read and write the groups' roots only (every
     // group_-th core): each has its group's sum.
@@ -121,7 +155,7 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
     for (int first = 0; first < n; first += group_) {
       const int len = std::min(n, first + group_) - first;
       partial_[static_cast<std::size_t>(first)] =
-          len > 1 ? chain(line, first + len - 1, first, bytes, ready)
+          len > 1 ? chain(line, first + len - 1, first, bytes, ready, at)
                   : ready[static_cast<std::size_t>(first)];
     }
   } else {

@@ -32,7 +32,10 @@
 
 namespace wafersim::fabric {
 
-class LineReductions {
+// On cache lines of its own (alignas): with counts held it may run beside
+// another thread's multicast hops (hold_counts), and writes its counts
+// every hop.
+class alignas(64) LineReductions {
  public:
   LineReductions(const Mesh& mesh, FlowModel& flow, ReductionScheme scheme, int groups,
                  Direction along, int length);
@@ -40,21 +43,47 @@ class LineReductions {
   // reduce_line over Line{root, along, length}: when the sum of the
   // partials, ready at ready[i] on core i of the line, is complete at the
   // root. Throws as reduce_line does (a line off the mesh, ready.size() !=
-  // length).
-  Timed reduce(Coord root, Bytes bytes, std::span<const Timed> ready);
+  // length). `at`, when given, holds each ready time's cycle (ready[i].at):
+  // the hops read those, and a ready time only where its explanation is
+  // taken, so a caller that keeps the cycles apart (Executor::gemv, whose
+  // ready times another thread wrote) has the hops read an eighth of the
+  // memory.
+  Timed reduce(Coord root, Bytes bytes, std::span<const Timed> ready,
+               std::span<const std::uint64_t> at = {});
+
+  // Whether reduce() runs its own hop loop (chain, tree and two-level under
+  // interleave, no borrowed links), not reduce_line.
+  bool own_loop() const { return own_loop_; }
+  // With counts held (own_loop() only), reduce() leaves the model's total
+  // of carried bytes, the end of its latest reservation and its `now` as
+  // they were and keeps its own (`now` taken from the model when held),
+  // until publish_counts() adds the first two and hold_counts(false) the
+  // third: a thread reducing rows while another times multicasts on the
+  // same model then writes no memory the other reads or writes
+  // (FlowModel::set_concurrent). Sums and maxima, so the model ends as if
+  // every reduction had counted at once; no message of the other thread
+  // reads the model's `now` meanwhile (ParallelLineMulticast keeps each
+  // line's own).
+  void hold_counts(bool hold);
+  void publish_counts();
 
  private:
+  // reduce() on its own hop loop.
+  Timed reduce_own(Coord root, Bytes bytes, std::span<const Timed> ready, const std::uint64_t* at);
   // FlowModel::traverse_interleaved of a message along `hops` links of a
   // straight run from `start` toward the root (link indices from link0 in
   // steps of toward_step_), its wavelets injected as one run from ready,
   // taken at the end by the ramp of the core `ramp`: a unicast (node_ready
   // null) or a chain whose node k adds its partial ready at
-  // node_ready[-k]. The same calls with the same arguments in the same order.
+  // node_ready[-k] (its cycle at node_at[-k]). The same calls with the same
+  // arguments in the same order.
   Timed traverse(std::uint32_t link0, int hops, std::size_t ramp, std::uint64_t ser,
-                 std::uint64_t bytes, const Timed& ready, const Timed* node_ready);
+                 std::uint64_t bytes, const Timed& ready, const Timed* node_ready,
+                 const std::uint64_t* node_at);
   // FlowModel::reduce_chain of line indices from `far` into `root` (root <
-  // far), node far - k's partial ready at ready[far - k].
-  Timed chain(const Line& line, int far, int root, Bytes bytes, std::span<const Timed> ready);
+  // far), node far - k's partial ready at ready[far - k] (cycle at[far - k]).
+  Timed chain(const Line& line, int far, int root, Bytes bytes, std::span<const Timed> ready,
+              const std::uint64_t* at);
   // FlowModel::send of a partial from line index `from` to `into` (into < from).
   Timed send(const Line& line, int from, int into, Bytes bytes, const Timed& ready);
 
@@ -74,6 +103,21 @@ class LineReductions {
   std::vector<CombineStep> steps_;
   int group_ = 1;
   std::vector<Timed> partial_;
+  std::vector<std::uint64_t> at_;  // the ready cycles, when reduce() is given none
+  // Counts not yet in the model (hold_counts): bytes over every link, and
+  // the end of the latest reservation.
+  bool held_ = false;
+  std::uint64_t carried_ = 0;
+  std::uint64_t max_end_ = 0;
+  std::uint64_t now_ = 0;
+  // The model's `now` (this object's own while held), and raising it.
+  std::uint64_t now() const { return held_ ? now_ : flow_.now_; }
+  void raise_now(std::uint64_t t) {
+    if (held_)
+      now_ = std::max(now_, t);
+    else
+      flow_.now_ = std::max(flow_.now_, t);
+  }
 };
 
 }  // namespace wafersim::fabric

@@ -186,7 +186,8 @@ std::uint64_t FlowModel::LinkState::fill(std::uint64_t t, std::uint64_t len, Wav
     if (len == 0) return std::max(t, floor());
     // The pieces are free cycles found before any of them is reserved (a
     // reservation may move the record back to compact form).
-    auto& pieces = wide->scratch_;
+    // (Per thread: two may reserve at once, WideRecords::set_shared.)
+    thread_local std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;
     wide->free_pieces(*this, t, len, pieces);
     for (const auto& [ps, pl] : pieces) {
       reserve(ps, pl, now, wide);
@@ -214,6 +215,12 @@ std::uint64_t FlowModel::LinkState::pass_pieces(const WaveletRuns& at, std::uint
   for (int i = 0; i < at.n; ++i)
     cursor = fill(std::max(at.start[i] + delay, cursor), at.count[i], taken, now, wide);
   return cursor;
+}
+
+void FlowModel::add_carry(std::uint32_t l, std::uint64_t units) {
+  std::unique_lock<std::mutex> lock;
+  if (concurrent_) lock = std::unique_lock<std::mutex>(*carries_mutex_);
+  carries_[l] += units;
 }
 
 std::uint64_t FlowModel::WideRecords::earliest_fit(const LinkState& link, std::uint64_t t,
@@ -266,6 +273,7 @@ void FlowModel::WideRecords::point_at(LinkState& link, std::uint32_t slot, std::
 
 void FlowModel::WideRecords::adopt(LinkState& link, std::uint64_t floor, const std::uint32_t* st,
                                    const std::uint32_t* en, int n) {
+  const auto lock = hold();
   std::uint32_t index;
   if (!free_.empty()) {
     index = free_.back();
@@ -288,6 +296,7 @@ void FlowModel::WideRecords::adopt(LinkState& link, std::uint64_t floor, const s
 }
 
 void FlowModel::WideRecords::grow(LinkState& link) {
+  const auto lock = hold();
   Slot& w = slots_[slot_of(link)];
   const std::uint32_t n = size_of(link), c = w.capacity;
   const std::uint32_t bigger =
@@ -308,6 +317,7 @@ void FlowModel::WideRecords::release(LinkState& link) {
   for (std::uint32_t i = 0; i < kLinkIntervals; ++i)
     link.start[i] = i < n ? st[i] : 0, link.end[i] = i < n ? e[i] : 0;
   link.set(link.floor(), static_cast<int>(n));
+  const auto lock = hold();
   slots_[index].owner = nullptr;
   free_.push_back(index);
 }
@@ -392,7 +402,10 @@ void FlowModel::WideRecords::reserve(LinkState& link, std::uint64_t s, std::uint
       const std::uint64_t g = worth(floor + en[m - 1], floor + st[m]);
       if (g < least) least = g, gap = m;
     }
-    ++gaps_given_up_;
+    {
+      const auto lock = hold();
+      ++gaps_given_up_;
+    }
     if (gap == 0) {
       fold(link, floor + en[0], 0);
     } else {

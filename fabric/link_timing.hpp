@@ -72,6 +72,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -489,6 +490,11 @@ class FlowModel {
     std::size_t peak() const { return peak_; }
     // Gaps with free cycles at or after `now` given up by full wide records.
     std::uint64_t gaps_given_up() const { return gaps_given_up_; }
+    // While shared, two threads may reserve at once, each on links the other
+    // does not touch: the slot table (taken, grown and given back blocks)
+    // and the counters are then changed under a lock. A link's own block is
+    // its owner's alone, so queries and reservations take no lock.
+    void set_shared(bool on) { shared_ = on; }
     // Asks the caches for the lines a query on this wide link reads first
     // (its block's first kPrefetchIntervals intervals), so that a message's
     // later hops have them by the time it gets there. Only a hint: it reads
@@ -549,11 +555,28 @@ class FlowModel {
     std::vector<std::uint32_t> free_;
     std::size_t peak_ = 0;
     std::uint64_t gaps_given_up_ = 0;
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch_;
+    bool shared_ = false;
+    std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+    // The table's lock while shared (set_shared), else none.
+    std::unique_lock<std::mutex> hold() {
+      return shared_ ? std::unique_lock<std::mutex>(*mutex_) : std::unique_lock<std::mutex>();
+    }
     friend struct LinkState;
   };
 
   const WideRecords& wide_records() const { return wide_; }
+
+  // While on, two threads may use this model at once, each on links and
+  // ramps the other does not touch, with nothing else on either but
+  // ParallelLineMulticast::next_hop and LineReductions::reduce with its
+  // counts held back (LineReductions::hold_counts): Executor::gemv times a
+  // band's multicasts and tiles on one while the other reduces the rows of
+  // the band before. The wide records' shared table is then locked (the
+  // rest of what the two change is each one's own). Off by default.
+  void set_concurrent(bool on) {
+    wide_.set_shared(on);
+    concurrent_ = on;
+  }
 
   // Line records (see LineRecord below): on by default; off, every multicast
   // reserves link by link as it goes (the same results, for comparison).
@@ -618,14 +641,14 @@ class FlowModel {
   void add_link_bytes(LinkId l, std::uint64_t bytes) {
     const std::uint64_t b = bytes_low_[l.value] + bytes;
     bytes_low_[l.value] = static_cast<std::uint32_t>(b);
-    if ((b >> 32) != 0) carries_[l.value] += b >> 32;
+    if ((b >> 32) != 0) add_carry(l.value, b >> 32);
   }
   void count_bytes(LinkId l, std::uint64_t bytes) {
-    const std::uint64_t b = bytes_low_[l.value] + bytes;
-    bytes_low_[l.value] = static_cast<std::uint32_t>(b);
-    if ((b >> 32) != 0) carries_[l.value] += b >> 32;
+    add_link_bytes(l, bytes);
     carried_bytes_ += bytes;
   }
+  // What overflowed link l's low counter (locked while concurrent: the map is shared).
+  void add_carry(std::uint32_t l, std::uint64_t units);
 
   Cycles hop_latency_;
   // Per-link extra cycles (set_link_extra_cycles); empty on a wafer without
@@ -659,6 +682,8 @@ class FlowModel {
   // counters are read.
   ZeroedArray<std::uint32_t> bytes_low_;
   std::unordered_map<std::uint32_t, std::uint64_t> carries_;
+  bool concurrent_ = false;  // set_concurrent
+  std::unique_ptr<std::mutex> carries_mutex_ = std::make_unique<std::mutex>();
   // The sum of every link's bytes (what carried_bytes() returns).
   std::uint64_t carried_bytes_ = 0;
   // Core ejection ramps, one link record per core (zeroed pages too: 36 MB

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "fabric/crossing.hpp"
 
@@ -79,7 +80,7 @@ ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, 
 // no per-hop extra, no borrowed links): link k - 1 of the line, then the ramp
 // of core k. The same calls with the same arguments, in the same order for
 // this line's records.
-void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
+void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out, Counts& counts) {
   const auto kk = static_cast<std::uint32_t>(l.k - 1);
   const std::uint64_t hop = flow_.hop_latency_.value;
   const LinkId link{l.link0 + kk * link_step_};
@@ -91,7 +92,7 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
       runs_on->shift(hop);
       l.from_hops += hop;
     }
-    if (l.k == length_ - 1) flow_.max_end_ = std::max(flow_.max_end_, runs_on->end());
+    if (l.k == length_ - 1) counts.max_end = std::max(counts.max_end, runs_on->end());
   } else {
     WaveletRuns* next_on = &l.runs[1 - l.on];
     if (kk > 0) {
@@ -99,9 +100,10 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
       l.cross = hop + flow_.extra_of(link);
       l.from_hops += hop + (l.cross - hop);
     }
-    flow_.count_bytes(link, l.bytes);
-    flow_.max_end_ = std::max(flow_.max_end_, flow_.links_[link.value].pass(
-                                                  *runs_on, 0, 0, next_on, l.now, &flow_.wide_));
+    flow_.add_link_bytes(link, l.bytes);
+    counts.carried += l.bytes;
+    counts.max_end = std::max(counts.max_end, flow_.links_[link.value].pass(*runs_on, 0, 0, next_on,
+                                                                            l.now, &flow_.wide_));
     l.on = 1 - l.on;
     runs_on = next_on;
   }
@@ -110,11 +112,17 @@ void ParallelLineMulticast::hop(LineState& l, const Timed& from, Timed& out) {
                                              ramp_step_ * static_cast<std::ptrdiff_t>(kk));
   const std::uint64_t end =
       flow_.eject_[ramp].pass(*runs_on, l.cross, 0, nullptr, l.now, &flow_.wide_);
-  flow_.max_end_ = std::max(flow_.max_end_, end);
+  counts.max_end = std::max(counts.max_end, end);
   crossed(from, l.from_hops, l.ser, end, out);
 }
 
 void ParallelLineMulticast::next_hop(int first, int n, std::span<Timed> out) {
+  Counts counts;
+  next_hop(first, n, out, counts);
+  publish(counts);
+}
+
+void ParallelLineMulticast::next_hop(int first, int n, std::span<Timed> out, Counts& counts) {
   if (first < 0 || n < 0 || first + n > lines() || out.size() < static_cast<std::size_t>(n))
     throw std::invalid_argument("parallel multicast: lines out of range");
   if (!hop_by_hop_) {
@@ -145,12 +153,17 @@ void ParallelLineMulticast::next_hop(int first, int n, std::span<Timed> out) {
             static_cast<std::ptrdiff_t>(l.ramp0) +
             ramp_step_ * static_cast<std::ptrdiff_t>(ahead))]);
       }
-      hop(l, ready_[i], out[static_cast<std::size_t>(j)]);
+      hop(l, ready_[i], out[static_cast<std::size_t>(j)], counts);
     } else {
       out[static_cast<std::size_t>(j)] = ready_[i];
     }
     ++l.k;
   }
+}
+
+void ParallelLineMulticast::publish(Counts& counts) {
+  flow_.carried_bytes_ += std::exchange(counts.carried, 0);
+  flow_.max_end_ = std::max(flow_.max_end_, std::exchange(counts.max_end, 0));
 }
 
 }  // namespace wafersim::fabric

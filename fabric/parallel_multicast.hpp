@@ -47,6 +47,24 @@ class ParallelLineMulticast {
                         std::span<const Timed> ready);
 
   int lines() const { return static_cast<int>(ready_.size()); }
+  // Whether next_hop() times the hops (interleave, no borrowed links: it
+  // then touches only its lines' links, their cores' ramps, the model's
+  // byte counters and the end of its latest reservation), or hands out what
+  // send() timed when this object was made.
+  bool hop_by_hop() const { return hop_by_hop_; }
+  // What hops add to the model's total of carried bytes and to the end of
+  // its latest reservation.
+  struct Counts {
+    std::uint64_t carried = 0;
+    std::uint64_t max_end = 0;
+  };
+  // next_hop() whose counts go to `counts`, not to the model, until
+  // publish() adds them: two threads may then move disjoint sets of lines
+  // on at once, each with its own counts (and a third reduce rows with
+  // LineReductions::hold_counts), sharing no memory they write
+  // (FlowModel::set_concurrent). Sums and maxima: the model ends the same.
+  void next_hop(int first, int n, std::span<Timed> out, Counts& counts);
+  void publish(Counts& counts);
   // Moves lines [first, first + n) on by one core each and writes to out[j]
   // when line first + j's next core has the whole message (its k-th call
   // for that line is core k; core 0's is its ready time). Throws past the
@@ -70,7 +88,7 @@ class ParallelLineMulticast {
     // this object is made), so the hops reserve only the ramps.
     bool in_line_record = false;
   };
-  void hop(LineState& s, const Timed& ready, Timed& out);
+  void hop(LineState& s, const Timed& ready, Timed& out, Counts& counts);
 
   FlowModel& flow_;
   int length_;
@@ -81,6 +99,7 @@ class ParallelLineMulticast {
   std::ptrdiff_t ramp_step_ = 0;
   bool hop_by_hop_ = true;
   std::vector<LineState> lines_;
+
   // Not hop by hop: every arrival, line after line, and each line's next core.
   std::vector<Timed> all_;
   std::vector<int> next_core_;

@@ -737,6 +737,8 @@ struct PipelineExecutors {
     timing->set_routing_seed(seed);  // MoE expert choice in timing-only runs
     if (!lane) {
       if (weights) timing->set_threads(threads);
+      // Timing only: a second thread takes the GEMVs' row reductions.
+      if (!weights && threads > 1) timing->set_timing_helper(true);
       return;
     }
     // The lane's thread and threads - 2 helpers for the GEMVs (this thread

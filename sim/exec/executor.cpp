@@ -1,6 +1,10 @@
 #include "sim/exec/executor.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -32,6 +36,10 @@ void Executor::set_values_only() {
 void Executor::set_threads(int threads, std::function<void()> guest) {
   if (!functional()) throw std::logic_error("host threads for the GEMVs need weights");
   values_->set_threads(threads, std::move(guest));
+}
+
+void Executor::set_timing_helper(bool on) {
+  timing_team_ = on ? std::make_unique<models::WorkTeam>(2) : nullptr;
 }
 
 Executor::Touched Executor::take_touched() {
@@ -328,7 +336,12 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     // the links along its row (the multicasts only those across it) and the
     // ramps of its own cores, which no later hop of a multicast reaches; the
     // model's `now` has been raised by every multicast already, as when the
-    // rows were reduced after the last one.
+    // rows were reduced after the last one. For the same reasons a band's
+    // rows can be reduced on the timing helper (set_timing_helper) while
+    // this thread times the next bands: the two share no record, core or
+    // `now` (the multicast's hops keep each line's own), and the sums and
+    // maxima they both add to are held apart until the GEMV ends
+    // (hand_over_bands).
     constexpr int kTileColumns = 16, kTileRows = 16;
     fabric::Fabric& f = fab(m.wafer);
     touch(m.wafer, Coord{m.rect.x0, m.rect.y0});
@@ -348,16 +361,21 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     // The rows' reductions with one plan (fabric/line_reductions.hpp: exactly reduce_line's).
     fabric::LineReductions rows(f.mesh(), f.flow(), m.reduction, m.reduction_groups,
                                 m.reduction_direction(), Q);
-    done_.resize(static_cast<std::size_t>(kTileRows) * Q);
-    for (int p0 = 0; p0 < P; p0 += kTileRows) {
-      const int band = std::min(kTileRows, P - p0);
-      for (int q0 = 0; q0 < Q; q0 += kTileColumns) {
-        const int n = std::min(kTileColumns, Q - q0);
+    // Band b's multicast hops and tiles in columns [q_begin, q_end), their
+    // results into `done` and their cycles into `at` (a row of Q after
+    // another, from column 0); then its rows' reductions.
+    const int bands = (P + kTileRows - 1) / kTileRows;
+    const BandWork time_band = [&](int b, int q_begin, int q_end, std::span<Timed> band_done,
+                                   std::span<std::uint64_t> band_at,
+                                   fabric::ParallelLineMulticast::Counts& counts) {
+      const int p0 = b * kTileRows, band = std::min(kTileRows, P - p0);
+      for (int q0 = q_begin; q0 < q_end; q0 += kTileColumns) {
+        const int n = std::min(kTileColumns, q_end - q0);
         for (int pi = p0; pi < p0 + band; ++pi) {
           // The arrivals go where the tiles' results go, each tile run in place.
-          const std::span<Timed> done(done_.data() + static_cast<std::size_t>(pi - p0) * Q + q0,
-                                      static_cast<std::size_t>(n));
-          lines.next_hop(q0, n, done);
+          const std::size_t first = static_cast<std::size_t>(pi - p0) * Q + q0;
+          const std::span<Timed> done = band_done.subspan(first, static_cast<std::size_t>(n));
+          lines.next_hop(q0, n, done, counts);
           const std::uint64_t rows = rows_of(pi);
           // A balanced split has two tile widths: cost each once per tile row.
           fabric::CoreCost cost[2];
@@ -369,19 +387,160 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
               c = cost_cols[0] == ~std::uint64_t{0} ? 0 : 1;
               cost[c] = f.cost().gemm_tile(rows, cols, T, bits_), cost_cols[c] = cols;
             }
-            done[static_cast<std::size_t>(j)] =
-                f.cores().run(m.core(pi, q0 + j), done[static_cast<std::size_t>(j)], cost[c]);
+            const auto jj = static_cast<std::size_t>(j);
+            done[jj] = f.cores().run(m.core(pi, q0 + j), done[jj], cost[c]);
+            band_at[first + jj] = done[jj].at.value;
           }
         }
       }
-      for (int pi = p0; pi < p0 + band; ++pi)
-        y.ready.push_back(
-            rows.reduce(m.root(pi), Bytes{rows_of(pi) * 4 * T},
-                        std::span(done_).subspan(static_cast<std::size_t>(pi - p0) * Q, Q)));
+    };
+    y.ready.resize(static_cast<std::size_t>(P));
+    const BandSums reduce_band = [&](int b, std::span<const Timed> band_done,
+                                     std::span<const std::uint64_t> band_at) {
+      const int p0 = b * kTileRows, band = std::min(kTileRows, P - p0);
+      for (int pi = p0; pi < p0 + band; ++pi) {
+        const auto first = static_cast<std::size_t>(pi - p0) * Q;
+        y.ready[static_cast<std::size_t>(pi)] =
+            rows.reduce(m.root(pi), Bytes{rows_of(pi) * 4 * T}, band_done.subspan(first, Q),
+                        band_at.subspan(first, Q));
+      }
+    };
+    const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
+    if (timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop()) {
+      share_bands(bands, Q, kTileColumns, band_size, f.flow(), lines, rows, time_band, reduce_band);
+    } else {
+      done_.resize(band_size);
+      done_at_.resize(band_size);
+      fabric::ParallelLineMulticast::Counts counts;
+      for (int b = 0; b < bands; ++b) {
+        time_band(b, 0, Q, done_, done_at_, counts);
+        lines.publish(counts);
+        reduce_band(b, done_, done_at_);
+      }
     }
   }
   if (values) values->finish();
   return y;
+}
+
+namespace {
+
+// A band count written by one thread and read by the other, on a cache line of its own.
+struct alignas(64) BandCount {
+  static constexpr int kStop = std::numeric_limits<int>::max();  // the writer failed
+  std::atomic<int> n{0};
+
+  void post(int v) {
+    n.store(v, std::memory_order_release);
+    n.notify_one();
+  }
+  // Waits until at least `at_least` (or kStop); returns the count. Spins a
+  // while first: the other thread is usually a band away, and waking from
+  // a sleep costs more than a band takes.
+  int wait_for(int at_least, double& waited_s) const {
+    int v = n.load(std::memory_order_acquire);
+    if (v >= at_least) return v;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int spin = 0; v < at_least && spin < (1 << 16); ++spin) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      v = n.load(std::memory_order_acquire);
+    }
+    while (v < at_least) {
+      n.wait(v, std::memory_order_acquire);
+      v = n.load(std::memory_order_acquire);
+    }
+    waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return v;
+  }
+};
+
+struct alignas(64) HeldCounts {
+  fabric::ParallelLineMulticast::Counts counts;
+};
+
+}  // namespace
+
+void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
+                           fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
+                           fabric::LineReductions& rows, const BandWork& time,
+                           const BandSums& reduce) {
+  handed_.resize(static_cast<std::size_t>(kHandedBands) * band_size);
+  handed_at_.resize(static_cast<std::size_t>(kHandedBands) * band_size);
+  auto slot = [&](int b) {
+    return std::span<Timed>(handed_).subspan(static_cast<std::size_t>(b % kHandedBands) * band_size,
+                                             band_size);
+  };
+  auto slot_at = [&](int b) {
+    return std::span<std::uint64_t>(handed_at_)
+        .subspan(static_cast<std::size_t>(b % kHandedBands) * band_size, band_size);
+  };
+  // This thread's columns: [0, split), whole tiles.
+  const int split = std::min(
+      columns, static_cast<int>(std::lround(own_share_ * columns / tile_columns)) * tile_columns);
+  BandCount timed, reduced;
+  HeldCounts mine, helpers;
+  double waited_here = 0, waited_there = 0;
+  // Whatever happens, the model is one thread's again when this returns.
+  struct Alone {
+    fabric::FlowModel& flow;
+    fabric::ParallelLineMulticast& lines;
+    fabric::LineReductions& rows;
+    HeldCounts& mine;
+    HeldCounts& helpers;
+    ~Alone() {
+      flow.set_concurrent(false);
+      lines.publish(mine.counts);
+      lines.publish(helpers.counts);
+      rows.hold_counts(false);
+      rows.publish_counts();
+    }
+  } alone{flow, lines, rows, mine, helpers};
+  flow.set_concurrent(true);
+  rows.hold_counts(true);
+  // The helper times its columns of each band (nothing else waits for it:
+  // the team's other thread takes this item as soon as it wakes); this
+  // thread times its own, reduces the band's rows, and then has the rest of
+  // the phase's work to itself.
+  timing_team_->start(1, [&](int, int) {
+    try {
+      for (int b = 0; b < bands; ++b) {
+        // The ring's slot is free once the band kHandedBands before is reduced.
+        if (b >= kHandedBands &&
+            reduced.wait_for(b - kHandedBands + 1, waited_there) == BandCount::kStop)
+          return;
+        time(b, split, columns, slot(b), slot_at(b), helpers.counts);
+        timed.post(b + 1);
+      }
+    } catch (...) {
+      timed.post(BandCount::kStop);
+      throw;
+    }
+  });
+  try {
+    for (int b = 0; b < bands; ++b) {
+      time(b, 0, split, slot(b), slot_at(b), mine.counts);
+      if (timed.wait_for(b + 1, waited_here) == BandCount::kStop) break;
+      reduce(b, slot(b), slot_at(b));
+      reduced.post(b + 1);
+    }
+  } catch (...) {
+    reduced.post(BandCount::kStop);
+    try {
+      timing_team_->finish();
+    } catch (...) {
+      // This thread's error is the one to report.
+    }
+    throw;
+  }
+  timing_team_->finish();  // rethrows the helper's error
+  // The next GEMV's share: more columns here when this thread waited
+  // longer for the helper than the helper for it (host time only: any
+  // split gives the same results).
+  constexpr double kStep = 0.02, kMost = 0.5;
+  own_share_ = waited_here > waited_there ? std::min(kMost, own_share_ + kStep)
+                                          : std::max(0.0, own_share_ - kStep);
 }
 
 // ---- Norms and elementwise work ------------------------------------------------

@@ -14,14 +14,20 @@
 #include <vector>
 
 #include "fabric/fabric.hpp"
+#include "fabric/parallel_multicast.hpp"
 #include "fabric/wafer_io.hpp"
 #include "models/kernels.hpp"
 #include "models/weights.hpp"
+#include "models/work_team.hpp"
 #include "sim/exec/phase_values.hpp"
 #include "sim/exec/token_message.hpp"
 #include "sim/exec/value_lane.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/program/program.hpp"
+
+namespace wafersim::fabric {
+class LineReductions;
+}  // namespace wafersim::fabric
 
 namespace wafersim::sim {
 
@@ -91,6 +97,13 @@ class Executor {
   // one other thread may then take some of them with assist() (the
   // simulation, waiting for the functional lane: sim/exec/value_lane.hpp).
   void set_threads(int threads, std::function<void()> guest = nullptr);
+  // A second host thread for the timing itself (the engine gives one to
+  // timing-only runs with more than one host thread): a GEMV's row
+  // reductions run on it, band by band of rows, while this thread times the
+  // multicasts and tiles of the bands after (gemv). Each touches records the
+  // other does not, with the same calls in the same order per record, so
+  // results are the same byte for byte with or without it.
+  void set_timing_helper(bool on);
   // The guest thread computes row bands of the GEMV being computed, if
   // any (set_threads); whether it found one.
   bool assist() { return values_ && values_->assist(); }
@@ -311,7 +324,31 @@ class Executor {
   const Program& prog_;
   int bits_;
   std::vector<fabric::LinkId> route_;
+  // A GEMV band's tile results, and their cycles apart (gemv).
   std::vector<Timed> done_;
+  std::vector<std::uint64_t> done_at_;
+  // set_timing_helper: the helper (a team of two), and the bands handed
+  // over (a ring of kHandedBands bands' tile results and cycles).
+  std::unique_ptr<models::WorkTeam> timing_team_;
+  std::vector<Timed> handed_;
+  std::vector<std::uint64_t> handed_at_;
+  static constexpr int kHandedBands = 4;
+  // Times band b's multicasts and tiles in columns [q_begin, q_end) into
+  // (done, at); reduces its rows from them.
+  using BandWork = std::function<void(int b, int q_begin, int q_end, std::span<Timed> done,
+                                      std::span<std::uint64_t> at,
+                                      fabric::ParallelLineMulticast::Counts& counts)>;
+  using BandSums =
+      std::function<void(int b, std::span<const Timed> done, std::span<const std::uint64_t> at)>;
+  // A GEMV's bands b = 0 .. bands - 1 on both threads: the helper times
+  // most columns of each, this thread the first own_share_ of them (whole
+  // tiles) and then reduces the band once the helper has timed its part.
+  void share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
+                   fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
+                   fabric::LineReductions& rows, const BandWork& time, const BandSums& reduce);
+  // The share of a GEMV's columns this thread times (share_bands), moved
+  // after each GEMV toward the split where neither thread waits.
+  double own_share_ = 0.1;
   std::uint64_t routing_seed_ = 0;
   bool timing_ = true;  // false: values only (set_values_only)
   bool frozen_ = false;

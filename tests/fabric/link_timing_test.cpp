@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -652,6 +654,67 @@ TEST(LinkState, WithWideRecordsAnswersAsAnExactRecord) {
   EXPECT_GT(came_back, 100);
   EXPECT_EQ(wide.in_use(), 0u);
   EXPECT_EQ(wide.gaps_given_up(), 0u);  // never full at these sizes
+}
+
+// A shared table of wide records (WideRecords::set_shared, as
+// FlowModel::set_concurrent sets it while Executor::gemv times a GEMV on two
+// threads) takes two threads at once, each reserving on links of its own:
+// every link still answers as an exact record, while both threads' links
+// go wide, grow and come back to compact form side by side. (Built with
+// -fsanitize=thread, this also checks that the table's changes are guarded.)
+TEST(LinkState, SharedWideRecordsTakeTwoThreadsAtOnce) {
+  FlowModel::WideRecords wide;
+  wide.set_shared(true);
+  struct Side {
+    std::uint64_t state;
+    int went_wide = 0, came_back = 0, mismatches = 0;
+  };
+  auto run = [&wide](Side& side) {
+    auto next = [&side](std::uint64_t n) {
+      side.state = side.state * 6364136223846793005ull + 1442695040888963407ull;
+      return (side.state >> 17) % n;
+    };
+    for (int trial = 0; trial < 600; ++trial) {
+      FlowModel::LinkState link;
+      ReferenceLinkState exact;
+      exact.capacity = std::numeric_limits<std::size_t>::max();
+      std::uint64_t now = next(50);
+      bool was_wide = false;
+      const int n = 1 + static_cast<int>(next(300));
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t t = now + (next(4) == 0 ? next(8) : next(400));
+        const std::uint64_t len = 1 + (next(3) == 0 ? next(30) : next(3));
+        const std::uint64_t s = link.earliest_fit(t, len, &wide);
+        if (s != exact.earliest_fit(t, len)) ++side.mismatches;
+        if (next(6) == 0) {
+          WaveletRuns taken;
+          link.fill(t, len, taken, now, &wide);
+          exact.fill(t, len, now);
+        } else {
+          link.reserve(s, len, now, &wide);
+          exact.reserve(s, len, now);
+        }
+        if (link.wide()) was_wide = true;
+        if (was_wide && !link.wide()) ++side.came_back, was_wide = false;
+        if (next(3) == 0) now += next(6);
+        for (std::uint64_t c = now; c < now + 450; c += 1 + next(7))
+          if (link.earliest_fit(c, 1, &wide) != exact.earliest_fit(c, 1)) ++side.mismatches;
+      }
+      side.went_wide += was_wide || link.wide() ? 1 : 0;
+      // Back to compact form before the record goes (its block to the table).
+      link.reserve(now + 100000, 1, now + 100000, &wide);
+    }
+  };
+  Side a{11}, b{977};
+  std::thread other(run, std::ref(b));
+  run(a);
+  other.join();
+  for (const Side* side : {&a, &b}) {
+    EXPECT_EQ(side->mismatches, 0);
+    EXPECT_GT(side->went_wide, 100);
+    EXPECT_GT(side->came_back, 50);
+  }
+  EXPECT_EQ(wide.in_use(), 0u);
 }
 
 // The flow model on crowded traffic along long routes, where later hops

@@ -395,6 +395,52 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
   }
 }
 
+// Timing-only runs with more than one host thread time each GEMV on two
+// (Executor::set_timing_helper: most of a band's multicasts and tiles on
+// the helper, the rest and the rows' reductions on the simulation's own
+// thread). The results are the same byte for byte as on one thread, for
+// every reduction scheme (k-tree and ring keep to one thread), layer
+// groups, users pipelined through the layers, decode batches, prompt
+// blocks, two wafers, with layers replayed and without.
+TEST(Cli, TimingHelperDoesNotChangeAResult) {
+  struct Case {
+    std::string model, extra, options;
+  };
+  const std::string whole = "placement:\n  strategy: whole-region\n  layer_groups: 1\n";
+  const std::string two = "placement:\n  strategy: whole-region\n  layer_groups: 2\n";
+  const std::vector<Case> cases = {
+      {"tiny-llama", whole + "workload:\n  users: 1\n", ""},
+      {"tiny-llama", whole + "workload:\n  users: 1\n", " --layer-replay off"},
+      {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction chain"},
+      {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction tree"},
+      {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction two-level"},
+      {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction ring"},
+      {"tiny-llama", two + "workload:\n  users: 1\n",
+       " --reduction k-tree --set placement.reduction_groups=1"},
+      {"tiny-llama", "workload:\n  users: 2\n", ""},
+      {"tiny-mixtral", whole + "workload:\n  users: 2\n  decode_batch: 2\n", ""},
+      {"tiny-gpt2", whole + "workload:\n  users: 1\n  prefill_block: 3\n", ""},
+      {"tiny-llama", whole + "workload:\n  users: 1\n", " --wafers 2 --set model.num_layers=8"},
+  };
+  for (const Case& c : cases) {
+    const fs::path d = scratch_dir("helper");
+    const fs::path scenario = d / "helper.yaml";
+    std::ofstream(scenario) << "name: helper\nhardware: small\nmodel: " << c.model
+                            << "\nprecision: bf16\nwafers: 1\n"
+                            << c.extra << "  prompt_tokens: 3\n  generate_tokens: 4\n";
+    const std::string run = "run " + scenario.string() + " --json --timing-only" + c.options;
+    const Outcome one = wafersim(run + " --threads 1");
+    ASSERT_EQ(one.code, 0) << c.model << c.options << ": " << one.err;
+    for (int threads : {2, 3}) {
+      const Outcome more = wafersim(run + " --threads " + std::to_string(threads));
+      ASSERT_EQ(more.code, 0) << c.model << c.options << ": " << more.err;
+      EXPECT_EQ(one.out, more.out) << c.model << c.options << " on " << threads << " threads\n"
+                                   << c.extra;
+    }
+    fs::remove_all(d);
+  }
+}
+
 // Layers replayed as shifted copies of the one simulated before them
 // (sim/exec/layer_replay.hpp) give byte for byte the results of simulating
 // every layer, where the replay takes place (whole-region layer groups,

@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/kernels.hpp"
 #include "support/test_spec.hpp"
+#include "support/timed_checks.hpp"
 
 namespace wafersim::sim {
 namespace {
@@ -134,6 +137,69 @@ TEST(MeshGemv, ATransposedMatrixIsTheQuarterTurn) {
   EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{1, 1}, fabric::Direction::north)), 8u);
   EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{0, 0}, fabric::Direction::south)), 0u);
   EXPECT_EQ(fab.flow().link_bytes(mesh.link(Coord{1, 0}, fabric::Direction::west)), 0u);
+}
+
+// The timing helper (Executor::set_timing_helper: a GEMV's bands shared
+// between two threads, the rows reduced on this one) leaves everything as
+// one thread does: every output's time and explanation, every link and ramp
+// record, byte counter and core, after GEMVs of every orientation and
+// reduction scheme one after another on the same cores (each meets the
+// reservations of those before), the input ready unevenly. k-tree and ring
+// keep to one thread; their GEMVs sit between the others.
+TEST(MeshGemv, OnTwoThreadsIsTheSameAsOnOne) {
+  const fabric::WaferSpec spec = fabric::testing::small_spec(48, 80);
+  fabric::Fabric one(spec), two(spec);
+  models::ModelConfig model;
+  Placement pl;
+  Program prog;
+  Executor ex_one(one, model, pl, prog, nullptr, 16), ex_two(two, model, pl, prog, nullptr, 16);
+  ex_two.set_timing_helper(true);
+  struct Shape {
+    fabric::Rect rect;
+    bool upward, transposed;
+    fabric::ReductionScheme reduction;
+  };
+  const std::vector<Shape> shapes = {
+      {{2, 3, 40, 70}, false, false, fabric::ReductionScheme::two_level},
+      {{2, 3, 40, 70}, false, true, fabric::ReductionScheme::chain},
+      {{5, 1, 33, 75}, true, false, fabric::ReductionScheme::tree},
+      {{2, 3, 40, 70}, false, false, fabric::ReductionScheme::k_tree},
+      {{0, 0, 48, 80}, false, true, fabric::ReductionScheme::two_level},
+      {{2, 3, 40, 70}, false, true, fabric::ReductionScheme::ring},
+      {{1, 2, 45, 77}, false, false, fabric::ReductionScheme::chain},
+  };
+  std::uint64_t start = 0;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    MatrixPlacement m;
+    m.name = "w" + std::to_string(k);
+    m.out_features = 4 * shapes[k].rect.height + 7;
+    m.in_features = 8 * shapes[k].rect.width - 3;
+    if (shapes[k].transposed) std::swap(m.out_features, m.in_features);
+    m.rect = shapes[k].rect;
+    m.upward = shapes[k].upward;
+    m.transposed = shapes[k].transposed;
+    m.reduction = shapes[k].reduction;
+    Vec x;
+    x.layout = input_layout(m);
+    for (std::size_t i = 0; i < x.layout.size(); ++i) {
+      Timed t{Cycles{start + (i * 37) % 101}, {}};
+      t.path.compute = Cycles{i % 13};
+      x.ready.push_back(t);
+    }
+    const Vec a = ex_one.gemv(m, WeightRef::o, 0, x), b = ex_two.gemv(m, WeightRef::o, 0, x);
+    ASSERT_EQ(a.ready.size(), b.ready.size()) << m.name;
+    for (std::size_t i = 0; i < a.ready.size(); ++i)
+      fabric::testing::expect_same(b.ready[i], a.ready[i], m.name + " row " + std::to_string(i));
+    start = a.ready.front().at.value / 2;  // the next one's input while this one is still busy
+  }
+  fabric::testing::expect_same_records(one.mesh(), one.flow(), two.flow(), "after the GEMVs");
+  EXPECT_EQ(two.flow().model_now(), one.flow().model_now());
+  EXPECT_EQ(two.cores().busy_cycles_by_core(), one.cores().busy_cycles_by_core());
+  // Every core busy until the same cycle (the timelines' whole state).
+  fabric::StateHash core_one, core_two;
+  one.cores().add_state_after(0, 0, core_one);
+  two.cores().add_state_after(0, 0, core_two);
+  EXPECT_TRUE(core_one == core_two);
 }
 
 TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
