@@ -130,8 +130,9 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd
       ->add_option("--threads", a->threads,
                    "Host threads (0: all the host has): from 2 on, functional runs compute "
-                   "their numbers on a second thread behind the timing (GEMV helpers from 3 on) "
-                   "and the link records are faulted in ahead; results do not depend on it")
+                   "their numbers on a second thread behind the timing (GEMV helpers from 3 on), "
+                   "timing-only runs time each GEMV on two, and the link records are faulted in "
+                   "ahead; results do not depend on it")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--keep-link-records", a->keep_link_records,
                     "Keep every wafer's link records for the whole run instead of reusing those of "
