@@ -462,6 +462,47 @@ struct alignas(64) HeldCounts {
 
 }  // namespace
 
+Executor::BandWaits Executor::on_two_threads(int bands, int ring,
+                                             const std::function<void(int)>& helper,
+                                             const std::function<void(int)>& first,
+                                             const std::function<void(int)>& second) {
+  BandCount helped, done;
+  BandWaits w;
+  // The helper takes this item as soon as it wakes (nothing else waits for
+  // it), so this thread may wait for its bands.
+  timing_team_->start(1, [&](int, int) {
+    try {
+      for (int b = 0; b < bands; ++b) {
+        if (ring > 0 && b >= ring && done.wait_for(b - ring + 1, w.there) == BandCount::kStop)
+          return;
+        helper(b);
+        helped.post(b + 1);
+      }
+    } catch (...) {
+      helped.post(BandCount::kStop);
+      throw;
+    }
+  });
+  try {
+    for (int b = 0; b < bands; ++b) {
+      if (first) first(b);
+      if (helped.wait_for(b + 1, w.here) == BandCount::kStop) break;
+      second(b);
+      done.post(b + 1);
+    }
+  } catch (...) {
+    done.post(BandCount::kStop);
+    try {
+      timing_team_->finish();
+    } catch (...) {
+      // This thread's error is the one to report.
+    }
+    throw;
+  }
+  timing_team_->finish();  // rethrows the helper's error
+  return w;
+}
+
 void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
                            fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
                            fabric::LineReductions& rows, const BandWork& time,
@@ -479,9 +520,7 @@ void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t
   // This thread's columns: [0, split), whole tiles.
   const int split = std::min(
       columns, static_cast<int>(std::lround(own_share_ * columns / tile_columns)) * tile_columns);
-  BandCount timed, reduced;
   HeldCounts mine, helpers;
-  double waited_here = 0, waited_there = 0;
   // Whatever happens, the model is one thread's again when this returns.
   struct Alone {
     fabric::FlowModel& flow;
@@ -499,48 +538,20 @@ void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t
   } alone{flow, lines, rows, mine, helpers};
   flow.set_concurrent(true);
   rows.hold_counts(true);
-  // The helper times its columns of each band (nothing else waits for it:
-  // the team's other thread takes this item as soon as it wakes); this
-  // thread times its own, reduces the band's rows, and then has the rest of
-  // the phase's work to itself.
-  timing_team_->start(1, [&](int, int) {
-    try {
-      for (int b = 0; b < bands; ++b) {
-        // The ring's slot is free once the band kHandedBands before is reduced.
-        if (b >= kHandedBands &&
-            reduced.wait_for(b - kHandedBands + 1, waited_there) == BandCount::kStop)
-          return;
-        time(b, split, columns, slot(b), slot_at(b), helpers.counts);
-        timed.post(b + 1);
-      }
-    } catch (...) {
-      timed.post(BandCount::kStop);
-      throw;
-    }
-  });
-  try {
-    for (int b = 0; b < bands; ++b) {
-      time(b, 0, split, slot(b), slot_at(b), mine.counts);
-      if (timed.wait_for(b + 1, waited_here) == BandCount::kStop) break;
-      reduce(b, slot(b), slot_at(b));
-      reduced.post(b + 1);
-    }
-  } catch (...) {
-    reduced.post(BandCount::kStop);
-    try {
-      timing_team_->finish();
-    } catch (...) {
-      // This thread's error is the one to report.
-    }
-    throw;
-  }
-  timing_team_->finish();  // rethrows the helper's error
+  // The helper times its columns of each band; this thread times its own,
+  // then reduces the band's rows (a slot of the ring is free again once
+  // its band is reduced).
+  const BandWaits w = on_two_threads(
+      bands, kHandedBands,
+      [&](int b) { time(b, split, columns, slot(b), slot_at(b), helpers.counts); },
+      [&](int b) { time(b, 0, split, slot(b), slot_at(b), mine.counts); },
+      [&](int b) { reduce(b, slot(b), slot_at(b)); });
   // The next GEMV's share: more columns here when this thread waited
   // longer for the helper than the helper for it (host time only: any
   // split gives the same results).
   constexpr double kStep = 0.02, kMost = 0.5;
-  own_share_ = waited_here > waited_there ? std::min(kMost, own_share_ + kStep)
-                                          : std::max(0.0, own_share_ - kStep);
+  own_share_ =
+      w.here > w.there ? std::min(kMost, own_share_ + kStep) : std::max(0.0, own_share_ - kStep);
 }
 
 // ---- Norms and elementwise work ------------------------------------------------
@@ -841,6 +852,8 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
       for (int j = 0; j < C; ++j)
         down[static_cast<std::size_t>(j)].assign(static_cast<std::size_t>(L),
                                                  q.ready[static_cast<std::size_t>(j)]);
+      for (int i = 0; i < L; ++i)
+        block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
     } else {
       touch(w, Line{a.block_core(h, 0, 0), fabric::Direction::south, L});
       touch(w, Line{a.block_core(h, 0, C - 1), fabric::Direction::south, L});
@@ -850,17 +863,59 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
           f.mesh(), f.flow(), a.block_core(h, 0, 0), fabric::Direction::south, L,
           fabric::Direction::east, column_bytes,
           std::span<const Timed>(q.ready).first(static_cast<std::size_t>(C)));
-      // Line by line, each down its column: ramps and core timelines are
-      // column-major, so that is their memory order.
-      for (int j = 0; j < C; ++j) {
-        std::vector<Timed>& arrivals = down[static_cast<std::size_t>(j)];
-        arrivals.resize(static_cast<std::size_t>(L));
+      for (int j = 0; j < C; ++j)
+        down[static_cast<std::size_t>(j)].resize(static_cast<std::size_t>(L));
+      // Rows [i0, i1) of every line, each down its column: ramps and core
+      // timelines are column-major, so that is their memory order.
+      auto hops = [&](int i0, int i1, fabric::ParallelLineMulticast::Counts& counts) {
+        for (int j = 0; j < C; ++j)
+          for (int i = i0; i < i1; ++i)
+            lines.next_hop(j, 1,
+                           std::span(down[static_cast<std::size_t>(j)])
+                               .subspan(static_cast<std::size_t>(i), 1),
+                           counts);
+      };
+      if (timing_team_ && lines.hop_by_hop() && L > kAttentionBand) {
+        // The multicast's hops on the helper, a band of rows at a time,
+        // while this thread works out the rows they have reached (exact,
+        // as a GEMV's bands: the hops keep each line's own `now` and touch
+        // the columns' links and the ramps of rows below; a row's work, its
+        // row's links, ramps and cores).
+        HeldCounts helpers;
+        struct Alone {
+          fabric::FlowModel& flow;
+          fabric::ParallelLineMulticast& lines;
+          HeldCounts& helpers;
+          ~Alone() {
+            flow.set_concurrent(false);
+            lines.publish(helpers.counts);
+          }
+        } alone{f.flow(), lines, helpers};
+        f.flow().set_concurrent(true);
+        const int bands = (L + kAttentionBand - 1) / kAttentionBand;
+        auto band_rows = [&](int b) {
+          return std::pair{b * kAttentionBand, std::min(L, (b + 1) * kAttentionBand)};
+        };
+        on_two_threads(
+            bands, 0,
+            [&](int b) {
+              const auto [i0, i1] = band_rows(b);
+              hops(i0, i1, helpers.counts);
+            },
+            nullptr,
+            [&](int b) {
+              const auto [i0, i1] = band_rows(b);
+              for (int i = i0; i < i1; ++i)
+                block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
+            });
+      } else {
+        fabric::ParallelLineMulticast::Counts counts;
+        hops(0, L, counts);
+        lines.publish(counts);
         for (int i = 0; i < L; ++i)
-          lines.next_hop(j, 1, std::span(arrivals).subspan(static_cast<std::size_t>(i), 1));
+          block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
       }
     }
-    for (int i = 0; i < L; ++i)
-      block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
     // Each column's partials (g x (dims + max + sum) per token) reduced up
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {

@@ -346,6 +346,19 @@ class Executor {
   void share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
                    fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
                    fabric::LineReductions& rows, const BandWork& time, const BandSums& reduce);
+  // Bands b = 0 .. bands - 1 on both threads: helper(b) on the timing
+  // helper; on this thread first(b) (if given) beside it, then second(b)
+  // once helper(b) is done. With ring > 0, helper(b) waits until
+  // second(b - ring) is done (they share a slot). Returns how long each
+  // side waited for the other, in seconds.
+  struct BandWaits {
+    double here = 0, there = 0;
+  };
+  BandWaits on_two_threads(int bands, int ring, const std::function<void(int)>& helper,
+                           const std::function<void(int)>& first,
+                           const std::function<void(int)>& second);
+  // Rows of an attention block handed over at once (block_attention).
+  static constexpr int kAttentionBand = 16;
   // The share of a GEMV's columns this thread times (share_bands), moved
   // after each GEMV toward the split where neither thread waits.
   double own_share_ = 0.1;
