@@ -407,7 +407,11 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     };
     const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
     if (timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop()) {
-      share_bands(bands, Q, kTileColumns, band_size, f.flow(), lines, rows, time_band, reduce_band);
+      // Shapes: rows and columns of cores, tokens, and 0 (a GEMV).
+      const std::uint64_t shape = static_cast<std::uint64_t>(P) << 40 |
+                                  static_cast<std::uint64_t>(Q) << 16 | (T & 0xffff) << 1;
+      share_bands(bands, Q, kTileColumns, band_size, shape, f.flow(), lines, rows, time_band,
+                  reduce_band);
     } else {
       done_.resize(band_size);
       done_at_.resize(band_size);
@@ -503,10 +507,24 @@ Executor::BandWaits Executor::on_two_threads(int bands, int ring,
   return w;
 }
 
+int Executor::own_columns(std::uint64_t shape, int columns, int tile) const {
+  constexpr double kFirst = 0.1;
+  const auto it = own_shares_.find(shape);
+  const double share = it == own_shares_.end() ? kFirst : it->second;
+  return std::min(columns, static_cast<int>(std::lround(share * columns / tile)) * tile);
+}
+
+void Executor::balance(std::uint64_t shape, const BandWaits& waits) {
+  constexpr double kFirst = 0.1, kStep = 0.02, kMost = 0.5;
+  const auto [it, added] = own_shares_.try_emplace(shape, kFirst);
+  it->second = waits.here > waits.there ? std::min(kMost, it->second + kStep)
+                                        : std::max(0.0, it->second - kStep);
+}
+
 void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
-                           fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
-                           fabric::LineReductions& rows, const BandWork& time,
-                           const BandSums& reduce) {
+                           std::uint64_t shape, fabric::FlowModel& flow,
+                           fabric::ParallelLineMulticast& lines, fabric::LineReductions& rows,
+                           const BandWork& time, const BandSums& reduce) {
   handed_.resize(static_cast<std::size_t>(kHandedBands) * band_size);
   handed_at_.resize(static_cast<std::size_t>(kHandedBands) * band_size);
   auto slot = [&](int b) {
@@ -517,9 +535,8 @@ void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t
     return std::span<std::uint64_t>(handed_at_)
         .subspan(static_cast<std::size_t>(b % kHandedBands) * band_size, band_size);
   };
-  // This thread's columns: [0, split), whole tiles.
-  const int split = std::min(
-      columns, static_cast<int>(std::lround(own_share_ * columns / tile_columns)) * tile_columns);
+  // This thread's columns: [0, split).
+  const int split = own_columns(shape, columns, tile_columns);
   HeldCounts mine, helpers;
   // Whatever happens, the model is one thread's again when this returns.
   struct Alone {
@@ -546,12 +563,7 @@ void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t
       [&](int b) { time(b, split, columns, slot(b), slot_at(b), helpers.counts); },
       [&](int b) { time(b, 0, split, slot(b), slot_at(b), mine.counts); },
       [&](int b) { reduce(b, slot(b), slot_at(b)); });
-  // The next GEMV's share: more columns here when this thread waited
-  // longer for the helper than the helper for it (host time only: any
-  // split gives the same results).
-  constexpr double kStep = 0.02, kMost = 0.5;
-  own_share_ =
-      w.here > w.there ? std::min(kMost, own_share_ + kStep) : std::max(0.0, own_share_ - kStep);
+  balance(shape, w);
 }
 
 // ---- Norms and elementwise work ------------------------------------------------
@@ -867,8 +879,9 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         down[static_cast<std::size_t>(j)].resize(static_cast<std::size_t>(L));
       // Rows [i0, i1) of every line, each down its column: ramps and core
       // timelines are column-major, so that is their memory order.
-      auto hops = [&](int i0, int i1, fabric::ParallelLineMulticast::Counts& counts) {
-        for (int j = 0; j < C; ++j)
+      auto hops = [&](int i0, int i1, int j0, int j1,
+                      fabric::ParallelLineMulticast::Counts& counts) {
+        for (int j = j0; j < j1; ++j)
           for (int i = i0; i < i1; ++i)
             lines.next_hop(j, 1,
                            std::span(down[static_cast<std::size_t>(j)])
@@ -881,36 +894,47 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         // as a GEMV's bands: the hops keep each line's own `now` and touch
         // the columns' links and the ramps of rows below; a row's work, its
         // row's links, ramps and cores).
-        HeldCounts helpers;
+        // This thread also takes the hops of the first columns (its share).
+        HeldCounts mine, helpers;
         struct Alone {
           fabric::FlowModel& flow;
           fabric::ParallelLineMulticast& lines;
+          HeldCounts& mine;
           HeldCounts& helpers;
           ~Alone() {
             flow.set_concurrent(false);
+            lines.publish(mine.counts);
             lines.publish(helpers.counts);
           }
-        } alone{f.flow(), lines, helpers};
+        } alone{f.flow(), lines, mine, helpers};
         f.flow().set_concurrent(true);
         const int bands = (L + kAttentionBand - 1) / kAttentionBand;
         auto band_rows = [&](int b) {
           return std::pair{b * kAttentionBand, std::min(L, (b + 1) * kAttentionBand)};
         };
-        on_two_threads(
-            bands, 0,
-            [&](int b) {
-              const auto [i0, i1] = band_rows(b);
-              hops(i0, i1, helpers.counts);
-            },
-            nullptr,
-            [&](int b) {
-              const auto [i0, i1] = band_rows(b);
-              for (int i = i0; i < i1; ++i)
-                block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
-            });
+        // Shapes: rows and columns of the block, tokens, and 1 (attention).
+        const std::uint64_t shape = static_cast<std::uint64_t>(L) << 40 |
+                                    static_cast<std::uint64_t>(C) << 16 | (T & 0xffff) << 1 | 1;
+        const int split = own_columns(shape, C, 1);
+        balance(shape, on_two_threads(
+                           bands, 0,
+                           [&](int b) {
+                             const auto [i0, i1] = band_rows(b);
+                             hops(i0, i1, split, C, helpers.counts);
+                           },
+                           [&](int b) {
+                             const auto [i0, i1] = band_rows(b);
+                             hops(i0, i1, 0, split, mine.counts);
+                           },
+                           [&](int b) {
+                             const auto [i0, i1] = band_rows(b);
+                             for (int i = i0; i < i1; ++i)
+                               block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready,
+                                         partial);
+                           }));
       } else {
         fabric::ParallelLineMulticast::Counts counts;
-        hops(0, L, counts);
+        hops(0, L, 0, C, counts);
         lines.publish(counts);
         for (int i = 0; i < L; ++i)
           block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fabric/fabric.hpp"
@@ -341,11 +342,13 @@ class Executor {
   using BandSums =
       std::function<void(int b, std::span<const Timed> done, std::span<const std::uint64_t> at)>;
   // A GEMV's bands b = 0 .. bands - 1 on both threads: the helper times
-  // most columns of each, this thread the first own_share_ of them (whole
-  // tiles) and then reduces the band once the helper has timed its part.
+  // most columns of each, this thread the first of them (its share, whole
+  // tiles: own_columns) and then reduces the band once the helper has timed
+  // its part. `shape` names the GEMV's shape for its share.
   void share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
-                   fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
-                   fabric::LineReductions& rows, const BandWork& time, const BandSums& reduce);
+                   std::uint64_t shape, fabric::FlowModel& flow,
+                   fabric::ParallelLineMulticast& lines, fabric::LineReductions& rows,
+                   const BandWork& time, const BandSums& reduce);
   // Bands b = 0 .. bands - 1 on both threads: helper(b) on the timing
   // helper; on this thread first(b) (if given) beside it, then second(b)
   // once helper(b) is done. With ring > 0, helper(b) waits until
@@ -359,9 +362,14 @@ class Executor {
                            const std::function<void(int)>& second);
   // Rows of an attention block handed over at once (block_attention).
   static constexpr int kAttentionBand = 16;
-  // The share of a GEMV's columns this thread times (share_bands), moved
-  // after each GEMV toward the split where neither thread waits.
-  double own_share_ = 0.1;
+  // The columns of `columns` this thread takes beside the helper in work
+  // of shape `shape` (a GEMV's or an attention block's), in whole tiles of
+  // `tile`: a share per shape, moved after each such work toward the split
+  // where neither thread waits for the other (balance). Host time only: any
+  // split gives the same results.
+  int own_columns(std::uint64_t shape, int columns, int tile) const;
+  void balance(std::uint64_t shape, const BandWaits& waits);
+  std::unordered_map<std::uint64_t, double> own_shares_;
   std::uint64_t routing_seed_ = 0;
   bool timing_ = true;  // false: values only (set_values_only)
   bool frozen_ = false;
