@@ -464,6 +464,40 @@ struct alignas(64) HeldCounts {
   fabric::ParallelLineMulticast::Counts counts;
 };
 
+// A flow model shared by this thread and the timing helper for one piece
+// of work (FlowModel::set_concurrent): each thread's multicast counts kept
+// apart, and the row reductions' when given (LineReductions::hold_counts);
+// when this ends, however it ends, all of them are in the model and the
+// model is one thread's again.
+class SharedModel {
+ public:
+  SharedModel(fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
+              fabric::LineReductions* rows = nullptr)
+      : flow_(flow), lines_(lines), rows_(rows) {
+    flow_.set_concurrent(true);
+    if (rows_) rows_->hold_counts(true);
+  }
+  ~SharedModel() {
+    flow_.set_concurrent(false);
+    lines_.publish(mine_.counts);
+    lines_.publish(helpers_.counts);
+    if (rows_) {
+      rows_->hold_counts(false);
+      rows_->publish_counts();
+    }
+  }
+  SharedModel(const SharedModel&) = delete;
+  SharedModel& operator=(const SharedModel&) = delete;
+  fabric::ParallelLineMulticast::Counts& mine() { return mine_.counts; }
+  fabric::ParallelLineMulticast::Counts& helpers() { return helpers_.counts; }
+
+ private:
+  fabric::FlowModel& flow_;
+  fabric::ParallelLineMulticast& lines_;
+  fabric::LineReductions* rows_;
+  HeldCounts mine_, helpers_;
+};
+
 }  // namespace
 
 Executor::BandWaits Executor::on_two_threads(int bands, int ring,
@@ -537,31 +571,14 @@ void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t
   };
   // This thread's columns: [0, split).
   const int split = own_columns(shape, columns, tile_columns);
-  HeldCounts mine, helpers;
-  // Whatever happens, the model is one thread's again when this returns.
-  struct Alone {
-    fabric::FlowModel& flow;
-    fabric::ParallelLineMulticast& lines;
-    fabric::LineReductions& rows;
-    HeldCounts& mine;
-    HeldCounts& helpers;
-    ~Alone() {
-      flow.set_concurrent(false);
-      lines.publish(mine.counts);
-      lines.publish(helpers.counts);
-      rows.hold_counts(false);
-      rows.publish_counts();
-    }
-  } alone{flow, lines, rows, mine, helpers};
-  flow.set_concurrent(true);
-  rows.hold_counts(true);
+  SharedModel shared(flow, lines, &rows);
   // The helper times its columns of each band; this thread times its own,
   // then reduces the band's rows (a slot of the ring is free again once
   // its band is reduced).
   const BandWaits w = on_two_threads(
       bands, kHandedBands,
-      [&](int b) { time(b, split, columns, slot(b), slot_at(b), helpers.counts); },
-      [&](int b) { time(b, 0, split, slot(b), slot_at(b), mine.counts); },
+      [&](int b) { time(b, split, columns, slot(b), slot_at(b), shared.helpers()); },
+      [&](int b) { time(b, 0, split, slot(b), slot_at(b), shared.mine()); },
       [&](int b) { reduce(b, slot(b), slot_at(b)); });
   balance(shape, w);
 }
@@ -895,19 +912,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         // the columns' links and the ramps of rows below; a row's work, its
         // row's links, ramps and cores).
         // This thread also takes the hops of the first columns (its share).
-        HeldCounts mine, helpers;
-        struct Alone {
-          fabric::FlowModel& flow;
-          fabric::ParallelLineMulticast& lines;
-          HeldCounts& mine;
-          HeldCounts& helpers;
-          ~Alone() {
-            flow.set_concurrent(false);
-            lines.publish(mine.counts);
-            lines.publish(helpers.counts);
-          }
-        } alone{f.flow(), lines, mine, helpers};
-        f.flow().set_concurrent(true);
+        SharedModel shared(f.flow(), lines);
         const int bands = (L + kAttentionBand - 1) / kAttentionBand;
         auto band_rows = [&](int b) {
           return std::pair{b * kAttentionBand, std::min(L, (b + 1) * kAttentionBand)};
@@ -920,11 +925,11 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                            bands, 0,
                            [&](int b) {
                              const auto [i0, i1] = band_rows(b);
-                             hops(i0, i1, split, C, helpers.counts);
+                             hops(i0, i1, split, C, shared.helpers());
                            },
                            [&](int b) {
                              const auto [i0, i1] = band_rows(b);
-                             hops(i0, i1, 0, split, mine.counts);
+                             hops(i0, i1, 0, split, shared.mine());
                            },
                            [&](int b) {
                              const auto [i0, i1] = band_rows(b);

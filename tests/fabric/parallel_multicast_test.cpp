@@ -24,6 +24,19 @@ using testing::GemvShape;
 using testing::random_traffic;
 using testing::row_line;
 
+// A GEMV's lines' input: ready times out of order, some behind the
+// tests' traffic's time (~750 cycles when the GEMV starts), some ahead of
+// it, with explanations; and 4-20 bytes a line.
+void lines_input(Draws& next, int lines, std::vector<Timed>& ready, std::vector<Bytes>& bytes) {
+  for (int i = 0; i < lines; ++i) {
+    Timed t{Cycles{400 + next(800)}, {}};
+    t.path.compute = Cycles{next(50)};
+    t.path.queueing = Cycles{next(7)};
+    ready.push_back(t);
+    bytes.push_back(Bytes{4 * (1 + next(5))});
+  }
+}
+
 // ParallelLineMulticast, walked in tiles of `tile_lines` x `tile_hops` in an
 // order of its own with each band of rows reduced once every line has
 // reached it (by LineReductions), leaves the model exactly as one
@@ -58,18 +71,10 @@ TEST(ParallelLineMulticast, TiledWithRowReductionsIsExactlyLineByLine) {
           std::vector<Timed> seen_a, seen_b;
           random_traffic(mesh, a, seed, 0, 3000, seen_a, {4, false});
           random_traffic(mesh, b, seed, 0, 3000, seen_b, {4, false});
-          // Ready times out of order, some behind the traffic's time (~750
-          // cycles when the GEMV starts), some ahead of it.
           Draws next{seed * 977};
           std::vector<Timed> ready;
           std::vector<Bytes> bytes;
-          for (int i = 0; i < g.lines; ++i) {
-            Timed t{Cycles{400 + next(800)}, {}};
-            t.path.compute = Cycles{next(50)};
-            t.path.queueing = Cycles{next(7)};
-            ready.push_back(t);
-            bytes.push_back(Bytes{4 * (1 + next(5))});
-          }
+          lines_input(next, g.lines, ready, bytes);
           const Bytes row_bytes{4 * (1 + next(4))};
           // A: line after line, then the rows' reductions.
           std::vector<std::vector<Timed>> arr_a(static_cast<std::size_t>(g.lines));
@@ -163,12 +168,7 @@ TEST(ParallelLineMulticast, ThreadsOnDisjointRecordsLeaveTheSameModel) {
         Draws next{seed * 977};
         std::vector<Timed> ready;
         std::vector<Bytes> bytes;
-        for (int i = 0; i < g.lines; ++i) {
-          Timed t{Cycles{400 + next(800)}, {}};
-          t.path.compute = Cycles{next(50)};
-          ready.push_back(t);
-          bytes.push_back(Bytes{4 * (1 + next(5))});
-        }
+        lines_input(next, g.lines, ready, bytes);
         const Bytes row_bytes{4 * (1 + next(4))};
         const std::size_t band_size = static_cast<std::size_t>(band_rows) * g.lines;
         const int bands = (g.length + band_rows - 1) / band_rows;
