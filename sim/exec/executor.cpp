@@ -336,12 +336,12 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     // the links along its row (the multicasts only those across it) and the
     // ramps of its own cores, which no later hop of a multicast reaches; the
     // model's `now` has been raised by every multicast already, as when the
-    // rows were reduced after the last one. For the same reasons a band's
-    // rows can be reduced on the timing helper (set_timing_helper) while
-    // this thread times the next bands: the two share no record, core or
-    // `now` (the multicast's hops keep each line's own), and the sums and
+    // rows were reduced after the last one. For the same reasons the timing
+    // helper (set_timing_helper) can time most columns of the next bands
+    // while this thread reduces a band's rows: the two share no record, core
+    // or `now` (the multicast's hops keep each line's own), and the sums and
     // maxima they both add to are held apart until the GEMV ends
-    // (hand_over_bands).
+    // (share_bands).
     constexpr int kTileColumns = 16, kTileRows = 16;
     fabric::Fabric& f = fab(m.wafer);
     touch(m.wafer, Coord{m.rect.x0, m.rect.y0});

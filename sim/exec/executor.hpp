@@ -99,11 +99,13 @@ class Executor {
   // simulation, waiting for the functional lane: sim/exec/value_lane.hpp).
   void set_threads(int threads, std::function<void()> guest = nullptr);
   // A second host thread for the timing itself (the engine gives one to
-  // timing-only runs with more than one host thread): a GEMV's row
-  // reductions run on it, band by band of rows, while this thread times the
-  // multicasts and tiles of the bands after (gemv). Each touches records the
-  // other does not, with the same calls in the same order per record, so
-  // results are the same byte for byte with or without it.
+  // timing-only runs with more than one host thread): it times most of a
+  // GEMV's multicasts and tiles, band by band of rows, while this thread
+  // times the rest and reduces each band's rows once the helper is done
+  // with it (gemv); in attention it takes most of the q multicast's hops.
+  // Each touches records the other does not, with the same calls in the
+  // same order per record, so results are the same byte for byte with or
+  // without it.
   void set_timing_helper(bool on);
   // The guest thread computes row bands of the GEMV being computed, if
   // any (set_threads); whether it found one.
