@@ -219,7 +219,7 @@ std::uint64_t FlowModel::LinkState::pass_pieces(const WaveletRuns& at, std::uint
 
 void FlowModel::add_carry(std::uint32_t l, std::uint64_t units) {
   std::unique_lock<std::mutex> lock;
-  if (concurrent_) lock = std::unique_lock<std::mutex>(*carries_mutex_);
+  if (wide_.shared()) lock = std::unique_lock<std::mutex>(*carries_mutex_);
   carries_[l] += units;
 }
 

@@ -495,6 +495,7 @@ class FlowModel {
     // and the counters are then changed under a lock. A link's own block is
     // its owner's alone, so queries and reservations take no lock.
     void set_shared(bool on) { shared_ = on; }
+    bool shared() const { return shared_; }
     // Asks the caches for the lines a query on this wide link reads first
     // (its block's first kPrefetchIntervals intervals), so that a message's
     // later hops have them by the time it gets there. Only a hint: it reads
@@ -567,16 +568,18 @@ class FlowModel {
   const WideRecords& wide_records() const { return wide_; }
 
   // While on, two threads may use this model at once, each on links and
-  // ramps the other does not touch, with nothing else on either but
-  // ParallelLineMulticast::next_hop and LineReductions::reduce with its
-  // counts held back (LineReductions::hold_counts): Executor::gemv times a
-  // band's multicasts and tiles on one while the other reduces the rows of
-  // the band before. The wide records' shared table is then locked (the
-  // rest of what the two change is each one's own). Off by default.
-  void set_concurrent(bool on) {
-    wide_.set_shared(on);
-    concurrent_ = on;
-  }
+  // ramps the other does not touch. One only moves a ParallelLineMulticast's
+  // lines on (next_hop with counts of its own); the other may do anything
+  // that writes neither those lines' links nor the ramps they have still to
+  // reach, nor reads the model's carried bytes or latest end (which the
+  // first's counts leave as they were). Executor::gemv times a band's
+  // multicasts and tiles on the helper while this thread reduces the rows
+  // of the band before (LineReductions with its counts held), and
+  // attention's multicast hops run there while this thread works out the
+  // rows they have reached. The two tables the threads share (the wide
+  // records' blocks, the byte counters' overflows) are then locked. Off by
+  // default.
+  void set_concurrent(bool on) { wide_.set_shared(on); }
 
   // Line records (see LineRecord below): on by default; off, every multicast
   // reserves link by link as it goes (the same results, for comparison).
@@ -647,7 +650,8 @@ class FlowModel {
     add_link_bytes(l, bytes);
     carried_bytes_ += bytes;
   }
-  // What overflowed link l's low counter (locked while concurrent: the map is shared).
+  // What overflowed link l's low counter (locked while concurrent, set_concurrent: the map is
+  // shared).
   void add_carry(std::uint32_t l, std::uint64_t units);
 
   Cycles hop_latency_;
@@ -682,7 +686,6 @@ class FlowModel {
   // counters are read.
   ZeroedArray<std::uint32_t> bytes_low_;
   std::unordered_map<std::uint32_t, std::uint64_t> carries_;
-  bool concurrent_ = false;  // set_concurrent
   std::unique_ptr<std::mutex> carries_mutex_ = std::make_unique<std::mutex>();
   // The sum of every link's bytes (what carried_bytes() returns).
   std::uint64_t carried_bytes_ = 0;

@@ -99,7 +99,6 @@ class ParallelLineMulticast {
   std::ptrdiff_t ramp_step_ = 0;
   bool hop_by_hop_ = true;
   std::vector<LineState> lines_;
-
   // Not hop by hop: every arrival, line after line, and each line's next core.
   std::vector<Timed> all_;
   std::vector<int> next_core_;

@@ -737,7 +737,7 @@ struct PipelineExecutors {
     timing->set_routing_seed(seed);  // MoE expert choice in timing-only runs
     if (!lane) {
       if (weights) timing->set_threads(threads);
-      // Timing only: a second thread takes the GEMVs' row reductions.
+      // Timing only: a second thread takes part of every GEMV and of attention's hops.
       if (!weights && threads > 1) timing->set_timing_helper(true);
       return;
     }

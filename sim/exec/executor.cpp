@@ -407,11 +407,8 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     };
     const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
     if (timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop()) {
-      // Shapes: rows and columns of cores, tokens, and 0 (a GEMV).
-      const std::uint64_t shape = static_cast<std::uint64_t>(P) << 40 |
-                                  static_cast<std::uint64_t>(Q) << 16 | (T & 0xffff) << 1;
-      share_bands(bands, Q, kTileColumns, band_size, shape, f.flow(), lines, rows, time_band,
-                  reduce_band);
+      share_bands(bands, Q, kTileColumns, band_size, work_shape(P, Q, x.tokens, false), f.flow(),
+                  lines, rows, time_band, reduce_band);
     } else {
       done_.resize(band_size);
       done_at_.resize(band_size);
@@ -541,18 +538,21 @@ Executor::BandWaits Executor::on_two_threads(int bands, int ring,
   return w;
 }
 
+std::uint64_t Executor::work_shape(int rows, int columns, int tokens, bool attention) {
+  return static_cast<std::uint64_t>(rows) << 40 | static_cast<std::uint64_t>(columns) << 16 |
+         (static_cast<std::uint64_t>(tokens) & 0xffff) << 1 | (attention ? 1 : 0);
+}
+
 int Executor::own_columns(std::uint64_t shape, int columns, int tile) const {
-  constexpr double kFirst = 0.1;
   const auto it = own_shares_.find(shape);
-  const double share = it == own_shares_.end() ? kFirst : it->second;
+  const double share = it == own_shares_.end() ? kFirstShare : it->second;
   return std::min(columns, static_cast<int>(std::lround(share * columns / tile)) * tile);
 }
 
 void Executor::balance(std::uint64_t shape, const BandWaits& waits) {
-  constexpr double kFirst = 0.1, kStep = 0.02, kMost = 0.5;
-  const auto [it, added] = own_shares_.try_emplace(shape, kFirst);
-  it->second = waits.here > waits.there ? std::min(kMost, it->second + kStep)
-                                        : std::max(0.0, it->second - kStep);
+  constexpr double kStep = 0.02, kMost = 0.5;
+  double& share = own_shares_.try_emplace(shape, kFirstShare).first->second;
+  share = waits.here > waits.there ? std::min(kMost, share + kStep) : std::max(0.0, share - kStep);
 }
 
 void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
@@ -877,12 +877,16 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   std::vector<Bytes> column_bytes(static_cast<std::size_t>(C));
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Vec q = block_inputs(a, qkv, h, rows, kv_ready);
+    // Rows [i0, i1) of the block, once the q multicast has reached them.
+    auto block_rows = [&](int i0, int i1) {
+      for (int i = i0; i < i1; ++i)
+        block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
+    };
     if (!timing_) {
       for (int j = 0; j < C; ++j)
         down[static_cast<std::size_t>(j)].assign(static_cast<std::size_t>(L),
                                                  q.ready[static_cast<std::size_t>(j)]);
-      for (int i = 0; i < L; ++i)
-        block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
+      block_rows(0, L);
     } else {
       touch(w, Line{a.block_core(h, 0, 0), fabric::Direction::south, L});
       touch(w, Line{a.block_core(h, 0, C - 1), fabric::Direction::south, L});
@@ -917,9 +921,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         auto band_rows = [&](int b) {
           return std::pair{b * kAttentionBand, std::min(L, (b + 1) * kAttentionBand)};
         };
-        // Shapes: rows and columns of the block, tokens, and 1 (attention).
-        const std::uint64_t shape = static_cast<std::uint64_t>(L) << 40 |
-                                    static_cast<std::uint64_t>(C) << 16 | (T & 0xffff) << 1 | 1;
+        const std::uint64_t shape = work_shape(L, C, qkv.tokens, true);
         const int split = own_columns(shape, C, 1);
         balance(shape, on_two_threads(
                            bands, 0,
@@ -933,16 +935,13 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                            },
                            [&](int b) {
                              const auto [i0, i1] = band_rows(b);
-                             for (int i = i0; i < i1; ++i)
-                               block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready,
-                                         partial);
+                             block_rows(i0, i1);
                            }));
       } else {
         fabric::ParallelLineMulticast::Counts counts;
         hops(0, L, 0, C, counts);
         lines.publish(counts);
-        for (int i = 0; i < L; ++i)
-          block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
+        block_rows(0, L);
       }
     }
     // Each column's partials (g x (dims + max + sum) per token) reduced up

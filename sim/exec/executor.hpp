@@ -370,6 +370,10 @@ class Executor {
   // where neither thread waits for the other (balance). Host time only: any
   // split gives the same results.
   int own_columns(std::uint64_t shape, int columns, int tile) const;
+  // A shape of work: rows and columns of cores, tokens, and whether it is
+  // an attention block's (or a GEMV's).
+  static std::uint64_t work_shape(int rows, int columns, int tokens, bool attention);
+  static constexpr double kFirstShare = 0.1;
   void balance(std::uint64_t shape, const BandWaits& waits);
   std::unordered_map<std::uint64_t, double> own_shares_;
   std::uint64_t routing_seed_ = 0;
