@@ -35,12 +35,6 @@ int run(const PlaceArgs& a, const std::filesystem::path& presets) {
   if (a.block_rows > 0) sc.placement.block_rows = a.block_rows;
   const PlacementReport report =
       evaluate_placement(sc, show_placement_progress, show_search_progress);
-  if (!a.write_placement.empty() && report.placement_file.empty())
-    throw CommandError(kExitBadInput,
-                       "--write-placement: placement files give every matrix a rectangle of its "
-                       "own, and a whole-region placement shares its regions between matrices "
-                       "and layers, so it cannot be written as one yet; its scenario's placement "
-                       "keys (strategy: whole-region, layer_groups) reproduce it");
   if (!a.svg.empty()) {
     write_text_atomically(a.svg, placement_svg(report));
     report_written(a.svg, "placement picture");

@@ -12,6 +12,7 @@
 #include "sim/config/strict_yaml.hpp"
 #include "sim/placement/placement_cost.hpp"
 #include "sim/placement/request.hpp"
+#include "sim/placement/stage_planner.hpp"
 
 namespace wafersim::sim {
 
@@ -62,9 +63,29 @@ std::string groups_yaml(ReductionScheme r, int groups) {
                                                     : std::string();
 }
 
-std::string matrix_yaml(const MatrixPlacement& m) {
+// A whole-region layer's matrices (and its attention) span the layer's
+// region: they are written as their reductions alone.
+std::string reduction_yaml(ReductionScheme r, int groups) {
+  return fmt::format("{{reduction: {}{}}}", reduction_name(r), groups_yaml(r, groups));
+}
+
+std::string matrix_yaml(const MatrixPlacement& m, bool whole_region = false) {
+  if (whole_region) return reduction_yaml(m.reduction, m.reduction_groups);
   return fmt::format("{{rect: {}, reduction: {}{}}}", rect_yaml(m.rect),
                      reduction_name(m.reduction), groups_yaml(m.reduction, m.reduction_groups));
+}
+
+// The two dataflows a layer may have, as the file names them.
+constexpr const char* kRectangles = "rectangles";
+constexpr const char* kWholeRegion = "whole-region";
+
+std::string whole_region_comment(const Placement& pl) {
+  if (std::none_of(pl.layers.begin(), pl.layers.end(),
+                   [](const LayerStage& st) { return st.whole_region; }))
+    return {};
+  return "# dataflow: whole-region: every matrix of the layer and its KV cache span its region\n"
+         "# (qkv and gate_up turned a quarter), so a matrix gives its reduction only; the\n"
+         "# consecutive layers with the same region share its cores and SRAM (a layer group).\n";
 }
 
 // gpt2's biases and LayerNorm parameters have no rectangle of their own:
@@ -77,34 +98,42 @@ std::string roots_comment(const models::ModelConfig& model) {
 }
 
 void write_mlp(std::string& o, const models::ModelConfig& model, const LayerStage& st) {
+  const bool whole = st.whole_region;
   switch (mlp_kind(model)) {
     case MlpKind::swiglu:
-      o += fmt::format("    gate_up: {}\n", matrix_yaml(st.gate_up));
+      o += fmt::format("    gate_up: {}\n", matrix_yaml(st.gate_up, whole));
       break;
     case MlpKind::gelu:
-      o += fmt::format("    up: {}\n", matrix_yaml(st.gate_up));
+      o += fmt::format("    up: {}\n", matrix_yaml(st.gate_up, whole));
       break;
     case MlpKind::experts:
-      o += fmt::format("    router: {}\n    experts:\n", matrix_yaml(st.router));
+      o += fmt::format("    router: {}\n    experts:\n", matrix_yaml(st.router, whole));
       for (std::size_t e = 0; e < st.experts.size(); ++e)
         o += fmt::format("      - expert: {}\n        gate_up: {}\n        down: {}\n", e,
-                         matrix_yaml(st.experts[e].gate_up), matrix_yaml(st.experts[e].down));
+                         matrix_yaml(st.experts[e].gate_up, whole),
+                         matrix_yaml(st.experts[e].down, whole));
       return;
   }
-  o += fmt::format("    down: {}\n", matrix_yaml(st.down));
+  o += fmt::format("    down: {}\n", matrix_yaml(st.down, whole));
 }
 
 void write_layer(std::string& o, const models::ModelConfig& model, const LayerStage& st) {
   o += fmt::format("  - layer: {}\n    wafer: {}\n    region: {}\n", st.layer, st.wafer,
                    rect_yaml(st.strip));
+  const bool whole = st.whole_region;
+  if (whole) o += fmt::format("    dataflow: {}\n", kWholeRegion);
   if (st.upward()) o += "    stacking: bottom-up\n";
-  o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv));
+  o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv, whole));
   const AttentionPlacement& a = st.attention;
-  o += fmt::format(
-      "    attention: {{rect: {}, segment_length: {}, segments_per_column: {}, reduction: {}{}}}\n",
-      rect_yaml(a.rect), a.segment_length, a.segments_per_column, reduction_name(a.reduction),
-      groups_yaml(a.reduction, a.reduction_groups));
-  o += fmt::format("    o: {}\n", matrix_yaml(st.o));
+  if (whole)
+    o += fmt::format("    attention: {}\n", reduction_yaml(a.reduction, a.reduction_groups));
+  else
+    o += fmt::format(
+        "    attention: {{rect: {}, segment_length: {}, segments_per_column: {}, reduction: "
+        "{}{}}}\n",
+        rect_yaml(a.rect), a.segment_length, a.segments_per_column, reduction_name(a.reduction),
+        groups_yaml(a.reduction, a.reduction_groups));
+  o += fmt::format("    o: {}\n", matrix_yaml(st.o, whole));
   write_mlp(o, model, st);
 }
 
@@ -222,7 +251,7 @@ class PlacementFileReader {
  public:
   PlacementFileReader(std::string file, const models::ModelConfig& model,
                       const fabric::WaferSpec& spec, const PlacementRequest& req)
-      : file_(std::move(file)), model_(model), spec_(spec), req_(req) {}
+      : file_(std::move(file)), model_(model), spec_(spec), req_(req), planner_(model, spec, req) {}
 
   Placement read(const Value& file) {
     const Mapping top =
@@ -377,7 +406,8 @@ class PlacementFileReader {
   }
 
   LayerStage layer(const Value& layer_value, int l) {
-    std::vector<std::string> keys{"layer", "wafer", "region", "stacking", "qkv", "attention", "o"};
+    std::vector<std::string> keys{"layer",    "wafer", "region",    "dataflow",
+                                  "stacking", "qkv",   "attention", "o"};
     for (std::string& k : mlp_keys(mlp_kind(model_))) keys.push_back(std::move(k));
     const Mapping ln =
         mapping(layer_value, keys, [&](const std::string& k) { return other_mlp_key_note(k); });
@@ -388,6 +418,10 @@ class PlacementFileReader {
     st.wafer = wafer(get(ln, "wafer"));
     const Value region = get(ln, "region");
     st.strip = rect_in_mesh(region);
+    if (whole_region(ln)) {
+      region_layer(ln, region, st);
+      return st;
+    }
     const std::size_t first_matrix = placed_.size();
     bool upward = false;
     if (ln.has("stacking")) {
@@ -411,6 +445,83 @@ class PlacementFileReader {
     for (ExpertPlacement& e : st.experts) e.gate_up.upward = e.down.upward = upward;
     regions_.push_back({st.strip, st.wafer, region, first_matrix, placed_.size()});
     return st;
+  }
+
+  // A layer's `dataflow`: rectangles (absent) or whole-region.
+  static bool whole_region(const Mapping& ln) {
+    const Value* d = ln.find("dataflow");
+    if (d == nullptr) return false;
+    const std::string s = text(*d);
+    if (s == kWholeRegion) return true;
+    if (s == kRectangles) return false;
+    fail(*d,
+         fmt::format("unknown dataflow '{}'; valid: {} (every matrix and the KV segments on "
+                     "rectangles of their own; the default), {} (every matrix and the KV "
+                     "cache span the layer's region){}",
+                     s, kRectangles, kWholeRegion, suggest_name(s, {kRectangles, kWholeRegion})));
+  }
+
+  // A whole-region layer: its matrices and KV cache laid over its region as
+  // the whole-region strategy lays them (StagePlanner::region_stage), each
+  // with the file's reduction. The consecutive layers with the same region
+  // (and wafer) are one layer group: the region's cores are checked once
+  // for them all, and their bytes summed on each core (check_sram).
+  void region_layer(const Mapping& ln, const Value& region, LayerStage& st) {
+    if (const Value* sn = ln.find("stacking"))
+      fail(*sn, fmt::format("a layer with dataflow: {} has no stacking: every matrix spans its "
+                            "region (remove stacking, or give the layer dataflow: {})",
+                            kWholeRegion, kRectangles));
+    try {
+      st = planner_.region_stage(st.layer, st.wafer, st.strip, kWholeRegion);
+    } catch (const fabric::FitError& e) {
+      fail(region, e.what());
+    }
+    region_reduction(ln, "qkv", st.qkv.reduction, st.qkv.reduction_groups);
+    region_reduction(ln, "attention", st.attention.reduction, st.attention.reduction_groups);
+    region_reduction(ln, "o", st.o.reduction, st.o.reduction_groups);
+    switch (mlp_kind(model_)) {
+      case MlpKind::swiglu:
+      case MlpKind::gelu:
+        region_matrix(ln, mlp_kind(model_) == MlpKind::swiglu ? "gate_up" : "up", st.gate_up);
+        region_matrix(ln, "down", st.down);
+        break;
+      case MlpKind::experts: {
+        region_matrix(ln, "router", st.router);
+        const std::vector<Mapping> entries = expert_entries(get(ln, "experts"));
+        for (std::size_t e = 0; e < entries.size(); ++e) {
+          region_matrix(entries[e], "gate_up", st.experts[e].gate_up);
+          region_matrix(entries[e], "down", st.experts[e].down);
+        }
+        break;
+      }
+    }
+    const bool joins = !regions_.empty() && regions_.back().group >= 0 &&
+                       regions_.back().rect == st.strip && regions_.back().wafer == st.wafer;
+    const int group = joins ? regions_.back().group : static_cast<int>(regions_.size());
+    const std::size_t first = placed_.size();
+    if (!joins) placed_.push_back({st.strip, st.wafer, region});
+    regions_.push_back({st.strip, st.wafer, region, first, placed_.size(), group});
+  }
+
+  void region_matrix(const Mapping& parent, const std::string& key, MatrixPlacement& m) const {
+    region_reduction(parent, key, m.reduction, m.reduction_groups);
+  }
+
+  // `key` of `parent` in a whole-region layer: {reduction, reduction_groups}.
+  static void region_reduction(const Mapping& parent, const std::string& key, ReductionScheme& r,
+                               int& groups) {
+    const Mapping n =
+        mapping(get(parent, key), {"reduction", "reduction_groups"},
+                [](const std::string& k) -> std::string {
+                  if (k != "rect" && k != "segment_length" && k != "segments_per_column") return {};
+                  return fmt::format(
+                      "; in a layer with dataflow: {} every matrix and the KV "
+                      "cache span the layer's region (to place them one by one, "
+                      "give the layer dataflow: {})",
+                      kWholeRegion, kRectangles);
+                });
+    r = reduction(get(n, "reduction"));
+    groups = reduction_groups(n, r);
   }
 
   // The layer's MLP: the dense matrices of its kind, or the router and experts.
@@ -437,22 +548,32 @@ class PlacementFileReader {
   // A layer's experts: one entry per expert, in order, each with its own
   // gate_up (interleaved, as the dense one) and down.
   std::vector<ExpertPlacement> experts(const Value& entries, const std::string& L, int wafer) {
+    std::vector<ExpertPlacement> out;
+    const int hidden = model_.hidden_size, inter = model_.intermediate_size;
+    const std::vector<Mapping> items = expert_entries(entries);
+    for (std::size_t e = 0; e < items.size(); ++e) {
+      const std::string E = fmt::format("{}expert {} ", L, e);
+      ExpertPlacement ep;
+      ep.gate_up = matrix(items[e], "gate_up", {E + "gate_up", 2 * inter, hidden, 2}, wafer);
+      ep.down = matrix(items[e], "down", {E + "down", hidden, inter}, wafer);
+      out.push_back(std::move(ep));
+    }
+    return out;
+  }
+
+  // The entries of a layer's `experts`: one per expert, in order, each with
+  // expert, gate_up and down.
+  std::vector<Mapping> expert_entries(const Value& entries) const {
     const std::vector<Value> items =
         list(entries, static_cast<std::size_t>(model_.num_experts),
              fmt::format("experts (one per expert of {}, each with expert, gate_up and down)",
                          model_.name));
-    std::vector<ExpertPlacement> out;
-    const int hidden = model_.hidden_size, inter = model_.intermediate_size;
+    std::vector<Mapping> out;
     for (int e = 0; e < model_.num_experts; ++e) {
-      const Mapping en = mapping(items[static_cast<std::size_t>(e)], {"expert", "gate_up", "down"});
-      const Value idx = get(en, "expert");
+      out.push_back(mapping(items[static_cast<std::size_t>(e)], {"expert", "gate_up", "down"}));
+      const Value idx = get(out.back(), "expert");
       if (integer(idx) != e)
         fail(idx, fmt::format("experts must be in order: expected expert {}", e));
-      const std::string E = fmt::format("{}expert {} ", L, e);
-      ExpertPlacement ep;
-      ep.gate_up = matrix(en, "gate_up", {E + "gate_up", 2 * inter, hidden, 2}, wafer);
-      ep.down = matrix(en, "down", {E + "down", hidden, inter}, wafer);
-      out.push_back(std::move(ep));
     }
     return out;
   }
@@ -502,10 +623,16 @@ class PlacementFileReader {
       for (std::size_t j = 0; j < i; ++j) {
         const StageRegion& a = regions_[i];
         const StageRegion& b = regions_[j];
+        if (a.group >= 0 && a.group == b.group) continue;  // one layer group's region
         if (a.wafer == b.wafer && overlap(a.rect, b.rect))
           fail(a.where,
-               fmt::format("region {} overlaps {} {} (line {}) on wafer {}", rect_yaml(a.rect),
-                           b.where.path, rect_yaml(b.rect), b.where.node.Mark().line + 1, a.wafer));
+               fmt::format("region {} overlaps {} {} (line {}) on wafer {}{}", rect_yaml(a.rect),
+                           b.where.path, rect_yaml(b.rect), b.where.node.Mark().line + 1, a.wafer,
+                           a.group >= 0 && b.group >= 0 && a.rect == b.rect
+                               ? fmt::format("; layers with dataflow: {} share a region only "
+                                             "whole and as consecutive layers (a layer group)",
+                                             kWholeRegion)
+                               : std::string()));
       }
     }
   }
@@ -570,15 +697,20 @@ class PlacementFileReader {
   const models::ModelConfig& model_;
   const fabric::WaferSpec& spec_;
   const PlacementRequest& req_;
+  StagePlanner planner_;     // lays out whole-region layers as the strategy does
   int expected_wafers_ = 0;  // the scenario's wafers; 0: any (wafers: auto)
   int wafers_ = 1;
   std::vector<PlacedRect> placed_;  // in file order
-  // A stage's region and its matrices (placed_[first, last)).
+  // A stage's region and its matrices (placed_[first, last)); a
+  // whole-region layer's rectangle is its region, placed once for its layer
+  // group (group: the index of the group's first region; -1: not
+  // whole-region).
   struct StageRegion {
     fabric::Rect rect;
     int wafer = 0;
     Value where;
     std::size_t first = 0, last = 0;
+    int group = -1;
   };
   std::vector<StageRegion> regions_;
 
@@ -595,6 +727,7 @@ std::string placement_file_yaml(const models::ModelConfig& model, const fabric::
   o += "# `placement: {file: THIS}` or `wafersim run|place SCENARIO --placement THIS`.\n";
   o += "# rect: [x0, y0, width, height] in cores; a matrix's P x Q tiles are height x width.\n";
   o += roots_comment(model);
+  o += whole_region_comment(pl);
   o += "placement_file: 1\n";
   o += fmt::format("model: \"{}\"\n", model.name);
   o += fmt::format("mesh: {{width: {}, height: {}}}\n", spec.mesh_width, spec.mesh_height);

@@ -26,6 +26,13 @@
 //         - expert: 0
 //           gate_up: {...}
 //           down: {...}
+//     - layer: 1                   # a layer of the whole-region dataflow:
+//       wafer: 0
+//       region: [x0, y0, width, height]
+//       dataflow: whole-region     # every matrix and the KV cache span the region
+//       qkv: {reduction: two-level}
+//       attention: {reduction: two-level}
+//       ...                        # the same keys, each with its reduction only
 //   head:
 //     wafer: 0
 //     region: [...]
@@ -35,6 +42,8 @@
 // A matrix's rect is its P x Q tile grid (P = height rows of cores, Q = width
 // columns); what each core holds follows from the model (sim/placement/placement.hpp).
 // Norm gains and biases have no rectangle: they sit on their matrices' roots.
+// Consecutive whole-region layers with the same region are a layer group:
+// they share its cores and SRAM (sim/placement/stage_planner.hpp).
 // Keys appear only where the model has the part; the version stays 1 (a
 // llama-family file has exactly the keys it always had).
 #pragma once

@@ -215,6 +215,23 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
               m.weight_bytes(pi, qi) + (m.buffers ? m.buffer_bytes(pi, qi) : 0);
         });
       });
+  // Bytes per KV slot on each core, summed over the layers caching there: a
+  // core of a whole-region layer group keeps a slot of every layer of the
+  // group per position it caches (the group's layers have the same blocks).
+  const auto slot_bytes = [&](const AttentionPlacement& a, int j) {
+    // A core of column j keeps its dims of each key and value.
+    const auto dims = static_cast<std::uint64_t>(
+        a.columns_per_head > 1 ? a.dim_begin(j + 1) - a.dim_begin(j) : model.head_dim);
+    return 2 * dims * static_cast<std::uint64_t>(req.weight_bits) / 8;
+  };
+  std::vector<std::uint64_t> slots(other.size(), 0);
+  for (const LayerStage& st : pl.layers) {
+    const AttentionPlacement& a = st.attention;
+    for (int h = 0; h < a.num_kv_heads; ++h)
+      for (int i = 0; i < a.segment_length; ++i)
+        for (int j = 0; j < a.columns_per_head; ++j)
+          slots[index(st.wafer, a.block_core(h, i, j))] += slot_bytes(a, j);
+  }
   const std::uint64_t capacity = spec.sram_per_core.value;
   const auto users = static_cast<std::uint64_t>(std::max(1, req.users));
   std::uint64_t context = static_cast<std::uint64_t>(model.max_position);
@@ -224,13 +241,8 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
       std::uint64_t fewest = UINT64_MAX;
       for (int i = 0; i < a.segment_length; ++i)
         for (int j = 0; j < a.columns_per_head; ++j) {
-          // A core of column j keeps its dims of each key and value.
-          const auto dims = static_cast<std::uint64_t>(
-              a.columns_per_head > 1 ? a.dim_begin(j + 1) - a.dim_begin(j) : model.head_dim);
-          const std::uint64_t slot_bytes =
-              2 * dims * static_cast<std::uint64_t>(req.weight_bits) / 8;
-          const std::uint64_t used = other[index(st.wafer, a.block_core(h, i, j))];
-          fewest = std::min(fewest, (capacity > used ? capacity - used : 0) / slot_bytes);
+          const std::size_t c = index(st.wafer, a.block_core(h, i, j));
+          fewest = std::min(fewest, (capacity > other[c] ? capacity - other[c] : 0) / slots[c]);
         }
       context = std::min(context, fewest * static_cast<std::uint64_t>(a.segment_length) / users);
     }

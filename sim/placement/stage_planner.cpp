@@ -412,6 +412,13 @@ LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int shar
         "holds dead cores; the strategy shrinks regions to their largest defect-free rectangle "
         "before planning them",
         strategy, l, region.width, region.height, region.x0, region.y0));
+  LayerStage st = region_stage(l, w, region, strategy);
+  check_region_fit(st, sharing, budget, strategy);
+  return st;
+}
+
+LayerStage StagePlanner::region_stage(int l, int w, const Rect& region,
+                                      const std::string& strategy) const {
   LayerStage st;
   st.layer = l;
   st.wafer = w;
@@ -437,7 +444,6 @@ LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int shar
     st.down = region_matrix(kFirstMlp + 1, l, w, region, false);
   }
   st.attention = region_attention(l, w, region, strategy);
-  check_region_fit(st, sharing, budget, strategy);
   return st;
 }
 

@@ -64,6 +64,11 @@ class StagePlanner {
   // layers share the region, so the layer gets budget / sharing per core.
   LayerStage region_layer(int l, int w, const fabric::Rect& region, int sharing, Bytes budget,
                           const std::string& strategy);
+  // The same layer's layout alone, with no check of its SRAM or of dead
+  // cores in `region` (a placement file checks both its own way). Throws
+  // FitError only when the region is too short for the kv heads.
+  LayerStage region_stage(int l, int w, const fabric::Rect& region,
+                          const std::string& strategy) const;
   // Fewest rows of cores the head needs in a strip `width` wide at `budget`.
   int head_min_rows(int width, Bytes budget) const;
   HeadStage head(int w, const fabric::Rect& strip, Bytes budget);

@@ -59,11 +59,7 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.sram_capacity_per_core = sc.hardware.sram_per_core.value;
   r.clock_hz = sc.hardware.clock_hz;
   r.max_context_tokens = pl.max_context_tokens;
-  // Placement files give each matrix a rectangle of its own: a whole-region
-  // placement (matrices sharing regions) has none yet.
-  const bool shared = std::any_of(pl.layers.begin(), pl.layers.end(),
-                                  [](const LayerStage& st) { return st.whole_region; });
-  if (!shared) r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
+  r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
   r.regions = placement_regions(pl);
 
   // One decode token (user 0, position 0) through every stage, timing only.

@@ -46,8 +46,7 @@ struct PlacementReport {
   std::uint64_t token_cycles = 0;  // one decode step alone on the fabric
   double clock_hz = 0.0;
   int max_context_tokens = 0;
-  // The placement as a placement file (sim/config/placement_file.hpp); empty
-  // for a whole-region placement, which placement files cannot describe yet.
+  // The placement as a placement file (sim/config/placement_file.hpp).
   std::string placement_file;
   // placement.layer_groups: auto: the candidates and the count chosen.
   std::optional<analysis::LayerGroupChoice> layer_group_choice;

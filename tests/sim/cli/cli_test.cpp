@@ -73,10 +73,12 @@ struct FileRun {
   const char* model;
   const char* strategy;
   int wafers = 1;
+  int layer_groups = 1;  // whole-region: groups of layers per wafer
 };
 
 void PrintTo(const FileRun& c, std::ostream* os) {
-  *os << c.model << " " << c.strategy << " on " << c.wafers << " wafer(s)";
+  *os << c.model << " " << c.strategy << " on " << c.wafers << " wafer(s), " << c.layer_groups
+      << " layer group(s)";
 }
 
 class CliPlacementFile : public ::testing::TestWithParam<FileRun> {};
@@ -88,6 +90,9 @@ TEST_P(CliPlacementFile, RunFromTheWrittenFileIsTheStrategysRun) {
   std::ofstream(scenario) << "name: pfile\nhardware: small\nmodel: " << c.model
                           << "\nwafers: " << c.wafers << "\nplacement:\n  strategy: " << c.strategy
                           << "\n  reduction: tree\n"
+                          << (std::string(c.strategy) == "whole-region"
+                                  ? "  layer_groups: " + std::to_string(c.layer_groups) + "\n"
+                                  : "")
                           << (std::string(c.strategy) == "anneal"
                                   ? "  anneal: {iterations: 20000}\n"
                                   : "")
@@ -120,19 +125,71 @@ TEST_P(CliPlacementFile, RunFromTheWrittenFileIsTheStrategysRun) {
 
 INSTANTIATE_TEST_SUITE_P(
     Architectures, CliPlacementFile,
-    ::testing::Values(FileRun{"tiny-llama", "serpentine"}, FileRun{"tiny-llama", "sram-balanced"},
-                      FileRun{"tiny-mixtral", "layer-rectangles"},
-                      FileRun{"tiny-mixtral", "short-path"}, FileRun{"tiny-mixtral", "anneal"},
-                      FileRun{"tiny-mixtral", "serpentine", 2},
-                      FileRun{"tiny-gpt2", "layer-rectangles"},
-                      FileRun{"tiny-gpt2", "sram-balanced"}, FileRun{"tiny-gpt2", "anneal"},
-                      FileRun{"tiny-gpt2", "serpentine", 2}),
+    ::testing::Values(
+        FileRun{"tiny-llama", "serpentine"}, FileRun{"tiny-llama", "sram-balanced"},
+        FileRun{"tiny-mixtral", "layer-rectangles"}, FileRun{"tiny-mixtral", "short-path"},
+        FileRun{"tiny-mixtral", "anneal"}, FileRun{"tiny-mixtral", "serpentine", 2},
+        FileRun{"tiny-gpt2", "layer-rectangles"}, FileRun{"tiny-gpt2", "sram-balanced"},
+        FileRun{"tiny-gpt2", "anneal"}, FileRun{"tiny-gpt2", "serpentine", 2},
+        FileRun{"tiny-llama", "whole-region", 1, 2}, FileRun{"tiny-mixtral", "whole-region"},
+        FileRun{"tiny-gpt2", "whole-region", 2}),
     [](const ::testing::TestParamInfo<FileRun>& info) {
-      std::string name = std::string(info.param.model) + "_" + info.param.strategy + "_" +
-                         std::to_string(info.param.wafers) + "w";
+      std::string name =
+          std::string(info.param.model) + "_" + info.param.strategy + "_" +
+          std::to_string(info.param.wafers) + "w" +
+          (info.param.layer_groups > 1 ? "_" + std::to_string(info.param.layer_groups) + "g" : "");
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
+
+// A placement file may mix the dataflows: a serpentine placement whose last
+// layer is turned whole-region on its own block (its matrices and KV cache
+// spread over the block, the residual handed over between the layouts)
+// decodes the reference's tokens.
+TEST(Cli, APlacementFileMixesRectangleAndWholeRegionLayers) {
+  const fs::path d = scratch_dir("pfile_mixed");
+  const std::string scenario = (d / "s.yaml").string(), file = (d / "p.yaml").string();
+  std::ofstream(scenario) << "name: pfile-mixed\nhardware: small\nmodel: tiny-llama\n"
+                          << "placement:\n  strategy: serpentine\n"
+                          << "workload:\n  prompt_tokens: 5\n  generate_tokens: 6\n  seed: 2\n"
+                          << "outputs:\n  functional: true\n";
+  const Outcome w = wafersim("place " + scenario + " --write-placement " + file);
+  ASSERT_EQ(w.code, 0) << w.err;
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The last layer's entry: its region kept, its matrices' rectangles gone.
+  const auto last = text.rfind("  - layer: ");
+  const auto head = text.find("head:");
+  ASSERT_NE(last, std::string::npos);
+  ASSERT_NE(head, std::string::npos);
+  std::string turned;
+  for (std::size_t from = last; from < head;) {
+    const std::size_t end = text.find('\n', from) + 1;
+    const std::string line = text.substr(from, end - from);
+    from = end;
+    const std::string key = line.substr(0, line.find(':'));
+    if (key == "    stacking") continue;
+    if (key == "    qkv" || key == "    attention" || key == "    o" || key == "    gate_up" ||
+        key == "    down") {
+      turned += key + ": {reduction: chain}\n";
+      continue;
+    }
+    turned += line;
+    if (key == "    region") turned += "    dataflow: whole-region\n";
+  }
+  ASSERT_NE(turned.find("dataflow"), std::string::npos) << turned;
+  text = text.substr(0, last) + turned + text.substr(head);
+  std::ofstream(file) << text;
+  const Outcome r = wafersim("run " + scenario + " --json --placement " + file);
+  ASSERT_EQ(r.code, 0) << r.err << text;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tokens"].size(), 6u);
+  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+  fs::remove_all(d);
+}
 
 // A mistake in a mixture-of-experts file is reported by `run` with the
 // file, line and key path, and exit code 1.

@@ -230,11 +230,12 @@ struct RoundTripCase {
   int wafers = 1;
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
   int groups = 0;  // k-tree: reduction_groups, written as the matrices' K
+  int layer_groups = 1;  // whole-region: groups of layers per wafer
 };
 
 void PrintTo(const RoundTripCase& c, std::ostream* os) {
   *os << c.model << " " << c.strategy << " on " << c.wafers << " wafer(s), "
-      << reduction_name(c.reduction);
+      << reduction_name(c.reduction) << ", " << c.layer_groups << " layer group(s)";
 }
 
 class PlacementFileRoundTrip : public PlacementFile,
@@ -250,6 +251,7 @@ TEST_P(PlacementFileRoundTrip, GivesTheSamePlacementSramAndText) {
   PlacementRequest req = request(c.strategy);
   req.reduction = c.reduction;
   req.reduction_groups = c.groups;
+  req.layer_groups = c.layer_groups;
   std::vector<std::unique_ptr<fabric::Fabric>> a, b;
   std::vector<fabric::Fabric*> pa, pb;
   for (int w = 0; w < c.wafers; ++w) {
@@ -290,12 +292,19 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{"tiny-gpt2", "layer-rectangles", 2},
         RoundTripCase{"tiny-llama", "serpentine", 1, fabric::ReductionScheme::k_tree, 3},
         RoundTripCase{"tiny-gpt2", "short-path", 1, fabric::ReductionScheme::k_tree},
-        RoundTripCase{"tiny-mixtral", "layer-rectangles", 1, fabric::ReductionScheme::ring}),
+        RoundTripCase{"tiny-mixtral", "layer-rectangles", 1, fabric::ReductionScheme::ring},
+        RoundTripCase{"tiny-llama", "whole-region", 1, fabric::ReductionScheme::two_level},
+        RoundTripCase{"tiny-llama", "whole-region", 1, fabric::ReductionScheme::chain, 0, 3},
+        RoundTripCase{"tiny-llama", "whole-region", 2, fabric::ReductionScheme::tree, 0, 2},
+        RoundTripCase{"tiny-mixtral", "whole-region", 1, fabric::ReductionScheme::two_level},
+        RoundTripCase{"tiny-qwen3-moe", "whole-region", 1, fabric::ReductionScheme::chain, 0, 2},
+        RoundTripCase{"tiny-gpt2", "whole-region", 1, fabric::ReductionScheme::k_tree, 3}),
     [](const ::testing::TestParamInfo<RoundTripCase>& info) {
-      std::string name = std::string(info.param.model) + "_" + info.param.strategy + "_" +
-                         std::to_string(info.param.wafers) + "w_" +
-                         reduction_name(info.param.reduction) +
-                         (info.param.groups > 0 ? "_K" + std::to_string(info.param.groups) : "");
+      std::string name =
+          std::string(info.param.model) + "_" + info.param.strategy + "_" +
+          std::to_string(info.param.wafers) + "w_" + reduction_name(info.param.reduction) +
+          (info.param.groups > 0 ? "_K" + std::to_string(info.param.groups) : "") +
+          (info.param.layer_groups > 1 ? "_G" + std::to_string(info.param.layer_groups) : "");
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
@@ -378,6 +387,141 @@ TEST_F(PlacementFile, AVersion1LlamaFileReadsBackUnchanged) {
   EXPECT_GT(turned, 0);
   EXPECT_EQ(back.head, now.head);
   EXPECT_EQ(placement_file_yaml(m, spec, back), text);
+}
+
+// ---- Whole-region layers -----------------------------------------------------
+
+// A whole-region placement's file: every layer says its dataflow and gives
+// its matrices' reductions only (they span the region); the consecutive
+// layers with the same region are a layer group, which an architect regroups
+// by editing regions; and each mistake is an error with its line.
+class WholeRegionFile : public PlacementFile {
+ protected:
+  models::ModelConfig m = eight_layers();
+  fabric::WaferSpec spec = fabric::testing::small_spec(48, 48);
+  PlacementRequest req = [] {
+    PlacementRequest r = request("whole-region");
+    r.layer_groups = 2;
+    r.reduction = fabric::ReductionScheme::two_level;
+    return r;
+  }();
+  Placement pl = plan_placement(m, spec, 1, req);
+  std::string text = placement_file_yaml(m, spec, pl);
+
+  // `text` with the `n`-th `from` (0-based) replaced by `to`, and that line.
+  std::pair<std::string, int> edit(const std::string& from, const std::string& to, int n = 0) {
+    auto at = text.find(from);
+    for (int i = 0; i < n; ++i) at = text.find(from, at + 1);
+    EXPECT_NE(at, std::string::npos) << from;
+    std::string t = text;
+    t.replace(at, from.size(), to);
+    return {t, 1 + static_cast<int>(
+                       std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'))};
+  }
+  std::string region(int l) const { return "region: " + rect_text(pl.layers[l].strip); }
+};
+
+TEST_F(WholeRegionFile, LayersGiveTheirRegionDataflowAndReductions) {
+  ASSERT_TRUE(pl.layers[0].whole_region);
+  ASSERT_EQ(pl.layers[3].strip, pl.layers[0].strip);
+  ASSERT_NE(pl.layers[4].strip, pl.layers[0].strip);
+  std::size_t dataflows = 0, rects = 0;
+  for (auto at = text.find("\n    dataflow: whole-region\n"); at != std::string::npos;
+       at = text.find("\n    dataflow: whole-region\n", at + 1))
+    ++dataflows;
+  for (auto at = text.find("{rect:"); at != std::string::npos; at = text.find("{rect:", at + 1))
+    ++rects;
+  EXPECT_EQ(dataflows, 8u);
+  EXPECT_EQ(rects, 2u) << text;  // the head's lm_head and embedding only
+  EXPECT_NE(text.find("    qkv: {reduction: two-level}\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    attention: {reduction: two-level}\n"), std::string::npos) << text;
+
+  // Layer 3 moved to the second group's region: groups of 3 and 5 layers,
+  // each layer laid over its region as the strategy lays it.
+  const auto [regrouped, line] = edit(region(3), region(4), 3);
+  const Placement back = read_placement_file(write("regrouped.yaml", regrouped), m, spec, req);
+  EXPECT_EQ(back.layers[3].strip, pl.layers[4].strip);
+  EXPECT_EQ(back.layers[3].qkv.rect, pl.layers[4].qkv.rect);
+  EXPECT_EQ(back.layers[3].attention.rect, pl.layers[4].attention.rect);
+  EXPECT_EQ(back.layers[3].qkv.name, "layer 3 qkv");
+  // One reduction edited: that matrix alone changes.
+  const auto [chained, chain_line] =
+      edit("    down: {reduction: two-level}", "    down: {reduction: chain}", 5);
+  const Placement c = read_placement_file(write("chain.yaml", chained), m, spec, req);
+  EXPECT_EQ(c.layers[5].down.reduction, fabric::ReductionScheme::chain);
+  EXPECT_EQ(c.layers[5].o.reduction, fabric::ReductionScheme::two_level);
+  EXPECT_EQ(c.layers[4].down.reduction, fabric::ReductionScheme::two_level);
+}
+
+TEST_F(WholeRegionFile, MistakesAreErrorsWithTheirLines) {
+  // A layer of the first group on the second's region, between two of the
+  // first's: the group's region is shared only by consecutive layers.
+  auto [split, line] = edit(region(1), region(4), 1);
+  ScenarioError e = read_error(write("split.yaml", split), m, spec, req);
+  EXPECT_EQ(e.key_path(), "layers[2].region") << e.what();
+  EXPECT_NE(std::string(e.what()).find("as consecutive layers (a layer group)"), std::string::npos)
+      << e.what();
+  // A rectangle where the matrices span the region.
+  std::tie(split, line) =
+      edit("    o: {reduction: two-level}", "    o: {rect: [0, 0, 4, 4], reduction: two-level}", 2);
+  e = read_error(write("rect.yaml", split), m, spec, req);
+  EXPECT_EQ(e.line(), line);
+  EXPECT_EQ(e.key_path(), "layers[2].o.rect");
+  EXPECT_NE(std::string(e.what()).find("span the layer's region"), std::string::npos) << e.what();
+  std::tie(split, line) = edit("    dataflow: whole-region\n", "    dataflow: whole-regoin\n", 4);
+  e = read_error(write("dataflow.yaml", split), m, spec, req);
+  EXPECT_EQ(e.line(), line);
+  EXPECT_NE(std::string(e.what()).find("did you mean 'whole-region'"), std::string::npos)
+      << e.what();
+  std::tie(split, line) = edit("    dataflow: whole-region\n",
+                               "    dataflow: whole-region\n    stacking: bottom-up\n", 6);
+  e = read_error(write("stacking.yaml", split), m, spec, req);
+  EXPECT_EQ(e.line(), line + 1);
+  EXPECT_NE(std::string(e.what()).find("has no stacking"), std::string::npos) << e.what();
+  // The second group's first layer moved one core onto the first group's
+  // region: it overlaps that region in part.
+  const fabric::Rect r4 = pl.layers[4].strip, r0 = pl.layers[0].strip;
+  fabric::Rect moved = r4;
+  (r4.x0 > r0.x0 ? moved.x0 : moved.y0) -= 1;
+  std::tie(split, line) = edit(region(4), "region: " + rect_text(moved), 0);
+  e = read_error(write("overlap.yaml", split), m, spec, req);
+  EXPECT_EQ(e.line(), line);
+  EXPECT_EQ(e.key_path(), "layers[4].region") << e.what();
+  EXPECT_NE(std::string(e.what()).find("overlaps layers[0].region " + rect_text(r0)),
+            std::string::npos)
+      << e.what();
+  // A dead core in a region: named at the group's first region.
+  fabric::WaferSpec dead = spec;
+  dead.defect_cores = {{r4.x0 + 1, r4.y0 + 1}};
+  e = read_error(write("dead.yaml", text), m, dead, req);
+  EXPECT_NE(std::string(e.what()).find("dead core"), std::string::npos) << e.what();
+  EXPECT_EQ(e.key_path(), "layers[4].region");
+  // Too long a context for a group's four layers' KV cache on each core.
+  PlacementRequest longer = req;
+  longer.context_tokens = m.max_position;
+  longer.users = 4096;
+  e = read_error(write("sram.yaml", text), m, spec, longer);
+  EXPECT_NE(std::string(e.what()).find("fullest core"), std::string::npos) << e.what();
+  EXPECT_EQ(e.key_path(), "layers[0].region");
+}
+
+// A whole-region file's longest context is the edge of fitting: at it every
+// core of every group holds its layers' KV slots, one position more and a
+// core overflows (the group's layers share each core's SRAM, so the context
+// is what the SRAM left holds of all their slots together).
+TEST_F(WholeRegionFile, LongestContextIsTheEdgeOfFittingTheGroupsSram) {
+  req.users = 4096;
+  req.context_tokens = 1;
+  const fs::path f = write("p.yaml", placement_file_yaml(m, spec, plan_placement(m, spec, 1, req)));
+  const Placement back = read_placement_file(f, m, spec, req);
+  ASSERT_LT(back.max_context_tokens, m.max_position);
+  ASSERT_GT(back.max_context_tokens, 1);
+  PlacementRequest at = req;
+  at.context_tokens = back.max_context_tokens;
+  EXPECT_NO_THROW(read_placement_file(f, m, spec, at));
+  at.context_tokens = back.max_context_tokens + 1;
+  const ScenarioError e = read_error(f, m, spec, at);
+  EXPECT_NE(std::string(e.what()).find("fullest core"), std::string::npos) << e.what();
 }
 
 // Errors in the new keys name the key path and the line.
