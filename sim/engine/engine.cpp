@@ -775,7 +775,6 @@ analysis::RunResult describe_run(const Scenario& sc, const RunOptions& options) 
   r.hardware_name = sc.hardware.name;
   r.model_name = sc.model.name;
   r.precision = models::dtype_name(sc.precision);
-  r.placement_strategy = strategy_name(sc.placement.strategy);
   r.seed = sc.workload.seed;
   r.functional = options.functional;
   r.mesh_width = sc.hardware.mesh_width;
@@ -1155,6 +1154,9 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   PlacedModels placed = place_models(sc, options, host_times);
   r.layer_group_choice = placed.target->layer_group_choice;
   r.reduction_choices = placed.target->reduction_choices;
+  // A placement file's: the strategy it records as its maker, not the
+  // scenario's (which a file replaces).
+  r.placement_strategy = placed.target->placement.strategy;
   fabric::WaferIo io(sc.hardware, static_cast<int>(placed.target->wafers.size()));
   fabric::PagePool record_pool;
   RecordRecycler recycler;
