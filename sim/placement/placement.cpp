@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -189,9 +190,43 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
                          (n_wafers > 1 ? fmt::format("wafer {}: ", w) : std::string()) + plan.note;
   }
   pl.max_context_tokens = std::min(pl.max_context_tokens, final_context);
+  // A whole-region layout does not change with the context: its longest is
+  // what its cores hold to the byte (the planner's figure is a bound).
+  if (req.strategy == StrategyKind::whole_region)
+    pl.max_context_tokens = layout_max_context(model, pl, req, spec);
   pl.estimated_hop_bytes = estimate_hop_bytes(model, pl, spec.mesh_width);
   if (req.progress) req.progress(n_wafers, n_wafers);
   return pl;
+}
+
+RegionLayerBytes region_layer_bytes(const models::ModelConfig& model, const LayerStage& st,
+                                    const PlacementRequest& req) {
+  Placement one;
+  one.layers.push_back(st);
+  one.head.tied = model.tie_embeddings;
+  const fabric::Rect& r = st.strip;
+  const std::size_t cores = static_cast<std::size_t>(r.width) * static_cast<std::size_t>(r.height);
+  RegionLayerBytes b{std::vector<std::uint64_t>(cores, 0), std::vector<std::uint64_t>(cores, 0)};
+  const auto at = [&](Coord c) {
+    return static_cast<std::size_t>(c.y - r.y0) * static_cast<std::size_t>(r.width) +
+           static_cast<std::size_t>(c.x - r.x0);
+  };
+  for_each_allocation(
+      model, one, req,
+      [&](const CoreAllocation& a) {
+        (a.use == SramUse::kv_cache ? b.kv : b.own)[at(a.core)] += a.bytes.value;
+      },
+      [&](const MatrixAllocation& m) {
+        m.for_each_tile([&](int pi, int qi) {
+          b.own[at(m.matrix.core(pi, qi))] +=
+              m.weight_bytes(pi, qi) + (m.buffers ? m.buffer_bytes(pi, qi) : 0);
+        });
+      });
+  // The one layer of `one` starts its run: every core of the region got the
+  // scratch area, which a group holds once.
+  const std::uint64_t scratch = region_scratch_bytes(model, st).value;
+  for (std::uint64_t& own : b.own) own -= scratch;
+  return b;
 }
 
 int layout_max_context(const models::ModelConfig& model, const Placement& pl,
@@ -204,8 +239,33 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
            static_cast<std::size_t>(c.x);
   };
   std::vector<std::uint64_t> other(static_cast<std::size_t>(pl.wafers) * cores, 0);
+  // Whole-region layers: one layer's bytes per size of region, added at each
+  // layer's region, and the scratch area once per group. The other layers
+  // and the head are counted allocation by allocation.
+  Placement rest = pl;
+  rest.layers.clear();
+  std::map<std::pair<int, int>, std::vector<std::uint64_t>> own_by_size;
+  for (std::size_t l = 0; l < pl.layers.size(); ++l) {
+    const LayerStage& st = pl.layers[l];
+    if (!st.whole_region) {
+      rest.layers.push_back(st);
+      continue;
+    }
+    const fabric::Rect& r = st.strip;
+    std::vector<std::uint64_t>& own = own_by_size[{r.width, r.height}];
+    if (own.empty()) own = region_layer_bytes(model, st, req).own;
+    const bool joins = l > 0 && pl.layers[l - 1].whole_region && pl.layers[l - 1].strip == r &&
+                       pl.layers[l - 1].wafer == st.wafer;
+    const std::uint64_t scratch = joins ? 0 : region_scratch_bytes(model, st).value;
+    for (int y = 0; y < r.height; ++y)
+      for (int x = 0; x < r.width; ++x)
+        other[index(st.wafer, Coord{r.x0 + x, r.y0 + y})] +=
+            own[static_cast<std::size_t>(y) * static_cast<std::size_t>(r.width) +
+                static_cast<std::size_t>(x)] +
+            scratch;
+  }
   for_each_allocation(
-      model, pl, req,
+      model, rest, req,
       [&](const CoreAllocation& a) {
         if (a.use != SramUse::kv_cache) other[index(a.wafer, a.core)] += a.bytes.value;
       },

@@ -295,6 +295,17 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& plac
                          const std::function<void(const CoreAllocation&)>& visit,
                          const std::function<void(const MatrixAllocation&)>& matrices = nullptr);
 
+// One whole-region layer's bytes on each core of its region (row-major from
+// the region's corner), as the allocator counts them (for_each_allocation),
+// besides the region's one scratch area: `own` its tiles, norm gains and
+// biases, `kv` its KV slots. Every layer of a group adds the same to each
+// core, and layers of one shape on regions of one size the same pattern.
+struct RegionLayerBytes {
+  std::vector<std::uint64_t> own, kv;
+};
+RegionLayerBytes region_layer_bytes(const models::ModelConfig& model, const LayerStage& st,
+                                    const PlacementRequest& req);
+
 // The longest context per user a fixed layout can cache: on every attention
 // core, the SRAM left by everything but the KV cache holds whole KV slots;
 // a kv head's positions go round its segment, so its context is the segment

@@ -368,9 +368,13 @@ AttentionPlacement StagePlanner::region_attention(int l, int w, const Rect& regi
   return a;
 }
 
-// The fullest core's bytes for a whole-region layer (an upper bound: the
-// largest tile of every matrix, the largest KV share, per layer sharing the
-// region, and one scratch area) against the budget; lowers max_context_.
+// The fullest core's bytes for a whole-region layer against the budget:
+// first a bound (the largest tile of every matrix, the largest KV share,
+// per layer sharing the region, and one scratch area), which errs high and
+// so passes most layers at once; where it fails, every core of the region
+// counted as the allocator counts it decides (region_fullest_core). Lowers
+// max_context_ to the bound's (plan_placement replaces it with the exact
+// figure of the final layout).
 void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes budget,
                                     const std::string& strategy) {
   const AttentionPlacement& a = st.attention;
@@ -386,22 +390,41 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
   const std::uint64_t kv = slot * static_cast<std::uint64_t>(a.max_positions_per_core);
   const std::uint64_t scratch = region_scratch_bytes(model_, st).value;
   const auto n = static_cast<std::uint64_t>(sharing);
-  if ((matrices + kv) * n + scratch > budget.value)
-    throw FitError(fmt::format(
-        "layer {} of {} {} {} x {} region ({}){}: the fullest core would hold {} of weights "
-        "and {} of KV cache ({} tokens x {} users) per layer and {} of scratch, {} in all, but "
-        "has {}; use more wafers, fewer tokens or users, or fewer weight bits",
-        st.layer, model_.name, sharing > 1 ? "shares its" : "on its", st.strip.width,
-        st.strip.height, strategy,
-        sharing > 1 ? fmt::format(" with {} other layers", sharing - 1) : std::string(),
-        human_bytes(Bytes{matrices}), human_bytes(Bytes{kv}), ctx_, users_,
-        human_bytes(Bytes{scratch}), human_bytes(Bytes{(matrices + kv) * n + scratch}),
-        human_bytes(budget)));
+  if ((matrices + kv) * n + scratch > budget.value) {
+    const std::uint64_t fullest = region_fullest_core(st, sharing);
+    if (fullest > budget.value)
+      throw FitError(fmt::format(
+          "layer {} of {} {} {} x {} region ({}){}: the fullest core would hold {} ({} of "
+          "tiles, gains and KV cache ({} tokens x {} users) per layer{} and {} of scratch), "
+          "but has {}; use more wafers, fewer tokens or users, or fewer weight bits",
+          st.layer, model_.name, sharing > 1 ? "shares its" : "on its", st.strip.width,
+          st.strip.height, strategy,
+          sharing > 1 ? fmt::format(" with {} other layers", sharing - 1) : std::string(),
+          human_bytes(Bytes{fullest}), human_bytes(Bytes{(fullest - scratch) / n}), ctx_, users_,
+          sharing > 1 ? fmt::format(" x {} layers", sharing) : std::string(),
+          human_bytes(Bytes{scratch}), human_bytes(budget)));
+  }
   // The longest context the same region could cache at full capacity.
   const std::uint64_t room = capacity_ > scratch ? (capacity_ - scratch) / n : 0;
   const std::uint64_t per_core = room > matrices ? (room - matrices) / slot : 0;
   max_context_ = static_cast<int>(std::min<std::int64_t>(
       max_context_, static_cast<std::int64_t>(per_core) * a.segment_length / users_));
+}
+
+// Every core of the layer's region counted as the allocator counts it
+// (region_layer_bytes): `sharing` copies of the layer's own bytes and KV
+// slots and the one scratch area; the most any core holds. The layers of
+// every group on regions of one size give the same figure: it is kept.
+std::uint64_t StagePlanner::region_fullest_core(const LayerStage& st, int sharing) {
+  const std::tuple<int, int, int> key{st.strip.width, st.strip.height, sharing};
+  if (const auto it = fullest_.find(key); it != fullest_.end()) return it->second;
+  const RegionLayerBytes b = region_layer_bytes(model_, st, req_);
+  const std::uint64_t scratch = region_scratch_bytes(model_, st).value;
+  std::uint64_t most = 0;
+  for (std::size_t c = 0; c < b.own.size(); ++c) most = std::max(most, b.own[c] + b.kv[c]);
+  const std::uint64_t fullest = scratch + static_cast<std::uint64_t>(sharing) * most;
+  fullest_.emplace(key, fullest);
+  return fullest;
 }
 
 LayerStage StagePlanner::region_layer(int l, int w, const Rect& region, int sharing, Bytes budget,

@@ -6,8 +6,10 @@
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fabric/defects.hpp"
@@ -108,6 +110,7 @@ class StagePlanner {
                                       const std::string& strategy) const;
   void check_region_fit(const LayerStage& st, int sharing, Bytes budget,
                         const std::string& strategy);
+  std::uint64_t region_fullest_core(const LayerStage& st, int sharing);
   // Per row of `r`: 1 when a core of that row (within r's columns) is dead.
   std::vector<char> dead_rows(const fabric::Rect& r) const;
 
@@ -123,6 +126,8 @@ class StagePlanner {
   int group_ = 1;
   std::uint64_t slot_bytes_ = 0, att_buffers_ = 0;
   int max_context_ = INT_MAX;
+  // region_fullest_core's figures by region width, height and sharing.
+  std::map<std::tuple<int, int, int>, std::uint64_t> fullest_;
 };
 
 }  // namespace wafersim::sim
