@@ -35,6 +35,9 @@ mkdir -p build/fuzz/corpus/safetensors build/fuzz/corpus/hf_config build/fuzz/co
 if [ -x build/release/sim/wafersim ]; then
   build/release/sim/wafersim place scenarios/quickstart.yaml \
     --write-placement build/fuzz/corpus/placement/quickstart.yaml >/dev/null 2>&1 || true
+  build/release/sim/wafersim place scenarios/quickstart.yaml --strategy whole-region \
+    --layer-groups 2 --write-placement build/fuzz/corpus/placement/whole-region.yaml \
+    >/dev/null 2>&1 || true
 fi
 # Seeds: a small checkpoint's files where the tests have made one, and a
 # config.json written here.
