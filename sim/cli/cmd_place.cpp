@@ -21,7 +21,7 @@ namespace wafersim::sim {
 namespace {
 
 struct PlaceArgs {
-  std::string scenario, svg, write_placement;
+  std::string scenario, svg, write_placement, layer_replay = "auto";
   bool json = false;
   int block_rows = 0;
   ScenarioOverrideOptions overrides;
@@ -33,8 +33,12 @@ int run(const PlaceArgs& a, const std::filesystem::path& presets) {
   if (!a.svg.empty()) analysis::check_writable(a.svg);  // before placing, not after
   if (!a.write_placement.empty()) analysis::check_writable(a.write_placement);
   if (a.block_rows > 0) sc.placement.block_rows = a.block_rows;
-  const PlacementReport report =
-      evaluate_placement(sc, show_placement_progress, show_search_progress);
+  const PlacementReport report = evaluate_placement(
+      sc, show_placement_progress, show_search_progress, layer_replay_mode(a.layer_replay));
+  if (report.replayed_layer_passes > 0)
+    std::cerr << "decode step alone: replayed " << report.replayed_layer_passes
+              << " layer passes as shifted copies of the layer simulated before them "
+                 "(exact; --layer-replay off simulates each)\n";
   if (!a.svg.empty()) {
     write_text_atomically(a.svg, placement_svg(report));
     report_written(a.svg, "placement picture");
@@ -63,6 +67,7 @@ RegisteredCommand add_place_command(CLI::App& app) {
       ->add_option("--block-rows", a->block_rows, "serpentine, sram-balanced: rows of layer blocks")
       ->check(CLI::Range(1, 64));
   add_scenario_override_options(place, a->overrides);
+  add_layer_replay_option(place, a->layer_replay);
   place->add_option("--write-placement", a->write_placement,
                     "Write the placement (regions, every matrix's rectangle and reduction) as an "
                     "editable YAML file");

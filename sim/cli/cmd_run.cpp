@@ -65,9 +65,7 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   options.search_progress = show_search_progress;
   options.threads = a.threads;
   options.recycle_link_records = !a.keep_link_records;
-  options.layer_replay = a.layer_replay == "off"      ? LayerReplayMode::off
-                         : a.layer_replay == "always" ? LayerReplayMode::always
-                                                      : LayerReplayMode::when_it_pays;
+  options.layer_replay = layer_replay_mode(a.layer_replay);
   HostTimes host;
   options.host_times = &host;
   analysis::RunTrace trace;
@@ -137,13 +135,7 @@ RegisteredCommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--keep-link-records", a->keep_link_records,
                     "Keep every wafer's link records for the whole run instead of reusing those of "
                     "wafers a token has left (more memory; the same results)");
-  run_cmd
-      ->add_option("--layer-replay", a->layer_replay,
-                   "Layers that repeat the one just simulated, shifted in time, are replayed "
-                   "instead of simulated (exact: the same results): auto, where it saves host "
-                   "time; always, wherever it can; off, every layer simulated")
-      ->check(CLI::IsMember({"auto", "always", "off"}))
-      ->default_str("auto");
+  add_layer_replay_option(run_cmd, a->layer_replay);
   run_cmd
       ->add_option("--trace", a->trace,
                    "Write a Chrome trace-event JSON of the run to this file (open it in "

@@ -95,6 +95,22 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrideOptions::as_set
   return out;
 }
 
+void add_layer_replay_option(CLI::App* command, std::string& mode) {
+  command
+      ->add_option("--layer-replay", mode,
+                   "Layers that repeat the one just simulated, shifted in time, are replayed "
+                   "instead of simulated (exact: the same results): auto, where it saves host "
+                   "time; always, wherever it can; off, every layer simulated")
+      ->check(CLI::IsMember({"auto", "always", "off"}))
+      ->default_str("auto");
+}
+
+LayerReplayMode layer_replay_mode(const std::string& mode) {
+  return mode == "off"      ? LayerReplayMode::off
+         : mode == "always" ? LayerReplayMode::always
+                            : LayerReplayMode::when_it_pays;
+}
+
 void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& o,
                                    std::span<const std::string_view> skip) {
   auto wanted = [&](std::string_view name) {

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/config/scenario.hpp"
+#include "sim/engine/engine.hpp"
 
 namespace wafersim::sim {
 
@@ -56,7 +57,8 @@ struct RegisteredCommand {
 RegisteredCommand add_run_command(CLI::App& app);
 
 // wafersim place SCENARIO [--json] [--svg FILE] [--block-rows N] [OVERRIDES]
-//                [--write-placement FILE]: place the model and evaluate it, no simulation.
+//                [--write-placement FILE] [--layer-replay auto|always|off]: place the
+//                model and evaluate it, with one decode step alone on the fabric.
 RegisteredCommand add_place_command(CLI::App& app);
 
 // wafersim validate SCENARIO [OVERRIDES]: check a scenario without running it.
@@ -124,6 +126,12 @@ struct ScenarioOverrideOptions {
 // meaning, as sweep's axes do). Every command that takes a scenario uses it.
 void add_scenario_override_options(CLI::App* command, ScenarioOverrideOptions& options,
                                    std::span<const std::string_view> skip = {});
+
+// --layer-replay auto|always|off (run, place): layers that repeat the one
+// just simulated are replayed instead of simulated (exact). The word is
+// kept in `mode`; layer_replay_mode reads it.
+void add_layer_replay_option(CLI::App* command, std::string& mode);
+LayerReplayMode layer_replay_mode(const std::string& mode);
 
 // load_scenario with the overrides. An error in a value given on the command
 // line names the option ("command line --wafers 2x: ...") instead of a place

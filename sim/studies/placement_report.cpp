@@ -9,6 +9,7 @@
 #include "sim/config/placement_file.hpp"
 #include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
+#include "sim/exec/layer_replay.hpp"
 #include "sim/placement/placement_cost.hpp"
 #include "sim/program/program.hpp"
 
@@ -39,7 +40,8 @@ std::vector<RegionInfo> placement_regions(const Placement& pl) {
 
 PlacementReport evaluate_placement(const Scenario& sc,
                                    const std::function<void(int, int)>& progress,
-                                   const std::function<void(int, int)>& search_progress) {
+                                   const std::function<void(int, int)>& search_progress,
+                                   LayerReplayMode replay_mode) {
   const std::unique_ptr<PlacedSystem> sys = place_system(sc, progress, search_progress);
   const Placement& pl = sys->placement;
   PlacementReport r;
@@ -62,7 +64,10 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.placement_file = placement_file_yaml(sc.model, sc.hardware, pl);
   r.regions = placement_regions(pl);
 
-  // One decode token (user 0, position 0) through every stage, timing only.
+  // One decode token (user 0, position 0) through every stage, timing only,
+  // as the engine runs one message alone: each stage starts when the one
+  // before handed the token on, and a layer equal to the one before is
+  // replayed instead of simulated (sim/exec/layer_replay.hpp; exact).
   fabric::WaferIo io(sc.hardware, pl.wafers);
   Executor ex(sys->wafer_ptrs, &io, sc.model, pl, sys->program, nullptr,
               models::dtype_bits(sc.precision));
@@ -70,8 +75,26 @@ PlacementReport evaluate_placement(const Scenario& sc,
   m.needs_logits = true;
   m.token = sc.workload.prompt_ids.front();
   slot(m, Slot::x) = ex.embed(m.token, 0, Timed{}, true);
-  for (const StageProgram& sp : sys->program.stages)
-    run_stage(ex, sp, m, [](const std::string&, const Timed&) {});
+  std::unique_ptr<LayerReplay> replay;
+  if (replay_mode != LayerReplayMode::off && LayerReplay::usable(ex))
+    replay =
+        std::make_unique<LayerReplay>(ex, sys->program, 1, replay_mode == LayerReplayMode::always,
+                                      models::WorkTeam::host_threads());
+  if (replay) replay->sent();
+  Cycles now{0};
+  for (const StageProgram& sp : sys->program.stages) {
+    Cycles until;
+    if (replay && replay->enter(sp, m, now, until))
+      now = until;
+    else
+      run_stage(ex, sp, m, [&](const std::string&, const Timed& t) { now = std::max(now, t.at); });
+    if (replay) replay->left(sp, m, now);
+  }
+  if (replay) {
+    replay->returned();
+    replay->settle();
+    r.replayed_layer_passes = replay->replayed();
+  }
   r.token_cycles = m.done.at.value;
 
   for (const auto& f : sys->wafers) {

@@ -16,6 +16,7 @@
 #include "analysis/run_result.hpp"
 #include "fabric/mesh.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/placement/placement.hpp"
 
 namespace wafersim::sim {
@@ -53,11 +54,16 @@ struct PlacementReport {
   // placement.reduction: auto (and matrices.<m>.reduction: auto): the
   // schemes tried and chosen.
   std::vector<analysis::ReductionChoice> reduction_choices;
+  // Layers of the decode step replayed instead of simulated (host time only).
+  std::uint64_t replayed_layer_passes = 0;
 };
 
+// `replay`: how the decode step alone replays layers equal to the one before
+// (RunOptions::layer_replay; the same figures in every mode).
 PlacementReport evaluate_placement(const Scenario& scenario,
                                    const std::function<void(int, int)>& progress = {},
-                                   const std::function<void(int, int)>& search_progress = {});
+                                   const std::function<void(int, int)>& search_progress = {},
+                                   LayerReplayMode replay = LayerReplayMode::when_it_pays);
 
 void write_placement_summary(std::ostream& out, const PlacementReport& r);
 nlohmann::ordered_json placement_json(const PlacementReport& r);

@@ -570,6 +570,25 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
   }
 }
 
+// `place` times one decode step alone with the engine's replay of equal
+// layers: the same report whether it replays wherever it can or never.
+TEST(Cli, PlaceReplaysItsDecodeStepExactly) {
+  const fs::path d = scratch_dir("place_replay");
+  const fs::path scenario = d / "s.yaml";
+  std::ofstream(scenario) << "name: place-replay\nhardware: small\nmodel: tiny-llama\n"
+                          << "placement:\n  strategy: whole-region\n  layer_groups: 1\n"
+                          << "workload:\n  prompt_tokens: 3\n  generate_tokens: 2\n";
+  const std::string place = "place " + scenario.string() + " --json --set model.num_layers=8";
+  const Outcome replayed = wafersim(place + " --layer-replay always");
+  ASSERT_EQ(replayed.code, 0) << replayed.err;
+  const Outcome simulated = wafersim(place + " --layer-replay off");
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  EXPECT_EQ(replayed.out, simulated.out);
+  EXPECT_NE(replayed.err.find("replayed "), std::string::npos) << replayed.err;
+  EXPECT_EQ(simulated.err.find("replayed "), std::string::npos) << simulated.err;
+  fs::remove_all(d);
+}
+
 TEST(Cli, BenchKernelsPrintsEveryShapeForEveryKernel) {
   // Figures only (never checked against a speed): every shape, a positive
   // rate for the scalar kernel, where the host has it AVX2, and row bands.
