@@ -343,7 +343,11 @@ std::string placement_svg(const PlacementPicture& p) {
         for (std::size_t k = 0; k < same.size() && k < 12; ++k)
           name += (k ? ", " : ": ") + same[k]->name;
         if (same.size() > 12) name += ", ...";
-        full = fmt::format("L{}-{} shared", lo, hi);
+        // A shared region's parts other than the layers' region itself (a
+        // KV cache of its own) keep their name.
+        const std::string part = short_name(r);
+        full = part.rfind('(', 0) == 0 ? fmt::format("L{}-{} shared", lo, hi)
+                                       : fmt::format("L{}-{} {}", lo, hi, part);
         brief = fmt::format("L{}-{}", lo, hi);
       } else {
         full = r.layer >= 0 ? fmt::format("L{} {}", r.layer, short_name(r)) : r.name;

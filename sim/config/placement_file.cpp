@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -125,7 +126,10 @@ void write_layer(std::string& o, const models::ModelConfig& model, const LayerSt
   if (st.upward()) o += "    stacking: bottom-up\n";
   o += fmt::format("    qkv: {}\n", matrix_yaml(st.qkv, whole));
   const AttentionPlacement& a = st.attention;
-  if (whole)
+  if (st.attention_apart())
+    o += fmt::format("    attention: {{region: {}, reduction: {}{}}}\n", rect_yaml(a.rect),
+                     reduction_name(a.reduction), groups_yaml(a.reduction, a.reduction_groups));
+  else if (whole)
     o += fmt::format("    attention: {}\n", reduction_yaml(a.reduction, a.reduction_groups));
   else
     o += fmt::format(
@@ -477,7 +481,7 @@ class PlacementFileReader {
       fail(region, e.what());
     }
     region_reduction(ln, "qkv", st.qkv.reduction, st.qkv.reduction_groups);
-    region_reduction(ln, "attention", st.attention.reduction, st.attention.reduction_groups);
+    const std::optional<Value> kv_region = region_attention(ln, st);
     region_reduction(ln, "o", st.o.reduction, st.o.reduction_groups);
     switch (mlp_kind(model_)) {
       case MlpKind::swiglu:
@@ -501,17 +505,58 @@ class PlacementFileReader {
     const std::size_t first = placed_.size();
     if (!joins) placed_.push_back({st.strip, st.wafer, region});
     regions_.push_back({st.strip, st.wafer, region, first, placed_.size(), group});
+    // A KV region of its own, outside the stage's region: the group's layers
+    // in a row may share it as they share their region (placed once).
+    if (kv_region) {
+      if (!(joins && last_kv_ == st.attention.rect))
+        placed_.push_back({st.attention.rect, st.wafer, *kv_region});
+      last_kv_ = st.attention.rect;
+    } else {
+      last_kv_.reset();
+    }
+  }
+
+  // A whole-region layer's `attention`: its reduction and, optionally, a
+  // `region` of its own for the KV cache (outside the layer's region, on
+  // cores nothing else holds), laid out there as over the layer's region.
+  // Returns that region's value (none: the KV cache spreads over the
+  // layer's region).
+  std::optional<Value> region_attention(const Mapping& ln, LayerStage& st) {
+    const Mapping an = region_reduction(ln, "attention", st.attention.reduction,
+                                        st.attention.reduction_groups, true);
+    const Value* rv = an.find("region");
+    if (rv == nullptr) return std::nullopt;
+    const Value where = *rv;
+    const fabric::Rect r = rect_in_mesh(where);
+    if (overlap(r, st.strip))
+      fail(where, fmt::format("the KV cache's region {} overlaps its layer's region {}: give it "
+                              "cores of its own (or leave region out: the KV cache then spreads "
+                              "over the layer's region)",
+                              rect_yaml(r), rect_yaml(st.strip)));
+    const ReductionScheme scheme = st.attention.reduction;
+    const int groups = st.attention.reduction_groups;
+    try {
+      st.attention = planner_.region_attention(st.layer, st.wafer, r, kWholeRegion);
+    } catch (const fabric::FitError& e) {
+      fail(where, e.what());
+    }
+    st.attention.reduction = scheme;
+    st.attention.reduction_groups = groups;
+    return where;
   }
 
   void region_matrix(const Mapping& parent, const std::string& key, MatrixPlacement& m) const {
     region_reduction(parent, key, m.reduction, m.reduction_groups);
   }
 
-  // `key` of `parent` in a whole-region layer: {reduction, reduction_groups}.
-  static void region_reduction(const Mapping& parent, const std::string& key, ReductionScheme& r,
-                               int& groups) {
+  // `key` of `parent` in a whole-region layer: {reduction, reduction_groups}
+  // (attention, `kv`, may add a `region`). Returns the mapping.
+  static Mapping region_reduction(const Mapping& parent, const std::string& key, ReductionScheme& r,
+                                  int& groups, bool kv = false) {
+    std::vector<std::string> keys{"reduction", "reduction_groups"};
+    if (kv) keys.emplace_back("region");
     const Mapping n =
-        mapping(get(parent, key), {"reduction", "reduction_groups"},
+        mapping(get(parent, key), std::move(keys),
                 [](const std::string& k) -> std::string {
                   if (k != "rect" && k != "segment_length" && k != "segments_per_column") return {};
                   return fmt::format(
@@ -522,6 +567,7 @@ class PlacementFileReader {
                 });
     r = reduction(get(n, "reduction"));
     groups = reduction_groups(n, r);
+    return n;
   }
 
   // The layer's MLP: the dense matrices of its kind, or the router and experts.
@@ -698,6 +744,7 @@ class PlacementFileReader {
   const fabric::WaferSpec& spec_;
   const PlacementRequest& req_;
   StagePlanner planner_;     // lays out whole-region layers as the strategy does
+  std::optional<fabric::Rect> last_kv_;  // the last layer's own KV region, if any
   int expected_wafers_ = 0;  // the scenario's wafers; 0: any (wafers: auto)
   int wafers_ = 1;
   std::vector<PlacedRect> placed_;  // in file order

@@ -201,6 +201,8 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
 
 RegionLayerBytes region_layer_bytes(const models::ModelConfig& model, const LayerStage& st,
                                     const PlacementRequest& req) {
+  if (st.attention_apart())
+    throw std::logic_error("region_layer_bytes: the layer's KV cache lies outside its region");
   Placement one;
   one.layers.push_back(st);
   one.head.tied = model.tie_embeddings;
@@ -242,12 +244,16 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
   // Whole-region layers: one layer's bytes per size of region, added at each
   // layer's region, and the scratch area once per group. The other layers
   // and the head are counted allocation by allocation.
+  // (A layer whose KV cache lies apart from its region is counted with the
+  // rest, and then so are all: its group's scratch is counted once that way.)
+  const bool apart = std::any_of(pl.layers.begin(), pl.layers.end(),
+                                 [](const LayerStage& st) { return st.attention_apart(); });
   Placement rest = pl;
   rest.layers.clear();
   std::map<std::pair<int, int>, std::vector<std::uint64_t>> own_by_size;
   for (std::size_t l = 0; l < pl.layers.size(); ++l) {
     const LayerStage& st = pl.layers[l];
-    if (!st.whole_region) {
+    if (!st.whole_region || apart) {
       rest.layers.push_back(st);
       continue;
     }
@@ -339,7 +345,7 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
           visit({st.wafer, core,
                  Bytes{slot_bytes * static_cast<std::uint64_t>(a.max_positions_per_core)},
                  SramUse::kv_cache, kv});
-          if (!st.whole_region)
+          if (!st.whole_region || st.attention_apart())
             visit({st.wafer, core, Bytes{att_buffers}, SramUse::activations, buffers});
         }
     }

@@ -167,6 +167,10 @@ struct LayerStage {
   // layer's output (down's roots, at its bottom) is next to the next layer's
   // input (low in a bottom-up one), and back (docs/modelling.md).
   bool upward() const { return qkv.upward; }
+  // A whole-region layer whose KV cache lies on a region of its own (a
+  // placement file may put it on cores the layer's region leaves free): its
+  // attention buffers are then on those cores, not in the region's scratch.
+  bool attention_apart() const { return whole_region && !strip.encloses(attention.rect); }
   bool operator==(const LayerStage&) const = default;
 };
 
@@ -300,6 +304,7 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& plac
 // besides the region's one scratch area: `own` its tiles, norm gains and
 // biases, `kv` its KV slots. Every layer of a group adds the same to each
 // core, and layers of one shape on regions of one size the same pattern.
+// For a layer whose KV cache is in its region (not attention_apart()).
 struct RegionLayerBytes {
   std::vector<std::uint64_t> own, kv;
 };

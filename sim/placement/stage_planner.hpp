@@ -71,6 +71,10 @@ class StagePlanner {
   // FitError only when the region is too short for the kv heads.
   LayerStage region_stage(int l, int w, const fabric::Rect& region,
                           const std::string& strategy) const;
+  // The KV cache of layer l spread over `region` as region_stage spreads it
+  // (kv heads side by side, each over its columns and every row).
+  AttentionPlacement region_attention(int l, int w, const fabric::Rect& region,
+                                      const std::string& strategy) const;
   // Fewest rows of cores the head needs in a strip `width` wide at `budget`.
   int head_min_rows(int width, Bytes budget) const;
   HeadStage head(int w, const fabric::Rect& strip, Bytes budget);
@@ -106,8 +110,6 @@ class StagePlanner {
   // The parts of region_layer (stage_planner.cpp).
   MatrixPlacement region_matrix(std::size_t shape, int l, int w, const fabric::Rect& region,
                                 bool transposed) const;
-  AttentionPlacement region_attention(int l, int w, const fabric::Rect& region,
-                                      const std::string& strategy) const;
   void check_region_fit(const LayerStage& st, int sharing, Bytes budget,
                         const std::string& strategy);
   std::uint64_t region_fullest_core(const LayerStage& st, int sharing);

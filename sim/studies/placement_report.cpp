@@ -23,6 +23,9 @@ std::vector<RegionInfo> placement_regions(const Placement& pl) {
       // the other layers of its group): the region is the layer's one rectangle.
       regions.push_back(
           {fmt::format("layer {} (whole region)", st.layer), st.layer, st.wafer, st.strip});
+      if (st.attention_apart())
+        regions.push_back(
+            {fmt::format("layer {} KV cache", st.layer), st.layer, st.wafer, st.attention.rect});
       continue;
     }
     for (const MatrixPlacement* m : st.matrices())

@@ -191,6 +191,43 @@ TEST(Cli, APlacementFileMixesRectangleAndWholeRegionLayers) {
   fs::remove_all(d);
 }
 
+// A whole-region layer group's KV cache on a region of its own (rows its
+// region gives up): the functional run decodes the reference's tokens.
+TEST(Cli, AWholeRegionKvCacheOnARegionOfItsOwnDecodesTheReferencesTokens) {
+  const fs::path d = scratch_dir("pfile_kv_apart");
+  const std::string scenario = (d / "s.yaml").string(), file = (d / "p.yaml").string();
+  std::ofstream(scenario) << "name: pfile-kv\nhardware: small\nmodel: tiny-llama\n"
+                          << "placement:\n  strategy: whole-region\n  layer_groups: 1\n"
+                          << "workload:\n  prompt_tokens: 4\n  generate_tokens: 6\n  seed: 3\n"
+                          << "outputs:\n  functional: true\n";
+  const Outcome w = wafersim("place " + scenario + " --write-placement " + file);
+  ASSERT_EQ(w.code, 0) << w.err;
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // small is 32 x 32 with the head on the west 4 columns: the group's region
+  // gives up its 8 bottom rows to its layers' KV cache.
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    int n = 0;
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to), ++n;
+    return n;
+  };
+  ASSERT_EQ(replace_all("region: [4, 0, 28, 32]", "region: [4, 0, 28, 24]"), 4) << text;
+  ASSERT_EQ(replace_all("attention: {reduction: chain}",
+                        "attention: {region: [4, 24, 28, 8], reduction: chain}"),
+            4);
+  std::ofstream(file) << text;
+  const Outcome r = wafersim("run " + scenario + " --json --placement " + file);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tokens"].size(), 6u);
+  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+  fs::remove_all(d);
+}
+
 // A mistake in a mixture-of-experts file is reported by `run` with the
 // file, line and key path, and exit code 1.
 TEST(Cli, BrokenExpertInAPlacementFileNamesFileLineAndKey) {

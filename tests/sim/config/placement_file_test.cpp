@@ -12,6 +12,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/placement/placement.hpp"
 #include "sim/placement/placement_cost.hpp"
+#include "sim/placement/stage_planner.hpp"
 #include "support/placement_requests.hpp"
 #include "support/presets.hpp"
 #include "support/test_spec.hpp"
@@ -503,6 +504,65 @@ TEST_F(WholeRegionFile, MistakesAreErrorsWithTheirLines) {
   e = read_error(write("sram.yaml", text), m, spec, longer);
   EXPECT_NE(std::string(e.what()).find("fullest core"), std::string::npos) << e.what();
   EXPECT_EQ(e.key_path(), "layers[0].region");
+}
+
+// A whole-region layer's KV cache may lie on a region of its own (cores its
+// layer's region leaves free): laid out there as over the layer's region,
+// its attention buffers there, the group's layers sharing it as they share
+// their region; written back the same; and it may overlap nothing.
+TEST_F(WholeRegionFile, AKvCacheMayLieOnARegionOfItsOwn) {
+  const fabric::Rect r4 = pl.layers[4].strip;
+  ASSERT_GT(r4.height, 12);
+  const fabric::Rect shrunk{r4.x0, r4.y0, r4.width, r4.height - 8};
+  const fabric::Rect kv{r4.x0, r4.y0 + r4.height - 8, r4.width, 8};
+  std::string t = text;
+  for (int n = 0; n < 4; ++n)
+    t.replace(t.find(region(4)), region(4).size(), "region: " + rect_text(shrunk));
+  const std::string att = "    attention: {reduction: two-level}\n";
+  auto at = t.find(att, t.find("- layer: 4"));
+  for (int l = 4; l < 8; ++l, at = t.find(att, at + 1))
+    t.replace(at, att.size(),
+              "    attention: {region: " + rect_text(kv) + ", reduction: two-level}\n");
+  const Placement back = read_placement_file(write("kv.yaml", t), m, spec, req);
+  for (int l = 0; l < 8; ++l) EXPECT_EQ(back.layers[l].attention_apart(), l >= 4) << l;
+  StagePlanner planner(m, spec, req);
+  AttentionPlacement want = planner.region_attention(5, 0, kv, "whole-region");
+  want.reduction = fabric::ReductionScheme::two_level;
+  EXPECT_EQ(back.layers[5].attention, want);
+  // Written, it names the block the KV cache takes (kv heads x their columns,
+  // at most head_dim each: it may be narrower than the region given) and
+  // reads back the same.
+  const std::string written = placement_file_yaml(m, spec, back);
+  EXPECT_NE(written.find("attention: {region: " + rect_text(want.rect)), std::string::npos);
+  const Placement again = read_placement_file(write("again.yaml", written), m, spec, req);
+  for (int l = 0; l < 8; ++l) EXPECT_EQ(again.layers[l], back.layers[l]) << l;
+  // Allocated: the KV region's corner holds, for each of the group's four
+  // layers, its column's share of the KV slots and its attention buffers,
+  // and nothing else.
+  fabric::Fabric fab(spec);
+  fabric::Fabric* wafers[] = {&fab};
+  allocate_placement(m, back, wafers, req);
+  const AttentionPlacement& a = back.layers[4].attention;
+  const auto dims = static_cast<std::uint64_t>(a.dim_begin(1) - a.dim_begin(0));
+  const std::uint64_t slots =
+      2 * dims * static_cast<std::uint64_t>(req.weight_bits) / 8 * a.max_positions_per_core;
+  const auto g = static_cast<std::uint64_t>(m.num_heads / m.num_kv_heads);
+  EXPECT_EQ(fab.sram().used(fab.mesh().id(Coord{kv.x0, kv.y0})).value,
+            4 * (slots + g * (2 * dims + 2) * 4));
+  // Onto its own layer's region, and onto the other group's.
+  std::string bad = t;
+  const std::string kv_text = "region: " + rect_text(kv);
+  bad.replace(bad.find(kv_text), kv_text.size(),
+              "region: " + rect_text(fabric::Rect{kv.x0, kv.y0 - 1, kv.width, 8}));
+  ScenarioError e = read_error(write("onto.yaml", bad), m, spec, req);
+  EXPECT_EQ(e.key_path(), "layers[4].attention.region") << e.what();
+  EXPECT_NE(std::string(e.what()).find("overlaps its layer's region"), std::string::npos);
+  const fabric::Rect r0 = pl.layers[0].strip;
+  bad = t;
+  bad.replace(bad.find(kv_text), kv_text.size(),
+              "region: " + rect_text(fabric::Rect{r0.x0, r0.y0, 4, 4}));
+  e = read_error(write("other.yaml", bad), m, spec, req);
+  EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();
 }
 
 // A whole-region file's longest context is the edge of fitting: at it every
