@@ -228,6 +228,17 @@ TEST(Cli, AWholeRegionKvCacheOnARegionOfItsOwnDecodesTheReferencesTokens) {
   fs::remove_all(d);
 }
 
+// The shipped placement file docs/results.md measures (each group's KV cache
+// on the idle cells) still reads and fits: its checks at full size.
+TEST(Cli, TheShippedKvOnIdleCellsPlacementValidates) {
+  const Outcome v = wafersim(
+      "validate " + src("scenarios/llama-3.1-8b-wse3-whole-region.yaml") + " --placement " +
+      src("scenarios/placements/llama-3.1-8b-wse3-8-groups-kv-on-idle-cells.yaml"));
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("fits on 1 wafer (whole-region), up to 95508 tokens"), std::string::npos)
+      << v.out;
+}
+
 // A mistake in a mixture-of-experts file is reported by `run` with the
 // file, line and key path, and exit code 1.
 TEST(Cli, BrokenExpertInAPlacementFileNamesFileLineAndKey) {
