@@ -142,24 +142,47 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// A scenario in `d` (s.yaml) and the placement file `place` wrote for it
+// (p.yaml), for a test to edit and run:
+struct WrittenPlacement {
+  std::string scenario, file, text;
+};
+
+// tiny-llama on `small`, functional, 4 prompt and 6 generated tokens, with
+// `placement` (the mapping's lines, indented).
+WrittenPlacement written_placement(const fs::path& d, const std::string& placement) {
+  WrittenPlacement w{(d / "s.yaml").string(), (d / "p.yaml").string(), {}};
+  std::ofstream(w.scenario) << "name: pfile\nhardware: small\nmodel: tiny-llama\nplacement:\n"
+                            << placement
+                            << "workload:\n  prompt_tokens: 4\n  generate_tokens: 6\n  seed: 3\n"
+                            << "outputs:\n  functional: true\n";
+  const Outcome o = wafersim("place " + w.scenario + " --write-placement " + w.file);
+  EXPECT_EQ(o.code, 0) << o.err;
+  std::ifstream in(w.file);
+  w.text.assign(std::istreambuf_iterator<char>(in), {});
+  return w;
+}
+
+// `run` of the scenario with `text` as its placement file: a functional run
+// whose `tokens` generated tokens are the reference's.
+void expect_reference_tokens(const WrittenPlacement& w, const std::string& text,
+                             std::size_t tokens) {
+  std::ofstream(w.file) << text;
+  const Outcome r = wafersim("run " + w.scenario + " --json --placement " + w.file);
+  ASSERT_EQ(r.code, 0) << r.err << text;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tokens"].size(), tokens);
+  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+}
+
 // A placement file may mix the dataflows: a serpentine placement whose last
 // layer is turned whole-region on its own block (its matrices and KV cache
 // spread over the block, the residual handed over between the layouts)
 // decodes the reference's tokens.
 TEST(Cli, APlacementFileMixesRectangleAndWholeRegionLayers) {
   const fs::path d = scratch_dir("pfile_mixed");
-  const std::string scenario = (d / "s.yaml").string(), file = (d / "p.yaml").string();
-  std::ofstream(scenario) << "name: pfile-mixed\nhardware: small\nmodel: tiny-llama\n"
-                          << "placement:\n  strategy: serpentine\n"
-                          << "workload:\n  prompt_tokens: 5\n  generate_tokens: 6\n  seed: 2\n"
-                          << "outputs:\n  functional: true\n";
-  const Outcome w = wafersim("place " + scenario + " --write-placement " + file);
-  ASSERT_EQ(w.code, 0) << w.err;
-  std::string text;
-  {
-    std::ifstream in(file);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const WrittenPlacement w = written_placement(d, "  strategy: serpentine\n");
+  std::string text = w.text;
   // The last layer's entry: its region kept, its matrices' rectangles gone.
   const auto last = text.rfind("  - layer: ");
   const auto head = text.find("head:");
@@ -181,13 +204,7 @@ TEST(Cli, APlacementFileMixesRectangleAndWholeRegionLayers) {
     if (key == "    region") turned += "    dataflow: whole-region\n";
   }
   ASSERT_NE(turned.find("dataflow"), std::string::npos) << turned;
-  text = text.substr(0, last) + turned + text.substr(head);
-  std::ofstream(file) << text;
-  const Outcome r = wafersim("run " + scenario + " --json --placement " + file);
-  ASSERT_EQ(r.code, 0) << r.err << text;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["tokens"].size(), 6u);
-  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+  expect_reference_tokens(w, text.substr(0, last) + turned + text.substr(head), 6);
   fs::remove_all(d);
 }
 
@@ -195,18 +212,8 @@ TEST(Cli, APlacementFileMixesRectangleAndWholeRegionLayers) {
 // region gives up): the functional run decodes the reference's tokens.
 TEST(Cli, AWholeRegionKvCacheOnARegionOfItsOwnDecodesTheReferencesTokens) {
   const fs::path d = scratch_dir("pfile_kv_apart");
-  const std::string scenario = (d / "s.yaml").string(), file = (d / "p.yaml").string();
-  std::ofstream(scenario) << "name: pfile-kv\nhardware: small\nmodel: tiny-llama\n"
-                          << "placement:\n  strategy: whole-region\n  layer_groups: 1\n"
-                          << "workload:\n  prompt_tokens: 4\n  generate_tokens: 6\n  seed: 3\n"
-                          << "outputs:\n  functional: true\n";
-  const Outcome w = wafersim("place " + scenario + " --write-placement " + file);
-  ASSERT_EQ(w.code, 0) << w.err;
-  std::string text;
-  {
-    std::ifstream in(file);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const WrittenPlacement w = written_placement(d, "  strategy: whole-region\n  layer_groups: 1\n");
+  std::string text = w.text;
   // small is 32 x 32 with the head on the west 4 columns: the group's region
   // gives up its 8 bottom rows to its layers' KV cache.
   auto replace_all = [&](const std::string& from, const std::string& to) {
@@ -219,12 +226,7 @@ TEST(Cli, AWholeRegionKvCacheOnARegionOfItsOwnDecodesTheReferencesTokens) {
   ASSERT_EQ(replace_all("attention: {reduction: chain}",
                         "attention: {region: [4, 24, 28, 8], reduction: chain}"),
             4);
-  std::ofstream(file) << text;
-  const Outcome r = wafersim("run " + scenario + " --json --placement " + file);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["tokens"].size(), 6u);
-  EXPECT_EQ(j["tokens"], j["reference_tokens"]);
+  expect_reference_tokens(w, text, 6);
   fs::remove_all(d);
 }
 
