@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // A scenario in `d` (s.yaml) and the placement file `place` wrote for it
-// (p.yaml), for a test to edit and run:
+// (p.yaml), for a test to edit and run.
 struct WrittenPlacement {
   std::string scenario, file, text;
 };
