@@ -171,7 +171,8 @@ TEST(MeshGemv, OnTwoThreadsIsTheSameAsOnOne) {
   std::uint64_t start = 0;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     MatrixPlacement m;
-    m.name = "w" + std::to_string(k);
+    m.name = "w";  // (not "w" + std::to_string(k): GCC 12's -Wrestrict misfires on it at -O2)
+    m.name += std::to_string(k);
     m.out_features = 4 * shapes[k].rect.height + 7;
     m.in_features = 8 * shapes[k].rect.width - 3;
     if (shapes[k].transposed) std::swap(m.out_features, m.in_features);
