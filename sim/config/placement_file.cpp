@@ -480,9 +480,9 @@ class PlacementFileReader {
     } catch (const fabric::FitError& e) {
       fail(region, e.what());
     }
-    region_reduction(ln, "qkv", st.qkv.reduction, st.qkv.reduction_groups);
+    region_matrix(ln, "qkv", st.qkv);
     const std::optional<Value> kv_region = region_attention(ln, st);
-    region_reduction(ln, "o", st.o.reduction, st.o.reduction_groups);
+    region_matrix(ln, "o", st.o);
     switch (mlp_kind(model_)) {
       case MlpKind::swiglu:
       case MlpKind::gelu:

@@ -260,8 +260,7 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
     const fabric::Rect& r = st.strip;
     std::vector<std::uint64_t>& own = own_by_size[{r.width, r.height}];
     if (own.empty()) own = region_layer_bytes(model, st, req).own;
-    const bool joins = l > 0 && pl.layers[l - 1].whole_region && pl.layers[l - 1].strip == r &&
-                       pl.layers[l - 1].wafer == st.wafer;
+    const bool joins = l > 0 && st.joins_group_of(pl.layers[l - 1]);
     const std::uint64_t scratch = joins ? 0 : region_scratch_bytes(model, st).value;
     for (int y = 0; y < r.height; ++y)
       for (int x = 0; x < r.width; ++x)
@@ -355,10 +354,7 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
   // buffers any of their GEMVs or attention needs there.
   for (std::size_t l = 0; l < pl.layers.size(); ++l) {
     const LayerStage& st = pl.layers[l];
-    if (!st.whole_region ||
-        (l > 0 && pl.layers[l - 1].whole_region && pl.layers[l - 1].strip == st.strip &&
-         pl.layers[l - 1].wafer == st.wafer))
-      continue;
+    if (!st.whole_region || (l > 0 && st.joins_group_of(pl.layers[l - 1]))) continue;
     const Bytes scratch = region_scratch_bytes(model, st);
     const std::string what = fmt::format("layer {} region scratch", st.layer);
     for (int y = st.strip.y0; y < st.strip.y0 + st.strip.height; ++y)

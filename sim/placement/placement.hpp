@@ -171,6 +171,12 @@ struct LayerStage {
   // placement file may put it on cores the layer's region leaves free): its
   // attention buffers are then on those cores, not in the region's scratch.
   bool attention_apart() const { return whole_region && !strip.encloses(attention.rect); }
+  // Whether this layer is of the layer group of `before` (the layer before
+  // it): both whole-region on the same region of the same wafer, so that
+  // the region's cores hold one scratch area for them both.
+  bool joins_group_of(const LayerStage& before) const {
+    return whole_region && before.whole_region && strip == before.strip && wafer == before.wafer;
+  }
   bool operator==(const LayerStage&) const = default;
 };
 

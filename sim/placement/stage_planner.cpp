@@ -372,9 +372,9 @@ AttentionPlacement StagePlanner::region_attention(int l, int w, const Rect& regi
 // first a bound (the largest tile of every matrix, the largest KV share,
 // per layer sharing the region, and one scratch area), which errs high and
 // so passes most layers at once; where it fails, every core of the region
-// counted as the allocator counts it decides (region_fullest_core). Lowers
-// max_context_ to the bound's (plan_placement replaces it with the exact
-// figure of the final layout).
+// counted as the allocator counts it decides (region_fullest_core). (A
+// whole-region placement's longest context is its final layout's exact
+// figure: plan_placement, layout_max_context.)
 void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes budget,
                                     const std::string& strategy) {
   const AttentionPlacement& a = st.attention;
@@ -404,11 +404,6 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
           sharing > 1 ? fmt::format(" x {} layers", sharing) : std::string(),
           human_bytes(Bytes{scratch}), human_bytes(budget)));
   }
-  // The longest context the same region could cache at full capacity.
-  const std::uint64_t room = capacity_ > scratch ? (capacity_ - scratch) / n : 0;
-  const std::uint64_t per_core = room > matrices ? (room - matrices) / slot : 0;
-  max_context_ = static_cast<int>(std::min<std::int64_t>(
-      max_context_, static_cast<std::int64_t>(per_core) * a.segment_length / users_));
 }
 
 // Every core of the layer's region counted as the allocator counts it
