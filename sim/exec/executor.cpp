@@ -90,7 +90,7 @@ void Executor::run(const Phase& ph, TokenMessage& m, int layer) {
       qk_norm(slot(m, ph.a), layer);
       break;
     case PhaseKind::rope:
-      rope(slot(m, ph.a), m.rows());
+      rope(slot(m, ph.a), layer, m.rows());
       break;
     case PhaseKind::attention:
       slot(m, ph.out) = attention(*ph.attention, layer, slot(m, ph.a), m.rows());
@@ -632,15 +632,14 @@ void Executor::qk_norm(Vec& qkv, int layer) {
   const Layout& l = qkv.layout;
   const int hd = model_.head_dim;
   const int heads = model_.num_heads + model_.num_kv_heads;
-  const int qk_end = heads * hd;
+  const QkvRows rows = pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
   const auto T = static_cast<std::uint64_t>(qkv.tokens);
-  auto overlap = [&](std::size_t i, int lo, int hi) {
-    return std::max(0, std::min(l[i].end, hi) - std::max(l[i].begin, lo));
-  };
+  // The query and key elements of piece i (the value heads are not normed).
+  auto qk_of = [&](std::size_t i) { return rows.qk_rows_in(l[i].begin, l[i].end); };
   fabric::Fabric& f = fab(l.front().wafer);
   std::vector<Timed> partial(l.size()), normed(l.size());
   for (std::size_t i = 0; i < l.size(); ++i) {
-    const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+    const auto n = static_cast<std::uint64_t>(qk_of(i));
     partial[i] = n == 0
                      ? qkv.ready[i]
                      : run_core(l[i].wafer, l[i].core, qkv.ready[i], f.cost().vector_op(n * T, 2));
@@ -648,7 +647,7 @@ void Executor::qk_norm(Vec& qkv, int layer) {
   }
   std::vector<Timed> back;
   for (int h = 0; h < heads; ++h) {
-    const auto [a, b] = pieces_of_head(l, h, hd);
+    const auto [a, b] = pieces_of_range(l, rows.rotary(h), rows.rotary(h) + hd);
     if (a == b) continue;
     const Line line = layout_line(l, a, b);
     all_reduce(l.front().wafer, ReductionScheme::chain, line, Bytes{4 * T},
@@ -656,7 +655,7 @@ void Executor::qk_norm(Vec& qkv, int layer) {
     for (std::size_t k = a; k <= b; ++k) normed[k] = later(normed[k], back[k - a]);
   }
   for (std::size_t i = 0; i < l.size(); ++i) {
-    const auto n = static_cast<std::uint64_t>(overlap(i, 0, qk_end));
+    const auto n = static_cast<std::uint64_t>(qk_of(i));
     qkv.ready[i] = n == 0
                        ? qkv.ready[i]
                        : run_core(l[i].wafer, l[i].core, normed[i], f.cost().vector_op(n * T, 2));
@@ -678,9 +677,9 @@ void Executor::bias(Vec& v, WeightRef ref, int layer) {
   if (values_) values_->bias(v, ref, layer);
 }
 
-void Executor::rope(Vec& qkv, std::span<const RowTag> rows) {
+void Executor::rope(Vec& qkv, int layer, std::span<const RowTag> rows) {
   elementwise(qkv, 4);  // ~4 flops per element (two products and a sum, table lookup)
-  if (values_) values_->rope(qkv, rows);
+  if (values_) values_->rope(qkv, layer, rows);
 }
 
 Vec Executor::silu_mul(const Vec& gu) {
@@ -729,7 +728,7 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
     throw std::logic_error("attention: a row tag per row of the message");
   if (a.columns_per_head > 1) return block_attention(a, layer, qkv, rows);
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
-  const int q_dim = model_.q_dim(), kv = model_.kv_dim();
+  const QkvRows order = pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
   const int L = a.segment_length;
   const int T = qkv.tokens;
   const auto T64 = static_cast<std::uint64_t>(T);
@@ -744,14 +743,14 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Coord top = a.segment_core(h, 0);
     const int w = a.wafer;
-    const Vec q = move(qkv, Layout{Piece{top, h * g * hd, (h + 1) * g * hd, w}});
+    const int q0 = order.q(h * g);
+    const Vec q = move(qkv, Layout{Piece{top, q0, q0 + g * hd, w}});
     for (auto& r : kv_ready) r.clear();
     for (const RowTag& r : rows) {
       const int i_owner = a.slot_core(r.user, r.position);
       const Coord owner = a.segment_core(h, i_owner);
-      const Vec k = move(one, Layout{Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, w}});
-      const Vec v =
-          move(one, Layout{Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, w}});
+      const Vec k = move(one, Layout{Piece{owner, order.k(h), order.k(h) + hd, w}});
+      const Vec v = move(one, Layout{Piece{owner, order.v(h), order.v(h) + hd, w}});
       kv_ready[static_cast<std::size_t>(i_owner)].push_back(k.ready[0]);
       kv_ready[static_cast<std::size_t>(i_owner)].push_back(v.ready[0]);
     }
@@ -777,20 +776,26 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
   return out;
 }
 
-Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h,
+Vec Executor::block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv, int h,
                            std::span<const RowTag> rows,
                            std::vector<std::vector<Timed>>& kv_ready) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
-  const int q_dim = model_.q_dim(), kv = model_.kv_dim();
   const int C = a.columns_per_head, w = a.wafer;
   // The query group's slices to the block's top row, column j taking dims
   // dim_begin(j) .. dim_begin(j + 1) of each of the g heads (the pieces name
-  // them as one range of the same size).
+  // them as one range of the same size, of the group's rows in the layer's
+  // order); the result then names them as the attention's output does
+  // (query head i at i x head_dim), which is where o reads them.
+  const int q0 = order.q(h * g);
   Layout top;
   for (int j = 0; j < C; ++j)
-    top.push_back(Piece{a.block_core(h, 0, j), h * g * hd + g * a.dim_begin(j),
-                        h * g * hd + g * a.dim_begin(j + 1), w});
+    top.push_back(
+        Piece{a.block_core(h, 0, j), q0 + g * a.dim_begin(j), q0 + g * a.dim_begin(j + 1), w});
   Vec q = move(qkv, top);
+  for (int j = 0; j < C; ++j) {
+    Piece& p = q.layout[static_cast<std::size_t>(j)];
+    p.begin += h * g * hd - q0, p.end += h * g * hd - q0;
+  }
   // Each token's key and value, split the same way, to the row caching it.
   Vec one;  // one token of the block, for its k and v (timing only)
   one.layout = qkv.layout;
@@ -801,9 +806,9 @@ Vec Executor::block_inputs(const AttentionPlacement& a, const Vec& qkv, int h,
     Layout ks, vs;
     for (int j = 0; j < C; ++j) {
       const Coord c = a.block_core(h, row, j);
-      const int k0 = q_dim + h * hd;
+      const int k0 = order.k(h), v0 = order.v(h);
       ks.push_back(Piece{c, k0 + a.dim_begin(j), k0 + a.dim_begin(j + 1), w});
-      vs.push_back(Piece{c, k0 + kv + a.dim_begin(j), k0 + kv + a.dim_begin(j + 1), w});
+      vs.push_back(Piece{c, v0 + a.dim_begin(j), v0 + a.dim_begin(j + 1), w});
     }
     const Vec k = move(one, ks), v = move(one, vs);
     for (int j = 0; j < C; ++j) {
@@ -858,6 +863,7 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
 Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv,
                               std::span<const RowTag> rows) {
   const int L = a.segment_length, C = a.columns_per_head, w = a.wafer;
+  const QkvRows order = pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
   const auto T = static_cast<std::uint64_t>(qkv.tokens);
   const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
   fabric::Fabric& f = fab(w);
@@ -876,7 +882,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                                  fabric::Direction::south, L);
   std::vector<Bytes> column_bytes(static_cast<std::size_t>(C));
   for (int h = 0; h < a.num_kv_heads; ++h) {
-    const Vec q = block_inputs(a, qkv, h, rows, kv_ready);
+    const Vec q = block_inputs(a, order, qkv, h, rows, kv_ready);
     // Rows [i0, i1) of the block, once the q multicast has reached them.
     auto block_rows = [&](int i0, int i1) {
       for (int i = i0; i < i1; ++i)

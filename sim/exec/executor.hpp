@@ -183,7 +183,7 @@ class Executor {
   // elements (2 ops per element).
   void qk_norm(Vec& qkv, int layer);
   // Row t of `qkv` at rows[t].position.
-  void rope(Vec& qkv, std::span<const RowTag> rows);
+  void rope(Vec& qkv, int layer, std::span<const RowTag> rows);
   Vec silu_mul(const Vec& gu);
   // GELU (tanh) in place on the up matrix's roots (gpt2): about 8 operations
   // per element (cube, tanh, products).
@@ -307,8 +307,8 @@ class Executor {
   // (their arrivals per row and column, in `kv_ready`); and row i's scores,
   // their all-reduce along the row and its weighted values (`n` visible
   // positions), into `partial` [column][row].
-  Vec block_inputs(const AttentionPlacement& a, const Vec& qkv, int h, std::span<const RowTag> rows,
-                   std::vector<std::vector<Timed>>& kv_ready);
+  Vec block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv, int h,
+                   std::span<const RowTag> rows, std::vector<std::vector<Timed>>& kv_ready);
   void block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
                  const std::vector<std::vector<Timed>>& down,
                  const std::vector<std::vector<Timed>>& kv_ready,

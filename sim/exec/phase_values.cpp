@@ -9,17 +9,21 @@ namespace wafersim::sim {
 using fabric::reduction_order;
 using fabric::ReductionScheme;
 
-std::pair<std::size_t, std::size_t> pieces_of_head(const Layout& l, int h, int head_dim) {
+std::pair<std::size_t, std::size_t> pieces_of_range(const Layout& l, int begin, int end) {
   std::size_t a = 0;
-  while (l[a].end <= h * head_dim) ++a;
+  while (l[a].end <= begin) ++a;
   std::size_t b = a;
-  while (b + 1 < l.size() && l[b + 1].begin < (h + 1) * head_dim) ++b;
+  while (b + 1 < l.size() && l[b + 1].begin < end) ++b;
   return {a, b};
 }
 
 PhaseValues::PhaseValues(const models::ModelConfig& model, const Placement& pl,
                          const models::Weights& w)
-    : model_(model), w_(w), kv_(pl, model.head_dim) {}
+    : model_(model), pl_(pl), w_(w), kv_(pl, model.head_dim) {}
+
+QkvRows PhaseValues::qkv_rows(int layer) const {
+  return pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
+}
 
 PhaseValues::~PhaseValues() = default;
 
@@ -132,19 +136,25 @@ void PhaseValues::add(const Vec& a, const Vec& b, Vec& out) const {
 }
 
 void PhaseValues::bias(Vec& v, WeightRef ref, int layer) const {
-  const models::LayerWeights& lw = w_.layers[static_cast<std::size_t>(layer)];
-  for (int t = 0; t < v.tokens; ++t) bias_row(v.row(t), ref, lw);
+  for (int t = 0; t < v.tokens; ++t) bias_row(v.row(t), ref, layer);
 }
 
-void PhaseValues::bias_row(std::span<float> all, WeightRef ref,
-                           const models::LayerWeights& lw) const {
+void PhaseValues::bias_row(std::span<float> all, WeightRef ref, int layer) const {
+  const models::LayerWeights& lw = w_.layers[static_cast<std::size_t>(layer)];
   switch (ref) {
     case WeightRef::qkv: {
-      const auto q = static_cast<std::size_t>(model_.q_dim());
-      const auto kv = static_cast<std::size_t>(model_.kv_dim());
-      models::add_inplace(all.subspan(0, q), lw.bq);
-      models::add_inplace(all.subspan(q, kv), lw.bk);
-      models::add_inplace(all.subspan(q + kv, kv), lw.bv);
+      // Head by head, where the layer's order puts it.
+      const QkvRows rows = qkv_rows(layer);
+      const auto hd = static_cast<std::size_t>(model_.head_dim);
+      const auto head = [&](int at, const std::vector<float>& b, int i) {
+        models::add_inplace(all.subspan(static_cast<std::size_t>(at), hd),
+                            std::span(b).subspan(static_cast<std::size_t>(i) * hd, hd));
+      };
+      for (int h = 0; h < model_.num_heads; ++h) head(rows.q(h), lw.bq, h);
+      for (int h = 0; h < model_.num_kv_heads; ++h) {
+        head(rows.k(h), lw.bk, h);
+        head(rows.v(h), lw.bv, h);
+      }
       break;
     }
     case WeightRef::o:
@@ -171,16 +181,18 @@ void PhaseValues::qk_norm(Vec& qkv, int layer) const {
   const models::LayerWeights& lw = w_.layers[static_cast<std::size_t>(layer)];
   const float eps = static_cast<float>(model_.rms_norm_eps);
   const auto hds = static_cast<std::size_t>(hd);
+  const QkvRows rows = qkv_rows(layer);
   for (int h = 0; h < heads; ++h) {
-    const auto [a, b] = pieces_of_head(l, h, hd);
+    const int at = rows.rotary(h);
+    const auto [a, b] = pieces_of_range(l, at, at + hd);
     const int n = static_cast<int>(b - a + 1);
     for (int t = 0; t < qkv.tokens; ++t) {
-      const std::span<float> head = qkv.row(t).subspan(static_cast<std::size_t>(h) * hds, hds);
+      const std::span<float> head = qkv.row(t).subspan(static_cast<std::size_t>(at), hds);
       std::vector<float> sums(static_cast<std::size_t>(n));
       for (std::size_t k = a; k <= b; ++k) {
-        const int lo = std::max(l[k].begin, h * hd), hi = std::min(l[k].end, (h + 1) * hd);
+        const int lo = std::max(l[k].begin, at), hi = std::min(l[k].end, at + hd);
         sums[k - a] = models::sum_of_squares(
-            head.subspan(static_cast<std::size_t>(lo - h * hd), static_cast<std::size_t>(hi - lo)));
+            head.subspan(static_cast<std::size_t>(lo - at), static_cast<std::size_t>(hi - lo)));
       }
       for (const auto& step : reduction_order(ReductionScheme::chain, n))
         sums[static_cast<std::size_t>(step.into)] += sums[static_cast<std::size_t>(step.from)];
@@ -190,13 +202,15 @@ void PhaseValues::qk_norm(Vec& qkv, int layer) const {
   }
 }
 
-void PhaseValues::rope(Vec& qkv, std::span<const RowTag> rows) const {
+void PhaseValues::rope(Vec& qkv, int layer, std::span<const RowTag> rows) const {
   const int hd = model_.head_dim;
+  const QkvRows order = qkv_rows(layer);
   for (int t = 0; t < qkv.tokens; ++t)
     for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
-      models::rope_apply(
-          qkv.row(t).subspan(static_cast<std::size_t>(h * hd), static_cast<std::size_t>(hd)),
-          rows[static_cast<std::size_t>(t)].position, model_.rope_theta, model_.rope_scaling);
+      models::rope_apply(qkv.row(t).subspan(static_cast<std::size_t>(order.rotary(h)),
+                                            static_cast<std::size_t>(hd)),
+                         rows[static_cast<std::size_t>(t)].position, model_.rope_theta,
+                         model_.rope_scaling);
 }
 
 void PhaseValues::gelu(Vec& v) const {
@@ -242,7 +256,8 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
 void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
                             std::span<const RowTag> rows, Vec& out) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
-  const int q_dim = model_.q_dim(), kv = model_.kv_dim();
+  const int q_dim = model_.q_dim();
+  const QkvRows order = qkv_rows(layer);
   const int L = a.segment_length;
   const int T = qkv.tokens;
   const auto hd_sz = static_cast<std::size_t>(hd);
@@ -255,15 +270,15 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
       const auto row = qkv.row(t);
       const RowTag& r = rows[static_cast<std::size_t>(t)];
       kv_.append(r.user, layer, h, a.slot_core(r.user, r.position),
-                 row.subspan(static_cast<std::size_t>(q_dim + h * hd), hd_sz),
-                 row.subspan(static_cast<std::size_t>(q_dim + kv + h * hd), hd_sz));
+                 row.subspan(static_cast<std::size_t>(order.k(h)), hd_sz),
+                 row.subspan(static_cast<std::size_t>(order.v(h)), hd_sz));
     }
     for (int t = 0; t < T; ++t) {
       const int user = rows[static_cast<std::size_t>(t)].user;
       const int p = rows[static_cast<std::size_t>(t)].position;
       for (int j = 0; j < g; ++j) {
         const int head = h * g + j;
-        const auto qs = qkv.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz);
+        const auto qs = qkv.row(t).subspan(static_cast<std::size_t>(order.q(head)), hd_sz);
         std::vector<models::AttentionPartial> parts;
         parts.reserve(static_cast<std::size_t>(L));
         for (int i = 0; i < L; ++i) {
@@ -342,13 +357,28 @@ void PhaseValues::band_product(WeightRef ref, int layer, int r0, int r1, int c0,
   };
   if (ref == WeightRef::lm_head) return part(w_.lm_head_matrix(), 0, 0, model_.vocab_size);
   const models::LayerWeights& lw = w_.layers[static_cast<std::size_t>(layer)];
-  const int q = model_.q_dim(), kv = model_.kv_dim();
   switch (ref) {
-    case WeightRef::qkv:
-      part(lw.wq, 0, 0, q);
-      part(lw.wk, q, q, q + kv);
-      part(lw.wv, q + kv, q + kv, q + 2 * kv);
+    case WeightRef::qkv: {
+      // Each run of rows from one matrix where the layer's order puts it
+      // (QkvRows): in the checkpoint's order one run per matrix, grouped by
+      // kv head a kv head's query heads, its key and its value.
+      const QkvRows order = qkv_rows(layer);
+      if (!order.by_kv_head()) {
+        const int q = model_.q_dim(), kv = model_.kv_dim();
+        part(lw.wq, 0, 0, q);
+        part(lw.wk, q, q, q + kv);
+        part(lw.wv, q + kv, q + kv, q + 2 * kv);
+        break;
+      }
+      const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
+      for (int h = 0; h < model_.num_kv_heads; ++h) {
+        const int q0 = order.q(h * g), k0 = order.k(h), v0 = order.v(h);
+        part(lw.wq, q0 - h * g * hd, q0, q0 + g * hd);
+        part(lw.wk, k0 - h * hd, k0, k0 + hd);
+        part(lw.wv, v0 - h * hd, v0, v0 + hd);
+      }
       break;
+    }
     case WeightRef::o:
       part(lw.wo, 0, 0, model_.hidden_size);
       break;

@@ -25,9 +25,9 @@
 
 namespace wafersim::sim {
 
-// The pieces [first, last] of a layout that hold head `h` (elements
-// [h * head_dim, (h + 1) * head_dim)) of a qkv vector.
-std::pair<std::size_t, std::size_t> pieces_of_head(const Layout& l, int h, int head_dim);
+// The pieces [first, last] of a layout (sorted, contiguous) that hold
+// elements [begin, end) of its vector (a head of a qkv vector, say).
+std::pair<std::size_t, std::size_t> pieces_of_range(const Layout& l, int begin, int end);
 
 class PhaseValues {
  public:
@@ -62,7 +62,7 @@ class PhaseValues {
   void bias(Vec& v, WeightRef ref, int layer) const;
   void qk_norm(Vec& qkv, int layer) const;
   // Row t at rows[t].position.
-  void rope(Vec& qkv, std::span<const RowTag> rows) const;
+  void rope(Vec& qkv, int layer, std::span<const RowTag> rows) const;
   void gelu(Vec& v) const;
 
   // Appends every row's k and v to its user's cache, then attends (out:
@@ -135,7 +135,9 @@ class PhaseValues {
   template <class PieceSum>
   float line_sum(const Vec& x, int t, fabric::ReductionScheme scheme, int groups,
                  PieceSum&& piece_sum) const;
-  void bias_row(std::span<float> all, WeightRef ref, const models::LayerWeights& lw) const;
+  void bias_row(std::span<float> all, WeightRef ref, int layer) const;
+  // Layer `layer`'s order of the qkv rows (LayerStage::qkv_rows).
+  QkvRows qkv_rows(int layer) const;
   // One block row's attention partial with its head dims split over the
   // block's columns (see phase_values.cpp).
   models::AttentionPartial split_partial(const AttentionPlacement& a, std::span<const float> q,
@@ -144,6 +146,7 @@ class PhaseValues {
   models::WorkTeam& team();
 
   const models::ModelConfig& model_;
+  const Placement& pl_;
   const models::Weights& w_;
   KvCache kv_;
   std::unique_ptr<models::WorkTeam> team_;

@@ -50,6 +50,17 @@ Bytes region_scratch_bytes(const models::ModelConfig& model, const LayerStage& s
   return Bytes{std::max(most, group * (2 * dims + 2) * 4)};
 }
 
+int QkvRows::qk_rows_in(int lo, int hi) const {
+  if (hi <= lo) return 0;
+  if (!by_kv_head_) return std::max(0, std::min(hi, q_dim_ + kv_dim_) - lo);
+  // Each group's first (g + 1) x head_dim rows are its queries and key.
+  const int qk = (g_ + 1) * hd_, G = group();
+  const auto upto = [&](int r) {  // query and key rows in [0, r)
+    return r / G * qk + std::min(r % G, qk);
+  };
+  return upto(hi) - upto(lo);
+}
+
 std::vector<const MatrixPlacement*> LayerStage::matrices() const {
   std::vector<const MatrixPlacement*> all;
   for (const MatrixPlacement* m : {&qkv, &o, &gate_up, &down, &router})

@@ -140,6 +140,46 @@ struct ExpertPlacement {
 
 // One pipeline stage: a decoder layer, or the head (embedding + final norm +
 // lm_head) that turns the last hidden state into the next token.
+// Where the query, key and value rows of a layer's fused qkv matrix lie, and
+// so the elements of the qkv vector its GEMV gives. By default in the
+// checkpoint's order: every query head, then every key head, then every value
+// head. `by_kv_head` groups them by kv head: kv head h's g = num_heads /
+// num_kv_heads query heads, then its key, then its value ((g + 2) x head_dim
+// rows). The whole-region dataflow groups them (LayerStage::qkv_rows): its
+// transposed qkv leaves its output along the region's top row, in row order
+// over the columns, and kv head h's KV cache lies on its own block of
+// columns, so grouped rows land each kv head's query, key and value over its
+// own block, and the hand-over to attention stays inside the block instead
+// of every kv head's slices crossing the top row at once (docs/modelling.md).
+// In both orders a kv head's query heads are contiguous rows.
+class QkvRows {
+ public:
+  QkvRows(const models::ModelConfig& m, bool by_kv_head)
+      : hd_(m.head_dim),
+        heads_(m.num_heads),
+        g_(m.num_heads / m.num_kv_heads),
+        kv_dim_(m.kv_dim()),
+        q_dim_(m.q_dim()),
+        by_kv_head_(by_kv_head) {}
+  bool by_kv_head() const { return by_kv_head_; }
+  // The first row of query head `head`, key head and value head `kv_head`.
+  int q(int head) const { return by_kv_head_ ? head / g_ * group() + head % g_ * hd_ : head * hd_; }
+  int k(int kv_head) const {
+    return by_kv_head_ ? kv_head * group() + g_ * hd_ : q_dim_ + kv_head * hd_;
+  }
+  int v(int kv_head) const { return by_kv_head_ ? k(kv_head) + hd_ : k(kv_head) + kv_dim_; }
+  // The first row of the i-th head that RoPE rotates and qk-norm normalises:
+  // the query heads 0 .. num_heads - 1, then the key heads.
+  int rotary(int i) const { return i < heads_ ? q(i) : k(i - heads_); }
+  // How many of rows [lo, hi) are query or key rows.
+  int qk_rows_in(int lo, int hi) const;
+
+ private:
+  int group() const { return (g_ + 2) * hd_; }
+  int hd_, heads_, g_, kv_dim_, q_dim_;
+  bool by_kv_head_;
+};
+
 struct LayerStage {
   int layer = 0;
   int wafer = 0;
@@ -177,6 +217,9 @@ struct LayerStage {
   bool joins_group_of(const LayerStage& before) const {
     return whole_region && before.whole_region && strip == before.strip && wafer == before.wafer;
   }
+  // The order of its qkv rows: grouped by kv head in the whole-region
+  // dataflow (QkvRows).
+  QkvRows qkv_rows(const models::ModelConfig& m) const { return QkvRows(m, whole_region); }
   bool operator==(const LayerStage&) const = default;
 };
 

@@ -219,18 +219,21 @@ double layer_hop_bytes(const models::ModelConfig& model, const LayerStage& st) {
   // core caching position 0 (also the top), q multicast, partials reduced.
   const AttentionPlacement& a = st.attention;
   const int hd = model.head_dim, g = model.num_heads / model.num_kv_heads;
-  const int q_dim = model.q_dim(), kv = model.kv_dim();
+  const QkvRows order = st.qkv_rows(model);
   const Layout qkv_out = output_layout(st.qkv);
-  Layout q_to, k_to, v_to;
+  // q_from: the query groups as qkv's rows hold them; q_to: the same cores,
+  // named as attention's output (query head i at i x head_dim).
+  Layout q_from, q_to, k_to, v_to;
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Coord top = a.segment_core(h, 0);
     const Coord owner = a.segment_core(h, a.slot_core(0, 0));
+    q_from.push_back(Piece{top, order.q(h * g), order.q(h * g) + g * hd, a.wafer});
     q_to.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, a.wafer});
-    k_to.push_back(Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, a.wafer});
-    v_to.push_back(Piece{owner, q_dim + kv + h * hd, q_dim + kv + (h + 1) * hd, a.wafer});
+    k_to.push_back(Piece{owner, order.k(h), order.k(h) + hd, a.wafer});
+    v_to.push_back(Piece{owner, order.v(h), order.v(h) + hd, a.wafer});
   }
-  t +=
-      move_hop_bytes(qkv_out, q_to) + move_hop_bytes(qkv_out, k_to) + move_hop_bytes(qkv_out, v_to);
+  t += move_hop_bytes(qkv_out, q_from) + move_hop_bytes(qkv_out, k_to) +
+       move_hop_bytes(qkv_out, v_to);
   const int L = a.segment_length;
   t += a.num_kv_heads * (static_cast<double>(g) * hd * kActivationBytes * (L - 1) +
                          static_cast<double>(g) * (hd + 2) * kActivationBytes *
@@ -370,21 +373,24 @@ double layer_latency_cycles(const LatencyModel& lm, const models::ModelConfig& m
   // the result to o, o.
   const AttentionPlacement& a = st.attention;
   const int hd = model.head_dim, g = model.num_heads / model.num_kv_heads;
-  const int q_dim = model.q_dim(), kv = model.kv_dim();
-  Layout q_to, kv_to;
+  const QkvRows order = st.qkv_rows(model);
+  // q_from as qkv's rows hold the query groups, q_to as attention's output
+  // names them (layer_hop_bytes).
+  Layout q_from, q_to, kv_to;
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Coord top = a.segment_core(h, 0);
     const Coord owner = a.segment_core(h, a.slot_core(0, std::max(0, lm.context - 1)));
+    q_from.push_back(Piece{top, order.q(h * g), order.q(h * g) + g * hd, a.wafer});
     q_to.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, a.wafer});
-    kv_to.push_back(Piece{owner, q_dim + h * hd, q_dim + (h + 1) * hd, a.wafer});
+    kv_to.push_back(Piece{owner, order.k(h), order.k(h) + hd, a.wafer});
   }
   for (int h = 0; h < a.num_kv_heads; ++h) {
     Piece v = kv_to[static_cast<std::size_t>(h)];
-    v.begin += kv, v.end += kv;
+    v.begin = order.v(h), v.end = order.v(h) + hd;
     kv_to.push_back(v);
   }
   const Layout qkv_out = output_layout(st.qkv);
-  t += std::max(move_latency_cycles(lm, qkv_out, q_to), move_latency_cycles(lm, qkv_out, kv_to));
+  t += std::max(move_latency_cycles(lm, qkv_out, q_from), move_latency_cycles(lm, qkv_out, kv_to));
   t += attention_latency_cycles(lm, model, a);
   t += move_latency_cycles(lm, q_to, input_layout(st.o)) + gemv_latency_cycles(lm, st.o);
   t += norm;

@@ -221,6 +221,7 @@ TEST(QkNorm, AHeadSplitOverTwoRootsReducesItsSumOfSquaresByHand) {
   model.num_heads = 1;
   model.num_kv_heads = 1;
   Placement pl;
+  pl.layers.resize(1);  // layer 0: its qkv rows in the checkpoint's order
   Program prog;
   Executor ex(fab, model, pl, prog, nullptr, 16);
   Vec qkv;
@@ -314,6 +315,7 @@ TEST(Attention, ADecodeBatchAttendsEachRowToItsOwnUsersCache) {
   model.num_heads = 1;
   model.num_kv_heads = 1;
   Placement pl;
+  pl.layers.resize(1);  // layer 0: its qkv rows in the checkpoint's order
   Program prog;
   Executor ex(fab, model, pl, prog, nullptr, 16);
   AttentionPlacement a;

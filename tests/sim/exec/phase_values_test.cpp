@@ -22,13 +22,14 @@ Vec on_pieces(std::vector<float> values, Layout layout, int tokens = 1) {
   return v;
 }
 
-TEST(PhaseValues, PiecesOfAHead) {
+TEST(PhaseValues, PiecesOfARange) {
   // head_dim 4: pieces [0, 6), [6, 8), [8, 12).
   const Layout l = {Piece{Coord{0, 0}, 0, 6, 0}, Piece{Coord{0, 1}, 6, 8, 0},
                     Piece{Coord{0, 2}, 8, 12, 0}};
-  EXPECT_EQ(pieces_of_head(l, 0, 4), (std::pair<std::size_t, std::size_t>{0, 0}));
-  EXPECT_EQ(pieces_of_head(l, 1, 4), (std::pair<std::size_t, std::size_t>{0, 1}));
-  EXPECT_EQ(pieces_of_head(l, 2, 4), (std::pair<std::size_t, std::size_t>{2, 2}));
+  EXPECT_EQ(pieces_of_range(l, 0, 4), (std::pair<std::size_t, std::size_t>{0, 0}));
+  EXPECT_EQ(pieces_of_range(l, 4, 8), (std::pair<std::size_t, std::size_t>{0, 1}));
+  EXPECT_EQ(pieces_of_range(l, 8, 12), (std::pair<std::size_t, std::size_t>{2, 2}));
+  EXPECT_EQ(pieces_of_range(l, 5, 9), (std::pair<std::size_t, std::size_t>{0, 2}));
 }
 
 // The sum of squares of a vector on two pieces is the chain's: piece 1's

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "sim/program/program.hpp"
 #include "support/presets.hpp"
@@ -40,6 +42,47 @@ TEST(MatrixPlacement, AnUpwardMatrixCountsItsTileRowsFromTheBottom) {
   EXPECT_EQ(m.core(0, 1), (Coord{6, 12}));
   EXPECT_EQ(m.root(2), (Coord{5, 10}));
   EXPECT_EQ(m.multicast_direction(), fabric::Direction::north);
+}
+
+// Llama-3.1-8B's shapes (32 query heads over 8 kv heads, head_dim 128: g = 4,
+// a group of 6 x 128 = 768 rows), row by row as the two orders put them.
+TEST(QkvRows, GroupedByKvHeadEachKvHeadsQueryKeyAndValueAreOneRun) {
+  models::ModelConfig m;
+  m.num_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 128;
+  const QkvRows plain(m, false), grouped(m, true);
+  // The checkpoint's order: q 0..4095, k 4096..5119, v 5120..6143.
+  EXPECT_EQ(plain.q(5), 640);
+  EXPECT_EQ(plain.k(3), 4096 + 384);
+  EXPECT_EQ(plain.v(3), 5120 + 384);
+  EXPECT_EQ(plain.rotary(32 + 2), 4096 + 256);  // the third key head
+  // Grouped: kv head 3 is rows 2304..3071: query heads 12..15, key, value.
+  EXPECT_EQ(grouped.q(12), 2304);
+  EXPECT_EQ(grouped.q(15), 2304 + 384);
+  EXPECT_EQ(grouped.k(3), 2304 + 512);
+  EXPECT_EQ(grouped.v(3), 2304 + 640);
+  EXPECT_EQ(grouped.q(5), 768 + 128);  // kv head 1's second query head
+  EXPECT_EQ(grouped.rotary(32 + 7), 7 * 768 + 512);
+  // Query and key rows (the ones RoPE and qk-norm touch) in a range.
+  EXPECT_EQ(plain.qk_rows_in(0, 6144), 5120);
+  EXPECT_EQ(plain.qk_rows_in(5000, 5200), 120);
+  EXPECT_EQ(grouped.qk_rows_in(0, 6144), 5120);
+  EXPECT_EQ(grouped.qk_rows_in(600, 800), 40 + 32);  // k 600..639, then kv head 1's q
+  EXPECT_EQ(grouped.qk_rows_in(640, 768), 0);        // kv head 0's value
+  EXPECT_EQ(grouped.qk_rows_in(700, 700), 0);
+  // Every row is named once in either order.
+  for (const QkvRows* o : {&plain, &grouped}) {
+    std::vector<int> seen(6144, 0);
+    for (int h = 0; h < 32; ++h)
+      for (int d = 0; d < 128; ++d) ++seen[static_cast<std::size_t>(o->q(h) + d)];
+    for (int h = 0; h < 8; ++h)
+      for (int d = 0; d < 128; ++d) {
+        ++seen[static_cast<std::size_t>(o->k(h) + d)];
+        ++seen[static_cast<std::size_t>(o->v(h) + d)];
+      }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 6144);
+  }
 }
 
 // layer-rectangles turns every other layer over: layer 2i top-down (qkv,

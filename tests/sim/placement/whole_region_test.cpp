@@ -12,7 +12,9 @@
 #include "fabric/defects.hpp"
 #include "sim/placement/layout.hpp"
 #include "sim/placement/placement.hpp"
+#include "sim/placement/stage_planner.hpp"
 #include "support/placement_requests.hpp"
+#include "support/presets.hpp"
 #include "support/test_spec.hpp"
 
 namespace wafersim::sim {
@@ -110,6 +112,44 @@ TEST(WholeRegion, TheKvCacheSpreadsOverTheRegionsColumns) {
   EXPECT_EQ(a.dim_begin(a.columns_per_head), m.head_dim);
   // Head 1's block starts where head 0's ends.
   EXPECT_EQ(a.block_core(1, 0, 0).x, a.block_core(0, 0, a.columns_per_head - 1).x + 1);
+}
+
+// qkv's output lies along the region's top row, its rows in order over the
+// columns; grouped by kv head (QkvRows), each kv head's query, key and value
+// land over (within a few columns of) its own KV block, so the hand-over to
+// attention stays inside the block. Llama-3.1-8B on a WSE-3 region of
+// 331 x 168 (8 groups): 6,144 rows over 331 columns, 768 a kv head, blocks
+// of 41 columns. In the checkpoint's order kv head 0's key and value would
+// be ~220 columns east of its block.
+TEST(WholeRegion, EachKvHeadsQueryKeyAndValueLieOverItsOwnBlock) {
+  const models::ModelConfig m = testing::preset_model("llama-3.1-8b");
+  PlacementRequest req = groups(8, 4096);
+  req.weight_bits = 16;
+  const StagePlanner planner(m, testing::preset_hardware("wse3"), req);
+  const LayerStage st = planner.region_stage(0, 0, fabric::Rect{0, 0, 331, 168}, "whole-region");
+  ASSERT_TRUE(st.whole_region);
+  const AttentionPlacement& a = st.attention;
+  ASSERT_EQ(a.columns_per_head, 41);
+  const Layout out = output_layout(st.qkv);
+  const int g = m.num_heads / m.num_kv_heads, hd = m.head_dim;
+  // The farthest column holding one of kv head h's rows is from its block.
+  const auto farthest = [&](const QkvRows& order, int h) {
+    const int lo = a.block_core(h, 0, 0).x, hi = a.block_core(h, 0, a.columns_per_head - 1).x;
+    int worst = 0;
+    const auto rows = [&](int begin, int end) {
+      for (const Piece& p : out)
+        if (p.begin < end && begin < p.end)
+          worst = std::max(worst, std::max(lo - p.core.x, p.core.x - hi));
+    };
+    rows(order.q(h * g), order.q(h * g) + g * hd);
+    rows(order.k(h), order.k(h) + hd);
+    rows(order.v(h), order.v(h) + hd);
+    return worst;
+  };
+  const QkvRows order = st.qkv_rows(m);
+  ASSERT_TRUE(order.by_kv_head());
+  for (int h = 0; h < m.num_kv_heads; ++h) EXPECT_LE(farthest(order, h), 3) << "kv head " << h;
+  EXPECT_GT(farthest(QkvRows(m, false), 0), 200);
 }
 
 TEST(WholeRegion, LayerGroupsCutTheAreaIntoDisjointRegions) {
