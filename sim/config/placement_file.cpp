@@ -271,7 +271,8 @@ class PlacementFileReader {
     const std::vector<Value> layers =
         list(get(top, "layers"), static_cast<std::size_t>(model_.num_layers), "layers");
     for (int l = 0; l < model_.num_layers; ++l)
-      pl.layers.push_back(layer(layers[static_cast<std::size_t>(l)], l));
+      pl.layers.push_back(layer(layers[static_cast<std::size_t>(l)], l,
+                                pl.layers.empty() ? nullptr : &pl.layers.back()));
     pl.head = head(get(top, "head"));
     check_regions();
     check_cores_alive_and_unshared();
@@ -409,7 +410,8 @@ class PlacementFileReader {
     return {};
   }
 
-  LayerStage layer(const Value& layer_value, int l) {
+  // Layer l; `before`: the layer before it (none for the first).
+  LayerStage layer(const Value& layer_value, int l, const LayerStage* before) {
     std::vector<std::string> keys{"layer",    "wafer", "region",    "dataflow",
                                   "stacking", "qkv",   "attention", "o"};
     for (std::string& k : mlp_keys(mlp_kind(model_))) keys.push_back(std::move(k));
@@ -423,7 +425,7 @@ class PlacementFileReader {
     const Value region = get(ln, "region");
     st.strip = rect_in_mesh(region);
     if (whole_region(ln)) {
-      region_layer(ln, region, st);
+      region_layer(ln, region, st, before);
       return st;
     }
     const std::size_t first_matrix = placed_.size();
@@ -470,7 +472,8 @@ class PlacementFileReader {
   // with the file's reduction. The consecutive layers with the same region
   // (and wafer) are one layer group: the region's cores are checked once
   // for them all, and their bytes summed on each core (check_sram).
-  void region_layer(const Mapping& ln, const Value& region, LayerStage& st) {
+  void region_layer(const Mapping& ln, const Value& region, LayerStage& st,
+                    const LayerStage* before) {
     if (const Value* sn = ln.find("stacking"))
       fail(*sn, fmt::format("a layer with dataflow: {} has no stacking: every matrix spans its "
                             "region (remove stacking, or give the layer dataflow: {})",
@@ -499,8 +502,7 @@ class PlacementFileReader {
         break;
       }
     }
-    const bool joins = !regions_.empty() && regions_.back().group >= 0 &&
-                       regions_.back().rect == st.strip && regions_.back().wafer == st.wafer;
+    const bool joins = before != nullptr && st.joins_group_of(*before);
     const int group = joins ? regions_.back().group : static_cast<int>(regions_.size());
     const std::size_t first = placed_.size();
     if (!joins) placed_.push_back({st.strip, st.wafer, region});

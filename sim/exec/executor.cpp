@@ -632,7 +632,7 @@ void Executor::qk_norm(Vec& qkv, int layer) {
   const Layout& l = qkv.layout;
   const int hd = model_.head_dim;
   const int heads = model_.num_heads + model_.num_kv_heads;
-  const QkvRows rows = pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
+  const QkvRows rows = pl_.qkv_rows(model_, layer);
   const auto T = static_cast<std::uint64_t>(qkv.tokens);
   // The query and key elements of piece i (the value heads are not normed).
   auto qk_of = [&](std::size_t i) { return rows.qk_rows_in(l[i].begin, l[i].end); };
@@ -728,7 +728,7 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
     throw std::logic_error("attention: a row tag per row of the message");
   if (a.columns_per_head > 1) return block_attention(a, layer, qkv, rows);
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
-  const QkvRows order = pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
+  const QkvRows order = pl_.qkv_rows(model_, layer);
   const int L = a.segment_length;
   const int T = qkv.tokens;
   const auto T64 = static_cast<std::uint64_t>(T);
@@ -863,7 +863,7 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
 Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec& qkv,
                               std::span<const RowTag> rows) {
   const int L = a.segment_length, C = a.columns_per_head, w = a.wafer;
-  const QkvRows order = pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
+  const QkvRows order = pl_.qkv_rows(model_, layer);
   const auto T = static_cast<std::uint64_t>(qkv.tokens);
   const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
   fabric::Fabric& f = fab(w);

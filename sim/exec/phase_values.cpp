@@ -21,10 +21,6 @@ PhaseValues::PhaseValues(const models::ModelConfig& model, const Placement& pl,
                          const models::Weights& w)
     : model_(model), pl_(pl), w_(w), kv_(pl, model.head_dim) {}
 
-QkvRows PhaseValues::qkv_rows(int layer) const {
-  return pl_.layers.at(static_cast<std::size_t>(layer)).qkv_rows(model_);
-}
-
 PhaseValues::~PhaseValues() = default;
 
 void PhaseValues::set_threads(int threads, std::function<void()> guest) {
@@ -144,7 +140,7 @@ void PhaseValues::bias_row(std::span<float> all, WeightRef ref, int layer) const
   switch (ref) {
     case WeightRef::qkv: {
       // Head by head, where the layer's order puts it.
-      const QkvRows rows = qkv_rows(layer);
+      const QkvRows rows = pl_.qkv_rows(model_, layer);
       const auto hd = static_cast<std::size_t>(model_.head_dim);
       const auto head = [&](int at, const std::vector<float>& b, int i) {
         models::add_inplace(all.subspan(static_cast<std::size_t>(at), hd),
@@ -181,7 +177,7 @@ void PhaseValues::qk_norm(Vec& qkv, int layer) const {
   const models::LayerWeights& lw = w_.layers[static_cast<std::size_t>(layer)];
   const float eps = static_cast<float>(model_.rms_norm_eps);
   const auto hds = static_cast<std::size_t>(hd);
-  const QkvRows rows = qkv_rows(layer);
+  const QkvRows rows = pl_.qkv_rows(model_, layer);
   for (int h = 0; h < heads; ++h) {
     const int at = rows.rotary(h);
     const auto [a, b] = pieces_of_range(l, at, at + hd);
@@ -204,7 +200,7 @@ void PhaseValues::qk_norm(Vec& qkv, int layer) const {
 
 void PhaseValues::rope(Vec& qkv, int layer, std::span<const RowTag> rows) const {
   const int hd = model_.head_dim;
-  const QkvRows order = qkv_rows(layer);
+  const QkvRows order = pl_.qkv_rows(model_, layer);
   for (int t = 0; t < qkv.tokens; ++t)
     for (int h = 0; h < model_.num_heads + model_.num_kv_heads; ++h)
       models::rope_apply(qkv.row(t).subspan(static_cast<std::size_t>(order.rotary(h)),
@@ -257,7 +253,7 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
                             std::span<const RowTag> rows, Vec& out) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int q_dim = model_.q_dim();
-  const QkvRows order = qkv_rows(layer);
+  const QkvRows order = pl_.qkv_rows(model_, layer);
   const int L = a.segment_length;
   const int T = qkv.tokens;
   const auto hd_sz = static_cast<std::size_t>(hd);
@@ -362,7 +358,7 @@ void PhaseValues::band_product(WeightRef ref, int layer, int r0, int r1, int c0,
       // Each run of rows from one matrix where the layer's order puts it
       // (QkvRows): in the checkpoint's order one run per matrix, grouped by
       // kv head a kv head's query heads, its key and its value.
-      const QkvRows order = qkv_rows(layer);
+      const QkvRows order = pl_.qkv_rows(model_, layer);
       if (!order.by_kv_head()) {
         const int q = model_.q_dim(), kv = model_.kv_dim();
         part(lw.wq, 0, 0, q);

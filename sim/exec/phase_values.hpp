@@ -136,8 +136,6 @@ class PhaseValues {
   float line_sum(const Vec& x, int t, fabric::ReductionScheme scheme, int groups,
                  PieceSum&& piece_sum) const;
   void bias_row(std::span<float> all, WeightRef ref, int layer) const;
-  // Layer `layer`'s order of the qkv rows (LayerStage::qkv_rows).
-  QkvRows qkv_rows(int layer) const;
   // One block row's attention partial with its head dims split over the
   // block's columns (see phase_values.cpp).
   models::AttentionPartial split_partial(const AttentionPlacement& a, std::span<const float> q,

@@ -230,10 +230,8 @@ RegionLayerBytes region_layer_bytes(const models::ModelConfig& model, const Laye
         (a.use == SramUse::kv_cache ? b.kv : b.own)[at(a.core)] += a.bytes.value;
       },
       [&](const MatrixAllocation& m) {
-        m.for_each_tile([&](int pi, int qi) {
-          b.own[at(m.matrix.core(pi, qi))] +=
-              m.weight_bytes(pi, qi) + (m.buffers ? m.buffer_bytes(pi, qi) : 0);
-        });
+        m.for_each_tile(
+            [&](int pi, int qi) { b.own[at(m.matrix.core(pi, qi))] += m.tile_bytes(pi, qi); });
       });
   // The one layer of `one` starts its run: every core of the region got the
   // scratch area, which a group holds once.
@@ -287,8 +285,7 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
       },
       [&](const MatrixAllocation& m) {
         m.for_each_tile([&](int pi, int qi) {
-          other[index(m.wafer, m.matrix.core(pi, qi))] +=
-              m.weight_bytes(pi, qi) + (m.buffers ? m.buffer_bytes(pi, qi) : 0);
+          other[index(m.wafer, m.matrix.core(pi, qi))] += m.tile_bytes(pi, qi);
         });
       });
   // Bytes per KV slot on each core, summed over the layers caching there: a

@@ -138,8 +138,6 @@ struct ExpertPlacement {
   bool operator==(const ExpertPlacement&) const = default;
 };
 
-// One pipeline stage: a decoder layer, or the head (embedding + final norm +
-// lm_head) that turns the last hidden state into the next token.
 // Where the query, key and value rows of a layer's fused qkv matrix lie, and
 // so the elements of the qkv vector its GEMV gives. By default in the
 // checkpoint's order: every query head, then every key head, then every value
@@ -180,6 +178,8 @@ class QkvRows {
   bool by_kv_head_;
 };
 
+// One pipeline stage: a decoder layer, or the head (embedding + final norm +
+// lm_head) that turns the last hidden state into the next token.
 struct LayerStage {
   int layer = 0;
   int wafer = 0;
@@ -249,6 +249,11 @@ struct Placement {
   int max_context_tokens = 0;
   std::vector<LayerStage> layers;
   HeadStage head;
+
+  // The order of layer `layer`'s qkv rows (LayerStage::qkv_rows).
+  QkvRows qkv_rows(const models::ModelConfig& m, int layer) const {
+    return layers.at(static_cast<std::size_t>(layer)).qkv_rows(m);
+  }
 };
 
 // The scratch bytes every core of a whole-region layer's region keeps for
@@ -305,6 +310,11 @@ struct MatrixAllocation {
   }
   std::uint64_t buffer_bytes(int pi, int qi) const {
     return (heights[static_cast<std::size_t>(pi)] + widths[static_cast<std::size_t>(qi)]) * 4;
+  }
+  // Everything tile (pi, qi) puts on its core: its weights, and its buffers
+  // when it has them (what for_each_core visits there).
+  std::uint64_t tile_bytes(int pi, int qi) const {
+    return weight_bytes(pi, qi) + (buffers ? buffer_bytes(pi, qi) : 0);
   }
   // The tile row and column of tile i of run r (below).
   struct Tile {
