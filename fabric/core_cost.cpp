@@ -4,41 +4,46 @@
 
 namespace wafersim::fabric {
 
-CoreCost CoreCostModel::streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read) const {
+CoreCost CoreCostModel::streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read,
+                                  std::uint64_t instructions) const {
   const std::uint64_t simd = ceil_div(macs, static_cast<std::uint64_t>(spec_.simd_lanes(bits)));
   const std::uint64_t sram = ceil_div(bytes_read, spec_.sram_read_bytes_per_cycle.value);
   CoreCost c;
-  c.overhead = spec_.task_overhead;
+  c.overhead = spec_.task_overhead + Cycles{instructions * spec_.instruction_overhead.value};
   c.bound = sram > simd ? Resource::sram : Resource::compute;
-  c.cycles = Cycles{std::max(simd, sram)} + spec_.task_overhead;
+  c.cycles = Cycles{std::max(simd, sram)} + c.overhead;
   return c;
 }
 
 CoreCost CoreCostModel::gemv_tile(std::uint64_t rows, std::uint64_t cols, int weight_bits) const {
-  const std::uint64_t macs = rows * cols;
-  return streaming(macs, weight_bits, ceil_div(macs * static_cast<std::uint64_t>(weight_bits), 8));
+  return gemm_tile(rows, cols, 1, weight_bits);
 }
 
 CoreCost CoreCostModel::gemm_tile(std::uint64_t rows, std::uint64_t cols, std::uint64_t tokens,
                                   int weight_bits) const {
+  // Per token, one instruction per input element: y += w(:, j) x_j over the
+  // tile's rows (the SDK's GEMV and WaferLLM's kernel alike).
   const std::uint64_t macs = rows * cols;
   return streaming(macs * tokens, weight_bits,
-                   ceil_div(macs * static_cast<std::uint64_t>(weight_bits), 8));
+                   ceil_div(macs * static_cast<std::uint64_t>(weight_bits), 8), cols * tokens);
 }
 
 CoreCost CoreCostModel::vector_op(std::uint64_t elements, std::uint64_t ops_per_element) const {
-  return streaming(elements * ops_per_element, 32, elements * 4);
+  // One instruction over the vector per operation.
+  return streaming(elements * ops_per_element, 32, elements * 4, ops_per_element);
 }
 
 CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_dim,
                                   std::uint64_t heads, int kv_bits) const {
   // Per head: q.k over every position, then the weighted sum of v: 2 MACs per
   // (position, dim); plus ~4 fp32 ops per position for max/exp/sum. The cache
-  // (K and V) is read once per head group.
+  // (K and V) is read once per head group. Instructions per head: one per
+  // query element over the positions' keys, one per position over its
+  // values, and the 4 softmax operations.
   const std::uint64_t macs = heads * positions * (2 * head_dim + 4);
   const std::uint64_t bytes =
       ceil_div(2 * positions * head_dim * static_cast<std::uint64_t>(kv_bits), 8);
-  return streaming(macs, kv_bits, bytes);
+  return streaming(macs, kv_bits, bytes, heads * (head_dim + positions + 4));
 }
 
 Timed CoreTimeline::run(Coord core, const Timed& ready, const CoreCost& cost) {

@@ -1,6 +1,7 @@
 // What a core's work costs in cycles, and each core's busy timeline. A core
 // streams its weight tile through its SIMD unit; the tile takes the larger of
-// the SIMD time and the SRAM read time, plus a fixed task start-up.
+// the SIMD time and the SRAM read time, plus a fixed task start-up and a fixed
+// cost per vector instruction it issues.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,8 @@ namespace wafersim::fabric {
 
 struct CoreCost {
   Cycles cycles{0};                    // total, including the task overhead
-  Cycles overhead{0};                  // part of `cycles` that is task start-up
+  Cycles overhead{0};                  // part of `cycles` that is task start-up and
+                                       // instruction overhead
   Resource bound = Resource::compute;  // what limits the rest: compute or sram
 };
 
@@ -41,7 +43,11 @@ class CoreCostModel {
                      int kv_bits) const;
 
  private:
-  CoreCost streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read) const;
+  // `macs` at the lanes of `bits`, or `bytes_read` at the SRAM's rate,
+  // whichever is longer, plus the task's start and `instructions` vector
+  // instructions' overhead.
+  CoreCost streaming(std::uint64_t macs, int bits, std::uint64_t bytes_read,
+                     std::uint64_t instructions) const;
   const WaferSpec& spec_;
 };
 

@@ -55,6 +55,11 @@ struct WaferSpec {
   int simd_lanes_32bit = 0;            // 32-bit multiply-accumulates per cycle
   Bytes sram_read_bytes_per_cycle{0};  // weight bytes the datapath can read per cycle
   Cycles task_overhead{0};             // fixed cycles to start a kernel tile on a core
+  // Cycles each vector instruction costs beyond its elements' SIMD cycles:
+  // its issue and the step of the scalar loop that feeds it (operand load,
+  // loop counter, branch). A GEMV tile issues one instruction per input
+  // element (fabric/core_cost.hpp). 0 = not modelled.
+  Cycles instruction_overhead{0};
   // Silicon area of one core, mm^2 (0 = unknown): what turns a defect density
   // per mm^2 into the probability that a core is dead.
   double core_area_mm2 = 0.0;

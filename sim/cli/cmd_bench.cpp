@@ -451,6 +451,10 @@ RegisteredCommand add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bits", o->op.bits, "op: weight and KV bits (default 16)")
       ->check(CLI::IsMember({4, 8, 16, 32}));
+  cmd->add_option("--instruction-overhead", o->op.instruction_overhead,
+                  "op: the kernels' cycles per vector instruction beyond its SIMD cycles "
+                  "(hardware core.instruction_overhead; default the preset's, 0 in wse2 and wse3)")
+      ->check(CLI::Range(0, 1'000'000));
   cmd->add_flag("--json", o->json, "Print one JSON object (fabric, models, kernels, serving)");
   cmd->add_option("--scenario", o->scenario,
                   "serving, steps: a scenario with traffic: (default "

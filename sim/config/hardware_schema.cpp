@@ -152,6 +152,14 @@ constexpr Key<WaferSpec> kHardware[] = {
            read_quantity_in(v, parse_cycles, "20 cycles", Cycles{0}, kMaxOverhead, format_cycles);
      },
      [](auto& h) { return format_cycles(h.task_overhead); }},
+    {"core.instruction_overhead", O, "cycles",
+     "per vector instruction beyond its SIMD cycles: issue and the loop step feeding it",
+     [](auto& v, auto& h, auto&) {
+       h.instruction_overhead =
+           read_quantity_in(v, parse_cycles, "27 cycles", Cycles{0}, kMaxOverhead, format_cycles);
+     },
+     [](auto& h) { return format_cycles(h.instruction_overhead); },
+     [](auto& h) { return h.instruction_overhead.value > 0; }},
     {"core.area", O, "area (mm^2, um^2)",
      "silicon area of one core; turns defects.density_per_mm2 into a per-core rate",
      [](auto& v, auto& h, auto&) {

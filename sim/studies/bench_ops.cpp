@@ -44,6 +44,7 @@ std::string breakdown_text(const CycleBreakdown& b) {
 
 fabric::WaferSpec region_spec(const BenchOpOptions& o) {
   fabric::WaferSpec spec = load_hardware_preset(o.hardware, o.preset_dir);
+  if (o.instruction_overhead) spec.instruction_overhead = Cycles{*o.instruction_overhead};
   if (o.width < 1 || o.height < 1 || o.width > spec.mesh_width || o.height > spec.mesh_height)
     throw std::invalid_argument(
         fmt::format("--region {}x{}: must be at least 1x1 and fit {}'s {} x {} mesh", o.width,
@@ -202,6 +203,7 @@ int bench_op(const BenchOpOptions& o) {
                         {"region", {{"width", o.width}, {"height", o.height}}},
                         {"reduction", reduction_name(o.reduction)},
                         {"reduction_groups", o.reduction_groups},
+                        {"instruction_overhead", spec.instruction_overhead.value},
                         {"cycles", last.at.value},
                         {"breakdown", breakdown_json(last.path)}};
     nlohmann::json js = nlohmann::json::array();
@@ -218,11 +220,14 @@ int bench_op(const BenchOpOptions& o) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction{}\n", o.op,
+  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction{}{}\n", o.op,
              spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction),
              o.reduction == fabric::ReductionScheme::k_tree && o.reduction_groups > 0
                  ? fmt::format(" (K = {})", o.reduction_groups)
-                 : std::string());
+                 : std::string(),
+             spec.instruction_overhead.value > 0 ? fmt::format(", {} cycles per vector instruction",
+                                                               spec.instruction_overhead.value)
+                                                 : std::string());
   if (o.op == "layer" || o.op == "attention")
     fmt::print("  {} layer 0, one decode token at position {} (KV cache of {} positions)\n",
                model.name, o.context, o.context);

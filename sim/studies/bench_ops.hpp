@@ -34,6 +34,9 @@ struct BenchOpOptions {
   std::uint64_t bytes = 4;  // allreduce
   int context = 4096;       // layer: positions cached before the decoded token
   int bits = 16;            // weights and KV cache
+  // The kernels' cycles per vector instruction (core.instruction_overhead),
+  // over the preset's; unset: the preset's.
+  std::optional<std::uint64_t> instruction_overhead;
   bool json = false;
 };
 

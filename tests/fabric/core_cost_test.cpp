@@ -44,6 +44,36 @@ TEST(CoreCost, GemmTileReadsTheTileOnceForTheWholeBlock) {
   EXPECT_EQ(block.bound, Resource::compute);
 }
 
+// Each vector instruction adds instruction_overhead: a GEMV tile issues one
+// per input element (column), a block of tokens one per column per token, a
+// vector operation one per operation, attention one per query element and
+// one per position for each head plus its 4 softmax operations. The
+// overhead is start-up (CoreCost::overhead), whatever bounds the rest.
+TEST(CoreCost, EachVectorInstructionAddsItsOverhead) {
+  WaferSpec spec = testing::small_spec();
+  spec.instruction_overhead = Cycles{27};
+  CoreCostModel cost(spec);
+  // 24 x 40 bf16 tile: 120 (as above) + 10 task + 40 columns x 27 = 1,210.
+  const CoreCost gemv = cost.gemv_tile(24, 40, 16);
+  EXPECT_EQ(gemv.cycles.value, 120u + 10u + 40u * 27u);
+  EXPECT_EQ(gemv.overhead.value, 10u + 40u * 27u);
+  EXPECT_EQ(gemv.bound, Resource::compute);
+  // 15 x 10 (WaferLLM's 8B qkv tile on 420 x 420, fp16): 150 / 8 lanes = 19,
+  // 10 instructions: 19 + 10 + 270 = 299.
+  EXPECT_EQ(cost.gemv_tile(15, 10, 16).cycles.value, 19u + 10u + 270u);
+  // A block of 8 tokens: 960 + 10 + 8 x 40 x 27.
+  EXPECT_EQ(cost.gemm_tile(24, 40, 8, 16).cycles.value, 960u + 10u + 8u * 40u * 27u);
+  // An fp32 vector op of 3 operations on 100 elements: 300 / 4 = 75, 3 instructions.
+  EXPECT_EQ(cost.vector_op(100, 3).cycles.value, 75u + 10u + 3u * 27u);
+  // Attention, 4 heads over 10 positions of head_dim 8 (16-bit cache):
+  // 4 x 10 x (2 x 8 + 4) = 800 MACs / 8 = 100 cycles; reads 2 x 10 x 8 x 2 B =
+  // 320 B / 16 = 20; instructions 4 x (8 + 10 + 4) = 88.
+  EXPECT_EQ(cost.attention(10, 8, 4, 16).cycles.value, 100u + 10u + 88u * 27u);
+  // Without it (0, the default) the tile is as before.
+  spec.instruction_overhead = Cycles{0};
+  EXPECT_EQ(CoreCostModel(spec).gemv_tile(24, 40, 16).cycles.value, 130u);
+}
+
 TEST(CoreTimeline, ACoreRunsOneTaskAtATime) {
   const WaferSpec spec = testing::small_spec();
   CoreCostModel cost(spec);

@@ -790,6 +790,16 @@ TEST(Cli, BenchOpTimesOneOperationOnAnIdleFabric) {
   const auto plain = op("gemv --hardware wse2 --matrix 4096x4096 --region 64x48");
   const auto turned = op("gemv --hardware wse2 --matrix 4096x4096 --region 48x64 --transposed");
   EXPECT_EQ(plain["cycles"], turned["cycles"]);
+  // A kernel cost per vector instruction: every core's tile has 4096 / 64 =
+  // 64 input elements, so 64 instructions; on an idle fabric the whole GEMV
+  // ends 64 x 27 cycles later, all of it compute.
+  const auto looped =
+      op("gemv --hardware wse2 --matrix 4096x4096 --region 64x48 --instruction-overhead 27");
+  EXPECT_EQ(plain["instruction_overhead"], 0);
+  EXPECT_EQ(looped["instruction_overhead"], 27);
+  EXPECT_EQ(looped["cycles"].get<std::uint64_t>(), plain["cycles"].get<std::uint64_t>() + 64 * 27);
+  EXPECT_EQ(looped["breakdown"]["compute"].get<std::uint64_t>(),
+            plain["breakdown"]["compute"].get<std::uint64_t>() + 64 * 27);
   const auto layer = op("layer --hardware wse2 --model llama-3.2-1b --region 96x96 --context 64");
   const auto& steps = layer["steps"];
   ASSERT_FALSE(steps.empty());

@@ -90,6 +90,7 @@ void expect_same_hardware(const fabric::WaferSpec& a, const fabric::WaferSpec& b
   EXPECT_EQ(a.simd_lanes_32bit, b.simd_lanes_32bit);
   EXPECT_EQ(a.sram_read_bytes_per_cycle, b.sram_read_bytes_per_cycle);
   EXPECT_EQ(a.task_overhead, b.task_overhead);
+  EXPECT_EQ(a.instruction_overhead, b.instruction_overhead);
   EXPECT_EQ(a.hop_latency, b.hop_latency);
   EXPECT_EQ(a.link_bytes_per_cycle, b.link_bytes_per_cycle);
   EXPECT_EQ(a.virtual_channels, b.virtual_channels);
@@ -176,6 +177,7 @@ TEST(Scenario, Wse3PresetHasThePublishedFigures) {
   EXPECT_EQ(hw.simd_lanes_32bit, 4);
   EXPECT_EQ(hw.sram_read_bytes_per_cycle.value, 16u);
   EXPECT_EQ(hw.task_overhead.value, 20u);
+  EXPECT_EQ(hw.instruction_overhead.value, 0u);  // not set: kernels that keep the SIMD unit fed
   EXPECT_EQ(hw.hop_latency.value, 1u);
   EXPECT_EQ(hw.link_bytes_per_cycle.value, 4u);  // one 32-bit wavelet
   EXPECT_EQ(hw.virtual_channels, 24);
@@ -187,6 +189,7 @@ TEST(Scenario, Wse3PresetHasThePublishedFigures) {
   EXPECT_EQ(wse2.mesh_width, 757);
   EXPECT_EQ(wse2.mesh_height, 996);
   EXPECT_EQ(wse2.simd_lanes_16bit, 4);
+  EXPECT_EQ(wse2.instruction_overhead.value, 0u);  // kernels that keep the SIMD unit fed
 }
 
 TEST(Scenario, EveryShippedPresetAndScenarioLoadsAndValidates) {
@@ -610,7 +613,7 @@ TEST_F(ScenarioFiles, ResolvedYamlRoundTripsEveryOption) {
   const Scenario a = load_scenario(scenario(R"(name: "true"
 hardware:
   preset: wse2
-  core: {clock: 0.85 GHz, sram: 40 KiB}
+  core: {clock: 0.85 GHz, sram: 40 KiB, instruction_overhead: 12 cycles}
   io: {bandwidth: 150 GB/s, latency: 2.5 us}
 model:
   preset: llama-3.1-8b
@@ -632,6 +635,8 @@ outputs:
   EXPECT_EQ(a.workload.seed, 18446744073709551615ull);
   EXPECT_EQ(a.workload.prefill_block, 32);
   EXPECT_EQ(a.outputs.results, "out dir/run #1.h5");
+  EXPECT_EQ(a.hardware.instruction_overhead.value, 12u);  // the preset leaves it out
+  EXPECT_TRUE(contains(a.resolved_yaml, "instruction_overhead: 12 cycles")) << a.resolved_yaml;
   const Scenario b = load_scenario(write("resolved.yaml", a.resolved_yaml), kPresets);
   expect_same_scenario(a, b);
   EXPECT_EQ(without_comments(a.resolved_yaml), without_comments(b.resolved_yaml));
@@ -654,7 +659,7 @@ TEST(ScenarioErrors, UnknownKeyWithDidYouMean) {
             file.string() +
                 ":6:5: error: hardware.core.sram_size: unknown key 'sram_size'; valid keys here: "
                 "clock, sram, simd_lanes_16bit, simd_lanes_32bit, sram_read_bandwidth, "
-                "task_overhead, area\n  did you mean 'sram'?");
+                "task_overhead, instruction_overhead, area\n  did you mean 'sram'?");
 }
 
 TEST(ScenarioErrors, WrongType) {
