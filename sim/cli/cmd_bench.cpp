@@ -451,6 +451,10 @@ RegisteredCommand add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bits", o->op.bits, "op: weight and KV bits (default 16)")
       ->check(CLI::IsMember({4, 8, 16, 32}));
+  cmd->add_option("--fabric-bits", o->op.fabric_bits,
+                  "op gemv, attention, layer: bits of each value cores send one another, 32 "
+                  "(fp32, default) or 16 (two a wavelet: placement.fabric_bits)")
+      ->check(CLI::IsMember({16, 32}));
   cmd->add_option("--instruction-overhead", o->op.instruction_overhead,
                   "op: the kernels' cycles per vector instruction beyond its SIMD cycles "
                   "(hardware core.instruction_overhead; default the preset's, 0 in wse2 and wse3)")

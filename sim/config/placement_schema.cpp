@@ -160,6 +160,20 @@ constexpr Key<PlacementOptions> kPlacement[] = {
      },
      [](auto& p) { return fmt::format("{}", p.reduction_groups); },
      [](auto& p) { return p.reduction_groups > 0; }, 1},
+    {"fabric_bits", O, "32 | 16 (default 32)",
+     "bits of each value cores send one another (activations, partial sums, attention's "
+     "queries, scores and partials): 32 (fp32, what the cores compute) or 16 (fp16/bf16, two "
+     "to a 32-bit wavelet; timing only)",
+     [](auto& v, auto& p, auto&) {
+       p.fabric_bits = read_count(v, "16");
+       if (p.fabric_bits != 32 && p.fabric_bits != 16)
+         fail(v.loc(), v.path,
+              fmt::format("must be 32 (fp32 values on the fabric) or 16 (fp16/bf16, two to a "
+                          "32-bit wavelet), got {}",
+                          p.fabric_bits));
+     },
+     [](auto& p) { return fmt::format("{}", p.fabric_bits); },
+     [](auto& p) { return p.fabric_bits != 32; }},
     {"block_rows", O, "count 1..64 (default 2)", "serpentine, sram-balanced: rows of layer blocks",
      [](auto& v, auto& p, auto&) {
        p.block_rows = read_count(v, "2");

@@ -267,9 +267,10 @@ Vec Executor::move(const Vec& v, const Layout& target, int spread) {
       const int waypoint =
           spread > 0 ? std::min(src.core.x, t.core.x) + 1 + transfers % spread : -1;
       ++transfers;
-      const Timed arrival = transfer(
-          src, t, Bytes{static_cast<std::uint64_t>(n) * 4 * static_cast<std::uint64_t>(v.tokens)},
-          v.ready[k], waypoint);
+      const Timed arrival = transfer(src, t,
+                                     Bytes{static_cast<std::uint64_t>(n) * value_bytes() *
+                                           static_cast<std::uint64_t>(v.tokens)},
+                                     v.ready[k], waypoint);
       ready = ready ? later(*ready, arrival) : arrival;
     }
     if (!ready) throw std::logic_error("move: target piece not covered by the source vector");
@@ -352,7 +353,7 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     line_bytes.reserve(static_cast<std::size_t>(Q));
     for (int qi = 0; qi < Q; ++qi) {
       line_cols.push_back(cols_of(qi));
-      line_bytes.push_back(Bytes{line_cols.back() * 4 * T});
+      line_bytes.push_back(Bytes{line_cols.back() * value_bytes() * T});
     }
     fabric::ParallelLineMulticast lines(
         f.mesh(), f.flow(), m.core(0, 0), m.multicast_direction(), P,
@@ -401,8 +402,8 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
       for (int pi = p0; pi < p0 + band; ++pi) {
         const auto first = static_cast<std::size_t>(pi - p0) * Q;
         y.ready[static_cast<std::size_t>(pi)] =
-            rows.reduce(m.root(pi), Bytes{rows_of(pi) * 4 * T}, band_done.subspan(first, Q),
-                        band_at.subspan(first, Q));
+            rows.reduce(m.root(pi), Bytes{rows_of(pi) * value_bytes() * T},
+                        band_done.subspan(first, Q), band_at.subspan(first, Q));
       }
     };
     const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
@@ -755,7 +756,8 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
       kv_ready[static_cast<std::size_t>(i_owner)].push_back(v.ready[0]);
     }
     multicast(w, Line{top, fabric::Direction::south, L},
-              Bytes{static_cast<std::uint64_t>(g * hd) * 4 * T64}, q.ready[0], arrivals);
+              Bytes{static_cast<std::uint64_t>(g * hd) * value_bytes() * T64}, q.ready[0],
+              arrivals);
     for (int i = 0; i < L; ++i) {
       const std::uint64_t mine = visible_positions(a, rows, i);
       Timed ready = arrivals[static_cast<std::size_t>(i)];
@@ -767,7 +769,8 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
     }
     const Timed reduced =
         reduce(w, a.reduction, Line{top, fabric::Direction::south, L},
-               Bytes{static_cast<std::uint64_t>(g) * (hd + 2) * 4 * T64}, done, a.reduction_groups);
+               Bytes{static_cast<std::uint64_t>(g) * (hd * value_bytes() + 2 * 4) * T64}, done,
+               a.reduction_groups);
     out.layout.push_back(Piece{top, h * g * hd, (h + 1) * g * hd, w});
     out.ready.push_back(run_core(
         w, top, reduced, fab(w).cost().vector_op(static_cast<std::uint64_t>(g * hd) * T64, 1)));
@@ -846,7 +849,7 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
   }
   if (n > 0)
     all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},
-               Bytes{g * n * 4}, scored, back, a.reduction_groups);
+               Bytes{g * n * value_bytes()}, scored, back, a.reduction_groups);
   else
     back = scored;
   // Softmax terms of the row's scores, then the values slice weighted by
@@ -897,7 +900,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
       touch(w, Line{a.block_core(h, 0, 0), fabric::Direction::south, L});
       touch(w, Line{a.block_core(h, 0, C - 1), fabric::Direction::south, L});
       for (int j = 0; j < C; ++j)
-        column_bytes[static_cast<std::size_t>(j)] = Bytes{g * dims(j) * 4 * T};
+        column_bytes[static_cast<std::size_t>(j)] = Bytes{g * dims(j) * value_bytes() * T};
       fabric::ParallelLineMulticast lines(
           f.mesh(), f.flow(), a.block_core(h, 0, 0), fabric::Direction::south, L,
           fabric::Direction::east, column_bytes,
@@ -953,7 +956,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
     // Each column's partials (g x (dims + max + sum) per token) reduced up
     // to the top row, normalised there.
     for (int j = 0; j < C; ++j) {
-      const Bytes bytes{g * (dims(j) + 2) * 4 * T};
+      const Bytes bytes{g * (dims(j) * value_bytes() + 2 * 4) * T};
       const std::vector<Timed>& ready = partial[static_cast<std::size_t>(j)];
       const Timed reduced =
           timing_ ? columns.reduce(a.block_core(h, 0, j), bytes, ready) : ready.front();

@@ -326,6 +326,9 @@ class Executor {
   const Placement& pl_;
   const Program& prog_;
   int bits_;
+  // Bytes of a value on the fabric: activations, partial sums, attention's
+  // queries, scores and partials (Placement::value_bytes).
+  std::uint64_t value_bytes() const { return static_cast<std::uint64_t>(pl_.value_bytes); }
   std::vector<fabric::LinkId> route_;
   // A GEMV band's tile results, and their cycles apart (gemv).
   std::vector<Timed> done_;

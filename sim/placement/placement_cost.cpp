@@ -10,7 +10,7 @@ namespace wafersim::sim {
 
 namespace {
 
-constexpr double kActivationBytes = 4.0;  // activations move as fp32
+constexpr double kActivationBytes = 4.0;  // an fp32 value: norm statistics, and the hop-byte terms
 
 int manhattan(Coord a, Coord b) {
   return std::abs(a.x - b.x) + std::abs(a.y - b.y);
@@ -291,7 +291,8 @@ double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl,
   if (!pl.layers.empty())
     t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()),
                         mesh_width);
-  return t;
+  // Every term above is in fp32 values; at another width the bytes scale.
+  return t * pl.value_bytes / kActivationBytes;
 }
 
 double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Layout& to) {
@@ -314,7 +315,7 @@ double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Lay
   }
   if (hops == 0) return 0.0;
   return hops * static_cast<double>(lm.spec.hop_latency.value) +
-         serialization_cycles(lm.spec, largest * kActivationBytes);
+         serialization_cycles(lm.spec, largest * lm.value_bytes);
 }
 
 double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m) {
@@ -325,8 +326,8 @@ double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m) {
   const std::uint64_t rows = m.max_tile_elements() / std::max<std::uint64_t>(1, cols);
   const fabric::CoreCostModel cost(lm.spec);
   const double tile = static_cast<double>(cost.gemv_tile(rows, cols, lm.weight_bits).cycles.value);
-  return multicast_latency(lm.spec, P, static_cast<double>(cols) * kActivationBytes) + tile +
-         reduction_latency(lm.spec, m.reduction, Q, static_cast<double>(rows) * kActivationBytes,
+  return multicast_latency(lm.spec, P, static_cast<double>(cols) * lm.value_bytes) + tile +
+         reduction_latency(lm.spec, m.reduction, Q, static_cast<double>(rows) * lm.value_bytes,
                            m.reduction_groups);
 }
 
@@ -346,15 +347,15 @@ double attention_latency_cycles(const LatencyModel& lm, const models::ModelConfi
       static_cast<double>(cost.attention(positions, static_cast<std::uint64_t>(dims),
                                          static_cast<std::uint64_t>(g), lm.weight_bits)
                               .cycles.value);
-  const double scores = static_cast<double>(g) * static_cast<double>(positions) * kActivationBytes;
+  const double scores = static_cast<double>(g) * static_cast<double>(positions) * lm.value_bytes;
   const double row =
       C > 1 ? all_reduce_latency(lm.spec, a.reduction, C, scores, a.reduction_groups) : 0.0;
   const double normalise =
       static_cast<double>(cost.vector_op(static_cast<std::uint64_t>(g) * dims, 1).cycles.value);
-  return multicast_latency(lm.spec, L, static_cast<double>(g) * dims * kActivationBytes) + core +
+  return multicast_latency(lm.spec, L, static_cast<double>(g) * dims * lm.value_bytes) + core +
          row +
          reduction_latency(lm.spec, a.reduction, L,
-                           static_cast<double>(g) * (dims + 2) * kActivationBytes,
+                           static_cast<double>(g) * (dims * lm.value_bytes + 2 * kActivationBytes),
                            a.reduction_groups) +
          normalise;
 }

@@ -86,6 +86,7 @@ struct LatencyModel {
   const fabric::WaferSpec& spec;
   int weight_bits = 16;  // weights and KV cache
   int context = 1;       // positions attended by the last token
+  double value_bytes = 4.0;  // a value on the fabric (Placement::value_bytes)
 };
 double move_latency_cycles(const LatencyModel& lm, const Layout& from, const Layout& to);
 double gemv_latency_cycles(const LatencyModel& lm, const MatrixPlacement& m);

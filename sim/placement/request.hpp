@@ -107,6 +107,11 @@ struct PlacementChoices {
   // deployment's placement, which every calibration run shares.
   int reserve_users = 0;
   int reserve_context_tokens = 0;
+  // Bits of each value cores send one another (activations, partial sums,
+  // attention's queries, scores and partials): 32 (fp32, what the cores
+  // compute) or 16 (fp16/bf16, two to a 32-bit wavelet). Norm statistics,
+  // token ids and (value, index) pairs stay 32-bit.
+  int fabric_bits = 32;
   bool operator==(const PlacementChoices&) const = default;
 };
 

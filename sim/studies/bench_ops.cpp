@@ -56,7 +56,8 @@ std::vector<Step> gemv_steps(const BenchOpOptions& o, const fabric::WaferSpec& s
   if (o.out < 1 || o.in < 1) throw std::invalid_argument("--matrix: rows and columns >= 1");
   fabric::Fabric fab(spec);
   const models::ModelConfig none;
-  const Placement pl;
+  Placement pl;
+  pl.value_bytes = o.fabric_bits / 8;
   const Program prog;
   Executor ex(fab, none, pl, prog, nullptr, o.bits);
   MatrixPlacement m;
@@ -108,10 +109,12 @@ Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
     req.matrices[MatrixKind::attention] = MatrixOverride{0, 0, *o.attention_reduction};
   req.context_tokens = o.context + 1;
   req.weight_bits = o.bits;
+  req.fabric_bits = o.fabric_bits;
   StagePlanner planner(model, spec, req);
   Placement pl;
   pl.strategy = "whole-region";
   pl.context_tokens = req.context_tokens;
+  pl.value_bytes = req.fabric_bits / 8;
   pl.layers.push_back(planner.region_layer(0, 0, fabric::Rect{0, 0, o.width, o.height}, 1,
                                            spec.sram_per_core, "bench op"));
   return pl;
@@ -204,6 +207,7 @@ int bench_op(const BenchOpOptions& o) {
                         {"reduction", reduction_name(o.reduction)},
                         {"reduction_groups", o.reduction_groups},
                         {"instruction_overhead", spec.instruction_overhead.value},
+                        {"fabric_bits", o.fabric_bits},
                         {"cycles", last.at.value},
                         {"breakdown", breakdown_json(last.path)}};
     nlohmann::json js = nlohmann::json::array();
@@ -220,14 +224,17 @@ int bench_op(const BenchOpOptions& o) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  fmt::print("bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction{}{}\n", o.op,
-             spec.name, clock / 1e9, o.width, o.height, reduction_name(o.reduction),
-             o.reduction == fabric::ReductionScheme::k_tree && o.reduction_groups > 0
-                 ? fmt::format(" (K = {})", o.reduction_groups)
-                 : std::string(),
-             spec.instruction_overhead.value > 0 ? fmt::format(", {} cycles per vector instruction",
-                                                               spec.instruction_overhead.value)
-                                                 : std::string());
+  fmt::print(
+      "bench op {} on {} ({:.2f} GHz), region {} x {} cores, {} reduction{}{}\n", o.op, spec.name,
+      clock / 1e9, o.width, o.height, reduction_name(o.reduction),
+      o.reduction == fabric::ReductionScheme::k_tree && o.reduction_groups > 0
+          ? fmt::format(" (K = {})", o.reduction_groups)
+          : std::string(),
+      (spec.instruction_overhead.value > 0
+           ? fmt::format(", {} cycles per vector instruction", spec.instruction_overhead.value)
+           : std::string()) +
+          (o.fabric_bits != 32 ? fmt::format(", {}-bit values on the fabric", o.fabric_bits)
+                               : std::string()));
   if (o.op == "layer" || o.op == "attention")
     fmt::print("  {} layer 0, one decode token at position {} (KV cache of {} positions)\n",
                model.name, o.context, o.context);

@@ -37,6 +37,7 @@ struct BenchOpOptions {
   // The kernels' cycles per vector instruction (core.instruction_overhead),
   // over the preset's; unset: the preset's.
   std::optional<std::uint64_t> instruction_overhead;
+  int fabric_bits = 32;  // gemv, attention, layer: bits of a value on the fabric (32 or 16)
   bool json = false;
 };
 

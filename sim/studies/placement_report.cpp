@@ -55,7 +55,8 @@ PlacementReport evaluate_placement(const Scenario& sc,
   r.reduction_choices = sys->reduction_choices;
   r.estimated_hop_bytes = pl.estimated_hop_bytes;
   r.estimated_latency_cycles = estimate_latency_cycles(
-      LatencyModel{sc.hardware, models::dtype_bits(sc.precision), std::max(1, pl.context_tokens)},
+      LatencyModel{sc.hardware, models::dtype_bits(sc.precision), std::max(1, pl.context_tokens),
+                   static_cast<double>(pl.value_bytes)},
       sc.model, pl);
   r.wafers = pl.wafers;
   r.mesh_width = sc.hardware.mesh_width;

@@ -81,7 +81,8 @@ class Annealer {
         graph_(
             layer_dataflow(task.layers, task.has_head, ctx.n_wafers == 1, ctx.model.hidden_size)),
         weight_(boost::get(boost::edge_weight, graph_)),
-        lat_model_{ctx.spec, ctx.req.weight_bits, std::max(1, ctx.req.context_tokens)},
+        lat_model_{ctx.spec, ctx.req.weight_bits, std::max(1, ctx.req.context_tokens),
+                   ctx.req.fabric_bits / 8.0},
         lw_(ctx.req.anneal.latency_weight) {}
 
   RegionPlan run() {

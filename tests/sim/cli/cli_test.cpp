@@ -800,6 +800,18 @@ TEST(Cli, BenchOpTimesOneOperationOnAnIdleFabric) {
   EXPECT_EQ(looped["cycles"].get<std::uint64_t>(), plain["cycles"].get<std::uint64_t>() + 64 * 27);
   EXPECT_EQ(looped["breakdown"]["compute"].get<std::uint64_t>(),
             plain["breakdown"]["compute"].get<std::uint64_t>() + 64 * 27);
+  // 16-bit values on the fabric, two to a wavelet: the column's 64 inputs
+  // are 32 wavelets, a row's 86 partial sums 43, so the GEMV's serialization
+  // halves; hops and compute do not change.
+  const auto half = op("gemv --hardware wse2 --matrix 4096x4096 --region 64x48 --fabric-bits 16");
+  EXPECT_EQ(half["fabric_bits"], 16);
+  EXPECT_EQ(2 * half["breakdown"]["serialization"].get<std::uint64_t>(),
+            plain["breakdown"]["serialization"].get<std::uint64_t>());
+  EXPECT_EQ(half["breakdown"]["hops"], plain["breakdown"]["hops"]);
+  EXPECT_EQ(half["breakdown"]["compute"], plain["breakdown"]["compute"]);
+  EXPECT_EQ(half["cycles"].get<std::uint64_t>(),
+            plain["cycles"].get<std::uint64_t>() -
+                half["breakdown"]["serialization"].get<std::uint64_t>());
   const auto layer = op("layer --hardware wse2 --model llama-3.2-1b --region 96x96 --context 64");
   const auto& steps = layer["steps"];
   ASSERT_FALSE(steps.empty());
@@ -817,6 +829,32 @@ TEST(Cli, BenchOpTimesOneOperationOnAnIdleFabric) {
   const Outcome big = wafersim("bench op layer --region 8x8");
   EXPECT_EQ(big.code, 1);
   EXPECT_NE(big.err.find("does not fit"), std::string::npos) << big.err;
+}
+
+// placement.fabric_bits: 16 on a whole-region run (timing only): the token
+// is shorter, by no more than the serialization the 32-bit token's critical
+// path had; the cores' work (compute on the path) is the same or less.
+TEST(Cli, SixteenBitFabricValuesShortenTheToken) {
+  const std::string sc = src("scenarios/regression/tiny-small-whole-region.yaml");
+  auto run = [&](const std::string& extra) {
+    const Outcome o = wafersim("run " + sc + " --json --timing-only " + extra);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return nlohmann::json::parse(o.out);
+  };
+  const auto r32 = run(""), r16 = run("--set placement.fabric_bits=16");
+  const auto c32 = r32["cycles_per_token"].get<std::uint64_t>();
+  const auto c16 = r16["cycles_per_token"].get<std::uint64_t>();
+  EXPECT_LT(c16, c32);
+  std::uint64_t most = 0;
+  for (const auto& t : r32["token_records"])
+    if (!t["prefill"].get<bool>())
+      most = std::max(most, t["critical_path_cycles"]["serialization"].get<std::uint64_t>());
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(c32 - c16, most);
+  // Functional mode computes fp32 values: refused, naming the key.
+  const Outcome f = wafersim("run " + sc + " --set placement.fabric_bits=16");
+  EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("placement.fabric_bits"), std::string::npos) << f.err;
 }
 
 TEST(Cli, ValidateSummarisesAGoodScenario) {

@@ -609,6 +609,42 @@ TEST_F(ScenarioFiles, ResolvedYamlRoundTripsTheQuickstart) {
   EXPECT_EQ(without_comments(a.resolved_yaml), without_comments(b.resolved_yaml));
 }
 
+// placement.fabric_bits: 32 (the default, not written) or 16; anything else
+// is refused where it is written; 16 is timing only.
+TEST_F(ScenarioFiles, FabricBitsAreThirtyTwoOrSixteenAndSixteenIsTimingOnly) {
+  const Scenario a = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {strategy: whole-region, fabric_bits: 16}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+outputs: {functional: false}
+)"),
+                                   kPresets);
+  EXPECT_EQ(a.placement.fabric_bits, 16);
+  EXPECT_TRUE(contains(a.resolved_yaml, "fabric_bits: 16")) << a.resolved_yaml;
+  EXPECT_EQ(load_scenario(scenario(a.resolved_yaml), kPresets).placement.fabric_bits, 16);
+  check_run_mode(a, /*functional=*/false);
+  try {
+    check_run_mode(a, /*functional=*/true);
+    ADD_FAILURE() << "a functional run with 16-bit fabric values was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key_path(), "placement.fabric_bits");
+    EXPECT_TRUE(contains(e.what(), "timing-only")) << e.what();
+  }
+  const Scenario plain = load_scenario(kPresets / "quickstart.yaml", kPresets);
+  EXPECT_EQ(plain.placement.fabric_bits, 32);
+  EXPECT_FALSE(contains(plain.resolved_yaml, "fabric_bits")) << plain.resolved_yaml;
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+placement: {fabric_bits: 8}
+workload: {prompt_tokens: 4, generate_tokens: 4}
+)"));
+  EXPECT_EQ(e.key_path(), "placement.fabric_bits");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_TRUE(contains(e.what(), "must be 32 (fp32 values on the fabric) or 16")) << e.what();
+}
+
 TEST_F(ScenarioFiles, ResolvedYamlRoundTripsEveryOption) {
   const Scenario a = load_scenario(scenario(R"(name: "true"
 hardware:
@@ -857,7 +893,8 @@ workload: {prompt_tokens: 4, generate_tokens: 4}
   EXPECT_EQ(e.column(), 12);
   EXPECT_TRUE(
       contains(e.what(),
-               "expected a mapping with keys strategy, reduction, reduction_groups, block_rows, "
+               "expected a mapping with keys strategy, reduction, reduction_groups, fabric_bits, "
+               "block_rows, "
                "layer_groups, seed, anneal, halo, file, reserve, matrices, got a list"))
       << e.what();
 }

@@ -117,6 +117,25 @@ TEST(LayerGroupChoice, TinyModelChoosesTheBestPredicted) {
   }
 }
 
+// 16-bit values on the fabric (placement.fabric_bits): on the same grid the
+// plan's estimated hop bytes are exactly half (every term counts values).
+// (The engine's runs: Cli.SixteenBitFabricValuesShortenTheToken.)
+TEST(FabricBits, SixteenBitValuesHalveThePlansHopBytes) {
+  Scenario sc = tiny_auto(1);
+  sc.placement.layer_groups_auto = false;
+  sc.placement.layer_groups = 2;
+  Scenario half = sc;
+  half.placement.fabric_bits = 16;
+  const Placement p32 = plan_system(sc, placement_request(sc));
+  const Placement p16 = plan_system(half, placement_request(half));
+  EXPECT_EQ(p32.value_bytes, 4);
+  EXPECT_EQ(p16.value_bytes, 2);
+  ASSERT_EQ(p16.layers.size(), p32.layers.size());
+  for (std::size_t i = 0; i < p16.layers.size(); ++i)  // the same grid (so comparable)
+    ASSERT_EQ(p16.layers[i].qkv.rect, p32.layers[i].qkv.rect) << i;
+  EXPECT_DOUBLE_EQ(p16.estimated_hop_bytes * 2, p32.estimated_hop_bytes);
+}
+
 // The same scenario twice: the same candidates, figure for figure.
 TEST(LayerGroupChoice, Deterministic) {
   const Scenario sc = tiny_auto(2);
