@@ -115,6 +115,19 @@ void expect_same_model(const models::ModelConfig& a, const models::ModelConfig& 
   EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
 }
 
+// A functional run of `sc` is refused (check_run_mode) naming `key` and
+// saying `text`; `what` says what the run had.
+void expect_functional_refused(const Scenario& sc, const std::string& key, const std::string& text,
+                               const std::string& what) {
+  try {
+    check_run_mode(sc, /*functional=*/true);
+    ADD_FAILURE() << "a functional run with " << what << " was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key_path(), key);
+    EXPECT_TRUE(contains(e.what(), text)) << e.what();
+  }
+}
+
 void expect_same_scenario(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(a.name, b.name);
   expect_same_hardware(a.hardware, b.hardware);
@@ -624,13 +637,7 @@ outputs: {functional: false}
   EXPECT_TRUE(contains(a.resolved_yaml, "fabric_bits: 16")) << a.resolved_yaml;
   EXPECT_EQ(load_scenario(scenario(a.resolved_yaml), kPresets).placement.fabric_bits, 16);
   check_run_mode(a, /*functional=*/false);
-  try {
-    check_run_mode(a, /*functional=*/true);
-    ADD_FAILURE() << "a functional run with 16-bit fabric values was accepted";
-  } catch (const ScenarioError& e) {
-    EXPECT_EQ(e.key_path(), "placement.fabric_bits");
-    EXPECT_TRUE(contains(e.what(), "timing-only")) << e.what();
-  }
+  expect_functional_refused(a, "placement.fabric_bits", "timing-only", "16-bit fabric values");
   const Scenario plain = load_scenario(kPresets / "quickstart.yaml", kPresets);
   EXPECT_EQ(plain.placement.fabric_bits, 32);
   EXPECT_FALSE(contains(plain.resolved_yaml, "fabric_bits")) << plain.resolved_yaml;
@@ -1361,13 +1368,8 @@ outputs: {functional: false}
   EXPECT_TRUE(contains(ok.resolved_yaml, "cached_tokens: [0, 20, 100]")) << ok.resolved_yaml;
   EXPECT_FALSE(contains(ok.resolved_yaml, "prompt_ids")) << ok.resolved_yaml;
   // Cached positions need a timing-only run, whichever user has them.
-  try {
-    check_run_mode(ok, /*functional=*/true);
-    ADD_FAILURE() << "a functional run with cached positions was accepted";
-  } catch (const ScenarioError& e) {
-    EXPECT_EQ(e.key_path(), "workload.cached_tokens");
-    EXPECT_TRUE(contains(e.what(), "gives a user 100 cached positions")) << e.what();
-  }
+  expect_functional_refused(ok, "workload.cached_tokens", "gives a user 100 cached positions",
+                            "cached positions");
   const Scenario again = load_scenario(scenario(ok.resolved_yaml));
   EXPECT_EQ(again.workload.prompt_ids, w.prompt_ids);
   EXPECT_EQ(again.workload.prompt_tokens_by_user, w.prompt_tokens_by_user);
@@ -1479,13 +1481,7 @@ TEST_F(CheckpointScenario, WeightsDefaultToTheCheckpointsAndAreRequiredOnlyToCom
   EXPECT_EQ(s.model_checkpoint, ck.string());
   EXPECT_EQ(s.workload.tokenizer, (ck / "tokenizer.json").string());
   check_run_mode(s, false);  // timing only: no weights needed
-  try {
-    check_run_mode(s, true);
-    ADD_FAILURE() << "a functional run without weights files was accepted";
-  } catch (const ScenarioError& e) {
-    EXPECT_EQ(e.key_path(), "weights.path");
-    EXPECT_TRUE(contains(e.what(), "source: synthetic")) << e.what();
-  }
+  expect_functional_refused(s, "weights.path", "source: synthetic", "no weights files");
   // Synthetic, asked for: no weights needed, and none for a preset.
   const Scenario synthetic =
       load_scenario(scenario(model + "weights: {source: synthetic}\n" + work), kPresets);
