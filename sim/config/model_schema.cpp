@@ -57,7 +57,7 @@ constexpr Key<ModelConfig> kModel[] = {
      [](auto& m) { return count(m.num_kv_heads); }},
     {"head_dim", R, "count", "width of one head",
      [](auto& v, auto& m, auto&) {
-       m.head_dim = read_count_in(v, 1, 8192, "128", /*zero_later=*/true);
+       m.head_dim = read_count_in(v, 1, 131072, "128", /*zero_later=*/true);
      },
      [](auto& m) { return count(m.head_dim); }},
     {"vocab_size", R, "count", "tokens of the vocabulary",

@@ -158,7 +158,9 @@ StagePlanner::StagePlanner(const models::ModelConfig& model, const fabric::Wafer
   group_ = model.num_heads / model.num_kv_heads;
   slot_bytes_ = 2 * static_cast<std::uint64_t>(hd) * bits_ / 8;
   att_buffers_ = static_cast<std::uint64_t>(group_) * (2 * hd + 2) * 4;
-  if (capacity_ <= att_buffers_ + slot_bytes_)
+  // A segment layout keeps a kv head's whole position on one core; a
+  // whole-region layer splits it over the head's columns (check_region_fit).
+  if (req.strategy != StrategyKind::whole_region && capacity_ <= att_buffers_ + slot_bytes_)
     throw FitError(
         fmt::format("one core ({}) cannot hold a single KV position of {} plus attention buffers",
                     human_bytes(capacity()), model.name));

@@ -114,6 +114,34 @@ TEST(WholeRegion, TheKvCacheSpreadsOverTheRegionsColumns) {
   EXPECT_EQ(a.block_core(1, 0, 0).x, a.block_core(0, 0, a.columns_per_head - 1).x + 1);
 }
 
+// One head as wide as WaferLLM's timed kernel folds its heads into (4,200
+// dimensions: one cached position is 16.8 KB of 16-bit keys and values plus
+// 33.6 KB of attention buffers, more than a 48 KiB core): a block strategy,
+// which keeps a position on one core, refuses it, while a whole-region layer
+// splits the head's dimensions over the region's columns (10 a core on 420)
+// and places it.
+TEST(WholeRegion, AHeadWiderThanACoreIsSplitOverTheRegionsColumns) {
+  models::ModelConfig m = testing::preset_model("llama-3.1-8b");
+  m.hidden_size = 4200;
+  m.intermediate_size = 14700;
+  m.num_heads = m.num_kv_heads = 1;
+  m.head_dim = 4200;
+  m.num_layers = 1;
+  const fabric::WaferSpec spec = fabric::testing::small_spec(420, 420);  // 48 KiB cores
+  try {
+    (void)plan_placement(m, spec, 1, request("layer-rectangles", 4200));
+    ADD_FAILURE() << "a block strategy placed a position wider than a core";
+  } catch (const fabric::FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot hold a single KV position"), std::string::npos)
+        << e.what();
+  }
+  const Placement pl = plan_placement(m, spec, 1, groups(1, 4200));
+  const AttentionPlacement& a = pl.layers.front().attention;
+  EXPECT_EQ(a.columns_per_head, pl.layers.front().strip.width);
+  EXPECT_LE(a.dim_begin(1) - a.dim_begin(0), 4200 / a.columns_per_head + 1);
+  EXPECT_EQ(a.dim_begin(a.columns_per_head), 4200);
+}
+
 // qkv's output lies along the region's top row, its rows in order over the
 // columns; grouped by kv head (QkvRows), each kv head's query, key and value
 // land over (within a few columns of) its own KV block, so the hand-over to
