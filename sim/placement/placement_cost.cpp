@@ -291,7 +291,9 @@ double estimate_hop_bytes(const models::ModelConfig& model, const Placement& pl,
   if (!pl.layers.empty())
     t += move_hop_bytes(embedding_row_layout(pl.head), layer_input_layout(pl.layers.front()),
                         mesh_width);
-  // Every term above is in fp32 values; at another width the bytes scale.
+  // The terms above count fp32 values, so at another width they scale (the
+  // few that stay 32-bit, the norms' statistics and the argmax's pairs, are
+  // scaled too: a few bytes a token of an estimate).
   return t * pl.value_bytes / kActivationBytes;
 }
 
