@@ -267,7 +267,7 @@ class PlacementFileReader {
     pl.wafers = wafers_;
     pl.context_tokens = req_.context_tokens;
     pl.users = users();
-    pl.value_bytes = req_.fabric_bits / 8;
+    pl.value_bytes = req_.value_bytes();
     pl.max_context_tokens = model_.max_position;
     const std::vector<Value> layers =
         list(get(top, "layers"), static_cast<std::size_t>(model_.num_layers), "layers");

@@ -179,7 +179,7 @@ Placement plan_placement(const models::ModelConfig& model, const fabric::WaferSp
   pl.strategy = strategy_name(req.strategy);
   pl.context_tokens = req.context_tokens;
   pl.users = std::max(1, req.users);
-  pl.value_bytes = req.fabric_bits / 8;
+  pl.value_bytes = req.value_bytes();
   pl.wafers = n_wafers;
   pl.max_context_tokens = model.max_position;
   PlanningContext ctx(model, spec, n_wafers, req, pl);

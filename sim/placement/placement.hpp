@@ -244,7 +244,7 @@ struct Placement {
   int context_tokens = 0;  // KV slots reserved per sequence
   int users = 1;           // sequences with their own KV cache
   int wafers = 1;          // wafers in the pipeline (layers split in contiguous runs)
-  // Bytes of a value on the fabric (PlacementChoices::fabric_bits / 8).
+  // Bytes of a value on the fabric (PlacementChoices::value_bytes).
   int value_bytes = 4;
   // Longest context per user this layout could hold with the same matrices
   // (every row of cores the matrices leave given to the KV cache).

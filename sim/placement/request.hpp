@@ -112,6 +112,8 @@ struct PlacementChoices {
   // compute) or 16 (fp16/bf16, two to a 32-bit wavelet). Norm statistics,
   // token ids and (value, index) pairs stay 32-bit.
   int fabric_bits = 32;
+  // Bytes of one such value (Placement::value_bytes, LatencyModel::value_bytes).
+  int value_bytes() const { return fabric_bits / 8; }
   bool operator==(const PlacementChoices&) const = default;
 };
 

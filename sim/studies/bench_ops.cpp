@@ -114,7 +114,7 @@ Placement region_layer(const BenchOpOptions& o, const fabric::WaferSpec& spec,
   Placement pl;
   pl.strategy = "whole-region";
   pl.context_tokens = req.context_tokens;
-  pl.value_bytes = req.fabric_bits / 8;
+  pl.value_bytes = req.value_bytes();
   pl.layers.push_back(planner.region_layer(0, 0, fabric::Rect{0, 0, o.width, o.height}, 1,
                                            spec.sram_per_core, "bench op"));
   return pl;

@@ -82,7 +82,7 @@ class Annealer {
             layer_dataflow(task.layers, task.has_head, ctx.n_wafers == 1, ctx.model.hidden_size)),
         weight_(boost::get(boost::edge_weight, graph_)),
         lat_model_{ctx.spec, ctx.req.weight_bits, std::max(1, ctx.req.context_tokens),
-                   ctx.req.fabric_bits / 8.0},
+                   static_cast<double>(ctx.req.value_bytes())},
         lw_(ctx.req.anneal.latency_weight) {}
 
   RegionPlan run() {

@@ -41,7 +41,7 @@ class WholeRegion : public PlacementStrategy {
   RegionPlan plan(PlanningContext& ctx, const WaferTask& task) const override {
     const int groups = std::min(ctx.req.layer_groups, task.layers);
     const LatencyModel lm{ctx.spec, ctx.req.weight_bits, std::max(1, ctx.req.context_tokens),
-                          ctx.req.fabric_bits / 8.0};
+                          static_cast<double>(ctx.req.value_bytes())};
     std::optional<RegionPlan> best;
     double best_cycles = 0.0;
     for (int rows = 1; rows <= groups; ++rows) {
