@@ -516,7 +516,10 @@ class FlowModel {
       std::unique_ptr<std::uint32_t[]> block;
       std::uint32_t capacity = 0;
     };
-    // The wide record's fields, in the record's interval words.
+    // The wide record's fields, in the record's interval words: the slot,
+    // size, capacity and last end in start[0..3], the block's address in
+    // end[0..1].
+    static_assert(kLinkIntervals >= 4, "the wide record's fields need four interval words");
     static std::uint32_t slot_of(const LinkState& l) { return l.start[0]; }
     static std::uint32_t size_of(const LinkState& l) { return l.start[1]; }
     static std::uint32_t capacity_of(const LinkState& l) { return l.start[2]; }
