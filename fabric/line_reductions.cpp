@@ -109,9 +109,17 @@ Timed LineReductions::send(const Line& line, int from, int into, Bytes bytes, co
 }
 
 void LineReductions::hold_counts(bool hold) {
-  if (hold && !held_) now_ = flow_.now_;
-  if (!hold && held_) flow_.now_ = std::max(flow_.now_, now_);
+  if (hold && !held_) now_ = base_now_ = top_now_ = flow_.now_;
+  if (!hold && held_) flow_.now_ = std::max({flow_.now_, now_, top_now_});
   held_ = hold;
+}
+
+void LineReductions::settle_line_record(Coord root) {
+  if (flow_.lines_active_ == 0 || length_ < 2) return;
+  const Line line{root, along_, length_};
+  FlowModel::LineRecord& r =
+      flow_.line_records_[flow_.line_slot(mesh_.link(line.at(length_ - 1), opposite(along_)))];
+  if (r.active) flow_.settle_line(r);
 }
 
 void LineReductions::publish_counts() {
@@ -132,7 +140,9 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
   } else if (at.size() != ready.size()) {
     throw std::invalid_argument("line reductions: one ready cycle per ready time");
   }
+  if (held_ && apart_) now_ = base_now_;
   const Timed sum = reduce_own(root, bytes, ready, at.data());
+  if (held_ && apart_) top_now_ = std::max(top_now_, now_);
   if (!held_) publish_counts();
   return sum;
 }

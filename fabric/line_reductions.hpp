@@ -66,6 +66,19 @@ class alignas(64) LineReductions {
   // line's own).
   void hold_counts(bool hold);
   void publish_counts();
+  // Lines apart: each reduce() with counts held starts from the `now` they
+  // were held with, raised by its own line's messages alone, not by the
+  // lines reduced before it (hold_counts(false) raises the model's to the
+  // latest of all). The lines then time the same in any order and on either
+  // of two threads (Executor::block_attention: a block's columns shared
+  // with the timing helper). Not reduce_line's rule: its `now` is every
+  // earlier message's, which gives up a gap of a full record on account of
+  // another line's messages.
+  void keep_lines_apart(bool on) { apart_ = on; }
+  // Writes out the line record, if any, on the run of links the line
+  // reduces along (FlowModel's line records: exact either way), so that a
+  // reduce() of it writes no line record's shared state.
+  void settle_line_record(Coord root);
 
  private:
   // reduce() on its own hop loop.
@@ -110,6 +123,9 @@ class alignas(64) LineReductions {
   std::uint64_t carried_ = 0;
   std::uint64_t max_end_ = 0;
   std::uint64_t now_ = 0;
+  // Lines apart: the `now` held, and the latest any line raised it to.
+  bool apart_ = false;
+  std::uint64_t base_now_ = 0, top_now_ = 0;
   // The model's `now` (this object's own while held), and raising it.
   std::uint64_t now() const { return held_ ? now_ : flow_.now_; }
   void raise_now(std::uint64_t t) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -496,6 +497,34 @@ class SharedModel {
   HeldCounts mine_, helpers_;
 };
 
+// Reductions of lines (LineReductions::keep_lines_apart) with their counts
+// held for the length of this object, on a model shared by two threads
+// while `shared`; when this ends, however it ends, their counts are in the
+// model and the model is one thread's again.
+class HeldReductions {
+ public:
+  HeldReductions(fabric::FlowModel& flow, std::initializer_list<fabric::LineReductions*> lines,
+                 bool shared)
+      : flow_(flow), lines_(lines), shared_(shared) {
+    if (shared_) flow_.set_concurrent(true);
+    for (fabric::LineReductions* l : lines_) l->hold_counts(true);
+  }
+  ~HeldReductions() {
+    if (shared_) flow_.set_concurrent(false);
+    for (fabric::LineReductions* l : lines_) {
+      l->hold_counts(false);
+      l->publish_counts();
+    }
+  }
+  HeldReductions(const HeldReductions&) = delete;
+  HeldReductions& operator=(const HeldReductions&) = delete;
+
+ private:
+  fabric::FlowModel& flow_;
+  std::vector<fabric::LineReductions*> lines_;
+  bool shared_;
+};
+
 }  // namespace
 
 Executor::BandWaits Executor::on_two_threads(int bands, int ring,
@@ -883,6 +912,11 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   // one-by-one multicast_line and reduce_line, in the same order).
   fabric::LineReductions columns(f.mesh(), f.flow(), a.reduction, a.reduction_groups,
                                  fabric::Direction::south, L);
+  // Each column's reduction sees the `now` its head's reductions started
+  // with, raised by its own messages: the columns time alike in any order,
+  // on either thread.
+  columns.keep_lines_apart(true);
+  std::vector<Timed> reduced(static_cast<std::size_t>(C));
   std::vector<Bytes> column_bytes(static_cast<std::size_t>(C));
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Vec q = block_inputs(a, order, qkv, h, rows, kv_ready);
@@ -954,15 +988,48 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
       }
     }
     // Each column's partials (g x (dims + max + sum) per token) reduced up
-    // to the top row, normalised there.
+    // to the top row, normalised there. The columns' reductions share no
+    // link, ramp or `now` (lines apart), so with the timing helper it takes
+    // the last half of them; each then normalises on its top core.
+    auto reduce_columns = [&](fabric::LineReductions& by, int j0, int j1) {
+      for (int j = j0; j < j1; ++j) {
+        const Bytes bytes{g * (dims(j) * value_bytes() + 2 * 4) * T};
+        reduced[static_cast<std::size_t>(j)] =
+            by.reduce(a.block_core(h, 0, j), bytes, partial[static_cast<std::size_t>(j)]);
+      }
+    };
+    if (!timing_) {
+      for (int j = 0; j < C; ++j)
+        reduced[static_cast<std::size_t>(j)] = partial[static_cast<std::size_t>(j)].front();
+    } else if (!columns.own_loop()) {
+      reduce_columns(columns, 0, C);
+    } else if (timing_team_ && C >= 2 * kHelperColumns) {
+      // Two threads reduce at once: no line record on their runs.
+      for (int j = 0; j < C; ++j) columns.settle_line_record(a.block_core(h, 0, j));
+      fabric::LineReductions theirs(columns);  // the same plan, lines apart
+      {
+        HeldReductions held(f.flow(), {&columns, &theirs}, true);
+        timing_team_->start(1, [&](int, int) { reduce_columns(theirs, C / 2, C); });
+        try {
+          reduce_columns(columns, 0, C / 2);
+        } catch (...) {
+          try {
+            timing_team_->finish();
+          } catch (...) {
+            // This thread's error is the one to report.
+          }
+          throw;
+        }
+        timing_team_->finish();  // rethrows the helper's error
+      }
+    } else {
+      HeldReductions held(f.flow(), {&columns}, false);
+      reduce_columns(columns, 0, C);
+    }
     for (int j = 0; j < C; ++j) {
-      const Bytes bytes{g * (dims(j) * value_bytes() + 2 * 4) * T};
-      const std::vector<Timed>& ready = partial[static_cast<std::size_t>(j)];
-      const Timed reduced =
-          timing_ ? columns.reduce(a.block_core(h, 0, j), bytes, ready) : ready.front();
       out.layout.push_back(q.layout[static_cast<std::size_t>(j)]);
-      out.ready.push_back(
-          run_core(w, a.block_core(h, 0, j), reduced, f.cost().vector_op(g * dims(j) * T, 1)));
+      out.ready.push_back(run_core(w, a.block_core(h, 0, j), reduced[static_cast<std::size_t>(j)],
+                                   f.cost().vector_op(g * dims(j) * T, 1)));
     }
   }
   if (values_) values_->attention(a, layer, qkv, rows, out);

@@ -367,6 +367,10 @@ class Executor {
                            const std::function<void(int)>& second);
   // Rows of an attention block handed over at once (block_attention).
   static constexpr int kAttentionBand = 16;
+  // Columns of an attention block the helper reduces at least, when it
+  // takes half of them (block_attention): below that, handing them over
+  // costs more than it spares.
+  static constexpr int kHelperColumns = 2;
   // The columns of `columns` this thread takes beside the helper in work
   // of shape `shape` (a GEMV's or an attention block's), in whole tiles of
   // `tile`: a share per shape, moved after each such work toward the split

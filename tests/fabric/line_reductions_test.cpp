@@ -4,6 +4,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -174,6 +175,125 @@ TEST(LineReductions, AGroupChainMeetsAFullRecordAheadOfItsNow) {
   const Timed sum_b = rows.reduce(line.first, Bytes{4}, ready);
   expect_same(sum_b, sum_a, "sum");
   testing::expect_same_records(mesh, a, b, "after the reduction");
+}
+
+// Lines apart (keep_lines_apart, counts held): each line times as
+// reduce_line times it alone on the model as it was when the counts were
+// held, whatever lines were reduced before it; so the lines time alike in
+// any order and on two threads at once, and leave the same records. The
+// model's `now` afterwards is the latest any line raised it to. Partials
+// ready around the traffic's time, as in EveryLineAsReduceLineAroundNow, so
+// that a `now` raised by other lines would give up gaps the line uses.
+TEST(LineReductions, LinesApartTimeAsEachAloneInAnyOrderAndOnTwoThreads) {
+  {
+    // Hand-made: as in AGroupChainMeetsAFullRecordAheadOfItsNow, the link
+    // from (1, 0) west holds four one-wavelet messages (38, 48, 58, 68) when
+    // a chain along row 0 (its far partial at 31, core 1's at 90) reaches
+    // it. Every gap has free cycles at or after 31, so the record keeps
+    // them all, as reduce_line alone leaves it. A chain along row 2 reduced
+    // first raises its own `now` to 100; had row 0's chain seen that, the
+    // first interval would have gone into the floor.
+    const WaferSpec small = testing::small_spec(40, 4);
+    const Mesh m{small.mesh_width, small.mesh_height};
+    FlowModel alone{m, small}, apart{m, small};
+    std::vector<LinkId> route;
+    m.straight_route(Coord{39, 0}, Direction::west, 39, route);
+    for (FlowModel* f : {&alone, &apart})
+      for (const std::uint64_t t : {0, 10, 20, 30}) f->send(route, Bytes{4}, Timed{Cycles{t}, {}});
+    std::vector<Timed> row0(8, Timed{Cycles{0}, {}}), row2(8, Timed{Cycles{100}, {}});
+    row0[1].at = Cycles{90};
+    row0[7].at = Cycles{31};
+    const Timed sum_alone = reduce_line(m, alone, ReductionScheme::chain,
+                                        Line{Coord{0, 0}, Direction::east, 8}, Bytes{4}, row0);
+    LineReductions rows(m, apart, ReductionScheme::chain, 0, Direction::east, 8);
+    rows.keep_lines_apart(true);
+    rows.hold_counts(true);
+    rows.reduce(Coord{0, 2}, Bytes{4}, row2);
+    const Timed sum_apart = rows.reduce(Coord{0, 0}, Bytes{4}, row0);
+    rows.hold_counts(false);
+    rows.publish_counts();
+    expect_same(sum_apart, sum_alone, "row 0's chain");
+    const LinkId watched = m.link(Coord{1, 0}, Direction::west);
+    EXPECT_EQ(apart.link_busy_intervals(watched), alone.link_busy_intervals(watched));
+    EXPECT_EQ(apart.link_busy_intervals(watched).front().first.value, 38u);
+    EXPECT_EQ(apart.model_now(), 100u);
+  }
+  const WaferSpec spec = testing::small_spec(34, 30);
+  const Mesh mesh{spec.mesh_width, spec.mesh_height};
+  constexpr int kLines = 24, kLength = 31;
+  for (const ReductionScheme scheme :
+       {ReductionScheme::chain, ReductionScheme::tree, ReductionScheme::two_level}) {
+    const std::string where = reduction_name(scheme);
+    const auto seed = static_cast<std::uint64_t>(scheme) * 17 + 5;
+    Draws next{seed * 7919};
+    std::vector<std::vector<Timed>> ready(kLines, std::vector<Timed>(kLength));
+    std::vector<Bytes> bytes;
+    for (auto& line : ready) {
+      for (Timed& t : line) {
+        t = Timed{Cycles{880 + next(200)}, {}};
+        t.path.compute = Cycles{next(40)};
+      }
+      bytes.push_back(Bytes{4 * (1 + next(5))});
+    }
+    const auto root = [](int i) { return Coord{2, 1 + i}; };
+    // The reference: each line alone, reduce_line on a model of its own.
+    std::vector<Timed> alone;
+    std::uint64_t latest_now = 0;
+    for (int i = 0; i < kLines; ++i) {
+      FlowModel f{mesh, spec};
+      std::vector<Timed> seen;
+      random_traffic(mesh, f, seed, 300, 2500, seen);
+      alone.push_back(reduce_line(mesh, f, scheme, Line{root(i), Direction::east, kLength},
+                                  bytes[static_cast<std::size_t>(i)],
+                                  ready[static_cast<std::size_t>(i)]));
+      latest_now = std::max(latest_now, f.model_now());
+    }
+    // In order, in reverse order, and half of them on a second thread.
+    FlowModel forward{mesh, spec}, backward{mesh, spec}, two{mesh, spec};
+    std::vector<Timed> seen;
+    for (FlowModel* f : {&forward, &backward, &two})
+      random_traffic(mesh, *f, seed, 300, 2500, seen);
+    auto lines_of = [&](FlowModel& f) {
+      LineReductions r(mesh, f, scheme, 0, Direction::east, kLength);
+      r.keep_lines_apart(true);
+      return r;
+    };
+    LineReductions r_forward = lines_of(forward), r_backward = lines_of(backward);
+    LineReductions r_two = lines_of(two), r_helper = lines_of(two);
+    std::vector<Timed> sums_forward(kLines), sums_backward(kLines), sums_two(kLines);
+    auto reduce = [&](LineReductions& r, std::vector<Timed>& sums, int i) {
+      const auto k = static_cast<std::size_t>(i);
+      sums[k] = r.reduce(root(i), bytes[k], ready[k]);
+    };
+    for (LineReductions* r : {&r_forward, &r_backward, &r_two, &r_helper}) r->hold_counts(true);
+    for (int i = 0; i < kLines; ++i) reduce(r_forward, sums_forward, i);
+    for (int i = kLines; i-- > 0;) reduce(r_backward, sums_backward, i);
+    two.set_concurrent(true);
+    for (int i = 0; i < kLines; ++i) r_two.settle_line_record(root(i));
+    std::thread helper([&] {
+      for (int i = kLines / 2; i < kLines; ++i) reduce(r_helper, sums_two, i);
+    });
+    for (int i = 0; i < kLines / 2; ++i) reduce(r_two, sums_two, i);
+    helper.join();
+    two.set_concurrent(false);
+    for (LineReductions* r : {&r_forward, &r_backward, &r_two, &r_helper}) {
+      r->hold_counts(false);
+      r->publish_counts();
+    }
+    for (int i = 0; i < kLines; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const std::string line = where + " line " + std::to_string(i);
+      expect_same(sums_forward[k], alone[k], line + " (in order)");
+      expect_same(sums_backward[k], alone[k], line + " (reverse order)");
+      expect_same(sums_two[k], alone[k], line + " (two threads)");
+    }
+    testing::expect_same_records(mesh, forward, backward, where + " reverse order");
+    testing::expect_same_records(mesh, forward, two, where + " two threads");
+    EXPECT_EQ(forward.model_now(), latest_now) << where;
+    EXPECT_EQ(two.model_now(), latest_now) << where;
+    EXPECT_EQ(forward.carried_bytes(), two.carried_bytes()) << where;
+    if (::testing::Test::HasFailure()) return;
+  }
 }
 
 TEST(LineReductions, RejectsLinesOffTheMeshAndWrongReadyCounts) {
