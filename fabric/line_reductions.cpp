@@ -115,11 +115,9 @@ void LineReductions::hold_counts(bool hold) {
 }
 
 void LineReductions::settle_line_record(Coord root) {
-  if (flow_.lines_active_ == 0 || length_ < 2) return;
+  if (length_ < 2) return;
   const Line line{root, along_, length_};
-  FlowModel::LineRecord& r =
-      flow_.line_records_[flow_.line_slot(mesh_.link(line.at(length_ - 1), opposite(along_)))];
-  if (r.active) flow_.settle_line(r);
+  flow_.settle_line_of(mesh_.link(line.at(length_ - 1), opposite(along_)));
 }
 
 void LineReductions::publish_counts() {

@@ -75,6 +75,11 @@ class alignas(64) LineReductions {
   // earlier message's, which gives up a gap of a full record on account of
   // another line's messages.
   void keep_lines_apart(bool on) { apart_ = on; }
+  // With counts held: the `now` the last reduce() left (a line apart's own),
+  // and raising the latest any line reached (a broadcast of the sum back
+  // along the line: Executor::block_attention's rows).
+  std::uint64_t held_now() const { return now_; }
+  void raise_held_now(std::uint64_t t) { top_now_ = std::max(top_now_, t); }
   // Writes out the line record, if any, on the run of links the line
   // reduces along (FlowModel's line records: exact either way), so that a
   // reduce() of it writes no line record's shared state.

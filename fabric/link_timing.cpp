@@ -544,6 +544,16 @@ void FlowModel::settle_lines() {
     if (r.active) settle_line(r);
 }
 
+void FlowModel::settle_line_of(LinkId l) {
+  if (lines_active_ == 0) return;
+  LineRecord& r = line_records_[line_slot(l)];
+  if (r.active) settle_line(r);
+}
+
+bool FlowModel::in_active_line(LinkId l) const {
+  return lines_active_ != 0 && line_records_[line_slot(l)].active;
+}
+
 std::size_t FlowModel::links_in_line_records() const {
   std::size_t n = 0;
   for (const LineRecord& r : line_records_)

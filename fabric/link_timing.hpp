@@ -595,6 +595,10 @@ class FlowModel {
   std::size_t links_in_line_records() const;
   // Writes every line record into its links' own records.
   void settle_lines();
+  // Writes the line record, if any, of the run of links l lies on (a row or
+  // column of the mesh, one direction); whether that run holds one.
+  void settle_line_of(LinkId l);
+  bool in_active_line(LinkId l) const;
 
  private:
   // Times many parallel line multicasts hop by hop with this model's records

@@ -11,7 +11,8 @@ namespace wafersim::fabric {
 ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, Coord first,
                                              Direction along, int length, Direction across,
                                              std::span<const Bytes> bytes,
-                                             std::span<const Timed> ready)
+                                             std::span<const Timed> ready,
+                                             const std::uint64_t* own_now)
     : flow_(flow), length_(length), ready_(ready) {
   const bool along_vertical = along == Direction::south || along == Direction::north;
   const bool across_vertical = across == Direction::south || across == Direction::north;
@@ -28,6 +29,8 @@ ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, 
       throw std::out_of_range("parallel multicast: lines leave the mesh");
   }
   hop_by_hop_ = flow.sharing() == LinkSharing::interleave && flow.borrow_first_.empty();
+  if (own_now && !hop_by_hop_)
+    throw std::logic_error("parallel multicast: lines apart need hops of their own");
   const std::size_t count = ready.size();
   if (!hop_by_hop_) {
     // One send() per line, in line order; next_hop() hands the arrivals out.
@@ -56,8 +59,12 @@ ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, 
     LineState& l = lines_[i];
     // As send() does before each message, in line order.
     flow.hold_records(ready[i].at.value);
-    flow.now_ = std::max(flow.now_, ready[i].at.value);
-    l.now = flow.now_;
+    if (own_now) {
+      l.now = std::max(*own_now, ready[i].at.value);
+    } else {
+      flow.now_ = std::max(flow.now_, ready[i].at.value);
+      l.now = flow.now_;
+    }
     l.bytes = bytes[i].value;
     l.ser = flow.serialization(bytes[i]).value;
     if (length > 1) {
@@ -70,8 +77,11 @@ ParallelLineMulticast::ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, 
       l.runs[0] = WaveletRuns::from(ready[i].at.value, l.ser);
       l.cross = hop + flow.extra_of(LinkId{l.link0});
       l.from_hops = l.cross;
-      l.in_line_record = flow.take_line_message(l.link0, link_step_, length - 1, ready[i].at.value,
-                                                l.ser, l.bytes, l.now);
+      if (own_now && flow.in_active_line(LinkId{l.link0}))
+        throw std::logic_error("parallel multicast: lines apart on a run with a line record");
+      l.in_line_record =
+          !own_now && flow.take_line_message(l.link0, link_step_, length - 1, ready[i].at.value,
+                                             l.ser, l.bytes, l.now);
     }
   }
 }

@@ -42,9 +42,16 @@ class ParallelLineMulticast {
  public:
   // bytes.size() == ready.size() is the number of lines. `ready` must stay
   // alive while this object is used (arrivals copy their explanation from it).
+  // With `own_now` (hop by hop only): lines apart, each line's `now` the
+  // later of own_now and its ready time rather than the model's; the
+  // model's `now` is left as it is and no line record is taken (the same
+  // records either way), so a thread may make one beside another's work on
+  // the same model (Executor::block_attention's rows); the caller raises
+  // the model's `now` afterwards, and first writes out any line record on
+  // the lines' runs (FlowModel::settle_line_of; a logic_error otherwise).
   ParallelLineMulticast(const Mesh& mesh, FlowModel& flow, Coord first, Direction along, int length,
                         Direction across, std::span<const Bytes> bytes,
-                        std::span<const Timed> ready);
+                        std::span<const Timed> ready, const std::uint64_t* own_now = nullptr);
 
   int lines() const { return static_cast<int>(ready_.size()); }
   // Whether next_hop() times the hops (interleave, no borrowed links: it

@@ -1,6 +1,7 @@
 #include "sim/exec/executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -471,19 +472,21 @@ struct alignas(64) HeldCounts {
 class SharedModel {
  public:
   SharedModel(fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
-              fabric::LineReductions* rows = nullptr)
-      : flow_(flow), lines_(lines), rows_(rows) {
+              fabric::LineReductions* rows = nullptr, fabric::LineReductions* helper_rows = nullptr)
+      : flow_(flow), lines_(lines), rows_{rows, helper_rows} {
     flow_.set_concurrent(true);
-    if (rows_) rows_->hold_counts(true);
+    for (fabric::LineReductions* r : rows_)
+      if (r) r->hold_counts(true);
   }
   ~SharedModel() {
     flow_.set_concurrent(false);
     lines_.publish(mine_.counts);
     lines_.publish(helpers_.counts);
-    if (rows_) {
-      rows_->hold_counts(false);
-      rows_->publish_counts();
-    }
+    for (fabric::LineReductions* r : rows_)
+      if (r) {
+        r->hold_counts(false);
+        r->publish_counts();
+      }
   }
   SharedModel(const SharedModel&) = delete;
   SharedModel& operator=(const SharedModel&) = delete;
@@ -493,7 +496,7 @@ class SharedModel {
  private:
   fabric::FlowModel& flow_;
   fabric::ParallelLineMulticast& lines_;
-  fabric::LineReductions* rows_;
+  std::array<fabric::LineReductions*, 2> rows_;  // this thread's and the helper's, if any
   HeldCounts mine_, helpers_;
 };
 
@@ -530,8 +533,9 @@ class HeldReductions {
 Executor::BandWaits Executor::on_two_threads(int bands, int ring,
                                              const std::function<void(int)>& helper,
                                              const std::function<void(int)>& first,
-                                             const std::function<void(int)>& second) {
-  BandCount helped, done;
+                                             const std::function<void(int)>& second,
+                                             const std::function<void(int)>& helper_after) {
+  BandCount helped, firsts, done;
   BandWaits w;
   // The helper takes this item as soon as it wakes (nothing else waits for
   // it), so this thread may wait for its bands.
@@ -542,6 +546,10 @@ Executor::BandWaits Executor::on_two_threads(int bands, int ring,
           return;
         helper(b);
         helped.post(b + 1);
+        if (helper_after) {
+          if (firsts.wait_for(b + 1, w.there) == BandCount::kStop) return;
+          helper_after(b);
+        }
       }
     } catch (...) {
       helped.post(BandCount::kStop);
@@ -551,11 +559,13 @@ Executor::BandWaits Executor::on_two_threads(int bands, int ring,
   try {
     for (int b = 0; b < bands; ++b) {
       if (first) first(b);
+      firsts.post(b + 1);
       if (helped.wait_for(b + 1, w.here) == BandCount::kStop) break;
       second(b);
       done.post(b + 1);
     }
   } catch (...) {
+    firsts.post(BandCount::kStop);
     done.post(BandCount::kStop);
     try {
       timing_team_->finish();
@@ -577,6 +587,22 @@ int Executor::own_columns(std::uint64_t shape, int columns, int tile) const {
   const auto it = own_shares_.find(shape);
   const double share = it == own_shares_.end() ? kFirstShare : it->second;
   return std::min(columns, static_cast<int>(std::lround(share * columns / tile)) * tile);
+}
+
+Executor::OwnWork Executor::own_work(std::uint64_t shape, int columns, int band_rows) const {
+  const auto it = own_shares_.find(shape);
+  const double share = it == own_shares_.end() ? kFirstWorkShare : it->second;
+  OwnWork w;
+  w.rows = static_cast<int>(std::lround(std::min(share, 1.0) * band_rows));
+  w.columns =
+      std::min(columns, static_cast<int>(std::lround(std::max(0.0, share - 1.0) * columns)));
+  return w;
+}
+
+void Executor::balance_work(std::uint64_t shape, const BandWaits& waits) {
+  constexpr double kStep = 0.02, kMost = 1.5;
+  double& share = own_shares_.try_emplace(shape, kFirstWorkShare).first->second;
+  share = waits.here > waits.there ? std::min(kMost, share + kStep) : std::max(0.0, share - kStep);
 }
 
 void Executor::balance(std::uint64_t shape, const BandWaits& waits) {
@@ -855,7 +881,7 @@ Vec Executor::block_inputs(const AttentionPlacement& a, const QkvRows& order, co
 void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
                          const std::vector<std::vector<Timed>>& down,
                          const std::vector<std::vector<Timed>>& kv_ready,
-                         std::vector<std::vector<Timed>>& partial) {
+                         std::vector<std::vector<Timed>>& partial, const RowsApart& apart) {
   const int C = a.columns_per_head, w = a.wafer;
   const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
   fabric::Fabric& f = fab(w);
@@ -867,28 +893,45 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
   };
   // Scores: each core's keys slice times the g query slices (a GEMM tile of
   // n rows); the partial scores all-reduced along the row.
+  // Apart: the block's extent is touched already (block_attention).
+  const auto run = [&](Coord c, const Timed& ready, const fabric::CoreCost& cost) {
+    return apart.rows ? f.cores().run(c, ready, cost) : run_core(w, c, ready, cost);
+  };
   std::vector<Timed> scored(static_cast<std::size_t>(C)), back;
   for (int j = 0; j < C; ++j) {
     Timed ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
     for (const Timed& r : kv_ready[ij(j)]) ready = later(ready, r);
     scored[static_cast<std::size_t>(j)] =
-        n == 0
-            ? ready
-            : run_core(w, a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims(j), g, bits_));
+        n == 0 ? ready
+               : run(a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims(j), g, bits_));
   }
-  if (n > 0)
-    all_reduce(w, a.reduction, Line{a.block_core(h, i, 0), fabric::Direction::east, C},
-               Bytes{g * n * value_bytes()}, scored, back, a.reduction_groups);
-  else
+  const Line row{a.block_core(h, i, 0), fabric::Direction::east, C};
+  const Bytes bytes{g * n * value_bytes()};
+  if (n == 0) {
     back = scored;
+  } else if (apart.rows) {
+    // As all_reduce_line: reduced into the row's first core, multicast back
+    // along the row, with the row's own `now`.
+    const Timed sum = apart.rows->reduce(row.first, bytes, scored);
+    const std::uint64_t now = std::max(apart.rows->held_now(), sum.at.value);
+    apart.rows->raise_held_now(now);
+    fabric::ParallelLineMulticast cast(f.mesh(), f.flow(), row.first, row.along, C,
+                                       fabric::Direction::south, std::span(&bytes, 1),
+                                       std::span(&sum, 1), &now);
+    back.resize(static_cast<std::size_t>(C));
+    for (int j = 0; j < C; ++j)
+      cast.next_hop(0, 1, std::span(back).subspan(static_cast<std::size_t>(j), 1), *apart.counts);
+  } else {
+    all_reduce(w, a.reduction, row, bytes, scored, back, a.reduction_groups);
+  }
   // Softmax terms of the row's scores, then the values slice weighted by
   // them (a GEMM tile of dims rows over the n positions).
   for (int j = 0; j < C; ++j) {
     Timed& p = partial[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
     p = back[static_cast<std::size_t>(j)];
     if (n == 0) continue;
-    p = run_core(w, a.block_core(h, i, j), p, f.cost().vector_op(g * n, 4));
-    p = run_core(w, a.block_core(h, i, j), p, f.cost().gemm_tile(dims(j), n, g, bits_));
+    p = run(a.block_core(h, i, j), p, f.cost().vector_op(g * n, 4));
+    p = run(a.block_core(h, i, j), p, f.cost().gemm_tile(dims(j), n, g, bits_));
   }
 }
 
@@ -916,20 +959,27 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   // with, raised by its own messages: the columns time alike in any order,
   // on either thread.
   columns.keep_lines_apart(true);
+  // The rows' all-reduces likewise, each row apart (block_row), so that the
+  // helper can work out rows too.
+  fabric::LineReductions row_lines(f.mesh(), f.flow(), a.reduction, a.reduction_groups,
+                                   fabric::Direction::east, C);
+  row_lines.keep_lines_apart(true);
+  fabric::LineReductions helper_row_lines(row_lines);
+  const bool rows_apart = timing_ && row_lines.own_loop();
   std::vector<Timed> reduced(static_cast<std::size_t>(C));
   std::vector<Bytes> column_bytes(static_cast<std::size_t>(C));
   for (int h = 0; h < a.num_kv_heads; ++h) {
     const Vec q = block_inputs(a, order, qkv, h, rows, kv_ready);
     // Rows [i0, i1) of the block, once the q multicast has reached them.
-    auto block_rows = [&](int i0, int i1) {
+    auto block_rows = [&](int i0, int i1, const RowsApart& apart) {
       for (int i = i0; i < i1; ++i)
-        block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial);
+        block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial, apart);
     };
     if (!timing_) {
       for (int j = 0; j < C; ++j)
         down[static_cast<std::size_t>(j)].assign(static_cast<std::size_t>(L),
                                                  q.ready[static_cast<std::size_t>(j)]);
-      block_rows(0, L);
+      block_rows(0, L, {});
     } else {
       touch(w, Line{a.block_core(h, 0, 0), fabric::Direction::south, L});
       touch(w, Line{a.block_core(h, 0, C - 1), fabric::Direction::south, L});
@@ -941,6 +991,13 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
           std::span<const Timed>(q.ready).first(static_cast<std::size_t>(C)));
       for (int j = 0; j < C; ++j)
         down[static_cast<std::size_t>(j)].resize(static_cast<std::size_t>(L));
+      // Rows apart reduce and multicast without line records: any on their
+      // runs written out first (exact either way).
+      if (rows_apart && C > 1)
+        for (int i = 0; i < L; ++i) {
+          row_lines.settle_line_record(a.block_core(h, i, 0));
+          f.flow().settle_line_of(f.mesh().link(a.block_core(h, i, 0), fabric::Direction::east));
+        }
       // Rows [i0, i1) of every line, each down its column: ramps and core
       // timelines are column-major, so that is their memory order.
       auto hops = [&](int i0, int i1, int j0, int j1,
@@ -959,32 +1016,56 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         // the columns' links and the ramps of rows below; a row's work, its
         // row's links, ramps and cores).
         // This thread also takes the hops of the first columns (its share).
-        SharedModel shared(f.flow(), lines);
+        // With the rows apart, the helper also works out each band's last
+        // rows once this thread has hopped its columns (the rows' links,
+        // ramps and cores are theirs alone; their counts held apart).
+        SharedModel shared(f.flow(), lines, rows_apart ? &row_lines : nullptr,
+                           rows_apart ? &helper_row_lines : nullptr);
         const int bands = (L + kAttentionBand - 1) / kAttentionBand;
         auto band_rows = [&](int b) {
           return std::pair{b * kAttentionBand, std::min(L, (b + 1) * kAttentionBand)};
         };
         const std::uint64_t shape = work_shape(L, C, qkv.tokens, true);
-        const int split = own_columns(shape, C, 1);
-        balance(shape, on_two_threads(
-                           bands, 0,
-                           [&](int b) {
-                             const auto [i0, i1] = band_rows(b);
-                             hops(i0, i1, split, C, shared.helpers());
-                           },
-                           [&](int b) {
-                             const auto [i0, i1] = band_rows(b);
-                             hops(i0, i1, 0, split, shared.mine());
-                           },
-                           [&](int b) {
-                             const auto [i0, i1] = band_rows(b);
-                             block_rows(i0, i1);
-                           }));
+        const OwnWork mine = rows_apart ? own_work(shape, C, kAttentionBand)
+                                        : OwnWork{own_columns(shape, C, 1), kAttentionBand};
+        const int split = mine.columns;
+        auto mid = [&](int b) {
+          const auto [i0, i1] = band_rows(b);
+          return std::min(i1, i0 + mine.rows);
+        };
+        const BandWaits waits = on_two_threads(
+            bands, 0,
+            [&](int b) {
+              const auto [i0, i1] = band_rows(b);
+              hops(i0, i1, split, C, shared.helpers());
+            },
+            [&](int b) {
+              const auto [i0, i1] = band_rows(b);
+              hops(i0, i1, 0, split, shared.mine());
+            },
+            [&](int b) {
+              block_rows(band_rows(b).first, mid(b),
+                         rows_apart ? RowsApart{&row_lines, &shared.mine()} : RowsApart{});
+            },
+            rows_apart ? std::function<void(int)>([&](int b) {
+              block_rows(mid(b), band_rows(b).second,
+                         RowsApart{&helper_row_lines, &shared.helpers()});
+            })
+                       : std::function<void(int)>());
+        if (rows_apart)
+          balance_work(shape, waits);
+        else
+          balance(shape, waits);
       } else {
         fabric::ParallelLineMulticast::Counts counts;
         hops(0, L, 0, C, counts);
+        if (rows_apart) {
+          HeldReductions held(f.flow(), {&row_lines}, false);
+          block_rows(0, L, RowsApart{&row_lines, &counts});
+        } else {
+          block_rows(0, L, {});
+        }
         lines.publish(counts);
-        block_rows(0, L);
       }
     }
     // Each column's partials (g x (dims + max + sum) per token) reduced up

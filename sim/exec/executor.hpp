@@ -309,10 +309,18 @@ class Executor {
   // positions), into `partial` [column][row].
   Vec block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv, int h,
                    std::span<const RowTag> rows, std::vector<std::vector<Timed>>& kv_ready);
+  // With `apart` (timing only, a reduction of its own hop loop), the row's
+  // all-reduce keeps its line apart (LineReductions::keep_lines_apart, its
+  // sum multicast back with the row's own `now`) and the cores are run
+  // without touch(): rows of a block may then be worked out on two threads.
+  struct RowsApart {
+    fabric::LineReductions* rows = nullptr;  // along the block's rows, counts held
+    fabric::ParallelLineMulticast::Counts* counts = nullptr;
+  };
   void block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
                  const std::vector<std::vector<Timed>>& down,
                  const std::vector<std::vector<Timed>>& kv_ready,
-                 std::vector<std::vector<Timed>>& partial);
+                 std::vector<std::vector<Timed>>& partial, const RowsApart& apart);
   // The experts each row of a message uses: the top k of its router logits
   // (functional, published to the exchange), else the functional lane's
   // choice (taken from the exchange) or timing_route()'s.
@@ -362,9 +370,12 @@ class Executor {
   struct BandWaits {
     double here = 0, there = 0;
   };
+  // With helper_after, the helper also runs it for band b, once first(b)
+  // and helper(b) are done (and before helper(b + 1)).
   BandWaits on_two_threads(int bands, int ring, const std::function<void(int)>& helper,
                            const std::function<void(int)>& first,
-                           const std::function<void(int)>& second);
+                           const std::function<void(int)>& second,
+                           const std::function<void(int)>& helper_after = {});
   // Rows of an attention block handed over at once (block_attention).
   static constexpr int kAttentionBand = 16;
   // Columns of an attention block the helper reduces at least, when it
@@ -377,6 +388,20 @@ class Executor {
   // where neither thread waits for the other (balance). Host time only: any
   // split gives the same results.
   int own_columns(std::uint64_t shape, int columns, int tile) const;
+  // An attention block's share of work on this thread, when the helper can
+  // take rows too: below 1, the share of each band's rows worked out here
+  // (the helper's hops all columns); from 1 on, every row and (share - 1)
+  // of the columns' hops. Moved as own_columns' share is (balance_work).
+  struct OwnWork {
+    int columns = 0;  // [0, columns) hopped here
+    int rows = 0;     // the first `rows` of a band of band_rows worked out here
+  };
+  OwnWork own_work(std::uint64_t shape, int columns, int band_rows) const;
+  // The first share: a quarter of each band's rows on the helper, which
+  // hops every column (long contexts: the rows' all-reduces outweigh the
+  // hops; short ones move it up).
+  static constexpr double kFirstWorkShare = 0.75;
+  void balance_work(std::uint64_t shape, const BandWaits& waits);
   // A shape of work: rows and columns of cores, tokens, and whether it is
   // an attention block's (or a GEMV's).
   static std::uint64_t work_shape(int rows, int columns, int tokens, bool attention);

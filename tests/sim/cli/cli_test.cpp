@@ -505,7 +505,8 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
 // Timing-only runs with more than one host thread time each GEMV on two
 // (Executor::set_timing_helper: most of a band's multicasts and tiles on
 // the helper, the rest and the rows' reductions on the simulation's own
-// thread). The results are the same byte for byte as on one thread, for
+// thread; in attention, a share of each block's rows and half its columns'
+// reductions on the helper). The results are the same byte for byte as on one thread, for
 // every reduction scheme (k-tree and ring keep to one thread), layer
 // groups, users pipelined through the layers, decode batches, prompt
 // blocks, two wafers, with layers replayed and without.
@@ -518,6 +519,8 @@ TEST(Cli, TimingHelperDoesNotChangeAResult) {
   const std::vector<Case> cases = {
       {"tiny-llama", whole + "workload:\n  users: 1\n", ""},
       {"tiny-llama", whole + "workload:\n  users: 1\n", " --layer-replay off"},
+      // Cached positions on the block rows the helper works out.
+      {"tiny-llama", whole + "workload:\n  users: 1\n  cached_tokens: 100\n", ""},
       {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction chain"},
       {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction tree"},
       {"tiny-llama", two + "workload:\n  users: 1\n", " --reduction two-level"},
