@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -142,6 +143,16 @@ TEST(LineReductions, BorrowedLinksAndExclusiveSharingGoThroughReduceLine) {
                         "exclusive");
 }
 
+// Four one-wavelet messages (ready 0, 10, 20, 30) sent west along row 0 of
+// a 40-core-wide mesh from (39, 0), on each model: they cross the link from
+// (1, 0) west at 38, 48, 58 and 68 and fill its compact record.
+void crowd_row_zero(const Mesh& mesh, std::initializer_list<FlowModel*> models) {
+  std::vector<LinkId> route;
+  mesh.straight_route(Coord{39, 0}, Direction::west, 39, route);
+  for (FlowModel* f : models)
+    for (const std::uint64_t t : {0, 10, 20, 30}) f->send(route, Bytes{4}, Timed{Cycles{t}, {}});
+}
+
 TEST(LineReductions, AGroupChainMeetsAFullRecordAheadOfItsNow) {
   // A two-level reduction over 8 cores east from (0, 0): groups {0, 1, 2},
   // {3, 4, 5}, {6, 7}, their chains sent in that order, the model's `now`
@@ -157,10 +168,7 @@ TEST(LineReductions, AGroupChainMeetsAFullRecordAheadOfItsNow) {
   const WaferSpec spec = testing::small_spec(40, 4);
   const Mesh mesh{spec.mesh_width, spec.mesh_height};
   FlowModel a{mesh, spec}, b{mesh, spec};
-  std::vector<LinkId> route;
-  mesh.straight_route(Coord{39, 0}, Direction::west, 39, route);
-  for (FlowModel* f : {&a, &b})
-    for (const std::uint64_t t : {0, 10, 20, 30}) f->send(route, Bytes{4}, Timed{Cycles{t}, {}});
+  crowd_row_zero(mesh, {&a, &b});
   const LinkId watched = mesh.link(Coord{1, 0}, Direction::west);
   ASSERT_EQ(a.link_busy_intervals(watched).size(), 4u);
   ASSERT_EQ(a.link_busy_intervals(watched).front().first.value, 38u);
@@ -196,10 +204,7 @@ TEST(LineReductions, LinesApartTimeAsEachAloneInAnyOrderAndOnTwoThreads) {
     const WaferSpec small = testing::small_spec(40, 4);
     const Mesh m{small.mesh_width, small.mesh_height};
     FlowModel alone{m, small}, apart{m, small};
-    std::vector<LinkId> route;
-    m.straight_route(Coord{39, 0}, Direction::west, 39, route);
-    for (FlowModel* f : {&alone, &apart})
-      for (const std::uint64_t t : {0, 10, 20, 30}) f->send(route, Bytes{4}, Timed{Cycles{t}, {}});
+    crowd_row_zero(m, {&alone, &apart});
     std::vector<Timed> row0(8, Timed{Cycles{0}, {}}), row2(8, Timed{Cycles{100}, {}});
     row0[1].at = Cycles{90};
     row0[7].at = Cycles{31};
