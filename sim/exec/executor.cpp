@@ -464,42 +464,6 @@ struct alignas(64) HeldCounts {
   fabric::ParallelLineMulticast::Counts counts;
 };
 
-// A flow model shared by this thread and the timing helper for one piece
-// of work (FlowModel::set_concurrent): each thread's multicast counts kept
-// apart, and the row reductions' when given (LineReductions::hold_counts);
-// when this ends, however it ends, all of them are in the model and the
-// model is one thread's again.
-class SharedModel {
- public:
-  SharedModel(fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
-              fabric::LineReductions* rows = nullptr, fabric::LineReductions* helper_rows = nullptr)
-      : flow_(flow), lines_(lines), rows_{rows, helper_rows} {
-    flow_.set_concurrent(true);
-    for (fabric::LineReductions* r : rows_)
-      if (r) r->hold_counts(true);
-  }
-  ~SharedModel() {
-    flow_.set_concurrent(false);
-    lines_.publish(mine_.counts);
-    lines_.publish(helpers_.counts);
-    for (fabric::LineReductions* r : rows_)
-      if (r) {
-        r->hold_counts(false);
-        r->publish_counts();
-      }
-  }
-  SharedModel(const SharedModel&) = delete;
-  SharedModel& operator=(const SharedModel&) = delete;
-  fabric::ParallelLineMulticast::Counts& mine() { return mine_.counts; }
-  fabric::ParallelLineMulticast::Counts& helpers() { return helpers_.counts; }
-
- private:
-  fabric::FlowModel& flow_;
-  fabric::ParallelLineMulticast& lines_;
-  std::array<fabric::LineReductions*, 2> rows_;  // this thread's and the helper's, if any
-  HeldCounts mine_, helpers_;
-};
-
 // Reductions of lines (LineReductions::keep_lines_apart) with their counts
 // held for the length of this object, on a model shared by two threads
 // while `shared`; when this ends, however it ends, their counts are in the
@@ -508,7 +472,9 @@ class HeldReductions {
  public:
   HeldReductions(fabric::FlowModel& flow, std::initializer_list<fabric::LineReductions*> lines,
                  bool shared)
-      : flow_(flow), lines_(lines), shared_(shared) {
+      : flow_(flow), shared_(shared) {
+    for (fabric::LineReductions* l : lines)
+      if (l) lines_.push_back(l);  // (null: none)
     if (shared_) flow_.set_concurrent(true);
     for (fabric::LineReductions* l : lines_) l->hold_counts(true);
   }
@@ -526,6 +492,31 @@ class HeldReductions {
   fabric::FlowModel& flow_;
   std::vector<fabric::LineReductions*> lines_;
   bool shared_;
+};
+
+// A flow model shared by this thread and the timing helper for one piece
+// of work (FlowModel::set_concurrent): each thread's multicast counts kept
+// apart, and the row reductions' when given (this thread's and the
+// helper's: HeldReductions); when this ends, however it ends, all of them
+// are in the model and the model is one thread's again.
+class SharedModel {
+ public:
+  SharedModel(fabric::FlowModel& flow, fabric::ParallelLineMulticast& lines,
+              fabric::LineReductions* rows = nullptr, fabric::LineReductions* helper_rows = nullptr)
+      : lines_(lines), held_(flow, {rows, helper_rows}, true) {}
+  ~SharedModel() {
+    lines_.publish(mine_.counts);
+    lines_.publish(helpers_.counts);
+  }
+  SharedModel(const SharedModel&) = delete;
+  SharedModel& operator=(const SharedModel&) = delete;
+  fabric::ParallelLineMulticast::Counts& mine() { return mine_.counts; }
+  fabric::ParallelLineMulticast::Counts& helpers() { return helpers_.counts; }
+
+ private:
+  fabric::ParallelLineMulticast& lines_;
+  HeldReductions held_;
+  HeldCounts mine_, helpers_;
 };
 
 }  // namespace
@@ -583,15 +574,18 @@ std::uint64_t Executor::work_shape(int rows, int columns, int tokens, bool atten
          (static_cast<std::uint64_t>(tokens) & 0xffff) << 1 | (attention ? 1 : 0);
 }
 
-int Executor::own_columns(std::uint64_t shape, int columns, int tile) const {
+double Executor::share_of(std::uint64_t shape, double first) const {
   const auto it = own_shares_.find(shape);
-  const double share = it == own_shares_.end() ? kFirstShare : it->second;
+  return it == own_shares_.end() ? first : it->second;
+}
+
+int Executor::own_columns(std::uint64_t shape, int columns, int tile) const {
+  const double share = share_of(shape, kFirstShare);
   return std::min(columns, static_cast<int>(std::lround(share * columns / tile)) * tile);
 }
 
 Executor::OwnWork Executor::own_work(std::uint64_t shape, int columns, int band_rows) const {
-  const auto it = own_shares_.find(shape);
-  const double share = it == own_shares_.end() ? kFirstWorkShare : it->second;
+  const double share = share_of(shape, kFirstWorkShare);
   OwnWork w;
   w.rows = static_cast<int>(std::lround(std::min(share, 1.0) * band_rows));
   w.columns =
@@ -599,16 +593,10 @@ Executor::OwnWork Executor::own_work(std::uint64_t shape, int columns, int band_
   return w;
 }
 
-void Executor::balance_work(std::uint64_t shape, const BandWaits& waits) {
-  constexpr double kStep = 0.02, kMost = 1.5;
-  double& share = own_shares_.try_emplace(shape, kFirstWorkShare).first->second;
-  share = waits.here > waits.there ? std::min(kMost, share + kStep) : std::max(0.0, share - kStep);
-}
-
-void Executor::balance(std::uint64_t shape, const BandWaits& waits) {
-  constexpr double kStep = 0.02, kMost = 0.5;
-  double& share = own_shares_.try_emplace(shape, kFirstShare).first->second;
-  share = waits.here > waits.there ? std::min(kMost, share + kStep) : std::max(0.0, share - kStep);
+void Executor::balance(std::uint64_t shape, const BandWaits& waits, double first, double most) {
+  constexpr double kStep = 0.02;
+  double& share = own_shares_.try_emplace(shape, first).first->second;
+  share = waits.here > waits.there ? std::min(most, share + kStep) : std::max(0.0, share - kStep);
 }
 
 void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
@@ -636,7 +624,7 @@ void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t
       [&](int b) { time(b, split, columns, slot(b), slot_at(b), shared.helpers()); },
       [&](int b) { time(b, 0, split, slot(b), slot_at(b), shared.mine()); },
       [&](int b) { reduce(b, slot(b), slot_at(b)); });
-  balance(shape, w);
+  balance(shape, w, kFirstShare, kMostColumns);
 }
 
 // ---- Norms and elementwise work ------------------------------------------------
@@ -1053,9 +1041,9 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
             })
                        : std::function<void(int)>());
         if (rows_apart)
-          balance_work(shape, waits);
+          balance(shape, waits, kFirstWorkShare, 1.0 + kMostColumns);
         else
-          balance(shape, waits);
+          balance(shape, waits, kFirstShare, kMostColumns);
       } else {
         fabric::ParallelLineMulticast::Counts counts;
         hops(0, L, 0, C, counts);
@@ -1088,21 +1076,10 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
       // Two threads reduce at once: no line record on their runs.
       for (int j = 0; j < C; ++j) columns.settle_line_record(a.block_core(h, 0, j));
       fabric::LineReductions theirs(columns);  // the same plan, lines apart
-      {
-        HeldReductions held(f.flow(), {&columns, &theirs}, true);
-        timing_team_->start(1, [&](int, int) { reduce_columns(theirs, C / 2, C); });
-        try {
-          reduce_columns(columns, 0, C / 2);
-        } catch (...) {
-          try {
-            timing_team_->finish();
-          } catch (...) {
-            // This thread's error is the one to report.
-          }
-          throw;
-        }
-        timing_team_->finish();  // rethrows the helper's error
-      }
+      HeldReductions held(f.flow(), {&columns, &theirs}, true);
+      on_two_threads(
+          1, 0, [&](int) { reduce_columns(theirs, C / 2, C); },
+          [&](int) { reduce_columns(columns, 0, C / 2); }, [](int) {});
     } else {
       HeldReductions held(f.flow(), {&columns}, false);
       reduce_columns(columns, 0, C);

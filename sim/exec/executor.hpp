@@ -391,7 +391,7 @@ class Executor {
   // An attention block's share of work on this thread, when the helper can
   // take rows too: below 1, the share of each band's rows worked out here
   // (the helper's hops all columns); from 1 on, every row and (share - 1)
-  // of the columns' hops. Moved as own_columns' share is (balance_work).
+  // of the columns' hops. Moved as own_columns' share is (balance).
   struct OwnWork {
     int columns = 0;  // [0, columns) hopped here
     int rows = 0;     // the first `rows` of a band of band_rows worked out here
@@ -401,12 +401,16 @@ class Executor {
   // hops every column (long contexts: the rows' all-reduces outweigh the
   // hops; short ones move it up).
   static constexpr double kFirstWorkShare = 0.75;
-  void balance_work(std::uint64_t shape, const BandWaits& waits);
   // A shape of work: rows and columns of cores, tokens, and whether it is
   // an attention block's (or a GEMV's).
   static std::uint64_t work_shape(int rows, int columns, int tokens, bool attention);
   static constexpr double kFirstShare = 0.1;
-  void balance(std::uint64_t shape, const BandWaits& waits);
+  // The columns' share reaches at most kMostColumns.
+  static constexpr double kMostColumns = 0.5;
+  // A shape's share (`first` until balanced once), and moving it by 0.02
+  // toward the side that waited less, within [0, most].
+  double share_of(std::uint64_t shape, double first) const;
+  void balance(std::uint64_t shape, const BandWaits& waits, double first, double most);
   std::unordered_map<std::uint64_t, double> own_shares_;
   std::uint64_t routing_seed_ = 0;
   bool timing_ = true;  // false: values only (set_values_only)

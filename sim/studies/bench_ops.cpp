@@ -56,8 +56,10 @@ std::vector<Step> gemv_steps(const BenchOpOptions& o, const fabric::WaferSpec& s
   if (o.out < 1 || o.in < 1) throw std::invalid_argument("--matrix: rows and columns >= 1");
   fabric::Fabric fab(spec);
   const models::ModelConfig none;
+  PlacementChoices values;
+  values.fabric_bits = o.fabric_bits;
   Placement pl;
-  pl.value_bytes = o.fabric_bits / 8;
+  pl.value_bytes = values.value_bytes();
   const Program prog;
   Executor ex(fab, none, pl, prog, nullptr, o.bits);
   MatrixPlacement m;
