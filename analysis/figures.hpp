@@ -344,7 +344,9 @@ inline constexpr Figure sram_headroom_bytes{
 inline constexpr Figure max_logit_abs_error{
     .name = "max_logit_abs_error",
     .unit = "logit",
-    .description = "largest |functional - reference| logit over all steps",
+    .description =
+        "largest |functional - reference| logit over the steps whose earlier tokens "
+        "are the reference's",
     .type = real,
     .value = stored<&RunResult::max_logit_abs_error>,
     .restore = restore<&RunResult::max_logit_abs_error>};

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "analysis/hdf5_output.hpp"
 #include "analysis/html_report.hpp"
 #include "analysis/json_output.hpp"
@@ -102,8 +104,16 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
   } else {
     analysis::write_report(std::cout, result, metrics);
   }
-  if (options.functional && result.tokens != result.reference_tokens)
+  if (options.functional && sc.placement.fabric_bits != 32) {
+    // The wafer's activations are 16-bit, the reference's fp32: a
+    // difference is a result, not a fault.
+    std::cerr << "16-bit values on the fabric: the reference forward pass is fp32, so its tokens "
+                 "may differ (tokens match reference: "
+              << (metrics.tokens_match_reference ? "yes" : "no")
+              << fmt::format("; max logit error {:.3g})\n", result.max_logit_abs_error);
+  } else if (options.functional && result.tokens != result.reference_tokens) {
     throw CommandError(kExitInternal, "simulated tokens differ from the reference forward pass");
+  }
   return kExitSuccess;
 }
 

@@ -163,7 +163,7 @@ constexpr Key<PlacementOptions> kPlacement[] = {
     {"fabric_bits", O, "32 | 16 (default 32)",
      "bits of each value cores send one another (activations, partial sums, attention's "
      "queries, scores and partials): 32 (fp32, what the cores compute) or 16 (fp16/bf16, two "
-     "to a 32-bit wavelet; timing only)",
+     "to a 32-bit wavelet; a functional run holds activations in that format)",
      [](auto& v, auto& p, auto&) {
        p.fabric_bits = read_count(v, "16");
        if (p.fabric_bits != 32 && p.fabric_bits != 16)

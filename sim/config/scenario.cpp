@@ -246,13 +246,6 @@ void check_run_mode(const Scenario& sc, bool functional) {
       check_weights_present(sc, sc.speculative->draft_weights,
                             "speculative_decoding.draft_weights");
   }
-  if (functional && sc.placement.fabric_bits != 32)
-    throw ScenarioError(
-        sc.source_file, 0, 0, "placement.fabric_bits",
-        fmt::format("is {}, which needs a timing-only run (outputs: {{functional: false}}, or run "
-                    "--timing-only): a functional run computes and sends the reference's fp32 "
-                    "values",
-                    sc.placement.fabric_bits));
   if (functional && sc.workload.cached_tokens > 0)
     throw ScenarioError(
         sc.source_file, 0, 0, "workload.cached_tokens",

@@ -17,9 +17,30 @@ std::pair<std::size_t, std::size_t> pieces_of_range(const Layout& l, int begin, 
   return {a, b};
 }
 
+models::DType held_dtype(int value_bytes, models::DType weights) {
+  if (value_bytes == 4) return models::DType::fp32;
+  if (value_bytes != 2)
+    throw std::invalid_argument("held_dtype: values on the fabric are 4 or 2 bytes");
+  const models::DType v = models::vector_dtype(weights);
+  return v == models::DType::fp16 ? v : models::DType::bf16;
+}
+
 PhaseValues::PhaseValues(const models::ModelConfig& model, const Placement& pl,
                          const models::Weights& w)
-    : model_(model), pl_(pl), w_(w), kv_(pl, model.head_dim) {}
+    : model_(model),
+      pl_(pl),
+      w_(w),
+      kv_(pl, model.head_dim),
+      held_(held_dtype(pl.value_bytes, w.dtype)) {}
+
+void PhaseValues::hold(std::span<float> v) const {
+  if (held_ == models::DType::fp32) return;
+  for (float& x : v) x = models::round_to_dtype(x, held_);
+}
+
+float PhaseValues::sent(float v) const {
+  return held_ == models::DType::fp32 ? v : models::round_to_dtype(v, held_);
+}
 
 PhaseValues::~PhaseValues() = default;
 
@@ -67,11 +88,13 @@ const std::vector<float>& PhaseValues::beta(Phase::Gamma g, int layer) const {
 void PhaseValues::embedding_row(std::int32_t token, std::vector<float>& out) const {
   out.resize(static_cast<std::size_t>(w_.embedding.cols()));
   w_.embedding.row_values(token, out);
+  hold(out);
 }
 
 void PhaseValues::position_row(int position, std::vector<float>& out) const {
   out.resize(static_cast<std::size_t>(w_.position_embedding.cols()));
   w_.position_embedding.row_values(position, out);
+  hold(out);
 }
 
 template <class PieceSum>
@@ -97,6 +120,7 @@ void PhaseValues::rmsnorm(const Vec& x, const std::vector<float>& g, ReductionSc
   for (int t = 0; t < x.tokens; ++t)
     models::rmsnorm_apply(x.row(t), line_sum(x, t, scheme, groups, models::sum_of_squares), n, g,
                           static_cast<float>(model_.rms_norm_eps), out.row(t));
+  hold(out.values);
 }
 
 // Two passes, as models::layernorm_apply specifies (not E[x^2] - mean^2):
@@ -115,6 +139,7 @@ void PhaseValues::layernorm(const Vec& x, const std::vector<float>& g, const std
     models::layernorm_apply(x.row(t), mean, var, g, b, static_cast<float>(model_.rms_norm_eps),
                             out.row(t));
   }
+  hold(out.values);
 }
 
 // [T][2n] interleaved gate and up rows give [T][n] outputs elementwise.
@@ -124,15 +149,18 @@ void PhaseValues::silu_mul(const Vec& gu, Vec& out) const {
   for (std::size_t i = 0; i < n; ++i) g[i] = gu.values[2 * i], u[i] = gu.values[2 * i + 1];
   out.values.resize(n);
   models::silu_mul(g, u, out.values);
+  hold(out.values);
 }
 
 void PhaseValues::add(const Vec& a, const Vec& b, Vec& out) const {
   out.values = a.values;
   models::add_inplace(out.values, b.values);
+  hold(out.values);
 }
 
 void PhaseValues::bias(Vec& v, WeightRef ref, int layer) const {
   for (int t = 0; t < v.tokens; ++t) bias_row(v.row(t), ref, layer);
+  hold(v.values);
 }
 
 void PhaseValues::bias_row(std::span<float> all, WeightRef ref, int layer) const {
@@ -196,6 +224,7 @@ void PhaseValues::qk_norm(Vec& qkv, int layer) const {
                             head);
     }
   }
+  hold(qkv.values);
 }
 
 void PhaseValues::rope(Vec& qkv, int layer, std::span<const RowTag> rows) const {
@@ -207,10 +236,12 @@ void PhaseValues::rope(Vec& qkv, int layer, std::span<const RowTag> rows) const 
                                             static_cast<std::size_t>(hd)),
                          rows[static_cast<std::size_t>(t)].position, model_.rope_theta,
                          model_.rope_scaling);
+  hold(qkv.values);
 }
 
 void PhaseValues::gelu(Vec& v) const {
   models::gelu_tanh(v.values, v.values);
+  hold(v.values);
 }
 
 // A block row's partial when its head dimensions are split over c columns
@@ -239,9 +270,10 @@ models::AttentionPartial PhaseValues::split_partial(const AttentionPlacement& a,
         dot += q[d] * k[d];
       dots[static_cast<std::size_t>(j)] = dot;
     }
+    // Each column sends its sum on; the row's sum comes back from the root.
     for (const auto& step : order)
-      dots[static_cast<std::size_t>(step.into)] += dots[static_cast<std::size_t>(step.from)];
-    scores[p] = scale * dots[root];
+      dots[static_cast<std::size_t>(step.into)] += sent(dots[static_cast<std::size_t>(step.from)]);
+    scores[p] = scale * sent(dots[root]);
   }
   return models::attention_partial_from_scores(scores, v_rows, a.head_dim);
 }
@@ -293,16 +325,21 @@ void PhaseValues::attention(const AttentionPlacement& a, int layer, const Vec& q
                                     qs, kci.data() + skip * hd_sz, vci.data() + skip * hd_sz,
                                     static_cast<int>(count - skip), hd, scale));
         }
-        for (const auto& step : reduction_order(a.reduction, L, a.reduction_groups))
+        // A core sends its weighted values as activations, its max and sum
+        // in fp32.
+        for (const auto& step : reduction_order(a.reduction, L, a.reduction_groups)) {
+          models::AttentionPartial& from = parts[static_cast<std::size_t>(step.from)];
+          hold(from.acc);
           parts[static_cast<std::size_t>(step.into)] =
-              models::combine(parts[static_cast<std::size_t>(step.into)],
-                              parts[static_cast<std::size_t>(step.from)]);
+              models::combine(parts[static_cast<std::size_t>(step.into)], from);
+        }
         models::attention_finalize(
             parts[static_cast<std::size_t>(reduction_root(a.reduction, L, a.reduction_groups))],
             out.row(t).subspan(static_cast<std::size_t>(head * hd), hd_sz));
       }
     }
   }
+  hold(out.values);
 }
 
 void PhaseValues::argmax(const Vec& logits, TokenMessage& m) const {
@@ -337,6 +374,7 @@ void PhaseValues::combine_experts(const std::vector<std::vector<models::ExpertCh
                            outputs[static_cast<std::size_t>(c.expert)].row(static_cast<int>(at)),
                            out.row(t));
     }
+  hold(out.values);
 }
 
 void PhaseValues::band_product(WeightRef ref, int layer, int r0, int r1, int c0,
@@ -418,15 +456,20 @@ void PhaseValues::band_product(WeightRef ref, int layer, int r0, int r1, int c0,
 }
 
 // A band's partial sums combined as the folded ring adds them: its n x
-// tokens elements (token-major, as the executor's message is n * 4 * T
-// bytes) cut into ring_chunks(Q, bytes) chunks of equal whole wavelets;
+// tokens elements (token-major, as the executor's message is n * T values
+// of 4 bytes, or 2 when `held` is a 16-bit format) cut into
+// ring_chunks(Q, bytes) chunks of ceil(n * T / chunks) elements;
 // chunk c is added around the ring from position c+1 to c
 // (fabric::reduction_order for that chunk), so every element is summed in
 // the order its chunk's reduce-scatter adds it.
 void PhaseValues::ring_band(int Q, std::size_t n, int t, int tokens, std::vector<float>& partials,
-                            std::span<float> out) {
+                            std::span<float> out, models::DType held) {
+  const auto sent = [held](float v) {
+    return held == models::DType::fp32 ? v : models::round_to_dtype(v, held);
+  };
   const std::size_t total = n * static_cast<std::size_t>(tokens);
-  const auto k = static_cast<std::size_t>(fabric::ring_chunks(Q, Bytes{4 * total}));
+  const std::size_t value_bytes = held == models::DType::fp32 ? 4 : 2;
+  const auto k = static_cast<std::size_t>(fabric::ring_chunks(Q, Bytes{value_bytes * total}));
   const std::size_t per_chunk = (total + k - 1) / k;
   const std::vector<int> seq = fabric::ring_sequence(Q);
   const auto q = static_cast<std::size_t>(Q);
@@ -437,9 +480,9 @@ void PhaseValues::ring_band(int Q, std::size_t n, int t, int tokens, std::vector
     for (std::size_t j = 0; j + 1 < q; ++j) {
       const auto from = static_cast<std::size_t>(seq[(c + 1 + j) % q]);
       const auto into = static_cast<std::size_t>(seq[(c + 2 + j) % q]);
-      p[into * n] += p[from * n];
+      p[into * n] += sent(p[from * n]);
     }
-    out[i] = p[static_cast<std::size_t>(seq[c % q]) * n];
+    out[i] = sent(p[static_cast<std::size_t>(seq[c % q]) * n]);  // all-gathered
   }
 }
 
@@ -455,16 +498,22 @@ void PhaseValues::band_values(const MatrixPlacement& m, WeightRef ref, int layer
     partials.assign(static_cast<std::size_t>(Q) * n, 0.0f);
     band_product(ref, layer, r0, r1, m.col_begin(0), cuts, x.row(t), partials, scratch, expert);
     if (m.reduction == ReductionScheme::ring && Q > 1) {
-      ring_band(Q, n, t, x.tokens, partials, y.row(t).subspan(static_cast<std::size_t>(r0), n));
+      ring_band(Q, n, t, x.tokens, partials, y.row(t).subspan(static_cast<std::size_t>(r0), n),
+                held_);
       continue;
     }
-    for (const auto& step : order)
+    for (const auto& step : order) {
+      const std::span<float> from =
+          std::span(partials).subspan(static_cast<std::size_t>(step.from) * n, n);
+      hold(from);  // sent to step.into
       models::add_inplace(std::span(partials).subspan(static_cast<std::size_t>(step.into) * n, n),
-                          std::span(partials).subspan(static_cast<std::size_t>(step.from) * n, n));
+                          from);
+    }
     const auto root = static_cast<std::ptrdiff_t>(
         static_cast<std::size_t>(reduction_root(m.reduction, Q, m.reduction_groups)) * n);
     std::copy(partials.begin() + root, partials.begin() + root + static_cast<std::ptrdiff_t>(n),
               y.row(t).begin() + r0);
+    hold(y.row(t).subspan(static_cast<std::size_t>(r0), n));
   }
 }
 

@@ -29,6 +29,12 @@ namespace wafersim::sim {
 // elements [begin, end) of its vector (a head of a qkv vector, say).
 std::pair<std::size_t, std::size_t> pieces_of_range(const Layout& l, int begin, int end);
 
+// The format a core holds and sends activations in, for values of
+// `value_bytes` on the fabric (Placement::value_bytes): fp32 for 4; for 2,
+// the 16-bit float the weights' vectors are stored in (fp16 for fp16
+// weights), else bf16 (fp32's range: fp32, fp8 and int8 weights).
+models::DType held_dtype(int value_bytes, models::DType weights);
+
 class PhaseValues {
  public:
   PhaseValues(const models::ModelConfig& model, const Placement& pl, const models::Weights& w);
@@ -103,8 +109,9 @@ class PhaseValues {
   // the band's Q cores (`cuts`: their columns from the first's, as
   // band_product takes them), added in the reduction's `order`. Writes those
   // rows of y only, and reads nothing another band writes.
+  // With activations held in `held` (each chunk rounded to it as it is sent).
   static void ring_band(int Q, std::size_t n, int t, int tokens, std::vector<float>& partials,
-                        std::span<float> out);
+                        std::span<float> out, models::DType held = models::DType::fp32);
   void band_values(const MatrixPlacement& m, WeightRef ref, int layer,
                    std::span<const fabric::CombineStep> order, std::span<const int> cuts, int pi,
                    const Vec& x, Vec& y, int expert, BandScratch& scratch) const;
@@ -142,11 +149,18 @@ class PhaseValues {
                                          const float* k_rows, const float* v_rows, std::size_t n,
                                          float scale) const;
   models::WorkTeam& team();
+  // Activations as a core holds them (held_): every vector a phase writes,
+  // and every partial a reduction sends, is rounded to it; arithmetic
+  // within a phase on one core (a tile's dot products, a norm's or the
+  // softmax's statistics, a reduction's adds) stays fp32.
+  void hold(std::span<float> v) const;
+  float sent(float v) const;
 
   const models::ModelConfig& model_;
   const Placement& pl_;
   const models::Weights& w_;
   KvCache kv_;
+  models::DType held_;
   std::unique_ptr<models::WorkTeam> team_;
   std::vector<BandScratch> scratch_;  // one per thread of team_
 };

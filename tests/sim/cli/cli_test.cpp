@@ -854,10 +854,42 @@ TEST(Cli, SixteenBitFabricValuesShortenTheToken) {
       most = std::max(most, t["critical_path_cycles"]["serialization"].get<std::uint64_t>());
   EXPECT_GT(most, 0u);
   EXPECT_LE(c32 - c16, most);
-  // Functional mode computes fp32 values: refused, naming the key.
-  const Outcome f = wafersim("run " + sc + " --set placement.fabric_bits=16");
-  EXPECT_EQ(f.code, 1);
-  EXPECT_NE(f.err.find("placement.fabric_bits"), std::string::npos) << f.err;
+}
+
+// A functional run with 16-bit values on the fabric: the same timing as
+// the timing-only run (the numbers never move a cycle); activations held in
+// fp16 (fp16 weights) or bf16 move the logits off the fp32 reference's, and
+// a difference in tokens is reported, not an error.
+TEST(Cli, SixteenBitFabricValuesRunFunctionallyWithTheSameTiming) {
+  const std::string sc = src("scenarios/regression/tiny-small-whole-region.yaml");
+  auto run = [&](const std::string& extra) {
+    const Outcome o = wafersim("run " + sc + " --json " + extra);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return std::pair{nlohmann::json::parse(o.out), o.err};
+  };
+  const std::string half = "--set placement.fabric_bits=16 --set precision=fp16";
+  const auto [timing, timing_err] = run(half + " --timing-only");
+  const auto [fp16, fp16_err] = run(half);
+  const auto [fp32, fp32_err] = run("--set precision=fp16");
+  EXPECT_EQ(fp16["cycles_per_token"], timing["cycles_per_token"]);
+  // Every record's times and critical path (the tokens fed in differ: a
+  // timing-only run has no generated tokens to feed).
+  auto times = [](nlohmann::json records) {
+    for (auto& r : records) r.erase("token_in");
+    return records;
+  };
+  EXPECT_EQ(times(fp16["token_records"]), times(timing["token_records"]));
+  EXPECT_NE(fp16_err.find("the reference forward pass is fp32"), std::string::npos) << fp16_err;
+  // Rounding to fp16 (11 significant bits) moves the logits far more than
+  // fp32's order of additions does, and for this case no token.
+  EXPECT_GT(fp16["max_logit_abs_error"].get<double>(),
+            100 * fp32["max_logit_abs_error"].get<double>());
+  EXPECT_EQ(fp16["tokens"], fp16["reference_tokens"]);
+  // bf16 (8 significant bits) changes a token of this synthetic model.
+  const auto [bf16, bf16_err] = run("--set placement.fabric_bits=16");
+  EXPECT_NE(bf16["tokens"], bf16["reference_tokens"]);
+  EXPECT_FALSE(bf16["tokens_match_reference"].get<bool>());
+  EXPECT_NE(bf16_err.find("tokens match reference: no"), std::string::npos) << bf16_err;
 }
 
 TEST(Cli, ValidateSummarisesAGoodScenario) {

@@ -623,8 +623,8 @@ TEST_F(ScenarioFiles, ResolvedYamlRoundTripsTheQuickstart) {
 }
 
 // placement.fabric_bits: 32 (the default, not written) or 16; anything else
-// is refused where it is written; 16 is timing only.
-TEST_F(ScenarioFiles, FabricBitsAreThirtyTwoOrSixteenAndSixteenIsTimingOnly) {
+// is refused where it is written; 16 runs timing only or functional.
+TEST_F(ScenarioFiles, FabricBitsAreThirtyTwoOrSixteen) {
   const Scenario a = load_scenario(scenario(R"(name: x
 hardware: small
 model: tiny-llama
@@ -637,7 +637,7 @@ outputs: {functional: false}
   EXPECT_TRUE(contains(a.resolved_yaml, "fabric_bits: 16")) << a.resolved_yaml;
   EXPECT_EQ(load_scenario(scenario(a.resolved_yaml), kPresets).placement.fabric_bits, 16);
   check_run_mode(a, /*functional=*/false);
-  expect_functional_refused(a, "placement.fabric_bits", "timing-only", "16-bit fabric values");
+  check_run_mode(a, /*functional=*/true);
   const Scenario plain = load_scenario(kPresets / "quickstart.yaml", kPresets);
   EXPECT_EQ(plain.placement.fabric_bits, 32);
   EXPECT_FALSE(contains(plain.resolved_yaml, "fabric_bits")) << plain.resolved_yaml;
