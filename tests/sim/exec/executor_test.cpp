@@ -98,6 +98,44 @@ TEST(MeshGemv, CyclesMatchAHandComputation) {
   EXPECT_EQ(fab.cores().busy_cycles(fab.mesh().id({1, 1})), 11u);
 }
 
+// gemv_4x8's numbers with 16-bit values on the fabric (bf16 weights, so
+// bf16 activations): the chain sends column 1's partial of each row to
+// column 0, rounded to bf16, and the sum is held in bf16. x is all ones.
+// Row 0 of W: (-2^-7, 0, 0, 0 | 1, 2^-8, 2^-10, 0): column 1's partial
+// 1 + 2^-8 + 2^-10 is sent as 1 + 2^-7, so the sum is exactly 1, where fp32
+// gives 1 - 3 * 2^-10 (and rounding only the sum, bf16's 1 - 2^-8). Row 1:
+// (2^-9, 0, 0, 0 | 1, 0, 0, 0): 1 + 2^-9, held as 1.
+TEST(MeshGemv, SixteenBitValuesSendEachPartialRounded) {
+  auto y = [](int value_bytes) {
+    models::ModelConfig model;
+    model.hidden_size = 4;  // o's rows
+    Placement pl;
+    pl.value_bytes = value_bytes;
+    Program prog;
+    models::Weights w;
+    w.dtype = models::DType::bf16;
+    w.layers.resize(1);
+    models::Matrix& wo = w.layers[0].wo;
+    wo = models::Matrix(4, 8);
+    wo(0, 0) = -0x1p-7f, wo(0, 4) = 1.0f, wo(0, 5) = 0x1p-8f, wo(0, 6) = 0x1p-10f;
+    wo(1, 0) = 0x1p-9f, wo(1, 4) = 1.0f;
+    fabric::Fabric fab(fabric::testing::small_spec(4, 4));
+    Executor ex(fab, model, pl, prog, &w, 16);
+    MatrixPlacement m;
+    m.name = "w";
+    m.out_features = 4;
+    m.in_features = 8;
+    m.rect = fabric::Rect{0, 0, 2, 2};
+    Vec x;
+    x.layout = input_layout(m);
+    x.ready.assign(2, Timed{});
+    x.values.assign(8, 1.0f);
+    return ex.gemv(m, WeightRef::o, 0, x).values;
+  };
+  EXPECT_EQ(y(4), (std::vector<float>{1.0f - 3 * 0x1p-10f, 1.0f + 0x1p-9f, 0.0f, 0.0f}));
+  EXPECT_EQ(y(2), (std::vector<float>{1.0f, 1.0f, 0.0f, 0.0f}));
+}
+
 // The same GEMV turned upside down (MatrixPlacement::upward, a layer stacked
 // bottom to top) on rows 2..3: tile row 0 is the bottom row (y = 3), the
 // input enters there and goes north, and every time is the hand computation
