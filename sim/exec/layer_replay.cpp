@@ -308,8 +308,9 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
   learning_ = false;
   last_cycle_ = c, last_replayed_ = false;
   // Where the layer's work lies: the learned layer's region for the check;
-  // for learning, the region the previous layer of the run used (its equal:
-  // the same routes), checked again when the learned layer is done.
+  // for learning, the region it used when last simulated, or the previous
+  // layer of the run used (its equal: the same routes), checked again when
+  // the learned layer is done.
   const Area region = just_learned ? memo_.region : region_for(cy);
   if (region.wafer >= 0 && (just_learned ? checking_pays(cy, region) : learning_pays(c, region))) {
     Entry e = entry_of(m, now, true, just_learned, region);
@@ -342,14 +343,20 @@ void LayerReplay::start_timing(int c) {
   ex_.take_touched();  // from here on: this layer's
 }
 
+// Where the layer worked when an earlier token's pass simulated it (the same
+// routes), else where the layer before it in its run worked. The first
+// layer of a run also brings the run's input from elsewhere (the
+// embedding, another group's region), so its box can be much larger than
+// the layers after it need (2 layer groups: each the height of the wafer).
 LayerReplay::Area LayerReplay::region_for(const Cycle& cy) {
-  const bool known = box_run_ == cy.run && last_box_.wafer >= 0;
-  const int wafer = known ? last_box_.wafer : cy.wafer;
+  const Area& seen = cy.box.wafer >= 0 ? cy.box : last_box_;
+  const bool known = seen.wafer >= 0 && (cy.box.wafer >= 0 || box_run_ == cy.run);
+  const int wafer = known ? seen.wafer : cy.wafer;
   if (wafer < 0) return {};
   fabric::Fabric& f = fab(wafer);
   if (!known || f.defects().dead_count() > 0)
     return {wafer, fabric::Rect{0, 0, f.mesh().width(), f.mesh().height()}};
-  return last_box_;
+  return seen;
 }
 
 double LayerReplay::scan_estimate(const Area& region) const {
@@ -388,11 +395,12 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     return;
   }
   if (timed_cycle_ >= 0) {
-    const Cycle& cy = cycles_[static_cast<std::size_t>(timed_cycle_)];
+    Cycle& cy = cycles_[static_cast<std::size_t>(timed_cycle_)];
     if (&sp == &program_.stages[cy.last]) {
       layer_s_ = std::chrono::duration<double>(Clock::now() - cycle_began_).count();
       layer_run_ = cy.run;
       last_box_ = ex_.take_touched();
+      cy.box = last_box_;
       box_run_ = cy.run;
       timed_cycle_ = -1;
     }

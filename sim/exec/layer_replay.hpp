@@ -104,6 +104,7 @@ class LayerReplay {
     int run = 0;           // cycles in a row with equal stages share a run
     int run_left = 0;      // this cycle and those after it in its run
     int wafer = -1;        // the wafer of its matrices (-1: none, or several)
+    Area box;              // where it worked when last simulated (wafer -1: not yet)
   };
   struct Entry {                // what a layer started from
     std::uint64_t from = 0;     // the token's earliest ready time
