@@ -2,11 +2,11 @@
 """Times Llama-3.1-8B decode steps and one prefill on the GPU it runs on.
 
 A measurement for calibrating the analytical GPU model (models/gpu/;
-docs/validation.md, "Measured on a lent H200"), not part of wafersim's build: it
+docs/validation.md, "Measured on lent GPUs"), not part of wafersim's build: it
 needs PyTorch and a CUDA GPU, which wafersim never does. Run it as
 `python3 llama8b_decode_step.py OUTDIR` on such a machine (QUICK=1: two sizes);
-h200-2026-11-27.json beside it is its output on one H200, which
-tests/gpu/validation_test.cpp reads.
+h200-2026-11-27.json and h100-2026-11-27.json beside it are its output on one
+H200 and one H100, which tests/gpu/validation_test.cpp reads.
 
 The model is Llama-3.1-8B's shapes (32 layers, hidden 4096, 32 query and 8 kv
 heads of 128, FFN 14336, vocabulary 128256) with random bf16 weights: a decode

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -248,85 +249,87 @@ TEST(GpuValidation, BatchCurveForTheDocs) {
   }
 }
 
-// docs/validation.md, "Measured on a lent H200": Llama 3.1 8B's decode step
-// timed on one H200 (analysis/gpu_measurements/llama8b_decode_step.py, the
-// figures in h200-2026-11-27.json beside it) against the bare model on one GPU
-// of dgx-h200. The weights' streaming and the KV cache's, measured alone, check
-// the model's HBM term (memory_efficiency); the whole step is printed beside
-// the model's for the document (the script's unfused kernels cost ~90 us a
-// layer that a serving stack's fused kernels do not: not a check of the model).
-TEST(GpuValidation, MeasuredH200DecodeStepsMatchTheHbmTerm) {
-  std::ifstream in(std::filesystem::path(WAFERSIM_SOURCE_DIR) /
-                   "analysis/gpu_measurements/h200-2026-11-27.json");
-  ASSERT_TRUE(in) << "the measurement file";
-  const nlohmann::json meas = nlohmann::json::parse(in);
-  ASSERT_EQ(meas.at("gpu").get<std::string>(), "NVIDIA H200");
-  models::gpu::ClusterSpec c = sim::load_gpu_preset("dgx-h200", kPresets);
-  c.gpus_per_node = 1;  // one GPU: every user on it
-  const models::ModelConfig m = sim::load_model_preset("llama-3.1-8b", kPresets);
-  // The model's step for `users` sequences at a context of `context` (a
-  // prompt of that length, one token generated: the mean context is
-  // context + 0.5), on one GPU, no serving framework.
-  auto step = [&](int users, int context) {
-    models::gpu::InferenceWorkload w;
-    w.prompt_tokens = context;
-    w.generate_tokens = 1;
-    w.users = users;
-    w.weight_bits = 16;
-    const auto e = models::gpu::estimate_split(c, m, w, 1, 1);
-    EXPECT_TRUE(e.has_value()) << users << " x " << context;
-    EXPECT_EQ(e->users_per_replica, users);
-    return e->step;
-  };
-  const double weights_s = step(1, 1).memory_s;  // one position's keys and values: ~0
-  for (const auto& part : meas.at("parts")) {
-    const std::string what = part.at("part").get<std::string>();
-    const int b = part.at("batch").get<int>();
-    const double measured = part.at("time_s").get<double>();
-    if (what == "weights") {
-      // HBM-bound at every batch measured (64 rows of a GEMM: still ~1% of
-      // the tensor cores' time): the model streams the same bytes.
-      std::printf("  weights only, batch %d: model %.3f ms, measured %.3f ms (%+.1f%%)\n", b,
-                  weights_s * 1e3, measured * 1e3, (weights_s / measured - 1) * 100);
-      if (b == 1) {
-        EXPECT_NEAR(weights_s / measured, 1.0, 0.03);
-      }
-      EXPECT_NEAR(weights_s / measured, 1.0, 0.08) << b;
-    } else {
-      const int l = part.at("context").get<int>();
-      const double kv_s = step(b, l).memory_s - weights_s;
-      std::printf(
-          "  attention only, batch %d, context %d: model %.3f ms, measured %.3f ms "
-          "(%+.1f%%)\n",
-          b, l, kv_s * 1e3, measured * 1e3, (kv_s / measured - 1) * 100);
-      // A cache of 64K positions and more (256 MiB a layer) fills the GPU:
-      // it streams at 81-84% of the peak, the model's 77% within 10% of it.
-      // Smaller ones are a few microseconds a layer, launch and tail bound,
-      // and one sequence's 8 kv heads leave PyTorch's attention kernel
-      // without the split over the context that decode kernels use (0.32
-      // TB/s at 4,096 positions): printed, not compared.
-      if (static_cast<long>(b) * l >= 65536) {
-        EXPECT_GT(kv_s, measured);
-        EXPECT_NEAR(kv_s / measured, 1.0, 0.10) << b << " x " << l;
+// docs/validation.md, "Measured on lent GPUs": Llama 3.1 8B's decode step
+// timed on one H200 and one H100 (analysis/gpu_measurements/
+// llama8b_decode_step.py, the figures in the JSON files beside it) against the
+// bare model on one GPU of dgx-h200 and dgx-h100. The weights' streaming and
+// the KV cache's, measured alone, check the model's HBM term
+// (memory_efficiency); the whole step and the prefill are printed beside the
+// model's for the document (the script's unfused kernels cost ~90 us a layer
+// that a serving stack's fused kernels do not: not a check of the model).
+TEST(GpuValidation, MeasuredDecodeStepsMatchTheHbmTerm) {
+  for (const auto& [file, system, gpu] :
+       {std::tuple{"h200-2026-11-27.json", "dgx-h200", "NVIDIA H200"},
+        std::tuple{"h100-2026-11-27.json", "dgx-h100", "NVIDIA H100 80GB HBM3"}}) {
+    SCOPED_TRACE(system);
+    std::ifstream in(std::filesystem::path(WAFERSIM_SOURCE_DIR) / "analysis/gpu_measurements" /
+                     file);
+    ASSERT_TRUE(in) << file;
+    const nlohmann::json meas = nlohmann::json::parse(in);
+    ASSERT_EQ(meas.at("gpu").get<std::string>(), gpu);
+    models::gpu::ClusterSpec c = sim::load_gpu_preset(system, kPresets);
+    c.gpus_per_node = 1;  // one GPU: every user on it
+    const models::ModelConfig m = sim::load_model_preset("llama-3.1-8b", kPresets);
+    std::printf("  %s (%s)\n", gpu, system);
+    // The model's step for `users` sequences at a context of `context` (a
+    // prompt of that length, one token generated: the mean context is
+    // context + 0.5), on one GPU, no serving framework.
+    auto estimate = [&](int users, int context) {
+      models::gpu::InferenceWorkload w;
+      w.prompt_tokens = context;
+      w.generate_tokens = 1;
+      w.users = users;
+      w.weight_bits = 16;
+      const auto e = models::gpu::estimate_split(c, m, w, 1, 1);
+      EXPECT_TRUE(e.has_value()) << users << " x " << context;
+      EXPECT_EQ(e->users_per_replica, users);
+      return *e;
+    };
+    const double weights_s = estimate(1, 1).step.memory_s;  // one position's keys and values: ~0
+    for (const auto& part : meas.at("parts")) {
+      const std::string what = part.at("part").get<std::string>();
+      const int b = part.at("batch").get<int>();
+      const double measured = part.at("time_s").get<double>();
+      if (what == "weights") {
+        // HBM-bound at every batch measured (64 rows of a GEMM: still ~1% of
+        // the tensor cores' time): the model streams the same bytes.
+        std::printf("    weights only, batch %d: model %.3f ms, measured %.3f ms (%+.1f%%)\n", b,
+                    weights_s * 1e3, measured * 1e3, (weights_s / measured - 1) * 100);
+        if (b == 1) {
+          EXPECT_NEAR(weights_s / measured, 1.0, 0.05);
+        }
+        EXPECT_NEAR(weights_s / measured, 1.0, 0.08) << b;
+      } else {
+        const int l = part.at("context").get<int>();
+        const double kv_s = estimate(b, l).step.memory_s - weights_s;
+        std::printf(
+            "    attention only, batch %d, context %d: model %.3f ms, measured %.3f ms "
+            "(%+.1f%%)\n",
+            b, l, kv_s * 1e3, measured * 1e3, (kv_s / measured - 1) * 100);
+        // A cache of 64K positions and more (256 MiB a layer) fills the GPU:
+        // it streams at 81-90% of the peak, faster than the model's 77%, by
+        // at most 20%. Smaller ones are a few microseconds a layer, launch
+        // and tail bound, and one sequence's 8 kv heads leave PyTorch's
+        // attention kernel without the split over the context that decode
+        // kernels use (0.32 TB/s at 4,096 positions): printed, not compared.
+        if (static_cast<long>(b) * l >= 65536) {
+          EXPECT_GT(kv_s, measured);
+          EXPECT_LT(kv_s / measured, 1.20) << b << " x " << l;
+        }
       }
     }
-  }
-  for (const auto& d : meas.at("decode")) {
-    const int b = d.at("batch").get<int>(), l = d.at("context").get<int>();
-    const models::gpu::StepBreakdown s = step(b, l);
-    std::printf("  | %d | %d | %.2f | %.2f | %+.0f%% |\n", b, l, d.at("step_s").get<double>() * 1e3,
-                s.total_s * 1e3, (s.total_s / d.at("step_s").get<double>() - 1) * 100);
-  }
-  for (const auto& p : meas.at("prefill")) {
-    const int t = p.at("prompt").get<int>();
-    models::gpu::InferenceWorkload w;
-    w.prompt_tokens = t;
-    w.generate_tokens = 1;
-    w.weight_bits = 16;
-    const double ttft = models::gpu::estimate_split(c, m, w, 1, 1)->ttft_s;
-    std::printf("  prefill of %d tokens: model %.2f ms, measured %.2f ms (%+.0f%%)\n", t,
-                ttft * 1e3, p.at("time_s").get<double>() * 1e3,
-                (ttft / p.at("time_s").get<double>() - 1) * 100);
+    for (const auto& d : meas.at("decode")) {
+      const int b = d.at("batch").get<int>(), l = d.at("context").get<int>();
+      const double model = estimate(b, l).step.total_s, measured = d.at("step_s").get<double>();
+      std::printf("    | %d | %d | %.2f | %.2f | %+.0f%% |\n", b, l, measured * 1e3, model * 1e3,
+                  (model / measured - 1) * 100);
+    }
+    for (const auto& p : meas.at("prefill")) {
+      const int t = p.at("prompt").get<int>();
+      const double ttft = estimate(1, t).ttft_s, measured = p.at("time_s").get<double>();
+      std::printf("    prefill of %d tokens: model %.2f ms, measured %.2f ms (%+.0f%%)\n", t,
+                  ttft * 1e3, measured * 1e3, (ttft / measured - 1) * 100);
+    }
   }
 }
 
