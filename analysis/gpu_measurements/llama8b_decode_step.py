@@ -6,7 +6,8 @@ docs/validation.md, "Measured on lent GPUs"), not part of wafersim's build: it
 needs PyTorch and a CUDA GPU, which wafersim never does. Run it as
 `python3 llama8b_decode_step.py OUTDIR` on such a machine (QUICK=1: two sizes);
 h200-2026-11-27.json and h100-2026-11-27.json beside it are its output on one
-H200 and one H100, which tests/gpu/validation_test.cpp reads.
+H200 and one H100, h200-fused-2026-11-27.json its FUSED=1 output on the H200;
+tests/gpu/validation_test.cpp reads them.
 
 The model is Llama-3.1-8B's shapes (32 layers, hidden 4096, 32 query and 8 kv
 heads of 128, FFN 14336, vocabulary 128256) with random bf16 weights: a decode
@@ -14,15 +15,17 @@ step's time does not depend on the weights' values. One decode step is written
 out in PyTorch (RMSNorm, fused qkv, RoPE, the new key and value written to a
 static KV cache, attention over the whole cache, o, SwiGLU, residuals, the final
 norm, lm_head and argmax) and captured in a CUDA graph, so the timing is the
-GPU's work without Python's per-kernel launch cost: the floor a serving
-framework approaches, before its own host time per step. The same step run
+GPU's work without Python's per-kernel launch cost, its ~25 small kernels a
+layer unfused (FUSED=1 fuses them, as serving stacks do). The same step run
 eagerly is timed too at batch 1 (the launch overhead a framework without graphs
 pays). Attention over the cache uses PyTorch's scaled_dot_product_attention with
 a kv head's 4 query heads as 4 query rows (grouped-query attention without
 copying the cache).
 
 Prints a table and writes every figure to $OUT/llama8b_decode_step.json (or the
-folder given as the first argument).
+folder given as the first argument). With FUSED=1 it times instead the step with
+each layer's small kernels fused by torch.compile (FusedLayers), into
+llama8b_decode_step_fused.json.
 """
 import json
 import math
@@ -166,6 +169,55 @@ class Model:
         return (self.rms(x[-1:], self.nf) @ self.lm.t()).argmax(-1)
 
 
+class FusedLayers:
+    """The decode step with torch.compile fusing the small kernels of a layer
+    (its norms, RoPE, SiLU and residuals) around the GEMMs, as serving stacks'
+    fused kernels do: a layer in two compiled halves (one compilation each per
+    batch, every layer alike), the cache writes and attention between them."""
+
+    def __init__(self, m):
+        self.m = m
+        self.pre = torch.compile(self._pre, dynamic=False)
+        self.post = torch.compile(self._post, dynamic=False)
+
+    def _pre(self, x, n1, wqkv, posf, inv_freq):
+        B = x.shape[0]
+        x32 = x.float()
+        h = (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)).to(DT) * n1
+        qkv = h @ wqkv.t()
+        q = qkv[:, : NH * HD].view(B, NKV, G, HD)
+        k = qkv[:, NH * HD : (NH + NKV) * HD].view(B, NKV, 1, HD)
+        v = qkv[:, (NH + NKV) * HD :].view(B, NKV, 1, HD)
+        f = torch.outer(posf, inv_freq)
+        cos, sin = f.cos().to(DT), f.sin().to(DT)
+
+        def rope(t):
+            t1, t2 = t[..., : HD // 2], t[..., HD // 2 :]
+            return torch.cat([t1 * cos - t2 * sin, t2 * cos + t1 * sin], dim=-1)
+
+        return rope(q), rope(k), v.contiguous()
+
+    def _post(self, x, a, wo, n2, wgu, wd):
+        B = x.shape[0]
+        x = x + a.reshape(B, NH * HD) @ wo.t()
+        x32 = x.float()
+        h = (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)).to(DT) * n2
+        gu = h @ wgu.t()
+        return x + (F.silu(gu[:, :I]) * gu[:, I:]) @ wd.t()
+
+    def decode(self, tok, pos, kc, vc):
+        m = self.m
+        x = m.emb[tok]
+        posf = pos.float()
+        for li, w in enumerate(m.layers):
+            q, k, v = self.pre(x, w["n1"], w["wqkv"], posf, m.inv_freq)
+            kc[li].index_copy_(2, pos, k)
+            vc[li].index_copy_(2, pos, v)
+            a = F.scaled_dot_product_attention(q, kc[li], vc[li])
+            x = self.post(x, a, w["wo"], w["n2"], w["wgu"], w["wd"])
+        return (m.rms(x, m.nf) @ m.lm.t()).argmax(-1)
+
+
 def time_graph(fn, reps=5, inner=20):
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -221,6 +273,36 @@ def main():
     m = Model()
     wbytes = m.weight_bytes()
     res["weight_bytes_read_per_step"] = wbytes
+    if os.environ.get("FUSED") == "1":
+        # Only the fused step (docs/validation.md: its time against the model's).
+        fused = FusedLayers(m)
+        rows = []
+        for B, L in [(1, 128), (1, 1024), (16, 4096), (64, 4096)]:
+            kc = rnd(NL, B, NKV, L, HD)
+            vc = rnd(NL, B, NKV, L, HD)
+            tok = torch.randint(0, V, (B,), device=DEV)
+            pos = torch.tensor([L - 1], device=DEV)
+            t0 = time.perf_counter()
+            fused.decode(tok, pos, kc, vc)
+            torch.cuda.synchronize()
+            compile_s = time.perf_counter() - t0
+            # The same numbers as the unfused step (to bf16 rounding).
+            ref = m.decode(tok, pos, kc, vc, L)
+            got = fused.decode(tok, pos, kc, vc)
+            agree = float((ref == got).float().mean())
+            med, lo, hi = time_graph(lambda: fused.decode(tok, pos, kc, vc))
+            rows.append(dict(batch=B, context=L, step_s=med, step_min_s=lo, step_max_s=hi,
+                             compile_s=compile_s, argmax_agreement=agree))
+            print(f"fused decode B={B:4d} L={L:5d}: {med * 1e3:7.3f} ms (min {lo * 1e3:.3f}, "
+                  f"max {hi * 1e3:.3f}); compiled in {compile_s:.0f} s; argmax agreement "
+                  f"{agree:.2f}", flush=True)
+            del kc, vc
+            torch.cuda.empty_cache()
+        res["fused_decode"] = rows
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "llama8b_decode_step_fused.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        return
     configs = [(1, 128), (1, 1024), (1, 4096), (4, 1024), (16, 1024), (64, 1024), (16, 4096),
                (64, 4096), (128, 1024)]
     if quick:
