@@ -6,8 +6,8 @@ docs/validation.md, "Measured on lent GPUs"), not part of wafersim's build: it
 needs PyTorch and a CUDA GPU, which wafersim never does. Run it as
 `python3 llama8b_decode_step.py OUTDIR` on such a machine (QUICK=1: two sizes);
 h200-2026-11-27.json and h100-2026-11-27.json beside it are its output on one
-H200 and one H100, h200-fused-2026-11-27.json its FUSED=1 output on the H200;
-tests/gpu/validation_test.cpp reads them.
+H200 and one H100, h200-fused-2026-11-27.json and h100-fused-2026-11-27.json its
+FUSED=1 output there; tests/gpu/validation_test.cpp reads them.
 
 The model is Llama-3.1-8B's shapes (32 layers, hidden 4096, 32 query and 8 kv
 heads of 128, FFN 14336, vocabulary 128256) with random bf16 weights: a decode
