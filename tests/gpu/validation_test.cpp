@@ -11,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -249,6 +248,30 @@ TEST(GpuValidation, BatchCurveForTheDocs) {
   }
 }
 
+// A measurement of analysis/gpu_measurements (llama8b_decode_step.py's JSON
+// for one GPU) and one GPU of the preset it was taken against.
+struct LentGpu {
+  const char* file;
+  const char* system;
+  const char* gpu;  // the name the measurement must carry
+};
+constexpr LentGpu kH200{"h200-2026-11-27.json", "dgx-h200", "NVIDIA H200"};
+constexpr LentGpu kH100{"h100-2026-11-27.json", "dgx-h100", "NVIDIA H100 80GB HBM3"};
+
+nlohmann::json read_measurement(const std::string& file, const LentGpu& g) {
+  std::ifstream in(std::filesystem::path(WAFERSIM_SOURCE_DIR) / "analysis/gpu_measurements" / file);
+  EXPECT_TRUE(in) << file;
+  nlohmann::json meas = nlohmann::json::parse(in);
+  EXPECT_EQ(meas.at("gpu").get<std::string>(), g.gpu);
+  return meas;
+}
+
+models::gpu::ClusterSpec one_gpu_of(const LentGpu& g) {
+  models::gpu::ClusterSpec c = sim::load_gpu_preset(g.system, kPresets);
+  c.gpus_per_node = 1;  // one GPU: every user on it
+  return c;
+}
+
 // docs/validation.md, "Measured on lent GPUs": Llama 3.1 8B's decode step
 // timed on one H200 and one H100 (analysis/gpu_measurements/
 // llama8b_decode_step.py, the figures in the JSON files beside it) against the
@@ -258,19 +281,12 @@ TEST(GpuValidation, BatchCurveForTheDocs) {
 // model's for the document (the script's unfused kernels cost ~90 us a layer
 // that a serving stack's fused kernels do not: not a check of the model).
 TEST(GpuValidation, MeasuredDecodeStepsMatchTheHbmTerm) {
-  for (const auto& [file, system, gpu] :
-       {std::tuple{"h200-2026-11-27.json", "dgx-h200", "NVIDIA H200"},
-        std::tuple{"h100-2026-11-27.json", "dgx-h100", "NVIDIA H100 80GB HBM3"}}) {
-    SCOPED_TRACE(system);
-    std::ifstream in(std::filesystem::path(WAFERSIM_SOURCE_DIR) / "analysis/gpu_measurements" /
-                     file);
-    ASSERT_TRUE(in) << file;
-    const nlohmann::json meas = nlohmann::json::parse(in);
-    ASSERT_EQ(meas.at("gpu").get<std::string>(), gpu);
-    models::gpu::ClusterSpec c = sim::load_gpu_preset(system, kPresets);
-    c.gpus_per_node = 1;  // one GPU: every user on it
+  for (const LentGpu& g : {kH200, kH100}) {
+    SCOPED_TRACE(g.system);
+    const nlohmann::json meas = read_measurement(g.file, g);
+    const models::gpu::ClusterSpec c = one_gpu_of(g);
     const models::ModelConfig m = sim::load_model_preset("llama-3.1-8b", kPresets);
-    std::printf("  %s (%s)\n", gpu, system);
+    std::printf("  %s (%s)\n", g.gpu, g.system);
     // The model's step for `users` sequences at a context of `context` (a
     // prompt of that length, one token generated: the mean context is
     // context + 0.5), on one GPU, no serving framework.
@@ -341,20 +357,14 @@ TEST(GpuValidation, MeasuredDecodeStepsMatchTheHbmTerm) {
 // batch 1 here, the model holds as its per-layer overhead and the
 // framework's time.
 TEST(GpuValidation, FusedDecodeStepsMatchTheModelWithVllmsHostTime) {
-  for (const auto& [file, system, gpu] :
-       {std::tuple{"h200-fused-2026-11-27.json", "dgx-h200", "NVIDIA H200"},
-        std::tuple{"h100-fused-2026-11-27.json", "dgx-h100", "NVIDIA H100 80GB HBM3"}}) {
-    SCOPED_TRACE(system);
-    std::ifstream in(std::filesystem::path(WAFERSIM_SOURCE_DIR) / "analysis/gpu_measurements" /
-                     file);
-    ASSERT_TRUE(in) << file;
-    const nlohmann::json meas = nlohmann::json::parse(in);
-    ASSERT_EQ(meas.at("gpu").get<std::string>(), gpu);
-    models::gpu::ClusterSpec c = sim::load_gpu_preset(system, kPresets);
-    c.gpus_per_node = 1;
+  for (const auto& [g, file] : {std::pair{kH200, "h200-fused-2026-11-27.json"},
+                                std::pair{kH100, "h100-fused-2026-11-27.json"}}) {
+    SCOPED_TRACE(g.system);
+    const nlohmann::json meas = read_measurement(file, g);
+    models::gpu::ClusterSpec c = one_gpu_of(g);
     c.framework = *models::gpu::framework_preset("vllm");
     const models::ModelConfig m = sim::load_model_preset("llama-3.1-8b", kPresets);
-    std::printf("  %s (%s), fused\n", gpu, system);
+    std::printf("  %s (%s), fused\n", g.gpu, g.system);
     for (const auto& d : meas.at("fused_decode")) {
       const int b = d.at("batch").get<int>(), l = d.at("context").get<int>();
       models::gpu::InferenceWorkload w;
