@@ -349,8 +349,9 @@ void LayerReplay::start_timing(int c) {
 // embedding, another group's region), so its box can be much larger than
 // the layers after it need (2 layer groups: each the height of the wafer).
 LayerReplay::Area LayerReplay::region_for(const Cycle& cy) {
-  const Area& seen = cy.box.wafer >= 0 ? cy.box : last_box_;
-  const bool known = seen.wafer >= 0 && (cy.box.wafer >= 0 || box_run_ == cy.run);
+  const bool own = cy.box.wafer >= 0;
+  const Area& seen = own ? cy.box : last_box_;
+  const bool known = own || (box_run_ == cy.run && last_box_.wafer >= 0);
   const int wafer = known ? seen.wafer : cy.wafer;
   if (wafer < 0) return {};
   fabric::Fabric& f = fab(wafer);

@@ -17,6 +17,15 @@ std::pair<std::size_t, std::size_t> pieces_of_range(const Layout& l, int begin, 
   return {a, b};
 }
 
+namespace {
+
+// `v` as a core holding activations in `held` keeps it.
+float held_value(float v, models::DType held) {
+  return held == models::DType::fp32 ? v : models::round_to_dtype(v, held);
+}
+
+}  // namespace
+
 models::DType held_dtype(int value_bytes, models::DType weights) {
   if (value_bytes == 4) return models::DType::fp32;
   if (value_bytes != 2)
@@ -35,11 +44,11 @@ PhaseValues::PhaseValues(const models::ModelConfig& model, const Placement& pl,
 
 void PhaseValues::hold(std::span<float> v) const {
   if (held_ == models::DType::fp32) return;
-  for (float& x : v) x = models::round_to_dtype(x, held_);
+  for (float& x : v) x = held_value(x, held_);
 }
 
 float PhaseValues::sent(float v) const {
-  return held_ == models::DType::fp32 ? v : models::round_to_dtype(v, held_);
+  return held_value(v, held_);
 }
 
 PhaseValues::~PhaseValues() = default;
@@ -464,11 +473,9 @@ void PhaseValues::band_product(WeightRef ref, int layer, int r0, int r1, int c0,
 // the order its chunk's reduce-scatter adds it.
 void PhaseValues::ring_band(int Q, std::size_t n, int t, int tokens, std::vector<float>& partials,
                             std::span<float> out, models::DType held) {
-  const auto sent = [held](float v) {
-    return held == models::DType::fp32 ? v : models::round_to_dtype(v, held);
-  };
+  const auto sent = [held](float v) { return held_value(v, held); };
   const std::size_t total = n * static_cast<std::size_t>(tokens);
-  const std::size_t value_bytes = held == models::DType::fp32 ? 4 : 2;
+  const auto value_bytes = static_cast<std::size_t>(models::dtype_bits(held) / 8);
   const auto k = static_cast<std::size_t>(fabric::ring_chunks(Q, Bytes{value_bytes * total}));
   const std::size_t per_chunk = (total + k - 1) / k;
   const std::vector<int> seq = fabric::ring_sequence(Q);
