@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "fabric/collectives.hpp"
@@ -471,10 +472,11 @@ RegisteredCommand add_bench_command(CLI::App& app) {
                   "(default: the host's cores)");
   cmd->add_option("--points", o->points, "sweep: points of the grid (users 1..N; default 16)")
       ->check(CLI::Range(2, 10000));
-  cmd->add_option("--cases", o->only,
-                  "models: only these cases (8b-timing, 70b-timing, 405b-timing, 1b-functional, "
-                  "1b-timing, 8b-region-1g, 8b-region-2g, 8b-region-4g, 8b-region-8g)")
-      ->delimiter(',');
+  cmd->add_option(
+         "--cases", o->only,
+         fmt::format("models: only these cases ({})", fmt::join(bench_model_cases(), ", ")))
+      ->delimiter(',')
+      ->check(CLI::IsMember(bench_model_cases()));
   cmd->add_option("--point", o->point, "models (internal): run one scenario here, print JSON")
       ->group("");
   cmd->add_option("--threads", o->threads,

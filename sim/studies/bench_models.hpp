@@ -18,5 +18,7 @@ struct BenchModelsOptions {
 };
 
 int bench_models(const BenchModelsOptions& options);
+// The cases' names, in the order they run.
+std::vector<std::string> bench_model_cases();
 
 }  // namespace wafersim::sim
