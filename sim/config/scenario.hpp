@@ -88,6 +88,12 @@ struct Workload {
   // the others' through the layer stages. Users are batched in order
   // (0..b-1, b..2b-1, ...); a batch waits for its last member's token.
   int decode_batch = 1;
+  // With decode_batch > 1: a batch's prompts travel together too, block by
+  // block (block i of every member whose prompt has one, in one message:
+  // every matrix a GEMM of all their rows), sent once the batch's last
+  // member has arrived. false = each user's prompt on its own, pipelined
+  // behind the others'.
+  bool batch_prompts = false;
   // When each user's prompt reaches the host, in seconds of simulated time
   // (one per user, in user order); empty = every prompt at 0. A later user's
   // prompt blocks enter the pipeline at its arrival, behind whatever the host

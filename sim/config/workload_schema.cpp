@@ -280,8 +280,9 @@ std::string write_arrivals(const Workload& w) {
   return fmt::format("[{}]", fmt::join(w.arrivals_s, ", "));
 }
 
-// Read by rank: seed, users, decode_batch (after users), prefill_block and cached_tokens, then generate_tokens, then the
-// prompt (its length is checked against generate_tokens, its draw uses the seed).
+// Read by rank: seed, users, decode_batch (after users), batch_prompts (after decode_batch),
+// prefill_block and cached_tokens, then generate_tokens, then the prompt (its length is checked
+// against generate_tokens, its draw uses the seed).
 constexpr Key<Workload> kWorkload[] = {
     {"prompt", O, "text (needs a tokenizer)",
      "the prompt as text, encoded with the tokenizer (written back as prompt_ids)",
@@ -328,6 +329,19 @@ constexpr Key<Workload> kWorkload[] = {
      },
      [](auto& w) { return fmt::format("{}", w.decode_batch); },
      [](auto& w) { return w.decode_batch > 1; }},
+    {"batch_prompts", O, "true / false, default false",
+     "with decode_batch > 1: a batch's prompts go through each stage together too, block by "
+     "block (a GEMM of every member's rows), once its last member has arrived; false = each "
+     "user's prompt on its own, pipelined behind the others'",
+     [](auto& v, auto& w, auto&) {
+       w.batch_prompts = read_bool(v);
+       if (w.batch_prompts && w.decode_batch < 2)
+         fail(v.loc(), v.path,
+              "needs workload.decode_batch > 1 (the prompts of a decode batch's users go "
+              "together); set decode_batch, or remove batch_prompts");
+     },
+     [](auto& w) { return std::string(w.batch_prompts ? "true" : "false"); },
+     [](auto& w) { return w.batch_prompts; }},
     {"arrivals_s", O, "list of seconds >= 0, one per user, default all 0",
      "when each user's prompt reaches the host (simulated time): later users' prompts enter "
      "the pipeline while earlier users decode",

@@ -435,6 +435,11 @@ SC_MODULE(HostModule) {
       return;
     }
     for (std::size_t t = 0; t < m.batch.size(); ++t) {
+      // A batch of prompt blocks: one record per member's block, as its
+      // own block message would have; each starts at the arrival of the
+      // member the batch waited for (an earlier member's wait is in its
+      // TTFT, not in its records).
+      if (m.prefill && t > 0 && m.batch[t].user == m.batch[t - 1].user) continue;
       r.user = m.batch[t].user;
       r.position = m.batch[t].position;
       r.token_in = m.batch[t].token;
@@ -457,13 +462,15 @@ SC_MODULE(HostModule) {
     if (functional()) user.logits.push_back(std::move(logits));
     return static_cast<int>(user.tokens.size()) == user.generate;
   }
-  // The token row `t` of `m` chose. Timing-only runs have no logits: decode
-  // goes on with a stand-in id (the user's last prompt id), which only
-  // changes which embedding row is read.
-  std::int32_t chosen(const TokenMessage& m, std::size_t t = 0) const {
+  // The token the head's row `t` of `m` chose, for user `u`. Timing-only
+  // runs have no logits: decode goes on with a stand-in id (the user's last
+  // prompt id), which only changes which embedding row is read.
+  std::int32_t chosen(const TokenMessage& m, std::size_t t, int u) const {
     if (functional()) return m.next_tokens.at(t);
-    const int u = m.is_batch() ? m.batch[t].user : m.user;
     return log_[static_cast<std::size_t>(u)].prompt.back();
+  }
+  std::int32_t chosen(const TokenMessage& m) const {
+    return chosen(m, 0, m.user);
   }
 
   // User `u` chose `token` for `position` at `done`: emits it and, unless
@@ -515,6 +522,68 @@ SC_MODULE(HostModule) {
     }
   }
 
+  // User u's prompt has arrived: it goes now, or (workload.batch_prompts)
+  // with its decode batch's once the batch's last member has arrived.
+  void arrived(int u) {
+    if (!sc_.workload.batch_prompts) {
+      send_prompt(u);
+      return;
+    }
+    const int b = u / sc_.workload.decode_batch;
+    const int size = std::min(sc_.workload.decode_batch,
+                              static_cast<int>(log_.size()) - b * sc_.workload.decode_batch);
+    if (++arrived_[static_cast<std::size_t>(b)] == size) send_batch_prompts(b);
+  }
+
+  // Decode batch b's prompts, every member arrived: block i of each member
+  // whose prompt has one goes in one message (member after member, a GEMM
+  // of all their rows through every matrix), ready when the last member's
+  // ids are on the wafer; the head takes each member's last prompt token
+  // where its prompt ends.
+  void send_batch_prompts(int b) {
+    const int block = sc_.workload.prefill_block;
+    const int first = b * sc_.workload.decode_batch;
+    const int last = std::min(static_cast<int>(log_.size()), first + sc_.workload.decode_batch);
+    // Ready when the member whose ids reach the wafer last has them there;
+    // its records start at that member's arrival (as its own prompt's would).
+    Timed ready;
+    Cycles start;
+    int longest = 0;
+    for (int u = first; u < last; ++u) {
+      const UserLog& user = log_[static_cast<std::size_t>(u)];
+      const Timed on_wafer = Timed{user.arrival, {}}.plus(Resource::io, user.io);
+      if (u == first || on_wafer.at > ready.at) ready = on_wafer, start = user.arrival;
+      longest = std::max(longest, static_cast<int>(user.prompt.size()));
+    }
+    for (int i = 0; i < longest; i += block) {
+      std::vector<RowTag> rows;
+      std::vector<int> logit_rows;
+      for (int u = first; u < last; ++u) {
+        const UserLog& user = log_[static_cast<std::size_t>(u)];
+        const int n_prompt = static_cast<int>(user.prompt.size());
+        if (i >= n_prompt) continue;
+        const int n = std::min(block, n_prompt - i);
+        // After the user's cached positions (workload.cached_tokens).
+        for (int t = i; t < i + n; ++t)
+          rows.push_back({u, user.cached + t, user.prompt[static_cast<std::size_t>(t)]});
+        if (i + n == n_prompt) logit_rows.push_back(static_cast<int>(rows.size()) - 1);
+      }
+      messages.push_back(std::make_unique<TokenMessage>());
+      TokenMessage* m = messages.back().get();
+      m->user = rows.front().user;
+      m->position = rows.front().position;
+      m->tokens = static_cast<int>(rows.size());
+      m->token = rows.front().token;
+      m->prefill = true;
+      m->batch = rows;
+      m->logit_rows = logit_rows;
+      m->needs_logits = !logit_rows.empty();
+      m->start_cycle = start;
+      embed_rows(target_, *m, std::move(rows), ready, true);
+      send_to_wafer(m);
+    }
+  }
+
   // The next message back from the wafer; meanwhile every prompt due
   // before it arrives is sent at its arrival (`pending`: users by arrival,
   // the ones not yet sent from `next`).
@@ -526,7 +595,7 @@ SC_MODULE(HostModule) {
         wait(to_sc(due - now), from_wafer->data_written_event());
         continue;
       }
-      send_prompt(pending[next++]);
+      arrived(pending[next++]);
     }
     TokenMessage* m = from_wafer->read();
     if (target_.replay) target_.replay->returned();
@@ -543,6 +612,7 @@ SC_MODULE(HostModule) {
     for (int first = 0; first < users; first += batch)
       members_.push_back(std::min(batch, users - first));
     waiting_.resize(members_.size());
+    arrived_.assign(members_.size(), 0);
     // Prompts by arrival (ties in user order), each sent when its time
     // comes (those at 0 before the first read, one user after another).
     std::vector<int> pending(static_cast<std::size_t>(users));
@@ -557,7 +627,9 @@ SC_MODULE(HostModule) {
       if (target_.recycler) target_.recycler->untrack(*m);
       if (m->needs_logits) target_.settle(*m);
       record(*m);
-      processed += m->is_batch() ? m->tokens : 1;
+      // Per user's message: a decode batch counts its rows, a batch of
+      // prompt blocks its members.
+      processed += !m->is_batch() ? 1 : m->prefill ? m->batch_users() : m->tokens;
       if (options_.progress) options_.progress(processed, total);
       if (!m->needs_logits) continue;
       if (m->verifies) {
@@ -565,18 +637,23 @@ SC_MODULE(HostModule) {
         continue;
       }
       if (m->is_batch()) {
-        const std::size_t vocab = m->logits.size() / m->batch.size();
-        for (std::size_t t = 0; t < m->batch.size(); ++t) {
-          const RowTag& r = m->batch[t];
+        // The head's rows: every row of a decode batch, the listed ones of
+        // a batch of prompt blocks.
+        std::vector<int> heads = m->logit_rows;
+        if (heads.empty())
+          for (int t = 0; t < m->tokens; ++t) heads.push_back(t);
+        const std::size_t vocab = m->logits.size() / heads.size();
+        for (std::size_t t = 0; t < heads.size(); ++t) {
+          const RowTag& r = m->batch[static_cast<std::size_t>(heads[t])];
           std::vector<float> logits;
           if (functional())
             logits.assign(m->logits.begin() + static_cast<std::ptrdiff_t>(t * vocab),
                           m->logits.begin() + static_cast<std::ptrdiff_t>((t + 1) * vocab));
-          finished += decode_next(r.user, r.position + 1, chosen(*m, t), m->done, logits);
+          finished += decode_next(r.user, r.position + 1, chosen(*m, t, r.user), m->done, logits);
         }
         continue;
       }
-      const std::int32_t next = chosen(*m, 0);
+      const std::int32_t next = chosen(*m);
       const int position = m->position + m->tokens;
       if (spec_) {
         if (emit(m->user, next, m->done.at.value, std::move(m->logits))) {
@@ -669,6 +746,9 @@ SC_MODULE(HostModule) {
   // rows waiting for the batch's last member, and the members not yet done.
   std::vector<std::vector<RowTag>> waiting_;
   std::vector<int> members_;
+  // With workload.batch_prompts: each batch's members whose prompts have
+  // arrived.
+  std::vector<int> arrived_;
   SpeculativeRounds* spec_;  // with speculative decoding: its rounds
   const Scenario& sc_;
   analysis::RunResult& result_;

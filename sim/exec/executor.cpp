@@ -307,6 +307,19 @@ Vec Executor::last_token(const Vec& v) {
   return out;
 }
 
+Vec Executor::some_tokens(const Vec& v, const std::vector<int>& rows) {
+  Vec out;
+  out.layout = v.layout;
+  out.ready = v.ready;
+  out.tokens = static_cast<int>(rows.size());
+  if (!v.values.empty())
+    for (const int t : rows) {
+      const auto r = v.row(t);
+      out.values.insert(out.values.end(), r.begin(), r.end());
+    }
+  return out;
+}
+
 // ---- GEMV --------------------------------------------------------------------
 
 Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert) {

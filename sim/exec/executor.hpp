@@ -291,6 +291,8 @@ class Executor {
   // (ready when every part is), and the last token of a block.
   static Vec stack(const std::vector<Vec>& parts);
   static Vec last_token(const Vec& v);
+  // The rows `rows` of v (of its tokens), in that order, where v's pieces are.
+  static Vec some_tokens(const Vec& v, const std::vector<int>& rows);
 
  private:
   // A norm's last step: once its statistic is back on each root (`ready`),
@@ -450,8 +452,10 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
     return;
   }
   // Of a block of prompt tokens the head needs the last one only (a decode
-  // batch: every row).
+  // batch: every row; a batch of prompt blocks: each member's last prompt
+  // token it holds).
   if (head && x.tokens > 1 && !m.is_batch()) x = Executor::last_token(x);
+  if (head && !m.logit_rows.empty()) x = Executor::some_tokens(x, m.logit_rows);
   if (!sp.continues_layer) {
     x = ex.move(x, sp.input, sp.input_spread);
     after("enter " + sp.name, x.latest());

@@ -65,7 +65,7 @@ bool same_timing(const StageProgram& a, const StageProgram& b) {
 bool same_header(const TokenMessage& a, const TokenMessage& b) {
   if (a.user != b.user || a.position != b.position || a.tokens != b.tokens ||
       a.prefill != b.prefill || a.needs_logits != b.needs_logits || a.verifies != b.verifies ||
-      a.batch.size() != b.batch.size())
+      a.batch.size() != b.batch.size() || a.logit_rows != b.logit_rows)
     return false;
   for (std::size_t i = 0; i < a.batch.size(); ++i)
     if (a.batch[i].user != b.batch[i].user || a.batch[i].position != b.batch[i].position)
@@ -154,9 +154,10 @@ void LayerReplay::sent() {
 
 bool LayerReplay::eligible(const TokenMessage& m) const {
   // One user: the host sends nothing while its last message is out. A
-  // decode batch of every user: nothing either until it is back.
+  // decode batch of every user (or a batch of every user's prompt blocks):
+  // nothing either until it is back.
   if (in_flight_ != 1 || m.verifies) return false;
-  return users_ == 1 || (m.is_batch() && m.tokens == users_);
+  return users_ == 1 || (m.is_batch() && m.batch_users() == users_);
 }
 
 LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state,

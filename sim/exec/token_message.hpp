@@ -72,9 +72,15 @@ struct TokenMessage {
   // A token of a speculative round on the target: its greedy choice is
   // compared with the draft's proposal, not fed back.
   bool verifies = false;
-  // A decode batch's rows (user, position), row after row; empty for one
-  // user's token or block (its rows are block_rows(user, position, tokens)).
+  // A decode batch's rows (user, position), row after row, or (workload.
+  // batch_prompts) a batch of prompt blocks': each member's block, member
+  // after member; empty for one user's token or block (its rows are
+  // block_rows(user, position, tokens)).
   std::vector<RowTag> batch;
+  // The rows of `batch` the head takes (a batch of prompt blocks: each
+  // member's last prompt token, where its prompt ends in this message);
+  // empty: every row (a decode batch), or one user's last token.
+  std::vector<int> logit_rows;
   Cycles start_cycle;  // when it left the host (or the draft's last proposal)
   Cycles handed_at;    // when it was written into the fifo it waits in
   std::array<Vec, kSlots> slots;
@@ -90,6 +96,13 @@ struct TokenMessage {
   std::uint64_t lane_ticket = 0;
 
   bool is_batch() const { return !batch.empty(); }
+  // The users a batch has rows of (its rows come user by user).
+  int batch_users() const {
+    int n = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (i == 0 || batch[i].user != batch[i - 1].user) ++n;
+    return n;
+  }
   // Every row's (user, position).
   std::vector<RowTag> rows() const {
     return is_batch() ? batch : block_rows(user, position, tokens);
@@ -100,6 +113,7 @@ struct TokenMessage {
     o.user = user, o.position = position, o.tokens = tokens, o.token = token;
     o.prefill = prefill, o.needs_logits = needs_logits, o.verifies = verifies;
     o.batch = batch;
+    o.logit_rows = logit_rows;
   }
 };
 

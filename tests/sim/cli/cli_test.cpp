@@ -571,6 +571,11 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
        " --set model.num_layers=6", true},
       {"tiny-mistral", whole + "workload:\n  users: 1\n  prefill_block: 2\n",
        " --set model.num_layers=5", true},
+      // A decode batch's prompts as one message (each a block of its 3 tokens).
+      {"tiny-llama",
+       whole + "workload:\n  users: 3\n  decode_batch: 3\n  batch_prompts: true\n"
+               "  prefill_block: 3\n",
+       " --set model.num_layers=6", true},
       // Two groups (each layer's fingerprints over its region only), every
       // reduction scheme.
       {"tiny-llama", two + "workload:\n  users: 1\n",

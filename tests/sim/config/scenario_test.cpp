@@ -1234,6 +1234,45 @@ workload:
 // workload.decode_batch: at most the users (read after them whatever the
 // order in the file), written back only when above 1, and not with
 // speculative decoding (whose rounds verify one user's tokens).
+// workload.batch_prompts: written back when set, read after decode_batch
+// wherever the file puts it, and refused without a decode batch.
+TEST_F(ScenarioFiles, BatchPromptsNeedADecodeBatch) {
+  const Scenario ok = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {batch_prompts: true, prompt_tokens: 4, generate_tokens: 4, users: 3, decode_batch: 2}
+)"));
+  EXPECT_TRUE(ok.workload.batch_prompts);
+  EXPECT_TRUE(contains(ok.resolved_yaml, "batch_prompts: true")) << ok.resolved_yaml;
+  const Scenario off = load_scenario(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {prompt_tokens: 4, generate_tokens: 4, users: 3, decode_batch: 2}
+)"));
+  EXPECT_FALSE(off.workload.batch_prompts);
+  EXPECT_FALSE(contains(off.resolved_yaml, "batch_prompts")) << off.resolved_yaml;
+
+  const ScenarioError e = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload:
+  prompt_tokens: 4
+  generate_tokens: 4
+  users: 2
+  batch_prompts: true
+)"));
+  EXPECT_EQ(e.key_path(), "workload.batch_prompts");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_TRUE(contains(e.what(), "needs workload.decode_batch > 1")) << e.what();
+
+  const ScenarioError b = load_error(scenario(R"(name: x
+hardware: small
+model: tiny-llama
+workload: {batch_prompts: maybe, prompt_tokens: 4, generate_tokens: 4, users: 2, decode_batch: 2}
+)"));
+  EXPECT_EQ(b.key_path(), "workload.batch_prompts");
+}
+
 TEST_F(ScenarioFiles, DecodeBatchIsAtMostTheUsersAndNotSpeculative) {
   const Scenario ok = load_scenario(scenario(R"(name: x
 hardware: small

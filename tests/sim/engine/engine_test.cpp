@@ -76,6 +76,22 @@ Scenario with_decode_batch(Scenario sc, int batch) {
   return sc;
 }
 
+// Five users in decode batches of 3 and 2 whose prompts go together
+// (workload.batch_prompts), each with its own prompt and output length,
+// two arriving later, prompt blocks of 2.
+Scenario batched_prompts(Scenario sc) {
+  const double clock = sc.hardware.clock_hz;
+  sc.workload.users = 5;
+  sc.workload.arrivals_s = {0.0, 15000.0 / clock, 0.0, 0.0, 4000.0 / clock};
+  sc.workload.decode_batch = 3;
+  sc.workload.batch_prompts = true;
+  sc.workload.prompt_tokens_by_user = {3, 8, 5, 2, 4};
+  sc.workload.generate_tokens_by_user = {6, 1, 4, 3, 5};
+  sc.workload.generate_tokens = 6;
+  sc.workload.prefill_block = 2;
+  return sc;
+}
+
 // Prefill in blocks (workload.prefill_block): the prompt goes through each
 // stage as GEMMs over blocks of tokens; the tokens must not change.
 Scenario with_prefill_blocks(const char* preset, int block) {
@@ -290,6 +306,13 @@ const FunctionalCase kFunctionalCases[] = {
      }},
     {"DecodeBatchOnTwoWafers",
      [] { return on_wafers(with_decode_batch(with_users(quickstart(37), 2, 6), 2), 2); }},
+    // A decode batch's prompts together (workload.batch_prompts): five
+    // users in batches of 3 and 2 with their own prompt and output lengths
+    // and arrivals, prompt blocks of 2 (a message holds rows of several
+    // users and positions; the head takes each member's last prompt token
+    // where its prompt ends).
+    {"BatchedPrompts", [] { return batched_prompts(quickstart(38)); }},
+    {"BatchedPromptsWholeRegion", [] { return whole_region(batched_prompts(quickstart(39)), 1); }},
 };
 
 class Tokens : public ::testing::TestWithParam<FunctionalCase> {};
@@ -429,6 +452,52 @@ std::vector<std::vector<analysis::TokenRecord>> records_by_user(const analysis::
   for (const analysis::TokenRecord& t : r.token_records)
     out[static_cast<std::size_t>(t.user)].push_back(t);
   return out;
+}
+
+// A decode batch's prompts together (workload.batch_prompts), prompts of 5,
+// 3 and 4 tokens in blocks of 2, the last user arriving 3,000 cycles after
+// the others: block i of every member whose prompt has one goes in one
+// message, once the last member's ids are on the wafer. So each block is
+// one record per member, the records of a block share their start (the last
+// arrival) and end, the blocks end one after another, and users 1 and 2
+// have their first token with block 1, user 0 with block 2, where the first
+// decode step of all three starts. Every record is explained by its
+// critical path (the io of the last member's ids, then the wafer).
+TEST(Timing, BatchedPromptsGoBlockByBlockOnceTheBatchHasArrived) {
+  const double clock = quickstart(8).hardware.clock_hz;
+  Scenario sc = with_decode_batch(with_arrivals(quickstart(8), {0.0, 0.0, 3000.0 / clock}), 3);
+  sc.workload.batch_prompts = true;
+  sc.workload.generate_tokens = 4;
+  sc.workload.prompt_ids.resize(5);
+  sc.workload.prompt_tokens_by_user = {5, 3, 4};
+  sc.workload.prefill_block = 2;
+  RunOptions opt;
+  opt.functional = false;
+  const analysis::RunResult r = run_scenario(sc, opt);
+  const auto users = records_by_user(r);
+  const std::vector<std::vector<int>> blocks = {{0, 2, 4}, {0, 2}, {0, 2}};
+  for (std::size_t u = 0; u < 3; ++u) {
+    ASSERT_EQ(users[u].size(), blocks[u].size() + 3) << "user " << u;  // 3 decode steps
+    for (std::size_t b = 0; b < blocks[u].size(); ++b) {
+      const analysis::TokenRecord& t = users[u][b];
+      EXPECT_TRUE(t.prefill);
+      EXPECT_EQ(t.position, blocks[u][b]);
+      EXPECT_EQ(t.start_cycle, Cycles{3000});
+      EXPECT_EQ(t.end_cycle, users[0][b].end_cycle) << "user " << u << " block " << b;
+    }
+    for (const analysis::TokenRecord& t : users[u])
+      EXPECT_EQ(t.critical_path.total(), t.end_cycle - t.start_cycle)
+          << "user " << u << " position " << t.position;
+  }
+  EXPECT_LT(users[0][0].end_cycle, users[0][1].end_cycle);
+  EXPECT_LT(users[0][1].end_cycle, users[0][2].end_cycle);
+  const analysis::TokenRecord& first_step = users[0][3];
+  EXPECT_FALSE(first_step.prefill);
+  EXPECT_EQ(first_step.position, 5);
+  EXPECT_EQ(first_step.start_cycle, users[0][2].end_cycle);
+  EXPECT_EQ(users[1][2].start_cycle, first_step.start_cycle);
+  EXPECT_EQ(users[1][2].position, 3);
+  EXPECT_EQ(users[2][2].position, 4);
 }
 
 // A later user's prompt enters the pipeline at its arrival, behind nothing
