@@ -80,6 +80,12 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     std::cerr << "replayed " << host.replayed_layer_passes
               << " layer passes as shifted copies of the layer simulated before them "
                  "(exact; --layer-replay off simulates each)\n";
+  if (host.crowded_layer_passes > 0)
+    std::cerr << "layer replay passed over " << host.crowded_layer_passes
+              << " layer passes, each simulated, because other messages were on the wafer at "
+                 "the same time (users pipelined, or a prompt in several blocks); a decode batch "
+                 "of every user (workload.decode_batch, and batch_prompts: true for the "
+                 "prompts) goes through alone\n";
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
   if (!results.empty()) {

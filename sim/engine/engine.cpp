@@ -1031,6 +1031,7 @@ class Simulation {
 
   const HostLog& log() const { return log_; }
   std::uint64_t replayed_layer_passes() const { return replay_ ? replay_->replayed() : 0; }
+  std::uint64_t crowded_layer_passes() const { return replay_ ? replay_->crowded() : 0; }
   const std::optional<models::Weights>& weights() const { return weights_; }
   const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
   const std::optional<models::Weights>& draft_weights() const { return draft_weights_; }
@@ -1259,6 +1260,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.token_passes = static_cast<int>(workload_token_passes(sc.workload));
   host_times.record_releases = recycler.releases();
   host_times.replayed_layer_passes = simulation.replayed_layer_passes();
+  host_times.crowded_layer_passes = simulation.crowded_layer_passes();
   host_times.record_blocks_made = record_pool.blocks_made();
   host_times.record_blocks_reused = record_pool.blocks_reused();
 

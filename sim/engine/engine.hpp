@@ -27,8 +27,11 @@ struct HostTimes {
   std::uint64_t record_releases = 0;
   std::uint64_t record_blocks_made = 0;
   std::uint64_t record_blocks_reused = 0;
-  // Layer passes replayed instead of simulated (RunOptions::layer_replay).
+  // Layer passes replayed instead of simulated (RunOptions::layer_replay),
+  // and those simulated only because other messages were in flight
+  // (LayerReplay::crowded).
   std::uint64_t replayed_layer_passes = 0;
+  std::uint64_t crowded_layer_passes = 0;
 };
 
 enum class LayerReplayMode { off, when_it_pays, always };

@@ -277,6 +277,8 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
     return true;
   }
   if (!first || !eligible(m) || (cycles_[static_cast<std::size_t>(c)].experts && m.tokens != 1)) {
+    if (first && in_flight_ > 1 && cycles_[static_cast<std::size_t>(c)].run_left >= kLearnAhead)
+      ++crowded_;
     settle();
     if (learning_) {
       const Cycle& cy = cycles_[static_cast<std::size_t>(memo_.cycle)];

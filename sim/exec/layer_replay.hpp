@@ -92,6 +92,10 @@ class LayerReplay {
 
   // Layer passes (one layer, one token) replayed and simulated so far.
   std::uint64_t replayed() const { return replayed_; }
+  // Layer passes that could have been learned or replayed but were
+  // simulated because other messages were in flight (users pipelined
+  // without a decode batch of every user, a prompt in several blocks).
+  std::uint64_t crowded() const { return crowded_; }
 
  private:
   // A layer is learned (simulated with its state kept) only with at least
@@ -196,6 +200,7 @@ class LayerReplay {
   std::uint64_t pending_shift_ = 0;
   std::uint64_t settled_from_ = 0;
   std::uint64_t replayed_ = 0;
+  std::uint64_t crowded_ = 0;
   // Host time: of the last simulated layer (of run layer_run_) and of the
   // last state fingerprint; which cycle is being timed, since when.
   bool always_ = false;

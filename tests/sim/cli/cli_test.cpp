@@ -628,6 +628,31 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
   }
 }
 
+// Where replay applies but other messages share the wafer (two users
+// pipelined), `run` says how many layer passes it simulated for that and
+// what would let them replay; a decode batch of both users, prompts
+// included, goes through alone and replays with no such line.
+TEST(Cli, RunSaysWhenMessagesInFlightKeepLayersFromReplaying) {
+  const fs::path d = scratch_dir("crowded");
+  const fs::path scenario = d / "crowded.yaml";
+  std::ofstream(scenario) << "name: crowded\nhardware: small\nmodel: tiny-llama\n"
+                          << "placement:\n  strategy: whole-region\n  layer_groups: 1\n"
+                          << "workload:\n  users: 2\n  prompt_tokens: 1\n  generate_tokens: 3\n";
+  const std::string run =
+      "run " + scenario.string() + " --timing-only --layer-replay always --set model.num_layers=6";
+  const Outcome pipelined = wafersim(run);
+  ASSERT_EQ(pipelined.code, 0) << pipelined.err;
+  EXPECT_NE(pipelined.err.find("because other messages were on the wafer"), std::string::npos)
+      << pipelined.err;
+  EXPECT_NE(pipelined.err.find("workload.decode_batch"), std::string::npos) << pipelined.err;
+  const Outcome batched =
+      wafersim(run + " --set workload.decode_batch=2 --set workload.batch_prompts=true");
+  ASSERT_EQ(batched.code, 0) << batched.err;
+  EXPECT_EQ(batched.err.find("other messages"), std::string::npos) << batched.err;
+  EXPECT_NE(batched.err.find("replayed "), std::string::npos) << batched.err;
+  fs::remove_all(d);
+}
+
 // `place` times one decode step alone with the engine's replay of equal
 // layers: the same report whether it replays wherever it can or never.
 TEST(Cli, PlaceReplaysItsDecodeStepExactly) {
