@@ -394,8 +394,10 @@ SC_MODULE(HostModule) {
 
   // A decode batch (workload.decode_batch > 1): the next token of each of
   // `rows`' users in one message, sent once the batch's last token is known
-  // (`ready`).
-  TokenMessage* make_batch(const Pipeline& p, const std::vector<RowTag>& rows, const Timed& ready) {
+  // (`ready`); the ids on the wafer already, or (from_host: a batch of
+  // prompt blocks) from the host.
+  TokenMessage* make_batch(const Pipeline& p, const std::vector<RowTag>& rows, const Timed& ready,
+                           bool from_host = false) {
     messages.push_back(std::make_unique<TokenMessage>());
     TokenMessage* m = messages.back().get();
     m->user = rows.front().user;
@@ -405,7 +407,7 @@ SC_MODULE(HostModule) {
     m->batch = rows;
     m->needs_logits = true;
     m->start_cycle = ready.at;
-    embed_rows(p, *m, rows, ready, false);
+    embed_rows(p, *m, rows, ready, from_host);
     return m;
   }
 
@@ -568,18 +570,11 @@ SC_MODULE(HostModule) {
           rows.push_back({u, user.cached + t, user.prompt[static_cast<std::size_t>(t)]});
         if (i + n == n_prompt) logit_rows.push_back(static_cast<int>(rows.size()) - 1);
       }
-      messages.push_back(std::make_unique<TokenMessage>());
-      TokenMessage* m = messages.back().get();
-      m->user = rows.front().user;
-      m->position = rows.front().position;
-      m->tokens = static_cast<int>(rows.size());
-      m->token = rows.front().token;
+      TokenMessage* m = make_batch(target_, rows, ready, true);
       m->prefill = true;
-      m->batch = rows;
-      m->logit_rows = logit_rows;
-      m->needs_logits = !logit_rows.empty();
+      m->logit_rows = std::move(logit_rows);
+      m->needs_logits = !m->logit_rows.empty();
       m->start_cycle = start;
-      embed_rows(target_, *m, std::move(rows), ready, true);
       send_to_wafer(m);
     }
   }
