@@ -55,6 +55,8 @@ struct BenchCase {
   // The placement section (default: layer-rectangles with tree reductions).
   std::string placement = "  strategy: layer-rectangles\n  reduction: tree\n";
   int cached = 0;  // positions each user has cached before its prompt (workload.cached_tokens)
+  // More workload keys (each line "  key: value\n"): users and their batch.
+  std::string workload;
 };
 
 // Issue 4's targets. Prompts are one token so that every token pass but the
@@ -90,6 +92,12 @@ std::vector<BenchCase> cases() {
        "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n", 4000},
       {"8b-region-2g-4k", "llama-3.1-8b", "1", false, 6, "(8b-region-2g at 4K positions)", false,
        "  strategy: whole-region\n  layer_groups: 2\n  reduction: two-level\n", 4000},
+      // Not a target: 16 users as one decode batch, their prompts one message
+      // (workload.batch_prompts), so every pass replays as one user's does;
+      // host s per token is per user's token (16 to a pass).
+      {"8b-region-1g-b16", "llama-3.1-8b", "1", false, 4, "(8b-region-1g, 16 users batched)", false,
+       "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n", 0,
+       "  users: 16\n  decode_batch: 16\n  batch_prompts: true\n"},
   };
 }
 
@@ -97,9 +105,9 @@ std::string scenario_text(const BenchCase& c) {
   return fmt::format(
       "name: bench-{}\nhardware: wse3\nmodel: {}\nprecision: bf16\nwafers: {}\n"
       "placement:\n{}"
-      "workload:\n  prompt_tokens: 1\n  cached_tokens: {}\n  generate_tokens: {}\n  seed: 1\n"
+      "workload:\n  prompt_tokens: 1\n  cached_tokens: {}\n  generate_tokens: {}\n  seed: 1\n{}"
       "outputs:\n  functional: {}\ncompare_with: []\n",
-      c.name, c.model, c.wafers, c.placement, c.cached, c.generate,
+      c.name, c.model, c.wafers, c.placement, c.cached, c.generate, c.workload,
       c.functional ? "true" : "false");
 }
 
