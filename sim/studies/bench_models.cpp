@@ -56,7 +56,7 @@ struct BenchCase {
   std::string placement = "  strategy: layer-rectangles\n  reduction: tree\n";
   int cached = 0;  // positions each user has cached before its prompt (workload.cached_tokens)
   // More workload keys (each line "  key: value\n"): users and their batch.
-  std::string workload;
+  std::string workload = {};
 };
 
 // Issue 4's targets. Prompts are one token so that every token pass but the
