@@ -437,11 +437,11 @@ SC_MODULE(HostModule) {
       return;
     }
     for (std::size_t t = 0; t < m.batch.size(); ++t) {
-      // A batch of prompt blocks: one record per member's block, as its
-      // own block message would have; each starts at the arrival of the
-      // member the batch waited for (an earlier member's wait is in its
-      // TTFT, not in its records).
-      if (m.prefill && t > 0 && m.batch[t].user == m.batch[t - 1].user) continue;
+      // One record per user of the batch (its row of a decode step; its
+      // block of a batch of prompt blocks, as its own block message would
+      // have, starting at the arrival of the member the batch waited for:
+      // an earlier member's wait is in its TTFT, not in its records).
+      if (t > 0 && m.batch[t].user == m.batch[t - 1].user) continue;
       r.user = m.batch[t].user;
       r.position = m.batch[t].position;
       r.token_in = m.batch[t].token;
@@ -524,6 +524,13 @@ SC_MODULE(HostModule) {
     }
   }
 
+  // Decode batch b's users [first, last) (workload.decode_batch, in user
+  // order; the last batch may be smaller).
+  std::pair<int, int> batch_members(int b) const {
+    const int first = b * sc_.workload.decode_batch;
+    return {first, std::min(static_cast<int>(log_.size()), first + sc_.workload.decode_batch)};
+  }
+
   // User u's prompt has arrived: it goes now, or (workload.batch_prompts)
   // with its decode batch's once the batch's last member has arrived.
   void arrived(int u) {
@@ -532,9 +539,8 @@ SC_MODULE(HostModule) {
       return;
     }
     const int b = u / sc_.workload.decode_batch;
-    const int size = std::min(sc_.workload.decode_batch,
-                              static_cast<int>(log_.size()) - b * sc_.workload.decode_batch);
-    if (++arrived_[static_cast<std::size_t>(b)] == size) send_batch_prompts(b);
+    const auto [first, last] = batch_members(b);
+    if (++arrived_[static_cast<std::size_t>(b)] == last - first) send_batch_prompts(b);
   }
 
   // Decode batch b's prompts, every member arrived: block i of each member
@@ -544,8 +550,7 @@ SC_MODULE(HostModule) {
   // where its prompt ends.
   void send_batch_prompts(int b) {
     const int block = sc_.workload.prefill_block;
-    const int first = b * sc_.workload.decode_batch;
-    const int last = std::min(static_cast<int>(log_.size()), first + sc_.workload.decode_batch);
+    const auto [first, last] = batch_members(b);
     // Ready when the member whose ids reach the wafer last has them there;
     // its records start at that member's arrival (as its own prompt's would).
     Timed ready;
@@ -603,9 +608,10 @@ SC_MODULE(HostModule) {
     int total = 0;  // messages back from the wafer (decode batches count their rows)
     for (const UserLog& user : log_)
       total += (static_cast<int>(user.prompt.size()) + block - 1) / block + user.generate - 1;
-    const int batch = sc_.workload.decode_batch;
-    for (int first = 0; first < users; first += batch)
-      members_.push_back(std::min(batch, users - first));
+    for (int b = 0; b * sc_.workload.decode_batch < users; ++b) {
+      const auto [first, last] = batch_members(b);
+      members_.push_back(last - first);
+    }
     waiting_.resize(members_.size());
     arrived_.assign(members_.size(), 0);
     // Prompts by arrival (ties in user order), each sent when its time
@@ -622,9 +628,8 @@ SC_MODULE(HostModule) {
       if (target_.recycler) target_.recycler->untrack(*m);
       if (m->needs_logits) target_.settle(*m);
       record(*m);
-      // Per user's message: a decode batch counts its rows, a batch of
-      // prompt blocks its members.
-      processed += !m->is_batch() ? 1 : m->prefill ? m->batch_users() : m->tokens;
+      // Per user's message: a batch counts its users.
+      processed += m->is_batch() ? m->batch_users() : 1;
       if (options_.progress) options_.progress(processed, total);
       if (!m->needs_logits) continue;
       if (m->verifies) {

@@ -296,17 +296,6 @@ Vec Executor::stack(const std::vector<Vec>& parts) {
   return out;
 }
 
-Vec Executor::last_token(const Vec& v) {
-  Vec out;
-  out.layout = v.layout;
-  out.ready = v.ready;
-  if (!v.values.empty()) {
-    const auto r = v.row(v.tokens - 1);
-    out.values.assign(r.begin(), r.end());
-  }
-  return out;
-}
-
 Vec Executor::some_tokens(const Vec& v, const std::vector<int>& rows) {
   Vec out;
   out.layout = v.layout;

@@ -288,9 +288,9 @@ class Executor {
   static Line layout_line(const Layout& l, std::size_t a = 0, std::size_t b = SIZE_MAX);
 
   // Blocks of prompt tokens: `tokens` equal layouts stacked into one block
-  // (ready when every part is), and the last token of a block.
+  // (ready when every part is), and some of a block's tokens (the head
+  // takes a block's last, or each member's last prompt token of a batch).
   static Vec stack(const std::vector<Vec>& parts);
-  static Vec last_token(const Vec& v);
   // The rows `rows` of v (of its tokens), in that order, where v's pieces are.
   static Vec some_tokens(const Vec& v, const std::vector<int>& rows);
 
@@ -454,7 +454,7 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
   // Of a block of prompt tokens the head needs the last one only (a decode
   // batch: every row; a batch of prompt blocks: each member's last prompt
   // token it holds).
-  if (head && x.tokens > 1 && !m.is_batch()) x = Executor::last_token(x);
+  if (head && x.tokens > 1 && !m.is_batch()) x = Executor::some_tokens(x, {x.tokens - 1});
   if (head && !m.logit_rows.empty()) x = Executor::some_tokens(x, m.logit_rows);
   if (!sp.continues_layer) {
     x = ex.move(x, sp.input, sp.input_spread);
