@@ -1,6 +1,7 @@
 #include "fabric/core_cost.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace wafersim::fabric {
 
@@ -100,6 +101,26 @@ void CoreTimeline::add_state_after(std::uint64_t from, std::uint64_t cutoff, Sta
 
 void CoreTimeline::shift_cores(std::span<const std::uint32_t> live, std::uint64_t by) {
   for (const std::uint32_t i : live) free_at_[i] += by;
+}
+
+void CoreTimeline::copy_region(const Rect& r, std::vector<std::uint64_t>& out) const {
+  out.clear();
+  for_region_slots(&r, [&](std::size_t b, std::size_t e) {
+    out.insert(out.end(), free_at_.begin() + static_cast<std::ptrdiff_t>(b),
+               free_at_.begin() + static_cast<std::ptrdiff_t>(e));
+  });
+}
+
+void CoreTimeline::write_region(const Rect& r, std::span<const std::uint64_t> copy,
+                                std::uint64_t by) {
+  std::size_t k = 0;
+  for_region_slots(&r, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i, ++k) {
+      if (k >= copy.size()) throw std::logic_error("CoreTimeline: a copy of another region");
+      free_at_[i] = copy[k] == 0 ? 0 : copy[k] + by;
+    }
+  });
+  if (k != copy.size()) throw std::logic_error("CoreTimeline: a copy of another region");
 }
 
 void CoreTimeline::add_busy(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_slot,

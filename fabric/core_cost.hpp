@@ -75,6 +75,11 @@ class CoreTimeline {
                        std::vector<std::uint32_t>* live = nullptr,
                        const Rect* region = nullptr) const;
   void shift_cores(std::span<const std::uint32_t> live, std::uint64_t by);
+  // A copy of `region`'s cores (when each is next free), and that copy
+  // written back over them `by` cycles later (a core never used stays so):
+  // fabric::FlowModel::copy_region_part's counterpart.
+  void copy_region(const Rect& region, std::vector<std::uint64_t>& out) const;
+  void write_region(const Rect& region, std::span<const std::uint64_t> copy, std::uint64_t by);
   // `times` times `per_slot` added to the busy cycles by slot (an order of
   // this timeline's own, as add_busy_since names them).
   void add_busy(std::span<const std::pair<std::uint32_t, std::uint64_t>> per_slot,

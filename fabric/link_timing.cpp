@@ -322,6 +322,46 @@ void FlowModel::WideRecords::release(LinkState& link) {
   free_.push_back(index);
 }
 
+void FlowModel::WideRecords::drop(LinkState& link) {
+  const std::uint32_t index = slot_of(link);
+  link = LinkState{};
+  const auto lock = hold();
+  slots_[index].owner = nullptr;
+  free_.push_back(index);
+}
+
+void FlowModel::WideRecords::assign(LinkState& link, std::uint64_t floor, const std::uint32_t* st,
+                                    const std::uint32_t* en, std::uint32_t n) {
+  const auto lock = hold();
+  std::uint32_t index;
+  if (link.wide()) {
+    index = slot_of(link);
+  } else if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& w = slots_[index];
+  // Room for one more than it holds, as a record of its size grown would
+  // have (the capacity is storage only: no answer reads it).
+  constexpr std::uint32_t kFirstCapacity = 4 * kLinkIntervals;
+  std::uint32_t capacity = std::max(w.capacity, kFirstCapacity);
+  while (capacity < n + 1 && capacity < static_cast<std::uint32_t>(kWideLinkIntervals) + 1)
+    capacity =
+        std::min<std::uint32_t>(2 * capacity, static_cast<std::uint32_t>(kWideLinkIntervals) + 1);
+  if (capacity != w.capacity) {
+    w.block = std::make_unique<std::uint32_t[]>(2 * std::size_t{capacity});
+    w.capacity = capacity;
+  }
+  w.owner = &link;
+  std::uint32_t* block = w.block.get();
+  for (std::uint32_t i = 0; i < n; ++i) block[i] = en[i], block[w.capacity + i] = st[i];
+  point_at(link, index, floor, n);
+  peak_ = std::max(peak_, in_use());
+}
+
 void FlowModel::WideRecords::fold(LinkState& link, std::uint64_t to, std::uint64_t now) {
   const std::uint64_t floor = link.floor();
   std::uint32_t n = size_of(link);
@@ -1216,6 +1256,67 @@ void FlowModel::shift_some_records(std::span<const std::uint32_t> live, std::uin
       throw std::overflow_error("FlowModel: a shifted link record passes 2^56 cycles");
     s.floor_and_count += by;  // the intervals are offsets from the floor
   }
+}
+
+void FlowModel::copy_region_part(const Rect& r, int part, int parts, RegionCopy& out) const {
+  out.records.clear();
+  out.wide.clear();
+  if (!links_.held())
+    throw std::logic_error("FlowModel: records copied after they were given back to the pool");
+  for_region_records(r, true, part, parts, [&](bool ramp, std::size_t b, std::size_t e) {
+    const ZeroedArray<LinkState>& records = ramp ? eject_ : links_;
+    for (std::size_t i = b; i < e; ++i) {
+      const LinkState& s = records[i];
+      out.records.push_back(s);
+      if (!s.wide()) continue;
+      // Its copy keeps the floor and names its intervals in `wide`.
+      LinkState& c = out.records.back();
+      const auto busy = wide_.busy(s);
+      c.start[0] = static_cast<std::uint32_t>(out.wide.size());
+      c.start[1] = static_cast<std::uint32_t>(busy.size());
+      for (const auto& [a, z] : busy) {
+        out.wide.push_back(static_cast<std::uint32_t>(a - s.floor()));
+        out.wide.push_back(static_cast<std::uint32_t>(z - s.floor()));
+      }
+    }
+  });
+}
+
+void FlowModel::write_region_part(const Rect& r, int part, int parts, const RegionCopy& copy,
+                                  std::uint64_t by) {
+  if (!links_.held())
+    throw std::logic_error("FlowModel: records written after they were given back to the pool");
+  std::size_t k = 0;
+  std::vector<std::uint32_t> st, en;
+  for_region_records(r, true, part, parts, [&](bool ramp, std::size_t b, std::size_t e) {
+    ZeroedArray<LinkState>& records = ramp ? eject_ : links_;
+    for (std::size_t i = b; i < e; ++i, ++k) {
+      if (k >= copy.records.size())
+        throw std::logic_error("FlowModel: a region copy of another region");
+      LinkState& s = records[i];
+      const LinkState& c = copy.records[k];
+      if (c.floor_and_count != 0 && c.floor() + by > LinkState::kFloorMask)
+        throw std::overflow_error("FlowModel: a shifted link record passes 2^56 cycles");
+      if (c.wide()) {
+        const std::uint32_t first = c.start[0], n = c.start[1];
+        st.resize(n), en.resize(n);
+        for (std::uint32_t j = 0; j < n; ++j)
+          st[j] = copy.wide[first + 2 * j], en[j] = copy.wide[first + 2 * j + 1];
+        wide_.assign(s, c.floor() + by, st.data(), en.data(), n);
+        continue;
+      }
+      if (s.wide()) wide_.drop(s);
+      s = c;
+      if (s.floor_and_count != 0) s.floor_and_count += by;
+    }
+  });
+  if (k != copy.records.size())
+    throw std::logic_error("FlowModel: a region copy of another region");
+}
+
+void FlowModel::write_clock(std::pair<std::uint64_t, std::uint64_t> clock, std::uint64_t by) {
+  now_ = clock.first + by;
+  max_end_ = std::max(max_end_, clock.second + by);
 }
 
 void FlowModel::byte_counts(ByteCounts& c, const Rect* region) {

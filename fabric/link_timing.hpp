@@ -315,6 +315,32 @@ class FlowModel {
   void shift_clock(std::uint64_t cutoff, std::uint64_t by);
   void shift_some_records(std::span<const std::uint32_t> live, std::uint64_t by);
   std::uint64_t model_now() const { return now_; }
+  struct LinkState;
+  // A copy of a region's records, to be written back later, moved in time
+  // (LayerReplay: a run's last layer ends where the learned layer's first
+  // part did). copy_region_part copies part `part` of `parts` of the
+  // region's link and ramp records (add_state_part's cut; const, so threads
+  // can take the parts side by side) into `out`, a wide record's intervals
+  // with it. write_region_part writes such a copy over the same records
+  // `by` cycles later (a record's intervals are offsets from its floor; a
+  // record never used stays so), a wide one into a block of the wide table
+  // again (with other threads on the model only under set_concurrent).
+  // Line records must be written out first (settle_lines()); the records
+  // must be held (not given back to the pool). copy_clock / write_clock: the
+  // model's `now` and its latest reservation's end; the end written back is
+  // never below the one the model has (an end later than the truth only
+  // keeps records from the pool longer).
+  struct RegionCopy {
+    std::vector<LinkState> records;
+    // A wide record's intervals (start and end offsets from its floor, in
+    // turn); its copy in `records` names where they begin and how many.
+    std::vector<std::uint32_t> wide;
+  };
+  void copy_region_part(const Rect& region, int part, int parts, RegionCopy& out) const;
+  void write_region_part(const Rect& region, int part, int parts, const RegionCopy& copy,
+                         std::uint64_t by);
+  std::pair<std::uint64_t, std::uint64_t> copy_clock() const { return {now_, max_end_}; }
+  void write_clock(std::pair<std::uint64_t, std::uint64_t> clock, std::uint64_t by);
   // The links' byte counters at one moment; what each link carried since
   // (links that carried nothing left out); and `times` times such counts
   // added to the counters and to carried_bytes(). Line records are written
@@ -485,6 +511,13 @@ class FlowModel {
     // and its floor at the end of its last (for records recycled once all
     // their reservations are in the past: FlowModel::release_records).
     void retire_all();
+    // The link's block back to the table, its record left to the caller to
+    // overwrite (FlowModel::write_region_part).
+    void drop(LinkState& link);
+    // The link's record made wide with these n intervals ([floor + st[i],
+    // floor + en[i])), in its own block if it has one, else in a free one.
+    void assign(LinkState& link, std::uint64_t floor, const std::uint32_t* st,
+                const std::uint32_t* en, std::uint32_t n);
     // Links in wide records now, and the most at once so far.
     std::size_t in_use() const { return slots_.size() - free_.size(); }
     std::size_t peak() const { return peak_; }

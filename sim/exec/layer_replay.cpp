@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/exec/record_recycler.hpp"
@@ -100,15 +101,38 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
   scan_s_per_core_ = 60e-9;
   const auto& stages = program.stages;
   cycle_of_stage_.assign(stages.size(), -1);
+  // The layers (their stages [first, last]) and the runs of layers in a row
+  // whose stages time alike (a run named by its first layer).
+  std::vector<std::pair<std::size_t, std::size_t>> layers;
   for (std::size_t i = 0; i < stages.size(); ++i) {
     if (stages[i].layer < 0 || stages[i].continues_layer) continue;
     std::size_t j = i;
     while (j + 1 < stages.size() && !stages[j].ends_layer && stages[j + 1].continues_layer) ++j;
-    if (!stages[j].ends_layer) continue;
+    if (stages[j].ends_layer) layers.emplace_back(i, j);
+  }
+  std::vector<std::size_t> run_of(layers.size());
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto [first, last] = layers[l];
+    bool same = l > 0 && layers[l - 1].second + 1 == first &&
+                layers[l - 1].second - layers[l - 1].first == last - first;
+    for (std::size_t k = 0; same && k <= last - first; ++k)
+      same = same_timing(stages[layers[l - 1].first + k], stages[first + k]);
+    run_of[l] = same ? run_of[l - 1] : l;
+  }
+  // The cycles. A run of layers of two or more stages each is split: a
+  // layer's first stage takes its input (the embedding's row, another
+  // group's output, the layer before) and is where a run's first layer
+  // differs from the others, so the run's first stage stays out of every
+  // cycle, each cycle runs from a layer's second stage through the next
+  // layer's first, and the run's last layer ends it with a partial cycle.
+  // Then a run's first cycle starts like the others and can be learned, and
+  // a token simulates one cycle of the run instead of two layers. Other
+  // runs: a cycle per layer.
+  const auto add = [&](std::size_t first, std::size_t last, int run, bool split, bool partial) {
     Cycle c;
-    c.first = i, c.last = j;
+    c.first = first, c.last = last, c.run = run, c.split = split, c.partial = partial;
     bool several = false;
-    for (std::size_t k = i; k <= j; ++k)
+    for (std::size_t k = first; k <= last; ++k)
       for (const Phase& ph : stages[k].phases) {
         if (ph.kind == PhaseKind::moe) c.experts = true;
         if (!ph.matrix) continue;
@@ -116,22 +140,124 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
         several = several || ph.matrix->wafer != c.wafer;
       }
     if (several) c.wafer = -1;
-    for (std::size_t k = i; k <= j; ++k) cycle_of_stage_[k] = static_cast<int>(cycles_.size());
-    cycles_.push_back(c);
-  }
-  // Runs: consecutive cycles whose stages time alike.
-  for (std::size_t c = 0; c < cycles_.size(); ++c) {
-    Cycle& cur = cycles_[c];
-    bool same = c > 0 && cycles_[c - 1].last + 1 == cur.first &&
-                cycles_[c - 1].last - cycles_[c - 1].first == cur.last - cur.first;
-    for (std::size_t k = 0; same && k <= cur.last - cur.first; ++k)
-      same = same_timing(stages[cycles_[c - 1].first + k], stages[cur.first + k]);
-    cur.run = same ? cycles_[c - 1].run : static_cast<int>(c);
+    if (split) classify_slots(c);
+    for (std::size_t k = first; k <= last; ++k)
+      cycle_of_stage_[k] = static_cast<int>(cycles_.size());
+    cycles_.push_back(std::move(c));
+  };
+  for (std::size_t l = 0; l < layers.size();) {
+    std::size_t e = l;  // the run is layers [l, e]
+    while (e + 1 < layers.size() && run_of[e + 1] == l) ++e;
+    bool split = e > l;
+    for (std::size_t k = l; k <= e; ++k) split = split && layers[k].second > layers[k].first;
+    const int run = static_cast<int>(cycles_.size());
+    if (split) {
+      for (std::size_t k = l; k < e; ++k)
+        add(layers[k].first + 1, layers[k + 1].first, run, true, false);
+      add(layers[e].first + 1, layers[e].second, run, true, true);
+    } else {
+      for (std::size_t k = l; k <= e; ++k)
+        add(layers[k].first, layers[k].second, run, false, false);
+    }
+    l = e + 1;
   }
   for (std::size_t c = cycles_.size(); c-- > 0;)
     cycles_[c].run_left = c + 1 < cycles_.size() && cycles_[c + 1].run == cycles_[c].run
                               ? cycles_[c + 1].run_left + 1
                               : 1;
+  run_s_.assign(cycles_.size(), 0.0);
+}
+
+// Which slots a split cycle reads before it writes them (those compared at
+// its start), which of those only as a relaxable operand of an add, and
+// from which stage's exit on each slot holds what the cycle wrote. The
+// reads and writes are run_stage's: the move of the residual (x) onto a
+// stage's input, each phase's operands and result, and the residual taken
+// from `out` where a layer ends.
+void LayerReplay::classify_slots(Cycle& cy) const {
+  const auto bit = [](Slot s) { return std::uint32_t{1} << static_cast<int>(s); };
+  struct Candidate {
+    Slot slot;
+    int stage, phase;
+    Slot other;
+  };
+  std::vector<Candidate> candidates;
+  std::uint32_t written = 0, live = 0, fixed = 0;
+  cy.first_write.fill(kNever);
+  for (std::size_t k = cy.first; k <= cy.last; ++k) {
+    const StageProgram& sp = program_.stages[k];
+    const int stage = static_cast<int>(k - cy.first);
+    std::array<int, kSlots> last_write;
+    last_write.fill(-2);
+    int phase = -1;  // the move onto the stage's input
+    const auto read = [&](Slot s, const Phase* add, Slot other) {
+      if (written & bit(s)) return;
+      live |= bit(s);
+      if (add && (written & bit(other)))
+        candidates.push_back({s, stage, phase, other});
+      else
+        fixed |= bit(s);
+    };
+    const auto write = [&](Slot s) {
+      last_write[static_cast<std::size_t>(s)] = phase;
+      if (written & bit(s)) return;
+      written |= bit(s);
+      cy.first_write[static_cast<std::size_t>(s)] = stage;
+    };
+    if (!sp.continues_layer) {
+      read(Slot::x, nullptr, Slot::x);
+      write(Slot::x);
+    }
+    for (const Phase& ph : sp.phases) {
+      ++phase;
+      switch (ph.kind) {
+        case PhaseKind::add:
+          read(ph.a, &ph, ph.b);
+          read(ph.b, &ph, ph.a);
+          write(ph.out);
+          break;
+        case PhaseKind::moe:
+          read(ph.a, nullptr, ph.a);
+          read(ph.b, nullptr, ph.b);
+          write(ph.out);
+          break;
+        case PhaseKind::bias:
+        case PhaseKind::qk_norm:
+        case PhaseKind::rope:
+        case PhaseKind::gelu:
+          read(ph.a, nullptr, ph.a);
+          write(ph.a);
+          break;
+        case PhaseKind::argmax:
+          read(ph.a, nullptr, ph.a);
+          break;
+        default:
+          read(ph.a, nullptr, ph.a);
+          write(ph.out);
+          break;
+      }
+    }
+    ++phase;
+    if (sp.ends_layer && sp.layer >= 0) {
+      read(Slot::out, nullptr, Slot::out);
+      write(Slot::x);
+    }
+    // The add's other operand must still be in the stage's exit.
+    for (const Candidate& c : candidates)
+      if (c.stage == stage && last_write[static_cast<std::size_t>(c.other)] > c.phase)
+        fixed |= bit(c.slot);
+  }
+  std::uint32_t relaxed = 0;
+  for (const Candidate& c : candidates)
+    if (!(fixed & bit(c.slot))) {
+      cy.relaxed.push_back({static_cast<int>(c.slot), c.stage, static_cast<int>(c.other)});
+      relaxed |= bit(c.slot);
+    }
+  cy.strict = live & ~relaxed;
+  if (cy.strict == 0) {  // nothing to take the state relative to: compare all exactly
+    cy.strict = live;
+    cy.relaxed.clear();
+  }
 }
 
 int LayerReplay::cycle_at(const StageProgram& sp, bool& first) const {
@@ -160,10 +286,18 @@ bool LayerReplay::eligible(const TokenMessage& m) const {
   return users_ == 1 || (m.is_batch() && m.batch_users() == users_);
 }
 
-LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool with_state,
-                                         bool with_records, const Area& region) {
+std::uint64_t LayerReplay::from_of(const TokenMessage& m, const Cycle& cy) {
+  std::uint64_t t = std::numeric_limits<std::uint64_t>::max();
+  for (int s = 0; s < kSlots; ++s)
+    if (cy.strict >> s & 1)
+      for (const Timed& r : m.slots[static_cast<std::size_t>(s)].ready) t = std::min(t, r.at.value);
+  return t == std::numeric_limits<std::uint64_t>::max() ? RecordRecycler::earliest_ready(m) : t;
+}
+
+LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, const Cycle& cy, Cycles now,
+                                         bool with_state, bool with_records, const Area& region) {
   Entry e;
-  e.from = RecordRecycler::earliest_ready(m);
+  e.from = from_of(m, cy);
   e.now_rel = now.value - e.from;
   if (with_state) {
     const auto t0 = Clock::now();
@@ -191,12 +325,15 @@ LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, Cycles now, bool
   return e;
 }
 
-bool LayerReplay::same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const {
+bool LayerReplay::same_start(const Entry& e, const Cycle& cy, std::uint64_t shift,
+                             CycleBreakdown& dpath) const {
   bool have_path = false;
   dpath = CycleBreakdown{};
-  for (int s = 0; s < kSlots; ++s) {
-    const Vec& a = memo_.entry.slots[s];
-    const Vec& b = e.slots[s];
+  // Slot s exactly: the same layout, every ready time `shift` later, every
+  // path moved by one breakdown.
+  const auto exact = [&](int s) {
+    const Vec& a = memo_.entry.slots[static_cast<std::size_t>(s)];
+    const Vec& b = e.slots[static_cast<std::size_t>(s)];
     if (a.tokens != b.tokens || a.ready.size() != b.ready.size() || a.layout != b.layout)
       return false;
     for (std::size_t i = 0; i < a.ready.size(); ++i) {
@@ -209,6 +346,35 @@ bool LayerReplay::same_start(const Entry& e, std::uint64_t shift, CycleBreakdown
         return false;
       }
     }
+    return true;
+  };
+  for (int s = 0; s < kSlots; ++s)
+    if ((cy.strict >> s & 1) && !exact(s)) return false;
+  // A relaxed slot: where the memo's add took the other operand for every
+  // piece, this one need only be strictly earlier than the other operand
+  // (shifted) piece by piece, so that the add takes it again (ties keep
+  // the first operand, so strictly); else exactly.
+  const std::vector<Relaxed>& learned = cycles_[static_cast<std::size_t>(memo_.cycle)].relaxed;
+  const bool same_relaxed =
+      learned.size() == cy.relaxed.size() && memo_.dominated.size() == cy.relaxed.size() &&
+      std::equal(learned.begin(), learned.end(), cy.relaxed.begin(),
+                 [](const Relaxed& a, const Relaxed& b) {
+                   return a.slot == b.slot && a.stage == b.stage && a.other == b.other;
+                 });
+  for (std::size_t k = 0; k < cy.relaxed.size(); ++k) {
+    const Relaxed& r = cy.relaxed[k];
+    if (!same_relaxed || !memo_.dominated[k]) {
+      if (!exact(r.slot)) return false;
+      continue;
+    }
+    const Vec& a = memo_.entry.slots[static_cast<std::size_t>(r.slot)];
+    const Vec& b = e.slots[static_cast<std::size_t>(r.slot)];
+    const Vec& other =
+        memo_.exits[static_cast<std::size_t>(r.stage)][static_cast<std::size_t>(r.other)];
+    if (a.tokens != b.tokens || a.layout != b.layout || b.ready.size() != other.ready.size())
+      return false;
+    for (std::size_t i = 0; i < b.ready.size(); ++i)
+      if (b.ready[i].at.value >= other.ready[i].at.value + shift) return false;
   }
   return e.now_rel == memo_.entry.now_rel && same_header(e.header, memo_.entry.header);
 }
@@ -223,7 +389,10 @@ void LayerReplay::apply(const StageProgram& sp, TokenMessage& m, std::size_t sta
   // the layer's yet: the recycler must not take them (see the header).
   ex_.fab(memo_.region.wafer).flow().keep_records(true);
   const std::array<Vec, kSlots>& exit = memo_.exits[stage];
+  const Cycle& cy = cycles_[static_cast<std::size_t>(replaying_)];
   for (int s = 0; s < kSlots; ++s) {
+    // A slot the cycle has not written by this stage holds what it held.
+    if (cy.first_write[static_cast<std::size_t>(s)] > static_cast<int>(stage)) continue;
     Vec& v = m.slots[s];
     v.layout = exit[s].layout;
     v.tokens = exit[s].tokens;
@@ -252,6 +421,9 @@ void LayerReplay::Memo::reset() {
   complete = false;
   period = 0;
   region = {};
+  dominated.clear();
+  mid = false;
+  mid_stage = -1;
 }
 
 void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
@@ -261,6 +433,10 @@ void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
   memo_.region = region;
   learning_ = true;
   stage_ = 0;
+  const Cycle& cy = cycles_[static_cast<std::size_t>(cycle)];
+  if (cy.split && !cy.partial)
+    for (std::size_t k = cy.first; k < cy.last; ++k)
+      if (program_.stages[k].ends_layer) memo_.mid_stage = static_cast<int>(k - cy.first);
   fab(region.wafer).flow().byte_counts(bytes_before_, &region.rect);
   fab(region.wafer).cores().copy_busy(region.rect, busy_before_);
 }
@@ -292,13 +468,16 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
   const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
   const bool next_in_run = memo_.complete && last_cycle_ >= 0 && c == last_cycle_ + 1 &&
                            cycles_[static_cast<std::size_t>(memo_.cycle)].run == cy.run;
+  // A run's partial last cycle is replayed only where the memo's state
+  // where its layer ended was copied.
+  const bool replayable = !cy.partial || memo_.mid;
   // Right after a replay of the memo: the records are the memo's last
   // state, the replayed layers pending_shift_ cycles after it, so the token
   // alone tells whether this layer is one more.
-  if (next_in_run && last_replayed_) {
-    Entry e = entry_of(m, now, false);
+  if (next_in_run && last_replayed_ && replayable) {
+    Entry e = entry_of(m, cy, now, false);
     const std::uint64_t shift = e.from - memo_.entry.from;
-    if (shift == pending_shift_ + memo_.period && same_start(e, shift, dpath_)) {
+    if (shift == pending_shift_ + memo_.period && same_start(e, cy, shift, dpath_)) {
       replaying_ = c, shift_ = shift, stage_ = 0;
       apply(sp, m, 0, until);
       return true;
@@ -316,10 +495,10 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
   // the learned layer is done.
   const Area region = just_learned ? memo_.region : region_for(cy);
   if (region.wafer >= 0 && (just_learned ? checking_pays(cy, region) : learning_pays(c, region))) {
-    Entry e = entry_of(m, now, true, just_learned, region);
-    if (just_learned) {
+    Entry e = entry_of(m, cy, now, true, just_learned, region);
+    if (just_learned && replayable) {
       const std::uint64_t shift = e.from - memo_.entry.from;
-      if (e.state == memo_.entry.state && same_start(e, shift, dpath_)) {
+      if (e.state == memo_.entry.state && same_start(e, cy, shift, dpath_)) {
         memo_.period = shift;
         settled_from_ = e.cutoff;
         scan_.swap(settle_);
@@ -376,13 +555,15 @@ double LayerReplay::scan_estimate(const Area& region) const {
 bool LayerReplay::learning_pays(int c, const Area& region) const {
   const Cycle& cy = cycles_[static_cast<std::size_t>(c)];
   const bool first_of_run = c == 0 || cycles_[static_cast<std::size_t>(c - 1)].run != cy.run;
-  if (first_of_run || cy.run_left < kLearnAhead) return false;
+  if ((first_of_run && !cy.split) || cy.run_left < kLearnAhead) return false;
   if (always_) return true;
-  return layer_run_ == cy.run && (cy.run_left - 1) * layer_s_ > 3 * scan_estimate(region);
+  const double layer_s = run_s_[static_cast<std::size_t>(cy.run)];
+  return layer_s > 0 && (cy.run_left - 1) * layer_s > 3 * scan_estimate(region);
 }
 
 bool LayerReplay::checking_pays(const Cycle& cy, const Area& region) const {
-  return always_ || (layer_run_ == cy.run && cy.run_left * layer_s_ > scan_estimate(region));
+  const double layer_s = run_s_[static_cast<std::size_t>(cy.run)];
+  return always_ || (layer_s > 0 && cy.run_left * layer_s > scan_estimate(region));
 }
 
 void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles handed_at) {
@@ -390,8 +571,13 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     const Cycle& cy = cycles_[static_cast<std::size_t>(replaying_)];
     if (cy.first + ++stage_ <= cy.last) return;
     ++replayed_;
-    ++pending_;
-    pending_shift_ = shift_;
+    if (cy.partial) {
+      pending_partial_ = true;
+      partial_shift_ = shift_;
+    } else {
+      ++pending_;
+      pending_shift_ = shift_;
+    }
     last_cycle_ = replaying_;
     last_replayed_ = true;
     replaying_ = -1;
@@ -401,8 +587,8 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   if (timed_cycle_ >= 0) {
     Cycle& cy = cycles_[static_cast<std::size_t>(timed_cycle_)];
     if (&sp == &program_.stages[cy.last]) {
-      layer_s_ = std::chrono::duration<double>(Clock::now() - cycle_began_).count();
-      layer_run_ = cy.run;
+      run_s_[static_cast<std::size_t>(cy.run)] =
+          std::chrono::duration<double>(Clock::now() - cycle_began_).count();
       last_box_ = ex_.take_touched();
       cy.box = last_box_;
       box_run_ = cy.run;
@@ -418,6 +604,7 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   }
   memo_.exits.push_back(timing_of(m.slots));
   memo_.exit_at.push_back(handed_at.value);
+  if (static_cast<int>(stage_) == memo_.mid_stage) take_mid();
   if (cy.first + ++stage_ <= cy.last) return;
   learning_ = false;
   // Its fingerprint took the region the layer before it used: a layer that
@@ -441,33 +628,93 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     flow.add_bytes_since(bytes_before_, r, k, kParts, part);
   });
   team_.finish();
+  memo_.dominated.clear();
+  for (const Relaxed& r : cy.relaxed) {
+    const Vec& a = memo_.entry.slots[static_cast<std::size_t>(r.slot)];
+    const Vec& other =
+        memo_.exits[static_cast<std::size_t>(r.stage)][static_cast<std::size_t>(r.other)];
+    bool earlier = a.ready.size() == other.ready.size();
+    for (std::size_t i = 0; earlier && i < a.ready.size(); ++i)
+      earlier = a.ready[i].at < other.ready[i].at;
+    memo_.dominated.push_back(earlier);
+  }
   memo_.complete = true;
   last_cycle_ = memo_.cycle;
   last_replayed_ = false;
 }
 
 void LayerReplay::settle() {
-  if (pending_ == 0) return;
+  if (pending_ == 0 && !pending_partial_) return;
   ex_.set_frozen(false);
   fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
   fabric::CoreTimeline& cores = fab(memo_.region.wafer).cores();
   flow.keep_records(false);
   flow.shift_clock(settled_from_, pending_shift_);
-  team_.start(kParts + 1, [&](int k, int) {
-    const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
-    if (k < kParts)
-      flow.shift_some_records(live, pending_shift_);
-    else
-      cores.shift_cores(live, pending_shift_);
-  });
-  team_.finish();
+  if (!pending_partial_) {
+    team_.start(kParts + 1, [&](int k, int) {
+      const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
+      if (k < kParts)
+        flow.shift_some_records(live, pending_shift_);
+      else
+        cores.shift_cores(live, pending_shift_);
+    });
+    team_.finish();
+  } else {
+    // The run ended with a partial cycle: its records, cores and clock are
+    // the memo's where its layer ended, shifted (over the whole region, so
+    // the full cycles' shift above needs no records moved). The parts
+    // share the wide records' table, so they take it in turns.
+    const fabric::Rect& r = memo_.region.rect;
+    flow.set_concurrent(true);
+    team_.start(kParts + 1, [&](int k, int) {
+      if (k == kParts)
+        cores.write_region(r, memo_.mid_cores, partial_shift_);
+      else
+        flow.write_region_part(r, k, kParts, memo_.mid_links[static_cast<std::size_t>(k)],
+                               partial_shift_);
+    });
+    team_.finish();
+    flow.set_concurrent(false);
+    flow.write_clock(memo_.mid_clock, partial_shift_);
+    for (const auto& part : memo_.mid_link_bytes) flow.add_bytes(part, 1);
+    cores.add_busy(memo_.mid_core_busy, 1);
+  }
   for (const auto& part : memo_.link_bytes) flow.add_bytes(part, pending_);
   cores.add_busy(memo_.core_busy, pending_);
   pending_ = 0;
   pending_shift_ = 0;
+  pending_partial_ = false;
+  partial_shift_ = 0;
   // The records hold the last replayed layer's state now, not the memo's:
   // a later layer is learned afresh.
   last_replayed_ = false;
+}
+
+// The memo's layer ended inside its split cycle: the region's records,
+// cores and clock as they are, and what the cycle has added to the byte
+// and busy counters so far, for a run's partial last cycle.
+void LayerReplay::take_mid() {
+  fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
+  fabric::CoreTimeline& cores = fab(memo_.region.wafer).cores();
+  const fabric::Rect& r = memo_.region.rect;
+  flow.settle_lines();
+  memo_.mid_links.resize(kParts);
+  memo_.mid_link_bytes.resize(kParts);
+  team_.start(kParts + 1, [&](int k, int) {
+    if (k == kParts) {
+      cores.copy_region(r, memo_.mid_cores);
+      memo_.mid_core_busy.clear();
+      cores.add_busy_since(busy_before_, r, memo_.mid_core_busy);
+      return;
+    }
+    const auto part = static_cast<std::size_t>(k);
+    flow.copy_region_part(r, k, kParts, memo_.mid_links[part]);
+    memo_.mid_link_bytes[part].clear();
+    flow.add_bytes_since(bytes_before_, r, k, kParts, memo_.mid_link_bytes[part]);
+  });
+  team_.finish();
+  memo_.mid_clock = flow.copy_clock();
+  memo_.mid = true;
 }
 
 }  // namespace wafersim::sim

@@ -17,10 +17,31 @@
 // Exact, not an estimate: `run --json` is byte for byte the same with and
 // without (RunOptions::layer_replay; the tests compare both).
 //
+// - The unit replayed (a cycle): in a run of equal layers of two or more
+//   stages each, from a layer's second stage through the next layer's
+//   first. A layer's first stage takes its input, and that is where the
+//   run's first layer differs from the others (its input comes from the
+//   embedding or another group's region, its residual arrives in another
+//   pattern): past the first norm the run's first layer is the others'
+//   shifted. So the run's first stage stays out of every cycle, the run's
+//   first cycle can be learned and the second replayed, and a token
+//   simulates one cycle of each run instead of its first two layers. The
+//   run's last layer ends with a partial cycle (the others' stages but the
+//   last): where the learned cycle's layer ended, its region's records,
+//   cores and clock were copied, and the partial cycle writes that copy
+//   back, shifted (FlowModel::copy_region_part). Runs of one-stage layers:
+//   a cycle per layer, the first of a run not learned.
+// - What a cycle's start compares: the slots it reads before writing them
+//   (classify_slots). Slots it writes first do not matter, and its
+//   residual (read by the attention's residual add only) need only be
+//   earlier, piece by piece, than the add's other operand was in the
+//   learned cycle, where the add took that operand too: then the add
+//   takes it again whatever the residual's own times are.
 // - What "the same state" means: fabric::FlowModel::add_state_after and
 //   fabric::CoreTimeline::add_state_after fingerprint every link, ramp and
 //   core record that is still busy after the moment the token's earliest
-//   vector is ready (the recycled-records argument: a record whose every
+//   vector the cycle compares is ready (every later piece of the cycle's
+//   work waits for one of them; the recycled-records argument: a record whose every
 //   reservation ends by then answers every message to come as a fresh one
 //   does), relative to that moment, and the model's `now`.
 // - The token: every vector's layout and ready times at the same offsets,
@@ -102,13 +123,34 @@ class LayerReplay {
   // this many equal layers from it on: it, the next (checked against it) and
   // one more to replay.
   static constexpr int kLearnAhead = 3;
-  struct Cycle {  // one layer's stages, [first, last]
+  static constexpr int kNever = 1 << 30;
+  // A slot the cycle reads, before writing it, only as an operand of an
+  // `add` in stage `stage` (of the cycle) whose other operand `other` the
+  // cycle has written by then and does not write again in that stage: the
+  // residual stream entering a split cycle. If it is earlier, piece by
+  // piece, than the other operand, the add takes the other operand and its
+  // own ready times do not matter (see same_start).
+  struct Relaxed {
+    int slot = 0, stage = 0, other = 0;
+  };
+  struct Cycle {  // stages [first, last]: one layer's, or a split run's (below)
     std::size_t first = 0, last = 0;
     bool experts = false;  // a mixture of experts: one token at a time only
     int run = 0;           // cycles in a row with equal stages share a run
     int run_left = 0;      // this cycle and those after it in its run
     int wafer = -1;        // the wafer of its matrices (-1: none, or several)
     Area box;              // where it worked when last simulated (wafer -1: not yet)
+    // A split run (see the constructor): the cycle runs from a layer's
+    // second stage through the next layer's first; `partial`, the run's
+    // last: its layer's stages from the second on, the other cycles' first
+    // stages. Its slots: those compared exactly at its start (a bit per
+    // slot; every slot unless split), the relaxed ones, and the stage
+    // (0: the cycle's first) from whose exit on each slot holds what the
+    // cycle wrote into it (before it, what it held when the cycle began).
+    bool split = false, partial = false;
+    std::uint32_t strict = ~std::uint32_t{0};
+    std::vector<Relaxed> relaxed;
+    std::array<int, kSlots> first_write{};
   };
   struct Entry {                // what a layer started from
     std::uint64_t from = 0;     // the token's earliest ready time
@@ -133,6 +175,20 @@ class LayerReplay {
     // Where its work lies (Executor::take_touched): its fingerprints take
     // this region's records only.
     Area region;
+    // Per relaxed slot of its cycle: whether the add took the other operand
+    // for every piece (else the slot is compared exactly).
+    std::vector<bool> dominated;
+    // A split cycle: its region's records, cores and clock where its layer
+    // ended (the exit of stage `mid_stage`), and what it had added to the
+    // byte and busy counters by then; `mid`: taken, so that a run's partial
+    // last cycle can be replayed.
+    bool mid = false;
+    int mid_stage = -1;
+    std::vector<fabric::FlowModel::RegionCopy> mid_links;  // per part
+    std::vector<std::uint64_t> mid_cores;
+    std::pair<std::uint64_t, std::uint64_t> mid_clock;
+    std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> mid_link_bytes;
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> mid_core_busy;
     void reset();
   };
 
@@ -149,13 +205,21 @@ class LayerReplay {
   // A simulated layer starts: its host time and region are measured.
   void start_timing(int cycle);
   bool eligible(const TokenMessage& m) const;
+  // The moment a cycle's state is taken relative to: the earliest ready
+  // time of the slots it compares exactly.
+  static std::uint64_t from_of(const TokenMessage& m, const Cycle& cy);
+  // A split cycle's slots: which it reads before writing, and how.
+  void classify_slots(Cycle& cy) const;
+  // The memo's layer has ended inside its split cycle: its state is copied.
+  void take_mid();
   // with_state: the fabric's fingerprint too; with_records: and the records
   // and cores it took (scan_records_, scan_cores_).
-  Entry entry_of(const TokenMessage& m, Cycles now, bool with_state, bool with_records = false,
-                 const Area& region = {});
+  Entry entry_of(const TokenMessage& m, const Cycle& cy, Cycles now, bool with_state,
+                 bool with_records = false, const Area& region = {});
   // m starts where the memo's layer started, `shift` cycles later: the
   // paths' common move into `dpath`.
-  bool same_start(const Entry& e, std::uint64_t shift, CycleBreakdown& dpath) const;
+  bool same_start(const Entry& e, const Cycle& cy, std::uint64_t shift,
+                  CycleBreakdown& dpath) const;
   // m leaves the replayed stage `sp`, the memo's stage `stage` shifted.
   void apply(const StageProgram& sp, TokenMessage& m, std::size_t stage, Cycles& until) const;
   // The layer's byte and busy counters are taken over `region`, where its
@@ -198,14 +262,18 @@ class LayerReplay {
   bool last_replayed_ = false;
   std::uint64_t pending_ = 0;
   std::uint64_t pending_shift_ = 0;
+  // A partial cycle replayed after them, `partial_shift_` cycles after the
+  // memo's: the records become the memo's mid copy, shifted.
+  bool pending_partial_ = false;
+  std::uint64_t partial_shift_ = 0;
   std::uint64_t settled_from_ = 0;
   std::uint64_t replayed_ = 0;
   std::uint64_t crowded_ = 0;
   // Host time: of the last simulated layer (of run layer_run_) and of the
   // last state fingerprint; which cycle is being timed, since when.
   bool always_ = false;
-  double layer_s_ = 0.0, scan_s_per_core_ = 0.0;
-  int layer_run_ = -1;
+  double scan_s_per_core_ = 0.0;
+  std::vector<double> run_s_;  // per run: its last simulated cycle's host time (0: none yet)
   // Where the last simulated layer worked (of run box_run_).
   Area last_box_;
   int box_run_ = -1;

@@ -92,6 +92,8 @@ std::vector<BenchCase> cases() {
        "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n", 4000},
       {"8b-region-2g-4k", "llama-3.1-8b", "1", false, 6, "(8b-region-2g at 4K positions)", false,
        "  strategy: whole-region\n  layer_groups: 2\n  reduction: two-level\n", 4000},
+      {"8b-region-8g-4k", "llama-3.1-8b", "1", false, 6, "(8b-region-8g at 4K positions)", false,
+       "  strategy: whole-region\n  layer_groups: 8\n  reduction: two-level\n", 4000},
       // Not a target: 16 users as one decode batch, their prompts one message
       // (workload.batch_prompts), so every pass replays as one user's does;
       // host s per token is per user's token (16 to a pass).

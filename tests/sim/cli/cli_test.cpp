@@ -628,6 +628,40 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
   }
 }
 
+// A run of equal layers is replayed cycle by cycle, each cycle from a
+// layer's second stage through the next layer's first (the first stage
+// takes the layer's input, where the run's first layer differs from the
+// others), the run's last layer a partial cycle written from a copy of the
+// learned layer's end. So a token simulates the run's first stage and one
+// cycle and replays the other n - 1 of its n layers: with one prompt token
+// and five generated, 5 passes alone on the wafer; 8 layers in 1 group
+// replay 5 x 7 = 35 passes, in 2 groups of 4 (a run each) 5 x 2 x 3 = 30.
+// (Before the runs were split, a token simulated each run's first two
+// layers: 5 x 6 = 30 and 5 x 2 x 2 = 20.)
+TEST(Cli, ATokenReplaysAllButOneLayerOfEachRun) {
+  const fs::path d = scratch_dir("replay_runs");
+  const fs::path scenario = d / "runs.yaml";
+  std::ofstream(scenario) << "name: runs\nhardware: small\nmodel: tiny-llama\nprecision: bf16\n"
+                             "wafers: 1\nplacement:\n  strategy: whole-region\n"
+                             "workload:\n  users: 1\n  prompt_tokens: 1\n  generate_tokens: 5\n";
+  const std::string run = "run " + scenario.string() +
+                          " --json --timing-only --layer-replay always --set model.num_layers=8";
+  for (const auto& [groups, replayed] : {std::pair{1, 35}, std::pair{2, 30}}) {
+    const Outcome out = wafersim(run + " --layer-groups " + std::to_string(groups));
+    ASSERT_EQ(out.code, 0) << out.err;
+    EXPECT_NE(out.err.find("replayed " + std::to_string(replayed) + " layer passes"),
+              std::string::npos)
+        << groups << " groups: " << out.err;
+    const Outcome off = wafersim("run " + scenario.string() +
+                                 " --json --timing-only --layer-replay off --set model.num_layers=8"
+                                 " --layer-groups " +
+                                 std::to_string(groups));
+    ASSERT_EQ(off.code, 0) << off.err;
+    EXPECT_EQ(out.out, off.out) << groups << " groups";
+  }
+  fs::remove_all(d);
+}
+
 // Where replay applies but other messages share the wafer (two users
 // pipelined), `run` says how many layer passes it simulated for that and
 // what would let them replay; a decode batch of both users, prompts
