@@ -273,26 +273,7 @@ void FlowModel::WideRecords::point_at(LinkState& link, std::uint32_t slot, std::
 
 void FlowModel::WideRecords::adopt(LinkState& link, std::uint64_t floor, const std::uint32_t* st,
                                    const std::uint32_t* en, int n) {
-  const auto lock = hold();
-  std::uint32_t index;
-  if (!free_.empty()) {
-    index = free_.back();
-    free_.pop_back();
-  } else {
-    index = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
-  Slot& w = slots_[index];
-  constexpr std::uint32_t kFirstCapacity = 4 * kLinkIntervals;
-  if (w.capacity < kFirstCapacity) {
-    w.block = std::make_unique<std::uint32_t[]>(2 * kFirstCapacity);
-    w.capacity = kFirstCapacity;
-  }
-  w.owner = &link;
-  std::uint32_t* block = w.block.get();
-  for (int i = 0; i < n; ++i) block[i] = en[i], block[w.capacity + i] = st[i];
-  point_at(link, index, floor, static_cast<std::uint32_t>(n));
-  peak_ = std::max(peak_, in_use());
+  assign(link, floor, st, en, static_cast<std::uint32_t>(n));
 }
 
 void FlowModel::WideRecords::grow(LinkState& link) {
