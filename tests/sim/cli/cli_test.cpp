@@ -563,7 +563,14 @@ TEST(Cli, ReplayedLayersGiveTheResultsOfSimulatedOnes) {
   };
   const std::string whole = "placement:\n  strategy: whole-region\n  layer_groups: 1\n";
   const std::string two = "placement:\n  strategy: whole-region\n  layer_groups: 2\n";
+  const std::string three = "placement:\n  strategy: whole-region\n  layer_groups: 3\n";
   const std::vector<Case> cases = {
+      // Uneven runs (3, 3 and 2 layers; the last too short to learn) and
+      // a decode batch of prompts: the runs' split cycles and partial ends.
+      {"tiny-llama", three + "workload:\n  users: 1\n", " --timing-only --set model.num_layers=8",
+       true},
+      {"tiny-qwen3", three + "workload:\n  users: 2\n  decode_batch: 2\n  batch_prompts: true\n",
+       " --timing-only --set model.num_layers=7", true},
       {"tiny-llama", whole + "workload:\n  users: 1\n", "", true},
       {"tiny-llama", whole + "workload:\n  users: 1\n", " --timing-only", true},
       {"tiny-qwen3", two + "workload:\n  users: 1\n", " --set model.num_layers=8", true},
