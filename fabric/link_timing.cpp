@@ -1255,10 +1255,8 @@ void FlowModel::copy_region_part(const Rect& r, int part, int parts, RegionCopy&
       const auto busy = wide_.busy(s);
       c.start[0] = static_cast<std::uint32_t>(out.wide.size());
       c.start[1] = static_cast<std::uint32_t>(busy.size());
-      for (const auto& [a, z] : busy) {
-        out.wide.push_back(static_cast<std::uint32_t>(a - s.floor()));
-        out.wide.push_back(static_cast<std::uint32_t>(z - s.floor()));
-      }
+      for (const auto& [a, z] : busy) out.wide.push_back(static_cast<std::uint32_t>(a - s.floor()));
+      for (const auto& [a, z] : busy) out.wide.push_back(static_cast<std::uint32_t>(z - s.floor()));
     }
   });
 }
@@ -1268,7 +1266,6 @@ void FlowModel::write_region_part(const Rect& r, int part, int parts, const Regi
   if (!links_.held())
     throw std::logic_error("FlowModel: records written after they were given back to the pool");
   std::size_t k = 0;
-  std::vector<std::uint32_t> st, en;
   for_region_records(r, true, part, parts, [&](bool ramp, std::size_t b, std::size_t e) {
     ZeroedArray<LinkState>& records = ramp ? eject_ : links_;
     for (std::size_t i = b; i < e; ++i, ++k) {
@@ -1279,11 +1276,8 @@ void FlowModel::write_region_part(const Rect& r, int part, int parts, const Regi
       if (c.floor_and_count != 0 && c.floor() + by > LinkState::kFloorMask)
         throw std::overflow_error("FlowModel: a shifted link record passes 2^56 cycles");
       if (c.wide()) {
-        const std::uint32_t first = c.start[0], n = c.start[1];
-        st.resize(n), en.resize(n);
-        for (std::uint32_t j = 0; j < n; ++j)
-          st[j] = copy.wide[first + 2 * j], en[j] = copy.wide[first + 2 * j + 1];
-        wide_.assign(s, c.floor() + by, st.data(), en.data(), n);
+        const std::uint32_t* st = copy.wide.data() + c.start[0];
+        wide_.assign(s, c.floor() + by, st, st + c.start[1], c.start[1]);
         continue;
       }
       if (s.wide()) wide_.drop(s);

@@ -332,8 +332,9 @@ class FlowModel {
   // keeps records from the pool longer).
   struct RegionCopy {
     std::vector<LinkState> records;
-    // A wide record's intervals (start and end offsets from its floor, in
-    // turn); its copy in `records` names where they begin and how many.
+    // Each wide record's intervals: their start offsets from its floor,
+    // then their end offsets; its copy in `records` names where they begin
+    // and how many intervals it has.
     std::vector<std::uint32_t> wide;
   };
   void copy_region_part(const Rect& region, int part, int parts, RegionCopy& out) const;

@@ -119,15 +119,8 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
       same = same_timing(stages[layers[l - 1].first + k], stages[first + k]);
     run_of[l] = same ? run_of[l - 1] : l;
   }
-  // The cycles. A run of layers of two or more stages each is split: a
-  // layer's first stage takes its input (the embedding's row, another
-  // group's output, the layer before) and is where a run's first layer
-  // differs from the others, so the run's first stage stays out of every
-  // cycle, each cycle runs from a layer's second stage through the next
-  // layer's first, and the run's last layer ends it with a partial cycle.
-  // Then a run's first cycle starts like the others and can be learned, and
-  // a token simulates one cycle of the run instead of two layers. Other
-  // runs: a cycle per layer.
+  // The cycles: a run of layers of two or more stages each is split (see
+  // the header), other runs take a cycle per layer.
   const auto add = [&](std::size_t first, std::size_t last, int run, bool split, bool partial) {
     Cycle c;
     c.first = first, c.last = last, c.run = run, c.split = split, c.partial = partial;
@@ -141,6 +134,8 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
       }
     if (several) c.wafer = -1;
     if (split) classify_slots(c);
+    for (std::size_t k = first; split && !partial && k < last; ++k)
+      if (stages[k].ends_layer) c.layer_end = static_cast<int>(k - first);
     for (std::size_t k = first; k <= last; ++k)
       cycle_of_stage_[k] = static_cast<int>(cycles_.size());
     cycles_.push_back(std::move(c));
@@ -423,7 +418,6 @@ void LayerReplay::Memo::reset() {
   region = {};
   dominated.clear();
   mid = false;
-  mid_stage = -1;
 }
 
 void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
@@ -433,10 +427,6 @@ void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
   memo_.region = region;
   learning_ = true;
   stage_ = 0;
-  const Cycle& cy = cycles_[static_cast<std::size_t>(cycle)];
-  if (cy.split && !cy.partial)
-    for (std::size_t k = cy.first; k < cy.last; ++k)
-      if (program_.stages[k].ends_layer) memo_.mid_stage = static_cast<int>(k - cy.first);
   fab(region.wafer).flow().byte_counts(bytes_before_, &region.rect);
   fab(region.wafer).cores().copy_busy(region.rect, busy_before_);
 }
@@ -604,7 +594,7 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
   }
   memo_.exits.push_back(timing_of(m.slots));
   memo_.exit_at.push_back(handed_at.value);
-  if (static_cast<int>(stage_) == memo_.mid_stage) take_mid();
+  if (static_cast<int>(stage_) == cy.layer_end) take_mid();
   if (cy.first + ++stage_ <= cy.last) return;
   learning_ = false;
   // Its fingerprint took the region the layer before it used: a layer that

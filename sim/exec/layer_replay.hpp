@@ -148,6 +148,9 @@ class LayerReplay {
     // (0: the cycle's first) from whose exit on each slot holds what the
     // cycle wrote into it (before it, what it held when the cycle began).
     bool split = false, partial = false;
+    // A split cycle but a partial one: the stage (of the cycle) whose exit
+    // ends its layer, where the learned cycle's state is copied (-1: none).
+    int layer_end = -1;
     std::uint32_t strict = ~std::uint32_t{0};
     std::vector<Relaxed> relaxed;
     std::array<int, kSlots> first_write{};
@@ -179,11 +182,10 @@ class LayerReplay {
     // for every piece (else the slot is compared exactly).
     std::vector<bool> dominated;
     // A split cycle: its region's records, cores and clock where its layer
-    // ended (the exit of stage `mid_stage`), and what it had added to the
-    // byte and busy counters by then; `mid`: taken, so that a run's partial
-    // last cycle can be replayed.
+    // ended (the exit of its cycle's `layer_end`), and what it had added to
+    // the byte and busy counters by then; `mid`: taken, so that a run's
+    // partial last cycle can be replayed.
     bool mid = false;
-    int mid_stage = -1;
     std::vector<fabric::FlowModel::RegionCopy> mid_links;  // per part
     std::vector<std::uint64_t> mid_cores;
     std::pair<std::uint64_t, std::uint64_t> mid_clock;

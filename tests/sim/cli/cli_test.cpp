@@ -651,18 +651,16 @@ TEST(Cli, ATokenReplaysAllButOneLayerOfEachRun) {
   std::ofstream(scenario) << "name: runs\nhardware: small\nmodel: tiny-llama\nprecision: bf16\n"
                              "wafers: 1\nplacement:\n  strategy: whole-region\n"
                              "workload:\n  users: 1\n  prompt_tokens: 1\n  generate_tokens: 5\n";
-  const std::string run = "run " + scenario.string() +
-                          " --json --timing-only --layer-replay always --set model.num_layers=8";
   for (const auto& [groups, replayed] : {std::pair{1, 35}, std::pair{2, 30}}) {
-    const Outcome out = wafersim(run + " --layer-groups " + std::to_string(groups));
+    const std::string run = "run " + scenario.string() +
+                            " --json --timing-only --set model.num_layers=8 --layer-groups " +
+                            std::to_string(groups);
+    const Outcome out = wafersim(run + " --layer-replay always");
     ASSERT_EQ(out.code, 0) << out.err;
     EXPECT_NE(out.err.find("replayed " + std::to_string(replayed) + " layer passes"),
               std::string::npos)
         << groups << " groups: " << out.err;
-    const Outcome off = wafersim("run " + scenario.string() +
-                                 " --json --timing-only --layer-replay off --set model.num_layers=8"
-                                 " --layer-groups " +
-                                 std::to_string(groups));
+    const Outcome off = wafersim(run + " --layer-replay off");
     ASSERT_EQ(off.code, 0) << off.err;
     EXPECT_EQ(out.out, off.out) << groups << " groups";
   }
