@@ -51,10 +51,18 @@ class ProgressReporter {
       last_line_ = now;
       last_step_ = 0;
       printed_ = false;
+      last_bar_.clear();
     }
     last_done_ = done;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    if (terminal_) return bar(done, total, elapsed);
+    if (terminal_) {
+      // Called often (after every stage pass of a run): redrawn only when
+      // the bar's text changes (its seconds at most once a second).
+      std::string text = bar(done, total, elapsed);
+      if (text == last_bar_ && done < total) return std::nullopt;
+      last_bar_ = text;
+      return text;
+    }
     const long long step = done * 10 / total;
     const double since = std::chrono::duration<double>(now - last_line_).count();
     bool show = false;
@@ -99,6 +107,7 @@ class ProgressReporter {
   bool started_ = false, printed_ = false;
   Clock::time_point start_{}, last_line_{};
   long long last_done_ = 0, last_step_ = 0;
+  std::string last_bar_;
 };
 
 }  // namespace wafersim::sim

@@ -88,6 +88,9 @@ struct Pipeline {
   // Replays layers that repeat one just simulated (sim/exec/layer_replay.hpp);
   // null: every layer is simulated.
   LayerReplay* replay = nullptr;
+  // Called after each stage pass (the host's progress between tokens back:
+  // at 1 group a token spends seconds of host time on the wafer); null: none.
+  const std::function<void()>* pass_done = nullptr;
 
   // Posts `work(values executor, mirror)` for token `m` (none without a
   // lane); the mirror gets m's header first.
@@ -215,6 +218,7 @@ SC_MODULE(StageModule) {
       m->handed_at = now_cycles();
       if (p_.replay) p_.replay->left(program_, *m, m->handed_at);
       if (chain_trace_.tap) record_pass(*m);
+      if (p_.pass_done) (*p_.pass_done)();
       out->write(m);
     }
   }
@@ -326,7 +330,16 @@ SC_MODULE(HostModule) {
 
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
+  // Reports progress (tokens back so far) to RunOptions::progress; called at
+  // the start, after each token back and after each stage pass, so that a
+  // report between tokens can show time passing.
+  void beat() const {
+    if (options_.progress && progress_total_ > 0)
+      options_.progress(progress_done_, progress_total_);
+  }
+
  private:
+  int progress_done_ = 0, progress_total_ = 0;
   bool functional() const {
     return options_.functional;
   }
@@ -605,9 +618,12 @@ SC_MODULE(HostModule) {
   void process() {
     const int users = static_cast<int>(log_.size());
     const int block = sc_.workload.prefill_block;
-    int total = 0;  // messages back from the wafer (decode batches count their rows)
+    int& total = progress_total_;  // messages back from the wafer (decode batches count their rows)
     for (const UserLog& user : log_)
       total += (static_cast<int>(user.prompt.size()) + block - 1) / block + user.generate - 1;
+    // The clock of the progress report starts with the simulation, not with
+    // the first token back.
+    beat();
     for (int b = 0; b * sc_.workload.decode_batch < users; ++b) {
       const auto [first, last] = batch_members(b);
       members_.push_back(last - first);
@@ -622,7 +638,8 @@ SC_MODULE(HostModule) {
       return log_[static_cast<std::size_t>(a)].arrival < log_[static_cast<std::size_t>(b)].arrival;
     });
     std::size_t next = 0;
-    int processed = 0, finished = 0;
+    int& processed = progress_done_;
+    int finished = 0;
     while (finished < users) {
       TokenMessage* m = next_from_wafer(pending, next);
       if (target_.recycler) target_.recycler->untrack(*m);
@@ -630,7 +647,7 @@ SC_MODULE(HostModule) {
       record(*m);
       // Per user's message: a batch counts its users.
       processed += m->is_batch() ? m->batch_users() : 1;
-      if (options_.progress) options_.progress(processed, total);
+      beat();
       if (!m->needs_logits) continue;
       if (m->verifies) {
         if (verified(*m)) ++finished;
@@ -992,6 +1009,7 @@ class Simulation {
       target.replay = replay_.get();
     }
     if (options.trace) tap_.emplace(*options.trace);
+    if (options.progress) target.pass_done = &pass_done_;
     chain_ = std::make_unique<StageChain>("", target, depth, chain_trace(*placed.target, ""));
     log_.resize(static_cast<std::size_t>(users));
     for (int u = 0; u < users; ++u) {
@@ -1008,6 +1026,7 @@ class Simulation {
     if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
     host_ = std::make_unique<HostModule>("host", target, sc, r, log_, options, draft,
                                          rounds_ ? &*rounds_ : nullptr);
+    pass_done_ = [host = host_.get()] { host->beat(); };
     host_->to_wafer(chain_->in());
     host_->from_wafer(chain_->out());
     if (draft_chain_) {
@@ -1080,6 +1099,7 @@ class Simulation {
   std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
   std::unique_ptr<LayerReplay> replay_;  // null: every layer simulated
+  std::function<void()> pass_done_;      // the target's stages' Pipeline::pass_done
   std::unique_ptr<StageChain> chain_;
   HostLog log_;
   std::optional<models::Weights> draft_weights_;

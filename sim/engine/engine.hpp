@@ -38,7 +38,10 @@ enum class LayerReplayMode { off, when_it_pays, always };
 
 struct RunOptions {
   bool functional = true;  // compute real numbers and compare with the reference
-  // Called with (tokens done, tokens total) as the simulation advances.
+  // Called with (tokens done, tokens total) as the simulation starts (0
+  // done), after each token back and after each stage pass in between (the
+  // same count), so that a report can show time passing while tokens are on
+  // the wafer.
   std::function<void(int, int)> progress;
   // Called with (wafers, wafer being planned) as the placement is searched
   // (PlacementRequest::progress).

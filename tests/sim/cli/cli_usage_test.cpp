@@ -251,6 +251,22 @@ TEST(Progress, AShortTaskLeavesNoLineAndATerminalGetsABarWithEta) {
   EXPECT_TRUE(has(*half, "[###############...............] 2/4, 10 s, about 10 s left")) << *half;
 }
 
+// The engine reports after every stage pass: a terminal's bar is redrawn
+// only when its text changes (a count, or the elapsed seconds).
+TEST(Progress, ATerminalBarIsRedrawnOnlyWhenItsTextChanges) {
+  ProgressReporter bar("simulating tokens", "tokens", true);
+  const auto t0 = ProgressReporter::Clock::time_point{};
+  EXPECT_TRUE(bar.update(0, 8, t0));
+  EXPECT_FALSE(bar.update(0, 8, t0 + std::chrono::milliseconds(300)));
+  EXPECT_FALSE(bar.update(0, 8, t0 + std::chrono::milliseconds(400)));
+  const auto later = bar.update(0, 8, t0 + std::chrono::milliseconds(1600));
+  ASSERT_TRUE(later);
+  EXPECT_TRUE(has(*later, "0/8 tokens, 2 s")) << *later;
+  EXPECT_TRUE(bar.update(1, 8, t0 + std::chrono::milliseconds(1700)));
+  EXPECT_FALSE(bar.update(1, 8, t0 + std::chrono::milliseconds(1750)));  // about 12 s left still
+  EXPECT_TRUE(bar.update(8, 8, t0 + std::chrono::milliseconds(1900)));   // the end always
+}
+
 TEST(Progress, DurationsReadAsAPersonWritesThem) {
   EXPECT_EQ(wafersim::sim::format_wall_time(8.4), "8 s");
   EXPECT_EQ(wafersim::sim::format_wall_time(185), "3 min 05 s");

@@ -403,6 +403,34 @@ TEST(Timing, UsersInFlightShareThePipeline) {
   for (Cycles c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
 }
 
+// The progress report: a call as the simulation starts (0 done), one per
+// token back, and one after every stage pass in between, so that a report
+// can show time passing while a token is on the wafer (seconds of host time
+// at 1 group). One user and the prompt one block, so messages cross the
+// stages one at a time: S stages, T tokens back: 1 + T + T * S calls.
+TEST(Timing, ProgressIsReportedAtTheStartAndAfterEveryStagePass) {
+  Scenario sc = quickstart(4);
+  sc.workload.users = 1;
+  sc.workload.prefill_block = 8;  // the whole prompt
+  const std::size_t stages = place_system(sc)->program.stages.size();
+  std::vector<std::pair<int, int>> calls;
+  RunOptions opt;
+  opt.functional = false;
+  opt.progress = [&](int done, int total) { calls.emplace_back(done, total); };
+  const analysis::RunResult r = run_scenario(sc, opt);
+  const int tokens = static_cast<int>(r.token_records.size());
+  ASSERT_GT(stages, 1u);
+  ASSERT_EQ(calls.size(), 1 + static_cast<std::size_t>(tokens) * (1 + stages));
+  EXPECT_EQ(calls.front(), std::make_pair(0, tokens));
+  EXPECT_EQ(calls.back(), std::make_pair(tokens, tokens));
+  // Before each token back, its S stage passes report the count before it.
+  for (int t = 0; t < tokens; ++t) {
+    const std::size_t base = 1 + static_cast<std::size_t>(t) * (1 + stages);
+    for (std::size_t s = 0; s < stages; ++s) EXPECT_EQ(calls[base + s].first, t);
+    EXPECT_EQ(calls[base + stages].first, t + 1);
+  }
+}
+
 // A decode batch of every user (workload.decode_batch = users): the users'
 // tokens leave the pipeline together, step after step. Each decode step is
 // one record per row (its own user and position), the rows of a step
