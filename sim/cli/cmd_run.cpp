@@ -34,8 +34,11 @@ struct RunArgs {
   std::string trace;  // --trace FILE: Chrome trace-event JSON of the run
 };
 
-void show_progress(int done, int total) {
-  show_progress_bar("simulating tokens", done, total);
+// The tokens back, with the fraction and the time left from the stage
+// passes (a token can take seconds on the wafer: 1 group, several in flight).
+void show_progress(const RunProgress& p) {
+  show_progress_bar("simulating tokens", p.passes_done, p.passes_total, "",
+                    fmt::format("{}/{} tokens", p.tokens_done, p.tokens_total));
 }
 void show_weights_progress(int done, int total) {
   show_progress_bar("making synthetic weights", done, total);

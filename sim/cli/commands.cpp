@@ -32,7 +32,8 @@ std::filesystem::path preset_dir(const CLI::App& app) {
   return flag.empty() ? default_preset_dir() : std::filesystem::path(flag);
 }
 
-void show_progress_bar(const std::string& what, int done, int total, const std::string& unit) {
+void show_progress_bar(const std::string& what, long long done, long long total,
+                       const std::string& unit, std::string_view shown) {
   if (total <= 0) return;
   static std::mutex mutex;
   static std::map<std::string, ProgressReporter> reporters;  // by WHAT
@@ -43,7 +44,7 @@ void show_progress_bar(const std::string& what, int done, int total, const std::
   if (it == reporters.end())
     it = reporters.emplace(what, ProgressReporter(what, unit, terminal)).first;
   const std::optional<std::string> text =
-      it->second.update(done, total, ProgressReporter::Clock::now());
+      it->second.update(done, total, ProgressReporter::Clock::now(), shown);
   if (text && terminal) {
     std::fprintf(stderr, "\r%-*s", static_cast<int>(drawn), text->c_str());
     drawn = std::max(drawn, text->size());

@@ -163,8 +163,9 @@ std::filesystem::path preset_dir(const CLI::App& app);
 // UNIT (PCT%), ELAPSED elapsed, ETA", at most one per 10 s of wall time or per
 // 10% step, none in a task's first 2 s, and one at the end of a task that
 // printed lines or took 10 s. The clock starts at the first call for WHAT
-// (or when DONE goes back).
-void show_progress_bar(const std::string& what, int done, int total, const std::string& unit = "");
+// (or when DONE goes back). `shown`: ProgressReporter::update's.
+void show_progress_bar(const std::string& what, long long done, long long total,
+                       const std::string& unit = "", std::string_view shown = {});
 // "placing on N wafers", the bar of run and place.
 void show_placement_progress(int wafers, int wafer);
 // "searching the placement (anneal)", percent done, the bar of a long search.

@@ -4,11 +4,12 @@
 // I/O (the caller prints), so that tests can drive it with their own clock.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -43,7 +44,12 @@ class ProgressReporter {
 
   // The text to show for DONE of TOTAL at `now`, or nothing. On a terminal
   // it is the bar (to be drawn over the previous one); otherwise one line.
-  std::optional<std::string> update(long long done, long long total, Clock::time_point now) {
+  // `shown`, when not empty, is printed in place of "DONE/TOTAL UNIT" (the
+  // fraction, the bar and the estimate still from DONE and TOTAL: a count
+  // in coarse units shown, a finer one measured).
+  std::optional<std::string> update(long long done, long long total, Clock::time_point now,
+                                    std::string_view shown = {}) {
+    shown_ = shown;
     if (total <= 0) return std::nullopt;
     if (!started_ || done < last_done_) {  // the first call, or the task began again
       started_ = true;
@@ -80,6 +86,7 @@ class ProgressReporter {
 
  private:
   std::string counts(long long done, long long total) const {
+    if (!shown_.empty()) return std::string(shown_);
     return fmt::format("{}/{}{}", done, total, unit_.empty() ? "" : " " + unit_);
   }
   static std::string eta(long long done, long long total, double elapsed) {
@@ -108,6 +115,7 @@ class ProgressReporter {
   Clock::time_point start_{}, last_line_{};
   long long last_done_ = 0, last_step_ = 0;
   std::string last_bar_;
+  std::string_view shown_;  // update()'s, for the duration of the call
 };
 
 }  // namespace wafersim::sim

@@ -88,9 +88,10 @@ struct Pipeline {
   // Replays layers that repeat one just simulated (sim/exec/layer_replay.hpp);
   // null: every layer is simulated.
   LayerReplay* replay = nullptr;
-  // Called after each stage pass (the host's progress between tokens back:
-  // at 1 group a token spends seconds of host time on the wafer); null: none.
-  const std::function<void()>* pass_done = nullptr;
+  // Called after each stage pass with the message's weight in the progress
+  // report (RunProgress; at 1 group a token spends seconds of host time on
+  // the wafer); null: none.
+  const std::function<void(int)>* pass_done = nullptr;
 
   // Posts `work(values executor, mirror)` for token `m` (none without a
   // lane); the mirror gets m's header first.
@@ -218,7 +219,7 @@ SC_MODULE(StageModule) {
       m->handed_at = now_cycles();
       if (p_.replay) p_.replay->left(program_, *m, m->handed_at);
       if (chain_trace_.tap) record_pass(*m);
-      if (p_.pass_done) (*p_.pass_done)();
+      if (p_.pass_done) (*p_.pass_done)(m->is_batch() ? m->batch_users() : 1);
       out->write(m);
     }
   }
@@ -330,16 +331,28 @@ SC_MODULE(HostModule) {
 
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
-  // Reports progress (tokens back so far) to RunOptions::progress; called at
-  // the start, after each token back and after each stage pass, so that a
-  // report between tokens can show time passing.
+  // Reports progress to RunOptions::progress: at the start, after each token
+  // back, and after each stage pass (`weight`: the message's in the token
+  // count) of a pipeline of `stages` stages.
   void beat() const {
-    if (options_.progress && progress_total_ > 0)
-      options_.progress(progress_done_, progress_total_);
+    if (!options_.progress || progress_.tokens_total <= 0) return;
+    RunProgress p = progress_;
+    // The passes reach their total with the last token back, not with its
+    // last stage pass just before.
+    if (p.tokens_done < p.tokens_total) p.passes_done = std::min(p.passes_done, p.passes_total - 1);
+    options_.progress(p);
+  }
+  void passed(int weight) {
+    progress_.passes_done += weight;
+    beat();
+  }
+  void set_stages(std::size_t stages) {
+    stages_ = static_cast<long long>(stages);
   }
 
  private:
-  int progress_done_ = 0, progress_total_ = 0;
+  RunProgress progress_;
+  long long stages_ = 1;
   bool functional() const {
     return options_.functional;
   }
@@ -618,9 +631,10 @@ SC_MODULE(HostModule) {
   void process() {
     const int users = static_cast<int>(log_.size());
     const int block = sc_.workload.prefill_block;
-    int& total = progress_total_;  // messages back from the wafer (decode batches count their rows)
+    int& total = progress_.tokens_total;  // messages back (decode batches count their rows)
     for (const UserLog& user : log_)
       total += (static_cast<int>(user.prompt.size()) + block - 1) / block + user.generate - 1;
+    progress_.passes_total = total * stages_;
     // The clock of the progress report starts with the simulation, not with
     // the first token back.
     beat();
@@ -638,7 +652,7 @@ SC_MODULE(HostModule) {
       return log_[static_cast<std::size_t>(a)].arrival < log_[static_cast<std::size_t>(b)].arrival;
     });
     std::size_t next = 0;
-    int& processed = progress_done_;
+    int& processed = progress_.tokens_done;
     int finished = 0;
     while (finished < users) {
       TokenMessage* m = next_from_wafer(pending, next);
@@ -1026,7 +1040,8 @@ class Simulation {
     if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
     host_ = std::make_unique<HostModule>("host", target, sc, r, log_, options, draft,
                                          rounds_ ? &*rounds_ : nullptr);
-    pass_done_ = [host = host_.get()] { host->beat(); };
+    host_->set_stages(placed.target->program.stages.size());
+    pass_done_ = [host = host_.get()](int weight) { host->passed(weight); };
     host_->to_wafer(chain_->in());
     host_->from_wafer(chain_->out());
     if (draft_chain_) {
@@ -1099,7 +1114,7 @@ class Simulation {
   std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
   std::unique_ptr<LayerReplay> replay_;  // null: every layer simulated
-  std::function<void()> pass_done_;      // the target's stages' Pipeline::pass_done
+  std::function<void(int)> pass_done_;   // the target's stages' Pipeline::pass_done
   std::unique_ptr<StageChain> chain_;
   HostLog log_;
   std::optional<models::Weights> draft_weights_;

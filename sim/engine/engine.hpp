@@ -36,13 +36,21 @@ struct HostTimes {
 
 enum class LayerReplayMode { off, when_it_pays, always };
 
+// Where a run's simulation stands: tokens back from the wafer (a decode
+// batch counts its users), and stage passes, each weighted as its token
+// will count (so `passes_total` is `tokens_total` times the stages a token
+// crosses; it reaches that total with the last token back): the finer
+// measure of the two while tokens are on the wafer.
+struct RunProgress {
+  int tokens_done = 0, tokens_total = 0;
+  long long passes_done = 0, passes_total = 0;
+};
+
 struct RunOptions {
   bool functional = true;  // compute real numbers and compare with the reference
-  // Called with (tokens done, tokens total) as the simulation starts (0
-  // done), after each token back and after each stage pass in between (the
-  // same count), so that a report can show time passing while tokens are on
-  // the wafer.
-  std::function<void(int, int)> progress;
+  // Called as the simulation starts (nothing done), after each stage pass
+  // and after each token back.
+  std::function<void(const RunProgress&)> progress;
   // Called with (wafers, wafer being planned) as the placement is searched
   // (PlacementRequest::progress).
   std::function<void(int, int)> placement_progress;

@@ -267,6 +267,17 @@ TEST(Progress, ATerminalBarIsRedrawnOnlyWhenItsTextChanges) {
   EXPECT_TRUE(bar.update(8, 8, t0 + std::chrono::milliseconds(1900)));   // the end always
 }
 
+// run's report: tokens shown, the fraction and the time left from the
+// finer count of stage passes (1 of 8 tokens back, 41 of 80 passes done).
+TEST(Progress, ACoarseCountCanBeShownWhileAFinerOneMeasures) {
+  ProgressReporter p("simulating tokens", "", false);
+  const auto t0 = ProgressReporter::Clock::time_point{};
+  EXPECT_FALSE(p.update(0, 80, t0, "0/8 tokens"));
+  const auto line = p.update(41, 80, t0 + seconds(41), "1/8 tokens");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line, "wafersim: simulating tokens: 1/8 tokens (51%), 41 s elapsed, about 39 s left");
+}
+
 TEST(Progress, DurationsReadAsAPersonWritesThem) {
   EXPECT_EQ(wafersim::sim::format_wall_time(8.4), "8 s");
   EXPECT_EQ(wafersim::sim::format_wall_time(185), "3 min 05 s");

@@ -403,31 +403,42 @@ TEST(Timing, UsersInFlightShareThePipeline) {
   for (Cycles c : r.user_decode_cycles_per_token) EXPECT_GE(c, fastest_pass);
 }
 
-// The progress report: a call as the simulation starts (0 done), one per
-// token back, and one after every stage pass in between, so that a report
-// can show time passing while a token is on the wafer (seconds of host time
-// at 1 group). One user and the prompt one block, so messages cross the
-// stages one at a time: S stages, T tokens back: 1 + T + T * S calls.
+// The progress report: a call as the simulation starts (nothing done), one
+// after every stage pass and one per token back, so that a report can show
+// time passing while a token is on the wafer (seconds of host time at 1
+// group). One user and the prompt one block, so messages cross the stages
+// one at a time: S stages, T tokens back: 1 + T * (S + 1) calls, the passes
+// S per token and short of their total until the last token is back.
 TEST(Timing, ProgressIsReportedAtTheStartAndAfterEveryStagePass) {
   Scenario sc = quickstart(4);
   sc.workload.users = 1;
   sc.workload.prefill_block = 8;  // the whole prompt
-  const std::size_t stages = place_system(sc)->program.stages.size();
-  std::vector<std::pair<int, int>> calls;
+  const auto stages = static_cast<long long>(place_system(sc)->program.stages.size());
+  std::vector<RunProgress> calls;
   RunOptions opt;
   opt.functional = false;
-  opt.progress = [&](int done, int total) { calls.emplace_back(done, total); };
+  opt.progress = [&](const RunProgress& p) { calls.push_back(p); };
   const analysis::RunResult r = run_scenario(sc, opt);
   const int tokens = static_cast<int>(r.token_records.size());
-  ASSERT_GT(stages, 1u);
-  ASSERT_EQ(calls.size(), 1 + static_cast<std::size_t>(tokens) * (1 + stages));
-  EXPECT_EQ(calls.front(), std::make_pair(0, tokens));
-  EXPECT_EQ(calls.back(), std::make_pair(tokens, tokens));
-  // Before each token back, its S stage passes report the count before it.
+  ASSERT_GT(stages, 1);
+  ASSERT_EQ(calls.size(), static_cast<std::size_t>(1 + tokens * (stages + 1)));
+  for (const RunProgress& p : calls) {
+    EXPECT_EQ(p.tokens_total, tokens);
+    EXPECT_EQ(p.passes_total, tokens * stages);
+  }
+  EXPECT_EQ(calls.front().tokens_done, 0);
+  EXPECT_EQ(calls.front().passes_done, 0);
+  EXPECT_EQ(calls.back().tokens_done, tokens);
+  EXPECT_EQ(calls.back().passes_done, tokens * stages);
   for (int t = 0; t < tokens; ++t) {
-    const std::size_t base = 1 + static_cast<std::size_t>(t) * (1 + stages);
-    for (std::size_t s = 0; s < stages; ++s) EXPECT_EQ(calls[base + s].first, t);
-    EXPECT_EQ(calls[base + stages].first, t + 1);
+    const auto base = static_cast<std::size_t>(1 + t * (stages + 1));
+    // Token t's stage passes, with t tokens back.
+    for (long long s = 0; s < stages; ++s) {
+      const RunProgress& p = calls[base + static_cast<std::size_t>(s)];
+      EXPECT_EQ(p.tokens_done, t);
+      EXPECT_EQ(p.passes_done, std::min(t * stages + s + 1, tokens * stages - 1));
+    }
+    EXPECT_EQ(calls[base + static_cast<std::size_t>(stages)].tokens_done, t + 1);
   }
 }
 
