@@ -337,9 +337,15 @@ SC_MODULE(HostModule) {
   void beat() const {
     if (!options_.progress || progress_.tokens_total <= 0) return;
     RunProgress p = progress_;
-    // The passes reach their total with the last token back, not with its
-    // last stage pass just before.
-    if (p.tokens_done < p.tokens_total) p.passes_done = std::min(p.passes_done, p.passes_total - 1);
+    if (spec_) {
+      // Rounds verify tokens that are not kept: the passes are not known
+      // ahead, so they follow the tokens.
+      p.passes_done = p.tokens_done * stages_;
+    } else if (p.tokens_done < p.tokens_total) {
+      // The passes reach their total with the last token back, not with its
+      // last stage pass just before.
+      p.passes_done = std::min(p.passes_done, p.passes_total - 1);
+    }
     options_.progress(p);
   }
   void passed(int weight) {
@@ -488,6 +494,11 @@ SC_MODULE(HostModule) {
     user.tokens.push_back(token);
     user.ready_cycles.push_back(cycle);
     if (functional()) user.logits.push_back(std::move(logits));
+    // The first comes with the prompt's last block (counted with it).
+    if (user.tokens.size() > 1) {
+      ++progress_.tokens_done;
+      beat();
+    }
     return static_cast<int>(user.tokens.size()) == user.generate;
   }
   // The token the head's row `t` of `m` chose, for user `u`. Timing-only
@@ -631,7 +642,10 @@ SC_MODULE(HostModule) {
   void process() {
     const int users = static_cast<int>(log_.size());
     const int block = sc_.workload.prefill_block;
-    int& total = progress_.tokens_total;  // messages back (decode batches count their rows)
+    // Tokens back: a prompt's blocks as they come back, then each generated
+    // token but the first (which ends the prompt); a decode batch counts its
+    // users.
+    int& total = progress_.tokens_total;
     for (const UserLog& user : log_)
       total += (static_cast<int>(user.prompt.size()) + block - 1) / block + user.generate - 1;
     progress_.passes_total = total * stages_;
@@ -652,16 +666,16 @@ SC_MODULE(HostModule) {
       return log_[static_cast<std::size_t>(a)].arrival < log_[static_cast<std::size_t>(b)].arrival;
     });
     std::size_t next = 0;
-    int& processed = progress_.tokens_done;
     int finished = 0;
     while (finished < users) {
       TokenMessage* m = next_from_wafer(pending, next);
       if (target_.recycler) target_.recycler->untrack(*m);
       if (m->needs_logits) target_.settle(*m);
       record(*m);
-      // Per user's message: a batch counts its users.
-      processed += m->is_batch() ? m->batch_users() : 1;
-      beat();
+      if (m->prefill) {
+        progress_.tokens_done += m->is_batch() ? m->batch_users() : 1;
+        beat();
+      }
       if (!m->needs_logits) continue;
       if (m->verifies) {
         if (verified(*m)) ++finished;

@@ -811,6 +811,39 @@ TEST(Speculative, ADifferentDraftStillGivesTheTargetsTokens) {
   EXPECT_LT(r.speculative->accepted, r.speculative->proposed);  // rejections were rolled back
 }
 
+// Speculative rounds verify tokens they do not keep, so the messages back
+// are not known ahead: the progress counts the tokens kept (the prompt's 8
+// blocks, then every generated token but the first), never past its total,
+// and ends at it. (A draft of one layer rejects some proposals.)
+TEST(Speculative, ProgressCountsTheTokensKeptAndEndsAtItsTotal) {
+  Scenario sc = quickstart(7);
+  SpeculativeOptions o;
+  o.draft_preset = "inline";
+  o.decoding.draft = draft_of(sc.model, 1);
+  o.decoding.draft_tokens = 4;
+  o.decoding.acceptance_rate = 0.9;
+  sc.speculative = o;
+  std::vector<RunProgress> calls;
+  RunOptions opt;
+  opt.functional = false;
+  opt.progress = [&](const RunProgress& p) { calls.push_back(p); };
+  const analysis::RunResult r = run_scenario(sc, opt);
+  ASSERT_TRUE(r.speculative);
+  EXPECT_GT(r.speculative->rounds, 1u);
+  ASSERT_FALSE(calls.empty());
+  const int total = 8 + sc.workload.generate_tokens - 1;
+  int last = 0;
+  for (const RunProgress& p : calls) {
+    EXPECT_EQ(p.tokens_total, total);
+    EXPECT_GE(p.tokens_done, last);
+    EXPECT_LE(p.tokens_done, total);
+    EXPECT_LE(p.passes_done, p.passes_total);
+    last = p.tokens_done;
+  }
+  EXPECT_EQ(calls.back().tokens_done, total);
+  EXPECT_EQ(calls.back().passes_done, calls.back().passes_total);
+}
+
 TEST(Speculative, TwoUsersEachGetTheirReferenceTokens) {
   Scenario sc = quickstart(3);
   sc.workload.users = 2;
