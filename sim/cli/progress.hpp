@@ -49,7 +49,6 @@ class ProgressReporter {
   // in coarse units shown, a finer one measured).
   std::optional<std::string> update(long long done, long long total, Clock::time_point now,
                                     std::string_view shown = {}) {
-    shown_ = shown;
     if (total <= 0) return std::nullopt;
     if (!started_ || done < last_done_) {  // the first call, or the task began again
       started_ = true;
@@ -64,7 +63,7 @@ class ProgressReporter {
     if (terminal_) {
       // Called often (after every stage pass of a run): redrawn only when
       // the bar's text changes (its seconds at most once a second).
-      std::string text = bar(done, total, elapsed);
+      std::string text = bar(done, total, elapsed, shown);
       if (text == last_bar_ && done < total) return std::nullopt;
       last_bar_ = text;
       return text;
@@ -81,12 +80,12 @@ class ProgressReporter {
     last_step_ = step;
     last_line_ = now;
     printed_ = true;
-    return line(done, total, elapsed);
+    return line(done, total, elapsed, shown);
   }
 
  private:
-  std::string counts(long long done, long long total) const {
-    if (!shown_.empty()) return std::string(shown_);
+  std::string counts(long long done, long long total, std::string_view shown) const {
+    if (!shown.empty()) return std::string(shown);
     return fmt::format("{}/{}{}", done, total, unit_.empty() ? "" : " " + unit_);
   }
   static std::string eta(long long done, long long total, double elapsed) {
@@ -95,16 +94,16 @@ class ProgressReporter {
                                         static_cast<double>(done)) +
            " left";
   }
-  std::string bar(long long done, long long total, double elapsed) const {
+  std::string bar(long long done, long long total, double elapsed, std::string_view shown) const {
     const int width = 30;
     const int filled = static_cast<int>(std::min(done, total) * width / total);
-    return fmt::format("  {} [{}{}] {}, {}{}", what_,
-                       std::string(static_cast<std::size_t>(filled), '#'),
-                       std::string(static_cast<std::size_t>(width - filled), '.'),
-                       counts(done, total), format_wall_time(elapsed), eta(done, total, elapsed));
+    return fmt::format(
+        "  {} [{}{}] {}, {}{}", what_, std::string(static_cast<std::size_t>(filled), '#'),
+        std::string(static_cast<std::size_t>(width - filled), '.'), counts(done, total, shown),
+        format_wall_time(elapsed), eta(done, total, elapsed));
   }
-  std::string line(long long done, long long total, double elapsed) const {
-    return fmt::format("wafersim: {}: {} ({}%), {} elapsed{}", what_, counts(done, total),
+  std::string line(long long done, long long total, double elapsed, std::string_view shown) const {
+    return fmt::format("wafersim: {}: {} ({}%), {} elapsed{}", what_, counts(done, total, shown),
                        done * 100 / total, format_wall_time(elapsed), eta(done, total, elapsed));
   }
 
@@ -115,7 +114,6 @@ class ProgressReporter {
   Clock::time_point start_{}, last_line_{};
   long long last_done_ = 0, last_step_ = 0;
   std::string last_bar_;
-  std::string_view shown_;  // update()'s, for the duration of the call
 };
 
 }  // namespace wafersim::sim

@@ -219,7 +219,7 @@ SC_MODULE(StageModule) {
       m->handed_at = now_cycles();
       if (p_.replay) p_.replay->left(program_, *m, m->handed_at);
       if (chain_trace_.tap) record_pass(*m);
-      if (p_.pass_done) (*p_.pass_done)(m->is_batch() ? m->batch_users() : 1);
+      if (p_.pass_done) (*p_.pass_done)(m->user_count());
       out->write(m);
     }
   }
@@ -332,15 +332,15 @@ SC_MODULE(HostModule) {
   std::vector<std::unique_ptr<TokenMessage>> messages;
 
   // Reports progress to RunOptions::progress: at the start, after each token
-  // back, and after each stage pass (`weight`: the message's in the token
-  // count) of a pipeline of `stages` stages.
+  // back, and after each stage pass of the target's pipeline (`weight`: the
+  // message's in the token count).
   void beat() const {
     if (!options_.progress || progress_.tokens_total <= 0) return;
     RunProgress p = progress_;
     if (spec_) {
       // Rounds verify tokens that are not kept: the passes are not known
       // ahead, so they follow the tokens.
-      p.passes_done = p.tokens_done * stages_;
+      p.passes_done = p.tokens_done * stages();
     } else if (p.tokens_done < p.tokens_total) {
       // The passes reach their total with the last token back, not with its
       // last stage pass just before.
@@ -352,13 +352,12 @@ SC_MODULE(HostModule) {
     progress_.passes_done += weight;
     beat();
   }
-  void set_stages(std::size_t stages) {
-    stages_ = static_cast<long long>(stages);
-  }
 
  private:
   RunProgress progress_;
-  long long stages_ = 1;
+  long long stages() const {
+    return static_cast<long long>(target_.program->stages.size());
+  }
   bool functional() const {
     return options_.functional;
   }
@@ -648,7 +647,7 @@ SC_MODULE(HostModule) {
     int& total = progress_.tokens_total;
     for (const UserLog& user : log_)
       total += (static_cast<int>(user.prompt.size()) + block - 1) / block + user.generate - 1;
-    progress_.passes_total = total * stages_;
+    progress_.passes_total = total * stages();
     // The clock of the progress report starts with the simulation, not with
     // the first token back.
     beat();
@@ -673,7 +672,7 @@ SC_MODULE(HostModule) {
       if (m->needs_logits) target_.settle(*m);
       record(*m);
       if (m->prefill) {
-        progress_.tokens_done += m->is_batch() ? m->batch_users() : 1;
+        progress_.tokens_done += m->user_count();
         beat();
       }
       if (!m->needs_logits) continue;
@@ -1054,7 +1053,6 @@ class Simulation {
     if (sc.speculative) draft = make_draft(*placed.draft, recycling, threads, bits, depth);
     host_ = std::make_unique<HostModule>("host", target, sc, r, log_, options, draft,
                                          rounds_ ? &*rounds_ : nullptr);
-    host_->set_stages(placed.target->program.stages.size());
     pass_done_ = [host = host_.get()](int weight) { host->passed(weight); };
     host_->to_wafer(chain_->in());
     host_->from_wafer(chain_->out());

@@ -103,6 +103,8 @@ struct TokenMessage {
       if (i == 0 || batch[i].user != batch[i - 1].user) ++n;
     return n;
   }
+  // The users it carries: a batch's, else its one user's.
+  int user_count() const { return is_batch() ? batch_users() : 1; }
   // Every row's (user, position).
   std::vector<RowTag> rows() const {
     return is_batch() ? batch : block_rows(user, position, tokens);
