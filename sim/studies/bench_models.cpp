@@ -109,6 +109,12 @@ std::vector<BenchCase> cases() {
       {"8b-region-8g-u16", "llama-3.1-8b", "1", false, 3, "(8b-region-8g, 16 users pipelined)",
        false, "  strategy: whole-region\n  layer_groups: 8\n  reduction: two-level\n", 0,
        "  users: 16\n"},
+      // The block strategy on the same two workloads: what the two above
+      // compare with.
+      {"8b-timing-u4", "llama-3.1-8b", "1", false, 2, "(8b-timing, 4 users pipelined)", false,
+       "  strategy: layer-rectangles\n  reduction: tree\n", 0, "  users: 4\n"},
+      {"8b-timing-u16", "llama-3.1-8b", "1", false, 3, "(8b-timing, 16 users pipelined)", false,
+       "  strategy: layer-rectangles\n  reduction: tree\n", 0, "  users: 16\n"},
   };
 }
 
