@@ -83,8 +83,13 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
     std::cerr << "replayed " << host.replayed_layer_passes
               << " layer passes as shifted copies of the layer simulated before them "
                  "(exact; --layer-replay off simulates each)\n";
-  if (host.crowded_layer_passes > 0)
-    std::cerr << "layer replay passed over " << host.crowded_layer_passes
+  if (host.pipeline_replayed_layer_passes > 0)
+    std::cerr << "replayed " << host.pipeline_replayed_layer_passes
+              << " layer passes of messages in flight together, where the whole pipeline "
+                 "repeated the layer before (exact; --layer-replay off simulates each)\n";
+  if (host.crowded_layer_passes > host.pipeline_replayed_layer_passes)
+    std::cerr << "layer replay passed over "
+              << host.crowded_layer_passes - host.pipeline_replayed_layer_passes
               << " layer passes, each simulated, because other messages were on the wafer at "
                  "the same time (users pipelined, or a prompt in several blocks); a decode batch "
                  "of every user (workload.decode_batch, and batch_prompts: true for the "

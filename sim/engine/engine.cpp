@@ -24,6 +24,7 @@
 #include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
 #include "sim/exec/layer_replay.hpp"
+#include "sim/exec/pipeline_replay.hpp"
 #include "sim/exec/record_recycler.hpp"
 #include "sim/exec/value_lane.hpp"
 #include "sim/placement/placement.hpp"
@@ -88,6 +89,9 @@ struct Pipeline {
   // Replays layers that repeat one just simulated (sim/exec/layer_replay.hpp);
   // null: every layer is simulated.
   LayerReplay* replay = nullptr;
+  // Replays the steps of several messages in flight where the whole
+  // pipeline repeats a layer on (sim/exec/pipeline_replay.hpp); null: none.
+  PipelineReplay* pipeline_replay = nullptr;
   // Called after each stage pass with the message's weight in the progress
   // report (RunProgress; at 1 group a token spends seconds of host time on
   // the wafer); null: none.
@@ -209,10 +213,7 @@ SC_MODULE(StageModule) {
       if (p_.replay && p_.replay->enter(program_, *m, Cycles{now_cycles()}, until)) {
         wait_until(Timed{until, {}});
       } else if (!chain_trace_.tap) {
-        run_stage(ex_, program_, *m, [&](const std::string& label, const Timed& t) {
-          trace(*m, label, t);
-          wait_until(t);
-        });
+        run_steps(*m);
       } else {
         run_traced(*m);
       }
@@ -222,6 +223,31 @@ SC_MODULE(StageModule) {
       if (p_.pass_done) (*p_.pass_done)(m->user_count());
       out->write(m);
     }
+  }
+
+  // run_stage, each step offered to the pipeline replay first (when there
+  // is one) and told to it when simulated.
+  void run_steps(TokenMessage & m) {
+    PipelineReplay* replay = p_.pipeline_replay;
+    int step = 0;
+    bool replayed = false;
+    Cycles began;
+    run_stage(
+        ex_, program_, m,
+        [&](const std::string& label, const Timed& t) {
+          trace(m, label, t);
+          if (replay && !replayed) replay->stepped(program_, step, m, began, t.at);
+          ++step;
+          wait_until(t);
+        },
+        [&](Timed& t) {
+          began = Cycles{now_cycles()};
+          if (!replay) return false;
+          Cycles done;
+          replayed = replay->replayed(program_, step, m, began, done);
+          if (replayed) t = Timed{done, {}};
+          return replayed;
+        });
   }
 
   // run_stage as above, each phase recorded for --trace: from when this
@@ -450,6 +476,7 @@ SC_MODULE(HostModule) {
   }
   void send_to_wafer(TokenMessage * m) {
     if (target_.replay) target_.replay->sent();
+    if (target_.pipeline_replay) target_.pipeline_replay->sent();
     send(to_wafer, m);
   }
 
@@ -633,8 +660,10 @@ SC_MODULE(HostModule) {
       }
       arrived(pending[next++]);
     }
+    if (target_.pipeline_replay) target_.pipeline_replay->prompts_pending(next < pending.size());
     TokenMessage* m = from_wafer->read();
     if (target_.replay) target_.replay->returned();
+    if (target_.pipeline_replay) target_.pipeline_replay->returned(*m);
     return m;
   }
 
@@ -1034,6 +1063,9 @@ class Simulation {
           std::make_unique<LayerReplay>(*target_->timing, placed.target->program, sc.workload.users,
                                         options.layer_replay == LayerReplayMode::always, threads);
       target.replay = replay_.get();
+      pipeline_replay_ =
+          std::make_unique<PipelineReplay>(*target_->timing, placed.target->program, threads);
+      target.pipeline_replay = pipeline_replay_.get();
     }
     if (options.trace) tap_.emplace(*options.trace);
     if (options.progress) target.pass_done = &pass_done_;
@@ -1078,6 +1110,9 @@ class Simulation {
   const HostLog& log() const { return log_; }
   std::uint64_t replayed_layer_passes() const { return replay_ ? replay_->replayed() : 0; }
   std::uint64_t crowded_layer_passes() const { return replay_ ? replay_->crowded() : 0; }
+  std::uint64_t pipeline_replayed_layer_passes() const {
+    return pipeline_replay_ ? pipeline_replay_->replayed_layers() : 0;
+  }
   const std::optional<models::Weights>& weights() const { return weights_; }
   const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
   const std::optional<models::Weights>& draft_weights() const { return draft_weights_; }
@@ -1126,6 +1161,7 @@ class Simulation {
   std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
   std::unique_ptr<LayerReplay> replay_;  // null: every layer simulated
+  std::unique_ptr<PipelineReplay> pipeline_replay_;  // null: with replay_
   std::function<void(int)> pass_done_;   // the target's stages' Pipeline::pass_done
   std::unique_ptr<StageChain> chain_;
   HostLog log_;
@@ -1308,6 +1344,7 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.record_releases = recycler.releases();
   host_times.replayed_layer_passes = simulation.replayed_layer_passes();
   host_times.crowded_layer_passes = simulation.crowded_layer_passes();
+  host_times.pipeline_replayed_layer_passes = simulation.pipeline_replayed_layer_passes();
   host_times.record_blocks_made = record_pool.blocks_made();
   host_times.record_blocks_reused = record_pool.blocks_reused();
 

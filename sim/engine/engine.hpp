@@ -32,6 +32,9 @@ struct HostTimes {
   // (LayerReplay::crowded).
   std::uint64_t replayed_layer_passes = 0;
   std::uint64_t crowded_layer_passes = 0;
+  // Layer passes of several messages in flight replayed with the whole
+  // pipeline (sim/exec/pipeline_replay.hpp); the crowded ones include them.
+  std::uint64_t pipeline_replayed_layer_passes = 0;
 };
 
 enum class LayerReplayMode { off, when_it_pays, always };

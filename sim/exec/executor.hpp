@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fabric/fabric.hpp"
@@ -442,9 +443,13 @@ class Executor {
 // Runs one token through one stage: the move of its input onto the stage,
 // then every phase. `after(label, t)` is called when each step's output is
 // complete (the SystemC engine waits there; other callers just observe).
+// `replayed(t)` is asked before each step (the move, if the stage has one,
+// is step 0): true when it has set the step's outcome on m itself, without
+// the executor (PipelineReplay), with `t` when its output is complete.
 // The head skips prompt tokens that need no logits.
-template <class AfterStep>
-void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&& after) {
+template <class AfterStep, class Replayed>
+void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&& after,
+               Replayed&& replayed) {
   Vec& x = slot(m, Slot::x);
   const bool head = sp.layer < 0;
   if (head && !m.needs_logits) {
@@ -456,15 +461,27 @@ void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&
   // token it holds).
   if (head && x.tokens > 1 && !m.is_batch()) x = Executor::some_tokens(x, {x.tokens - 1});
   if (head && !m.logit_rows.empty()) x = Executor::some_tokens(x, m.logit_rows);
+  Timed t;
   if (!sp.continues_layer) {
-    x = ex.move(x, sp.input, sp.input_spread);
-    after("enter " + sp.name, x.latest());
+    if (!replayed(t)) {
+      x = ex.move(x, sp.input, sp.input_spread);
+      t = x.latest();
+    }
+    after("enter " + sp.name, t);
   }
   for (const Phase& ph : sp.phases) {
-    ex.run(ph, m, sp.layer);
-    after(ph.label, ph.kind == PhaseKind::argmax ? m.done : slot(m, ph.out).latest());
+    if (!replayed(t)) {
+      ex.run(ph, m, sp.layer);
+      t = ph.kind == PhaseKind::argmax ? m.done : slot(m, ph.out).latest();
+    }
+    after(ph.label, t);
   }
   if (!head && sp.ends_layer) x = slot(m, Slot::out);
+}
+
+template <class AfterStep>
+void run_stage(Executor& ex, const StageProgram& sp, TokenMessage& m, AfterStep&& after) {
+  run_stage(ex, sp, m, std::forward<AfterStep>(after), [](Timed&) { return false; });
 }
 
 }  // namespace wafersim::sim

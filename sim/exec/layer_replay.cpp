@@ -86,6 +86,10 @@ std::array<Vec, kSlots> timing_of(const std::array<Vec, kSlots>& slots) {
 
 }  // namespace
 
+bool stages_time_alike(const StageProgram& a, const StageProgram& b) {
+  return same_timing(a, b);
+}
+
 bool LayerReplay::usable(Executor& ex) {
   if (ex.computes_values()) return false;
   for (int w = 0; w < ex.wafer_count(); ++w) {

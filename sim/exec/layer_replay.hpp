@@ -81,6 +81,10 @@
 
 namespace wafersim::sim {
 
+// Whether two stages time alike: the same phases on the same cores, the
+// layer's weights and names aside (the test for a run of equal layers).
+bool stages_time_alike(const StageProgram& a, const StageProgram& b);
+
 class LayerReplay {
  public:
   // For `ex`'s stages in `program`; `users`: the workload's. Call usable()

@@ -531,6 +531,8 @@ TEST(Cli, TimingHelperDoesNotChangeAResult) {
       {"tiny-mixtral", whole + "workload:\n  users: 2\n  decode_batch: 2\n", ""},
       {"tiny-gpt2", whole + "workload:\n  users: 1\n  prefill_block: 3\n", ""},
       {"tiny-llama", whole + "workload:\n  users: 1\n", " --wafers 2 --set model.num_layers=8"},
+      // Users pipelined, the whole pipeline's layers replayed.
+      {"tiny-llama", whole + "workload:\n  users: 4\n", " --set model.num_layers=12"},
   };
   for (const Case& c : cases) {
     const fs::path d = scratch_dir("helper");
@@ -690,6 +692,70 @@ TEST(Cli, RunSaysWhenMessagesInFlightKeepLayersFromReplaying) {
   EXPECT_EQ(batched.err.find("other messages"), std::string::npos) << batched.err;
   EXPECT_NE(batched.err.find("replayed "), std::string::npos) << batched.err;
   fs::remove_all(d);
+}
+
+// Several users' messages in flight on one whole-region layer group cross
+// its equal layers as a convoy; once the whole pipeline's state repeats one
+// layer on, every step of every message is replayed from the period before
+// (sim/exec/pipeline_replay.hpp) until a message would step past the run.
+// Byte for byte the results of simulating each step, for any number of
+// users and groups, every reduction scheme, two wafers, a decode batch of
+// some users, prompt blocks, later arrivals and the functional lane; and
+// it does replay there. Where it cannot (the prompts' tokens one by one
+// across a short run; a mixture of experts) nothing is replayed.
+TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
+  struct Case {
+    std::string model, workload, options;
+    bool replays;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-llama", "  users: 4\n", " --timing-only", true},
+      {"tiny-llama", "  users: 2\n", " --timing-only", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --layer-groups 2", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --reduction chain", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --reduction tree", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --reduction ring", true},
+      {"tiny-llama", "  users: 4\n",
+       " --timing-only --reduction k-tree --set placement.reduction_groups=1", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --wafers 2", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --wafers 2 --keep-link-records", true},
+      {"tiny-llama", "  users: 4\n", " --timing-only --threads 1", true},
+      {"tiny-llama", "  users: 4\n  decode_batch: 2\n", " --timing-only", true},
+      {"tiny-llama", "  users: 4\n  cached_tokens: 50\n", " --timing-only", true},
+      {"tiny-llama", "  users: 4\n  arrivals_s: [0, 0.00001, 0.00002, 0.00003]\n", " --timing-only",
+       true},
+      {"tiny-gpt2", "  users: 4\n", " --timing-only", true},
+      {"tiny-mistral", "  users: 4\n  prefill_block: 2\n  prompt_tokens: 4\n", " --timing-only",
+       true},
+      {"tiny-llama", "  users: 4\n", "", true},  // functional, on the lane
+      {"tiny-llama", "  users: 3\n  prompt_tokens: 3\n", " --timing-only", false},
+      {"tiny-mixtral", "  users: 4\n", " --timing-only", false},
+  };
+  for (const Case& c : cases) {
+    const fs::path d = scratch_dir("pipeline_replay");
+    const fs::path scenario = d / "convoy.yaml";
+    std::ofstream(scenario) << "name: convoy\nhardware: small\nmodel: " << c.model
+                            << "\nprecision: bf16\nwafers: 1\n"
+                               "placement:\n  strategy: whole-region\n  layer_groups: 1\n"
+                               "workload:\n"
+                            << c.workload
+                            << (c.workload.find("prompt_tokens") == std::string::npos
+                                    ? "  prompt_tokens: 1\n"
+                                    : "")
+                            << "  generate_tokens: 3\n";
+    const std::string run =
+        "run " + scenario.string() + " --json --set model.num_layers=16" + c.options;
+    const Outcome replayed = wafersim(run + " --layer-replay always");
+    ASSERT_EQ(replayed.code, 0) << c.model << c.options << ": " << replayed.err;
+    const Outcome simulated = wafersim(run + " --layer-replay off");
+    ASSERT_EQ(simulated.code, 0) << c.model << c.options << ": " << simulated.err;
+    EXPECT_EQ(replayed.out, simulated.out) << c.model << c.options << "\n" << c.workload;
+    EXPECT_EQ(replayed.err.find("layer passes of messages in flight together") != std::string::npos,
+              c.replays)
+        << c.model << c.options << "\n"
+        << c.workload << replayed.err;
+    fs::remove_all(d);
+  }
 }
 
 // `place` times one decode step alone with the engine's replay of equal

@@ -1,0 +1,379 @@
+#include "sim/exec/pipeline_replay.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/exec/layer_replay.hpp"
+
+namespace wafersim::sim {
+
+namespace {
+
+// A vector's timing (layout and ready times), without its values.
+Vec timing_copy(const Vec& v) {
+  Vec out;
+  out.layout = v.layout;
+  out.ready = v.ready;
+  out.tokens = v.tokens;
+  return out;
+}
+
+// `b` is `a` moved `shift` cycles later, every piece's critical path by one
+// breakdown (into `dpath`, which `have` says is set).
+bool moved(const Vec& a, const Vec& b, std::uint64_t shift, CycleBreakdown& dpath, bool& have) {
+  if (a.tokens != b.tokens || a.ready.size() != b.ready.size() || !(a.layout == b.layout))
+    return false;
+  for (std::size_t i = 0; i < a.ready.size(); ++i) {
+    if (b.ready[i].at.value - a.ready[i].at.value != shift) return false;
+    const CycleBreakdown d = b.ready[i].path - a.ready[i].path;
+    if (!have) {
+      dpath = d;
+      have = true;
+    } else if (d != dpath) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+PipelineReplay::PipelineReplay(Executor& ex, const Program& program, int threads)
+    : ex_(ex), program_(program), team_(threads) {
+  const auto& stages = program.stages;
+  run_of_stage_.assign(stages.size(), -1);
+  first_of_layer_.assign(stages.size(), false);
+  // The layers (their stages [first, last]), as LayerReplay takes them.
+  std::vector<std::pair<std::size_t, std::size_t>> layers;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].layer < 0 || stages[i].continues_layer) continue;
+    std::size_t j = i;
+    while (j + 1 < stages.size() && !stages[j].ends_layer && stages[j + 1].continues_layer) ++j;
+    if (stages[j].ends_layer) layers.emplace_back(i, j);
+  }
+  const auto alike = [&](std::size_t a, std::size_t b) {  // layers a and b
+    const auto [fa, la] = layers[a];
+    const auto [fb, lb] = layers[b];
+    if (la + 1 != fb || la - fa != lb - fb) return false;
+    for (std::size_t k = 0; k <= la - fa; ++k)
+      if (!stages_time_alike(stages[fa + k], stages[fb + k])) return false;
+    return true;
+  };
+  // Runs of two or more equal layers in a row.
+  for (std::size_t l = 0; l < layers.size();) {
+    std::size_t e = l;
+    while (e + 1 < layers.size() && alike(e, e + 1)) ++e;
+    if (e > l) {
+      const int run = static_cast<int>(run_last_.size());
+      int wafer = -2;  // none seen yet
+      bool experts = false;
+      for (std::size_t k = l; k <= e; ++k) {
+        first_of_layer_[layers[k].first] = true;
+        for (std::size_t s = layers[k].first; s <= layers[k].second; ++s) {
+          run_of_stage_[s] = run;
+          for (const Phase& ph : stages[s].phases) {
+            if (ph.kind == PhaseKind::moe) experts = true;
+            if (!ph.matrix) continue;
+            wafer = wafer == -2 || wafer == ph.matrix->wafer ? ph.matrix->wafer : -1;
+          }
+        }
+      }
+      run_last_.push_back(static_cast<int>(layers[e].second));
+      run_wafer_.push_back(wafer < 0 ? -1 : wafer);
+      run_stride_.push_back(static_cast<int>(layers[l].second - layers[l].first + 1));
+      experts_.push_back(experts);
+    }
+    l = e + 1;
+  }
+}
+
+void PipelineReplay::sent() {
+  if (replaying_)
+    throw std::logic_error("PipelineReplay: a message was sent while steps were being replayed");
+  ++in_flight_;
+}
+
+void PipelineReplay::returned(const TokenMessage& m) {
+  if (replaying_)
+    throw std::logic_error("PipelineReplay: a message came back while steps were being replayed");
+  --in_flight_;
+  places_.erase(&m);
+  if (tracked_ == &m) {
+    tracked_ = nullptr;
+    forget();
+  }
+}
+
+fabric::Rect PipelineReplay::wafer_rect(int wafer) {
+  const fabric::Mesh& mesh = ex_.fab(wafer).mesh();
+  return fabric::Rect{0, 0, mesh.width(), mesh.height()};
+}
+
+void PipelineReplay::forget() {
+  mark_.valid = false;
+  mark_.messages.clear();
+  steps_.clear();
+}
+
+bool PipelineReplay::replayed(const StageProgram& sp, int step, TokenMessage& m, Cycles now,
+                              Cycles& done) {
+  const int stage = index_of(sp);
+  if (replaying_) {
+    // At each of the tracked message's layer starts a period has ended: go
+    // on while the next stays inside the run, else write the fabric's state
+    // out and simulate from here.
+    if (&m == tracked_ && layer_start(stage, step) && !inside(++periods_ + 1)) {
+      settle(periods_);
+    } else {
+      apply(stage, step, m, now, done);
+      return true;
+    }
+  }
+  if (!layer_start(stage, step)) return false;
+  if (!checkpoint(stage, m, now)) return false;
+  apply(stage, step, m, now, done);
+  return true;
+}
+
+void PipelineReplay::stepped(const StageProgram& sp, int step, const TokenMessage& m, Cycles now,
+                             Cycles done) {
+  const int stage = index_of(sp);
+  places_[&m] = Place{stage, step + 1, done.value};
+  if (!mark_.valid) return;
+  Step s;
+  s.stage = stage;
+  s.step = step;
+  s.start = now.value;
+  s.done = done.value;
+  if (step == 0) {
+    for (int k = 0; k < kSlots; ++k) s.slots.emplace_back(k, timing_copy(m.slots[k]));
+  } else {
+    const Phase& ph = sp.phases[static_cast<std::size_t>(step - (sp.continues_layer ? 0 : 1))];
+    const int out = static_cast<int>(ph.out), a = static_cast<int>(ph.a);
+    s.slots.emplace_back(out, timing_copy(m.slots[out]));
+    if (a != out) s.slots.emplace_back(a, timing_copy(m.slots[a]));
+  }
+  steps_[&m].push_back(std::move(s));
+}
+
+bool PipelineReplay::mark(int run, int stage, Cycles now, Mark& out) {
+  if (prompts_pending_ || in_flight_ < 2 || places_.size() != static_cast<std::size_t>(in_flight_))
+    return false;
+  const int stride = run_stride_[static_cast<std::size_t>(run)];
+  const int last = run_last_[static_cast<std::size_t>(run)];
+  const int wafer = run_wafer_[static_cast<std::size_t>(run)];
+  if (wafer < 0 || experts_[static_cast<std::size_t>(run)]) return false;
+  std::uint64_t from = now.value;
+  for (const auto& [msg, place] : places_) {
+    if (run_of_stage_[static_cast<std::size_t>(place.stage)] != run) return false;
+    // A replay needs a period learned and another after it inside the run
+    // (host time only: no fingerprint where none could follow).
+    if (place.stage + 2 * stride > last) return false;
+    for (const Vec& v : msg->slots)
+      for (const Timed& r : v.ready) from = std::min(from, r.at.value);
+  }
+  out = Mark{};
+  out.valid = true;
+  out.run = run;
+  out.stage = stage;
+  out.now = now.value;
+  out.from = from;
+  fabric::FlowModel& flow = ex_.fab(wafer).flow();
+  fabric::CoreTimeline& cores = ex_.fab(wafer).cores();
+  const fabric::Rect rect = wafer_rect(wafer);
+  out.cutoff = std::min(from, flow.model_now());
+  flow.add_state_header(from, rect, out.state);
+  team_.start(kParts + 1, [&](int k, int) {
+    Part& p = scan_[static_cast<std::size_t>(k)];
+    p.hash = fabric::StateHash{};
+    p.live.clear();
+    if (k < kParts)
+      flow.add_state_part(from, out.cutoff, rect, k, kParts, p.hash, &p.live);
+    else
+      cores.add_state_after(from, out.cutoff, p.hash, &p.live, &rect);
+  });
+  team_.finish();
+  for (const Part& p : scan_) out.state.add(p.hash);
+  for (const auto& [msg, place] : places_) {
+    MessageMark& mm = out.messages[msg];
+    mm.place = place;
+    for (int k = 0; k < kSlots; ++k) mm.slots[k] = timing_copy(msg->slots[k]);
+  }
+  return true;
+}
+
+bool PipelineReplay::repeats(const Mark& before, const Mark& now, std::uint64_t& period,
+                             std::unordered_map<const TokenMessage*, CycleBreakdown>& dpath) const {
+  if (!before.valid || before.run != now.run ||
+      now.stage - before.stage != run_stride_[static_cast<std::size_t>(now.run)])
+    return false;
+  period = now.now - before.now;
+  if (now.from - before.from != period || !(now.state == before.state) ||
+      now.messages.size() != before.messages.size())
+    return false;
+  dpath.clear();
+  for (const auto& [msg, b] : now.messages) {
+    const auto it = before.messages.find(msg);
+    if (it == before.messages.end()) return false;
+    const MessageMark& a = it->second;
+    if (b.place.stage - now.stage != a.place.stage - before.stage || b.place.step != a.place.step ||
+        b.place.at - a.place.at != period)
+      return false;
+    CycleBreakdown d;
+    bool have = false;
+    for (int k = 0; k < kSlots; ++k)
+      if (!moved(a.slots[k], b.slots[k], period, d, have)) return false;
+    dpath[msg] = d;
+  }
+  return true;
+}
+
+bool PipelineReplay::inside(std::uint64_t periods) const {
+  const auto run = static_cast<std::size_t>(replay_run_);
+  const std::uint64_t last = static_cast<std::uint64_t>(run_last_[run]);
+  const std::uint64_t stride = static_cast<std::uint64_t>(run_stride_[run]);
+  for (const auto& [msg, steps] : learned_)
+    for (const Step& s : steps)
+      if (static_cast<std::uint64_t>(s.stage) + periods * stride > last) return false;
+  return true;
+}
+
+void PipelineReplay::begin_recording(Mark m) {
+  mark_ = std::move(m);
+  steps_.clear();
+  const int wafer = run_wafer_[static_cast<std::size_t>(mark_.run)];
+  const fabric::Rect rect = wafer_rect(wafer);
+  ex_.fab(wafer).flow().byte_counts(bytes_before_, &rect);
+  ex_.fab(wafer).cores().copy_busy(rect, busy_before_);
+}
+
+bool PipelineReplay::checkpoint(int stage, const TokenMessage& m, Cycles now) {
+  places_[&m] = Place{stage, 0, now.value};
+  if (tracked_ && tracked_ != &m) return false;
+  const int run = run_of_stage_[static_cast<std::size_t>(stage)];
+  Mark here;
+  if (run < 0 || !mark(run, stage, now, here)) {
+    tracked_ = nullptr;
+    forget();
+    return false;
+  }
+  tracked_ = &m;
+  const int wafer = run_wafer_[static_cast<std::size_t>(run)];
+  // Every message was inside the run at both checkpoints, so every step
+  // between them was a step of the run's stages: on the run's wafer (only a
+  // run's first layer takes its input from elsewhere, and a message whose
+  // input still lay elsewhere would not have its vectors where the one a
+  // layer on has them).
+  std::uint64_t period = 0;
+  std::unordered_map<const TokenMessage*, CycleBreakdown> dpath;
+  const bool again = mark_.valid && repeats(mark_, here, period, dpath);
+  if (!again) {
+    begin_recording(std::move(here));
+    return false;
+  }
+  // Every message stepped through one layer since the last checkpoint:
+  // those steps are the learned period.
+  replay_run_ = run;
+  learned_ = std::move(steps_);
+  steps_.clear();
+  if (learned_.size() != here.messages.size() || !inside(1)) {
+    learned_.clear();
+    begin_recording(std::move(here));
+    return false;
+  }
+  fabric::FlowModel& flow = ex_.fab(wafer).flow();
+  fabric::CoreTimeline& cores = ex_.fab(wafer).cores();
+  const fabric::Rect rect = wafer_rect(wafer);
+  flow.settle_lines();
+  link_bytes_.resize(kParts);
+  team_.start(kParts + 1, [&](int k, int) {
+    if (k == kParts) {
+      core_busy_.clear();
+      cores.add_busy_since(busy_before_, rect, core_busy_);
+      return;
+    }
+    auto& part = link_bytes_[static_cast<std::size_t>(k)];
+    part.clear();
+    flow.add_bytes_since(bytes_before_, rect, k, kParts, part);
+  });
+  team_.finish();
+  cursors_.clear();
+  for (const auto& [msg, d] : dpath) cursors_[msg] = Cursor{0, 1, d};
+  period_ = period;
+  periods_ = 0;
+  settled_from_ = here.cutoff;
+  scan_.swap(settle_);
+  forget();
+  flow.keep_records(true);  // the recycler judges by the latest reservation, not written yet
+  ex_.set_frozen(true);
+  replaying_ = true;
+  return true;
+}
+
+void PipelineReplay::apply(int stage, int step, TokenMessage& m, Cycles now, Cycles& done) {
+  const auto c = cursors_.find(&m);
+  const auto l = learned_.find(&m);
+  if (c == cursors_.end() || l == learned_.end())
+    throw std::logic_error("PipelineReplay: a message stepped that the learned period lacks");
+  Cursor& cur = c->second;
+  const Step& s = l->second[cur.next];
+  const std::uint64_t stride =
+      static_cast<std::uint64_t>(run_stride_[static_cast<std::size_t>(replay_run_)]);
+  const std::uint64_t shift = cur.period * period_;
+  if (static_cast<std::uint64_t>(s.stage) + cur.period * stride !=
+          static_cast<std::uint64_t>(stage) ||
+      s.step != step || s.start + shift != now.value)
+    throw std::logic_error("PipelineReplay: a replayed step left the learned period's order");
+  CycleBreakdown path;
+  for (std::uint64_t p = 0; p < cur.period; ++p) path += cur.dpath;
+  for (const auto& [k, v] : s.slots) {
+    Vec& d = m.slots[k];
+    d.layout = v.layout;
+    d.tokens = v.tokens;
+    d.ready = v.ready;
+    for (Timed& t : d.ready) {
+      t.at = Cycles{t.at.value + shift};
+      t.path += path;  // modulo 2^64, as operator- took it
+    }
+  }
+  done = Cycles{s.done + shift};
+  places_[&m] = Place{stage, step + 1, done.value};
+  if (layer_start(stage, step)) ++replayed_layers_;
+  if (++cur.next == l->second.size()) {
+    cur.next = 0;
+    ++cur.period;
+  }
+}
+
+void PipelineReplay::settle(std::uint64_t periods) {
+  // Every message has finished exactly `periods` periods: the state is the
+  // replay's first checkpoint's, periods * P later.
+  for (const auto& [msg, cur] : cursors_)
+    if (cur.next != 0 || cur.period != periods + 1)
+      throw std::logic_error("PipelineReplay: a replay stopped part way through a period");
+  const int wafer = run_wafer_[static_cast<std::size_t>(replay_run_)];
+  fabric::FlowModel& flow = ex_.fab(wafer).flow();
+  fabric::CoreTimeline& cores = ex_.fab(wafer).cores();
+  const std::uint64_t shift = periods * period_;
+  ex_.set_frozen(false);
+  flow.keep_records(false);
+  flow.shift_clock(settled_from_, shift);
+  team_.start(kParts + 1, [&](int k, int) {
+    const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
+    if (k < kParts)
+      flow.shift_some_records(live, shift);
+    else
+      cores.shift_cores(live, shift);
+  });
+  team_.finish();
+  for (const auto& part : link_bytes_) flow.add_bytes(part, periods);
+  cores.add_busy(core_busy_, periods);
+  replayed_periods_ += periods;
+  replaying_ = false;
+  learned_.clear();
+  cursors_.clear();
+  tracked_ = nullptr;
+  forget();
+}
+
+}  // namespace wafersim::sim
