@@ -99,9 +99,11 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrideOptions::as_set
 void add_layer_replay_option(CLI::App* command, std::string& mode) {
   command
       ->add_option("--layer-replay", mode,
-                   "Layers that repeat the one just simulated, shifted in time, are replayed "
-                   "instead of simulated (exact: the same results): auto, where it saves host "
-                   "time; always, wherever it can; off, every layer simulated")
+                   "Layers that repeat the one just simulated, shifted in time (one message's, "
+                   "or with several in flight the whole pipeline's), are replayed instead of "
+                   "simulated (exact: the same results): auto, where it saves host time (the "
+                   "pipeline's: wherever it repeats); always, wherever it can; off, every "
+                   "layer simulated")
       ->check(CLI::IsMember({"auto", "always", "off"}))
       ->default_str("auto");
 }

@@ -101,9 +101,11 @@ std::vector<BenchCase> cases() {
        "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n", 0,
        "  users: 16\n  decode_batch: 16\n  batch_prompts: true\n"},
       // Not targets: users pipelined without a decode batch, so several
-      // messages share a region at once and every layer is simulated (the part
-      // of issue 16's host-time target still missed; docs/performance.md);
-      // host s per token is per user's token.
+      // messages share a region at once (the part of issue 16's host-time
+      // target still missed; docs/performance.md): at 1 group they cross
+      // the layers as a convoy, replayed where the whole pipeline repeats
+      // (sim/exec/pipeline_replay.hpp); at 8 groups nothing repeats and every
+      // layer is simulated. Host s per token is per user's token.
       {"8b-region-1g-u4", "llama-3.1-8b", "1", false, 2, "(8b-region-1g, 4 users pipelined)", false,
        "  strategy: whole-region\n  layer_groups: 1\n  reduction: two-level\n", 0, "  users: 4\n"},
       {"8b-region-8g-u16", "llama-3.1-8b", "1", false, 3, "(8b-region-8g, 16 users pipelined)",
