@@ -76,11 +76,7 @@ bool same_header(const TokenMessage& a, const TokenMessage& b) {
 
 std::array<Vec, kSlots> timing_of(const std::array<Vec, kSlots>& slots) {
   std::array<Vec, kSlots> out;
-  for (int s = 0; s < kSlots; ++s) {
-    out[s].layout = slots[s].layout;
-    out[s].ready = slots[s].ready;
-    out[s].tokens = slots[s].tokens;
-  }
+  for (int s = 0; s < kSlots; ++s) out[s] = sim::timing_of(slots[s]);
   return out;
 }
 
@@ -88,6 +84,42 @@ std::array<Vec, kSlots> timing_of(const std::array<Vec, kSlots>& slots) {
 
 bool stages_time_alike(const StageProgram& a, const StageProgram& b) {
   return same_timing(a, b);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> program_layers(const Program& program) {
+  const auto& stages = program.stages;
+  std::vector<std::pair<std::size_t, std::size_t>> layers;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].layer < 0 || stages[i].continues_layer) continue;
+    std::size_t j = i;
+    while (j + 1 < stages.size() && !stages[j].ends_layer && stages[j + 1].continues_layer) ++j;
+    if (stages[j].ends_layer) layers.emplace_back(i, j);
+  }
+  return layers;
+}
+
+Vec timing_of(const Vec& v) {
+  Vec out;
+  out.layout = v.layout;
+  out.ready = v.ready;
+  out.tokens = v.tokens;
+  return out;
+}
+
+bool moved_by(const Vec& a, const Vec& b, std::uint64_t shift, CycleBreakdown& dpath, bool& have) {
+  if (a.tokens != b.tokens || a.ready.size() != b.ready.size() || a.layout != b.layout)
+    return false;
+  for (std::size_t i = 0; i < a.ready.size(); ++i) {
+    if (b.ready[i].at.value - a.ready[i].at.value != shift) return false;
+    const CycleBreakdown d = b.ready[i].path - a.ready[i].path;
+    if (!have) {
+      dpath = d;
+      have = true;
+    } else if (d != dpath) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool LayerReplay::usable(Executor& ex) {
@@ -107,13 +139,7 @@ LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool a
   cycle_of_stage_.assign(stages.size(), -1);
   // The layers (their stages [first, last]) and the runs of layers in a row
   // whose stages time alike (a run named by its first layer).
-  std::vector<std::pair<std::size_t, std::size_t>> layers;
-  for (std::size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i].layer < 0 || stages[i].continues_layer) continue;
-    std::size_t j = i;
-    while (j + 1 < stages.size() && !stages[j].ends_layer && stages[j + 1].continues_layer) ++j;
-    if (stages[j].ends_layer) layers.emplace_back(i, j);
-  }
+  const std::vector<std::pair<std::size_t, std::size_t>> layers = program_layers(program);
   std::vector<std::size_t> run_of(layers.size());
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const auto [first, last] = layers[l];
@@ -331,21 +357,8 @@ bool LayerReplay::same_start(const Entry& e, const Cycle& cy, std::uint64_t shif
   // Slot s exactly: the same layout, every ready time `shift` later, every
   // path moved by one breakdown.
   const auto exact = [&](int s) {
-    const Vec& a = memo_.entry.slots[static_cast<std::size_t>(s)];
-    const Vec& b = e.slots[static_cast<std::size_t>(s)];
-    if (a.tokens != b.tokens || a.ready.size() != b.ready.size() || a.layout != b.layout)
-      return false;
-    for (std::size_t i = 0; i < a.ready.size(); ++i) {
-      if (b.ready[i].at.value - a.ready[i].at.value != shift) return false;
-      const CycleBreakdown d = b.ready[i].path - a.ready[i].path;
-      if (!have_path) {
-        dpath = d;
-        have_path = true;
-      } else if (d != dpath) {
-        return false;
-      }
-    }
-    return true;
+    return moved_by(memo_.entry.slots[static_cast<std::size_t>(s)],
+                    e.slots[static_cast<std::size_t>(s)], shift, dpath, have_path);
   };
   for (int s = 0; s < kSlots; ++s)
     if ((cy.strict >> s & 1) && !exact(s)) return false;

@@ -84,6 +84,15 @@ namespace wafersim::sim {
 // Whether two stages time alike: the same phases on the same cores, the
 // layer's weights and names aside (the test for a run of equal layers).
 bool stages_time_alike(const StageProgram& a, const StageProgram& b);
+// The layers of `program`, each as its stages [first, last]: a stage that
+// does not continue another, through the one that ends the layer.
+std::vector<std::pair<std::size_t, std::size_t>> program_layers(const Program& program);
+// A vector's timing (layout, ready times, tokens), without its values.
+Vec timing_of(const Vec& v);
+// Whether `b` is `a` moved `shift` cycles later: the same layout, every
+// ready time `shift` later, every piece's critical path moved by one
+// breakdown (`dpath`; the first piece sets it where `have` is false).
+bool moved_by(const Vec& a, const Vec& b, std::uint64_t shift, CycleBreakdown& dpath, bool& have);
 
 class LayerReplay {
  public:

@@ -7,50 +7,12 @@
 
 namespace wafersim::sim {
 
-namespace {
-
-// A vector's timing (layout and ready times), without its values.
-Vec timing_copy(const Vec& v) {
-  Vec out;
-  out.layout = v.layout;
-  out.ready = v.ready;
-  out.tokens = v.tokens;
-  return out;
-}
-
-// `b` is `a` moved `shift` cycles later, every piece's critical path by one
-// breakdown (into `dpath`, which `have` says is set).
-bool moved(const Vec& a, const Vec& b, std::uint64_t shift, CycleBreakdown& dpath, bool& have) {
-  if (a.tokens != b.tokens || a.ready.size() != b.ready.size() || !(a.layout == b.layout))
-    return false;
-  for (std::size_t i = 0; i < a.ready.size(); ++i) {
-    if (b.ready[i].at.value - a.ready[i].at.value != shift) return false;
-    const CycleBreakdown d = b.ready[i].path - a.ready[i].path;
-    if (!have) {
-      dpath = d;
-      have = true;
-    } else if (d != dpath) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 PipelineReplay::PipelineReplay(Executor& ex, const Program& program, int threads)
     : ex_(ex), program_(program), team_(threads) {
   const auto& stages = program.stages;
   run_of_stage_.assign(stages.size(), -1);
   first_of_layer_.assign(stages.size(), false);
-  // The layers (their stages [first, last]), as LayerReplay takes them.
-  std::vector<std::pair<std::size_t, std::size_t>> layers;
-  for (std::size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i].layer < 0 || stages[i].continues_layer) continue;
-    std::size_t j = i;
-    while (j + 1 < stages.size() && !stages[j].ends_layer && stages[j + 1].continues_layer) ++j;
-    if (stages[j].ends_layer) layers.emplace_back(i, j);
-  }
+  const std::vector<std::pair<std::size_t, std::size_t>> layers = program_layers(program);
   const auto alike = [&](std::size_t a, std::size_t b) {  // layers a and b
     const auto [fa, la] = layers[a];
     const auto [fb, lb] = layers[b];
@@ -146,12 +108,12 @@ void PipelineReplay::stepped(const StageProgram& sp, int step, const TokenMessag
   s.start = now.value;
   s.done = done.value;
   if (step == 0) {
-    for (int k = 0; k < kSlots; ++k) s.slots.emplace_back(k, timing_copy(m.slots[k]));
+    for (int k = 0; k < kSlots; ++k) s.slots.emplace_back(k, timing_of(m.slots[k]));
   } else {
     const Phase& ph = sp.phases[static_cast<std::size_t>(step - (sp.continues_layer ? 0 : 1))];
     const int out = static_cast<int>(ph.out), a = static_cast<int>(ph.a);
-    s.slots.emplace_back(out, timing_copy(m.slots[out]));
-    if (a != out) s.slots.emplace_back(a, timing_copy(m.slots[a]));
+    s.slots.emplace_back(out, timing_of(m.slots[out]));
+    if (a != out) s.slots.emplace_back(a, timing_of(m.slots[a]));
   }
   steps_[&m].push_back(std::move(s));
 }
@@ -197,7 +159,7 @@ bool PipelineReplay::mark(int run, int stage, Cycles now, Mark& out) {
   for (const auto& [msg, place] : places_) {
     MessageMark& mm = out.messages[msg];
     mm.place = place;
-    for (int k = 0; k < kSlots; ++k) mm.slots[k] = timing_copy(msg->slots[k]);
+    for (int k = 0; k < kSlots; ++k) mm.slots[k] = timing_of(msg->slots[k]);
   }
   return true;
 }
@@ -222,7 +184,7 @@ bool PipelineReplay::repeats(const Mark& before, const Mark& now, std::uint64_t&
     CycleBreakdown d;
     bool have = false;
     for (int k = 0; k < kSlots; ++k)
-      if (!moved(a.slots[k], b.slots[k], period, d, have)) return false;
+      if (!moved_by(a.slots[k], b.slots[k], period, d, have)) return false;
     dpath[msg] = d;
   }
   return true;
