@@ -124,10 +124,15 @@ bool PipelineReplay::mark(int run, int stage, Cycles now, Mark& out) {
   const int stride = run_stride_[static_cast<std::size_t>(run)];
   const int last = run_last_[static_cast<std::size_t>(run)];
   const int wafer = run_wafer_[static_cast<std::size_t>(run)];
-  if (wafer < 0 || experts_[static_cast<std::size_t>(run)]) return false;
+  if (wafer < 0) return false;
+  const bool experts = experts_[static_cast<std::size_t>(run)];
   std::uint64_t from = now.value;
   for (const auto& [msg, place] : places_) {
     if (run_of_stage_[static_cast<std::size_t>(place.stage)] != run) return false;
+    // A run's experts are placed alike (stages_time_alike), so the k experts
+    // one token chooses time alike whichever they are; how many tokens of a
+    // message choose each does not.
+    if (experts && msg->tokens != 1) return false;
     // A replay needs a period learned and another after it inside the run
     // (host time only: no fingerprint where none could follow).
     if (place.stage + 2 * stride > last) return false;
@@ -299,6 +304,12 @@ void PipelineReplay::apply(int stage, int step, TokenMessage& m, Cycles now, Cyc
     }
   }
   done = Cycles{s.done + shift};
+  // A functional run's numbers chose this phase's experts too: their choice
+  // is taken and dropped, as the simulated phase would take it.
+  const StageProgram& sp = program_.stages[static_cast<std::size_t>(stage)];
+  const int phase = step - (sp.continues_layer ? 0 : 1);
+  if (phase >= 0 && sp.phases[static_cast<std::size_t>(phase)].kind == PhaseKind::moe)
+    ex_.skip_expert_choices(sp.layer, m);
   places_[&m] = Place{stage, step + 1, done.value};
   if (layer_start(stage, step)) ++replayed_layers_;
   if (++cur.next == l->second.size()) {

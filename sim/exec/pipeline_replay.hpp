@@ -42,11 +42,14 @@
 //   (FlowModel::shift_some_records, CoreTimeline::shift_cores, the model's
 //   clock), and the links' bytes and cores' busy cycles get the learned
 //   period's, once per replayed period. Then the simulation goes on.
-// - When: timing only on a fabric without repairs (LayerReplay::usable),
-//   no trace, no speculative decoding, no mixture-of-experts layers, every
-//   user's prompt already sent (a later arrival would send a message into
-//   the replayed periods), and at least two messages in flight (one is
-//   LayerReplay's).
+// - When: timing only, or the functional lane beside it, on a fabric
+//   without repairs (LayerReplay::usable),
+//   no trace, no speculative decoding, every user's prompt already sent (a
+//   later arrival would send a message into the replayed periods), and at
+//   least two messages in flight (one is LayerReplay's). A mixture of
+//   experts where every message is one token: the run's experts are placed
+//   alike, so the k a token chooses time alike whichever they are (the
+//   functional lane's choices for a replayed phase are taken and dropped).
 //
 // Exact, not an estimate: `run --json` is byte for byte the same with and
 // without (--layer-replay off; the tests compare both).
@@ -160,7 +163,7 @@ class PipelineReplay {
   std::vector<int> run_wafer_;     // per run: the wafer its matrices are on (-1: several)
   std::vector<int> run_stride_;    // per run: stages per layer
   std::vector<bool> first_of_layer_;
-  std::vector<bool> experts_;  // per run: a mixture of experts (not replayed)
+  std::vector<bool> experts_;  // per run: a mixture of experts (messages of one token only)
 
   int in_flight_ = 0;
   bool prompts_pending_ = true;

@@ -700,9 +700,9 @@ TEST(Cli, RunSaysWhenMessagesInFlightKeepLayersFromReplaying) {
 // (sim/exec/pipeline_replay.hpp) until a message would step past the run.
 // Byte for byte the results of simulating each step, for any number of
 // users and groups, every reduction scheme, two wafers, a decode batch of
-// some users, prompt blocks, later arrivals and the functional lane; and
-// it does replay there. Where it cannot (the prompts' tokens one by one
-// across a short run; a mixture of experts) nothing is replayed.
+// some users, prompt blocks, later arrivals, mixtures of experts and the
+// functional lane; and it does replay there. Where it cannot (the prompts'
+// tokens one by one, never all inside the run at once) nothing is replayed.
 TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
   struct Case {
     std::string model, workload, options;
@@ -728,8 +728,13 @@ TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
       {"tiny-mistral", "  users: 4\n  prefill_block: 2\n  prompt_tokens: 4\n", " --timing-only",
        true},
       {"tiny-llama", "  users: 4\n", "", true},  // functional, on the lane
+      // Mixtures of experts, every expert placed alike: one token's k experts
+      // time alike whichever they are (functional: the lane's choices are
+      // taken and dropped).
+      {"tiny-mixtral", "  users: 4\n", " --timing-only", true},
+      {"tiny-mixtral", "  users: 4\n", "", true},
+      {"tiny-qwen3-moe", "  users: 4\n", " --timing-only", true},
       {"tiny-llama", "  users: 3\n  prompt_tokens: 3\n", " --timing-only", false},
-      {"tiny-mixtral", "  users: 4\n", " --timing-only", false},
   };
   for (const Case& c : cases) {
     const fs::path d = scratch_dir("pipeline_replay");
