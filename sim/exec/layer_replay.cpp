@@ -132,7 +132,7 @@ bool LayerReplay::usable(Executor& ex) {
 }
 
 LayerReplay::LayerReplay(Executor& ex, const Program& program, int users, bool always, int threads)
-    : ex_(ex), program_(program), users_(users), team_(threads), always_(always) {
+    : ex_(ex), program_(program), users_(users), records_(threads), always_(always) {
   // Until one is measured: ~10 ns a record (4 links, a ramp, a core timeline per core).
   scan_s_per_core_ = 60e-9;
   const auto& stages = program.stages;
@@ -326,22 +326,8 @@ LayerReplay::Entry LayerReplay::entry_of(const TokenMessage& m, const Cycle& cy,
   e.now_rel = now.value - e.from;
   if (with_state) {
     const auto t0 = Clock::now();
-    fabric::FlowModel& flow = fab(region.wafer).flow();
-    fabric::CoreTimeline& cores = fab(region.wafer).cores();
-    e.cutoff = std::min(e.from, flow.model_now());
-    flow.add_state_header(e.from, region.rect, e.state);
-    team_.start(kParts + 1, [&](int k, int) {
-      Part& p = scan_[static_cast<std::size_t>(k)];
-      p.hash = fabric::StateHash{};
-      p.live.clear();
-      std::vector<std::uint32_t>* live = with_records ? &p.live : nullptr;
-      if (k < kParts)
-        flow.add_state_part(e.from, e.cutoff, region.rect, k, kParts, p.hash, live);
-      else
-        cores.add_state_after(e.from, e.cutoff, p.hash, live, &region.rect);
-    });
-    team_.finish();
-    for (const Part& p : scan_) e.state.add(p.hash);
+    e.cutoff = std::min(e.from, fab(region.wafer).flow().model_now());
+    records_.fingerprint(fab(region.wafer), e.from, e.cutoff, region.rect, with_records, e.state);
     scan_s_per_core_ =
         std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, region.rect.cores());
   }
@@ -428,8 +414,7 @@ void LayerReplay::Memo::reset() {
   entry = Entry{};
   exits.clear();
   exit_at.clear();
-  for (auto& part : link_bytes) part.clear();
-  core_busy.clear();
+  counts.clear();
   complete = false;
   period = 0;
   region = {};
@@ -444,8 +429,7 @@ void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
   memo_.region = region;
   learning_ = true;
   stage_ = 0;
-  fab(region.wafer).flow().byte_counts(bytes_before_, &region.rect);
-  fab(region.wafer).cores().copy_busy(region.rect, busy_before_);
+  records_.count_from(fab(region.wafer), region.rect);
 }
 
 bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until) {
@@ -508,7 +492,7 @@ bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cyc
       if (e.state == memo_.entry.state && same_start(e, cy, shift, dpath_)) {
         memo_.period = shift;
         settled_from_ = e.cutoff;
-        scan_.swap(settle_);
+        records_.hold_scan();
         pending_shift_ = 0;
         replaying_ = c, shift_ = shift, stage_ = 0;
         apply(sp, m, 0, until);
@@ -622,19 +606,7 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
     forget();
     return;
   }
-  fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
-  flow.settle_lines();
-  memo_.link_bytes.resize(kParts);
-  team_.start(kParts + 1, [&](int k, int) {
-    if (k == kParts) {
-      fab(memo_.region.wafer).cores().add_busy_since(busy_before_, r, memo_.core_busy);
-      return;
-    }
-    auto& part = memo_.link_bytes[static_cast<std::size_t>(k)];
-    part.clear();
-    flow.add_bytes_since(bytes_before_, r, k, kParts, part);
-  });
-  team_.finish();
+  records_.counts_since(fab(memo_.region.wafer), r, memo_.counts);
   memo_.dominated.clear();
   for (const Relaxed& r : cy.relaxed) {
     const Vec& a = memo_.entry.slots[static_cast<std::size_t>(r.slot)];
@@ -653,19 +625,13 @@ void LayerReplay::left(const StageProgram& sp, const TokenMessage& m, Cycles han
 void LayerReplay::settle() {
   if (pending_ == 0 && !pending_partial_) return;
   ex_.set_frozen(false);
-  fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
-  fabric::CoreTimeline& cores = fab(memo_.region.wafer).cores();
+  fabric::Fabric& f = fab(memo_.region.wafer);
+  fabric::FlowModel& flow = f.flow();
+  fabric::CoreTimeline& cores = f.cores();
   flow.keep_records(false);
   flow.shift_clock(settled_from_, pending_shift_);
   if (!pending_partial_) {
-    team_.start(kParts + 1, [&](int k, int) {
-      const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
-      if (k < kParts)
-        flow.shift_some_records(live, pending_shift_);
-      else
-        cores.shift_cores(live, pending_shift_);
-    });
-    team_.finish();
+    records_.shift_held(f, pending_shift_);
   } else {
     // The run ended with a partial cycle: its records, cores and clock are
     // the memo's where its layer ended, shifted (over the whole region, so
@@ -673,21 +639,19 @@ void LayerReplay::settle() {
     // share the wide records' table, so they take it in turns.
     const fabric::Rect& r = memo_.region.rect;
     flow.set_concurrent(true);
-    team_.start(kParts + 1, [&](int k, int) {
+    records_.team().start(kParts + 1, [&](int k, int) {
       if (k == kParts)
         cores.write_region(r, memo_.mid_cores, partial_shift_);
       else
         flow.write_region_part(r, k, kParts, memo_.mid_links[static_cast<std::size_t>(k)],
                                partial_shift_);
     });
-    team_.finish();
+    records_.team().finish();
     flow.set_concurrent(false);
     flow.write_clock(memo_.mid_clock, partial_shift_);
-    for (const auto& part : memo_.mid_link_bytes) flow.add_bytes(part, 1);
-    cores.add_busy(memo_.mid_core_busy, 1);
+    RegionRecords::add(f, memo_.mid_counts, 1);
   }
-  for (const auto& part : memo_.link_bytes) flow.add_bytes(part, pending_);
-  cores.add_busy(memo_.core_busy, pending_);
+  RegionRecords::add(f, memo_.counts, pending_);
   pending_ = 0;
   pending_shift_ = 0;
   pending_partial_ = false;
@@ -701,25 +665,18 @@ void LayerReplay::settle() {
 // cores and clock as they are, and what the cycle has added to the byte
 // and busy counters so far, for a run's partial last cycle.
 void LayerReplay::take_mid() {
-  fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
-  fabric::CoreTimeline& cores = fab(memo_.region.wafer).cores();
+  fabric::Fabric& f = fab(memo_.region.wafer);
+  fabric::FlowModel& flow = f.flow();
   const fabric::Rect& r = memo_.region.rect;
-  flow.settle_lines();
+  records_.counts_since(f, r, memo_.mid_counts);  // line records written out first
   memo_.mid_links.resize(kParts);
-  memo_.mid_link_bytes.resize(kParts);
-  team_.start(kParts + 1, [&](int k, int) {
-    if (k == kParts) {
-      cores.copy_region(r, memo_.mid_cores);
-      memo_.mid_core_busy.clear();
-      cores.add_busy_since(busy_before_, r, memo_.mid_core_busy);
-      return;
-    }
-    const auto part = static_cast<std::size_t>(k);
-    flow.copy_region_part(r, k, kParts, memo_.mid_links[part]);
-    memo_.mid_link_bytes[part].clear();
-    flow.add_bytes_since(bytes_before_, r, k, kParts, memo_.mid_link_bytes[part]);
+  records_.team().start(kParts + 1, [&](int k, int) {
+    if (k == kParts)
+      f.cores().copy_region(r, memo_.mid_cores);
+    else
+      flow.copy_region_part(r, k, kParts, memo_.mid_links[static_cast<std::size_t>(k)]);
   });
-  team_.finish();
+  records_.team().finish();
   memo_.mid_clock = flow.copy_clock();
   memo_.mid = true;
 }

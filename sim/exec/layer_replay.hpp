@@ -74,8 +74,8 @@
 #include <vector>
 
 #include "fabric/state_hash.hpp"
-#include "models/work_team.hpp"
 #include "sim/exec/executor.hpp"
+#include "sim/exec/region_records.hpp"
 #include "sim/exec/token_message.hpp"
 #include "sim/program/program.hpp"
 
@@ -181,10 +181,9 @@ class LayerReplay {
     Entry entry;
     std::vector<std::array<Vec, kSlots>> exits;  // per stage
     std::vector<std::uint64_t> exit_at;
-    // What the layer added to the links' byte counters (a list per part of
-    // the links) and the cores' busy cycles (those it added to).
-    std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> link_bytes;
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> core_busy;
+    // What the layer added to the links' byte counters and the cores' busy
+    // cycles.
+    RegionRecords::Counts counts;
     bool complete = false;
     // The next layer started from its state shifted by this many cycles.
     std::uint64_t period = 0;
@@ -202,8 +201,7 @@ class LayerReplay {
     std::vector<fabric::FlowModel::RegionCopy> mid_links;  // per part
     std::vector<std::uint64_t> mid_cores;
     std::pair<std::uint64_t, std::uint64_t> mid_clock;
-    std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> mid_link_bytes;
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> mid_core_busy;
+    RegionRecords::Counts mid_counts;
     void reset();
   };
 
@@ -228,7 +226,7 @@ class LayerReplay {
   // The memo's layer has ended inside its split cycle: its state is copied.
   void take_mid();
   // with_state: the fabric's fingerprint too; with_records: and the records
-  // and cores it took (scan_records_, scan_cores_).
+  // and cores it found busy kept (records_, held if the check matches).
   Entry entry_of(const TokenMessage& m, const Cycle& cy, Cycles now, bool with_state,
                  bool with_records = false, const Area& region = {});
   // m starts where the memo's layer started, `shift` cycles later: the
@@ -252,20 +250,11 @@ class LayerReplay {
   // Learning: the memo's layer is being simulated, its stage `stage_` next.
   bool learning_ = false;
   std::size_t stage_ = 0;
-  fabric::FlowModel::ByteCounts bytes_before_;
-  std::vector<std::uint64_t> busy_before_;
-  // The fingerprints and the writing out go in kParts parts of the flow
-  // model's records (FlowModel::add_state_part) and one of the cores, on
-  // the team's threads. Per part: its fingerprint, and the records (or
-  // cores) it found busy after its cutoff, of the last fingerprint (scan_)
-  // and of the state the pending layers shift (settle_).
-  static constexpr int kParts = 8;
-  struct alignas(64) Part {  // a cache line each: threads fill them side by side
-    fabric::StateHash hash;
-    std::vector<std::uint32_t> live;
-  };
-  std::array<Part, kParts + 1> scan_, settle_;
-  models::WorkTeam team_;
+  // The fingerprints, counts and writing out, in parts on the run's host
+  // threads; what the check found busy is held for the pending layers'
+  // shift.
+  static constexpr int kParts = RegionRecords::kParts;
+  RegionRecords records_;
   // Replaying: cycle `replaying_` with `shift_` and `dpath_`, stage `stage_` next.
   int replaying_ = -1;
   std::uint64_t shift_ = 0;

@@ -7,8 +7,18 @@
 
 namespace wafersim::sim {
 
+namespace {
+
+// The phase step `step` of `sp` runs (null: the stage's move onto its cores).
+const Phase* phase_at(const StageProgram& sp, int step) {
+  const int phase = step - (sp.continues_layer ? 0 : 1);
+  return phase < 0 ? nullptr : &sp.phases[static_cast<std::size_t>(phase)];
+}
+
+}  // namespace
+
 PipelineReplay::PipelineReplay(Executor& ex, const Program& program, int threads)
-    : ex_(ex), program_(program), team_(threads) {
+    : ex_(ex), program_(program), records_(threads) {
   const auto& stages = program.stages;
   run_of_stage_.assign(stages.size(), -1);
   first_of_layer_.assign(stages.size(), false);
@@ -110,7 +120,7 @@ void PipelineReplay::stepped(const StageProgram& sp, int step, const TokenMessag
   if (step == 0) {
     for (int k = 0; k < kSlots; ++k) s.slots.emplace_back(k, timing_of(m.slots[k]));
   } else {
-    const Phase& ph = sp.phases[static_cast<std::size_t>(step - (sp.continues_layer ? 0 : 1))];
+    const Phase& ph = *phase_at(sp, step);
     const int out = static_cast<int>(ph.out), a = static_cast<int>(ph.a);
     s.slots.emplace_back(out, timing_of(m.slots[out]));
     if (a != out) s.slots.emplace_back(a, timing_of(m.slots[a]));
@@ -145,22 +155,8 @@ bool PipelineReplay::mark(int run, int stage, Cycles now, Mark& out) {
   out.stage = stage;
   out.now = now.value;
   out.from = from;
-  fabric::FlowModel& flow = ex_.fab(wafer).flow();
-  fabric::CoreTimeline& cores = ex_.fab(wafer).cores();
-  const fabric::Rect rect = wafer_rect(wafer);
-  out.cutoff = std::min(from, flow.model_now());
-  flow.add_state_header(from, rect, out.state);
-  team_.start(kParts + 1, [&](int k, int) {
-    Part& p = scan_[static_cast<std::size_t>(k)];
-    p.hash = fabric::StateHash{};
-    p.live.clear();
-    if (k < kParts)
-      flow.add_state_part(from, out.cutoff, rect, k, kParts, p.hash, &p.live);
-    else
-      cores.add_state_after(from, out.cutoff, p.hash, &p.live, &rect);
-  });
-  team_.finish();
-  for (const Part& p : scan_) out.state.add(p.hash);
+  out.cutoff = std::min(from, ex_.fab(wafer).flow().model_now());
+  records_.fingerprint(ex_.fab(wafer), from, out.cutoff, wafer_rect(wafer), true, out.state);
   for (const auto& [msg, place] : places_) {
     MessageMark& mm = out.messages[msg];
     mm.place = place;
@@ -209,9 +205,7 @@ void PipelineReplay::begin_recording(Mark m) {
   mark_ = std::move(m);
   steps_.clear();
   const int wafer = run_wafer_[static_cast<std::size_t>(mark_.run)];
-  const fabric::Rect rect = wafer_rect(wafer);
-  ex_.fab(wafer).flow().byte_counts(bytes_before_, &rect);
-  ex_.fab(wafer).cores().copy_busy(rect, busy_before_);
+  records_.count_from(ex_.fab(wafer), wafer_rect(wafer));
 }
 
 bool PipelineReplay::checkpoint(int stage, const TokenMessage& m, Cycles now) {
@@ -248,30 +242,16 @@ bool PipelineReplay::checkpoint(int stage, const TokenMessage& m, Cycles now) {
     begin_recording(std::move(here));
     return false;
   }
-  fabric::FlowModel& flow = ex_.fab(wafer).flow();
-  fabric::CoreTimeline& cores = ex_.fab(wafer).cores();
-  const fabric::Rect rect = wafer_rect(wafer);
-  flow.settle_lines();
-  link_bytes_.resize(kParts);
-  team_.start(kParts + 1, [&](int k, int) {
-    if (k == kParts) {
-      core_busy_.clear();
-      cores.add_busy_since(busy_before_, rect, core_busy_);
-      return;
-    }
-    auto& part = link_bytes_[static_cast<std::size_t>(k)];
-    part.clear();
-    flow.add_bytes_since(bytes_before_, rect, k, kParts, part);
-  });
-  team_.finish();
+  records_.counts_since(ex_.fab(wafer), wafer_rect(wafer), period_counts_);
+  records_.hold_scan();  // the busy records the write-out moves
   cursors_.clear();
-  for (const auto& [msg, d] : dpath) cursors_[msg] = Cursor{0, 1, d};
+  for (const auto& [msg, d] : dpath) cursors_[msg] = Cursor{0, 1, d, d};
   period_ = period;
   periods_ = 0;
   settled_from_ = here.cutoff;
-  scan_.swap(settle_);
   forget();
-  flow.keep_records(true);  // the recycler judges by the latest reservation, not written yet
+  ex_.fab(wafer).flow().keep_records(
+      true);  // the recycler judges by the latest reservation, not written yet
   ex_.set_frozen(true);
   replaying_ = true;
   return true;
@@ -291,8 +271,6 @@ void PipelineReplay::apply(int stage, int step, TokenMessage& m, Cycles now, Cyc
           static_cast<std::uint64_t>(stage) ||
       s.step != step || s.start + shift != now.value)
     throw std::logic_error("PipelineReplay: a replayed step left the learned period's order");
-  CycleBreakdown path;
-  for (std::uint64_t p = 0; p < cur.period; ++p) path += cur.dpath;
   for (const auto& [k, v] : s.slots) {
     Vec& d = m.slots[k];
     d.layout = v.layout;
@@ -300,21 +278,21 @@ void PipelineReplay::apply(int stage, int step, TokenMessage& m, Cycles now, Cyc
     d.ready = v.ready;
     for (Timed& t : d.ready) {
       t.at = Cycles{t.at.value + shift};
-      t.path += path;  // modulo 2^64, as operator- took it
+      t.path += cur.moved;  // modulo 2^64, as operator- took it
     }
   }
   done = Cycles{s.done + shift};
   // A functional run's numbers chose this phase's experts too: their choice
   // is taken and dropped, as the simulated phase would take it.
   const StageProgram& sp = program_.stages[static_cast<std::size_t>(stage)];
-  const int phase = step - (sp.continues_layer ? 0 : 1);
-  if (phase >= 0 && sp.phases[static_cast<std::size_t>(phase)].kind == PhaseKind::moe)
-    ex_.skip_expert_choices(sp.layer, m);
+  const Phase* ph = phase_at(sp, step);
+  if (ph && ph->kind == PhaseKind::moe) ex_.skip_expert_choices(sp.layer, m);
   places_[&m] = Place{stage, step + 1, done.value};
   if (layer_start(stage, step)) ++replayed_layers_;
   if (++cur.next == l->second.size()) {
     cur.next = 0;
     ++cur.period;
+    cur.moved += cur.dpath;
   }
 }
 
@@ -324,23 +302,13 @@ void PipelineReplay::settle(std::uint64_t periods) {
   for (const auto& [msg, cur] : cursors_)
     if (cur.next != 0 || cur.period != periods + 1)
       throw std::logic_error("PipelineReplay: a replay stopped part way through a period");
-  const int wafer = run_wafer_[static_cast<std::size_t>(replay_run_)];
-  fabric::FlowModel& flow = ex_.fab(wafer).flow();
-  fabric::CoreTimeline& cores = ex_.fab(wafer).cores();
+  fabric::Fabric& f = ex_.fab(run_wafer_[static_cast<std::size_t>(replay_run_)]);
   const std::uint64_t shift = periods * period_;
   ex_.set_frozen(false);
-  flow.keep_records(false);
-  flow.shift_clock(settled_from_, shift);
-  team_.start(kParts + 1, [&](int k, int) {
-    const std::vector<std::uint32_t>& live = settle_[static_cast<std::size_t>(k)].live;
-    if (k < kParts)
-      flow.shift_some_records(live, shift);
-    else
-      cores.shift_cores(live, shift);
-  });
-  team_.finish();
-  for (const auto& part : link_bytes_) flow.add_bytes(part, periods);
-  cores.add_busy(core_busy_, periods);
+  f.flow().keep_records(false);
+  f.flow().shift_clock(settled_from_, shift);
+  records_.shift_held(f, shift);
+  RegionRecords::add(f, period_counts_, periods);
   replayed_periods_ += periods;
   replaying_ = false;
   learned_.clear();

@@ -62,8 +62,8 @@
 #include <vector>
 
 #include "fabric/state_hash.hpp"
-#include "models/work_team.hpp"
 #include "sim/exec/executor.hpp"
+#include "sim/exec/region_records.hpp"
 #include "sim/exec/token_message.hpp"
 #include "sim/program/program.hpp"
 
@@ -125,11 +125,12 @@ class PipelineReplay {
     std::unordered_map<const TokenMessage*, MessageMark> messages;
   };
   // A replayed message: the next of its learned steps, the period it is in
-  // (from 1), and its critical paths' move per period.
+  // (from 1), its critical paths' move per period and their move so far
+  // (period times that).
   struct Cursor {
     std::size_t next = 0;
     std::uint64_t period = 1;
-    CycleBreakdown dpath;
+    CycleBreakdown dpath, moved;
   };
 
   int index_of(const StageProgram& sp) const {
@@ -173,19 +174,10 @@ class PipelineReplay {
   // The last checkpoint and the steps taken since.
   Mark mark_;
   std::unordered_map<const TokenMessage*, std::vector<Step>> steps_;
-  fabric::FlowModel::ByteCounts bytes_before_;
-  std::vector<std::uint64_t> busy_before_;
-
-  // Fingerprints and writing out in parts on the team's threads
-  // (LayerReplay's cut): per part, its fingerprint and the records it found
-  // busy, of the last checkpoint (scan_) and of the replay's first (settle_).
-  static constexpr int kParts = 8;
-  struct alignas(64) Part {
-    fabric::StateHash hash;
-    std::vector<std::uint32_t> live;
-  };
-  std::array<Part, kParts + 1> scan_, settle_;
-  models::WorkTeam team_;
+  // Fingerprints, counts and writing out, in parts on the run's host
+  // threads; what the replay's first checkpoint found busy is held for the
+  // write-out.
+  RegionRecords records_;
 
   // Replaying: the learned steps, the period, each message's cursor, and
   // the periods finished; the fabric holds the replay's first checkpoint's
@@ -198,8 +190,7 @@ class PipelineReplay {
   std::uint64_t period_ = 0;
   std::uint64_t periods_ = 0;
   std::uint64_t settled_from_ = 0;
-  std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> link_bytes_;
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> core_busy_;
+  RegionRecords::Counts period_counts_;
 
   std::uint64_t replayed_layers_ = 0;
   std::uint64_t replayed_periods_ = 0;
