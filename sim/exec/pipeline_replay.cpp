@@ -91,10 +91,13 @@ bool PipelineReplay::replayed(const StageProgram& sp, int step, TokenMessage& m,
                               Cycles& done) {
   const int stage = index_of(sp);
   if (replaying_) {
-    // At each of the tracked message's layer starts a period has ended: go
-    // on while the next stays inside the run, else write the fabric's state
-    // out and simulate from here.
-    if (&m == tracked_ && layer_start(stage, step) && !inside(++periods_ + 1)) {
+    // Each time the tracked message comes to its first learned step again a
+    // period has ended: go on while the next stays inside the run, else
+    // write the fabric's state out and simulate from here. (Not only at the
+    // run's layer starts: the last period the run holds may end with the
+    // tracked message stepping out of it, onto the head or the next group's
+    // first layer.)
+    if (&m == tracked_ && begins_period(m) && !inside(++periods_ + 1)) {
       settle(periods_);
     } else {
       apply(stage, step, m, now, done);
@@ -257,11 +260,18 @@ bool PipelineReplay::checkpoint(int stage, const TokenMessage& m, Cycles now) {
   return true;
 }
 
+bool PipelineReplay::begins_period(const TokenMessage& m) const {
+  const auto c = cursors_.find(&m);
+  return c != cursors_.end() && c->second.next == 0;
+}
+
 void PipelineReplay::apply(int stage, int step, TokenMessage& m, Cycles now, Cycles& done) {
   const auto c = cursors_.find(&m);
   const auto l = learned_.find(&m);
   if (c == cursors_.end() || l == learned_.end())
     throw std::logic_error("PipelineReplay: a message stepped that the learned period lacks");
+  if (run_of_stage_[static_cast<std::size_t>(stage)] != replay_run_)
+    throw std::logic_error("PipelineReplay: a replayed step left the run");
   Cursor& cur = c->second;
   const Step& s = l->second[cur.next];
   const std::uint64_t stride =

@@ -35,8 +35,9 @@
 //   a logic error). The stage threads wait as the learned steps' did, so
 //   SystemC hands messages between stages at the same moments, P later; no
 //   thread is moved between stages.
-// - A replay stops at a later checkpoint of the tracked message, before any
-//   message would step past the run's last stage in the next period. There
+// - A replay stops where the tracked message begins a period (its first
+//   learned step again, whether or not that is still in the run) and any
+//   message would step past the run's last stage in that period. There
 //   the fabric's state is the replay's first checkpoint's moved by the
 //   periods replayed: the records that checkpoint found busy are moved
 //   (FlowModel::shift_some_records, CoreTimeline::shift_cores, the model's
@@ -147,6 +148,8 @@ class PipelineReplay {
   // message's path move.
   bool repeats(const Mark& before, const Mark& now, std::uint64_t& period,
                std::unordered_map<const TokenMessage*, CycleBreakdown>& dpath) const;
+  // Whether m (replayed) is about to take the first of its learned steps again.
+  bool begins_period(const TokenMessage& m) const;
   // Whether every learned step stays inside the run `periods` periods on.
   bool inside(std::uint64_t periods) const;
   void apply(int stage, int step, TokenMessage& m, Cycles now, Cycles& done);

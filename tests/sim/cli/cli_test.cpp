@@ -724,6 +724,11 @@ TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
       {"tiny-llama", "  users: 4\n  cached_tokens: 50\n", " --timing-only", true},
       {"tiny-llama", "  users: 4\n  arrivals_s: [0, 0.00001, 0.00002, 0.00003]\n", " --timing-only",
        true},
+      // The tracked message leads: the last period the run holds ends with
+      // it stepping out of the run onto the head, which must stop the replay
+      // there (it used to be replayed as one more layer).
+      {"tiny-llama", "  users: 3\n  arrivals_s: [0, 0.00001, 0.00004]\n",
+       " --timing-only --reduction chain", true},
       {"tiny-gpt2", "  users: 4\n", " --timing-only", true},
       {"tiny-mistral", "  users: 4\n  prefill_block: 2\n  prompt_tokens: 4\n", " --timing-only",
        true},
