@@ -165,9 +165,9 @@ void check_fits(const models::ModelConfig& model, const fabric::WaferSpec& spec,
         req.layer_groups, model.name, model.num_layers, model.num_layers));
   if (n_wafers > model.num_layers)
     throw FitError(
-        fmt::format("{} wafers for {} layers: layer-rectangles puts at least one layer "
-                    "on every wafer; use at most {} wafers",
-                    n_wafers, model.num_layers, model.num_layers));
+        fmt::format("{} wafers for {} layers: {} puts at least one layer on every wafer; use "
+                    "at most {} wafers",
+                    n_wafers, model.num_layers, strategy_name(req.strategy), model.num_layers));
 }
 
 }  // namespace

@@ -387,6 +387,19 @@ TEST(Placement, MoreWafersThanLayersIsAFitError) {
   PlacementRequest req;
   req.context_tokens = 24;
   EXPECT_THROW(place(m, wafers, req), fabric::FitError);
+  // The message names the strategy asked for.
+  for (const StrategyKind kind : {StrategyKind::layer_rectangles, StrategyKind::whole_region}) {
+    req.strategy = kind;
+    try {
+      place(m, wafers, req);
+      ADD_FAILURE() << strategy_name(kind) << " placed " << m.num_layers << " layers on 5 wafers";
+    } catch (const fabric::FitError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(strategy_name(kind)) +
+                                           " puts at least one layer on every wafer"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Placement, RegionsAreInsideTheMeshAndDisjoint) {
