@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -973,6 +974,30 @@ TEST(Cli, BenchOpTimesOneOperationOnAnIdleFabric) {
   const auto many =
       op("attention --hardware wse2 --model llama-3.2-1b --region 96x96 --context 4096");
   EXPECT_GT(many["cycles"].get<std::uint64_t>(), few["cycles"].get<std::uint64_t>());
+  // An all-reduce is timed alone, from cycle 0 (a k-tree's does not start
+  // from the reduction to the first core), and its row says its own cycles.
+  // Chain over 10 WSE-3 cores, 4 bytes: 9 reducing hops of 1 + 2 cycles and
+  // one cycle of serialization to the first core (28); the all-reduce is that
+  // and the multicast back, 9 hops and 1 cycle (38).
+  const auto row = [](const std::string& text, const std::string& what) {
+    const std::size_t at = text.find(what);
+    EXPECT_NE(at, std::string::npos) << text;
+    std::istringstream in(at == std::string::npos ? std::string() : text.substr(at + what.size()));
+    std::uint64_t cycles = 0, done = 0;
+    in >> cycles >> done;
+    return std::pair{cycles, done};
+  };
+  const Outcome chain = wafersim("bench op allreduce --region 10x1 --reduction chain");
+  ASSERT_EQ(chain.code, 0) << chain.err;
+  EXPECT_EQ(row(chain.out, "reduce to the first core"),
+            (std::pair<std::uint64_t, std::uint64_t>{28, 28}));
+  EXPECT_EQ(row(chain.out, "all-reduce (reduce + multicast back)"),
+            (std::pair<std::uint64_t, std::uint64_t>{38, 38}));
+  const Outcome ktree = wafersim("bench op allreduce --region 10x1 --reduction k-tree");
+  ASSERT_EQ(ktree.code, 0) << ktree.err;
+  const auto [k_cycles, k_done] = row(ktree.out, "all-reduce (into its root, multicast both ways)");
+  EXPECT_EQ(k_cycles, k_done);
+  EXPECT_GT(k_cycles, 10u);  // at least the hops from one end of the line to the other
   EXPECT_EQ(wafersim("bench op gemv --region 4x").code, 2);
   const Outcome big = wafersim("bench op layer --region 8x8");
   EXPECT_EQ(big.code, 1);
