@@ -261,23 +261,42 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
   Placement rest = pl;
   rest.layers.clear();
   std::map<std::pair<int, int>, std::vector<std::uint64_t>> own_by_size;
+  // The layers of a group share one region: each region's cores get its
+  // layers' bytes once, times how many there are (the same sums as adding
+  // them layer by layer, in a pass over the region instead of one a layer).
+  struct RegionLayers {
+    int wafer;
+    fabric::Rect strip;
+    std::uint64_t layers = 0, scratch = 0;
+  };
+  std::vector<RegionLayers> regions;
   for (std::size_t l = 0; l < pl.layers.size(); ++l) {
     const LayerStage& st = pl.layers[l];
     if (!st.whole_region || apart) {
       rest.layers.push_back(st);
       continue;
     }
-    const fabric::Rect& r = st.strip;
-    std::vector<std::uint64_t>& own = own_by_size[{r.width, r.height}];
-    if (own.empty()) own = region_layer_bytes(model, st, req).own;
     const bool joins = l > 0 && st.joins_group_of(pl.layers[l - 1]);
     const std::uint64_t scratch = joins ? 0 : region_scratch_bytes(model, st).value;
+    auto it = std::find_if(regions.begin(), regions.end(), [&](const RegionLayers& g) {
+      return g.wafer == st.wafer && g.strip == st.strip;
+    });
+    if (it == regions.end()) it = regions.insert(regions.end(), RegionLayers{st.wafer, st.strip});
+    ++it->layers;
+    it->scratch += scratch;
+    std::vector<std::uint64_t>& own = own_by_size[{st.strip.width, st.strip.height}];
+    if (own.empty()) own = region_layer_bytes(model, st, req).own;
+  }
+  for (const RegionLayers& g : regions) {
+    const fabric::Rect& r = g.strip;
+    const std::vector<std::uint64_t>& own = own_by_size[{r.width, r.height}];
     for (int y = 0; y < r.height; ++y)
       for (int x = 0; x < r.width; ++x)
-        other[index(st.wafer, Coord{r.x0 + x, r.y0 + y})] +=
+        other[index(g.wafer, Coord{r.x0 + x, r.y0 + y})] +=
             own[static_cast<std::size_t>(y) * static_cast<std::size_t>(r.width) +
-                static_cast<std::size_t>(x)] +
-            scratch;
+                static_cast<std::size_t>(x)] *
+                g.layers +
+            g.scratch;
   }
   for_each_allocation(
       model, rest, req,
@@ -298,27 +317,42 @@ int layout_max_context(const models::ModelConfig& model, const Placement& pl,
         a.columns_per_head > 1 ? a.dim_begin(j + 1) - a.dim_begin(j) : model.head_dim);
     return 2 * dims * static_cast<std::uint64_t>(req.weight_bits) / 8;
   };
-  std::vector<std::uint64_t> slots(other.size(), 0);
+  // Layers with the same attention placement (a group's, on one region)
+  // count once, times how many there are; the context they allow is the same
+  // for each.
+  struct Blocks {
+    int wafer;  // the layer's (the cores are indexed on it)
+    const AttentionPlacement* a;
+    std::uint64_t layers;
+  };
+  std::vector<Blocks> blocks;
   for (const LayerStage& st : pl.layers) {
-    const AttentionPlacement& a = st.attention;
-    for (int h = 0; h < a.num_kv_heads; ++h)
-      for (int i = 0; i < a.segment_length; ++i)
-        for (int j = 0; j < a.columns_per_head; ++j)
-          slots[index(st.wafer, a.block_core(h, i, j))] += slot_bytes(a, j);
+    auto it = std::find_if(blocks.begin(), blocks.end(), [&](const Blocks& b) {
+      return b.wafer == st.wafer && *b.a == st.attention;
+    });
+    if (it == blocks.end())
+      blocks.push_back(Blocks{st.wafer, &st.attention, 1});
+    else
+      ++it->layers;
   }
+  std::vector<std::uint64_t> slots(other.size(), 0);
+  for (const auto& [wafer, a, layers] : blocks)
+    for (int h = 0; h < a->num_kv_heads; ++h)
+      for (int i = 0; i < a->segment_length; ++i)
+        for (int j = 0; j < a->columns_per_head; ++j)
+          slots[index(wafer, a->block_core(h, i, j))] += slot_bytes(*a, j) * layers;
   const std::uint64_t capacity = spec.sram_per_core.value;
   const auto users = static_cast<std::uint64_t>(std::max(1, req.users));
   std::uint64_t context = static_cast<std::uint64_t>(model.max_position);
-  for (const LayerStage& st : pl.layers) {
-    const AttentionPlacement& a = st.attention;
-    for (int h = 0; h < a.num_kv_heads; ++h) {
+  for (const auto& [wafer, a, layers] : blocks) {
+    for (int h = 0; h < a->num_kv_heads; ++h) {
       std::uint64_t fewest = UINT64_MAX;
-      for (int i = 0; i < a.segment_length; ++i)
-        for (int j = 0; j < a.columns_per_head; ++j) {
-          const std::size_t c = index(st.wafer, a.block_core(h, i, j));
+      for (int i = 0; i < a->segment_length; ++i)
+        for (int j = 0; j < a->columns_per_head; ++j) {
+          const std::size_t c = index(wafer, a->block_core(h, i, j));
           fewest = std::min(fewest, (capacity > other[c] ? capacity - other[c] : 0) / slots[c]);
         }
-      context = std::min(context, fewest * static_cast<std::uint64_t>(a.segment_length) / users);
+      context = std::min(context, fewest * static_cast<std::uint64_t>(a->segment_length) / users);
     }
   }
   return static_cast<int>(context);
