@@ -21,6 +21,7 @@
 #include "models/weights.hpp"
 #include "models/work_team.hpp"
 #include "sim/engine/speculative_rounds.hpp"
+#include "sim/engine/step_clock.hpp"
 #include "sim/engine/system.hpp"
 #include "sim/exec/executor.hpp"
 #include "sim/exec/layer_replay.hpp"
@@ -38,15 +39,6 @@ namespace {
 // (and has faulted in) before the simulation starts: a token crossing a
 // pipeline holds about this many at a time.
 constexpr int kStockedWafers = 3;
-
-// SystemC time base: one fabric clock cycle is represented as 1 ns of
-// sc_time, so cycle counts stay exact integers; seconds come from clock_hz.
-sc_core::sc_time to_sc(Cycles c) {
-  return sc_core::sc_time(static_cast<double>(c.value), sc_core::SC_NS);
-}
-Cycles now_cycles() {
-  return Cycles{static_cast<std::uint64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 + 0.5)};
-}
 
 // ---------------------------------------------------------------- SystemC --
 
@@ -96,6 +88,11 @@ struct Pipeline {
   // report (RunProgress; at 1 group a token spends seconds of host time on
   // the wafer); null: none.
   const std::function<void(int)>* pass_done = nullptr;
+  // Wakes the stages' threads in a fixed order (sim/engine/step_clock.hpp),
+  // and this pipeline's place in it: among stages due in one cycle, the
+  // target's before the draft's, each pipeline's furthest down first.
+  StepClock* clock = nullptr;
+  int rank = 0;
 
   // Posts `work(values executor, mirror)` for token `m` (none without a
   // lane); the mirror gets m's header first.
@@ -176,7 +173,12 @@ SC_MODULE(StageModule) {
 
   StageModule(sc_core::sc_module_name name, const Pipeline& p, const StageProgram& program,
               const ChainTrace& chain_trace)
-      : sc_module(name), p_(p), ex_(*p.ex), program_(program), chain_trace_(chain_trace) {
+      : sc_module(name),
+        p_(p),
+        ex_(*p.ex),
+        program_(program),
+        chain_trace_(chain_trace),
+        rank_(clock_rank(p, program)) {
     if (chain_trace_.tap) {
       const Layout& where = program.input.empty() ? program.output : program.input;
       stage_wafer_ = chain_trace_.first_wafer + (where.empty() ? 0 : where.front().wafer);
@@ -191,8 +193,14 @@ SC_MODULE(StageModule) {
 
  private:
   void wait_until(const Timed& t) {
-    const Cycles now = now_cycles();
-    if (t.at > now) wait(to_sc(t.at - now));
+    if (t.at > now_cycles()) p_.clock->wait_until(t.at, rank_, wake_);
+  }
+
+  // The stage's rank among those the clock wakes in one cycle (the host's
+  // is 0): the target's stages before the draft's, further down first.
+  static std::uint64_t clock_rank(const Pipeline& p, const StageProgram& program) {
+    const auto stage = static_cast<std::uint64_t>(&program - p.program->stages.data());
+    return (static_cast<std::uint64_t>(p.rank) + 1) << 32 | (0xffffffffu - stage);
   }
 
   void process() {
@@ -312,6 +320,8 @@ SC_MODULE(StageModule) {
   std::vector<analysis::TracePhase> phases_;
   int trace_position_ =
       std::getenv("WAFERSIM_TRACE") ? std::atoi(std::getenv("WAFERSIM_TRACE")) : -1;
+  std::uint64_t rank_;
+  sc_core::sc_event wake_;
 };
 
 // Speculative decoding on the wafer (scenario `speculative_decoding`): the
@@ -655,7 +665,9 @@ SC_MODULE(HostModule) {
       const Cycles due = log_[static_cast<std::size_t>(pending[next])].arrival;
       const Cycles now = now_cycles();
       if (due > now) {
-        wait(to_sc(due - now), from_wafer->data_written_event());
+        // First among whatever is due then (rank 0): a prompt that arrives
+        // in the cycle a step starts is sent before it.
+        target_.clock->wait_until_or(due, 0, wake_, from_wafer->data_written_event());
         continue;
       }
       arrived(pending[next++]);
@@ -827,6 +839,7 @@ SC_MODULE(HostModule) {
   analysis::RunResult& result_;
   HostLog& log_;
   const RunOptions& options_;
+  sc_core::sc_event wake_;  // the clock's, for prompts' arrivals
 };
 
 // The stage modules of one placed model joined by fifos: in() feeds its
@@ -1056,6 +1069,8 @@ class Simulation {
     const int users = sc.workload.users;
     const int depth = static_cast<int>(workload_token_passes(sc.workload)) + users + 2;
     Pipeline target = target_->pipeline(placed.target->program, recycling);
+    clock_ = std::make_unique<StepClock>("clock");
+    target.clock = clock_.get();
     if (options.layer_replay != LayerReplayMode::off && !options.trace &&
         !std::getenv("WAFERSIM_TRACE") && !sc.speculative &&
         LayerReplay::usable(*target_->timing)) {
@@ -1139,7 +1154,9 @@ class Simulation {
     draft_ = std::make_unique<PipelineExecutors>(placed, draft_io_.get(), sd.draft,
                                                  draft_weights_ ? &*draft_weights_ : nullptr, bits,
                                                  sc_.workload.seed, threads, lane_.get());
-    const Pipeline draft = draft_->pipeline(placed.program, recycling);
+    Pipeline draft = draft_->pipeline(placed.program, recycling);
+    draft.clock = clock_.get();
+    draft.rank = 1;
     draft_chain_ =
         std::make_unique<StageChain>("draft_", draft, depth + sc_.workload.users * sd.draft_tokens,
                                      chain_trace(placed, "draft "));
@@ -1160,6 +1177,7 @@ class Simulation {
   std::unique_ptr<ValueLane> lane_;
   std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
+  std::unique_ptr<StepClock> clock_;
   std::unique_ptr<LayerReplay> replay_;  // null: every layer simulated
   std::unique_ptr<PipelineReplay> pipeline_replay_;  // null: with replay_
   std::function<void(int)> pass_done_;   // the target's stages' Pipeline::pass_done

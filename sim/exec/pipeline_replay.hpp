@@ -28,7 +28,10 @@
 //   with its critical path moved by one breakdown per message), the
 //   simulation from here repeats the steps started since that checkpoint,
 //   moved by P: nothing in the fabric's timing reads a moment except against
-//   another. Each step started from then on is replayed: its message's
+//   another, and steps that start in one cycle start in the same order one
+//   period on (the engine's clock wakes the threads due in a cycle in the
+//   order of their stages, which moving every message one layer on keeps:
+//   sim/engine/step_clock.hpp). Each step started from then on is replayed: its message's
 //   vectors are set to the learned step's, P (and the message's breakdown)
 //   later, the step's output is complete P after the learned one's, and the
 //   fabric is not touched (the executor is frozen: any work reaching it is
