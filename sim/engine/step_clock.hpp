@@ -48,11 +48,11 @@ SC_MODULE(StepClock) {
   // From a thread: waits until cycle `at` (after the current one), woken
   // among the waiters due then in the order of `rank` (lowest first; each
   // waiter's rank its own). `wake` is the caller's own event.
-  void wait_until(Cycles at, std::uint64_t rank, sc_core::sc_event& wake);
+  void wait_until(Cycles at, std::uint64_t rank, sc_core::sc_event & wake);
   // The same, or until `other` is notified, whichever comes first (a thread
   // woken by `other` may be woken once more at `at` by this registration:
   // callers that wait this way check why they woke).
-  void wait_until_or(Cycles at, std::uint64_t rank, sc_core::sc_event& wake,
+  void wait_until_or(Cycles at, std::uint64_t rank, sc_core::sc_event & wake,
                      const sc_core::sc_event& other);
 
   SC_HAS_PROCESS(StepClock);
@@ -66,7 +66,7 @@ SC_MODULE(StepClock) {
     bool operator>(const Waiter& o) const { return at != o.at ? at > o.at : rank > o.rank; }
   };
 
-  void add(Cycles at, std::uint64_t rank, sc_core::sc_event& wake);
+  void add(Cycles at, std::uint64_t rank, sc_core::sc_event & wake);
   // Wakes every waiter due now, in rank order, and sleeps until the next is
   // due or another waiter comes.
   void tick();
