@@ -18,8 +18,9 @@
 // and results do not depend on SystemC's queue.
 //
 // Threads woken by other threads (a message handed on through a fifo) run
-// after those the clock wakes in that cycle, in the order they were handed
-// on: SystemC's delta cycles, first in first out.
+// after those the clock wakes in that cycle, in the next delta cycle, in an
+// order that follows from the order the messages were handed on (SystemC's
+// channel updates), so from the clock's order too.
 #pragma once
 
 #include <cstdint>
