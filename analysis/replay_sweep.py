@@ -6,7 +6,8 @@ replays serve, 4 to 24 layers, 1 to 4 layer groups, every reduction scheme,
 1 to 6 users, prompts of 1 to 4 tokens in blocks, cached positions, decode
 batches, later arrivals, two wafers, 16-bit fabric values, a cost per vector
 instruction, 1 to 3 host threads, timing only or functional) and runs each
-twice: `--layer-replay always` and `--layer-replay off`. Their `run --json`
+twice: `--layer-replay always` (or `auto` with --mode auto) and
+`--layer-replay off`. Their `run --json`
 must be the same byte for byte (docs/validation.md, "Replayed layers are
 exact"); where the scenario cannot run, both must refuse it with the same
 message. The cases are drawn from the seed, so a failure can be run again.
@@ -16,9 +17,11 @@ kept beside --out) and a summary: cases run, cases where the whole pipeline of
 several messages was replayed, failures. Exit status 1 when any failed.
 
 Usage: analysis/replay_sweep.py [--binary PATH] [--seed N] [--cases N]
-                                [--pipelined] [--out DIR]
+                                [--pipelined] [--out DIR] [--mode always|auto]
   --pipelined: draw only several users and 16 to 24 layers, where the
   pipeline replay (sim/exec/pipeline_replay.hpp) has the most to do.
+  --mode auto: the replayed run as users run it (the default mode replays
+  where host time says it pays, so fewer layers than always).
 """
 import argparse
 import os
@@ -81,6 +84,9 @@ def main() -> int:
     p.add_argument("--cases", type=int, default=100)
     p.add_argument("--pipelined", action="store_true")
     p.add_argument("--out", default=None, help="where failing scenarios are kept")
+    p.add_argument("--mode", choices=("always", "auto"), default="always",
+                   help="the replayed run's --layer-replay: always (wherever it can) or auto "
+                        "(the default, where host time says it pays)")
     a = p.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="replay-sweep-")
     os.makedirs(out, exist_ok=True)
@@ -93,7 +99,7 @@ def main() -> int:
             f.write(scenario)
         command = [a.binary, "run", path] + options
         runs = []
-        for mode in ("always", "off"):
+        for mode in (a.mode, "off"):
             runs.append(subprocess.run(command + ["--layer-replay", mode], capture_output=True,
                                        text=True, timeout=900))
         replayed, simulated = runs
