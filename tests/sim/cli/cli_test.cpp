@@ -768,6 +768,10 @@ TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
     const Outcome simulated = wafersim(run + " --layer-replay off");
     ASSERT_EQ(simulated.code, 0) << c.model << c.options << ": " << simulated.err;
     EXPECT_EQ(replayed.out, simulated.out) << c.model << c.options << "\n" << c.workload;
+    // The default mode too (it replays where host time says it pays).
+    const Outcome by_default = wafersim(run);
+    ASSERT_EQ(by_default.code, 0) << c.model << c.options << ": " << by_default.err;
+    EXPECT_EQ(by_default.out, simulated.out) << c.model << c.options << " (auto)\n" << c.workload;
     EXPECT_EQ(replayed.err.find("layer passes of messages in flight together") != std::string::npos,
               c.replays)
         << c.model << c.options << "\n"
