@@ -9,8 +9,13 @@ StepClock::StepClock(sc_core::sc_module_name name) : sc_module(name) {
 }
 
 void StepClock::add(Cycles at, std::uint64_t rank, sc_core::sc_event& wake) {
+  // tick() sleeps until the earliest waiter is due (or for the next waiter
+  // when there is none): woken only for one due before that, it runs in this
+  // evaluation phase and sleeps anew. A waiter due then or later is woken by
+  // the sleep already asked for.
+  const bool sooner = due_.empty() || at.value < due_.top().at;
   due_.push(Waiter{at.value, rank, &wake});
-  added_.notify();  // tick() runs in this evaluation phase and sleeps anew
+  if (sooner) added_.notify();
 }
 
 void StepClock::wait_until(Cycles at, std::uint64_t rank, sc_core::sc_event& wake) {
