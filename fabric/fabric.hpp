@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
+#include "fabric/connectivity.hpp"
 #include "fabric/core_cost.hpp"
 #include "fabric/defects.hpp"
 #include "fabric/link_timing.hpp"
@@ -54,6 +56,21 @@ class Fabric {
   // The links from src to dst around dead routers (XY when clear, then YX,
   // then a shortest detour), appended to `out`; fabric/routing.hpp.
   void route(Coord src, Coord dst, std::vector<LinkId>& out) { router_.route(src, dst, out); }
+  // Which live cores reach one another around the dead ones
+  // (fabric/connectivity.hpp), built on first use.
+  const LiveComponents& parts() const {
+    std::call_once(parts_once_, [this] { parts_ = std::make_unique<LiveComponents>(defects_); });
+    return *parts_;
+  }
+  // Where a transfer from (east) or to (west) another wafer crosses this
+  // wafer's edge for the core `toward`: the edge core in its row, or where
+  // that one is dead or cut off, the nearest edge core that reaches it
+  // (LiveComponents::port; throws RouteError when none does).
+  Coord edge_port(bool east, Coord toward) const {
+    const int x = east ? mesh_.width() - 1 : 0;
+    if (defects_.dead_count() == 0) return {x, toward.y};
+    return parts().port(x, toward);
+  }
 
  private:
   WaferSpec spec_;
@@ -65,6 +82,8 @@ class Fabric {
   CoreCostModel cost_;
   DetourRouter router_;
   std::unique_ptr<Repair> repair_;
+  mutable std::once_flag parts_once_;
+  mutable std::unique_ptr<LiveComponents> parts_;
 };
 
 }  // namespace wafersim::fabric

@@ -376,6 +376,7 @@ void plan_and_time(const Scenario& sc, CandidatePlan& cand,
   try {
     pl = plan(cand.request);
     (void)check_route_colors(pl, sc.hardware);
+    check_reachable(sc.model, pl, cand.request, sc.hardware);
     time_candidate(sc, cand.request, pl, c);
   } catch (const fabric::FitError& e) {
     c.fits = false;

@@ -125,8 +125,10 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
   auto sys = std::make_unique<PlacedSystem>();
   PlacementRequest req = placement_request(sc, progress, search_progress);
   sys->placement = plan_system(sc, req, &sys->layer_group_choice, &sys->reduction_choices, &req);
-  // The plan is final: its collectives' routes must fit the routers' colors.
+  // The plan is final: its collectives' routes must fit the routers' colors,
+  // and get past the dead cores.
   sys->routes = check_route_colors(sys->placement, sc.hardware);
+  check_reachable(sc.model, sys->placement, req, sc.hardware);
   for (int w = 0; w < sys->placement.wafers; ++w) {
     // Each wafer its own defect draw where spares repair it (fabric/defects.hpp).
     sys->wafers.push_back(std::make_unique<fabric::Fabric>(fabric::wafer_instance(sc.hardware, w)));

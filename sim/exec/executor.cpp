@@ -151,11 +151,13 @@ Timed Executor::transfer(const Piece& src, const Piece& dst, Bytes bytes, const 
   }
   fabric::Fabric& a = fab(src.wafer);
   fabric::Fabric& b = fab(dst.wafer);
-  a.route(src.core, Coord{a.mesh().width() - 1, src.core.y}, route_);
+  // Out over the east edge in the source's row, in over the west edge in the
+  // destination's (the nearest edge cores that reach them past dead ones).
+  a.route(src.core, a.edge_port(true, src.core), route_);
   const Timed at_edge = a.flow().send(route_, bytes, ready);
   const Timed across = io_->transfer(src.wafer, dst.wafer, bytes, at_edge);
   route_.clear();
-  b.route(Coord{0, dst.core.y}, dst.core, route_);
+  b.route(b.edge_port(false, dst.core), dst.core, route_);
   return b.flow().send(route_, bytes, across);
 }
 
@@ -240,8 +242,7 @@ Vec Executor::embed(std::int32_t token, int position, const Timed& id_ready, boo
     route_.clear();
     touch(pe.wafer, from_host ? e.root(p) : pl_.head.lm_head.root(0));
     touch(pe.wafer, pe.root(pp));
-    fab(pe.wafer).mesh().xy_route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp),
-                                  route_);
+    fab(pe.wafer).route(from_host ? e.root(p) : pl_.head.lm_head.root(0), pe.root(pp), route_);
     at_pos = fab(pe.wafer).flow().send(route_, Bytes{4}, at_pos);
   }
   Vec pos = move(embedding_row(pe, position, at_pos), v.layout);

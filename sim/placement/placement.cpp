@@ -5,11 +5,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "fabric/connectivity.hpp"
 #include "fabric/defects.hpp"
 #include "sim/placement/placement_cost.hpp"
 #include "sim/placement/stage_planner.hpp"
@@ -446,6 +448,44 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& pl,
           norm_vectors * (block_begin(model.hidden_size, home, i + 1) -
                           block_begin(model.hidden_size, home, i)),
           "final norm gains");
+}
+
+void check_reachable(const models::ModelConfig& model, const Placement& pl,
+                     const PlacementRequest& req, const fabric::WaferSpec& spec) {
+  // No dead cores, or spares that leave the logical mesh whole.
+  if ((spec.defect_probability() == 0.0 && spec.defect_cores.empty() &&
+       spec.defect_file_cores.empty()) ||
+      spec.redundancy.enabled())
+    return;
+  // Each wafer with dead cores: a flag per core the plan keeps data on.
+  std::vector<std::unique_ptr<fabric::DefectMap>> defects;
+  std::vector<std::vector<std::uint8_t>> used(static_cast<std::size_t>(pl.wafers));
+  bool any = false;
+  for (int w = 0; w < pl.wafers; ++w) {
+    defects.push_back(std::make_unique<fabric::DefectMap>(fabric::wafer_instance(spec, w)));
+    if (defects.back()->dead_count() == 0) continue;
+    used[static_cast<std::size_t>(w)].assign(
+        static_cast<std::size_t>(spec.mesh_width) * static_cast<std::size_t>(spec.mesh_height), 0);
+    any = true;
+  }
+  if (!any) return;
+  auto mark = [&](int wafer, Coord c, int n) {
+    std::vector<std::uint8_t>& u = used[static_cast<std::size_t>(wafer)];
+    if (u.empty()) return;
+    const std::size_t at =
+        static_cast<std::size_t>(c.y) * static_cast<std::size_t>(spec.mesh_width) +
+        static_cast<std::size_t>(c.x);
+    std::fill_n(u.begin() + static_cast<std::ptrdiff_t>(at), n, std::uint8_t{1});
+  };
+  for_each_allocation(
+      model, pl, req, [&](const CoreAllocation& a) { mark(a.wafer, a.core, 1); },
+      [&](const MatrixAllocation& m) {
+        m.for_each_run([&](int, Coord first, int n) { mark(m.wafer, first, n); });
+      });
+  for (int w = 0; w < pl.wafers; ++w)
+    if (!used[static_cast<std::size_t>(w)].empty())
+      fabric::check_connected(fabric::LiveComponents(*defects[static_cast<std::size_t>(w)]),
+                              used[static_cast<std::size_t>(w)], w, pl.wafers > 1, pl.wafers > 1);
 }
 
 void allocate_placement(const models::ModelConfig& model, const Placement& pl,

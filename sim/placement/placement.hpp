@@ -360,6 +360,13 @@ void for_each_allocation(const models::ModelConfig& model, const Placement& plac
                          const std::function<void(const CoreAllocation&)>& visit,
                          const std::function<void(const MatrixAllocation&)>& matrices = nullptr);
 
+// Throws fabric::FitError when a wafer's dead cores cut some of the cores the
+// plan keeps data on off from the others, or (with several wafers) cut a
+// wafer's east or west edge off from them: no route could join them
+// (fabric::check_connected). Nothing to check on wafers without dead cores.
+void check_reachable(const models::ModelConfig& model, const Placement& placement,
+                     const PlacementRequest& request, const fabric::WaferSpec& spec);
+
 // One whole-region layer's bytes on each core of its region (row-major from
 // the region's corner), as the allocator counts them (for_each_allocation),
 // besides the region's one scratch area: `own` its tiles, norm gains and

@@ -368,6 +368,36 @@ TEST(Defects, EachSparedWaferOfAPipelineHasItsOwnRepairedMap) {
   EXPECT_EQ(static_cast<std::size_t>(r.dead_cores), maps[0].size() + maps[1].size());
 }
 
+// A token crosses to the next wafer over the east edge in its row and enters
+// over the west edge in its destination's row; where those edge cores are
+// dead, at the nearest live ones (until this test, an internal error: no
+// route to a dead core). Every edge core dead but one on each side, outside
+// the placement (a halo column), and the tokens are still the reference's.
+TEST(Defects, TokensCrossToTheNextWaferPastDeadEdgeCores) {
+  Scenario sc = on_wafers(whole_region(quickstart(5), 1), 2);
+  sc.placement.halo.columns = 1;
+  const int w = sc.hardware.mesh_width, h = sc.hardware.mesh_height;
+  for (int y = 0; y + 1 < h; ++y) sc.hardware.defect_cores.push_back({0, y});  // (0, h-1) lives
+  for (int y = 1; y < h; ++y) sc.hardware.defect_cores.push_back({w - 1, y});  // (w-1, 0) lives
+  expect_tokens_match_reference(sc);
+}
+
+// A wall of dead cores down the middle of the wafer leaves no route between
+// the whole region's two halves: a fit error that names the cut, before any
+// simulation (until this test, an internal error when the first message
+// tried to cross it).
+TEST(Defects, AWaferCutInTwoByDeadCoresDoesNotFit) {
+  Scenario sc = whole_region(quickstart(5), 1);
+  for (int y = 0; y < sc.hardware.mesh_height; ++y) sc.hardware.defect_cores.push_back({16, y});
+  try {
+    (void)place_system(sc);
+    FAIL() << "a placement split by dead cores fitted";
+  } catch (const fabric::FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("wafer 0: dead cores cut core (17, "), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Functional, EveryUserGetsItsOwnReferenceTokens) {
   Scenario sc = quickstart(11);
   sc.workload.users = 3;
