@@ -51,6 +51,7 @@ PipelineReplay::PipelineReplay(Executor& ex, const Program& program, int threads
         }
       }
       run_last_.push_back(static_cast<int>(layers[e].second));
+      run_ends_layers_.push_back(e + 1 == layers.size());
       run_wafer_.push_back(wafer < 0 ? -1 : wafer);
       run_stride_.push_back(static_cast<int>(layers[l].second - layers[l].first + 1));
       experts_.push_back(experts);
@@ -198,9 +199,15 @@ bool PipelineReplay::inside(std::uint64_t periods) const {
   const auto run = static_cast<std::size_t>(replay_run_);
   const std::uint64_t last = static_cast<std::uint64_t>(run_last_[run]);
   const std::uint64_t stride = static_cast<std::uint64_t>(run_stride_[run]);
-  for (const auto& [msg, steps] : learned_)
+  for (const auto& [msg, steps] : learned_) {
+    // A prompt block that needs no logits goes back to the host from the
+    // model's last layer, the head taking no step of it (run_stage): no step
+    // after the run would stop the replay before it is back, so none of its
+    // steps may be in the run's last stage.
+    const std::uint64_t end = run_ends_layers_[run] && !msg->needs_logits ? last - 1 : last;
     for (const Step& s : steps)
-      if (static_cast<std::uint64_t>(s.stage) + periods * stride > last) return false;
+      if (static_cast<std::uint64_t>(s.stage) + periods * stride > end) return false;
+  }
   return true;
 }
 

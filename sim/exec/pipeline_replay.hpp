@@ -40,7 +40,9 @@
 //   thread is moved between stages.
 // - A replay stops where the tracked message begins a period (its first
 //   learned step again, whether or not that is still in the run) and any
-//   message would step past the run's last stage in that period. There
+//   message would step past the run's last stage in that period, or (a
+//   prompt block that needs no logits, which goes back to the host from
+//   the model's last layer without a step in the head) into that stage. There
 //   the fabric's state is the replay's first checkpoint's moved by the
 //   periods replayed: the records that checkpoint found busy are moved
 //   (FlowModel::shift_some_records, CoreTimeline::shift_cores, the model's
@@ -167,6 +169,7 @@ class PipelineReplay {
   const Program& program_;
   std::vector<int> run_of_stage_;  // -1: not in a run of equal layers
   std::vector<int> run_last_;      // per run: its last stage
+  std::vector<bool> run_ends_layers_;  // per run: its last layer is the model's
   std::vector<int> run_wafer_;     // per run: the wafer its matrices are on (-1: several)
   std::vector<int> run_stride_;    // per run: stages per layer
   std::vector<bool> first_of_layer_;

@@ -747,6 +747,13 @@ TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
        "  users: 3\n  prompt_tokens: 4\n  cached_tokens: 10\n  generate_tokens: 2\n",
        " --timing-only --reduction two-level", true},
       {"tiny-llama", "  users: 3\n  prompt_tokens: 3\n", " --timing-only", true},
+      // A prompt block that needs no logits goes back to the host from the
+      // last layer without a step in the head: here the third user's first
+      // prompt token came back while the replay went on (an internal error
+      // until the replay stopped before such a message's last layer).
+      {"tiny-mistral",
+       "  users: 3\n  prompt_tokens: 2\n  arrivals_s: [0, 0, 0.00003]\n  seed: 1\n",
+       " --timing-only --reduction tree --set model.num_layers=8", true},
       {"tiny-llama", "  users: 16\n", " --timing-only --layer-groups 8", false},
   };
   for (const Case& c : cases) {
