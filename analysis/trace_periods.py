@@ -16,7 +16,19 @@ cycles between their first entries after it), 'x' where it does not; then how
 many layer passes lie in repeating layers, and the most a replay of them could
 spare (every repeating layer's passes but one layer's per run of them).
 
-Usage: analysis/trace_periods.py TRACE.json USERS
+With --groups G (the run's layer groups), it asks instead what a replay of one
+group's region could spare while messages elsewhere are simulated (docs/
+performance.md, "A replay of one group's region: what it could spare"). Such a
+replay must stop whenever a message enters or leaves the region, so for each
+group it cuts time at those entries and exits into windows in which the same
+messages are inside. In each window it takes the message whose second layer
+start inside the window comes first (the replay learns one layer's period, from
+a checkpoint at a layer start to the next) and counts the layer passes of every
+message inside that start on or after that second start and end inside the
+window. That is an upper bound: it asks no pattern to repeat, and lets a group's
+first layer (whose first stage takes its input from elsewhere) repeat too.
+
+Usage: analysis/trace_periods.py TRACE.json USERS [--groups G]
 """
 import collections
 import json
@@ -25,14 +37,21 @@ import sys
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    groups = 0
+    if len(args) == 4 and args[2] == "--groups":
+        groups = int(args[3])
+        args = args[:2]
+    if len(args) != 2 or groups < 0:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    path, users = sys.argv[1], int(sys.argv[2])
+    path, users = args[0], int(args[1])
     with open(path, encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     track = {(e["pid"], e["tid"]): e["args"]["name"]
              for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    if groups:
+        return region_windows(events, track, groups)
     # rounds[r][layer][(stage suffix, user slot)] = (enter, leave) cycles
     rounds = collections.defaultdict(lambda: collections.defaultdict(dict))
     for e in events:
@@ -65,6 +84,50 @@ def main() -> int:
         print(f"round {r}: " + " ".join(marks))
     print(f"layer passes {passes}; in a layer that repeats the one before: {repeating}; "
           f"a replay could spare at most {spared} ({100.0 * spared / max(passes, 1):.0f}%)")
+    return 0
+
+
+def region_windows(events, track, groups: int) -> int:
+    """The --groups bound: layer passes a replay of one group's region could spare."""
+    # passes[message][layer] = (enter, leave) cycles over the layer's stages
+    passes = collections.defaultdict(dict)
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "stage":
+            continue
+        m = re.match(r"layer (\d+)", track[(e["pid"], e["tid"])])
+        if not m:
+            continue
+        a, layer = e["args"], int(m.group(1))
+        enter, leave = passes[a["message"]].get(layer, (a["enter_cycle"], a["leave_cycle"]))
+        passes[a["message"]][layer] = (min(enter, a["enter_cycle"]), max(leave, a["leave_cycle"]))
+    layers = 1 + max(layer for p in passes.values() for layer in p)
+    per_group = -(-layers // groups)
+    total = sum(len(p) for p in passes.values())
+    spared = windows = 0
+    for g in range(groups):
+        own = range(g * per_group, min(layers, (g + 1) * per_group))
+        # each message's stay in the region, and its layer passes there
+        stays = {}
+        for msg, p in passes.items():
+            mine = sorted(p[layer] for layer in own if layer in p)
+            if mine:
+                stays[msg] = (mine[0][0], mine[-1][1], mine)
+        cuts = sorted({t for enter, leave, _ in stays.values() for t in (enter, leave)})
+        for a, b in zip(cuts, cuts[1:]):
+            inside = [mine for enter, leave, mine in stays.values() if enter <= a and leave >= b]
+            if not inside:
+                continue
+            windows += 1
+            starts = [[enter for enter, _ in mine if a <= enter < b] for mine in inside]
+            seconds = [s[1] for s in starts if len(s) >= 2]
+            if not seconds:
+                continue
+            begin = min(seconds)
+            spared += sum(1 for mine in inside for enter, leave in mine
+                          if enter >= begin and leave <= b)
+    print(f"{groups} groups of {per_group} layers; layer passes {total}; windows with messages "
+          f"inside {windows}; a region replay could spare at most {spared} "
+          f"({100.0 * spared / max(total, 1):.0f}%)")
     return 0
 
 

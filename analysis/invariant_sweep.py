@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Randomised check of laws every `run` result must obey, over every strategy.
+
+Draws scenarios on the small test wafer (tiny models of every architecture,
+every placement strategy and reduction scheme, 1 to 4 users with decode
+batches and later arrivals, prompts in blocks, cached positions, speculative
+decoding with a tiny draft, one or two wafers, dead cores and spare columns, changed hop latency, link width, reduce
+cost, task cost, clock and SRAM, 16-bit fabric values, timing only or
+functional) and runs each with `run --json`. A run must either finish or refuse
+the scenario with an `error:` line (exit status 1), never crash, hang or report
+an internal error. A finished run must obey (docs/validation.md, "Laws every
+result obeys"):
+
+- its links: the busiest link's load at most 1, its bytes at most the link's
+  width times the run's cycles, and the total link bytes at least its bytes;
+- its SRAM: the most used on a core at most a core's SRAM, the wafer's used at
+  most its capacity, and the cores holding data at most the cores;
+- its shares: core and SRAM utilisation within [0, 1], the critical path's
+  shares summing to 1;
+- its tokens: every token record's critical-path cycles summing to its
+  latency (end - start), records within the run's cycles, and (without
+  speculative decoding, whose records are the target's messages, a rejected
+  proposal's position again in the next round) a user's records in position
+  order, each decode token starting no earlier than the token before it
+  ended;
+- its rates: the per-user rate equal to the clock over the cycles per token,
+  and TTFT, inter-token latency and total time equal to their cycles over the
+  clock;
+- its determinism: a second run with another host thread count gives the same
+  JSON byte for byte.
+
+Prints a line per failing case (its command and what broke; the scenario file
+is kept beside --out) and a summary. Exit status 1 when any failed.
+
+Usage: analysis/invariant_sweep.py [--binary PATH] [--seed N] [--cases N] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+MODELS = ["tiny-llama", "tiny-gpt2", "tiny-mistral", "tiny-mixtral", "tiny-qwen3-moe",
+          "tiny-qwen3"]
+STRATEGIES = ["layer-rectangles", "serpentine", "short-path", "sram-balanced", "anneal",
+              "whole-region", "whole-region"]
+REDUCTIONS = ["chain", "tree", "two-level", "k-tree", "ring"]
+
+
+def draw(rng: random.Random):
+    """One case: the scenario's text and the `run` options."""
+    model = rng.choice(MODELS)
+    strategy = rng.choice(STRATEGIES)
+    users = rng.choice([1, 1, 2, 3, 4])
+    prompt = rng.choice([1, 2, 4, 7])
+    workload = (f"  users: {users}\n  prompt_tokens: {prompt}\n"
+                f"  generate_tokens: {rng.choice([1, 2, 3, 5])}\n  seed: {rng.randrange(100)}\n")
+    if users > 1 and rng.random() < 0.3:
+        sizes = [b for b in range(1, users + 1) if users % b == 0]
+        workload += f"  decode_batch: {rng.choice(sizes)}\n"
+    if rng.random() < 0.3:
+        workload += f"  cached_tokens: {rng.choice([3, 17, 64, 200])}\n"
+    if prompt > 1 and rng.random() < 0.3:
+        workload += f"  prefill_block: {rng.choice([1, 2, 3])}\n"
+    if users > 1 and rng.random() < 0.2:
+        arrivals = [0.000005 * u * rng.choice([0, 1, 3]) for u in range(users)]
+        workload += "  arrivals_s: [" + ", ".join(f"{a:g}" for a in arrivals) + "]\n"
+    speculative = ""
+    if "decode_batch" not in workload and rng.random() < 0.15:
+        speculative = (f"speculative_decoding:\n  draft_model: {rng.choice(MODELS)}\n"
+                       f"  draft_tokens: {rng.choice([1, 2, 4])}\n"
+                       f"  acceptance_rate: {rng.choice([0.3, 0.7, 1.0])}\n")
+    placement = f"  strategy: {strategy}\n  reduction: {rng.choice(REDUCTIONS)}\n"
+    if strategy == "whole-region":
+        placement += f"  layer_groups: {rng.choice([1, 1, 2, 4])}\n"
+    if strategy == "anneal":
+        placement += f"  anneal:\n    iterations: {rng.choice([10, 200])}\n"
+    sets = []
+    hardware = {
+        "hardware.router.hop_latency": lambda: f"{rng.choice([1, 2, 5])} cycles",
+        "hardware.router.link_bandwidth": lambda: f"{rng.choice([16, 32, 64, 128])} bit/cycle",
+        "hardware.router.reduce_hop_overhead": lambda: f"{rng.choice([0, 2, 7])} cycles",
+        "hardware.core.task_overhead": lambda: f"{rng.choice([0, 20, 100])} cycles",
+        "hardware.core.clock": lambda: rng.choice(["0.9 GHz", "1.1 GHz", "2 GHz"]),
+        "hardware.core.sram": lambda: rng.choice(["32 KiB", "48 KiB", "96 KiB"]),
+        "hardware.core.instruction_overhead": lambda: f"{rng.choice([0, 3, 27])} cycles",
+        "hardware.mesh.width": lambda: str(rng.choice([24, 32, 40])),
+        "hardware.mesh.height": lambda: str(rng.choice([24, 32, 48])),
+    }
+    for key, value in hardware.items():
+        if rng.random() < 0.15:
+            sets += ["--set", f"{key}={value()}"]
+    if rng.random() < 0.15:
+        sets += ["--set", f"hardware.defects.rate={rng.choice([0.001, 0.01])}",
+                 "--set", f"hardware.defects.seed={rng.randrange(50)}"]
+    functional = rng.random() < 0.3
+    if not functional and strategy == "whole-region" and rng.random() < 0.2:
+        sets += ["--set", "placement.fabric_bits=16"]
+    options = ["--json", "--set", f"model.num_layers={rng.choice([2, 3, 4, 8])}"] + sets
+    options.append("--functional" if functional else "--timing-only")
+    if rng.random() < 0.2:
+        options += ["--wafers", rng.choice(["2", "auto"])]
+    scenario = (f"name: invariant-sweep\nhardware: small\nmodel: {model}\nprecision: "
+                f"{rng.choice(['bf16', 'bf16', 'fp32', 'int8'])}\nwafers: 1\n"
+                f"placement:\n{placement}workload:\n{workload}{speculative}")
+    return scenario, options
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def broken_laws(r: dict) -> list:
+    """The laws a finished run's result breaks (empty: none)."""
+    bad = []
+    cycles, clock = r["total_cycles"], r["clock_hz"]
+    link = r.get("busiest_link")
+    if link:
+        if link["load"] > 1 + 1e-9:
+            bad.append(f"busiest link load {link['load']} > 1")
+        if link["bytes"] > r["link_bytes_per_cycle"] * cycles:
+            bad.append(f"busiest link moved {link['bytes']} B in {cycles} cycles")
+        if r["total_link_bytes"] < link["bytes"]:
+            bad.append("total link bytes below the busiest link's")
+    if r["sram_bytes_max_per_core"] > r["sram_bytes_per_core_capacity"]:
+        bad.append(f"a core holds {r['sram_bytes_max_per_core']} B > its SRAM")
+    if r["sram_bytes_used"] > r["sram_bytes_capacity"]:
+        bad.append("SRAM used above capacity")
+    if r["cores_with_sram"] > r["cores_total"] or r["cores_used"] > r["cores_total"]:
+        bad.append("more cores used than the wafers have")
+    for key in ("core_utilisation", "sram_utilisation"):
+        if not 0 <= r[key] <= 1 + 1e-12:
+            bad.append(f"{key} {r[key]} outside [0, 1]")
+    shares = r.get("critical_path_share", {})
+    if shares and not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-9):
+        bad.append(f"critical path shares sum to {sum(shares.values())}")
+    last = {}
+    # With speculative decoding a record is a target message: a round's
+    # proposals are timed from when the draft made each, and a rejected
+    # proposal's position comes again in the next round.
+    speculative = bool(r.get("speculative_decoding"))
+    for t in r["token_records"]:
+        span = t["end_cycle"] - t["start_cycle"]
+        if sum(t["critical_path_cycles"].values()) != span:
+            bad.append(f"token user {t['user']} pos {t['position']}: breakdown "
+                       f"{sum(t['critical_path_cycles'].values())} != latency {span}")
+        if t["end_cycle"] > cycles or span <= 0:
+            bad.append(f"token user {t['user']} pos {t['position']} outside the run")
+        prev = last.get(t["user"])
+        # A decode token reads the token before it, so it starts once that
+        # one is out; prompt tokens are known and go in back to back.
+        if prev is not None and not speculative and (
+                t["position"] <= prev["position"] or
+                (not t["prefill"] and t["start_cycle"] < prev["end_cycle"])):
+            bad.append(f"user {t['user']}: pos {t['position']} started before pos "
+                       f"{prev['position']} ended")
+        last[t["user"]] = t
+    if r["cycles_per_token"] > 0 and not close(r["decode_tokens_per_s_per_user"],
+                                                clock / r["cycles_per_token"]):
+        bad.append("per-user rate is not the clock over the cycles per token")
+    for seconds, cyc in (("ttft_s", "ttft_cycles"), ("total_time_s", "total_cycles")):
+        if not close(r[seconds], r[cyc] / clock):
+            bad.append(f"{seconds} is not {cyc} over the clock")
+    return bad
+
+
+def main() -> int:
+    here = os.path.dirname(os.path.abspath(__file__))
+    default_binary = os.path.join(here, "..", "build", "release", "sim", "wafersim")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--binary", default=default_binary)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cases", type=int, default=100)
+    p.add_argument("--out", default=None, help="where failing scenarios are kept")
+    a = p.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix="invariant-sweep-")
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(a.seed)
+    ran = refused = failed = 0
+    for i in range(a.cases):
+        scenario, options = draw(rng)
+        path = os.path.join(out, f"case-{a.seed}-{i}.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(scenario)
+        command = [a.binary, "run", path] + options
+        problems = []
+        try:
+            first = subprocess.run(command + ["--threads", "1"], capture_output=True, text=True,
+                                   timeout=600)
+        except subprocess.TimeoutExpired:
+            first, problems = None, ["ran over 600 s"]
+        if first is not None and first.returncode != 0:
+            lines = first.stderr.strip().splitlines()
+            if (first.returncode == 1 and "internal error" not in first.stderr and lines and
+                    "error:" in lines[-1]):
+                refused += 1
+                os.remove(path)
+                print(f"\r{i + 1}/{a.cases} cases", end="", file=sys.stderr, flush=True)
+                continue
+            problems.append(f"exit {first.returncode}: {' '.join(lines[-2:])}")
+        elif first is not None:
+            ran += 1
+            try:
+                problems += broken_laws(json.loads(first.stdout))
+            except (ValueError, KeyError) as e:
+                problems.append(f"unreadable result: {e!r}")
+            second = subprocess.run(command + ["--threads", "2"], capture_output=True, text=True,
+                                    timeout=600)
+            if second.returncode != 0:
+                problems.append(f"--threads 2: exit {second.returncode}: "
+                                f"{' '.join(second.stderr.strip().splitlines()[-2:])}")
+            elif second.stdout != first.stdout:
+                problems.append("--threads 2 gives another result than --threads 1")
+        if problems:
+            failed += 1
+            print(f"FAILED case {i}: {' '.join(repr(c) if ' ' in c else c for c in command)}\n  " +
+                  "\n  ".join(problems[:4]), flush=True)
+        else:
+            os.remove(path)
+        print(f"\r{i + 1}/{a.cases} cases", end="", file=sys.stderr, flush=True)
+    print("", file=sys.stderr)
+    print(f"seed {a.seed}: {ran} ran, {refused} refused with an error, {failed} failed" +
+          (f"; scenarios in {out}" if failed else ""))
+    if not os.listdir(out):
+        os.rmdir(out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
