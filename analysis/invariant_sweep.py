@@ -27,7 +27,8 @@ result obeys"):
   and TTFT, inter-token latency and total time equal to their cycles over the
   clock;
 - its determinism: a second run with another host thread count gives the same
-  JSON byte for byte.
+  JSON byte for byte;
+- `validate`: it accepts the scenario exactly when `run` runs it.
 
 Prints a line per failing case (its command and what broke; the scenario file
 is kept beside --out) and a summary. Exit status 1 when any failed.
@@ -107,6 +108,20 @@ def draw(rng: random.Random):
                 f"{rng.choice(['bf16', 'bf16', 'fp32', 'int8'])}\nwafers: 1\n"
                 f"placement:\n{placement}workload:\n{workload}{speculative}")
     return scenario, options
+
+
+def validate_options(options: list) -> list:
+    """`run`'s options as `validate` takes them (it has no --json or --threads,
+    and takes the mode as the scenario's outputs.functional)."""
+    out = []
+    for o in options:
+        if o == "--json":
+            continue
+        if o in ("--functional", "--timing-only"):
+            out += ["--set", f"outputs.functional={'true' if o == '--functional' else 'false'}"]
+        else:
+            out.append(o)
+    return out
 
 
 def close(a: float, b: float) -> bool:
@@ -192,10 +207,18 @@ def main() -> int:
                                    timeout=600)
         except subprocess.TimeoutExpired:
             first, problems = None, ["ran over 600 s"]
+        # `validate` runs the same checks as `run` before it simulates: it
+        # must accept what runs and refuse what does not.
+        if first is not None:
+            check = [a.binary, "validate", path] + validate_options(options)
+            v = subprocess.run(check, capture_output=True, text=True, timeout=600)
+            if (v.returncode == 0) != (first.returncode == 0) or v.returncode not in (0, 1):
+                problems.append(f"validate exits {v.returncode} where run exits "
+                                f"{first.returncode}: {' '.join(v.stderr.strip().splitlines()[-1:])}")
         if first is not None and first.returncode != 0:
             lines = first.stderr.strip().splitlines()
             if (first.returncode == 1 and "internal error" not in first.stderr and lines and
-                    "error:" in lines[-1]):
+                    "error:" in lines[-1] and not problems):
                 refused += 1
                 os.remove(path)
                 print(f"\r{i + 1}/{a.cases} cases", end="", file=sys.stderr, flush=True)

@@ -88,6 +88,8 @@ RegisteredCommand add_validate_command(CLI::App& app) {
             // The fit: planned and allocated as `run` would (a FitError
             // says what does not fit and what would).
             const std::unique_ptr<PlacedSystem> sys = place_system(sc);
+            // A speculative draft on wafers of its own, as `run` places it.
+            const std::unique_ptr<PlacedSystem> draft = place_draft(sc);
             const Placement& pl = sys->placement;
             fmt::print(
                 "{}: ok: {} on {} ({}x{} cores), {}, {} prompt + {} generated tokens{}, seed {}\n"
@@ -107,6 +109,10 @@ RegisteredCommand add_validate_command(CLI::App& app) {
                 pl.wafers, pl.wafers == 1 ? "" : "s", pl.strategy, pl.max_context_tokens, pl.users,
                 pl.users == 1 ? "" : "s", weights, sys->routes.max_colors, sys->routes.available,
                 sys->routes.wafer, sys->routes.router.x, sys->routes.router.y);
+            if (draft)
+              fmt::print("  draft {} fits on {} wafer{} of its own ({})\n",
+                         sc.speculative->decoding.draft.name, draft->placement.wafers,
+                         draft->placement.wafers == 1 ? "" : "s", draft->placement.strategy);
             // The automatic choices, in place's words (their first lines).
             if (sys->layer_group_choice)
               fmt::print("  {}\n", analysis::layer_group_choice_lines(*sys->layer_group_choice)[0]);

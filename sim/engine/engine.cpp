@@ -871,21 +871,6 @@ class StageChain {
   std::vector<std::unique_ptr<StageModule>> stages_;
 };
 
-// The scenario the draft model is placed by: the target's hardware,
-// precision, strategy and workload (so its cache holds the same context), on
-// the fewest wafers that hold it; a placement file or per-matrix overrides
-// name the target's matrices and do not apply.
-Scenario draft_scenario(const Scenario& sc) {
-  Scenario d = sc;
-  d.model = sc.speculative->decoding.draft;
-  d.model_preset = sc.speculative->draft_preset;
-  d.wafers_auto = true;
-  d.placement.file.clear();
-  d.placement.matrices.clear();
-  d.speculative.reset();
-  return d;
-}
-
 // The executors of one placed model: `timing` runs in simulated time; with
 // the functional lane, `values` computes the numbers on it (the timing one
 // then has no weights) and the two share the experts a MoE token chose.
@@ -975,14 +960,7 @@ PlacedModels place_models(const Scenario& sc, const RunOptions& options, HostTim
   times.place_s = host_since(t_host);
   if (!sc.speculative) return placed;
   t_host = HostClock::now();
-  try {
-    placed.draft =
-        place_system(draft_scenario(sc), options.placement_progress, options.search_progress);
-  } catch (const fabric::FitError& e) {
-    throw fabric::FitError("the speculative draft " + sc.speculative->decoding.draft.name +
-                           " (placed on wafers of its own, " +
-                           "as many as it needs up to one per layer): " + e.what());
-  }
+  placed.draft = place_draft(sc, options.placement_progress, options.search_progress);
   times.place_s += host_since(t_host);
   return placed;
 }

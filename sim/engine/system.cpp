@@ -139,4 +139,28 @@ std::unique_ptr<PlacedSystem> place_system(const Scenario& sc,
   return sys;
 }
 
+Scenario draft_scenario(const Scenario& sc) {
+  Scenario d = sc;
+  d.model = sc.speculative->decoding.draft;
+  d.model_preset = sc.speculative->draft_preset;
+  d.wafers_auto = true;
+  d.placement.file.clear();
+  d.placement.matrices.clear();
+  d.speculative.reset();
+  return d;
+}
+
+std::unique_ptr<PlacedSystem> place_draft(const Scenario& sc,
+                                          const std::function<void(int, int)>& progress,
+                                          const std::function<void(int, int)>& search_progress) {
+  if (!sc.speculative) return nullptr;
+  try {
+    return place_system(draft_scenario(sc), progress, search_progress);
+  } catch (const fabric::FitError& e) {
+    throw fabric::FitError("the speculative draft " + sc.speculative->decoding.draft.name +
+                           " (placed on wafers of its own, " +
+                           "as many as it needs up to one per layer): " + e.what());
+  }
+}
+
 }  // namespace wafersim::sim

@@ -59,4 +59,17 @@ std::unique_ptr<PlacedSystem> place_system(
     const Scenario& scenario, const std::function<void(int, int)>& progress = {},
     const std::function<void(int, int)>& search_progress = {});
 
+// The scenario a speculative draft is placed by: the target's hardware,
+// precision, strategy and workload (so its cache holds the same context), on
+// the fewest wafers that hold it; a placement file or per-matrix overrides
+// name the target's matrices and do not apply.
+Scenario draft_scenario(const Scenario& scenario);
+
+// With speculative_decoding, the draft placed on wafers of its own
+// (draft_scenario), as `run` and `validate` place it; null without. Throws
+// fabric::FitError naming the draft.
+std::unique_ptr<PlacedSystem> place_draft(
+    const Scenario& scenario, const std::function<void(int, int)>& progress = {},
+    const std::function<void(int, int)>& search_progress = {});
+
 }  // namespace wafersim::sim

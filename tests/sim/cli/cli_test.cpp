@@ -1104,6 +1104,35 @@ TEST(Cli, ValidateSaysWhenARouterNeedsMoreColorsThanItHas) {
   fs::remove_all(d);
 }
 
+// `validate` places a speculative draft as `run` does: a draft that fits
+// nowhere is refused by both, naming the draft (until s20 validate said ok
+// and run refused), and one that fits is reported.
+TEST(Cli, ValidateChecksTheSpeculativeDraftsFitAsRunDoes) {
+  const fs::path d = scratch_dir("draft_fit");
+  const fs::path scenario = d / "draft.yaml";
+  // Four layer groups for the target's 4 layers; the draft inherits them
+  // and has 2 layers.
+  std::ofstream(scenario) << "name: draft\nhardware: small\nmodel: tiny-llama\n"
+                             "placement: {strategy: whole-region, layer_groups: 4}\n"
+                             "workload: {prompt_tokens: 2, generate_tokens: 3}\n"
+                             "speculative_decoding: {draft_model: tiny-qwen3-moe, draft_tokens: 2,"
+                             " acceptance_rate: 0.7}\n";
+  const std::string set = " --set model.num_layers=4 --set outputs.functional=false";
+  const Outcome checked = wafersim("validate " + scenario.string() + set);
+  const Outcome ran = wafersim("run " + scenario.string() + set);
+  EXPECT_EQ(checked.code, 1) << checked.out;
+  EXPECT_EQ(ran.code, 1) << ran.err;
+  for (const Outcome* o : {&checked, &ran})
+    EXPECT_NE(o->err.find("the speculative draft tiny-qwen3-moe"), std::string::npos) << o->err;
+  const Outcome good = wafersim("validate " + scenario.string() + set +
+                                " --set placement.layer_groups=2");
+  EXPECT_EQ(good.code, 0) << good.err;
+  EXPECT_NE(good.out.find("draft tiny-qwen3-moe fits on 1 wafer of its own (whole-region)"),
+            std::string::npos)
+      << good.out;
+  fs::remove_all(d);
+}
+
 TEST(Cli, ListShowsThePresets) {
   const Outcome o = wafersim("list");
   EXPECT_EQ(o.code, 0) << o.err;
