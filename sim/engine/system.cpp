@@ -147,6 +147,8 @@ Scenario draft_scenario(const Scenario& sc) {
   d.placement.file.clear();
   d.placement.matrices.clear();
   d.speculative.reset();
+  // The target's layer groups, at most one a layer of the draft's.
+  d.placement.layer_groups = std::min(d.placement.layer_groups, d.model.num_layers);
   return d;
 }
 

@@ -60,9 +60,10 @@ std::unique_ptr<PlacedSystem> place_system(
     const std::function<void(int, int)>& search_progress = {});
 
 // The scenario a speculative draft is placed by: the target's hardware,
-// precision, strategy and workload (so its cache holds the same context), on
-// the fewest wafers that hold it; a placement file or per-matrix overrides
-// name the target's matrices and do not apply.
+// precision, strategy (its layer groups at most one a draft layer) and
+// workload (so its cache holds the same context), on the fewest wafers that
+// hold it; a placement file or per-matrix overrides name the target's
+// matrices and do not apply.
 Scenario draft_scenario(const Scenario& scenario);
 
 // With speculative_decoding, the draft placed on wafers of its own

@@ -1106,30 +1106,35 @@ TEST(Cli, ValidateSaysWhenARouterNeedsMoreColorsThanItHas) {
 
 // `validate` places a speculative draft as `run` does: a draft that fits
 // nowhere is refused by both, naming the draft (until s20 validate said ok
-// and run refused), and one that fits is reported.
+// and run refused), and one that fits is reported, its layer groups the
+// target's but at most one a layer.
 TEST(Cli, ValidateChecksTheSpeculativeDraftsFitAsRunDoes) {
   const fs::path d = scratch_dir("draft_fit");
   const fs::path scenario = d / "draft.yaml";
-  // Four layer groups for the target's 4 layers; the draft inherits them
-  // and has 2 layers.
-  std::ofstream(scenario) << "name: draft\nhardware: small\nmodel: tiny-llama\n"
-                             "placement: {strategy: whole-region, layer_groups: 4}\n"
-                             "workload: {prompt_tokens: 2, generate_tokens: 3}\n"
-                             "speculative_decoding: {draft_model: tiny-qwen3-moe, draft_tokens: 2,"
-                             " acceptance_rate: 0.7}\n";
+  const auto write = [&](const std::string& draft) {
+    std::ofstream(scenario) << "name: draft\nhardware: small\nmodel: tiny-llama\n"
+                               "placement: {strategy: whole-region, layer_groups: 4}\n"
+                               "workload: {prompt_tokens: 2, generate_tokens: 3}\n"
+                               "speculative_decoding: {draft_model: "
+                            << draft << ", draft_tokens: 2, acceptance_rate: 0.7}\n";
+  };
   const std::string set = " --set model.num_layers=4 --set outputs.functional=false";
+  // One layer of this draft alone exceeds the small wafer.
+  write("{preset: tiny-llama, name: huge-draft, intermediate_size: 1048576}");
   const Outcome checked = wafersim("validate " + scenario.string() + set);
   const Outcome ran = wafersim("run " + scenario.string() + set);
   EXPECT_EQ(checked.code, 1) << checked.out;
   EXPECT_EQ(ran.code, 1) << ran.err;
   for (const Outcome* o : {&checked, &ran})
-    EXPECT_NE(o->err.find("the speculative draft tiny-qwen3-moe"), std::string::npos) << o->err;
-  const Outcome good = wafersim("validate " + scenario.string() + set +
-                                " --set placement.layer_groups=2");
+    EXPECT_NE(o->err.find("the speculative draft huge-draft"), std::string::npos) << o->err;
+  // tiny-qwen3-moe has 2 layers: the target's 4 groups become 2 for it.
+  write("tiny-qwen3-moe");
+  const Outcome good = wafersim("validate " + scenario.string() + set);
   EXPECT_EQ(good.code, 0) << good.err;
   EXPECT_NE(good.out.find("draft tiny-qwen3-moe fits on 1 wafer of its own (whole-region)"),
             std::string::npos)
       << good.out;
+  EXPECT_EQ(wafersim("run " + scenario.string() + set).code, 0);
   fs::remove_all(d);
 }
 
