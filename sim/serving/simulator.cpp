@@ -81,6 +81,9 @@ struct Request {
   bool reuse = true;  // its prompt starts with the session's context (kept KV usable)
   Phase phase = Phase::waiting;
   double admitted_s = 0.0, first_token_s = 0.0, last_token_s = 0.0;
+  // When it left the server (its replica released it; at the end of the
+  // iteration that gave its last token, which may have come out earlier).
+  double released_s = 0.0;
   std::vector<float> gaps;  // server-side times between tokens
   bool rejected = false;
 };
@@ -584,6 +587,7 @@ class Simulation {
         (!st.spec->closed_loop && r.turn + 1 < static_cast<int>(st.spec->turns.size()));
     const long long reserved = r.reserved;
     release(rep, r);
+    r.released_s = now_;
     if (more && o_.keep_kv_between_turns && rep.role != Role::prefill) {
       // Keep the session's cache here (its slot and positions) for its next turn.
       rep.slots_used += 1;
@@ -685,7 +689,9 @@ class Simulation {
       e2e.push_back(rec.end_to_end_s);
       queue.push_back(r.admitted_s - r.arrival_s);
       if (!gaps.empty()) speed.push_back(rate);
-      server_time.push_back(r.last_token_s - r.arrival_s);
+      // In the system from its arrival at the server to its release: what
+      // the time-average count integrates (Little's law below).
+      server_time.push_back(r.released_s - r.arrival_s);
       ++out.served;
       out.tokens_asked += r.output;
       out.tokens_generated += r.generated;
