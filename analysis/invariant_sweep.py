@@ -33,16 +33,29 @@ result obeys"):
 Prints a line per failing case (its command and what broke; the scenario file
 is kept beside --out) and a summary. Exit status 1 when any failed.
 
-Usage: analysis/invariant_sweep.py [--binary PATH] [--seed N] [--cases N] [--out DIR]
+With --serve it draws serving studies instead (open-loop arrivals of every
+process or closed-loop sessions, length distributions, replicas, batch limits,
+prefill policies, routers, stage orders, SLOs, a serving stack) and runs
+`serve --json`. A finished study must obey, for every system: served plus
+rejected requests above 0; tokens generated at most those asked, and all of
+them when nothing was rejected; goodput at most throughput; SLO attainment
+and utilisation in [0, 1]; each latency's p50 <= p90 <= p99 <= max, its mean
+at most its max and nothing negative; no request ending before its first
+token; Little's law (L = lambda W) as the study computes both sides; and the
+same study again when its step grid is read back from the cache.
+
+Usage: analysis/invariant_sweep.py [--binary PATH] [--seed N] [--cases N] [--out DIR] [--serve]
 """
-import argparse
 import json
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
+
+from sweep_common import sweep_arguments, workload_extras
 
 MODELS = ["tiny-llama", "tiny-gpt2", "tiny-mistral", "tiny-mixtral", "tiny-qwen3-moe",
           "tiny-qwen3"]
@@ -59,16 +72,8 @@ def draw(rng: random.Random):
     prompt = rng.choice([1, 2, 4, 7])
     workload = (f"  users: {users}\n  prompt_tokens: {prompt}\n"
                 f"  generate_tokens: {rng.choice([1, 2, 3, 5])}\n  seed: {rng.randrange(100)}\n")
-    if users > 1 and rng.random() < 0.3:
-        sizes = [b for b in range(1, users + 1) if users % b == 0]
-        workload += f"  decode_batch: {rng.choice(sizes)}\n"
-    if rng.random() < 0.3:
-        workload += f"  cached_tokens: {rng.choice([3, 17, 64, 200])}\n"
-    if prompt > 1 and rng.random() < 0.3:
-        workload += f"  prefill_block: {rng.choice([1, 2, 3])}\n"
-    if users > 1 and rng.random() < 0.2:
-        arrivals = [0.000005 * u * rng.choice([0, 1, 3]) for u in range(users)]
-        workload += "  arrivals_s: [" + ", ".join(f"{a:g}" for a in arrivals) + "]\n"
+    workload += workload_extras(rng, users, prompt, 0.3, [3, 17, 64, 200], [1, 2, 3], 0.2,
+                                0.000005, [0, 1, 3])
     speculative = ""
     if "decode_batch" not in workload and rng.random() < 0.15:
         speculative = (f"speculative_decoding:\n  draft_model: {rng.choice(MODELS)}\n"
@@ -122,6 +127,77 @@ def validate_options(options: list) -> list:
         else:
             out.append(o)
     return out
+
+
+def draw_serving(rng: random.Random):
+    """One serving study (`serve`): traffic, deployment, SLO and serving stack."""
+    lengths = lambda lo, hi: rng.choice([f"{rng.randint(lo, hi)}",
+                                         f"{{uniform: [{lo}, {hi}]}}",
+                                         f"{{lognormal: {{mean: {(lo + hi) // 2}, sigma: 0.6}}, "
+                                         f"max: {hi}}}"])
+    if rng.random() < 0.7:
+        process = rng.choice(["poisson", "fixed", "gamma"])
+        arrivals = f"{{process: {process}, rate: {rng.choice([5, 40, 400, 4000])}/s" + (
+            f", cv: {rng.choice([0.5, 2])}}}" if process == "gamma" else "}")
+        traffic = (f"  seed: {rng.randrange(100)}\n  arrivals: {arrivals}\n"
+                   f"  requests: {rng.choice([1, 20, 150])}\n"
+                   f"  prompt_tokens: {lengths(1, 60)}\n  output_tokens: {lengths(1, 30)}\n")
+    else:
+        traffic = (f"  seed: {rng.randrange(100)}\n  sessions: {rng.choice([1, 4, 12])}\n"
+                   f"  turns: {rng.choice([1, 3])}\n  prompt_tokens: {lengths(1, 40)}\n"
+                   f"  turn_prompt_tokens: {lengths(1, 10)}\n  output_tokens: {lengths(1, 20)}\n"
+                   f"  think_time: {{mean: {rng.choice([1, 50])} ms}}\n")
+    policy = rng.choice(["chunked", "prefill-first", "disaggregated"])
+    deployment = (f"  wafer: {{replicas: {rng.choice([1, 2])}, max_batch: "
+                  f"{rng.choice(['auto', 1, 4, 8])}, stage_order: {rng.choice(['fifo', 'decode-first'])}}}\n"
+                  f"  router: {rng.choice(['least-loaded', 'round-robin'])}\n"
+                  f"  prefill: {{policy: {policy}" +
+                  (f", chunk_tokens: {rng.choice([8, 64, 512])}" if policy == "chunked" else "") +
+                  "}\n")
+    scenario = (f"name: invariant-serve\nhardware: small\nmodel: {rng.choice(MODELS)}\n"
+                f"placement: {{strategy: {rng.choice(['layer-rectangles', 'whole-region'])}}}\n"
+                f"traffic:\n{traffic}deployment:\n{deployment}"
+                f"slo: {{ttft: {rng.choice([1, 20, 500])} ms, tokens_per_s: "
+                f"{rng.choice([10, 1000, 100000])}}}\n"
+                + (f"serving: {{round_trip: {rng.choice([1, 10])} ms, connection_setup: 5 ms}}\n"
+                   if rng.random() < 0.5 else "") + "compare_with: [dgx-h100]\n")
+    return scenario, ["--json", "--set", f"model.num_layers={rng.choice([2, 4])}"]
+
+
+def broken_serving_laws(r: dict) -> list:
+    """The laws a finished serving study breaks (empty: none)."""
+    bad = []
+    for s in r["systems"]:
+        name = f"{s['system']} ({s.get('connection', '')})"
+        if s["served"] + s["rejected"] <= 0:
+            bad.append(f"{name}: no request served or rejected")
+        if s["tokens_generated"] > s["tokens_asked"]:
+            bad.append(f"{name}: more tokens generated than asked")
+        if s["rejected"] == 0 and s["tokens_generated"] != s["tokens_asked"]:
+            bad.append(f"{name}: nothing rejected, yet {s['tokens_generated']} of "
+                       f"{s['tokens_asked']} tokens generated")
+        if s["goodput_rps"] > s["throughput_rps"] * (1 + 1e-9):
+            bad.append(f"{name}: goodput above throughput")
+        for key in ("slo_attainment", "utilisation"):
+            if not 0 <= s[key] <= 1 + 1e-9:
+                bad.append(f"{name}: {key} {s[key]} outside [0, 1]")
+        for fig in ("ttft_s", "tbt_s", "end_to_end_s", "queue_s", "tokens_per_s_per_user"):
+            q = s.get(fig)
+            if not q:
+                continue
+            order = [q["p50"], q["p90"], q["p99"], q["max"]]
+            if any(a > b * (1 + 1e-12) + 1e-15 for a, b in zip(order, order[1:])):
+                bad.append(f"{name}: {fig} percentiles out of order {order}")
+            if q["mean"] > q["max"] * (1 + 1e-12) + 1e-15 or min(order) < 0:
+                bad.append(f"{name}: {fig} mean {q['mean']} above max or a negative figure")
+        if s.get("ttft_s") and s.get("end_to_end_s") and \
+                s["end_to_end_s"]["max"] < s["ttft_s"]["max"] * (1 - 1e-12):
+            bad.append(f"{name}: a request ended before its first token")
+        if "littles_l" in s and not math.isclose(s["littles_l"], s["littles_lambda_w"],
+                                                  rel_tol=1e-6, abs_tol=1e-12):
+            bad.append(f"{name}: Little's law L = {s['littles_l']} but lambda W = "
+                       f"{s['littles_lambda_w']}")
+    return bad
 
 
 def close(a: float, b: float) -> bool:
@@ -183,27 +259,27 @@ def broken_laws(r: dict) -> list:
 
 
 def main() -> int:
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_binary = os.path.join(here, "..", "build", "release", "sim", "wafersim")
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--binary", default=default_binary)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--cases", type=int, default=100)
-    p.add_argument("--out", default=None, help="where failing scenarios are kept")
+    p = sweep_arguments(__doc__.split("\n\n")[0])
+    p.add_argument("--serve", action="store_true",
+                   help="draw serving studies (traffic, deployment, SLO) and run `serve`")
     a = p.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="invariant-sweep-")
     os.makedirs(out, exist_ok=True)
     rng = random.Random(a.seed)
     ran = refused = failed = 0
     for i in range(a.cases):
-        scenario, options = draw(rng)
+        scenario, options = draw_serving(rng) if a.serve else draw(rng)
         path = os.path.join(out, f"case-{a.seed}-{i}.yaml")
         with open(path, "w", encoding="utf-8") as f:
             f.write(scenario)
-        command = [a.binary, "run", path] + options
+        # A serving study's step grid is cached apart from the user's cache;
+        # the second run reads it back, and must give the same study.
+        command = ([a.binary, "serve", path, "--cache", os.path.join(out, "cache")] if a.serve
+                   else [a.binary, "run", path]) + options
+        first_threads = [] if a.serve else ["--threads", "1"]
         problems = []
         try:
-            first = subprocess.run(command + ["--threads", "1"], capture_output=True, text=True,
+            first = subprocess.run(command + first_threads, capture_output=True, text=True,
                                    timeout=600)
         except subprocess.TimeoutExpired:
             first, problems = None, ["ran over 600 s"]
@@ -227,14 +303,20 @@ def main() -> int:
         elif first is not None:
             ran += 1
             try:
-                problems += broken_laws(json.loads(first.stdout))
+                problems += (broken_serving_laws if a.serve else broken_laws)(
+                    json.loads(first.stdout))
             except (ValueError, KeyError) as e:
                 problems.append(f"unreadable result: {e!r}")
-            second = subprocess.run(command + ["--threads", "2"], capture_output=True, text=True,
-                                    timeout=600)
+            second = subprocess.run(command + ([] if a.serve else ["--threads", "2"]),
+                                    capture_output=True, text=True, timeout=600)
             if second.returncode != 0:
-                problems.append(f"--threads 2: exit {second.returncode}: "
+                problems.append(f"second run: exit {second.returncode}: "
                                 f"{' '.join(second.stderr.strip().splitlines()[-2:])}")
+            elif a.serve:
+                one, two = json.loads(first.stdout), json.loads(second.stdout)
+                one["calibration"] = two["calibration"] = ""  # computed, then read back
+                if one != two:
+                    problems.append("the study read from its cached grid differs")
             elif second.stdout != first.stdout:
                 problems.append("--threads 2 gives another result than --threads 1")
         if problems:
@@ -247,6 +329,7 @@ def main() -> int:
     print("", file=sys.stderr)
     print(f"seed {a.seed}: {ran} ran, {refused} refused with an error, {failed} failed" +
           (f"; scenarios in {out}" if failed else ""))
+    shutil.rmtree(os.path.join(out, "cache"), ignore_errors=True)
     if not os.listdir(out):
         os.rmdir(out)
     return 1 if failed else 0

@@ -23,12 +23,13 @@ Usage: analysis/replay_sweep.py [--binary PATH] [--seed N] [--cases N]
   --mode auto: the replayed run as users run it (the default mode replays
   where host time says it pays, so fewer layers than always).
 """
-import argparse
 import os
 import random
 import subprocess
 import sys
 import tempfile
+
+from sweep_common import sweep_arguments, workload_extras
 
 MODELS = ["tiny-llama", "tiny-gpt2", "tiny-mistral", "tiny-mixtral", "tiny-qwen3-moe",
           "tiny-qwen3"]
@@ -45,16 +46,8 @@ def draw(rng: random.Random, pipelined: bool):
     prompt = rng.choice([1, 1, 1, 2, 4])
     workload = (f"  users: {users}\n  prompt_tokens: {prompt}\n"
                 f"  generate_tokens: {rng.choice([2, 3, 5])}\n")
-    if users > 1 and rng.random() < 0.2:
-        sizes = [b for b in range(1, users + 1) if users % b == 0]
-        workload += f"  decode_batch: {rng.choice(sizes)}\n"
-    if rng.random() < 0.3:
-        workload += f"  cached_tokens: {rng.choice([10, 33, 64])}\n"
-    if prompt > 1 and rng.random() < 0.3:
-        workload += f"  prefill_block: {rng.choice([1, 2])}\n"
-    if users > 1 and rng.random() < 0.15:
-        arrivals = [0.00001 * u * rng.choice([0, 1, 2]) for u in range(users)]
-        workload += "  arrivals_s: [" + ", ".join(f"{a:g}" for a in arrivals) + "]\n"
+    workload += workload_extras(rng, users, prompt, 0.2, [10, 33, 64], [1, 2], 0.15, 0.00001,
+                                [0, 1, 2])
     functional = rng.random() < 0.3
     options = ["--json", "--set", f"model.num_layers={layers}", "--layer-groups", str(groups),
                "--reduction", reduction]
@@ -76,14 +69,8 @@ def draw(rng: random.Random, pipelined: bool):
 
 
 def main() -> int:
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_binary = os.path.join(here, "..", "build", "release", "sim", "wafersim")
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--binary", default=default_binary)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--cases", type=int, default=100)
+    p = sweep_arguments(__doc__.split("\n\n")[0])
     p.add_argument("--pipelined", action="store_true")
-    p.add_argument("--out", default=None, help="where failing scenarios are kept")
     p.add_argument("--mode", choices=("always", "auto"), default="always",
                    help="the replayed run's --layer-replay: always (wherever it can) or auto "
                         "(the default, where host time says it pays)")
