@@ -372,7 +372,8 @@ AttentionPlacement StagePlanner::region_attention(int l, int w, const Rect& regi
 
 // The fullest core's bytes for a whole-region layer against the budget:
 // first a bound (the largest tile of every matrix, the largest KV share,
-// per layer sharing the region, and one scratch area), which errs high and
+// the largest root's gains and biases of every matrix, per layer sharing the
+// region, and one scratch area), which errs high and
 // so passes most layers at once; where it fails, every core of the region
 // counted as the allocator counts it decides (region_fullest_core). (A
 // whole-region placement's longest context is its final layout's exact
@@ -383,9 +384,22 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
   std::uint64_t matrices = 0;
   for (const MatrixPlacement* m : st.matrices())
     matrices += ceil_div(m->max_tile_elements() * static_cast<std::uint64_t>(bits_), 8);
-  matrices += ceil_div(static_cast<std::uint64_t>(model_.hidden_size),
-                       static_cast<std::uint64_t>(st.o.p())) *
-              static_cast<std::uint64_t>(shapes_[kO].root_bytes_per_row);
+  // What the roots hold besides their tiles (for_each_allocation): the
+  // norms' gains on O's, each matrix's bias on its own, qwen3's qk-norm gains
+  // on qkv's first; counted as if every matrix's fullest root were one core.
+  // Each allocation rounds up to whole bytes on its own.
+  const auto root_bytes = [&](const MatrixPlacement& m, int per_row) {
+    std::uint64_t rows = 0;
+    for (int pi = 0; pi < m.p(); ++pi)
+      rows = std::max<std::uint64_t>(rows, m.row_begin(pi + 1) - m.row_begin(pi));
+    return ceil_div(rows * static_cast<std::uint64_t>(per_row * bits_), 8);
+  };
+  matrices += root_bytes(st.o, 2 * (model_.is_gpt2() ? 2 : 1));
+  if (model_.has_o_bias()) matrices += root_bytes(st.o, 1);
+  if (model_.has_qkv_bias()) matrices += root_bytes(st.qkv, 1);
+  if (model_.is_gpt2()) matrices += root_bytes(st.gate_up, 1) + root_bytes(st.down, 1);
+  if (model_.has_qk_norm())
+    matrices += ceil_div(2 * static_cast<std::uint64_t>(model_.head_dim * bits_), 8);
   const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(model_.head_dim),
                                       static_cast<std::uint64_t>(a.columns_per_head));
   const std::uint64_t slot = 2 * dims * static_cast<std::uint64_t>(bits_) / 8;
