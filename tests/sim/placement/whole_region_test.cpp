@@ -316,14 +316,16 @@ TEST(WholeRegion, AGroupFitsExactlyWhenItsBytesDo) {
 
 // Planning is the allocator's account: at the edge of fit (users just
 // below and above the most the small wafer holds), plan_placement accepts a
-// whole-region layout exactly when its allocation fits. Until s20 the
+// whole-region layout exactly when its allocation fits, for every tiny
+// architecture (biases, qk-norm, sliding windows, experts). Until s20 the
 // planner's quick bound left out the biases on the roots of qkv, up and down
 // (and qwen3's qk-norm gains), so for tiny-gpt2 it accepted 522 users of 62
 // positions where the allocator holds 521: `serve`'s plan-only batch search
 // then failed while calibrating.
 TEST(WholeRegion, PlanningAcceptsExactlyWhatTheAllocatorHolds) {
   const fabric::WaferSpec spec = fabric::testing::small_spec(32, 32);
-  for (const char* name : {"tiny-gpt2", "tiny-qwen3", "tiny-llama"}) {
+  for (const char* name : {"tiny-gpt2", "tiny-qwen3", "tiny-llama", "tiny-mistral", "tiny-mixtral",
+                           "tiny-qwen3-moe"}) {
     models::ModelConfig m = testing::preset_model(name);
     m.num_layers = 4;
     // The most users the plan accepts, by bisection.
