@@ -284,8 +284,10 @@ LayerStage StagePlanner::assemble_layer(int l, int w, const Rect& block, const M
   // Stack position 0 is qkv, 1 the attention segments, 2 o, i + 1 shape i.
   st.qkv = matrix(kQkv, y[0], heights[0]);
   st.attention.wafer = w;
+  // Its columns: per_column kv heads a column (as a placement file says them).
   st.attention.rect =
-      Rect{block.x0, y[1], std::min(block.width, model_.num_kv_heads), per_column * segment};
+      Rect{block.x0, y[1], static_cast<int>(ceil_div(model_.num_kv_heads, per_column)),
+           per_column * segment};
   st.attention.num_kv_heads = model_.num_kv_heads;
   st.attention.segment_length = segment;
   st.attention.segments_per_column = per_column;

@@ -230,7 +230,7 @@ struct RoundTripCase {
   const char* strategy;
   int wafers = 1;
   fabric::ReductionScheme reduction = fabric::ReductionScheme::chain;
-  int groups = 0;  // k-tree: reduction_groups, written as the matrices' K
+  int groups = 0;        // k-tree: reduction_groups, written as the matrices' K
   int layer_groups = 1;  // whole-region: groups of layers per wafer
 };
 
@@ -324,6 +324,34 @@ TEST_F(PlacementFile, FullSizeMixtralAndGpt2RoundTrip) {
     expect_same_placement(pl, back);
     EXPECT_EQ(placement_file_yaml(m, wse3, back), text) << name;
   }
+}
+
+// A layer's block narrower than its kv heads stacks them, per_column to a
+// column: its attention takes ceil(kv heads / per_column) columns, no more
+// (the block's width was taken before, one column with no KV in it, and the
+// file written then did not read back). tiny-gpt2's 4 kv heads in blocks 3
+// cores wide: 2 a column, 2 columns.
+TEST_F(PlacementFile, KvHeadsStackedInANarrowBlockTakeTheirColumnsAndRoundTrip) {
+  models::ModelConfig m = testing::preset_model("tiny-gpt2");
+  m.num_layers = 8;
+  const fabric::WaferSpec spec = fabric::testing::small_spec(32, 32);
+  const PlacementRequest req = request("layer-rectangles");
+  fabric::Fabric f(spec);
+  const Placement pl = place(m, f, req);
+  for (const LayerStage& st : pl.layers) {
+    const AttentionPlacement& a = st.attention;
+    ASSERT_LT(st.strip.width, m.num_kv_heads) << "layer " << st.layer;
+    ASSERT_EQ(a.segments_per_column, 2) << "layer " << st.layer;
+    EXPECT_EQ(a.rect.width, 2) << "layer " << st.layer;
+    EXPECT_EQ(a.rect.height, 2 * a.segment_length) << "layer " << st.layer;
+    // Every column of the rectangle holds a kv head's segment.
+    for (int x = 0; x < a.rect.width; ++x)
+      EXPECT_EQ(a.segment_core(x * a.segments_per_column, 0).x, a.rect.x0 + x);
+  }
+  const std::string text = placement_file_yaml(m, spec, pl);
+  const Placement back = read_placement_file(write("narrow.yaml", text), m, spec, req);
+  expect_same_placement(pl, back);
+  EXPECT_EQ(placement_file_yaml(m, spec, back), text);
 }
 
 // Only the parts a model has are written: llama-family files have the keys
