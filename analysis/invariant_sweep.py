@@ -13,6 +13,7 @@ result obeys"):
 
 - its links: the busiest link's load at most 1, its bytes at most the link's
   width times the run's cycles, and the total link bytes at least its bytes;
+- its context: every position within the longest context it reports;
 - its SRAM: the most used on a core at most a core's SRAM, the wafer's used at
   most its capacity, and the cores holding data at most the cores;
 - its shares: core and SRAM utilisation within [0, 1], the critical path's
@@ -28,6 +29,16 @@ result obeys"):
   clock;
 - its determinism: a second run with another host thread count gives the same
   JSON byte for byte;
+- its replays: the run with every layer simulated (`--layer-replay off`) gives
+  the same JSON byte for byte (layers and pipelines replayed are exact);
+- its sweep: the case as the one point of a `sweep` gives the same figures;
+- its written results: the HDF5 file of `run --out` holds the run's figures as
+  `compare` reads them, and the resolved scenario written beside it gives the
+  same result;
+- its placement: `place --write-placement` and then `run --placement` with
+  that file gives the same result (a placement file says all a run needs of
+  its placement), the longest context aside but for whole-region (a
+  strategy's is a re-plan's, a file's what its own cores hold);
 - `validate`: it accepts the scenario exactly when `run` runs it.
 
 Prints a line per failing case (its command and what broke; the scenario file
@@ -127,6 +138,11 @@ def validate_options(options: list) -> list:
         else:
             out.append(o)
     return out
+
+
+def place_options(options: list) -> list:
+    """`run`'s options as `place` takes them (it has no --json and no mode)."""
+    return [o for o in options if o not in ("--json", "--functional", "--timing-only")]
 
 
 def draw_serving(rng: random.Random):
@@ -249,12 +265,110 @@ def broken_laws(r: dict) -> list:
             bad.append(f"user {t['user']}: pos {t['position']} started before pos "
                        f"{prev['position']} ended")
         last[t["user"]] = t
+    positions = [t["position"] for t in r["token_records"]]
+    if positions and max(positions) >= r["max_context_tokens"]:
+        bad.append(f"position {max(positions)} past the longest context "
+                   f"{r['max_context_tokens']}")
     if r["cycles_per_token"] > 0 and not close(r["decode_tokens_per_s_per_user"],
                                                 clock / r["cycles_per_token"]):
         bad.append("per-user rate is not the clock over the cycles per token")
     for seconds, cyc in (("ttft_s", "ttft_cycles"), ("total_time_s", "total_cycles")):
         if not close(r[seconds], r[cyc] / clock):
             bad.append(f"{seconds} is not {cyc} over the clock")
+    return bad
+
+
+# The figures a sweep's point shares with `run --json` (docs/sweeps.md).
+SWEPT_FIGURES = ["wafers_used", "users", "decode_tokens_per_s_per_user", "aggregate_tokens_per_s",
+                 "ttft_s", "inter_token_latency_s", "max_context_tokens", "bottleneck"]
+
+
+def other_ways_alike(binary: str, path: str, options: list, expected: str) -> list:
+    """The laws of a finished run that rerun it another way: every layer
+    simulated, as a sweep's point, and its placement written to a file and
+    read back."""
+    bad = []
+    off = subprocess.run([binary, "run", path] + options + ["--layer-replay", "off"],
+                         capture_output=True, text=True, timeout=600)
+    if off.returncode != 0:
+        bad.append(f"--layer-replay off: exit {off.returncode}: "
+                   f"{' '.join(off.stderr.strip().splitlines()[-2:])}")
+    elif off.stdout != expected:
+        bad.append("--layer-replay off gives another result than the replayed run")
+    # A sweep's point is the run with the point's overrides: the case as
+    # the one point of a sweep over its own user count.
+    users = json.loads(expected)["users"]
+    sweep = subprocess.run([binary, "sweep", path, "--users", str(users)] + options,
+                           capture_output=True, text=True, timeout=600)
+    if sweep.returncode != 0:
+        bad.append(f"sweep: exit {sweep.returncode}: "
+                   f"{' '.join(sweep.stderr.strip().splitlines()[-2:])}")
+    else:
+        run, point = json.loads(expected), json.loads(sweep.stdout)["points"][0]
+        differ = [k for k in SWEPT_FIGURES if point.get(k) != run.get(k)]
+        if differ:
+            bad.append("the sweep's point differs from the run: " +
+                       ", ".join(f"{k} {point.get(k)} != {run.get(k)}" for k in differ[:3]))
+    placement = path[:-len(".yaml")] + ".placement.yaml"
+    place = subprocess.run([binary, "place", path] + place_options(options) +
+                           ["--write-placement", placement],
+                           capture_output=True, text=True, timeout=600)
+    if place.returncode != 0:
+        bad.append(f"place --write-placement: exit {place.returncode}: "
+                   f"{' '.join(place.stderr.strip().splitlines()[-2:])}")
+        return bad
+    again = subprocess.run([binary, "run", path] + options + ["--placement", placement],
+                           capture_output=True, text=True, timeout=600)
+    if again.returncode != 0:
+        bad.append(f"run --placement (its written placement): exit {again.returncode}: "
+                   f"{' '.join(again.stderr.strip().splitlines()[-2:])}")
+    else:
+        # A strategy's longest context is a re-plan's, its matrices on their
+        # fewest rows; a file's is what its own segments hold to the byte
+        # (docs/results-format.md): the two differ but for whole-region.
+        one, two = json.loads(expected), json.loads(again.stdout)
+        if one.get("placement_strategy") != "whole-region":
+            one.pop("max_context_tokens", None)
+            two.pop("max_context_tokens", None)
+        if one != two:
+            keys = sorted(k for k in set(one) | set(two) if one.get(k) != two.get(k))
+            bad.append("run --placement with its written placement gives another result: " +
+                       ", ".join(keys[:6]))
+        else:
+            os.remove(placement)
+    return bad
+
+
+def written_alike(binary: str, h5: str, options: list, expected: str) -> list:
+    """The laws of a run's written results (`run --out`): the HDF5 file holds
+    the run's figures, as `compare` reads them, and the resolved scenario
+    written beside it reproduces the run."""
+    bad = []
+    run = json.loads(expected)
+    c = subprocess.run([binary, "compare", h5, h5, "--json"], capture_output=True, text=True,
+                       timeout=600)
+    if c.returncode != 0:
+        bad.append(f"compare of its results file: exit {c.returncode}: "
+                   f"{' '.join(c.stderr.strip().splitlines()[-2:])}")
+    else:
+        for f in json.loads(c.stdout)["figures"]:
+            if f["name"] in run and f["a"] != run[f["name"]]:
+                bad.append(f"its results file's {f['name']} {f['a']} != {run[f['name']]}")
+    mode = [o for o in options if o in ("--json", "--functional", "--timing-only")]
+    again = subprocess.run([binary, "run", h5 + ".scenario.yaml"] + mode, capture_output=True,
+                           text=True, timeout=600)
+    if again.returncode != 0:
+        bad.append(f"its resolved scenario: exit {again.returncode}: "
+                   f"{' '.join(again.stderr.strip().splitlines()[-2:])}")
+    else:
+        two = json.loads(again.stdout)
+        differ = sorted(k for k in set(run) | set(two)
+                        if k != "scenario_file" and run.get(k) != two.get(k))
+        if differ:
+            bad.append("its resolved scenario gives another result: " + ", ".join(differ[:6]))
+    if not bad:
+        for f in (h5, h5 + ".scenario.yaml"):
+            os.remove(f)
     return bad
 
 
@@ -307,7 +421,8 @@ def main() -> int:
                     json.loads(first.stdout))
             except (ValueError, KeyError) as e:
                 problems.append(f"unreadable result: {e!r}")
-            second = subprocess.run(command + ([] if a.serve else ["--threads", "2"]),
+            h5 = path[:-len(".yaml")] + ".h5"
+            second = subprocess.run(command + ([] if a.serve else ["--threads", "2", "--out", h5]),
                                     capture_output=True, text=True, timeout=600)
             if second.returncode != 0:
                 problems.append(f"second run: exit {second.returncode}: "
@@ -319,6 +434,10 @@ def main() -> int:
                     problems.append("the study read from its cached grid differs")
             elif second.stdout != first.stdout:
                 problems.append("--threads 2 gives another result than --threads 1")
+            if not a.serve:
+                problems += other_ways_alike(a.binary, path, options, first.stdout)
+                if second.returncode == 0:
+                    problems += written_alike(a.binary, h5, options, first.stdout)
         if problems:
             failed += 1
             print(f"FAILED case {i}: {' '.join(repr(c) if ' ' in c else c for c in command)}\n  " +
