@@ -310,126 +310,6 @@ Vec Executor::some_tokens(const Vec& v, const std::vector<int>& rows) {
   return out;
 }
 
-// ---- GEMV --------------------------------------------------------------------
-
-Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert) {
-  const int P = m.p(), Q = m.q();
-  if (static_cast<int>(x.layout.size()) != Q)
-    throw std::logic_error(m.name + ": input is not on its columns");
-  Vec y;
-  y.tokens = x.tokens;
-  // The host threads compute y.values while this thread times the GEMV.
-  std::optional<PhaseValues::Gemv> values;
-  if (values_) values.emplace(*values_, m, ref, layer, x, y, expert);
-  const auto T = static_cast<std::uint64_t>(x.tokens);
-  auto cols_of = [&](int qi) {
-    return static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
-  };
-  auto rows_of = [&](int pi) {
-    return static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
-  };
-  y.layout = output_layout(m);
-  if (!timing_) {
-    // Timing skipped: every tile and sum as soon as its input.
-    y.ready.assign(static_cast<std::size_t>(P), x.ready.front());
-  } else {
-    // Every column's multicast at once (fabric/parallel_multicast.hpp: the
-    // same arrivals and records as one multicast after another), walked in
-    // tiles of kTileColumns columns by kTileRows rows of cores, each core's
-    // tile of the matrix run as its copy arrives; once a band of kTileRows
-    // rows has its copies, the band's rows are reduced. All exact: core
-    // timelines are independent of one another, and a row's reduction uses
-    // the links along its row (the multicasts only those across it) and the
-    // ramps of its own cores, which no later hop of a multicast reaches; the
-    // model's `now` has been raised by every multicast already, as when the
-    // rows were reduced after the last one. For the same reasons the timing
-    // helper (set_timing_helper) can time most columns of the next bands
-    // while this thread reduces a band's rows: the two share no record, core
-    // or `now` (the multicast's hops keep each line's own), and the sums and
-    // maxima they both add to are held apart until the GEMV ends
-    // (share_bands).
-    constexpr int kTileColumns = 16, kTileRows = 16;
-    fabric::Fabric& f = fab(m.wafer);
-    touch(m.wafer, Coord{m.rect.x0, m.rect.y0});
-    touch(m.wafer, Coord{m.rect.x0 + m.rect.width - 1, m.rect.y0 + m.rect.height - 1});
-    std::vector<std::uint64_t> line_cols;
-    std::vector<Bytes> line_bytes;
-    line_cols.reserve(static_cast<std::size_t>(Q));
-    line_bytes.reserve(static_cast<std::size_t>(Q));
-    for (int qi = 0; qi < Q; ++qi) {
-      line_cols.push_back(cols_of(qi));
-      line_bytes.push_back(Bytes{line_cols.back() * value_bytes() * T});
-    }
-    fabric::ParallelLineMulticast lines(
-        f.mesh(), f.flow(), m.core(0, 0), m.multicast_direction(), P,
-        m.transposed ? fabric::Direction::south : fabric::Direction::east, line_bytes,
-        std::span<const Timed>(x.ready).first(static_cast<std::size_t>(Q)));
-    // The rows' reductions with one plan (fabric/line_reductions.hpp: exactly reduce_line's).
-    fabric::LineReductions rows(f.mesh(), f.flow(), m.reduction, m.reduction_groups,
-                                m.reduction_direction(), Q);
-    // Band b's multicast hops and tiles in columns [q_begin, q_end), their
-    // results into `done` and their cycles into `at` (a row of Q after
-    // another, from column 0); then its rows' reductions.
-    const int bands = (P + kTileRows - 1) / kTileRows;
-    const BandWork time_band = [&](int b, int q_begin, int q_end, std::span<Timed> band_done,
-                                   std::span<std::uint64_t> band_at,
-                                   fabric::ParallelLineMulticast::Counts& counts) {
-      const int p0 = b * kTileRows, band = std::min(kTileRows, P - p0);
-      for (int q0 = q_begin; q0 < q_end; q0 += kTileColumns) {
-        const int n = std::min(kTileColumns, q_end - q0);
-        for (int pi = p0; pi < p0 + band; ++pi) {
-          // The arrivals go where the tiles' results go, each tile run in place.
-          const std::size_t first = static_cast<std::size_t>(pi - p0) * Q + q0;
-          const std::span<Timed> done = band_done.subspan(first, static_cast<std::size_t>(n));
-          lines.next_hop(q0, n, done, counts);
-          const std::uint64_t rows = rows_of(pi);
-          // A balanced split has two tile widths: cost each once per tile row.
-          fabric::CoreCost cost[2];
-          std::uint64_t cost_cols[2] = {~std::uint64_t{0}, ~std::uint64_t{0}};
-          for (int j = 0; j < n; ++j) {
-            const std::uint64_t cols = line_cols[static_cast<std::size_t>(q0 + j)];
-            int c = cols == cost_cols[0] ? 0 : cols == cost_cols[1] ? 1 : -1;
-            if (c < 0) {
-              c = cost_cols[0] == ~std::uint64_t{0} ? 0 : 1;
-              cost[c] = f.cost().gemm_tile(rows, cols, T, bits_), cost_cols[c] = cols;
-            }
-            const auto jj = static_cast<std::size_t>(j);
-            done[jj] = f.cores().run(m.core(pi, q0 + j), done[jj], cost[c]);
-            band_at[first + jj] = done[jj].at.value;
-          }
-        }
-      }
-    };
-    y.ready.resize(static_cast<std::size_t>(P));
-    const BandSums reduce_band = [&](int b, std::span<const Timed> band_done,
-                                     std::span<const std::uint64_t> band_at) {
-      const int p0 = b * kTileRows, band = std::min(kTileRows, P - p0);
-      for (int pi = p0; pi < p0 + band; ++pi) {
-        const auto first = static_cast<std::size_t>(pi - p0) * Q;
-        y.ready[static_cast<std::size_t>(pi)] =
-            rows.reduce(m.root(pi), Bytes{rows_of(pi) * value_bytes() * T},
-                        band_done.subspan(first, Q), band_at.subspan(first, Q));
-      }
-    };
-    const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
-    if (timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop()) {
-      share_bands(bands, Q, kTileColumns, band_size, work_shape(P, Q, x.tokens, false), f.flow(),
-                  lines, rows, time_band, reduce_band);
-    } else {
-      done_.resize(band_size);
-      done_at_.resize(band_size);
-      fabric::ParallelLineMulticast::Counts counts;
-      for (int b = 0; b < bands; ++b) {
-        time_band(b, 0, Q, done_, done_at_, counts);
-        lines.publish(counts);
-        reduce_band(b, done_, done_at_);
-      }
-    }
-  }
-  if (values) values->finish();
-  return y;
-}
-
 namespace {
 
 // A band count written by one thread and read by the other, on a cache line of its own.
@@ -524,20 +404,153 @@ class SharedModel {
 
 }  // namespace
 
-Executor::BandWaits Executor::on_two_threads(int bands, int ring,
-                                             const std::function<void(int)>& helper,
+// ---- GEMV --------------------------------------------------------------------
+
+Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec& x, int expert) {
+  const int P = m.p(), Q = m.q();
+  if (static_cast<int>(x.layout.size()) != Q)
+    throw std::logic_error(m.name + ": input is not on its columns");
+  Vec y;
+  y.tokens = x.tokens;
+  // The host threads compute y.values while this thread times the GEMV.
+  std::optional<PhaseValues::Gemv> values;
+  if (values_) values.emplace(*values_, m, ref, layer, x, y, expert);
+  const auto T = static_cast<std::uint64_t>(x.tokens);
+  auto cols_of = [&](int qi) {
+    return static_cast<std::uint64_t>(m.col_begin(qi + 1) - m.col_begin(qi));
+  };
+  auto rows_of = [&](int pi) {
+    return static_cast<std::uint64_t>(m.row_begin(pi + 1) - m.row_begin(pi));
+  };
+  y.layout = output_layout(m);
+  if (!timing_) {
+    // Timing skipped: every tile and sum as soon as its input.
+    y.ready.assign(static_cast<std::size_t>(P), x.ready.front());
+  } else {
+    // Every column's multicast at once (fabric/parallel_multicast.hpp: the
+    // same arrivals and records as one multicast after another), walked in
+    // tiles of kTileColumns columns by kTileRows rows of cores; once a band
+    // of kTileRows rows has its copies, each core's tile of the matrix runs
+    // and the band's rows are reduced. All exact: core timelines are
+    // independent of one another, and a row's reduction uses the links
+    // along its row (the multicasts only those across it) and the ramps of
+    // its own cores, which no later hop of a multicast reaches; each row's
+    // reduction keeps the `now` the reductions started with, raised by its
+    // own messages (lines apart). For the same reasons the timing helper
+    // (set_timing_helper) can work out the tiles and rows of one band while
+    // this thread hops the next, and the other way round
+    // (alternate_bands): the two share no record, core or `now` (the
+    // multicast's hops keep each line's own), and the sums and maxima they
+    // both add to are held apart until the GEMV ends.
+    constexpr int kTileColumns = 16, kTileRows = 16;
+    fabric::Fabric& f = fab(m.wafer);
+    touch(m.wafer, Coord{m.rect.x0, m.rect.y0});
+    touch(m.wafer, Coord{m.rect.x0 + m.rect.width - 1, m.rect.y0 + m.rect.height - 1});
+    std::vector<std::uint64_t> line_cols;
+    std::vector<Bytes> line_bytes;
+    line_cols.reserve(static_cast<std::size_t>(Q));
+    line_bytes.reserve(static_cast<std::size_t>(Q));
+    for (int qi = 0; qi < Q; ++qi) {
+      line_cols.push_back(cols_of(qi));
+      line_bytes.push_back(Bytes{line_cols.back() * value_bytes() * T});
+    }
+    fabric::ParallelLineMulticast lines(
+        f.mesh(), f.flow(), m.core(0, 0), m.multicast_direction(), P,
+        m.transposed ? fabric::Direction::south : fabric::Direction::east, line_bytes,
+        std::span<const Timed>(x.ready).first(static_cast<std::size_t>(Q)));
+    // The rows' reductions with one plan (fabric/line_reductions.hpp: exactly reduce_line's).
+    fabric::LineReductions rows(f.mesh(), f.flow(), m.reduction, m.reduction_groups,
+                                m.reduction_direction(), Q);
+    // Each row's reduction sees the `now` the GEMV's reductions started
+    // with, raised by its own messages (LineReductions::keep_lines_apart,
+    // as attention's rows): the rows time alike in any order, on either
+    // thread.
+    rows.keep_lines_apart(true);
+    // Band b's multicast hops, their arrivals into `done` (a row of Q after
+    // another, from column 0); then its tiles, run in place, their cycles
+    // into `at`; then its rows' reductions. Hops touch the lines' links and
+    // the ramps of the band's cores, tiles the band's core timelines, a
+    // row's reduction its row's links and ramps: the three can follow one
+    // another in any interleaving that keeps each line's hops in order.
+    const int bands = (P + kTileRows - 1) / kTileRows;
+    auto band_rows = [&](int b) {
+      return std::pair{b * kTileRows, std::min(P, (b + 1) * kTileRows)};
+    };
+    const BandHops hop_band = [&](int b, std::span<Timed> band_done,
+                                  fabric::ParallelLineMulticast::Counts& counts) {
+      const auto [p0, p1] = band_rows(b);
+      for (int q0 = 0; q0 < Q; q0 += kTileColumns) {
+        const int n = std::min(kTileColumns, Q - q0);
+        for (int pi = p0; pi < p1; ++pi)
+          lines.next_hop(q0, n,
+                         band_done.subspan(static_cast<std::size_t>(pi - p0) * Q + q0,
+                                           static_cast<std::size_t>(n)),
+                         counts);
+      }
+    };
+    const BandSums tiles_and_sums = [&](int b, fabric::LineReductions& by,
+                                        std::span<Timed> band_done,
+                                        std::span<std::uint64_t> band_at) {
+      const auto [p0, p1] = band_rows(b);
+      for (int pi = p0; pi < p1; ++pi) {
+        const std::size_t first = static_cast<std::size_t>(pi - p0) * Q;
+        const std::uint64_t rows = rows_of(pi);
+        // A balanced split has two tile widths: cost each once per row.
+        fabric::CoreCost cost[2];
+        std::uint64_t cost_cols[2] = {~std::uint64_t{0}, ~std::uint64_t{0}};
+        for (int qi = 0; qi < Q; ++qi) {
+          const std::uint64_t cols = line_cols[static_cast<std::size_t>(qi)];
+          int c = cols == cost_cols[0] ? 0 : cols == cost_cols[1] ? 1 : -1;
+          if (c < 0) {
+            c = cost_cols[0] == ~std::uint64_t{0} ? 0 : 1;
+            cost[c] = f.cost().gemm_tile(rows, cols, T, bits_), cost_cols[c] = cols;
+          }
+          Timed& d = band_done[first + static_cast<std::size_t>(qi)];
+          d = f.cores().run(m.core(pi, qi), d, cost[c]);
+          band_at[first + static_cast<std::size_t>(qi)] = d.at.value;
+        }
+      }
+      for (int pi = p0; pi < p1; ++pi) {
+        const auto first = static_cast<std::size_t>(pi - p0) * Q;
+        y.ready[static_cast<std::size_t>(pi)] =
+            by.reduce(m.root(pi), Bytes{rows_of(pi) * value_bytes() * T},
+                      band_done.subspan(first, Q), band_at.subspan(first, Q));
+      }
+    };
+    y.ready.resize(static_cast<std::size_t>(P));
+    const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
+    if (timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop()) {
+      // Two threads reduce rows at once: no line record on their runs.
+      for (int pi = 0; pi < P; ++pi) rows.settle_line_record(m.root(pi));
+      alternate_bands(bands, band_size, f.flow(), lines, rows, hop_band, tiles_and_sums);
+    } else {
+      done_.resize(band_size);
+      done_at_.resize(band_size);
+      fabric::ParallelLineMulticast::Counts counts;
+      std::optional<HeldReductions> held;
+      if (rows.own_loop()) held.emplace(f.flow(), std::initializer_list{&rows}, false);
+      for (int b = 0; b < bands; ++b) {
+        hop_band(b, done_, counts);
+        lines.publish(counts);
+        tiles_and_sums(b, rows, done_, done_at_);
+      }
+    }
+  }
+  if (values) values->finish();
+  return y;
+}
+
+Executor::BandWaits Executor::on_two_threads(int bands, const std::function<void(int)>& helper,
                                              const std::function<void(int)>& first,
                                              const std::function<void(int)>& second,
                                              const std::function<void(int)>& helper_after) {
-  BandCount helped, firsts, done;
+  BandCount helped, firsts;
   BandWaits w;
   // The helper takes this item as soon as it wakes (nothing else waits for
   // it), so this thread may wait for its bands.
   timing_team_->start(1, [&](int, int) {
     try {
       for (int b = 0; b < bands; ++b) {
-        if (ring > 0 && b >= ring && done.wait_for(b - ring + 1, w.there) == BandCount::kStop)
-          return;
         helper(b);
         helped.post(b + 1);
         if (helper_after) {
@@ -556,11 +569,9 @@ Executor::BandWaits Executor::on_two_threads(int bands, int ring,
       firsts.post(b + 1);
       if (helped.wait_for(b + 1, w.here) == BandCount::kStop) break;
       second(b);
-      done.post(b + 1);
     }
   } catch (...) {
     firsts.post(BandCount::kStop);
-    done.post(BandCount::kStop);
     try {
       timing_team_->finish();
     } catch (...) {
@@ -602,32 +613,52 @@ void Executor::balance(std::uint64_t shape, const BandWaits& waits, double first
   share = waits.here > waits.there ? std::min(most, share + kStep) : std::max(0.0, share - kStep);
 }
 
-void Executor::share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
-                           std::uint64_t shape, fabric::FlowModel& flow,
-                           fabric::ParallelLineMulticast& lines, fabric::LineReductions& rows,
-                           const BandWork& time, const BandSums& reduce) {
-  handed_.resize(static_cast<std::size_t>(kHandedBands) * band_size);
-  handed_at_.resize(static_cast<std::size_t>(kHandedBands) * band_size);
-  auto slot = [&](int b) {
-    return std::span<Timed>(handed_).subspan(static_cast<std::size_t>(b % kHandedBands) * band_size,
-                                             band_size);
-  };
-  auto slot_at = [&](int b) {
-    return std::span<std::uint64_t>(handed_at_)
-        .subspan(static_cast<std::size_t>(b % kHandedBands) * band_size, band_size);
-  };
-  // This thread's columns: [0, split).
-  const int split = own_columns(shape, columns, tile_columns);
-  SharedModel shared(flow, lines, &rows);
-  // The helper times its columns of each band; this thread times its own,
-  // then reduces the band's rows (a slot of the ring is free again once
-  // its band is reduced).
-  const BandWaits w = on_two_threads(
-      bands, kHandedBands,
-      [&](int b) { time(b, split, columns, slot(b), slot_at(b), shared.helpers()); },
-      [&](int b) { time(b, 0, split, slot(b), slot_at(b), shared.mine()); },
-      [&](int b) { reduce(b, slot(b), slot_at(b)); });
-  balance(shape, w, kFirstShare, kMostColumns);
+void Executor::alternate_bands(int bands, std::size_t band_size, fabric::FlowModel& flow,
+                               fabric::ParallelLineMulticast& lines, fabric::LineReductions& rows,
+                               const BandHops& hops, const BandSums& rest) {
+  handed_.resize(band_size);
+  handed_at_.resize(band_size);
+  done_.resize(band_size);
+  done_at_.resize(band_size);
+  fabric::LineReductions theirs(rows);  // the same plan, lines apart
+  SharedModel shared(flow, lines, &rows, &theirs);
+  // hopped.n: the bands whose hops are done. Band b is this thread's for
+  // even b, the helper's for odd b; each waits for the other's hops of the
+  // band before, then hops its own, then works out its tiles and rows
+  // while the other hops the next.
+  BandCount hopped;
+  timing_team_->start(1, [&](int, int) {
+    double waited = 0;
+    try {
+      for (int b = 1; b < bands; b += 2) {
+        if (hopped.wait_for(b, waited) == BandCount::kStop) return;
+        hops(b, handed_, shared.helpers());
+        hopped.post(b + 1);
+        rest(b, theirs, handed_, handed_at_);
+      }
+    } catch (...) {
+      hopped.post(BandCount::kStop);
+      throw;
+    }
+  });
+  try {
+    double waited = 0;
+    for (int b = 0; b < bands; b += 2) {
+      if (b > 0 && hopped.wait_for(b, waited) == BandCount::kStop) break;
+      hops(b, done_, shared.mine());
+      hopped.post(b + 1);
+      rest(b, rows, done_, done_at_);
+    }
+  } catch (...) {
+    hopped.post(BandCount::kStop);
+    try {
+      timing_team_->finish();
+    } catch (...) {
+      // This thread's error is the one to report.
+    }
+    throw;
+  }
+  timing_team_->finish();  // rethrows the helper's error
 }
 
 // ---- Norms and elementwise work ------------------------------------------------
@@ -1025,7 +1056,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
           return std::min(i1, i0 + mine.rows);
         };
         const BandWaits waits = on_two_threads(
-            bands, 0,
+            bands,
             [&](int b) {
               const auto [i0, i1] = band_rows(b);
               hops(i0, i1, split, C, shared.helpers());
@@ -1081,7 +1112,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
       fabric::LineReductions theirs(columns);  // the same plan, lines apart
       HeldReductions held(f.flow(), {&columns, &theirs}, true);
       on_two_threads(
-          1, 0, [&](int) { reduce_columns(theirs, C / 2, C); },
+          1, [&](int) { reduce_columns(theirs, C / 2, C); },
           [&](int) { reduce_columns(columns, 0, C / 2); }, [](int) {});
     } else {
       HeldReductions held(f.flow(), {&columns}, false);

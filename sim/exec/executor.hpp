@@ -344,38 +344,37 @@ class Executor {
   // A GEMV band's tile results, and their cycles apart (gemv).
   std::vector<Timed> done_;
   std::vector<std::uint64_t> done_at_;
-  // set_timing_helper: the helper (a team of two), and the bands handed
-  // over (a ring of kHandedBands bands' tile results and cycles).
+  // set_timing_helper: the helper (a team of two), and its GEMV band's
+  // arrivals and tile results (alternate_bands).
   std::unique_ptr<models::WorkTeam> timing_team_;
   std::vector<Timed> handed_;
   std::vector<std::uint64_t> handed_at_;
-  static constexpr int kHandedBands = 4;
-  // Times band b's multicasts and tiles in columns [q_begin, q_end) into
-  // (done, at); reduces its rows from them.
-  using BandWork = std::function<void(int b, int q_begin, int q_end, std::span<Timed> done,
-                                      std::span<std::uint64_t> at,
+  // Band b's multicast hops, their arrivals into `done`.
+  using BandHops = std::function<void(int b, std::span<Timed> done,
                                       fabric::ParallelLineMulticast::Counts& counts)>;
-  using BandSums =
-      std::function<void(int b, std::span<const Timed> done, std::span<const std::uint64_t> at)>;
-  // A GEMV's bands b = 0 .. bands - 1 on both threads: the helper times
-  // most columns of each, this thread the first of them (its share, whole
-  // tiles: own_columns) and then reduces the band once the helper has timed
-  // its part. `shape` names the GEMV's shape for its share.
-  void share_bands(int bands, int columns, int tile_columns, std::size_t band_size,
-                   std::uint64_t shape, fabric::FlowModel& flow,
-                   fabric::ParallelLineMulticast& lines, fabric::LineReductions& rows,
-                   const BandWork& time, const BandSums& reduce);
+  // Band b's tiles, run in place in `done`, their cycles into `at`; then its
+  // rows reduced by `by`.
+  using BandSums = std::function<void(int b, fabric::LineReductions& by, std::span<Timed> done,
+                                      std::span<std::uint64_t> at)>;
+  // A GEMV's bands b = 0 .. bands - 1 on both threads, each band's hops,
+  // tiles and rows on one: this thread's the even bands, the helper's the
+  // odd ones. The lines' hops go band after band, handed from one thread
+  // to the other; each thread then works out its band's tiles and rows
+  // (with `rows` here, a copy of it on the helper: lines apart, counts
+  // held) while the other hops the next band.
+  void alternate_bands(int bands, std::size_t band_size, fabric::FlowModel& flow,
+                       fabric::ParallelLineMulticast& lines, fabric::LineReductions& rows,
+                       const BandHops& hops, const BandSums& rest);
   // Bands b = 0 .. bands - 1 on both threads: helper(b) on the timing
   // helper; on this thread first(b) (if given) beside it, then second(b)
-  // once helper(b) is done. With ring > 0, helper(b) waits until
-  // second(b - ring) is done (they share a slot). Returns how long each
-  // side waited for the other, in seconds.
+  // once helper(b) is done. Returns how long each side waited for the
+  // other, in seconds.
   struct BandWaits {
     double here = 0, there = 0;
   };
   // With helper_after, the helper also runs it for band b, once first(b)
   // and helper(b) are done (and before helper(b + 1)).
-  BandWaits on_two_threads(int bands, int ring, const std::function<void(int)>& helper,
+  BandWaits on_two_threads(int bands, const std::function<void(int)>& helper,
                            const std::function<void(int)>& first,
                            const std::function<void(int)>& second,
                            const std::function<void(int)>& helper_after = {});
@@ -386,7 +385,7 @@ class Executor {
   // costs more than it spares.
   static constexpr int kHelperColumns = 2;
   // The columns of `columns` this thread takes beside the helper in work
-  // of shape `shape` (a GEMV's or an attention block's), in whole tiles of
+  // of shape `shape` (an attention block's), in whole tiles of
   // `tile`: a share per shape, moved after each such work toward the split
   // where neither thread waits for the other (balance). Host time only: any
   // split gives the same results.
