@@ -343,6 +343,26 @@ struct alignas(64) BandCount {
   }
 };
 
+// Runs `here` on this thread beside the work the helper was started on,
+// then waits for the helper. When `here` throws, the helper is told to stop
+// (every count in `stops` set to kStop) and this thread's error is the one
+// reported; otherwise the helper's, if any, is rethrown.
+template <class F>
+void beside_helper(models::WorkTeam& team, std::initializer_list<BandCount*> stops, F&& here) {
+  try {
+    here();
+  } catch (...) {
+    for (BandCount* c : stops) c->post(BandCount::kStop);
+    try {
+      team.finish();
+    } catch (...) {
+      // This thread's error is the one to report.
+    }
+    throw;
+  }
+  team.finish();  // rethrows the helper's error
+}
+
 struct alignas(64) HeldCounts {
   fabric::ParallelLineMulticast::Counts counts;
 };
@@ -563,23 +583,14 @@ Executor::BandWaits Executor::on_two_threads(int bands, const std::function<void
       throw;
     }
   });
-  try {
+  beside_helper(*timing_team_, {&firsts}, [&] {
     for (int b = 0; b < bands; ++b) {
       if (first) first(b);
       firsts.post(b + 1);
       if (helped.wait_for(b + 1, w.here) == BandCount::kStop) break;
       second(b);
     }
-  } catch (...) {
-    firsts.post(BandCount::kStop);
-    try {
-      timing_team_->finish();
-    } catch (...) {
-      // This thread's error is the one to report.
-    }
-    throw;
-  }
-  timing_team_->finish();  // rethrows the helper's error
+  });
   return w;
 }
 
@@ -641,7 +652,7 @@ void Executor::alternate_bands(int bands, std::size_t band_size, fabric::FlowMod
       throw;
     }
   });
-  try {
+  beside_helper(*timing_team_, {&hopped}, [&] {
     double waited = 0;
     for (int b = 0; b < bands; b += 2) {
       if (b > 0 && hopped.wait_for(b, waited) == BandCount::kStop) break;
@@ -649,16 +660,7 @@ void Executor::alternate_bands(int bands, std::size_t band_size, fabric::FlowMod
       hopped.post(b + 1);
       rest(b, rows, done_, done_at_);
     }
-  } catch (...) {
-    hopped.post(BandCount::kStop);
-    try {
-      timing_team_->finish();
-    } catch (...) {
-      // This thread's error is the one to report.
-    }
-    throw;
-  }
-  timing_team_->finish();  // rethrows the helper's error
+  });
 }
 
 // ---- Norms and elementwise work ------------------------------------------------
