@@ -140,9 +140,26 @@ def validate_options(options: list) -> list:
     return out
 
 
+# The options that name the output and the mode, which `place` does not take.
+MODE_OPTIONS = ("--json", "--functional", "--timing-only")
+
+
 def place_options(options: list) -> list:
     """`run`'s options as `place` takes them (it has no --json and no mode)."""
-    return [o for o in options if o not in ("--json", "--functional", "--timing-only")]
+    return [o for o in options if o not in MODE_OPTIONS]
+
+
+def last_lines(stderr: str, n: int = 2) -> str:
+    return " ".join(stderr.strip().splitlines()[-n:])
+
+
+def rerun(command: list, label: str, bad: list):
+    """Runs `command`: its output, or None with what went wrong added to `bad`."""
+    p = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        bad.append(f"{label}: exit {p.returncode}: {last_lines(p.stderr)}")
+        return None
+    return p.stdout
 
 
 def draw_serving(rng: random.Random):
@@ -283,50 +300,35 @@ SWEPT_FIGURES = ["wafers_used", "users", "decode_tokens_per_s_per_user", "aggreg
                  "ttft_s", "inter_token_latency_s", "max_context_tokens", "bottleneck"]
 
 
-def other_ways_alike(binary: str, path: str, options: list, expected: str) -> list:
-    """The laws of a finished run that rerun it another way: every layer
-    simulated, as a sweep's point, and its placement written to a file and
-    read back."""
+def other_ways_alike(binary: str, path: str, options: list, expected: str, run: dict) -> list:
+    """The laws of a finished run (its JSON `expected`, read as `run`) that
+    rerun it another way: every layer simulated, as a sweep's point, and its
+    placement written to a file and read back."""
     bad = []
-    off = subprocess.run([binary, "run", path] + options + ["--layer-replay", "off"],
-                         capture_output=True, text=True, timeout=600)
-    if off.returncode != 0:
-        bad.append(f"--layer-replay off: exit {off.returncode}: "
-                   f"{' '.join(off.stderr.strip().splitlines()[-2:])}")
-    elif off.stdout != expected:
+    off = rerun([binary, "run", path] + options + ["--layer-replay", "off"],
+                "--layer-replay off", bad)
+    if off is not None and off != expected:
         bad.append("--layer-replay off gives another result than the replayed run")
     # A sweep's point is the run with the point's overrides: the case as
     # the one point of a sweep over its own user count.
-    users = json.loads(expected)["users"]
-    sweep = subprocess.run([binary, "sweep", path, "--users", str(users)] + options,
-                           capture_output=True, text=True, timeout=600)
-    if sweep.returncode != 0:
-        bad.append(f"sweep: exit {sweep.returncode}: "
-                   f"{' '.join(sweep.stderr.strip().splitlines()[-2:])}")
-    else:
-        run, point = json.loads(expected), json.loads(sweep.stdout)["points"][0]
+    sweep = rerun([binary, "sweep", path, "--users", str(run["users"])] + options, "sweep", bad)
+    if sweep is not None:
+        point = json.loads(sweep)["points"][0]
         differ = [k for k in SWEPT_FIGURES if point.get(k) != run.get(k)]
         if differ:
             bad.append("the sweep's point differs from the run: " +
                        ", ".join(f"{k} {point.get(k)} != {run.get(k)}" for k in differ[:3]))
     placement = path[:-len(".yaml")] + ".placement.yaml"
-    place = subprocess.run([binary, "place", path] + place_options(options) +
-                           ["--write-placement", placement],
-                           capture_output=True, text=True, timeout=600)
-    if place.returncode != 0:
-        bad.append(f"place --write-placement: exit {place.returncode}: "
-                   f"{' '.join(place.stderr.strip().splitlines()[-2:])}")
+    if rerun([binary, "place", path] + place_options(options) + ["--write-placement", placement],
+             "place --write-placement", bad) is None:
         return bad
-    again = subprocess.run([binary, "run", path] + options + ["--placement", placement],
-                           capture_output=True, text=True, timeout=600)
-    if again.returncode != 0:
-        bad.append(f"run --placement (its written placement): exit {again.returncode}: "
-                   f"{' '.join(again.stderr.strip().splitlines()[-2:])}")
-    else:
+    again = rerun([binary, "run", path] + options + ["--placement", placement],
+                  "run --placement (its written placement)", bad)
+    if again is not None:
         # A strategy's longest context is a re-plan's, its matrices on their
         # fewest rows; a file's is what its own segments hold to the byte
         # (docs/results-format.md): the two differ but for whole-region.
-        one, two = json.loads(expected), json.loads(again.stdout)
+        one, two = dict(run), json.loads(again)
         if one.get("placement_strategy") != "whole-region":
             one.pop("max_context_tokens", None)
             two.pop("max_context_tokens", None)
@@ -339,29 +341,20 @@ def other_ways_alike(binary: str, path: str, options: list, expected: str) -> li
     return bad
 
 
-def written_alike(binary: str, h5: str, options: list, expected: str) -> list:
-    """The laws of a run's written results (`run --out`): the HDF5 file holds
-    the run's figures, as `compare` reads them, and the resolved scenario
-    written beside it reproduces the run."""
+def written_alike(binary: str, h5: str, options: list, run: dict) -> list:
+    """The laws of a run's written results (`run --out`; `run` its JSON):
+    the HDF5 file holds the run's figures, as `compare` reads them, and the
+    resolved scenario written beside it reproduces the run."""
     bad = []
-    run = json.loads(expected)
-    c = subprocess.run([binary, "compare", h5, h5, "--json"], capture_output=True, text=True,
-                       timeout=600)
-    if c.returncode != 0:
-        bad.append(f"compare of its results file: exit {c.returncode}: "
-                   f"{' '.join(c.stderr.strip().splitlines()[-2:])}")
-    else:
-        for f in json.loads(c.stdout)["figures"]:
+    compared = rerun([binary, "compare", h5, h5, "--json"], "compare of its results file", bad)
+    if compared is not None:
+        for f in json.loads(compared)["figures"]:
             if f["name"] in run and f["a"] != run[f["name"]]:
                 bad.append(f"its results file's {f['name']} {f['a']} != {run[f['name']]}")
-    mode = [o for o in options if o in ("--json", "--functional", "--timing-only")]
-    again = subprocess.run([binary, "run", h5 + ".scenario.yaml"] + mode, capture_output=True,
-                           text=True, timeout=600)
-    if again.returncode != 0:
-        bad.append(f"its resolved scenario: exit {again.returncode}: "
-                   f"{' '.join(again.stderr.strip().splitlines()[-2:])}")
-    else:
-        two = json.loads(again.stdout)
+    mode = [o for o in options if o in MODE_OPTIONS]
+    again = rerun([binary, "run", h5 + ".scenario.yaml"] + mode, "its resolved scenario", bad)
+    if again is not None:
+        two = json.loads(again)
         differ = sorted(k for k in set(run) | set(two)
                         if k != "scenario_file" and run.get(k) != two.get(k))
         if differ:
@@ -404,7 +397,7 @@ def main() -> int:
             v = subprocess.run(check, capture_output=True, text=True, timeout=600)
             if (v.returncode == 0) != (first.returncode == 0) or v.returncode not in (0, 1):
                 problems.append(f"validate exits {v.returncode} where run exits "
-                                f"{first.returncode}: {' '.join(v.stderr.strip().splitlines()[-1:])}")
+                                f"{first.returncode}: {last_lines(v.stderr, 1)}")
         if first is not None and first.returncode != 0:
             lines = first.stderr.strip().splitlines()
             if (first.returncode == 1 and "internal error" not in first.stderr and lines and
@@ -413,31 +406,29 @@ def main() -> int:
                 os.remove(path)
                 print(f"\r{i + 1}/{a.cases} cases", end="", file=sys.stderr, flush=True)
                 continue
-            problems.append(f"exit {first.returncode}: {' '.join(lines[-2:])}")
+            problems.append(f"exit {first.returncode}: {last_lines(first.stderr)}")
         elif first is not None:
             ran += 1
+            result = None
             try:
-                problems += (broken_serving_laws if a.serve else broken_laws)(
-                    json.loads(first.stdout))
+                result = json.loads(first.stdout)
+                problems += (broken_serving_laws if a.serve else broken_laws)(result)
             except (ValueError, KeyError) as e:
                 problems.append(f"unreadable result: {e!r}")
             h5 = path[:-len(".yaml")] + ".h5"
-            second = subprocess.run(command + ([] if a.serve else ["--threads", "2", "--out", h5]),
-                                    capture_output=True, text=True, timeout=600)
-            if second.returncode != 0:
-                problems.append(f"second run: exit {second.returncode}: "
-                                f"{' '.join(second.stderr.strip().splitlines()[-2:])}")
-            elif a.serve:
-                one, two = json.loads(first.stdout), json.loads(second.stdout)
+            second = rerun(command + ([] if a.serve else ["--threads", "2", "--out", h5]),
+                           "second run", problems)
+            if second is not None and a.serve:
+                one, two = json.loads(first.stdout), json.loads(second)
                 one["calibration"] = two["calibration"] = ""  # computed, then read back
                 if one != two:
                     problems.append("the study read from its cached grid differs")
-            elif second.stdout != first.stdout:
+            elif second is not None and second != first.stdout:
                 problems.append("--threads 2 gives another result than --threads 1")
-            if not a.serve:
-                problems += other_ways_alike(a.binary, path, options, first.stdout)
-                if second.returncode == 0:
-                    problems += written_alike(a.binary, h5, options, first.stdout)
+            if not a.serve and result is not None:
+                problems += other_ways_alike(a.binary, path, options, first.stdout, result)
+                if second is not None:
+                    problems += written_alike(a.binary, h5, options, result)
         if problems:
             failed += 1
             print(f"FAILED case {i}: {' '.join(repr(c) if ' ' in c else c for c in command)}\n  " +
