@@ -25,26 +25,27 @@ using fabric::SramUse;
 
 namespace {
 
-// The largest tile's rows and columns of a matrix (every tile fits them).
-std::uint64_t max_rows(const MatrixPlacement& m) {
-  return static_cast<std::uint64_t>(m.row_granule) *
-         ceil_div(static_cast<std::uint64_t>(m.out_features / m.row_granule),
-                  static_cast<std::uint64_t>(m.p()));
-}
+// The largest tile's columns of a matrix (every tile fits them).
 std::uint64_t max_cols(const MatrixPlacement& m) {
   return ceil_div(static_cast<std::uint64_t>(m.in_features), static_cast<std::uint64_t>(m.q()));
 }
 
 }  // namespace
 
+std::uint64_t MatrixPlacement::max_tile_rows() const {
+  return static_cast<std::uint64_t>(row_granule) *
+         ceil_div(static_cast<std::uint64_t>(out_features / row_granule),
+                  static_cast<std::uint64_t>(p()));
+}
+
 std::uint64_t MatrixPlacement::max_tile_elements() const {
-  return max_rows(*this) * max_cols(*this);
+  return max_tile_rows() * max_cols(*this);
 }
 
 Bytes region_scratch_bytes(const models::ModelConfig& model, const LayerStage& st) {
   std::uint64_t most = 0;
   for (const MatrixPlacement* m : st.matrices())
-    most = std::max(most, (max_rows(*m) + max_cols(*m)) * 4);
+    most = std::max(most, (m->max_tile_rows() + max_cols(*m)) * 4);
   const AttentionPlacement& a = st.attention;
   const std::uint64_t dims = ceil_div(static_cast<std::uint64_t>(model.head_dim),
                                       static_cast<std::uint64_t>(a.columns_per_head));

@@ -74,6 +74,9 @@ struct MatrixPlacement {
     return transposed ? fabric::Direction::south : fabric::Direction::east;
   }
   Coord root(int pi) const { return core(pi, 0); }
+  // The largest tile's rows (row_begin's blocks differ by at most one
+  // granule), and its elements.
+  std::uint64_t max_tile_rows() const;
   std::uint64_t max_tile_elements() const;
   bool operator==(const MatrixPlacement&) const = default;
 };

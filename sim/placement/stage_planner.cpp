@@ -391,10 +391,7 @@ void StagePlanner::check_region_fit(const LayerStage& st, int sharing, Bytes bud
   // on qkv's first; counted as if every matrix's fullest root were one core.
   // Each allocation rounds up to whole bytes on its own.
   const auto root_bytes = [&](const MatrixPlacement& m, int per_row) {
-    std::uint64_t rows = 0;
-    for (int pi = 0; pi < m.p(); ++pi)
-      rows = std::max<std::uint64_t>(rows, m.row_begin(pi + 1) - m.row_begin(pi));
-    return ceil_div(rows * static_cast<std::uint64_t>(per_row * bits_), 8);
+    return ceil_div(m.max_tile_rows() * static_cast<std::uint64_t>(per_row * bits_), 8);
   };
   matrices += root_bytes(st.o, 2 * (model_.is_gpt2() ? 2 : 1));
   if (model_.has_o_bias()) matrices += root_bytes(st.o, 1);
