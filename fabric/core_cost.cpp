@@ -48,12 +48,17 @@ CoreCost CoreCostModel::attention(std::uint64_t positions, std::uint64_t head_di
 }
 
 Timed CoreTimeline::run(Coord core, const Timed& ready, const CoreCost& cost) {
+  Timed t = ready;
+  run_in_place(core, t, cost);
+  return t;
+}
+
+void CoreTimeline::run_in_place(Coord core, Timed& t, const CoreCost& cost) {
   const std::size_t i = slot(core);
   // ready.not_before(free, queueing).plus(compute, overhead).plus(bound,
   // cycles - overhead), the same sums written out: adding to a field chosen
   // at run time through a copy of the Timed cost a store-forwarding stall on
   // every task (a whole-region GEMV runs one on each of ~780K cores).
-  Timed t = ready;
   const std::uint64_t free = free_at_[i];
   if (free > t.at.value) {
     t.path.queueing += Cycles{free - t.at.value};
@@ -76,7 +81,6 @@ Timed CoreTimeline::run(Coord core, const Timed& ready, const CoreCost& cost) {
   }
   free_at_[i] = t.at.value;
   busy_[i] += cost.cycles.value;
-  return t;
 }
 
 std::vector<std::uint64_t> CoreTimeline::busy_cycles_by_core() const {

@@ -59,6 +59,11 @@ class CoreTimeline {
       : mesh_(mesh), free_at_(mesh.core_count(), 0), busy_(mesh.core_count(), 0) {}
   // Runs `cost` on `core` once `ready`; waiting for the core is queueing.
   Timed run(Coord core, const Timed& ready, const CoreCost& cost);
+  // run() on `t` in place (t = run(core, t, cost)): a GEMV's tile loop
+  // runs one task on each of a region's cores, and a Timed returned by
+  // value and copied back stalls each (its 16-byte loads wait on the
+  // callee's 8-byte stores).
+  void run_in_place(Coord core, Timed& t, const CoreCost& cost);
   Timed run(CoreId core, const Timed& ready, const CoreCost& cost) {
     return run(mesh_.coord(core), ready, cost);
   }

@@ -49,6 +49,10 @@ Timed LineReductions::traverse(std::uint32_t link0, int hops, std::size_t ramp, 
     const std::uint32_t l = link0 + static_cast<std::uint32_t>(k) * toward_step_;
     prefetch_line(&f.links_[l]);
     prefetch_line(&f.bytes_low_[l]);
+    if (next_delta_ != 0) {
+      prefetch_line(&f.links_[l + next_delta_]);
+      prefetch_line(&f.bytes_low_[l + next_delta_]);
+    }
   };
   prefetch_line(&f.eject_[ramp]);
   for (int k = 0; k < std::min(hops, kAhead); ++k) ask(k);
@@ -120,6 +124,11 @@ void LineReductions::settle_line_record(Coord root) {
   flow_.settle_line_of(mesh_.link(line.at(length_ - 1), opposite(along_)));
 }
 
+void LineReductions::next_line(Coord next) {
+  has_next_ = true;
+  next_ = next;
+}
+
 void LineReductions::publish_counts() {
   flow_.carried_bytes_ += std::exchange(carried_, 0);
   flow_.max_end_ = std::max(flow_.max_end_, std::exchange(max_end_, 0));
@@ -139,6 +148,15 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
     throw std::invalid_argument("line reductions: one ready cycle per ready time");
   }
   if (held_ && apart_) now_ = base_now_;
+  next_delta_ = 0;
+  if (std::exchange(has_next_, false) && length_ > 1) {
+    const Line next{next_, along_, length_};
+    const Line line{root, along_, length_};
+    if (mesh_.contains(next_) && mesh_.contains(next.at(length_ - 1)) &&
+        mesh_.contains(line.at(length_ - 1)))
+      next_delta_ = mesh_.link(next.at(length_ - 1), opposite(along_)).value -
+                    mesh_.link(line.at(length_ - 1), opposite(along_)).value;
+  }
   const Timed sum = reduce_own(root, bytes, ready, at.data());
   if (held_ && apart_) top_now_ = std::max(top_now_, now_);
   if (!held_) publish_counts();

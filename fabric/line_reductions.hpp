@@ -50,6 +50,10 @@ class alignas(64) LineReductions {
   // memory.
   Timed reduce(Coord root, Bytes bytes, std::span<const Timed> ready,
                std::span<const std::uint64_t> at = {});
+  // The line the next reduce() will take, rooted at `next` (a hint for the
+  // caches, which changes no result): this reduce()'s hops ask for that
+  // line's records as they go, a line ahead of its own.
+  void next_line(Coord next);
 
   // Whether reduce() runs its own hop loop (chain, tree and two-level under
   // interleave, no borrowed links), not reduce_line.
@@ -114,6 +118,12 @@ class alignas(64) LineReductions {
   // Hop by hop here (chain, tree, two-level under interleave, no borrowed
   // links), or reduce_line.
   bool own_loop_ = false;
+  // The next line's root (next_line), taken by the next reduce().
+  bool has_next_ = false;
+  Coord next_{};
+  // While a reduce() runs: link index of the next line's records less its
+  // own (mod 2^32), 0 for none.
+  std::uint32_t next_delta_ = 0;
   // Link index step toward the root (mod 2^32, as Mesh::straight_route).
   std::uint32_t toward_step_ = 0;
   // Tree: every combine; two-level: the roots' combines (the groups'

@@ -526,12 +526,13 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
             cost[c] = f.cost().gemm_tile(rows, cols, T, bits_), cost_cols[c] = cols;
           }
           Timed& d = band_done[first + static_cast<std::size_t>(qi)];
-          d = f.cores().run(m.core(pi, qi), d, cost[c]);
+          f.cores().run_in_place(m.core(pi, qi), d, cost[c]);
           band_at[first + static_cast<std::size_t>(qi)] = d.at.value;
         }
       }
       for (int pi = p0; pi < p1; ++pi) {
         const auto first = static_cast<std::size_t>(pi - p0) * Q;
+        if (pi + 1 < P) by.next_line(m.root(pi + 1));
         y.ready[static_cast<std::size_t>(pi)] =
             by.reduce(m.root(pi), Bytes{rows_of(pi) * value_bytes() * T},
                       band_done.subspan(first, Q), band_at.subspan(first, Q));

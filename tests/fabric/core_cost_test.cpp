@@ -100,10 +100,10 @@ TEST(CoreTimeline, ACoreRunsOneTaskAtATime) {
 
 // A task's explanation is ready.not_before(free, queueing), then the
 // start-up as compute, then the rest as the cost's bound, whatever the bound
-// (run() writes these sums out field by field).
+// (run() writes these sums out field by field), and run_in_place the same.
 TEST(CoreTimeline, ExplainsEachTaskAsTheTimedRulesDo) {
   const Mesh mesh(2, 2);
-  CoreTimeline cores(mesh);
+  CoreTimeline cores(mesh), in_place(mesh);
   Timed ready{Cycles{7}, {}};
   ready.path.hops = Cycles{3};
   ready.path.compute = Cycles{2};
@@ -123,6 +123,12 @@ TEST(CoreTimeline, ExplainsEachTaskAsTheTimedRulesDo) {
           Resource::contention, Resource::io, Resource::queueing})
       EXPECT_EQ(got.path[r], want.path[r]) << static_cast<int>(r);
     EXPECT_EQ(got.path.total(), got.at);
+    // run_in_place: the same task on the same core, written over its input.
+    Timed t = ready;
+    in_place.run_in_place(Coord{1, 1}, t, cost);
+    EXPECT_EQ(t.at, want.at);
+    EXPECT_TRUE(t.path == want.path);
+    EXPECT_EQ(in_place.busy_cycles(Coord{1, 1}), cores.busy_cycles(Coord{1, 1}));
     free = got.at.value;
     ready = ready.plus(Resource::hops, Cycles{11});  // before the core is free or not
   }
