@@ -120,12 +120,10 @@ void LineReductions::hold_counts(bool hold) {
 
 void LineReductions::settle_line_record(Coord root) {
   if (length_ < 2) return;
-  const Line line{root, along_, length_};
-  flow_.settle_line_of(mesh_.link(line.at(length_ - 1), opposite(along_)));
+  flow_.settle_line_of(LinkId{far_link(root)});
 }
 
 void LineReductions::next_line(Coord next) {
-  has_next_ = true;
   next_ = next;
 }
 
@@ -149,14 +147,12 @@ Timed LineReductions::reduce(Coord root, Bytes bytes, std::span<const Timed> rea
   }
   if (held_ && apart_) now_ = base_now_;
   next_delta_ = 0;
-  if (std::exchange(has_next_, false) && length_ > 1) {
-    const Line next{next_, along_, length_};
-    const Line line{root, along_, length_};
-    if (mesh_.contains(next_) && mesh_.contains(next.at(length_ - 1)) &&
-        mesh_.contains(line.at(length_ - 1)))
-      next_delta_ = mesh_.link(next.at(length_ - 1), opposite(along_)).value -
-                    mesh_.link(line.at(length_ - 1), opposite(along_)).value;
-  }
+  const std::optional<Coord> next = std::exchange(next_, std::nullopt);
+  auto on_mesh = [&](Coord c) {
+    return mesh_.contains(c) && mesh_.contains(Line{c, along_, length_}.at(length_ - 1));
+  };
+  if (next && length_ > 1 && on_mesh(*next) && on_mesh(root))
+    next_delta_ = far_link(*next) - far_link(root);
   const Timed sum = reduce_own(root, bytes, ready, at.data());
   if (held_ && apart_) top_now_ = std::max(top_now_, now_);
   if (!held_) publish_counts();

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -102,6 +103,11 @@ class alignas(64) LineReductions {
   Timed traverse(std::uint32_t link0, int hops, std::size_t ramp, std::uint64_t ser,
                  std::uint64_t bytes, const Timed& ready, const Timed* node_ready,
                  const std::uint64_t* node_at);
+  // The link a message from the far end of the line rooted at `root` takes
+  // first (the start of the run it reduces along).
+  std::uint32_t far_link(Coord root) const {
+    return mesh_.link(Line{root, along_, length_}.at(length_ - 1), opposite(along_)).value;
+  }
   // FlowModel::reduce_chain of line indices from `far` into `root` (root <
   // far), node far - k's partial ready at ready[far - k] (cycle at[far - k]).
   Timed chain(const Line& line, int far, int root, Bytes bytes, std::span<const Timed> ready,
@@ -119,8 +125,7 @@ class alignas(64) LineReductions {
   // links), or reduce_line.
   bool own_loop_ = false;
   // The next line's root (next_line), taken by the next reduce().
-  bool has_next_ = false;
-  Coord next_{};
+  std::optional<Coord> next_;
   // While a reduce() runs: link index of the next line's records less its
   // own (mod 2^32), 0 for none.
   std::uint32_t next_delta_ = 0;
