@@ -94,6 +94,10 @@ int run(const RunArgs& a, const std::filesystem::path& presets) {
                  "the same time (users pipelined, or a prompt in several blocks); a decode batch "
                  "of every user (workload.decode_batch, and batch_prompts: true for the "
                  "prompts) goes through alone\n";
+  if (const std::uint64_t works = host.works_on_two_threads + host.works_on_one_thread; works > 0)
+    std::cerr << "host threads: " << host.works_on_two_threads << " of " << works
+              << " GEMVs and attention blocks timed on two threads, the rest on one (whichever "
+                 "the host times measured faster; the results are the same)\n";
   const analysis::Metrics metrics = analysis::compute_metrics(result);
   result.baselines = compare_with_gpus(sc, result, metrics);  // wafer beside GPU clusters
   if (!results.empty()) {

@@ -888,8 +888,9 @@ struct PipelineExecutors {
     timing->set_routing_seed(seed);  // MoE expert choice in timing-only runs
     if (!lane) {
       if (weights) timing->set_threads(threads);
-      // Timing only: a second thread takes part of every GEMV and of attention's hops.
-      if (!weights && threads > 1) timing->set_timing_helper(true);
+      // Timing only: a second thread takes part of the GEMVs and attention
+      // blocks, where the host time measured says it pays.
+      if (!weights && threads > 1) timing->set_timing_helper(Executor::TimingHelper::measured);
       return;
     }
     // The lane's thread and threads - 2 helpers for the GEMVs (this thread
@@ -1106,6 +1107,14 @@ class Simulation {
   std::uint64_t pipeline_replayed_layer_passes() const {
     return pipeline_replay_ ? pipeline_replay_->replayed_layers() : 0;
   }
+  // Timing works that could take a second host thread, on two (`two`) or
+  // on one, over the target's and the draft's executors.
+  std::uint64_t timing_works(bool two) const {
+    std::uint64_t n = 0;
+    for (const PipelineExecutors* e : {target_.get(), draft_.get()})
+      if (e) n += e->timing->thread_choice().runs(two);
+    return n;
+  }
   const std::optional<models::Weights>& weights() const { return weights_; }
   const std::optional<analysis::SpeculativeRun>& speculation() const { return speculation_; }
   const std::optional<models::Weights>& draft_weights() const { return draft_weights_; }
@@ -1156,9 +1165,9 @@ class Simulation {
   std::optional<TraceTap> tap_;  // --trace
   std::unique_ptr<PipelineExecutors> target_;
   std::unique_ptr<StepClock> clock_;
-  std::unique_ptr<LayerReplay> replay_;  // null: every layer simulated
+  std::unique_ptr<LayerReplay> replay_;              // null: every layer simulated
   std::unique_ptr<PipelineReplay> pipeline_replay_;  // null: with replay_
-  std::function<void(int)> pass_done_;   // the target's stages' Pipeline::pass_done
+  std::function<void(int)> pass_done_;               // the target's stages' Pipeline::pass_done
   std::unique_ptr<StageChain> chain_;
   HostLog log_;
   std::optional<models::Weights> draft_weights_;
@@ -1341,6 +1350,8 @@ analysis::RunResult run_scenario(const Scenario& sc, const RunOptions& options) 
   host_times.replayed_layer_passes = simulation.replayed_layer_passes();
   host_times.crowded_layer_passes = simulation.crowded_layer_passes();
   host_times.pipeline_replayed_layer_passes = simulation.pipeline_replayed_layer_passes();
+  host_times.works_on_two_threads = simulation.timing_works(true);
+  host_times.works_on_one_thread = simulation.timing_works(false);
   host_times.record_blocks_made = record_pool.blocks_made();
   host_times.record_blocks_reused = record_pool.blocks_reused();
 

@@ -35,6 +35,11 @@ struct HostTimes {
   // Layer passes of several messages in flight replayed with the whole
   // pipeline (sim/exec/pipeline_replay.hpp); the crowded ones include them.
   std::uint64_t pipeline_replayed_layer_passes = 0;
+  // Timing works (GEMVs, attention blocks' rows and columns) that could
+  // take a second host thread, on two threads and on one
+  // (Executor::set_timing_helper, sim/exec/thread_choice.hpp).
+  std::uint64_t works_on_two_threads = 0;
+  std::uint64_t works_on_one_thread = 0;
 };
 
 enum class LayerReplayMode { off, when_it_pays, always };

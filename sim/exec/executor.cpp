@@ -40,8 +40,17 @@ void Executor::set_threads(int threads, std::function<void()> guest) {
   values_->set_threads(threads, std::move(guest));
 }
 
-void Executor::set_timing_helper(bool on) {
-  timing_team_ = on ? std::make_unique<models::WorkTeam>(2) : nullptr;
+void Executor::set_timing_helper(TimingHelper mode) {
+  helper_mode_ = mode;
+  timing_team_ = mode == TimingHelper::off ? nullptr : std::make_unique<models::WorkTeam>(2);
+}
+
+bool Executor::with_helper() const {
+  return helper_mode_ == TimingHelper::always || thread_choice_.two_threads();
+}
+
+void Executor::time_choice(std::optional<ThreadChoice::Timer>& timer, std::uint64_t shape) {
+  if (helper_mode_ == TimingHelper::measured) timer.emplace(thread_choice_, shape);
 }
 
 Executor::Touched Executor::take_touched() {
@@ -540,7 +549,13 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     };
     y.ready.resize(static_cast<std::size_t>(P));
     const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
-    if (timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop()) {
+    const std::uint64_t shape =
+        work_shape(P, Q, x.tokens, m.transposed ? Work::gemv_transposed : Work::gemv);
+    const bool can = timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop();
+    const bool two = can && with_helper();
+    std::optional<ThreadChoice::Timer> timer;
+    if (can) time_choice(timer, shape);
+    if (two) {
       // Two threads reduce rows at once: no line record on their runs.
       for (int pi = 0; pi < P; ++pi) rows.settle_line_record(m.root(pi));
       alternate_bands(bands, band_size, f.flow(), lines, rows, hop_band, tiles_and_sums);
@@ -595,9 +610,9 @@ Executor::BandWaits Executor::on_two_threads(int bands, const std::function<void
   return w;
 }
 
-std::uint64_t Executor::work_shape(int rows, int columns, int tokens, bool attention) {
-  return static_cast<std::uint64_t>(rows) << 40 | static_cast<std::uint64_t>(columns) << 16 |
-         (static_cast<std::uint64_t>(tokens) & 0xffff) << 1 | (attention ? 1 : 0);
+std::uint64_t Executor::work_shape(int rows, int columns, int tokens, Work work) {
+  return static_cast<std::uint64_t>(rows) << 42 | static_cast<std::uint64_t>(columns) << 18 |
+         (static_cast<std::uint64_t>(tokens) & 0xffff) << 2 | static_cast<std::uint64_t>(work);
 }
 
 double Executor::share_of(std::uint64_t shape, double first) const {
@@ -1034,7 +1049,12 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                                .subspan(static_cast<std::size_t>(i), 1),
                            counts);
       };
-      if (timing_team_ && lines.hop_by_hop() && L > kAttentionBand) {
+      const std::uint64_t shape = work_shape(L, C, qkv.tokens, Work::attention_rows);
+      const bool can = timing_team_ && lines.hop_by_hop() && L > kAttentionBand;
+      const bool two = can && with_helper();
+      std::optional<ThreadChoice::Timer> timer;
+      if (can) time_choice(timer, shape);
+      if (two) {
         // The multicast's hops on the helper, a band of rows at a time,
         // while this thread works out the rows they have reached (exact,
         // as a GEMV's bands: the hops keep each line's own `now` and touch
@@ -1050,7 +1070,6 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         auto band_rows = [&](int b) {
           return std::pair{b * kAttentionBand, std::min(L, (b + 1) * kAttentionBand)};
         };
-        const std::uint64_t shape = work_shape(L, C, qkv.tokens, true);
         const OwnWork mine = rows_apart ? own_work(shape, C, kAttentionBand)
                                         : OwnWork{own_columns(shape, C, 1), kAttentionBand};
         const int split = mine.columns;
@@ -1109,17 +1128,24 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
         reduced[static_cast<std::size_t>(j)] = partial[static_cast<std::size_t>(j)].front();
     } else if (!columns.own_loop()) {
       reduce_columns(columns, 0, C);
-    } else if (timing_team_ && C >= 2 * kHelperColumns) {
-      // Two threads reduce at once: no line record on their runs.
-      for (int j = 0; j < C; ++j) columns.settle_line_record(a.block_core(h, 0, j));
-      fabric::LineReductions theirs(columns);  // the same plan, lines apart
-      HeldReductions held(f.flow(), {&columns, &theirs}, true);
-      on_two_threads(
-          1, [&](int) { reduce_columns(theirs, C / 2, C); },
-          [&](int) { reduce_columns(columns, 0, C / 2); }, [](int) {});
     } else {
-      HeldReductions held(f.flow(), {&columns}, false);
-      reduce_columns(columns, 0, C);
+      const std::uint64_t shape = work_shape(L, C, qkv.tokens, Work::attention_columns);
+      const bool can = timing_team_ && C >= 2 * kHelperColumns;
+      const bool two = can && with_helper();
+      std::optional<ThreadChoice::Timer> timer;
+      if (can) time_choice(timer, shape);
+      if (two) {
+        // Two threads reduce at once: no line record on their runs.
+        for (int j = 0; j < C; ++j) columns.settle_line_record(a.block_core(h, 0, j));
+        fabric::LineReductions theirs(columns);  // the same plan, lines apart
+        HeldReductions held(f.flow(), {&columns, &theirs}, true);
+        on_two_threads(
+            1, [&](int) { reduce_columns(theirs, C / 2, C); },
+            [&](int) { reduce_columns(columns, 0, C / 2); }, [](int) {});
+      } else {
+        HeldReductions held(f.flow(), {&columns}, false);
+        reduce_columns(columns, 0, C);
+      }
     }
     for (int j = 0; j < C; ++j) {
       out.layout.push_back(q.layout[static_cast<std::size_t>(j)]);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "models/weights.hpp"
 #include "models/work_team.hpp"
 #include "sim/exec/phase_values.hpp"
+#include "sim/exec/thread_choice.hpp"
 #include "sim/exec/token_message.hpp"
 #include "sim/exec/value_lane.hpp"
 #include "sim/placement/placement.hpp"
@@ -106,8 +108,14 @@ class Executor {
   // with it (gemv); in attention it takes most of the q multicast's hops.
   // Each touches records the other does not, with the same calls in the
   // same order per record, so results are the same byte for byte with or
-  // without it.
-  void set_timing_helper(bool on);
+  // without it. `measured`: works take the helper while the host times
+  // measured say it pays (sim/exec/thread_choice.hpp); `always`: every work
+  // that can.
+  enum class TimingHelper { off, measured, always };
+  void set_timing_helper(TimingHelper mode);
+  // The choice of `measured`, with how many works ran on two threads and on
+  // one so far.
+  const ThreadChoice& thread_choice() const { return thread_choice_; }
   // The guest thread computes row bands of the GEMV being computed, if
   // any (set_threads); whether it found one.
   bool assist() { return values_ && values_->assist(); }
@@ -347,6 +355,12 @@ class Executor {
   // set_timing_helper: the helper (a team of two), and its GEMV band's
   // arrivals and tile results (alternate_bands).
   std::unique_ptr<models::WorkTeam> timing_team_;
+  TimingHelper helper_mode_ = TimingHelper::off;
+  ThreadChoice thread_choice_;
+  // Whether work that can take the helper does (helper_mode_), and its
+  // host time for the choice (`measured`: from now until `timer` ends).
+  bool with_helper() const;
+  void time_choice(std::optional<ThreadChoice::Timer>& timer, std::uint64_t shape);
   std::vector<Timed> handed_;
   std::vector<std::uint64_t> handed_at_;
   // Band b's multicast hops, their arrivals into `done`.
@@ -403,9 +417,9 @@ class Executor {
   // hops every column (long contexts: the rows' all-reduces outweigh the
   // hops; short ones move it up).
   static constexpr double kFirstWorkShare = 0.75;
-  // A shape of work: rows and columns of cores, tokens, and whether it is
-  // an attention block's (or a GEMV's).
-  static std::uint64_t work_shape(int rows, int columns, int tokens, bool attention);
+  // A shape of work: rows and columns of cores, tokens, and what work it is.
+  enum class Work { gemv, gemv_transposed, attention_rows, attention_columns };
+  static std::uint64_t work_shape(int rows, int columns, int tokens, Work work);
   static constexpr double kFirstShare = 0.1;
   // The columns' share reaches at most kMostColumns.
   static constexpr double kMostColumns = 0.5;

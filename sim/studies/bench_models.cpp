@@ -192,6 +192,8 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["record_blocks_made"] = host.record_blocks_made;
   j["record_blocks_reused"] = host.record_blocks_reused;
   j["replayed_layer_passes"] = host.replayed_layer_passes;
+  j["works_on_two_threads"] = host.works_on_two_threads;
+  j["works_on_one_thread"] = host.works_on_one_thread;
   j["wall_per_token_s"] = host.token_passes > 0 ? host.simulate_s / host.token_passes : 0.0;
   j["total_s"] = total_s;
   j["peak_resident_mib"] = peak_resident_mib();

@@ -503,8 +503,10 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
   }
 }
 
-// Timing-only runs with more than one host thread time each GEMV on two
-// (Executor::set_timing_helper: most of a band's multicasts and tiles on
+// Timing-only runs with more than one host thread time GEMVs on two where
+// the host times say it pays (Executor::set_timing_helper; a run's first
+// 128 such works go on two threads, the next 128 on one, whatever the host:
+// sim/exec/thread_choice.hpp): most of a band's multicasts and tiles on
 // the helper, the rest and the rows' reductions on the simulation's own
 // thread; in attention, a share of each block's rows and half its columns'
 // reductions on the helper). The results are the same byte for byte as on one thread, for
@@ -751,8 +753,7 @@ TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
       // last layer without a step in the head: here the third user's first
       // prompt token came back while the replay went on (an internal error
       // until the replay stopped before such a message's last layer).
-      {"tiny-mistral",
-       "  users: 3\n  prompt_tokens: 2\n  arrivals_s: [0, 0, 0.00003]\n  seed: 1\n",
+      {"tiny-mistral", "  users: 3\n  prompt_tokens: 2\n  arrivals_s: [0, 0, 0.00003]\n  seed: 1\n",
        " --timing-only --reduction tree --set model.num_layers=8", true},
       {"tiny-llama", "  users: 16\n", " --timing-only --layer-groups 8", false},
   };

@@ -191,7 +191,7 @@ TEST(MeshGemv, OnTwoThreadsIsTheSameAsOnOne) {
   Placement pl;
   Program prog;
   Executor ex_one(one, model, pl, prog, nullptr, 16), ex_two(two, model, pl, prog, nullptr, 16);
-  ex_two.set_timing_helper(true);
+  ex_two.set_timing_helper(Executor::TimingHelper::always);
   struct Shape {
     fabric::Rect rect;
     bool upward, transposed;
