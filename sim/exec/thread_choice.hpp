@@ -37,7 +37,7 @@ class ThreadChoice {
  public:
   static constexpr std::uint64_t kSpell = 128;
   static constexpr std::uint64_t kSettle = 8;
-  static constexpr std::uint64_t kFirstStay = 1024;
+  static constexpr std::uint64_t kFirstStay = 256;
   static constexpr std::uint64_t kLongestStay = 65536;
   static constexpr double kMargin = 0.05;
 
