@@ -3,6 +3,7 @@
 #include <algorithm>
 
 namespace wafersim::sim {
+
 bool ThreadChoice::compare(bool chosen) {
   double sum[2] = {0, 0};
   for (const auto& [shape, s] : spells_) {
@@ -10,8 +11,6 @@ bool ThreadChoice::compare(bool chosen) {
     const auto n = static_cast<double>(s.runs[0] + s.runs[1]);
     for (int w = 0; w < 2; ++w) sum[w] += n * s.seconds[w] / static_cast<double>(s.runs[w]);
   }
-  if (std::getenv("WS_CHOICE"))
-    std::fprintf(stderr, "compare chosen %d one %.4g two %.4g\n", chosen, sum[0], sum[1]);
   spells_.clear();
   ++comparisons_;
   const double kept = sum[chosen ? 1 : 0], other = sum[chosen ? 0 : 1];
