@@ -3,9 +3,10 @@
 //
 // Splitting a GEMV's bands between two threads pays where the records it
 // sweeps are too many for one core's caches (a whole-wafer region: both
-// threads wait on memory at once) and costs where they would stay in one
-// core's caches (a region of an eighth of the wafer: every record the other
-// thread touched comes back from the other core). Where that line falls
+// threads wait on memory at once) and costs where part of them would stay
+// in one core's caches from one GEMV to the next (a region of an eighth of
+// the wafer: a record the other thread touched comes back from memory, on a
+// host whose cores share no cache that holds it). Where that line falls
 // depends on the host, so it is measured, not set.
 //
 // The choice is one for all work, taken in spells, compared as paired
