@@ -45,12 +45,9 @@ void Executor::set_timing_helper(TimingHelper mode) {
   timing_team_ = mode == TimingHelper::off ? nullptr : std::make_unique<models::WorkTeam>(2);
 }
 
-bool Executor::with_helper() const {
-  return helper_mode_ == TimingHelper::always || thread_choice_.two_threads();
-}
-
-void Executor::time_choice(std::optional<ThreadChoice::Timer>& timer, std::uint64_t shape) {
-  if (helper_mode_ == TimingHelper::measured) timer.emplace(thread_choice_, shape);
+Executor::HelperUse::HelperUse(Executor& ex, bool can, std::uint64_t shape)
+    : two(can && (ex.helper_mode_ == TimingHelper::always || ex.thread_choice_.two_threads())) {
+  if (can && ex.helper_mode_ == TimingHelper::measured) timer.emplace(ex.thread_choice_, shape);
 }
 
 Executor::Touched Executor::take_touched() {
@@ -549,13 +546,10 @@ Vec Executor::gemv(const MatrixPlacement& m, WeightRef ref, int layer, const Vec
     };
     y.ready.resize(static_cast<std::size_t>(P));
     const std::size_t band_size = static_cast<std::size_t>(kTileRows) * Q;
-    const std::uint64_t shape =
-        work_shape(P, Q, x.tokens, m.transposed ? Work::gemv_transposed : Work::gemv);
-    const bool can = timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop();
-    const bool two = can && with_helper();
-    std::optional<ThreadChoice::Timer> timer;
-    if (can) time_choice(timer, shape);
-    if (two) {
+    const HelperUse use(
+        *this, timing_team_ && bands > 1 && lines.hop_by_hop() && rows.own_loop(),
+        work_shape(P, Q, x.tokens, m.transposed ? Work::gemv_transposed : Work::gemv));
+    if (use.two) {
       // Two threads reduce rows at once: no line record on their runs.
       for (int pi = 0; pi < P; ++pi) rows.settle_line_record(m.root(pi));
       alternate_bands(bands, band_size, f.flow(), lines, rows, hop_band, tiles_and_sums);
@@ -1050,11 +1044,8 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
                            counts);
       };
       const std::uint64_t shape = work_shape(L, C, qkv.tokens, Work::attention_rows);
-      const bool can = timing_team_ && lines.hop_by_hop() && L > kAttentionBand;
-      const bool two = can && with_helper();
-      std::optional<ThreadChoice::Timer> timer;
-      if (can) time_choice(timer, shape);
-      if (two) {
+      const HelperUse use(*this, timing_team_ && lines.hop_by_hop() && L > kAttentionBand, shape);
+      if (use.two) {
         // The multicast's hops on the helper, a band of rows at a time,
         // while this thread works out the rows they have reached (exact,
         // as a GEMV's bands: the hops keep each line's own `now` and touch
@@ -1129,12 +1120,9 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
     } else if (!columns.own_loop()) {
       reduce_columns(columns, 0, C);
     } else {
-      const std::uint64_t shape = work_shape(L, C, qkv.tokens, Work::attention_columns);
-      const bool can = timing_team_ && C >= 2 * kHelperColumns;
-      const bool two = can && with_helper();
-      std::optional<ThreadChoice::Timer> timer;
-      if (can) time_choice(timer, shape);
-      if (two) {
+      const HelperUse use(*this, timing_team_ && C >= 2 * kHelperColumns,
+                          work_shape(L, C, qkv.tokens, Work::attention_columns));
+      if (use.two) {
         // Two threads reduce at once: no line record on their runs.
         for (int j = 0; j < C; ++j) columns.settle_line_record(a.block_core(h, 0, j));
         fabric::LineReductions theirs(columns);  // the same plan, lines apart

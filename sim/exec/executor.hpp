@@ -357,10 +357,14 @@ class Executor {
   std::unique_ptr<models::WorkTeam> timing_team_;
   TimingHelper helper_mode_ = TimingHelper::off;
   ThreadChoice thread_choice_;
-  // Whether work that can take the helper does (helper_mode_), and its
-  // host time for the choice (`measured`: from now until `timer` ends).
-  bool with_helper() const;
-  void time_choice(std::optional<ThreadChoice::Timer>& timer, std::uint64_t shape);
+  // A work of `shape` that `can` take the helper: whether it does
+  // (helper_mode_), and, under `measured`, its host time taken for the
+  // choice while this lives.
+  struct HelperUse {
+    HelperUse(Executor& ex, bool can, std::uint64_t shape);
+    bool two = false;
+    std::optional<ThreadChoice::Timer> timer;
+  };
   std::vector<Timed> handed_;
   std::vector<std::uint64_t> handed_at_;
   // Band b's multicast hops, their arrivals into `done`.
