@@ -109,6 +109,7 @@ void CoreTimeline::shift_cores(std::span<const std::uint32_t> live, std::uint64_
 
 void CoreTimeline::copy_region(const Rect& r, std::vector<std::uint64_t>& out) const {
   out.clear();
+  out.reserve(static_cast<std::size_t>(r.width) * static_cast<std::size_t>(r.height));
   for_region_slots(&r, [&](std::size_t b, std::size_t e) {
     out.insert(out.end(), free_at_.begin() + static_cast<std::ptrdiff_t>(b),
                free_at_.begin() + static_cast<std::ptrdiff_t>(e));

@@ -1239,19 +1239,29 @@ void FlowModel::shift_some_records(std::span<const std::uint32_t> live, std::uin
   }
 }
 
+std::size_t FlowModel::region_part_size(const Rect& r, int part, int parts) const {
+  std::size_t n = 0;
+  for_region_records(r, true, part, parts, [&](bool, std::size_t b, std::size_t e) { n += e - b; });
+  return n;
+}
+
 void FlowModel::copy_region_part(const Rect& r, int part, int parts, RegionCopy& out) const {
   out.records.clear();
   out.wide.clear();
   if (!links_.held())
     throw std::logic_error("FlowModel: records copied after they were given back to the pool");
+  // Sized once (a full wafer's part is tens of MB: no copies as it grows),
+  // then filled a run of records at a time.
+  out.records.reserve(region_part_size(r, part, parts));
   for_region_records(r, true, part, parts, [&](bool ramp, std::size_t b, std::size_t e) {
     const ZeroedArray<LinkState>& records = ramp ? eject_ : links_;
-    for (std::size_t i = b; i < e; ++i) {
-      const LinkState& s = records[i];
-      out.records.push_back(s);
-      if (!s.wide()) continue;
+    const std::size_t first = out.records.size();
+    out.records.insert(out.records.end(), &records[b], &records[b] + (e - b));
+    for (std::size_t i = first; i < out.records.size(); ++i) {
+      if (!out.records[i].wide()) continue;
       // Its copy keeps the floor and names its intervals in `wide`.
-      LinkState& c = out.records.back();
+      LinkState& c = out.records[i];
+      const LinkState& s = records[b + (i - first)];
       const auto busy = wide_.busy(s);
       c.start[0] = static_cast<std::uint32_t>(out.wide.size());
       c.start[1] = static_cast<std::uint32_t>(busy.size());

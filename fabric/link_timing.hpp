@@ -338,6 +338,8 @@ class FlowModel {
     std::vector<std::uint32_t> wide;
   };
   void copy_region_part(const Rect& region, int part, int parts, RegionCopy& out) const;
+  // How many records that part holds (its copy's `records`).
+  std::size_t region_part_size(const Rect& region, int part, int parts) const;
   void write_region_part(const Rect& region, int part, int parts, const RegionCopy& copy,
                          std::uint64_t by);
   std::pair<std::uint64_t, std::uint64_t> copy_clock() const { return {now_, max_end_}; }

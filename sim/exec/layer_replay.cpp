@@ -404,6 +404,7 @@ void LayerReplay::apply(const StageProgram& sp, TokenMessage& m, std::size_t sta
 }
 
 void LayerReplay::forget() {
+  mid_pages_.reset();
   memo_.reset();
   learning_ = false;
 }
@@ -430,6 +431,33 @@ void LayerReplay::begin_learning(int cycle, Entry e, const Area& region) {
   learning_ = true;
   stage_ = 0;
   records_.count_from(fab(region.wafer), region.rect);
+  if (cycles_[static_cast<std::size_t>(cycle)].layer_end >= 0) make_room_for_mid();
+}
+
+void LayerReplay::make_room_for_mid() {
+  mid_pages_.reset();
+  const fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
+  const fabric::Rect& r = memo_.region.rect;
+  std::vector<fabric::PageRange> fresh;
+  // The pages of a vector's room past its size (whole pages only), where it
+  // had to grow: those never touched.
+  const auto room = [&fresh](auto& v, std::size_t n) {
+    if (v.capacity() >= n) return;
+    v.clear();  // the last memo's: not worth moving
+    v.reserve(n);
+    constexpr std::uintptr_t kPage = 4096;
+    auto a = reinterpret_cast<std::uintptr_t>(v.data() + v.size());
+    const auto z = reinterpret_cast<std::uintptr_t>(v.data() + v.capacity()) & ~(kPage - 1);
+    a = (a + kPage - 1) & ~(kPage - 1);
+    if (z > a) fresh.push_back({reinterpret_cast<void*>(a), z - a});
+  };
+  memo_.mid_links.resize(kParts);
+  for (int k = 0; k < kParts; ++k)
+    room(memo_.mid_links[static_cast<std::size_t>(k)].records, flow.region_part_size(r, k, kParts));
+  room(memo_.mid_cores, static_cast<std::size_t>(r.width) * static_cast<std::size_t>(r.height));
+  // Only where the run has a host thread to spare.
+  if (!fresh.empty() && records_.team().threads() > 1)
+    mid_pages_ = std::make_unique<fabric::PagePrefaulter>(std::move(fresh));
 }
 
 bool LayerReplay::enter(const StageProgram& sp, TokenMessage& m, Cycles now, Cycles& until) {
@@ -668,6 +696,7 @@ void LayerReplay::take_mid() {
   fabric::Fabric& f = fab(memo_.region.wafer);
   fabric::FlowModel& flow = f.flow();
   const fabric::Rect& r = memo_.region.rect;
+  mid_pages_.reset();                             // what it has not faulted in, the copy does
   records_.counts_since(f, r, memo_.mid_counts);  // line records written out first
   memo_.mid_links.resize(kParts);
   records_.team().start(kParts + 1, [&](int k, int) {
