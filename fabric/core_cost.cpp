@@ -144,6 +144,7 @@ void CoreTimeline::copy_busy(const Rect& r, std::vector<std::uint64_t>& into) co
 
 void CoreTimeline::add_busy_since(std::span<const std::uint64_t> before, const Rect& r,
                                   std::vector<std::pair<std::uint32_t, std::uint64_t>>& out) const {
+  out.reserve(out.size() + static_cast<std::size_t>(r.width) * static_cast<std::size_t>(r.height));
   for_region_slots(&r, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i)
       if (busy_[i] != before[i])

@@ -1334,6 +1334,12 @@ void FlowModel::add_bytes_since(const ByteCounts& b, const Rect& region, int par
     const auto it = m.find(l);
     return it == m.end() ? 0 : it->second;
   };
+  // Room for every link of the part at once (pages only as they are
+  // written): a layer over a whole wafer changes most of its millions.
+  std::size_t n = 0;
+  for_region_records(region, false, part, parts,
+                     [&](bool, std::size_t first, std::size_t last) { n += last - first; });
+  out.reserve(out.size() + n);
   for_region_records(region, false, part, parts, [&](bool, std::size_t first, std::size_t last) {
     for (auto l = static_cast<std::uint32_t>(first); l < last; ++l) {
       if (bytes_low_[l] == b.low[l] && carries_.empty()) continue;
