@@ -82,8 +82,10 @@ class PagePool {
 // a thread of its own, while the simulation runs on another: the first pass
 // over a 26-wafer placement then finds most of its link records present
 // instead of spending half its time in page faults. It writes nothing
-// (madvise MADV_POPULATE_WRITE, Linux 5.14+; without it the thread ends at
-// once), so results do not depend on how far it got. Pages the simulation
+// (madvise MADV_POPULATE_WRITE, Linux 5.14+, then a read of a byte of each
+// page, which a virtual machine's host may map only then; without the
+// madvise the thread ends at once), so results do not depend on how far it
+// got. Pages the simulation
 // would never have touched are faulted in too. The destructor stops it
 // between two chunks and joins it; destroy it before the ranges are unmapped.
 class PagePrefaulter {
