@@ -1239,10 +1239,15 @@ void FlowModel::shift_some_records(std::span<const std::uint32_t> live, std::uin
   }
 }
 
-std::size_t FlowModel::region_part_size(const Rect& r, int part, int parts) const {
+std::size_t FlowModel::count_region_records(const Rect& r, bool ramps, int part, int parts) const {
   std::size_t n = 0;
-  for_region_records(r, true, part, parts, [&](bool, std::size_t b, std::size_t e) { n += e - b; });
+  for_region_records(r, ramps, part, parts,
+                     [&](bool, std::size_t b, std::size_t e) { n += e - b; });
   return n;
+}
+
+std::size_t FlowModel::region_part_size(const Rect& r, int part, int parts) const {
+  return count_region_records(r, true, part, parts);
 }
 
 void FlowModel::copy_region_part(const Rect& r, int part, int parts, RegionCopy& out) const {
@@ -1336,10 +1341,7 @@ void FlowModel::add_bytes_since(const ByteCounts& b, const Rect& region, int par
   };
   // Room for every link of the part at once (pages only as they are
   // written): a layer over a whole wafer changes most of its millions.
-  std::size_t n = 0;
-  for_region_records(region, false, part, parts,
-                     [&](bool, std::size_t first, std::size_t last) { n += last - first; });
-  out.reserve(out.size() + n);
+  out.reserve(out.size() + count_region_records(region, false, part, parts));
   for_region_records(region, false, part, parts, [&](bool, std::size_t first, std::size_t last) {
     for (auto l = static_cast<std::uint32_t>(first); l < last; ++l) {
       if (bytes_low_[l] == b.low[l] && carries_.empty()) continue;

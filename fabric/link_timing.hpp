@@ -654,6 +654,8 @@ class FlowModel {
   // each piece of a run in part `part` (indices into links_ or eject_).
   template <class F>
   void for_region_records(const Rect& region, bool ramps, int part, int parts, F&& f) const;
+  // How many records for_region_records hands over in that part.
+  std::size_t count_region_records(const Rect& region, bool ramps, int part, int parts) const;
   // The ramp record of the core at the end of link l. Ramp records are kept
   // column-major (x * height + y): a column multicast, the commonest
   // receiver of all, walks them in memory order.

@@ -1,6 +1,7 @@
 #include "fabric/zeroed_array.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <new>
 #include <utility>
 
@@ -59,8 +60,24 @@ std::vector<PageRange> PagePool::stock(int count, std::size_t bytes) {
   return ranges;
 }
 
+namespace {
+constexpr std::size_t kPage = 4096;
+
+// The whole pages inside each range (madvise takes page-aligned ranges).
+std::vector<PageRange> whole_pages(std::vector<PageRange> ranges) {
+  std::vector<PageRange> pages;
+  for (const PageRange& r : ranges) {
+    const auto a = reinterpret_cast<std::uintptr_t>(r.data);
+    const std::uintptr_t first = (a + kPage - 1) & ~(kPage - 1);
+    const std::uintptr_t last = (a + r.bytes) & ~(kPage - 1);
+    if (last > first) pages.push_back({reinterpret_cast<void*>(first), last - first});
+  }
+  return pages;
+}
+}  // namespace
+
 PagePrefaulter::PagePrefaulter(std::vector<PageRange> ranges)
-    : ranges_(std::move(ranges)), thread_([this] { run(); }) {}
+    : ranges_(whole_pages(std::move(ranges))), thread_([this] { run(); }) {}
 
 PagePrefaulter::~PagePrefaulter() {
   stop_.store(true, std::memory_order_relaxed);
@@ -74,7 +91,6 @@ void PagePrefaulter::wait() {
 void PagePrefaulter::run() {
 #if defined(MADV_POPULATE_WRITE)
   constexpr std::size_t kChunk = std::size_t{2} << 20;  // stop checks every 2 MiB
-  constexpr std::size_t kPage = 4096;
   for (const PageRange& r : ranges_) {
     auto* p = static_cast<char*>(r.data);
     for (std::size_t off = 0; off < r.bytes; off += kChunk) {

@@ -85,9 +85,10 @@ class PagePool {
 // (madvise MADV_POPULATE_WRITE, Linux 5.14+, then a read of a byte of each
 // page, which a virtual machine's host may map only then; without the
 // madvise the thread ends at once), so results do not depend on how far it
-// got. Pages the simulation
-// would never have touched are faulted in too. The destructor stops it
-// between two chunks and joins it; destroy it before the ranges are unmapped.
+// got. It takes the whole pages inside each range (a range need not be
+// aligned). Pages the simulation would never have touched are faulted in
+// too. The destructor stops it between two chunks and joins it; destroy it
+// before the ranges are unmapped.
 class PagePrefaulter {
  public:
   explicit PagePrefaulter(std::vector<PageRange> ranges);

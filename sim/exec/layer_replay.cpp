@@ -439,17 +439,12 @@ void LayerReplay::make_room_for_mid() {
   const fabric::FlowModel& flow = fab(memo_.region.wafer).flow();
   const fabric::Rect& r = memo_.region.rect;
   std::vector<fabric::PageRange> fresh;
-  // The pages of a vector's room past its size (whole pages only), where it
-  // had to grow: those never touched.
+  // A vector's room, where it had to grow: memory never touched.
   const auto room = [&fresh](auto& v, std::size_t n) {
     if (v.capacity() >= n) return;
     v.clear();  // the last memo's: not worth moving
     v.reserve(n);
-    constexpr std::uintptr_t kPage = 4096;
-    auto a = reinterpret_cast<std::uintptr_t>(v.data() + v.size());
-    const auto z = reinterpret_cast<std::uintptr_t>(v.data() + v.capacity()) & ~(kPage - 1);
-    a = (a + kPage - 1) & ~(kPage - 1);
-    if (z > a) fresh.push_back({reinterpret_cast<void*>(a), z - a});
+    fresh.push_back({v.data(), v.capacity() * sizeof(v[0])});
   };
   memo_.mid_links.resize(kParts);
   for (int k = 0; k < kParts; ++k)
