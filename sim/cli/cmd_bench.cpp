@@ -413,6 +413,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
     std::string scenario, cache;
     int jobs = 0;
     int points = 16;
+    int repeat = 1;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -482,6 +483,10 @@ RegisteredCommand add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads,
                   "models: host threads for the functional arithmetic (0: all the host has)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", o->repeat,
+                  "models: runs of each case, the cases in turn; each reports its median run "
+                  "and the range (default 1)")
+      ->check(CLI::Range(1, 100));
   const CLI::App* root = &app;
   return {cmd, [o, root]() {
             const std::string dir = presets_flag(*root);
@@ -492,6 +497,7 @@ RegisteredCommand add_bench_command(CLI::App& app) {
               m.only = o->only;
               m.point = o->point;
               m.threads = o->threads;
+              m.repeat = o->repeat;
               return bench_models(m);
             }
             if (o->what == "kernels") return bench_kernels(o->json);

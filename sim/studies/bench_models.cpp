@@ -19,6 +19,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -224,6 +225,61 @@ nlohmann::json run_child(const std::string& self, const std::filesystem::path& p
   return nlohmann::json::parse(out);
 }
 
+// A case's runs (at least one) as one: the run with the median host time
+// per token (the lower of the two middle ones for an even count), with every
+// run's figure and their range beside it.
+nlohmann::json median_run(const std::vector<nlohmann::json>& runs) {
+  std::vector<std::size_t> order(runs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto per_token = [&](std::size_t i) { return runs[i]["wall_per_token_s"].get<double>(); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return per_token(a) < per_token(b); });
+  nlohmann::json p = runs[order[(order.size() - 1) / 2]];
+  p["runs"] = runs.size();
+  p["wall_per_token_s_runs"] = nlohmann::json::array();
+  for (const nlohmann::json& r : runs) p["wall_per_token_s_runs"].push_back(r["wall_per_token_s"]);
+  p["wall_per_token_s_min"] = per_token(order.front());
+  p["wall_per_token_s_max"] = per_token(order.back());
+  return p;
+}
+
+// Prints one case's row (text) and adds it to `all`.
+void print_case(const BenchCase& c, nlohmann::json p, double bw, bool json, nlohmann::json& all) {
+  p["case"] = c.name;
+  p["target"] = c.target;
+  double floor = 0.0, fp32_floor = 0.0;
+  if (c.beside_floor) {
+    const double per_token = p["wall_per_token_s"].get<double>();
+    floor = p["host_weight_bytes_per_token"].get<double>() / bw;
+    fp32_floor = p["fp32_weight_bytes_per_token"].get<double>() / bw;
+    p["memory_floor_s_per_token"] = floor;
+    p["ratio_to_floor"] = per_token / floor;
+    p["fp32_memory_floor_s_per_token"] = fp32_floor;
+    p["ratio_to_fp32_floor"] = per_token / fp32_floor;
+  }
+  auto seconds = [&](double v) { return c.beside_floor ? fmt::format("{:.3f}", v) : "-"; };
+  const int n = p["runs"].get<int>();
+  if (!json)
+    fmt::print(
+        "{:<16} {:>6} {:>9.2f} {:>12.3f} {:>9.0f} {:>13.1f} {:>11} {:>11}  {}{}{}\n", c.name,
+        p["wafers_used"].get<int>(), p["place_s"].get<double>(),
+        p["wall_per_token_s"].get<double>(), p["peak_resident_mib"].get<double>(),
+        p["decode_tokens_per_s_per_user"].get<double>(), seconds(floor), seconds(fp32_floor),
+        c.target,
+        c.beside_floor
+            ? fmt::format(" (host s/token now {:.2f}x the floor, {:.2f}x the fp32 floor{})",
+                          p["ratio_to_floor"].get<double>(), p["ratio_to_fp32_floor"].get<double>(),
+                          c.functional ? fmt::format("; tokens match: {}",
+                                                     p["tokens_match"].get<bool>() ? "yes" : "NO")
+                                       : std::string())
+            : std::string(),
+        n > 1 ? fmt::format(" [median of {} runs; {:.3f}-{:.3f}]", n,
+                            p["wall_per_token_s_min"].get<double>(),
+                            p["wall_per_token_s_max"].get<double>())
+              : std::string());
+  all["cases"].push_back(std::move(p));
+}
+
 }  // namespace
 
 std::vector<std::string> bench_model_cases() {
@@ -255,42 +311,27 @@ int bench_models(const BenchModelsOptions& o) {
         "{:<16} {:>6} {:>9} {:>12} {:>9} {:>13} {:>11} {:>11}  {}\n",
         "case", "wafers", "place s", "host s/token", "peak MiB", "sim tok/s/user", "floor s/tok",
         "fp32 floor", "target");
-  for (const BenchCase& c : cases()) {
-    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.name) == o.only.end())
-      continue;
-    const auto file = dir / (c.name + ".yaml");
-    std::ofstream(file) << scenario_text(c);
-    nlohmann::json p = run_child(self, o.preset_dir, file, o.threads);
-    p["case"] = c.name;
-    p["target"] = c.target;
-    double floor = 0.0, fp32_floor = 0.0;
-    if (c.beside_floor) {
-      const double per_token = p["wall_per_token_s"].get<double>();
-      floor = p["host_weight_bytes_per_token"].get<double>() / bw;
-      fp32_floor = p["fp32_weight_bytes_per_token"].get<double>() / bw;
-      p["memory_floor_s_per_token"] = floor;
-      p["ratio_to_floor"] = per_token / floor;
-      p["fp32_memory_floor_s_per_token"] = fp32_floor;
-      p["ratio_to_fp32_floor"] = per_token / fp32_floor;
+  std::vector<BenchCase> chosen;
+  for (const BenchCase& c : cases())
+    if (o.only.empty() || std::find(o.only.begin(), o.only.end(), c.name) != o.only.end())
+      chosen.push_back(c);
+  if (o.repeat < 1) throw std::invalid_argument("bench models: --repeat must be at least 1");
+  // Every case's runs, the cases in turn (a load that drifts meets them alike).
+  std::vector<std::vector<nlohmann::json>> runs(chosen.size());
+  for (int r = 0; r < o.repeat; ++r) {
+    for (std::size_t k = 0; k < chosen.size(); ++k) {
+      const BenchCase& c = chosen[k];
+      const auto file = dir / (c.name + ".yaml");
+      std::ofstream(file) << scenario_text(c);
+      if (o.repeat > 1)
+        fmt::print(stderr, "bench models: run {}/{} of {}\n", r + 1, o.repeat, c.name);
+      runs[k].push_back(run_child(self, o.preset_dir, file, o.threads));
+      if (o.repeat == 1) print_case(c, median_run(runs[k]), bw, o.json, all);
     }
-    auto seconds = [&](double v) { return c.beside_floor ? fmt::format("{:.3f}", v) : "-"; };
-    if (!o.json)
-      fmt::print(
-          "{:<16} {:>6} {:>9.2f} {:>12.3f} {:>9.0f} {:>13.1f} {:>11} {:>11}  {}{}\n", c.name,
-          p["wafers_used"].get<int>(), p["place_s"].get<double>(),
-          p["wall_per_token_s"].get<double>(), p["peak_resident_mib"].get<double>(),
-          p["decode_tokens_per_s_per_user"].get<double>(), seconds(floor), seconds(fp32_floor),
-          c.target,
-          c.beside_floor
-              ? fmt::format(" (host s/token now {:.2f}x the floor, {:.2f}x the fp32 floor{})",
-                            p["ratio_to_floor"].get<double>(),
-                            p["ratio_to_fp32_floor"].get<double>(),
-                            c.functional ? fmt::format("; tokens match: {}",
-                                                       p["tokens_match"].get<bool>() ? "yes" : "NO")
-                                         : std::string())
-              : std::string());
-    all["cases"].push_back(p);
   }
+  if (o.repeat > 1)
+    for (std::size_t k = 0; k < chosen.size(); ++k)
+      print_case(chosen[k], median_run(runs[k]), bw, o.json, all);
   std::filesystem::remove_all(dir);
   if (o.json) std::cout << all.dump(2) << "\n";
   return 0;

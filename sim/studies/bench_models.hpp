@@ -15,6 +15,10 @@ struct BenchModelsOptions {
   std::vector<std::string> only;     // case names to run (empty: all)
   std::filesystem::path point;       // internal: run this one scenario here and print JSON
   int threads = 0;                   // host threads for functional arithmetic (0: all)
+  // Runs of each case (>= 1). With more than one, the cases are run in turn
+  // (every case once, then again), and each case reports its run with the
+  // median host time per token, and the range over its runs.
+  int repeat = 1;
 };
 
 int bench_models(const BenchModelsOptions& options);

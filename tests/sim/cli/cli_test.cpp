@@ -503,6 +503,29 @@ TEST(Cli, RecyclingLinkRecordsDoesNotChangeAResult) {
   }
 }
 
+// bench models --repeat N runs every case N times, the cases in turn, and
+// reports the run with the median host time per token (the middle one of
+// three), every run's figure and their range.
+TEST(Cli, BenchModelsRepeatReportsTheMedianRun) {
+  const Outcome o = wafersim("bench models --cases 1b-timing --repeat 3 --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const auto& c = j["cases"][0];
+  EXPECT_EQ(c["case"], "1b-timing");
+  EXPECT_EQ(c["runs"].get<int>(), 3);
+  std::vector<double> runs = c["wall_per_token_s_runs"].get<std::vector<double>>();
+  ASSERT_EQ(runs.size(), 3u);
+  std::sort(runs.begin(), runs.end());
+  EXPECT_EQ(c["wall_per_token_s"].get<double>(), runs[1]);
+  EXPECT_EQ(c["wall_per_token_s_min"].get<double>(), runs[0]);
+  EXPECT_EQ(c["wall_per_token_s_max"].get<double>(), runs[2]);
+  // The reported run is one run's whole record: its simulation time over its passes.
+  EXPECT_DOUBLE_EQ(c["simulate_s"].get<double>() / c["token_passes"].get<double>(), runs[1]);
+  // Progress for each run on stderr.
+  EXPECT_NE(o.err.find("run 3/3 of 1b-timing"), std::string::npos) << o.err;
+}
+
 // Timing-only runs with more than one host thread time GEMVs on two where
 // the host times say it pays (Executor::set_timing_helper; a run's first
 // 128 such works go on two threads, the next 128 on one, whatever the host:
