@@ -290,6 +290,7 @@ std::vector<std::string> bench_model_cases() {
 
 int bench_models(const BenchModelsOptions& o) {
   if (!o.point.empty()) return run_point(o.point, o.preset_dir, o.threads);
+  if (o.repeat < 1) throw std::invalid_argument("bench models: --repeat must be at least 1");
 
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::filesystem::path dir =
@@ -315,7 +316,6 @@ int bench_models(const BenchModelsOptions& o) {
   for (const BenchCase& c : cases())
     if (o.only.empty() || std::find(o.only.begin(), o.only.end(), c.name) != o.only.end())
       chosen.push_back(c);
-  if (o.repeat < 1) throw std::invalid_argument("bench models: --repeat must be at least 1");
   // Every case's runs, the cases in turn (a load that drifts meets them alike).
   std::vector<std::vector<nlohmann::json>> runs(chosen.size());
   for (int r = 0; r < o.repeat; ++r) {
