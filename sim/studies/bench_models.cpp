@@ -312,20 +312,24 @@ int bench_models(const BenchModelsOptions& o) {
         "{:<16} {:>6} {:>9} {:>12} {:>9} {:>13} {:>11} {:>11}  {}\n",
         "case", "wafers", "place s", "host s/token", "peak MiB", "sim tok/s/user", "floor s/tok",
         "fp32 floor", "target");
+  // The chosen cases, each with its scenario file written once.
   std::vector<BenchCase> chosen;
-  for (const BenchCase& c : cases())
-    if (o.only.empty() || std::find(o.only.begin(), o.only.end(), c.name) != o.only.end())
-      chosen.push_back(c);
+  std::vector<std::filesystem::path> files;
+  for (const BenchCase& c : cases()) {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.name) == o.only.end())
+      continue;
+    chosen.push_back(c);
+    files.push_back(dir / (c.name + ".yaml"));
+    std::ofstream(files.back()) << scenario_text(c);
+  }
   // Every case's runs, the cases in turn (a load that drifts meets them alike).
   std::vector<std::vector<nlohmann::json>> runs(chosen.size());
   for (int r = 0; r < o.repeat; ++r) {
     for (std::size_t k = 0; k < chosen.size(); ++k) {
       const BenchCase& c = chosen[k];
-      const auto file = dir / (c.name + ".yaml");
-      std::ofstream(file) << scenario_text(c);
       if (o.repeat > 1)
         fmt::print(stderr, "bench models: run {}/{} of {}\n", r + 1, o.repeat, c.name);
-      runs[k].push_back(run_child(self, o.preset_dir, file, o.threads));
+      runs[k].push_back(run_child(self, o.preset_dir, files[k], o.threads));
       if (o.repeat == 1) print_case(c, median_run(runs[k]), bw, o.json, all);
     }
   }
