@@ -28,7 +28,14 @@ message inside that start on or after that second start and end inside the
 window. That is an upper bound: it asks no pattern to repeat, and lets a group's
 first layer (whose first stage takes its input from elsewhere) repeat too.
 
-Usage: analysis/trace_periods.py TRACE.json USERS [--groups G]
+With --rounds, it asks whether a whole round repeats the round before it: every
+stage pass of the round's messages, the head's too, entering and leaving at the
+same offsets from the round's first entry as the same user's pass in the same
+stage one round earlier. That is the condition for replaying a round at a time
+(across the head and the host), where the layers' convoy does not repeat
+(docs/performance.md, "Do whole rounds repeat?").
+
+Usage: analysis/trace_periods.py TRACE.json USERS [--groups G | --rounds]
 """
 import collections
 import json
@@ -39,8 +46,12 @@ import sys
 def main() -> int:
     args = sys.argv[1:]
     groups = 0
+    by_rounds = False
     if len(args) == 4 and args[2] == "--groups":
         groups = int(args[3])
+        args = args[:2]
+    elif len(args) == 3 and args[2] == "--rounds":
+        by_rounds = True
         args = args[:2]
     if len(args) != 2 or groups < 0:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -52,6 +63,8 @@ def main() -> int:
              for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     if groups:
         return region_windows(events, track, groups)
+    if by_rounds:
+        return whole_rounds(events, track, users)
     # rounds[r][layer][(stage suffix, user slot)] = (enter, leave) cycles
     rounds = collections.defaultdict(lambda: collections.defaultdict(dict))
     for e in events:
@@ -84,6 +97,39 @@ def main() -> int:
         print(f"round {r}: " + " ".join(marks))
     print(f"layer passes {passes}; in a layer that repeats the one before: {repeating}; "
           f"a replay could spare at most {spared} ({100.0 * spared / max(passes, 1):.0f}%)")
+    return 0
+
+
+def whole_rounds(events, track, users: int) -> int:
+    """The --rounds check: whether each round repeats the one before it."""
+    # rounds[r][(stage track, user slot)] = (enter, leave) cycles
+    rounds = collections.defaultdict(dict)
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "stage":
+            continue
+        a = e["args"]
+        rounds[a["message"] // users][(track[(e["pid"], e["tid"])], a["message"] % users)] = (
+            a["enter_cycle"], a["leave_cycle"])
+    prev = None
+    repeats = 0
+    for r, d in sorted(rounds.items()):
+        first = min(v[0] for v in d.values())
+        offsets = {k: (v[0] - first, v[1] - first) for k, v in d.items()}
+        line = f"round {r}: {len(d)} stage passes, first entry at cycle {first}"
+        if prev is not None:
+            prev_first, prev_offsets = prev
+            shared = [k for k in offsets if k in prev_offsets]
+            same = sum(1 for k in shared if offsets[k] == prev_offsets[k])
+            moved = [offsets[k][0] - prev_offsets[k][0] for k in shared]
+            line += (f"; {first - prev_first} cycles after the round before; passes at the same "
+                     f"offsets as there: {same} of {len(d)}")
+            if moved:
+                line += f" (entries moved {min(moved)} to {max(moved)} cycles)"
+            if same == len(d) == len(prev_offsets):
+                repeats += 1
+        print(line)
+        prev = (first, offsets)
+    print(f"rounds that repeat the one before: {repeats} of {max(len(rounds) - 1, 0)}")
     return 0
 
 
