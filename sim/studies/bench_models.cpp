@@ -175,19 +175,25 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   options.threads = threads;
   HostTimes host;
   options.host_times = &host;
-  // The simulation's host time split where the first tokens are back, as
-  // many as there are users (each user's first, where no user runs ahead):
-  // the first ones carry the run's set-up (pages first touched, the replay's
-  // first copies), the later ones are what each further token costs.
-  const int first_tokens = sc.workload.users;
-  std::optional<Clock::time_point> started, first_back, last_back;
-  int tokens_total = 0;
+  // The simulation's host time split where the first token is back: the
+  // time before carries the run's set-up (pages first touched, the replay's
+  // first copies, users' messages filling the pipeline); after it, host time
+  // per stage pass, times a token's stage passes, is what each further token
+  // costs (stage passes, not tokens back: a pipeline that drains at the end
+  // sends tokens back faster than it works).
+  struct Mark {
+    Clock::time_point at;
+    long long passes = 0;
+  };
+  std::optional<Clock::time_point> started;
+  std::optional<Mark> first_back, last_back;
+  long long passes_per_token = 0;
   options.progress = [&](const RunProgress& p) {
     const auto now = Clock::now();
     if (!started) started = now;  // called as the simulation starts
-    tokens_total = p.tokens_total;
-    if (!first_back && p.tokens_done >= first_tokens) first_back = now;
-    if (!last_back && p.tokens_done >= p.tokens_total) last_back = now;
+    if (p.tokens_total > 0) passes_per_token = p.passes_total / p.tokens_total;
+    if (!first_back && p.tokens_done >= 1) first_back = Mark{now, p.passes_done};
+    if (!last_back && p.tokens_done >= p.tokens_total) last_back = Mark{now, p.passes_done};
   };
   const auto t0 = Clock::now();
   const analysis::RunResult r = run_scenario(sc, options);
@@ -214,12 +220,13 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["works_on_two_threads"] = host.works_on_two_threads;
   j["works_on_one_thread"] = host.works_on_one_thread;
   j["wall_per_token_s"] = host.token_passes > 0 ? host.simulate_s / host.token_passes : 0.0;
-  j["first_tokens"] = first_tokens;
-  j["first_tokens_s"] = started && first_back ? between(*started, *first_back) : 0.0;
-  // Null where no token follows the first ones.
+  j["first_token_s"] = started && first_back ? between(*started, first_back->at) : 0.0;
+  // Null where no stage pass follows the first token back.
   j["later_per_token_s"] = nullptr;
-  if (first_back && last_back && tokens_total > first_tokens)
-    j["later_per_token_s"] = between(*first_back, *last_back) / (tokens_total - first_tokens);
+  if (first_back && last_back && last_back->passes > first_back->passes)
+    j["later_per_token_s"] = between(first_back->at, last_back->at) /
+                             static_cast<double>(last_back->passes - first_back->passes) *
+                             static_cast<double>(passes_per_token);
   j["total_s"] = total_s;
   j["peak_resident_mib"] = peak_resident_mib();
   const std::uint64_t streamed = streamed_params_per_token(sc.model);
@@ -336,8 +343,8 @@ int bench_models(const BenchModelsOptions& o) {
         "wafer's speed;\nfloor s/tok: host time to read the weights once at the copy bandwidth "
         "(the least a functional token can take), fp32 floor: the same for fp32 weights;\n"
         "ratios: host s/token divided by the floor (1.00x = at the floor);\n"
-        "later s/tok: host s per token after the first ones back (one per user), which carry "
-        "the run's set-up\n\n"
+        "later s/tok: host s per token after the first token is back (the run's set-up and "
+        "its pipeline's filling before it)\n\n"
         "{:<16} {:>6} {:>9} {:>12} {:>12} {:>9} {:>13} {:>11} {:>11}  {}\n",
         "case", "wafers", "place s", "host s/token", "later s/tok", "peak MiB", "sim tok/s/user",
         "floor s/tok", "fp32 floor", "target");
