@@ -9,13 +9,25 @@
 
 namespace wafersim::fabric {
 
+namespace {
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+}  // namespace
+
 ZeroedPages::ZeroedPages(std::size_t bytes) {
   if (bytes == 0) return;
-  // Plain 4 KiB pages: asking for transparent huge pages (MADV_HUGEPAGE)
-  // made a 26-wafer run 2.6x slower on the benchmark machine, where the
-  // kernel compacts memory on each huge-page fault (defrag = madvise).
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
+  // Transparent huge pages where the kernel allows them (its `enabled`
+  // setting `always` or `madvise`; a kernel without them refuses the
+  // advice, and the mapping keeps 4 KiB pages): a run's first pass over
+  // the records then takes a fault per 2 MiB, not per 4 KiB, and on a
+  // virtual machine whose page faults are dear that was most of a first
+  // token's host time (docs/performance.md, "Huge pages for the records",
+  // 2026-12-03: 405B 1.13x faster in all, a first token 1.3-2x). A 26-wafer
+  // run measured 2.6x slower with them on 2026-11-23, on a machine whose
+  // kernel compacted memory for them; where that happens, the kernel's
+  // `defrag` setting, not this code, is the remedy.
+  if (bytes >= kHugePage) (void)madvise(p, bytes, MADV_HUGEPAGE);
   data_ = p;
   bytes_ = bytes;
 }

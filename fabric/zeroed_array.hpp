@@ -6,7 +6,9 @@
 // those faults), although the kernel hands out zeroed pages anyway. Here a
 // page is faulted in (and zeroed, once) when the simulation first touches
 // it, and pages it never touches (about a tenth of a wafer's link records
-// under Llama-3.1-405B) cost no memory.
+// under Llama-3.1-405B) cost no memory. A mapping of 2 MiB or more asks for
+// transparent huge pages, so a page is then 2 MiB where the kernel gives
+// them (405B's peak resident memory measured the same either way).
 #pragma once
 
 #include <atomic>
