@@ -21,9 +21,9 @@ ZeroedPages::ZeroedPages(std::size_t bytes) {
   // setting `always` or `madvise`; a kernel without them refuses the
   // advice, and the mapping keeps 4 KiB pages): a run's first pass over
   // the records then takes a fault per 2 MiB, not per 4 KiB, and on a
-  // virtual machine whose page faults are dear that was most of a first
-  // token's host time (docs/performance.md, "Huge pages for the records",
-  // 2026-12-03: 405B 1.13x faster in all, a first token 1.3-2x). A 26-wafer
+  // virtual machine whose page faults are dear they were about a third of a
+  // first token's host time (docs/performance.md, "Huge pages for the records",
+  // 2026-12-03: 405B 1.13x faster in all, a first token 1.25-2.5x). A 26-wafer
   // run measured 2.6x slower with them on 2026-11-23, on a machine whose
   // kernel compacted memory for them; where that happens, the kernel's
   // `defrag` setting, not this code, is the remedy.
