@@ -10,7 +10,8 @@
 namespace wafersim::fabric {
 
 namespace {
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kHugePage = std::size_t{2} << 20;  // a transparent huge page
 }  // namespace
 
 ZeroedPages::ZeroedPages(std::size_t bytes) {
@@ -73,7 +74,6 @@ std::vector<PageRange> PagePool::stock(int count, std::size_t bytes) {
 }
 
 namespace {
-constexpr std::size_t kPage = 4096;
 
 // The whole pages inside each range (madvise takes page-aligned ranges).
 std::vector<PageRange> whole_pages(std::vector<PageRange> ranges) {
