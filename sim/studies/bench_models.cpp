@@ -198,9 +198,6 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   const auto t0 = Clock::now();
   const analysis::RunResult r = run_scenario(sc, options);
   const double total_s = seconds_since(t0);
-  const auto between = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
   const analysis::Metrics m = analysis::compute_metrics(r);
   nlohmann::ordered_json j;
   j["model"] = sc.model.name;
@@ -220,11 +217,11 @@ int run_point(const std::filesystem::path& scenario_file, const std::filesystem:
   j["works_on_two_threads"] = host.works_on_two_threads;
   j["works_on_one_thread"] = host.works_on_one_thread;
   j["wall_per_token_s"] = host.token_passes > 0 ? host.simulate_s / host.token_passes : 0.0;
-  j["first_token_s"] = started && first_back ? between(*started, first_back->at) : 0.0;
+  j["first_token_s"] = started && first_back ? seconds_between(*started, first_back->at) : 0.0;
   // Null where no stage pass follows the first token back.
   j["later_per_token_s"] = nullptr;
   if (first_back && last_back && last_back->passes > first_back->passes)
-    j["later_per_token_s"] = between(first_back->at, last_back->at) /
+    j["later_per_token_s"] = seconds_between(first_back->at, last_back->at) /
                              static_cast<double>(last_back->passes - first_back->passes) *
                              static_cast<double>(passes_per_token);
   j["total_s"] = total_s;

@@ -1,5 +1,6 @@
-// What the benchmarks measure of the host itself: wall time since a point,
-// and fields of /proc/self/status (resident memory now and at its peak).
+// What the benchmarks measure of the host itself: wall time between two
+// points or since one, and fields of /proc/self/status (resident memory now
+// and at its peak).
 #pragma once
 
 #include <chrono>
@@ -10,8 +11,12 @@ namespace wafersim::sim {
 
 using HostClock = std::chrono::steady_clock;
 
+inline double seconds_between(HostClock::time_point t0, HostClock::time_point t1) {
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
 inline double seconds_since(HostClock::time_point t0) {
-  return std::chrono::duration<double>(HostClock::now() - t0).count();
+  return seconds_between(t0, HostClock::now());
 }
 
 // A field of /proc/self/status in bytes (VmHWM: peak resident; RssAnon:
