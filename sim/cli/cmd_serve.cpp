@@ -54,7 +54,14 @@ CalibrationOptions calibration_options(const ServeArgs& a, const std::filesystem
 }
 
 void progress(const std::string& what, long long done, long long total) {
-  show_progress_bar(what, static_cast<int>(done), static_cast<int>(total));
+  show_progress_bar(what, done, total);
+}
+
+// The runs done of all, with the share done and the time left from their
+// estimated work (the grid's later runs are the dearer).
+void calibration_progress(const CalibrationProgress& p) {
+  show_progress_bar("calibrating wafer step times", p.work_done, p.work_total, "",
+                    fmt::format("{}/{} runs", p.runs_done, p.runs_total));
 }
 
 std::string traffic_line(const Scenario& sc, const TrafficSummary& t) {
@@ -125,6 +132,7 @@ int serve(const ServeArgs& a, const std::filesystem::path& presets) {
   if (!a.report.empty()) analysis::check_writable(a.report);  // before the study
   ServingStudyOptions o;
   o.calibration = calibration_options(a, presets);
+  o.calibration.progress = calibration_progress;
   o.progress = progress;
   const ServingStudy study = run_serving_study(sc, o);
   const analysis::ServingHeader h = serving_header(sc, study.traffic, study.calibration);
@@ -165,7 +173,7 @@ int capacity(const ServeArgs& a, const std::filesystem::path& presets) {
   if (sc.has_wafer()) {
     const CalibrationPlan plan = plan_calibration(sc, traffic.max_context, traffic.max_prompt);
     CalibrationOptions co = calibration_options(a, presets);
-    co.progress = [](int d, int n) { show_progress_bar("calibrating wafer step times", d, n); };
+    co.progress = calibration_progress;
     cal = calibrate(sc, plan, co);
   }
   CapacityOptions o;

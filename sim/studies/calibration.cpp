@@ -207,6 +207,19 @@ CalibrationOptions self_calibration(const std::string& scenario, const fs::path&
   return c;
 }
 
+long long point_work(const CalibrationPlan& plan, int users, long long context, long long tokens) {
+  constexpr long long kMessage = 16;  // units per message beside its rows
+  long long per_user = 0;
+  if (tokens == 0) {
+    per_user = plan.generate_tokens * (kMessage + 1);  // the prompt's token, then the steps
+  } else {
+    const long long block = std::max(1, plan.prefill_block);
+    per_user = (tokens + block - 1) / block * kMessage + tokens;
+  }
+  const long long work = std::max(1, users) * per_user;
+  return work + work * std::max(0LL, context) / 8192;
+}
+
 std::vector<long long> measured_prompt_lengths(const CalibrationPlan& plan) {
   std::vector<long long> n = plan.prefill_tokens;
   if (plan.long_prompt_tokens > 0) n.push_back(plan.long_prompt_tokens);
@@ -333,8 +346,14 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
 
   std::vector<double> step(jobs.size(), 0.0), first(jobs.size(), 0.0);
   std::vector<std::string> errors(jobs.size());
+  std::vector<long long> work(jobs.size());
+  CalibrationProgress progress;
+  progress.runs_total = static_cast<int>(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    work[i] = point_work(plan, jobs[i].users, jobs[i].context, jobs[i].tokens);
+    progress.work_total += work[i];
+  }
   std::atomic<std::size_t> next{0};
-  std::atomic<int> done{0};
   std::mutex progress_mutex;
   auto worker = [&] {
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
@@ -354,11 +373,10 @@ Calibration calibrate(const Scenario& sc, const CalibrationPlan& plan,
           errors[i] = std::string("unreadable result: ") + e.what();
         }
       }
-      const int d = ++done;
-      if (o.progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        o.progress(d, static_cast<int>(jobs.size()));
-      }
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      ++progress.runs_done;
+      progress.work_done += work[i];
+      if (o.progress) o.progress(progress);
     }
   };
   std::vector<std::thread> threads;

@@ -69,6 +69,28 @@ std::vector<long long> measured_prompt_lengths(const CalibrationPlan& plan);
 // with the fewest at least.
 std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan);
 
+// Where a calibration is: its runs done of all, and the same weighted by
+// each run's estimated host work (point_work), which is what the time left
+// is told from: a grid's runs differ in cost by 100x and more, and later
+// ones (more sequences, longer prompts) are the dearer.
+struct CalibrationProgress {
+  int runs_done = 0;
+  int runs_total = 0;
+  long long work_done = 0;
+  long long work_total = 0;
+};
+
+// The host work of one grid run (a decode point when `tokens` is 0, else
+// prompts of `tokens` tokens), estimated in units of one single-token
+// message through the pipeline: each message costs 16 units plus one per
+// token row it carries (a 64-token block's GEMMs and moves cost several
+// single-token passes, not 64), and attention over `context` cached
+// positions adds context / 8192 of that. Measured on an 8-group
+// whole-region 8B (docs/performance.md, s27): 48 users x 3 tokens at 4,068
+// cached took 180 s, one 3,072-token prompt in 64-token blocks 213 s; the
+// estimate puts them at 3,663 and 3,840 units.
+long long point_work(const CalibrationPlan& plan, int users, long long context, long long tokens);
+
 struct CalibrationOptions {
   std::filesystem::path binary;  // the wafersim executable
   std::string scenario;          // the scenario file the children run
@@ -76,8 +98,8 @@ struct CalibrationOptions {
   // --set KEY=VALUE overrides the study itself was given (the children get them too).
   std::vector<std::pair<std::string, std::string>> extra_sets;
   int jobs = 1;
-  std::filesystem::path cache_dir;         // "" = no cache
-  std::function<void(int, int)> progress;  // (points done, points in all)
+  std::filesystem::path cache_dir;                           // "" = no cache
+  std::function<void(const CalibrationProgress&)> progress;  // after each run
 };
 
 // A calibration of `scenario` run by this very executable (/proc/self/exe)

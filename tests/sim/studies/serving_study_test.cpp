@@ -109,3 +109,28 @@ slo: {ttft: 300 ms, tokens_per_s: 80}
 
 }  // namespace
 }  // namespace wafersim::sim
+
+namespace wafersim::sim {
+namespace {
+
+// The calibration's work estimate, which its progress tells the time left
+// from: it grows with the sequences and the positions cached, and it ranks
+// two runs of an 8-group whole-region 8B as their measured host times do
+// (docs/performance.md, s27: 180 s and 213 s, a ratio of 0.85).
+TEST(ServingStudy, CalibrationWorkFollowsMeasuredRuns) {
+  CalibrationPlan plan;  // 3 tokens per decode point, 64-token prompt blocks
+  const long long one = point_work(plan, 1, 0, 0);
+  EXPECT_EQ(point_work(plan, 48, 0, 0), 48 * one);  // each sequence its own messages
+  EXPECT_GT(point_work(plan, 1, 4068, 0), one);     // attention over the cache
+  // A prompt of 64 tokens is one message: dearer than one token, far cheaper than 64.
+  EXPECT_GT(point_work(plan, 1, 0, 64), one);
+  EXPECT_LT(point_work(plan, 1, 0, 64), 64 * one / 3);
+  const double decode = static_cast<double>(point_work(plan, 48, 4068, 0));
+  const double prompt = static_cast<double>(point_work(plan, 1, 0, 3072));
+  const double measured = 180.0 / 213.0;
+  EXPECT_GT(decode / prompt, measured / 1.5);
+  EXPECT_LT(decode / prompt, measured * 1.5);
+}
+
+}  // namespace
+}  // namespace wafersim::sim
