@@ -58,7 +58,7 @@ void progress(const std::string& what, long long done, long long total) {
 }
 
 // The runs done of all, with the share done and the time left from their
-// estimated work (the grid's later runs are the dearer).
+// estimated work (the grid's runs differ in cost by 100x and more).
 void calibration_progress(const CalibrationProgress& p) {
   show_progress_bar("calibrating wafer step times", p.work_done, p.work_total, "",
                     fmt::format("{}/{} runs", p.runs_done, p.runs_total));

@@ -71,8 +71,7 @@ std::vector<std::pair<int, long long>> stream_points(const CalibrationPlan& plan
 
 // Where a calibration is: its runs done of all, and the same weighted by
 // each run's estimated host work (point_work), which is what the time left
-// is told from: a grid's runs differ in cost by 100x and more, and later
-// ones (more sequences, longer prompts) are the dearer.
+// is told from: a grid's runs differ in cost by 100x and more.
 struct CalibrationProgress {
   int runs_done = 0;
   int runs_total = 0;

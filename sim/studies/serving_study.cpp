@@ -203,12 +203,7 @@ ServingStudy run_serving_study(const Scenario& sc, const ServingStudyOptions& o)
   if (sc.has_wafer()) {
     const CalibrationPlan plan =
         plan_calibration(sc, study.traffic.max_context, study.traffic.max_prompt);
-    CalibrationOptions co = o.calibration;
-    if (o.progress && !co.progress)
-      co.progress = [&o](const CalibrationProgress& p) {
-        o.progress("calibrating wafer step times", p.work_done, p.work_total);
-      };
-    study.calibration = calibrate(sc, plan, co);
+    study.calibration = calibrate(sc, plan, o.calibration);
   }
   study.results = serve_sessions(sc, sessions, study.calibration, false, o.progress);
   return study;

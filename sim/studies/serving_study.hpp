@@ -33,7 +33,8 @@ TrafficSummary summarise_traffic(const std::vector<serving::Session>& sessions);
 
 struct ServingStudyOptions {
   CalibrationOptions calibration;
-  // Called with (what, done, total) as the calibration and the simulations advance.
+  // Called with (what, done, total) as the simulations advance (the
+  // calibration's own progress is calibration.progress).
   std::function<void(const std::string&, long long, long long)> progress;
 };
 

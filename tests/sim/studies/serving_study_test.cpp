@@ -1,6 +1,7 @@
 // The serving study and the capacity search on GPU systems alone (no engine
 // runs): the rate found meets the SLO and a rate well above it does not, the
-// replicas found for a target serve it, and every request's tokens are counted.
+// replicas found for a target serve it, and every request's tokens are counted;
+// and the wafer calibration's estimate of its runs' work.
 #include "sim/studies/serving_study.hpp"
 
 #include <gtest/gtest.h>
@@ -107,12 +108,6 @@ slo: {ttft: 300 ms, tokens_per_s: 80}
   EXPECT_GE(rows[0].replicas_needed * n, 100.0);
 }
 
-}  // namespace
-}  // namespace wafersim::sim
-
-namespace wafersim::sim {
-namespace {
-
 // The calibration's work estimate, which its progress tells the time left
 // from: it grows with the sequences and the positions cached, and it ranks
 // two runs of an 8-group whole-region 8B as their measured host times do
@@ -122,7 +117,8 @@ TEST(ServingStudy, CalibrationWorkFollowsMeasuredRuns) {
   const long long one = point_work(plan, 1, 0, 0);
   EXPECT_EQ(point_work(plan, 48, 0, 0), 48 * one);  // each sequence its own messages
   EXPECT_GT(point_work(plan, 1, 4068, 0), one);     // attention over the cache
-  // A prompt of 64 tokens is one message: dearer than one token, far cheaper than 64.
+  // A prompt of 64 tokens is one message: dearer than a decode point's three
+  // single-token messages, far cheaper than 64 of them.
   EXPECT_GT(point_work(plan, 1, 0, 64), one);
   EXPECT_LT(point_work(plan, 1, 0, 64), 64 * one / 3);
   const double decode = static_cast<double>(point_work(plan, 48, 4068, 0));
