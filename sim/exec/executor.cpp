@@ -868,62 +868,45 @@ Vec Executor::attention(const AttentionPlacement& a, int layer, const Vec& qkv,
   return out;
 }
 
-Vec Executor::block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv, int h,
-                           std::span<const RowTag> rows,
-                           std::vector<std::vector<Timed>>& kv_ready) {
+Vec Executor::block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv,
+                           int h) {
   const int hd = model_.head_dim, g = model_.num_heads / model_.num_kv_heads;
   const int C = a.columns_per_head, w = a.wafer;
-  // The query group's slices to the block's top row, column j taking dims
-  // dim_begin(j) .. dim_begin(j + 1) of each of the g heads (the pieces name
-  // them as one range of the same size, of the group's rows in the layer's
-  // order); the result then names them as the attention's output does
-  // (query head i at i x head_dim), which is where o reads them.
-  const int q0 = order.q(h * g);
+  // Column j's share of the group to the block's top row: dims dim_begin(j)
+  // .. dim_begin(j + 1) of each of the g query heads (the piece names them as
+  // one range of the same size, of the group's rows in the layer's order),
+  // and the same dims of the block's new keys and values. The result then
+  // names the query slices as the attention's output does (query head i at
+  // i x head_dim), which is where o reads them; each top core is ready once
+  // all three of its slices are there.
+  const int q0 = order.q(h * g), k0 = order.k(h), v0 = order.v(h);
   Layout top;
   for (int j = 0; j < C; ++j)
     top.push_back(
         Piece{a.block_core(h, 0, j), q0 + g * a.dim_begin(j), q0 + g * a.dim_begin(j + 1), w});
+  for (const int r0 : {k0, v0})
+    for (int j = 0; j < C; ++j)
+      top.push_back(Piece{a.block_core(h, 0, j), r0 + a.dim_begin(j), r0 + a.dim_begin(j + 1), w});
   Vec q = move(qkv, top);
   for (int j = 0; j < C; ++j) {
-    Piece& p = q.layout[static_cast<std::size_t>(j)];
+    const auto sj = static_cast<std::size_t>(j), C_ = static_cast<std::size_t>(C);
+    q.ready[sj] = later(q.ready[sj], later(q.ready[C_ + sj], q.ready[2 * C_ + sj]));
+    Piece& p = q.layout[sj];
     p.begin += h * g * hd - q0, p.end += h * g * hd - q0;
   }
-  // Each token's key and value, split the same way, to the row caching it.
-  Vec one;  // one token of the block, for its k and v (timing only)
-  one.layout = qkv.layout;
-  one.ready = qkv.ready;
-  kv_ready.assign(static_cast<std::size_t>(a.segment_length) * C, {});
-  for (const RowTag& r : rows) {
-    const int row = a.slot_core(r.user, r.position);
-    Layout ks, vs;
-    for (int j = 0; j < C; ++j) {
-      const Coord c = a.block_core(h, row, j);
-      const int k0 = order.k(h), v0 = order.v(h);
-      ks.push_back(Piece{c, k0 + a.dim_begin(j), k0 + a.dim_begin(j + 1), w});
-      vs.push_back(Piece{c, v0 + a.dim_begin(j), v0 + a.dim_begin(j + 1), w});
-    }
-    const Vec k = move(one, ks), v = move(one, vs);
-    for (int j = 0; j < C; ++j) {
-      auto& r = kv_ready[static_cast<std::size_t>(row) * C + j];
-      r.push_back(k.ready[static_cast<std::size_t>(j)]);
-      r.push_back(v.ready[static_cast<std::size_t>(j)]);
-    }
-  }
+  q.layout.resize(static_cast<std::size_t>(C));
+  q.ready.resize(static_cast<std::size_t>(C));
   return q;
 }
 
 void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
                          const std::vector<std::vector<Timed>>& down,
-                         const std::vector<std::vector<Timed>>& kv_ready,
                          std::vector<std::vector<Timed>>& partial, const RowsApart& apart) {
   const int C = a.columns_per_head, w = a.wafer;
   const auto g = static_cast<std::uint64_t>(model_.num_heads / model_.num_kv_heads);
   fabric::Fabric& f = fab(w);
   auto dims = [&](int j) {
     return static_cast<std::uint64_t>(a.dim_begin(j + 1) - a.dim_begin(j));
-  };
-  const auto ij = [&](int j) {
-    return static_cast<std::size_t>(i) * C + static_cast<std::size_t>(j);
   };
   // Scores: each core's keys slice times the g query slices (a GEMM tile of
   // n rows); the partial scores all-reduced along the row.
@@ -933,8 +916,7 @@ void Executor::block_row(const AttentionPlacement& a, int h, int i, std::uint64_
   };
   std::vector<Timed> scored(static_cast<std::size_t>(C)), back;
   for (int j = 0; j < C; ++j) {
-    Timed ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
-    for (const Timed& r : kv_ready[ij(j)]) ready = later(ready, r);
+    const Timed& ready = down[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
     scored[static_cast<std::size_t>(j)] =
         n == 0 ? ready
                : run(a.block_core(h, i, j), ready, f.cost().gemm_tile(n, dims(j), g, bits_));
@@ -978,7 +960,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   fabric::Fabric& f = fab(w);
   Vec out;
   out.tokens = qkv.tokens;
-  std::vector<std::vector<Timed>> kv_ready, down(static_cast<std::size_t>(C));
+  std::vector<std::vector<Timed>> down(static_cast<std::size_t>(C));
   std::vector<std::vector<Timed>> partial(static_cast<std::size_t>(C),
                                           std::vector<Timed>(static_cast<std::size_t>(L)));
   const auto dims = [&](int j) {
@@ -1003,11 +985,17 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
   std::vector<Timed> reduced(static_cast<std::size_t>(C));
   std::vector<Bytes> column_bytes(static_cast<std::size_t>(C));
   for (int h = 0; h < a.num_kv_heads; ++h) {
-    const Vec q = block_inputs(a, order, qkv, h, rows, kv_ready);
-    // Rows [i0, i1) of the block, once the q multicast has reached them.
+    const Vec q = block_inputs(a, order, qkv, h);
+    // Each column's stream down the block carries the query slices and the
+    // block's new keys and values (every row reads the queries; the rows
+    // caching a new position keep its key and value as they pass), so a
+    // row works once the stream has reached it. One stream per column, not
+    // one message per token and row: a prompt block's tokens go to as many
+    // rows (positions go round-robin over them).
+    // Rows [i0, i1) of the block, once the column streams have reached them.
     auto block_rows = [&](int i0, int i1, const RowsApart& apart) {
       for (int i = i0; i < i1; ++i)
-        block_row(a, h, i, visible_positions(a, rows, i), down, kv_ready, partial, apart);
+        block_row(a, h, i, visible_positions(a, rows, i), down, partial, apart);
     };
     if (!timing_) {
       for (int j = 0; j < C; ++j)
@@ -1018,7 +1006,7 @@ Vec Executor::block_attention(const AttentionPlacement& a, int layer, const Vec&
       touch(w, Line{a.block_core(h, 0, 0), fabric::Direction::south, L});
       touch(w, Line{a.block_core(h, 0, C - 1), fabric::Direction::south, L});
       for (int j = 0; j < C; ++j)
-        column_bytes[static_cast<std::size_t>(j)] = Bytes{g * dims(j) * value_bytes() * T};
+        column_bytes[static_cast<std::size_t>(j)] = Bytes{(g + 2) * dims(j) * value_bytes() * T};
       fabric::ParallelLineMulticast lines(
           f.mesh(), f.flow(), a.block_core(h, 0, 0), fabric::Direction::south, L,
           fabric::Direction::east, column_bytes,

@@ -313,13 +313,12 @@ class Executor {
   // summed over the rows.
   std::uint64_t visible_positions(const AttentionPlacement& a, std::span<const RowTag> rows,
                                   int i) const;
-  // block_attention's parts: kv head h's query slices on its block's top
-  // row (returned) and its new keys and values on the row caching them
-  // (their arrivals per row and column, in `kv_ready`); and row i's scores,
-  // their all-reduce along the row and its weighted values (`n` visible
-  // positions), into `partial` [column][row].
-  Vec block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv, int h,
-                   std::span<const RowTag> rows, std::vector<std::vector<Timed>>& kv_ready);
+  // block_attention's parts: kv head h's query slices, with the block's
+  // new keys and values, on its block's top row (returned: the query
+  // slices, each ready once its column's three slices are there); and row
+  // i's scores, their all-reduce along the row and its weighted values (`n`
+  // visible positions), into `partial` [column][row].
+  Vec block_inputs(const AttentionPlacement& a, const QkvRows& order, const Vec& qkv, int h);
   // With `apart` (timing only, a reduction of its own hop loop), the row's
   // all-reduce keeps its line apart (LineReductions::keep_lines_apart, its
   // sum multicast back with the row's own `now`) and the cores are run
@@ -330,7 +329,6 @@ class Executor {
   };
   void block_row(const AttentionPlacement& a, int h, int i, std::uint64_t n,
                  const std::vector<std::vector<Timed>>& down,
-                 const std::vector<std::vector<Timed>>& kv_ready,
                  std::vector<std::vector<Timed>>& partial, const RowsApart& apart);
   // The experts each row of a message uses: the top k of its router logits
   // (functional, published to the exchange), else the functional lane's

@@ -759,7 +759,7 @@ TEST(Cli, PipelinedUsersReplayTheWholePipelineExactly) {
       {"tiny-llama", "  users: 4\n", " --timing-only --wafers 2 --keep-link-records", true},
       {"tiny-llama", "  users: 4\n", " --timing-only --threads 1", true},
       {"tiny-llama", "  users: 4\n  decode_batch: 2\n", " --timing-only", true},
-      {"tiny-llama", "  users: 4\n  cached_tokens: 50\n", " --timing-only", true},
+      {"tiny-llama", "  users: 4\n  cached_tokens: 100\n", " --timing-only", true},
       {"tiny-llama", "  users: 4\n  arrivals_s: [0, 0.00001, 0.00002, 0.00003]\n", " --timing-only",
        true},
       // The tracked message leads: the last period the run holds ends with

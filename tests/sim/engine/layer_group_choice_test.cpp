@@ -73,10 +73,10 @@ std::optional<LayerGroupChoice> choose(const Scenario& sc, Placement* placed = n
 // tiny-llama (4 layers) on the 32 x 32 `small` wafer: every candidate
 // (1, 2, 4) fits and is timed; the choice is the best predicted figure, and
 // the placement is the chosen count's own plan. Full engine runs of each
-// count (timing only): one user, 2 and 4 groups are within 0.5% (4,357 and
-// 4,380 cycles per token, 4,843 for 1), which the prediction (4,288 and
-// 4,286) cannot separate: it takes 4; four users, 4 groups give the most
-// tokens/s (875 K against 678 K and 478 K).
+// count (timing only): one user, 2 groups' token is the shortest, 0.7%
+// shorter than 4's (4,373 and 4,404 cycles per token, 4,859 for 1), which
+// the prediction ranks alike (4,304 and 4,310): it takes 2; four users, 4
+// groups give the most tokens/s (876 K against 677 K and 478 K).
 TEST(LayerGroupChoice, TinyModelChoosesTheBestPredicted) {
   for (const int users : {1, 4}) {
     const Scenario sc = tiny_auto(users);
@@ -105,7 +105,7 @@ TEST(LayerGroupChoice, TinyModelChoosesTheBestPredicted) {
       if (better) best = &c;
     }
     EXPECT_EQ(ch->chosen, best->groups) << users << " users";
-    EXPECT_EQ(ch->chosen, 4) << users << " users";
+    EXPECT_EQ(ch->chosen, users == 1 ? 2 : 4) << users << " users";
     // The placement is the chosen count's plan, as an explicit count gives it.
     Scenario fixed = sc;
     fixed.placement.layer_groups_auto = false;
@@ -177,10 +177,10 @@ TEST(LayerGroupChoice, RunCarriesTheChoice) {
   opt.functional = false;
   const analysis::RunResult r = run_scenario(sc, opt);
   ASSERT_TRUE(r.layer_group_choice.has_value());
-  EXPECT_EQ(r.layer_group_choice->chosen, 4);
+  EXPECT_EQ(r.layer_group_choice->chosen, 2);
   const auto it =
       std::find_if(r.layer_group_choice->candidates.begin(), r.layer_group_choice->candidates.end(),
-                   [](const LayerGroupCandidate& c) { return c.groups == 4; });
+                   [](const LayerGroupCandidate& c) { return c.groups == 2; });
   ASSERT_NE(it, r.layer_group_choice->candidates.end());
   const double step = static_cast<double>(analysis::compute_metrics(r).cycles_per_token.value);
   EXPECT_NEAR(static_cast<double>(it->token_cycles), step, 0.1 * step);
